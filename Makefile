@@ -1,0 +1,93 @@
+# DistCache — developer entry points. Run `make` or `make help` for the list.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules
+
+GO ?= go
+
+# Tools are cached outside the repository, keyed by version.
+TOOLS_DIR ?= $(HOME)/.cache/distcache
+
+GOLANGCI_LINT_VERSION ?= v2.11.0
+GOLANGCI_LINT_DIR := $(abspath $(TOOLS_DIR))/golangci-lint/$(GOLANGCI_LINT_VERSION)
+GOLANGCI_LINT := $(GOLANGCI_LINT_DIR)/golangci-lint
+LINT_FLAGS ?=
+
+# Tests.
+TEST_TIMEOUT ?= 25m
+TEST_FLAGS ?=
+# Prerequisites that `make test` installs by itself before running the tests.
+# Each entry is a target that must be idempotent (do nothing when the thing is
+# already present). Empty for now: only Go is needed. Later additions are,
+# for example, redis-server and the envtest binaries (kube-apiserver, etcd).
+TEST_DEPS ?=
+
+# Simulator.
+SIM_OUT ?= out/sim
+SIM_FLAGS ?=
+
+# Fuzzing.
+FUZZ_TARGET ?= FuzzDecode
+FUZZ_PKG ?= ./placement/partmap/
+FUZZ_TIME ?= 30s
+
+.PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean
+
+help: ## Show this help
+	@echo 'Usage: make <target> [VAR=value ...]'
+	@echo
+	@echo 'Targets:'
+	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) \
+		| awk 'BEGIN {FS = ":.*## "} {printf "  %-10s %s\n", $$1, $$2}'
+	@echo
+	@echo 'Variables: TOOLS_DIR=$(TOOLS_DIR) SIM_OUT=$(SIM_OUT) SIM_FLAGS=$(SIM_FLAGS)'
+	@echo '           TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_FLAGS=$(TEST_FLAGS) FUZZ_TIME=$(FUZZ_TIME)'
+
+build: ## Build bin/distcache
+	$(GO) build -o bin/distcache ./cmd/distcache
+
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent; nothing beyond Go yet)
+	@echo 'test-deps: ok'
+
+test: test-deps ## Install test prerequisites, then run go vet and all tests with -race
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+
+vet: ## Run go vet
+	$(GO) vet ./...
+
+fmt: ## Format all Go files with gofmt -w
+	find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 \
+		| xargs -0 -r gofmt -w
+
+$(GOLANGCI_LINT):
+	@echo 'Installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(GOLANGCI_LINT_DIR)'
+	mkdir -p '$(GOLANGCI_LINT_DIR)'
+	GOBIN='$(GOLANGCI_LINT_DIR)' $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (installed into TOOLS_DIR if missing)
+	'$(GOLANGCI_LINT)' run $(LINT_FLAGS) ./...
+
+sim: ## Run all simulator experiments into SIM_OUT (e.g. make sim SIM_FLAGS=--quick)
+	$(GO) run ./cmd/distcache sim --experiment all --out $(SIM_OUT) $(SIM_FLAGS)
+
+bench: ## Run all benchmarks, output also written to out/bench.txt
+	mkdir -p out
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./... | tee out/bench.txt
+
+# The demo currently runs the simulator's headline comparison; standalone mode
+# (local cache nodes, shims and redis-servers) replaces this recipe later.
+demo: ## Run the demo (for now: the simulator's skew comparison, quick mode)
+	@echo '==> DistCache demo: simulator headline comparison (throughput vs skew)'
+	@echo '==> go run ./cmd/distcache sim --experiment skew --quick --out out/demo'
+	$(GO) run ./cmd/distcache sim --experiment skew --quick --out out/demo
+	@echo '==> Results (out/demo/skew.md):'
+	@cat out/demo/skew.md
+
+fuzz: ## Fuzz the partition-map decoder for FUZZ_TIME (default 30s)
+	$(GO) test -run '^$$' -fuzz $(FUZZ_TARGET) -fuzztime $(FUZZ_TIME) $(FUZZ_PKG)
+
+clean: ## Remove build and output directories (bin/, out/)
+	rm -rf bin out

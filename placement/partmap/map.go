@@ -1,0 +1,251 @@
+// Package partmap defines the partition map: the versioned document that says
+// where every key lives, shared by the operator (which computes and publishes
+// it), standalone mode and the data plane (which read it).
+//
+// A map has k cache layers and the storage placement. Each cache layer is a
+// consistent-hash ring over its active members with its own seed, so the
+// layers partition keys independently (DistCache, FAST '19, §3.1); a key is
+// cached at most once per layer, and a reader chooses among the k owners by
+// power-of-k-choices (package routing). The lowest layer may be bound to the
+// storage racks: its member for a rack caches the hot keys stored in that rack,
+// as the leaf switches of §4.1 do. Storage maps a key to a rack and a shard
+// within the rack.
+//
+// When a cache member fails, the controller marks it Failed and publishes the
+// next version: the member leaves its layer's ring, so only its share of keys
+// moves, spread over the survivors (§4.4). When it returns it is marked Active
+// again and takes back exactly that share.
+//
+// Compile turns a Map into a Placement, the immutable lookup structure; it is
+// the only place that interprets a map, so every component places keys alike.
+package partmap
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/distcache/distcache/placement/ring"
+)
+
+// FormatVersion is the version of the map's JSON schema.
+const FormatVersion = 1
+
+// MemberState is the state of a cache member in the map.
+type MemberState string
+
+const (
+	// Active members own a share of their layer's keys.
+	Active MemberState = "Active"
+	// Failed members own nothing; their share is remapped to the survivors.
+	Failed MemberState = "Failed"
+)
+
+// Map is the partition map document.
+type Map struct {
+	// Format is FormatVersion.
+	Format int `json:"format"`
+	// Version increases by one with every published change.
+	Version int64 `json:"version"`
+	// Cluster names the cache cluster the map belongs to.
+	Cluster string `json:"cluster"`
+	// Layers lists the cache layers, upper layers first.
+	Layers []Layer `json:"layers"`
+	// Storage places keys on storage racks and shards.
+	Storage Storage `json:"storage"`
+}
+
+// Layer is one cache layer.
+type Layer struct {
+	Name string `json:"name"`
+	// Seed seeds the layer's ring; layers must use distinct seeds.
+	Seed uint64 `json:"seed,string"`
+	// VirtualNodes is the number of ring points per member.
+	VirtualNodes int `json:"virtualNodes"`
+	// BoundToRacks makes the member of a rack own the keys stored in it.
+	BoundToRacks bool `json:"boundToRacks,omitempty"`
+	// Members lists every member, active or failed.
+	Members []Member `json:"members"`
+}
+
+// Member is one cache node.
+type Member struct {
+	Name string `json:"name"`
+	// ID is the node id carried in packet telemetry, unique in the map and
+	// kept by a member across versions.
+	ID uint32 `json:"id"`
+	// Address is the node's data-plane address (host:port), if known.
+	Address string `json:"address,omitempty"`
+	// Rack is the storage rack a member of a bound layer serves.
+	Rack string `json:"rack,omitempty"`
+	// Capacity is the member's relative throughput (1 when zero).
+	Capacity float64     `json:"capacity,omitempty"`
+	State    MemberState `json:"state"`
+}
+
+// Storage places keys on storage shards: a key's rack and then its shard
+// within the rack are chosen by jump consistent hashing with seeds derived
+// from Seed.
+type Storage struct {
+	Seed  uint64 `json:"seed,string"`
+	Racks []Rack `json:"racks"`
+}
+
+// Rack is a group of storage shards, the unit a bound cache member serves.
+type Rack struct {
+	Name   string  `json:"name"`
+	Shards []Shard `json:"shards"`
+}
+
+// Shard is one storage server (a Redis instance fronted by its shim).
+type Shard struct {
+	Name    string `json:"name"`
+	Address string `json:"address,omitempty"`
+}
+
+// Clone returns a deep copy of m.
+func (m *Map) Clone() *Map {
+	c := *m
+	c.Layers = slices.Clone(m.Layers)
+	for i := range c.Layers {
+		c.Layers[i].Members = slices.Clone(m.Layers[i].Members)
+	}
+	c.Storage.Racks = slices.Clone(m.Storage.Racks)
+	for i := range c.Storage.Racks {
+		c.Storage.Racks[i].Shards = slices.Clone(m.Storage.Racks[i].Shards)
+	}
+	return &c
+}
+
+// Member returns the layer and member indexes of the member called name, or
+// ok=false.
+func (m *Map) Member(name string) (layer, member int, ok bool) {
+	for l := range m.Layers {
+		for i := range m.Layers[l].Members {
+			if m.Layers[l].Members[i].Name == name {
+				return l, i, true
+			}
+		}
+	}
+	return -1, -1, false
+}
+
+// WithState returns the next version of m with member name in state, or m
+// itself (and changed=false) when the member already is in that state.
+func (m *Map) WithState(name string, state MemberState) (next *Map, changed bool, err error) {
+	if state != Active && state != Failed {
+		return nil, false, fmt.Errorf("cannot set state of member %q: unknown state %q", name, state)
+	}
+	l, i, ok := m.Member(name)
+	if !ok {
+		return nil, false, fmt.Errorf("cannot set state of member %q: no such member", name)
+	}
+	if m.Layers[l].Members[i].State == state {
+		return m, false, nil
+	}
+	next = m.Clone()
+	next.Version++
+	next.Layers[l].Members[i].State = state
+	return next, true, nil
+}
+
+// Validate reports the first problem that makes m unusable.
+func (m *Map) Validate() error {
+	if m.Format != FormatVersion {
+		return fmt.Errorf("invalid partition map: format %d, want %d", m.Format, FormatVersion)
+	}
+	if m.Version < 1 {
+		return fmt.Errorf("invalid partition map: version %d, want >= 1", m.Version)
+	}
+	racks, err := m.Storage.validate()
+	if err != nil {
+		return fmt.Errorf("invalid partition map: %w", err)
+	}
+	ids := map[uint32]string{}
+	names := map[string]bool{}
+	seeds := map[uint64]string{}
+	for _, l := range m.Layers {
+		if err := l.validate(racks, ids, names); err != nil {
+			return fmt.Errorf("invalid partition map: layer %q: %w", l.Name, err)
+		}
+		if other, dup := seeds[l.Seed]; dup {
+			return fmt.Errorf("invalid partition map: layers %q and %q share seed %d; layers must hash independently", other, l.Name, l.Seed)
+		}
+		seeds[l.Seed] = l.Name
+	}
+	return nil
+}
+
+func (l *Layer) validate(racks map[string]bool, ids map[uint32]string, names map[string]bool) error {
+	if l.Name == "" {
+		return errors.New("empty layer name")
+	}
+	if l.VirtualNodes < 1 || l.VirtualNodes > ring.MaxVirtualNodes {
+		return fmt.Errorf("virtual nodes %d out of range [1, %d]", l.VirtualNodes, ring.MaxVirtualNodes)
+	}
+	bound := map[string]string{}
+	for _, mb := range l.Members {
+		if mb.Name == "" {
+			return errors.New("member with empty name")
+		}
+		if names[mb.Name] {
+			return fmt.Errorf("duplicate member name %q", mb.Name)
+		}
+		names[mb.Name] = true
+		if other, dup := ids[mb.ID]; dup {
+			return fmt.Errorf("members %q and %q share id %d", other, mb.Name, mb.ID)
+		}
+		ids[mb.ID] = mb.Name
+		if mb.State != Active && mb.State != Failed {
+			return fmt.Errorf("member %q: unknown state %q", mb.Name, mb.State)
+		}
+		if mb.Capacity < 0 || math.IsNaN(mb.Capacity) || math.IsInf(mb.Capacity, 0) {
+			return fmt.Errorf("member %q: capacity %v must be a non-negative number", mb.Name, mb.Capacity)
+		}
+		if !l.BoundToRacks {
+			if mb.Rack != "" {
+				return fmt.Errorf("member %q names rack %q but the layer is not bound to racks", mb.Name, mb.Rack)
+			}
+			continue
+		}
+		if !racks[mb.Rack] {
+			return fmt.Errorf("member %q: unknown rack %q", mb.Name, mb.Rack)
+		}
+		if other, dup := bound[mb.Rack]; dup {
+			return fmt.Errorf("members %q and %q are both bound to rack %q", other, mb.Name, mb.Rack)
+		}
+		bound[mb.Rack] = mb.Name
+	}
+	return nil
+}
+
+func (s *Storage) validate() (map[string]bool, error) {
+	if len(s.Racks) == 0 {
+		return nil, errors.New("storage has no racks")
+	}
+	racks := map[string]bool{}
+	shards := map[string]bool{}
+	for _, r := range s.Racks {
+		if r.Name == "" {
+			return nil, errors.New("storage rack with empty name")
+		}
+		if racks[r.Name] {
+			return nil, fmt.Errorf("duplicate storage rack %q", r.Name)
+		}
+		racks[r.Name] = true
+		if len(r.Shards) == 0 {
+			return nil, fmt.Errorf("storage rack %q has no shards", r.Name)
+		}
+		for _, sh := range r.Shards {
+			if sh.Name == "" {
+				return nil, fmt.Errorf("storage rack %q: shard with empty name", r.Name)
+			}
+			if shards[sh.Name] {
+				return nil, fmt.Errorf("duplicate storage shard %q", sh.Name)
+			}
+			shards[sh.Name] = true
+		}
+	}
+	return racks, nil
+}

@@ -1,0 +1,181 @@
+package partmap
+
+import (
+	"fmt"
+
+	"github.com/distcache/distcache/placement/hashing"
+	"github.com/distcache/distcache/placement/ring"
+)
+
+// Placement is a compiled Map: the immutable structure every component uses
+// to find a key's storage shard and its owner in each cache layer. It is safe
+// for concurrent use.
+type Placement struct {
+	m       *Map
+	layers  []compiledLayer
+	rackFn  hashing.Func
+	shardFn hashing.Func
+}
+
+type compiledLayer struct {
+	ring     *ring.Ring // active members only
+	byRing   []int      // ring member index -> index in Layer.Members
+	byRack   []int      // bound layers: rack index -> active member index, or -1
+	capacity []float64  // per member, defaulted to 1
+}
+
+// Candidate is a key's owner in one layer.
+type Candidate struct {
+	Layer  int    // index into Map.Layers
+	Member int    // index into Layer.Members
+	Node   uint32 // the member's ID
+	// Capacity is the member's relative throughput (1 by default).
+	Capacity float64
+}
+
+// Compile validates m and builds its lookup structure. m must not be
+// modified afterwards.
+func Compile(m *Map) (*Placement, error) {
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("cannot compile partition map: %w", err)
+	}
+	p := &Placement{
+		m:       m,
+		rackFn:  hashing.New(hashing.Derive(m.Storage.Seed, "rack")),
+		shardFn: hashing.New(hashing.Derive(m.Storage.Seed, "shard")),
+	}
+	rackIndex := make(map[string]int, len(m.Storage.Racks))
+	for i, r := range m.Storage.Racks {
+		rackIndex[r.Name] = i
+	}
+	for _, l := range m.Layers {
+		cl, err := compileLayer(l, rackIndex, len(m.Storage.Racks))
+		if err != nil {
+			return nil, fmt.Errorf("cannot compile partition map: layer %q: %w", l.Name, err)
+		}
+		p.layers = append(p.layers, cl)
+	}
+	return p, nil
+}
+
+func compileLayer(l Layer, rackIndex map[string]int, racks int) (compiledLayer, error) {
+	var cl compiledLayer
+	names := make([]string, 0, len(l.Members))
+	cl.capacity = make([]float64, len(l.Members))
+	if l.BoundToRacks {
+		cl.byRack = make([]int, racks)
+		for i := range cl.byRack {
+			cl.byRack[i] = -1
+		}
+	}
+	for i, mb := range l.Members {
+		cl.capacity[i] = mb.Capacity
+		if cl.capacity[i] == 0 {
+			cl.capacity[i] = 1
+		}
+		if mb.State != Active {
+			continue
+		}
+		names = append(names, mb.Name)
+		cl.byRing = append(cl.byRing, i)
+		if l.BoundToRacks {
+			cl.byRack[rackIndex[mb.Rack]] = i
+		}
+	}
+	r, err := ring.New(l.Seed, l.VirtualNodes, names)
+	if err != nil {
+		return cl, err
+	}
+	cl.ring = r
+	return cl, nil
+}
+
+// Map returns the map p was compiled from.
+func (p *Placement) Map() *Map { return p.m }
+
+// Version is the map version.
+func (p *Placement) Version() int64 { return p.m.Version }
+
+// Layers reports the number of cache layers.
+func (p *Placement) Layers() int { return len(p.layers) }
+
+// Shard returns the rack and shard indexes storing key.
+func (p *Placement) Shard(key string) (rack, shard int) {
+	rack = int(jump(p.rackFn.String(key), len(p.m.Storage.Racks)))
+	shard = int(jump(p.shardFn.String(key), len(p.m.Storage.Racks[rack].Shards)))
+	return rack, shard
+}
+
+// Owner returns the index of key's owner in layer, or -1 when the layer has
+// no active member.
+func (p *Placement) Owner(layer int, key string) int {
+	cl := &p.layers[layer]
+	if cl.byRack != nil {
+		rack := int(jump(p.rackFn.String(key), len(cl.byRack)))
+		if m := cl.byRack[rack]; m >= 0 {
+			return m
+		}
+		// The rack's own member failed: its keys fall back to the layer's
+		// ring over the surviving members, so only they move.
+	}
+	i := cl.ring.LocateKey(key)
+	if i < 0 {
+		return -1
+	}
+	return cl.byRing[i]
+}
+
+// Candidates appends to dst key's owner in every layer that has an active
+// member, upper layers first, and returns the extended slice. With a dst of
+// sufficient capacity it does not allocate.
+func (p *Placement) Candidates(key string, dst []Candidate) []Candidate {
+	for l := range p.layers {
+		m := p.Owner(l, key)
+		if m < 0 {
+			continue
+		}
+		dst = append(dst, Candidate{
+			Layer:    l,
+			Member:   m,
+			Node:     p.m.Layers[l].Members[m].ID,
+			Capacity: p.layers[l].capacity[m],
+		})
+	}
+	return dst
+}
+
+// jump is Lamping and Veach's jump consistent hash ("A Fast, Minimal Memory,
+// Consistent Hash Algorithm", 2014): it maps key to one of n buckets with
+// exactly even expected load, no memory, and moves only 1/(n+1) of keys when
+// a bucket is appended. Storage placement uses it because storage shards are
+// added but never remapped on failure (their data lives there), and because
+// perfect balance keeps the uncached load even across thousands of servers.
+func jump(key uint64, n int) int32 {
+	var b, j int64 = -1, 0
+	for j < int64(n) {
+		b = j
+		key = key*2862933555777941757 + 1
+		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
+	}
+	return int32(b)
+}
+
+// Replicas appends to dst the indexes of up to n distinct active members of
+// layer that hold key when it is replicated n times within the layer: its
+// owner first, then the next members clockwise on the layer's ring. A bound
+// layer has one member per rack and is not replicated: it yields the owner.
+func (p *Placement) Replicas(layer int, key string, n int, dst []int) []int {
+	cl := &p.layers[layer]
+	if cl.byRack != nil || n <= 1 {
+		if o := p.Owner(layer, key); o >= 0 {
+			dst = append(dst, o)
+		}
+		return dst
+	}
+	start := len(dst)
+	dst = cl.ring.Successors(cl.ring.KeyHash(key), n, dst)
+	for i := start; i < len(dst); i++ {
+		dst[i] = cl.byRing[dst[i]]
+	}
+	return dst
+}

@@ -1,0 +1,196 @@
+package ring_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/distcache/distcache/placement/ring"
+	"github.com/distcache/distcache/workload"
+)
+
+const testKeys = 1_000_000
+
+func memberNames(n int) []string {
+	ms := make([]string, n)
+	for i := range ms {
+		ms[i] = fmt.Sprintf("spine-%d", i)
+	}
+	return ms
+}
+
+// owners returns the owner name of each of the first n test keys.
+func owners(r *ring.Ring, n int) []string {
+	out := make([]string, n)
+	var buf []byte
+	for k := range n {
+		buf = workload.AppendKey(buf[:0], uint64(k))
+		out[k] = r.Owner(string(buf))
+	}
+	return out
+}
+
+// TestRemovalMovesOnlyTheRemovedShare removes one member of n and checks the
+// consistent-hashing guarantees the failover remap relies on (DistCache
+// §4.4): only keys of the removed member move, and its share, like every
+// member's, is at most 1.1/n.
+func TestRemovalMovesOnlyTheRemovedShare(t *testing.T) {
+	for _, n := range []int{8, 16, 32, 64, 128, 256} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			members := memberNames(n)
+			full, err := ring.New(11, ring.DefaultVirtualNodes, members)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := owners(full, testKeys)
+			share := map[string]int{}
+			for _, o := range before {
+				share[o]++
+			}
+			for m, c := range share {
+				if frac := float64(c) / testKeys; frac > 1.1/float64(n) {
+					t.Errorf("member %s owns %.4f of keys, more than 1.1/n = %.4f", m, frac, 1.1/float64(n))
+				}
+			}
+			removed := members[n/2]
+			survivors := slices.Delete(slices.Clone(members), n/2, n/2+1)
+			shrunk, err := ring.New(11, ring.DefaultVirtualNodes, survivors)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved := 0
+			for k, o := range owners(shrunk, testKeys) {
+				if o == before[k] {
+					continue
+				}
+				moved++
+				if before[k] != removed {
+					t.Fatalf("key %d moved from surviving member %s to %s", k, before[k], o)
+				}
+			}
+			if moved != share[removed] {
+				t.Fatalf("moved %d keys, want exactly the removed member's %d", moved, share[removed])
+			}
+			if frac := float64(moved) / testKeys; frac > 1.1/float64(n) {
+				t.Fatalf("removal moved %.4f of keys, more than 1.1/n = %.4f", frac, 1.1/float64(n))
+			}
+		})
+	}
+}
+
+// TestAdditionMovesKeysOnlyToNewMember adds a member and checks keys move
+// only onto it, about 1/(n+1) of them.
+func TestAdditionMovesKeysOnlyToNewMember(t *testing.T) {
+	members := memberNames(32)
+	r1, _ := ring.New(5, ring.DefaultVirtualNodes, members)
+	r2, _ := ring.New(5, ring.DefaultVirtualNodes, append(slices.Clone(members), "spine-new"))
+	moved := 0
+	a, b := owners(r1, testKeys), owners(r2, testKeys)
+	for k := range a {
+		if a[k] == b[k] {
+			continue
+		}
+		moved++
+		if b[k] != "spine-new" {
+			t.Fatalf("key %d moved between existing members %s -> %s", k, a[k], b[k])
+		}
+	}
+	if frac := float64(moved) / testKeys; frac > 1.1/33 || frac < 0.9/33 {
+		t.Fatalf("addition moved %.4f of keys, want about 1/33", frac)
+	}
+}
+
+func TestOrderIndependent(t *testing.T) {
+	members := memberNames(16)
+	rev := slices.Clone(members)
+	slices.Reverse(rev)
+	r1, _ := ring.New(3, 64, members)
+	r2, _ := ring.New(3, 64, rev)
+	a, b := owners(r1, 10_000), owners(r2, 10_000)
+	if !slices.Equal(a, b) {
+		t.Fatal("owner assignment depends on member order")
+	}
+}
+
+func TestSeedsPartitionIndependently(t *testing.T) {
+	members := memberNames(16)
+	r1, _ := ring.New(1, 256, members)
+	r2, _ := ring.New(2, 256, members)
+	same := 0
+	a, b := owners(r1, 100_000), owners(r2, 100_000)
+	for k := range a {
+		if a[k] == b[k] {
+			same++
+		}
+	}
+	// Independent partitions agree on about 1/16 of keys.
+	if frac := float64(same) / 100_000; frac > 1.5/16 {
+		t.Fatalf("two seeds agree on %.3f of keys, want about 1/16", frac)
+	}
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		name    string
+		vnodes  int
+		members []string
+	}{
+		{"zero vnodes", 0, []string{"a"}},
+		{"too many vnodes", ring.MaxVirtualNodes + 1, []string{"a"}},
+		{"empty name", 8, []string{"a", ""}},
+		{"duplicate", 8, []string{"a", "b", "a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ring.New(1, tc.vnodes, tc.members); err == nil {
+				t.Fatal("want error")
+			}
+		})
+	}
+}
+
+func TestEmptyRing(t *testing.T) {
+	r, err := ring.New(1, 8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LocateKey("x") != -1 || r.Owner("x") != "" {
+		t.Fatal("empty ring must locate nothing")
+	}
+}
+
+// TestLocateMatchesLinearScan checks the bucket index against the
+// definition: first point at or after the hash, wrapping around.
+func TestLocateMatchesLinearScan(t *testing.T) {
+	r, _ := ring.New(9, 3, memberNames(5))
+	ref := ring.Reference(r)
+	for _, h := range []uint64{0, 1, 1 << 63, ^uint64(0), ^uint64(0) - 1} {
+		if got, want := r.Locate(h), ref(h); got != want {
+			t.Errorf("Locate(%#x) = %d, want %d", h, got, want)
+		}
+	}
+	for k := range uint64(100_000) {
+		h := k * 0x9e3779b97f4a7c15
+		if got, want := r.Locate(h), ref(h); got != want {
+			t.Fatalf("Locate(%#x) = %d, want %d", h, got, want)
+		}
+	}
+}
+
+func BenchmarkLocateKey(b *testing.B) {
+	for _, n := range []int{32, 1024} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r, _ := ring.New(1, ring.DefaultVirtualNodes, memberNames(n))
+			keys := make([]string, 4096)
+			for i := range keys {
+				keys[i] = workload.Key(uint64(i))
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_ = r.LocateKey(keys[i&4095])
+				i++
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/distcache/distcache/placement/hashing"
+	"github.com/distcache/distcache/routing"
+)
+
+// streamer replays a sampled query stream through the real power-of-k
+// router. It never consults the true loads: each simulated client (a client
+// ToR in the paper) keeps its own routing.LoadTable, fed only by the load a
+// cache node stamps into the replies that client receives, TelemetryDelay
+// after the node served the query. Cache nodes measure their load with a
+// routing.LoadMeter, as the data plane does. The clock counts query
+// arrivals, so one tick is one query of the whole system.
+type streamer struct {
+	m       *model
+	cfg     RoutingConfig
+	rng     *rand.Rand
+	tables  []*routing.LoadTable
+	routers []*routing.Router
+	meters  []*routing.LoadMeter // per cache node
+	pending []telemetry          // replies in flight, in due order
+	now     int64
+	cands   []routing.Candidate
+}
+
+// telemetry is a reply on its way back to a client.
+type telemetry struct {
+	due    int64
+	client int32
+	node   uint32
+	load   float64
+}
+
+func newStreamer(m *model, seed uint64) (*streamer, error) {
+	rc := m.cfg.Routing
+	s := &streamer{
+		m:     m,
+		cfg:   rc,
+		rng:   rand.New(rand.NewPCG(seed, hashing.Derive(seed, "stream"))),
+		cands: make([]routing.Candidate, 0, 4),
+	}
+	aging := routing.AgingConfig{StaleAfter: int64(rc.StaleAfter), HalfLife: int64(rc.HalfLife)}
+	for c := range rc.Clients {
+		t, err := routing.NewLoadTable(aging)
+		if err != nil {
+			return nil, fmt.Errorf("cannot start simulated client: %w", err)
+		}
+		s.tables = append(s.tables, t)
+		s.routers = append(s.routers, routing.NewRouter(t, hashing.Derive(seed, fmt.Sprint("client", c))))
+	}
+	for range m.nodes() {
+		mt, err := routing.NewLoadMeter(int64(rc.LoadWindow))
+		if err != nil {
+			return nil, fmt.Errorf("cannot start simulated cache node: %w", err)
+		}
+		s.meters = append(s.meters, mt)
+	}
+	return s, nil
+}
+
+// tally counts, per exact rank with several holders, how many of the
+// measured reads went to each holder, and how many reads went to a failed
+// node and were lost.
+type tally struct {
+	counts [][]float64
+	reads  int
+	lost   int
+}
+
+// run streams queries through the router under plan p. Reads to nodes for
+// which dead returns true get no reply: they are lost, and their sender
+// learns nothing. The first warmup queries are not counted.
+func (s *streamer) run(p *plan, queries, warmup int, dead func(v int32) bool) tally {
+	t := tally{counts: make([][]float64, len(p.holders))}
+	for k, h := range p.holders {
+		if len(h) > 1 {
+			t.counts[k] = make([]float64, len(h))
+		}
+	}
+	w := s.m.cfg.WriteRatio
+	for q := range queries {
+		s.now++
+		s.deliver()
+		rank := s.m.zipf.Sample(s.rng)
+		if rank >= uint64(len(p.holders)) || len(p.holders[rank]) == 0 {
+			continue // uncached: served by storage, no cache telemetry
+		}
+		h := p.holders[rank]
+		if w > 0 && s.rng.Float64() < w {
+			for _, v := range h {
+				s.meters[v].Add(2, s.now) // invalidation and update
+			}
+			continue
+		}
+		client := int32(s.rng.IntN(len(s.routers)))
+		i := s.choose(client, h)
+		v := h[i]
+		if q >= warmup {
+			t.reads++
+			if t.counts[rank] != nil {
+				t.counts[rank][i]++
+			}
+		}
+		if dead != nil && dead(v) {
+			if q >= warmup {
+				t.lost++
+			}
+			continue
+		}
+		s.meters[v].Add(1, s.now)
+		s.pending = append(s.pending, telemetry{
+			due: s.now + int64(s.cfg.TelemetryDelay), client: client,
+			node: s.m.nodeID(v), load: s.meters[v].Rate(s.now),
+		})
+	}
+	return t
+}
+
+// choose asks client's router for one of the holders h.
+func (s *streamer) choose(client int32, h []int32) int {
+	if len(h) == 1 {
+		return 0
+	}
+	s.cands = s.cands[:0]
+	for _, v := range h {
+		s.cands = append(s.cands, routing.Candidate{Node: routing.NodeID(s.m.nodeID(v)), Capacity: float64(s.m.cfg.ServersPerRack)})
+	}
+	i := s.routers[client].Choose(s.cands, s.now)
+	if i < 0 {
+		i = 0
+	}
+	return i
+}
+
+// deliver hands every reply that has arrived to its client's load table.
+func (s *streamer) deliver() {
+	n := 0
+	for n < len(s.pending) && s.pending[n].due <= s.now {
+		r := s.pending[n]
+		s.tables[r.client].Observe(routing.NodeID(r.node), r.load, s.now)
+		n++
+	}
+	if n > 0 {
+		s.pending = s.pending[:copy(s.pending, s.pending[n:])]
+	}
+}
+
+// routedSplit runs the stream for plan p and sets p's read split from the
+// router's choices: the fraction of each key's measured reads sent to each
+// holder. Keys the stream never sampled are split evenly.
+func (m *model) routedSplit(p *plan) error {
+	s, err := newStreamer(m, hashing.Derive(m.cfg.Seed, "routing"))
+	if err != nil {
+		return err
+	}
+	t := s.run(p, m.cfg.Routing.Queries, m.cfg.Routing.Warmup, nil)
+	p.splitEvenly()
+	for k, c := range t.counts {
+		total := 0.0
+		for _, x := range c {
+			total += x
+		}
+		if total == 0 {
+			continue
+		}
+		for i, x := range c {
+			p.split[k][i] = x / total
+		}
+	}
+	return nil
+}
