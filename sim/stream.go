@@ -22,7 +22,8 @@ type streamer struct {
 	tables  []*routing.LoadTable
 	routers []*routing.Router
 	meters  []*routing.LoadMeter // per cache node
-	pending []telemetry          // replies in flight, in due order
+	pending []telemetry          // replies in flight from index head on, in due order
+	head    int
 	now     int64
 	cands   []routing.Candidate
 }
@@ -138,14 +139,14 @@ func (s *streamer) choose(client int32, h []int32) int {
 
 // deliver hands every reply that has arrived to its client's load table.
 func (s *streamer) deliver() {
-	n := 0
-	for n < len(s.pending) && s.pending[n].due <= s.now {
-		r := s.pending[n]
+	for s.head < len(s.pending) && s.pending[s.head].due <= s.now {
+		r := s.pending[s.head]
 		s.tables[r.client].Observe(routing.NodeID(r.node), r.load, s.now)
-		n++
+		s.head++
 	}
-	if n > 0 {
-		s.pending = s.pending[:copy(s.pending, s.pending[n:])]
+	if s.head > 1024 && s.head > len(s.pending)/2 {
+		s.pending = s.pending[:copy(s.pending, s.pending[s.head:])]
+		s.head = 0
 	}
 }
 

@@ -1,6 +1,7 @@
 package hashing_test
 
 import (
+	"hash/fnv"
 	"testing"
 
 	"github.com/distcache/distcache/internal/stattest"
@@ -85,5 +86,17 @@ func BenchmarkDigest(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = hashing.DigestOf(k)
+	}
+}
+
+// BenchmarkFNVBaseline is the standard library's FNV-1a on the same key, the
+// baseline for BenchmarkString in docs/benchmarks.md.
+func BenchmarkFNVBaseline(b *testing.B) {
+	k := []byte("key:123456789")
+	b.ReportAllocs()
+	for b.Loop() {
+		h := fnv.New64a()
+		_, _ = h.Write(k)
+		_ = h.Sum64()
 	}
 }

@@ -320,3 +320,29 @@ func BenchmarkCandidates(b *testing.B) {
 		buf = p.Candidates("key:123456", buf[:0])
 	}
 }
+
+func TestReplicas(t *testing.T) {
+	m := mustBuild(t, newSpec(), nil)
+	m, _, _ = m.WithState("demo-spine-1", partmap.Failed)
+	p := mustCompile(t, m)
+	for k := range 500 {
+		key := "key:" + itoa(k)
+		got := p.Replicas(0, key, 3, nil)
+		if len(got) != 3 || got[0] != p.Owner(0, key) {
+			t.Fatalf("Replicas(%q) = %v, want 3 members starting with the owner %d", key, got, p.Owner(0, key))
+		}
+		for i, mb := range got {
+			if mb == 1 {
+				t.Fatalf("Replicas(%q) = %v includes the failed member", key, got)
+			}
+			for _, other := range got[:i] {
+				if other == mb {
+					t.Fatalf("Replicas(%q) = %v repeats a member", key, got)
+				}
+			}
+		}
+		if leaf := p.Replicas(1, key, 3, nil); len(leaf) != 1 || leaf[0] != p.Owner(1, key) {
+			t.Fatalf("bound layer replicas %v, want only the rack's member", leaf)
+		}
+	}
+}

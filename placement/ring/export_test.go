@@ -1,5 +1,7 @@
 package ring
 
+import "sort"
+
 // Reference returns a lookup by linear scan over r's points, the definition
 // the bucket index must agree with.
 func Reference(r *Ring) func(h uint64) int {
@@ -10,5 +12,17 @@ func Reference(r *Ring) func(h uint64) int {
 			}
 		}
 		return int(r.owners[0])
+	}
+}
+
+// BinarySearch returns a lookup by plain binary search over r's points, the
+// baseline the bucket index is benchmarked against.
+func BinarySearch(r *Ring) func(h uint64) int {
+	return func(h uint64) int {
+		i := sort.Search(len(r.points), func(i int) bool { return r.points[i] >= h })
+		if i == len(r.points) {
+			i = 0
+		}
+		return int(r.owners[i])
 	}
 }

@@ -194,3 +194,53 @@ func BenchmarkLocateKey(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLocate compares the bucket-indexed lookup with a plain binary
+// search over the same ring (the baseline recorded in docs/benchmarks.md).
+func BenchmarkLocate(b *testing.B) {
+	for _, n := range []int{32, 1024} {
+		r, _ := ring.New(1, ring.DefaultVirtualNodes, memberNames(n))
+		hashes := make([]uint64, 4096)
+		for i := range hashes {
+			hashes[i] = r.KeyHash(workload.Key(uint64(i)))
+		}
+		search := ring.BinarySearch(r)
+		b.Run(fmt.Sprintf("bucket/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_ = r.Locate(hashes[i&4095])
+				i++
+			}
+		})
+		b.Run(fmt.Sprintf("binarysearch/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_ = search(hashes[i&4095])
+				i++
+			}
+		})
+	}
+}
+
+func TestSuccessors(t *testing.T) {
+	r, _ := ring.New(4, 16, memberNames(6))
+	for k := range 1000 {
+		h := r.KeyHash(workload.Key(uint64(k)))
+		got := r.Successors(h, 4, nil)
+		if len(got) != 4 || got[0] != r.Locate(h) {
+			t.Fatalf("Successors = %v, want 4 members starting with the owner %d", got, r.Locate(h))
+		}
+		seen := map[int]bool{}
+		for _, m := range got {
+			if seen[m] {
+				t.Fatalf("Successors = %v repeats a member", got)
+			}
+			seen[m] = true
+		}
+	}
+	if got := r.Successors(0, 10, nil); len(got) != 6 {
+		t.Fatalf("asking for more successors than members gave %v", got)
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/sim"
+)
+
+type simOptions struct {
+	experiment string
+	out        string
+	quick      bool
+	cfg        sim.Config
+}
+
+func newSimCommand() *cobra.Command {
+	o := simOptions{cfg: sim.Default()}
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Reproduce the DistCache paper's evaluation (throughput vs skew, cache size, scale, writes; failure timeline)",
+		Long: `sim places keys with the real placement core, routes reads with the real
+power-of-k router fed only by simulated telemetry, and reports each strategy's
+throughput: the largest offered rate at which no cache node and no storage
+server is over capacity, in units of one storage server's throughput.
+
+Each experiment writes DIR/<experiment>.csv, .png and .md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.OutOrStdout(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.experiment, "experiment", "skew", "experiment to run: skew, cachesize, scale, writes, failure or all")
+	f.StringVar(&o.out, "out", "out/sim", "directory for the CSV, PNG and markdown outputs")
+	f.BoolVar(&o.quick, "quick", false, "smaller key space and query stream: a meaningful run in under a minute")
+	c := &o.cfg
+	f.IntVar(&c.Spines, "spines", c.Spines, "upper-layer cache nodes")
+	f.IntVar(&c.Racks, "racks", c.Racks, "storage racks, each with one leaf cache node")
+	f.IntVar(&c.ServersPerRack, "servers-per-rack", c.ServersPerRack, "storage servers per rack")
+	f.IntVar(&c.CachePerNode, "cache-per-node", c.CachePerNode, "hot objects per cache node")
+	f.Uint64Var(&c.Keys, "keys", c.Keys, "key space size")
+	f.Float64Var(&c.Skew, "skew", c.Skew, "Zipf exponent (0 = uniform)")
+	f.Float64Var(&c.WriteRatio, "write-ratio", c.WriteRatio, "fraction of queries that are writes")
+	f.Float64Var(&c.CoherenceCost, "coherence-cost", c.CoherenceCost, "server work per cached copy per write, in queries")
+	f.BoolVar(&c.HotKeyReplication, "hot-key-replication", c.HotKeyReplication, "give keys hotter than half a cache node extra upper-layer copies")
+	f.IntVar(&c.Routing.Queries, "queries", c.Routing.Queries, "length of the query stream that drives the router")
+	f.IntVar(&c.Routing.Clients, "clients", c.Routing.Clients, "independent senders, each learning loads only from its own replies")
+	f.IntVar(&c.Routing.TelemetryDelay, "telemetry-delay", c.Routing.TelemetryDelay, "reply delay before a sender sees a load, in query arrivals")
+	f.IntVar(&c.Routing.LoadWindow, "load-window", c.Routing.LoadWindow, "time constant of the load a cache node reports, in query arrivals")
+	f.Uint64Var(&c.Seed, "seed", c.Seed, "seed of the placement, scrambling and query stream")
+	return cmd
+}
+
+func runSim(w io.Writer, o simOptions) error {
+	exps := sim.Experiments
+	if o.experiment != "all" {
+		e, err := sim.Lookup(o.experiment)
+		if err != nil {
+			return err
+		}
+		exps = []sim.Experiment{e}
+	}
+	cfg := o.cfg
+	if o.quick {
+		cfg = sim.Quick(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	for _, e := range exps {
+		start := time.Now()
+		fmt.Fprintf(w, "running %s (paper figure %s)\n", e.Name, e.Figure)
+		results, err := e.Run(cfg, o.quick, func(msg string) { fmt.Fprintf(w, "  %s\n", msg) })
+		if err != nil {
+			return err
+		}
+		if err := sim.WriteReport(o.out, e, results); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s done in %s: %s\n", e.Name, time.Since(start).Round(time.Millisecond),
+			filepath.Join(o.out, e.Name+".{csv,png,md}"))
+	}
+	return nil
+}
