@@ -14,16 +14,18 @@
 //
 // Why both ingredients matter (§3.2, §3.3): with independent hashes, a set of
 // hot keys that collides on one node in one layer is, with high probability,
-// spread over many nodes in the other layer, so the bipartite key→node graph
-// has the expansion needed for a perfect matching of the load (§3.2, Lemma 2).
-// That matching only exists on paper unless the router actually steers each
-// query toward the less loaded copy. Routing statically (always to one layer,
-// or to a uniformly random copy) cannot exploit the second copy when it is
-// needed, and the hottest node keeps its excess; choosing the less loaded copy
-// is what turns the expansion into balanced load. The difference between
-// having the choice and not having it is the "life-or-death" difference the
-// paper refers to (§3.3): with it, cache throughput scales with the number of
-// cache nodes; without it, one overloaded node bounds the whole system.
+// spread over many nodes in the other layer. The analysis of §3.2 (Lemma 2)
+// uses this expansion to show that a balanced assignment of every key's
+// queries to its copies exists. Such an assignment is only useful if the
+// router actually steers each query toward the less loaded copy: routing
+// statically (always to one layer, or to a uniformly random copy) leaves the
+// hottest node with its excess however much spare capacity the other layer
+// has. Choosing the less loaded copy is the online, distributed way of
+// realising the balanced assignment, so having the choice versus not having
+// it is the "life-or-death" difference discussed in §3.3: with it, cache
+// throughput grows with the number of cache nodes; without it, one overloaded
+// node bounds the whole system. The closed-loop test in this package
+// demonstrates the effect on a toy two-layer system.
 //
 // # Telemetry and staleness
 //
@@ -61,9 +63,13 @@
 //
 // # Concurrency
 //
-// LoadTable and LoadMeter are safe for concurrent use; their read paths are
-// lock-free and their hot write paths (Observe, Add) take no locks. A Router
-// holds a random source and counters and is not safe for concurrent use: use
-// one Router per goroutine (or per simulated client), all sharing one
-// LoadTable.
+// LoadTable and LoadMeter are safe for concurrent use and take no mutex on
+// their hot paths. LoadTable publishes each node's (load, timestamp) pair with
+// a per-entry sequence lock: readers (Load, Router.Choose) never write shared
+// memory and only retry while a write to the same entry is in flight; writers
+// (Observe) to the same node serialise for the duration of three stores; the
+// table's mutex is taken only when a new NodeID grows it. LoadMeter.Add is a
+// lock-free CAS loop on one word. A Router holds a random source and counters
+// and is not safe for concurrent use: use one Router per goroutine (or per
+// simulated client), all sharing one LoadTable.
 package routing

@@ -120,6 +120,9 @@ func (m *LoadMeter) rebase(s *meterState, now int64) {
 			break
 		}
 	}
+	if m.state.Load() != s {
+		return // someone already installed the successor
+	}
 	v := math.Float64frombits(bits &^ sealBit)
 	ns := newMeterState(next, v*math.Exp(float64(s.epoch-next)*m.invWindow))
 	m.state.CompareAndSwap(s, ns) // losers' ns is garbage

@@ -78,7 +78,19 @@ type entry struct {
 	_      uint32
 }
 
+// read returns a consistent (load, stamp) pair. Router.Choose carries a
+// hand-inlined copy of the fast path.
 func (e *entry) read() (load float64, stamp int64) {
+	s := e.seq.Load()
+	l := e.load.Load()
+	st := e.stamp.Load()
+	if s&1 == 0 && e.seq.Load() == s {
+		return math.Float64frombits(l), st
+	}
+	return e.readSlow()
+}
+
+func (e *entry) readSlow() (load float64, stamp int64) {
 	for spins := 0; ; spins++ {
 		s := e.seq.Load()
 		if s&1 == 0 {
@@ -117,13 +129,15 @@ type chunk [chunkSize]entry
 // Layout: a directory of fixed-size chunks of entries, indexed by NodeID. The
 // directory is an immutable slice published through an atomic pointer, so
 // lookups (Load, Failed, Router.Choose) and updates of existing entries
-// (Observe, MarkFailed, Reset) take no lock. Chunks never move, so an update
-// made through an old directory is visible through every later one. Only
-// growing the directory (first sight of a NodeID beyond the current size)
-// takes mu, and allocates.
+// (Observe, MarkFailed, Reset) take no mutex; each entry's (load, stamp) pair
+// is guarded by its own sequence lock (see entry). Chunks never move, so an
+// update made through an old directory is visible through every later one.
+// Only growing the directory (first sight of a NodeID beyond the current
+// size) takes mu, and allocates.
 type LoadTable struct {
-	aging AgingConfig
-	dir   atomic.Pointer[[]*chunk]
+	aging      AgingConfig
+	decayPerNs float64 // ln 2 / HalfLife
+	dir        atomic.Pointer[[]*chunk]
 	// mu guards growth of dir only: it serialises grow so that two writers
 	// never publish diverging directories (a directory built from a stale
 	// copy would drop chunks). Readers and updates of existing entries never
@@ -139,6 +153,9 @@ func NewLoadTable(aging AgingConfig) (*LoadTable, error) {
 		return nil, fmt.Errorf("cannot create load table: %w", err)
 	}
 	t := &LoadTable{aging: aging}
+	if aging.StaleAfter > 0 {
+		t.decayPerNs = math.Ln2 / float64(aging.HalfLife)
+	}
 	d := []*chunk{new(chunk)}
 	t.dir.Store(&d)
 	return t, nil
@@ -216,15 +233,15 @@ func (t *LoadTable) Load(node NodeID, now int64) float64 {
 }
 
 // aged applies the aging rule to a load observed at stamp.
+// Router.Choose carries a hand-inlined copy.
 func (t *LoadTable) aged(load float64, stamp, now int64) float64 {
-	if t.aging.StaleAfter == 0 || load == 0 {
-		return load
+	// decayPerNs is 0 when aging is disabled.
+	if age := now - stamp - t.aging.StaleAfter; age > 0 && t.decayPerNs != 0 && load != 0 {
+		// load·2^(-age/HalfLife), via the (assembly) math.Exp, which is
+		// faster than math.Exp2 on amd64; the error is ~1e-16 relative.
+		return load * math.Exp(-float64(age)*t.decayPerNs)
 	}
-	age := now - stamp - t.aging.StaleAfter
-	if age <= 0 {
-		return load
-	}
-	return load * math.Exp2(-float64(age)/float64(t.aging.HalfLife))
+	return load
 }
 
 // MarkFailed marks node failed (or recovered). Router.Choose never picks a

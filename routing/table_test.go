@@ -285,40 +285,63 @@ func TestTableConcurrent(t *testing.T) {
 
 // TestSeqlockNoTornReads concentrates writers and readers on one entry, where
 // a broken sequence lock would hand out (load, stamp) pairs from different
-// writes. Writers store load == 2*stamp.
+// writes. Writers alternate between two pairs that age to the same value v at
+// the readers' fixed now: (v, now) and (2v, now-StaleAfter-HalfLife). A torn
+// pair ages to v/2 or 2v instead. Load readers check the value; Choose readers
+// compare node 0 against node 1 fixed at v, so every choice must be a tie
+// (this covers Choose's hand-inlined copy of the read path).
 func TestSeqlockNoTornReads(t *testing.T) {
-	tbl := mustTable(t, AgingConfig{})
 	const (
-		writers = 2
-		readers = 2
-		iters   = 50000
+		staleAfter = 1000
+		halfLife   = 500
+		now        = int64(10_000)
+		v          = 8.0
+		writers    = 2
+		iters      = 50000
 	)
+	tbl := mustTable(t, AgingConfig{StaleAfter: staleAfter, HalfLife: halfLife})
+	tbl.Observe(0, v, now)
+	tbl.Observe(1, v, now)
 	var writing, reading sync.WaitGroup
 	var torn, reads atomic.Int64
 	var done atomic.Bool
-	for range readers {
-		reading.Add(1)
-		go func() { // reads until the writers are done, so both overlap fully
-			defer reading.Done()
-			e := lookup(tbl.chunks(), 0)
-			for n := int64(1); ; n++ {
-				if l, st := e.read(); l != 2*float64(st) {
-					torn.Add(1)
-				}
-				if done.Load() {
-					reads.Add(n)
-					return
-				}
+	reading.Add(2)
+	go func() { // Load reader: runs until the writers are done
+		defer reading.Done()
+		for n := int64(1); ; n++ {
+			if got := tbl.Load(0, now); relErr(got, v) > 1e-12 {
+				torn.Add(1)
 			}
-		}()
-	}
+			if done.Load() {
+				reads.Add(n)
+				return
+			}
+		}
+	}()
+	go func() { // Choose reader
+		defer reading.Done()
+		r := NewRouter(tbl, 1)
+		cands := []Candidate{{Node: 0}, {Node: 1}}
+		for n := int64(1); ; n++ {
+			r.Choose(cands, now)
+			if done.Load() {
+				st := r.Stats()
+				torn.Add(int64(st.Choices - st.Ties))
+				reads.Add(n)
+				return
+			}
+		}
+	}()
 	for g := range writers {
 		writing.Add(1)
 		go func() {
 			defer writing.Done()
 			for i := range iters {
-				stamp := int64(i*writers + g + 1)
-				tbl.Observe(0, 2*float64(stamp), stamp)
+				if (i+g)%2 == 0 {
+					tbl.Observe(0, v, now)
+				} else {
+					tbl.Observe(0, 2*v, now-staleAfter-halfLife)
+				}
 			}
 		}()
 	}
