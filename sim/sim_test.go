@@ -8,10 +8,10 @@ import (
 
 type configOption func(*Config)
 
-func withSkew(s float64) configOption       { return func(c *Config) { c.Skew = s } }
-func withWrites(w float64) configOption     { return func(c *Config) { c.WriteRatio = w } }
+func withSkew(s float64) configOption        { return func(c *Config) { c.Skew = s } }
+func withWrites(w float64) configOption      { return func(c *Config) { c.WriteRatio = w } }
 func withoutHotKeyReplication() configOption { return func(c *Config) { c.HotKeyReplication = false } }
-func withTelemetryDelay(d int) configOption { return func(c *Config) { c.Routing.TelemetryDelay = d } }
+func withTelemetryDelay(d int) configOption  { return func(c *Config) { c.Routing.TelemetryDelay = d } }
 
 // smallConfig is a scaled-down deployment (8 spines, 8 racks of 8 servers,
 // 20 objects per cache node, one million keys) that keeps the paper's
