@@ -47,6 +47,7 @@ Each experiment writes DIR/<experiment>.csv, .png and .md.`,
 	f.Float64Var(&c.CoherenceCost, "coherence-cost", c.CoherenceCost, "server work per cached copy per write, in queries")
 	f.BoolVar(&c.HotKeyReplication, "hot-key-replication", c.HotKeyReplication, "give keys hotter than half a cache node extra upper-layer copies")
 	f.IntVar(&c.Routing.Queries, "queries", c.Routing.Queries, "length of the query stream that drives the router")
+	f.IntVar(&c.Routing.Warmup, "warmup", c.Routing.Warmup, "initial queries of the stream whose routing is not counted")
 	f.IntVar(&c.Routing.Clients, "clients", c.Routing.Clients, "independent senders, each learning loads only from its own replies")
 	f.IntVar(&c.Routing.TelemetryDelay, "telemetry-delay", c.Routing.TelemetryDelay, "reply delay before a sender sees a load, in query arrivals")
 	f.IntVar(&c.Routing.LoadWindow, "load-window", c.Routing.LoadWindow, "time constant of the load a cache node reports, in query arrivals")
