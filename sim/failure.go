@@ -94,30 +94,30 @@ func (m *model) applyTimeline(t FailureTimeline, step int, down map[int32]bool) 
 		case step == at:
 			down[v] = true
 		case step == at+t.DetectAfter && step < t.Restore:
-			next, ok, err := m.pmap.WithState(name, partmap.Failed)
+			ok, err := m.setState(name, partmap.Failed)
 			if err != nil {
 				return false, err
 			}
-			if ok {
-				if err := m.setMap(next); err != nil {
-					return false, err
-				}
-				changed = true
-			}
+			changed = changed || ok
 		}
 		if step == t.Restore {
 			delete(down, v)
-			next, ok, err := m.pmap.WithState(name, partmap.Active)
+			ok, err := m.setState(name, partmap.Active)
 			if err != nil {
 				return false, err
 			}
-			if ok {
-				if err := m.setMap(next); err != nil {
-					return false, err
-				}
-				changed = true
-			}
+			changed = changed || ok
 		}
 	}
 	return changed, nil
+}
+
+// setState publishes the next map version with member name in state, as the
+// controller does, and reports whether anything changed.
+func (m *model) setState(name string, state partmap.MemberState) (bool, error) {
+	next, changed, err := m.pmap.WithState(name, state)
+	if err != nil || !changed {
+		return false, err
+	}
+	return true, m.setMap(next)
 }

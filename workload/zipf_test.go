@@ -3,6 +3,7 @@ package workload
 import (
 	"errors"
 	"fmt"
+	"github.com/distcache/distcache/internal/stattest"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -76,17 +77,6 @@ func gofBins(t *testing.T, z *Zipf, samples int) []bin {
 	return bins
 }
 
-// chiSquareCritical returns the (1-alpha) quantile of the chi-square
-// distribution with df degrees of freedom by the Wilson–Hilferty
-// approximation: χ² ≈ df (1 - 2/(9df) + z √(2/(9df)))³.
-func chiSquareCritical(df int, alpha float64) float64 {
-	z := math.Sqrt2 * math.Erfinv(1-2*alpha) // standard normal (1-alpha) quantile
-	k := float64(df)
-	v := 2 / (9 * k)
-	c := 1 - v + z*math.Sqrt(v)
-	return k * c * c * c
-}
-
 // chiSquare draws samples ranks with draw, asserts they are in [0, n), and
 // returns the chi-square statistic against bins and its degrees of freedom.
 func chiSquare(t *testing.T, n uint64, bins []bin, samples int, draw func() uint64) (stat float64, df int) {
@@ -128,7 +118,7 @@ func TestZipfGoodnessOfFit(t *testing.T) {
 				bins := gofBins(t, z, gofSamples)
 				rng := rand.New(rand.NewPCG(zipfSeed, uint64(i*len(testSizes)+j)))
 				stat, df := chiSquare(t, n, bins, gofSamples, func() uint64 { return z.Sample(rng) })
-				crit := chiSquareCritical(df, gofAlpha)
+				crit := stattest.ChiSquareCritical(df, gofAlpha)
 				t.Logf("chi-square = %.1f, df = %d, critical = %.1f", stat, df, crit)
 				if stat > crit {
 					t.Errorf("chi-square = %.1f with %d degrees of freedom, critical value %.1f at alpha = %v", stat, df, crit, gofAlpha)
@@ -185,30 +175,12 @@ func TestGoodnessOfFitHasPower(t *testing.T) {
 			bins := gofBins(t, z, gofSamples)
 			rng := rand.New(rand.NewPCG(zipfSeed, 1000))
 			stat, df := chiSquare(t, n, bins, gofSamples, func() uint64 { return tc.draw(rng) })
-			crit := chiSquareCritical(df, gofAlpha)
+			crit := stattest.ChiSquareCritical(df, gofAlpha)
 			t.Logf("chi-square = %.1f, df = %d, critical = %.1f", stat, df, crit)
 			if stat <= crit {
 				t.Errorf("chi-square = %.1f with %d degrees of freedom did not exceed %.1f: the test cannot tell %s from Zipf(%v)", stat, df, crit, tc.name, s)
 			}
 		})
-	}
-}
-
-func TestChiSquareCritical(t *testing.T) {
-	// Reference quantiles of the chi-square distribution.
-	for _, tc := range []struct {
-		df    int
-		alpha float64
-		want  float64
-	}{
-		{10, 0.05, 18.307},
-		{20, 0.001, 45.315},
-		{30, 0.001, 59.703},
-		{100, 0.01, 135.807},
-	} {
-		if got := chiSquareCritical(tc.df, tc.alpha); math.Abs(got-tc.want)/tc.want > 0.005 {
-			t.Errorf("chiSquareCritical(%d, %v) = %v, want %v", tc.df, tc.alpha, got, tc.want)
-		}
 	}
 }
 
