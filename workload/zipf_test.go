@@ -3,12 +3,13 @@ package workload
 import (
 	"errors"
 	"fmt"
-	"github.com/distcache/distcache/internal/stattest"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/distcache/distcache/internal/stattest"
 )
 
 // testExponents and testSizes are the grid of the goodness-of-fit tests.
