@@ -107,24 +107,19 @@ func runWrites(base Config, _ bool, progress func(string)) ([]Result, error) {
 	return out, nil
 }
 
-// ByStrategy returns the throughput of each strategy in results at x.
-func ByStrategy(results []Result, experiment string, x float64) map[Strategy]float64 {
-	out := map[Strategy]float64{}
+// Series returns the experiment names in results, in first-seen order.
+func Series(results []Result) []string {
+	return firstSeen(results, func(r Result) string { return r.Experiment })
+}
+
+// firstSeen returns the distinct values of key over results, in the order
+// they first appear.
+func firstSeen[T comparable](results []Result, key func(Result) T) []T {
+	var out []T
 	for _, r := range results {
-		if r.Experiment == experiment && r.X == x {
-			out[r.Strategy] = r.Throughput
+		if v := key(r); !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
 	return out
-}
-
-// Series returns the experiment names in results, in first-seen order.
-func Series(results []Result) []string {
-	var names []string
-	for _, r := range results {
-		if !slices.Contains(names, r.Experiment) {
-			names = append(names, r.Experiment)
-		}
-	}
-	return names
 }

@@ -223,13 +223,7 @@ func strategyNames(ss []Strategy) []string {
 
 // xsIn returns the x values of results in first-seen order.
 func xsIn(results []Result) []float64 {
-	var out []float64
-	for _, r := range results {
-		if !slices.Contains(out, r.X) {
-			out = append(out, r.X)
-		}
-	}
-	return out
+	return firstSeen(results, func(r Result) float64 { return r.X })
 }
 
 // find returns the first result of strategy s at x.
