@@ -106,28 +106,12 @@ func (m *model) nodes() int { return m.cfg.Spines + m.cfg.Racks }
 // leafNode is the cache-node index of leaf member i.
 func (m *model) leafNode(i int32) int32 { return int32(m.cfg.Spines) + i }
 
-// nodeName names cache node v for reports.
-func (m *model) nodeName(v int) string {
+// member is cache node v's entry in the current partition map.
+func (m *model) member(v int) *partmap.Member {
 	if v < m.cfg.Spines {
-		return m.pmap.Layers[spineLayer].Members[v].Name
+		return &m.pmap.Layers[spineLayer].Members[v]
 	}
-	return m.pmap.Layers[leafLayer].Members[v-m.cfg.Spines].Name
-}
-
-// nodeFailed reports whether cache node v is failed in the current map.
-func (m *model) nodeFailed(v int) bool {
-	if v < m.cfg.Spines {
-		return m.pmap.Layers[spineLayer].Members[v].State == partmap.Failed
-	}
-	return m.pmap.Layers[leafLayer].Members[v-m.cfg.Spines].State == partmap.Failed
-}
-
-// nodeID is the partition-map id of cache node v, used by the router.
-func (m *model) nodeID(v int32) uint32 {
-	if int(v) < m.cfg.Spines {
-		return m.pmap.Layers[spineLayer].Members[v].ID
-	}
-	return m.pmap.Layers[leafLayer].Members[int(v)-m.cfg.Spines].ID
+	return &m.pmap.Layers[leafLayer].Members[v-m.cfg.Spines]
 }
 
 // hottest returns, for every cache node, the first c exact ranks (the

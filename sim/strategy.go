@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"math"
+
+	"github.com/distcache/distcache/placement/partmap"
 )
 
 // Strategy is a way of using the cache nodes (§6.1, "Comparison").
@@ -89,7 +91,7 @@ func (m *model) placement(s Strategy) *plan {
 	case Replication:
 		p := newPlan(max(cachedRanks(leafSets), min(c, len(m.keys))))
 		for v := range m.cfg.Spines {
-			if m.nodeFailed(v) {
+			if m.member(v).State == partmap.Failed {
 				continue
 			}
 			for k := range min(c, len(m.keys)) {
@@ -163,7 +165,7 @@ func (m *model) limit(l loads) (float64, string) {
 	capCache := float64(m.cfg.ServersPerRack)
 	for v, x := range l.cache {
 		if x > 0 && capCache/x < best {
-			best, who = capCache/x, "cache "+m.nodeName(v)
+			best, who = capCache/x, "cache "+m.member(v).Name
 		}
 	}
 	for s, x := range l.server {

@@ -115,7 +115,7 @@ func (s *streamer) run(p *plan, queries, warmup int, dead func(v int32) bool) ta
 		s.meters[v].Add(1, s.now)
 		s.pending = append(s.pending, telemetry{
 			due: s.now + int64(s.cfg.TelemetryDelay), client: client,
-			node: s.m.nodeID(v), load: s.meters[v].Rate(s.now),
+			node: s.m.member(int(v)).ID, load: s.meters[v].Rate(s.now),
 		})
 	}
 	return t
@@ -128,7 +128,7 @@ func (s *streamer) choose(client int32, h []int32) int {
 	}
 	s.cands = s.cands[:0]
 	for _, v := range h {
-		s.cands = append(s.cands, routing.Candidate{Node: routing.NodeID(s.m.nodeID(v)), Capacity: float64(s.m.cfg.ServersPerRack)})
+		s.cands = append(s.cands, routing.Candidate{Node: routing.NodeID(s.m.member(int(v)).ID), Capacity: float64(s.m.cfg.ServersPerRack)})
 	}
 	i := s.routers[client].Choose(s.cands, s.now)
 	if i < 0 {
