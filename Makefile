@@ -20,9 +20,10 @@ TEST_TIMEOUT ?= 25m
 TEST_FLAGS ?=
 # Prerequisites that `make test` installs by itself before running the tests.
 # Each entry is a target that must be idempotent (do nothing when the thing is
-# already present). Empty for now: only Go is needed. Later additions are,
-# for example, redis-server and the envtest binaries (kube-apiserver, etcd).
-TEST_DEPS ?=
+# already present): redis-server (with redis-benchmark and redis-cli) for the
+# tests that run a real Redis through internal/redistest. A later addition is,
+# for example, the envtest binaries (kube-apiserver, etcd).
+TEST_DEPS ?= redis-server
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -48,8 +49,35 @@ help: ## Show this help
 build: ## Build bin/distcache
 	$(GO) build -o bin/distcache ./cmd/distcache
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent; nothing beyond Go yet)
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, redis-tools
 	@echo 'test-deps: ok'
+
+# Installs the Debian packages redis-server and redis-tools (redis-benchmark,
+# redis-cli) unless both binaries are already on PATH; runs apt-get update only
+# if the install fails. It never starts the system redis service: the tests
+# start their own servers, and while apt-get runs a policy-rc.d that forbids
+# service starts is in place (a temporary one unless the system has its own).
+.PHONY: redis-server
+redis-server:
+	@if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then \
+		exit 0; \
+	fi; \
+	if ! command -v apt-get >/dev/null; then \
+		echo 'redis-server: not on PATH and no apt-get; install redis-server and redis-benchmark by hand' >&2; \
+		exit 1; \
+	fi; \
+	sudo=; \
+	if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
+	policy=/usr/sbin/policy-rc.d; \
+	if [ ! -e "$$policy" ]; then \
+		trap '$$sudo rm -f "$$policy"' EXIT; \
+		printf '#!/bin/sh\nexit 101\n' | $$sudo tee "$$policy" >/dev/null; \
+		$$sudo chmod 755 "$$policy"; \
+	fi; \
+	apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get); \
+	echo 'Installing redis-server and redis-tools with apt-get'; \
+	"$${apt[@]}" install -y redis-server redis-tools \
+		|| { "$${apt[@]}" update && "$${apt[@]}" install -y redis-server redis-tools; }
 
 test: test-deps ## Install test prerequisites, then run go vet and all tests with -race
 	$(GO) vet ./...

@@ -1,0 +1,135 @@
+// Package metrics holds the Prometheus metrics the data-plane roles share
+// (DESIGN.md part 8) and the HTTP server that exposes them. Hot paths use
+// pre-resolved children, so counting a request does not allocate.
+//
+// Every metric carries the constant labels the process registers with
+// (role and member, see Registry), so one dashboard query spans all roles.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// Request results besides the wire statuses.
+const (
+	ResultHit  = "hit"  // served from a cache node's copy
+	ResultMiss = "miss" // served by the storage shim
+	ResultOK   = "ok"   // a write or control request that succeeded
+)
+
+// results lists the result label values, indexed by resultIndex.
+var results = []string{
+	ResultHit, ResultMiss, ResultOK, wire.StatusNotFound.String(),
+	wire.StatusNotOwner.String(), wire.StatusUnavailable.String(),
+	wire.StatusCoherence.String(), wire.StatusTooLarge.String(),
+	wire.StatusOverloaded.String(), wire.StatusInternal.String(), "timeout",
+}
+
+// ResultTimeout labels requests that got no reply in time.
+const ResultTimeout = "timeout"
+
+func resultIndex(r string) int {
+	for i, v := range results {
+		if v == r {
+			return i
+		}
+	}
+	return len(results) - 1
+}
+
+// StatusResult is the result label of a reply status: ResultOK for OK.
+func StatusResult(s wire.Status) string {
+	if s == wire.StatusOK {
+		return ResultOK
+	}
+	return s.String()
+}
+
+// DurationBuckets spans loopback hits (microseconds) to retried writes.
+var DurationBuckets = prometheus.ExponentialBuckets(5e-6, 2, 18)
+
+const ops = 16
+
+// Requests counts requests by op and result and times them by op:
+// distcache_requests_total{op,result} and
+// distcache_request_duration_seconds{op}.
+type Requests struct {
+	counts    [ops][]prometheus.Counter
+	durations [ops]prometheus.Observer
+}
+
+// NewRequests registers the request metrics with reg.
+func NewRequests(reg prometheus.Registerer) *Requests {
+	total := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "distcache_requests_total",
+		Help: "Requests handled, by op and result (hit, miss, ok, or an error status).",
+	}, []string{"op", "result"})
+	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "distcache_request_duration_seconds",
+		Help:    "Time from receiving (or sending) a request to its reply, by op.",
+		Buckets: DurationBuckets,
+	}, []string{"op"})
+	reg.MustRegister(total, dur)
+	r := &Requests{}
+	for op := wire.OpGet; op < wire.OpPong; op += 2 {
+		r.counts[op] = make([]prometheus.Counter, len(results))
+		for i, res := range results {
+			r.counts[op][i] = total.WithLabelValues(op.String(), res)
+		}
+		r.durations[op] = dur.WithLabelValues(op.String())
+	}
+	return r
+}
+
+// Observe counts one request of op with result that took d (d < 0: not
+// timed). A nil *Requests ignores it.
+func (r *Requests) Observe(op wire.Op, result string, d time.Duration) {
+	if r == nil || int(op) >= ops || r.counts[op] == nil {
+		return
+	}
+	r.counts[op][resultIndex(result)].Inc()
+	if d >= 0 {
+		r.durations[op].Observe(d.Seconds())
+	}
+}
+
+// RegisterTransport exposes an endpoint's counters:
+// distcache_datagrams_total{direction}, distcache_malformed_packets_total,
+// distcache_retransmits_total and distcache_reassembly_dropped_total.
+func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) {
+	counter := func(name, help string, labels prometheus.Labels, f func(transport.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(f(ep.Stats())) })
+	}
+	reg.MustRegister(
+		counter("distcache_datagrams_total", "UDP datagrams received.", prometheus.Labels{"direction": "in"},
+			func(s transport.Stats) uint64 { return s.DatagramsIn }),
+		counter("distcache_datagrams_total", "UDP datagrams sent.", prometheus.Labels{"direction": "out"},
+			func(s transport.Stats) uint64 { return s.DatagramsOut }),
+		counter("distcache_malformed_packets_total", "Datagrams dropped because they failed to parse.", nil,
+			func(s transport.Stats) uint64 { return s.Malformed }),
+		counter("distcache_retransmits_total", "Requests sent again after no reply.", nil,
+			func(s transport.Stats) uint64 { return s.Retransmits }),
+		counter("distcache_reassembly_dropped_total", "Multi-datagram messages dropped incomplete.", nil,
+			func(s transport.Stats) uint64 { return s.Reassembly.Expired + s.Reassembly.Evicted }),
+	)
+}
+
+// Registry returns a registry whose metrics all carry role and member
+// labels, plus the Go and process collectors.
+func Registry(role, member string) (*prometheus.Registry, prometheus.Registerer) {
+	reg := prometheus.NewRegistry()
+	labels := prometheus.Labels{"role": role}
+	if member != "" {
+		labels["member"] = member
+	}
+	wrapped := prometheus.WrapRegistererWith(labels, reg)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg, wrapped
+}

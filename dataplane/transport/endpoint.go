@@ -1,0 +1,323 @@
+// Package transport is the UDP endpoint every data-plane role shares: one
+// socket on the role's port, reader goroutines that parse each datagram
+// (package wire), reassemble multi-datagram messages, hand requests to the
+// role's handler and match replies to outstanding calls by sequence number.
+//
+// The hit path stays allocation-free: a request whose value fits one
+// datagram is handed to the handler aliasing the reader's buffer, and Send
+// encodes into pooled buffers. Malformed datagrams are counted and dropped.
+// Calls retransmit with the same sequence number until the context ends, so
+// receivers must treat a repeated (sender, sequence number) as the same
+// request; the storage shim deduplicates writes for that reason.
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// Defaults applied to zero fields of Config.
+const (
+	DefaultRetransmit = 50 * time.Millisecond
+	DefaultSocketBuf  = 4 << 20
+)
+
+// ErrClosed is returned by calls on a closed Endpoint.
+var ErrClosed = errors.New("endpoint closed")
+
+// Handler serves a request from src. req's Key and Value alias a receive
+// buffer and are valid only until Handler returns; a handler that keeps them
+// or blocks must copy them and hand the work to another goroutine. Handlers
+// run on the reader goroutines, concurrently when Config.Readers > 1.
+type Handler func(src netip.AddrPort, req *wire.Message)
+
+// Config configures an Endpoint.
+type Config struct {
+	// Addr is the UDP address to listen on, e.g. "127.0.0.1:7000"; port 0
+	// picks a free port.
+	Addr string
+	// Datagram is the largest datagram sent (default wire.DefaultDatagram).
+	Datagram int
+	// Readers is the number of goroutines reading the socket (default 1).
+	Readers int
+	// Retransmit is the interval after which Call sends a request again.
+	Retransmit time.Duration
+	// SocketBuffer is the requested SO_RCVBUF and SO_SNDBUF in bytes.
+	SocketBuffer int
+	// Reassembly bounds the multi-datagram messages held.
+	Reassembly wire.ReassemblyConfig
+	// Logger receives debug records about dropped datagrams.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Datagram == 0 {
+		c.Datagram = wire.DefaultDatagram
+	}
+	if c.Readers <= 0 {
+		c.Readers = 1
+	}
+	if c.Retransmit == 0 {
+		c.Retransmit = DefaultRetransmit
+	}
+	if c.SocketBuffer == 0 {
+		c.SocketBuffer = DefaultSocketBuf
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Stats counts an Endpoint's traffic.
+type Stats struct {
+	DatagramsIn      uint64
+	DatagramsOut     uint64
+	BytesIn          uint64
+	BytesOut         uint64
+	Malformed        uint64 // datagrams that failed to parse
+	Unhandled        uint64 // requests received without a handler
+	UnmatchedReplies uint64 // replies to no outstanding call (late or duplicate)
+	Retransmits      uint64
+	SendErrors       uint64
+	Reassembly       wire.ReassemblyStats
+}
+
+type counters struct {
+	datagramsIn, datagramsOut, bytesIn, bytesOut  atomic.Uint64
+	malformed, unhandled, unmatched, retransmits atomic.Uint64
+	sendErrors                                    atomic.Uint64
+}
+
+type call struct {
+	dst   netip.AddrPort
+	op    wire.Op
+	reply chan wire.Message // buffered 1; receives the first matching reply
+}
+
+// Endpoint is a UDP socket speaking the wire protocol.
+type Endpoint struct {
+	cfg    Config
+	conn   *net.UDPConn
+	addr   netip.AddrPort
+	reasm  *wire.Reassembler
+	bufs   sync.Pool // *[]byte of cap cfg.Datagram, for encoding
+	seq    atomic.Uint64
+	stats  counters
+	wg     sync.WaitGroup
+	closed atomic.Bool
+
+	mu    sync.Mutex // guards calls
+	calls map[uint64]*call
+}
+
+// Listen opens the socket. Start begins reading.
+func Listen(cfg Config) (*Endpoint, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Datagram < wire.MinDatagram || cfg.Datagram > wire.MaxDatagram {
+		return nil, fmt.Errorf("cannot listen on %s: datagram size %d outside %d…%d", cfg.Addr, cfg.Datagram, wire.MinDatagram, wire.MaxDatagram)
+	}
+	ua, err := net.ResolveUDPAddr("udp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Addr, err)
+	}
+	conn, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Addr, err)
+	}
+	// Best effort: the kernel caps the sizes at net.core.[rw]mem_max.
+	_ = conn.SetReadBuffer(cfg.SocketBuffer)
+	_ = conn.SetWriteBuffer(cfg.SocketBuffer)
+	e := &Endpoint{
+		cfg:   cfg,
+		conn:  conn,
+		addr:  conn.LocalAddr().(*net.UDPAddr).AddrPort(),
+		reasm: wire.NewReassembler(cfg.Reassembly),
+		calls: make(map[uint64]*call),
+	}
+	e.bufs.New = func() any { b := make([]byte, 0, cfg.Datagram); return &b }
+	e.seq.Store(rand.Uint64())
+	return e, nil
+}
+
+// Addr is the bound address.
+func (e *Endpoint) Addr() netip.AddrPort { return e.addr }
+
+// Datagram is the configured datagram size.
+func (e *Endpoint) Datagram() int { return e.cfg.Datagram }
+
+// Start starts the readers; h serves requests (nil drops them).
+func (e *Endpoint) Start(h Handler) {
+	for range e.cfg.Readers {
+		e.wg.Add(1)
+		go e.read(h)
+	}
+}
+
+// Close closes the socket, waits for the readers and fails outstanding
+// calls with ErrClosed.
+func (e *Endpoint) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	err := e.conn.Close()
+	e.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("cannot close endpoint %s: %w", e.addr, err)
+	}
+	return nil
+}
+
+// NextSeq returns a fresh sequence number.
+func (e *Endpoint) NextSeq() uint64 { return e.seq.Add(1) }
+
+// Send sends m to dst, split into as many datagrams as its value needs.
+func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
+	bp := e.bufs.Get().(*[]byte)
+	defer e.bufs.Put(bp)
+	for off := 0; ; {
+		b, next, err := wire.AppendDatagram((*bp)[:0], m, off, e.cfg.Datagram)
+		if err != nil {
+			return err
+		}
+		*bp = b
+		if _, err := e.conn.WriteToUDPAddrPort(b, dst); err != nil {
+			e.stats.sendErrors.Add(1)
+			return fmt.Errorf("cannot send %s to %s: %w", m.Op, dst, err)
+		}
+		e.stats.datagramsOut.Add(1)
+		e.stats.bytesOut.Add(uint64(len(b)))
+		if next >= len(m.Value) {
+			return nil
+		}
+		off = next
+	}
+}
+
+// Call sends request m to dst with a fresh sequence number and waits for
+// the reply, sending m again every Retransmit until ctx ends. The reply is
+// the first datagram (or reassembled message) from dst with m's reply op and
+// sequence number; it owns its bytes.
+func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
+	if e.closed.Load() {
+		return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
+	}
+	m.Seq = e.NextSeq()
+	c := &call{dst: dst, op: m.Op.Reply(), reply: make(chan wire.Message, 1)}
+	e.mu.Lock()
+	e.calls[m.Seq] = c
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.calls, m.Seq)
+		e.mu.Unlock()
+	}()
+	t := time.NewTimer(e.cfg.Retransmit)
+	defer t.Stop()
+	for {
+		if err := e.Send(dst, m); err != nil {
+			return wire.Message{}, err
+		}
+		select {
+		case r := <-c.reply:
+			return r, nil
+		case <-ctx.Done():
+			return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ctx.Err())
+		case <-t.C:
+			if e.closed.Load() {
+				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
+			}
+			e.stats.retransmits.Add(1)
+			t.Reset(e.cfg.Retransmit)
+		}
+	}
+}
+
+// Stats returns the counters.
+func (e *Endpoint) Stats() Stats {
+	s := &e.stats
+	return Stats{
+		DatagramsIn: s.datagramsIn.Load(), DatagramsOut: s.datagramsOut.Load(),
+		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
+		Malformed: s.malformed.Load(), Unhandled: s.unhandled.Load(),
+		UnmatchedReplies: s.unmatched.Load(), Retransmits: s.retransmits.Load(),
+		SendErrors: s.sendErrors.Load(), Reassembly: e.reasm.Stats(),
+	}
+}
+
+func (e *Endpoint) read(h Handler) {
+	defer e.wg.Done()
+	buf := make([]byte, wire.MaxDatagram+1)
+	for {
+		n, src, err := e.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			e.cfg.Logger.Debug("cannot read datagram", "addr", e.addr, "err", err)
+			continue
+		}
+		e.stats.datagramsIn.Add(1)
+		e.stats.bytesIn.Add(uint64(n))
+		e.receive(h, netip.AddrPortFrom(src.Addr().Unmap(), src.Port()), buf[:n])
+	}
+}
+
+// receive dispatches one datagram.
+func (e *Endpoint) receive(h Handler, src netip.AddrPort, b []byte) {
+	p, err := wire.Parse(b)
+	if err != nil {
+		e.stats.malformed.Add(1)
+		e.cfg.Logger.Debug("dropped malformed datagram", "from", src, "bytes", len(b), "err", err)
+		return
+	}
+	if !p.Complete() {
+		m, ok := e.reasm.Add(src, &p, time.Now())
+		if ok {
+			e.dispatch(h, src, &m, true)
+		}
+		return
+	}
+	m := wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
+	e.dispatch(h, src, &m, false)
+}
+
+// dispatch hands a complete message to its call or to h. owned says whether
+// m's bytes are its own (reassembled) rather than the read buffer.
+func (e *Endpoint) dispatch(h Handler, src netip.AddrPort, m *wire.Message, owned bool) {
+	if !m.Op.IsReply() {
+		if h == nil {
+			e.stats.unhandled.Add(1)
+			return
+		}
+		h(src, m)
+		return
+	}
+	e.mu.Lock()
+	c := e.calls[m.Seq]
+	e.mu.Unlock()
+	if c == nil || c.op != m.Op || c.dst != src {
+		e.stats.unmatched.Add(1)
+		return
+	}
+	r := *m
+	if !owned {
+		r.Key = append([]byte(nil), m.Key...)
+		r.Value = append([]byte(nil), m.Value...)
+	}
+	select {
+	case c.reply <- r:
+	default:
+		e.stats.unmatched.Add(1) // a duplicate of a reply already delivered
+	}
+}

@@ -1,0 +1,219 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// listen starts an endpoint on loopback that serves requests with h.
+func listen(t *testing.T, h transport.Handler, opts ...func(*transport.Config)) *transport.Endpoint {
+	t.Helper()
+	return listenWith(t, func(*transport.Endpoint) transport.Handler { return h }, opts...)
+}
+
+// listenWith is listen for handlers that reply through their own endpoint.
+func listenWith(t *testing.T, h func(*transport.Endpoint) transport.Handler, opts ...func(*transport.Config)) *transport.Endpoint {
+	t.Helper()
+	cfg := transport.Config{Addr: "127.0.0.1:0"}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ep, err := transport.Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.Start(h(ep))
+	t.Cleanup(func() { _ = ep.Close() })
+	return ep
+}
+
+func withDatagram(n int) func(*transport.Config) { return func(c *transport.Config) { c.Datagram = n } }
+
+func withRetransmit(d time.Duration) func(*transport.Config) {
+	return func(c *transport.Config) { c.Retransmit = d }
+}
+
+// echo answers every request with its value.
+func echo(ep *transport.Endpoint) transport.Handler {
+	return func(src netip.AddrPort, req *wire.Message) {
+		r := wire.Message{Header: req.Header, Key: req.Key, Value: req.Value}
+		r.Op = req.Op.Reply()
+		_ = ep.Send(src, &r)
+	}
+}
+
+func TestCallRoundTrip(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), wire.MaxValueLen/16)
+	tests := []struct {
+		name     string
+		datagram int
+		value    []byte
+	}{
+		{"empty", 0, nil},
+		{"small", 0, []byte("hello")},
+		{"fragmented at the default size", 0, big[:100_000]},
+		{"1 MiB at 64 KiB datagrams", wire.MaxDatagram, big},
+		{"1 MiB at the default size", 0, big},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server := listenWith(t, echo, withDatagram(tt.datagram))
+			client := listen(t, nil, withDatagram(tt.datagram))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req := wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("k"), Value: tt.value}
+			rep, err := client.Call(ctx, server.Addr(), &req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Op != wire.OpPutReply || rep.Seq != req.Seq || !bytes.Equal(rep.Value, tt.value) {
+				t.Fatalf("reply %v seq %d (want %d), %d value bytes (want %d)", rep.Op, rep.Seq, req.Seq, len(rep.Value), len(tt.value))
+			}
+		})
+	}
+}
+
+func TestCallRetransmitsWithSameSeq(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seqs []uint64
+	)
+	ep := listenWith(t, func(ep *transport.Endpoint) transport.Handler {
+		return func(src netip.AddrPort, req *wire.Message) {
+			mu.Lock()
+			seqs = append(seqs, req.Seq)
+			n := len(seqs)
+			mu.Unlock()
+			if n < 3 { // drop the first two copies
+				return
+			}
+			echo(ep)(src, req)
+		}
+	})
+	client := listen(t, nil, withRetransmit(time.Millisecond))
+	req := wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}
+	if _, err := client.Call(context.Background(), ep.Addr(), &req); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range seqs {
+		if s != req.Seq {
+			t.Fatalf("retransmission used seq %d, want %d", s, req.Seq)
+		}
+	}
+	if st := client.Stats(); st.Retransmits < 2 {
+		t.Fatalf("Retransmits = %d, want >= 2", st.Retransmits)
+	}
+}
+
+func TestCallContextEnds(t *testing.T) {
+	silent := listen(t, func(netip.AddrPort, *wire.Message) {})
+	client := listen(t, nil, withRetransmit(time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req := wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}
+	_, err := client.Call(ctx, silent.Addr(), &req)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestReplyFromWrongPeerIsNotMatched(t *testing.T) {
+	client := listen(t, nil)
+	got := make(chan wire.Message, 1)
+	target := listen(t, func(src netip.AddrPort, req *wire.Message) {
+		got <- wire.Message{Header: req.Header, Key: bytes.Clone(req.Key)}
+	})
+	impostor := listen(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req := wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}
+		_, err := client.Call(ctx, target.Addr(), &req)
+		done <- err
+	}()
+	req := <-got
+	rep := wire.Message{Header: req.Header, Key: req.Key}
+	rep.Op = wire.OpGetReply
+	if err := impostor.Send(client.Addr(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return client.Stats().UnmatchedReplies == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("call ended with %v, want context.Canceled (the impostor's reply must not match)", err)
+	}
+}
+
+func TestMalformedDatagramsAreCountedAndDropped(t *testing.T) {
+	server := listenWith(t, echo)
+	raw, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(server.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	good, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}, wire.DefaultDatagram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := [][]byte{{}, []byte("garbage"), good[:wire.HeaderLen-1], good[:len(good)-1], append(bytes.Clone(good), 'x')}
+	for _, b := range bad {
+		if _, err := raw.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return server.Stats().Malformed == uint64(len(bad)) })
+	client := listen(t, nil)
+	if _, err := client.Call(context.Background(), server.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}); err != nil {
+		t.Fatalf("server stopped serving after malformed input: %v", err)
+	}
+}
+
+func TestListenRejectsBadDatagramSize(t *testing.T) {
+	for _, n := range []int{wire.MinDatagram - 1, wire.MaxDatagram + 1} {
+		if _, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0", Datagram: n}); err == nil {
+			t.Errorf("Listen accepted datagram size %d", n)
+		}
+	}
+}
+
+func TestCallAfterClose(t *testing.T) {
+	ep, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep.Start(nil)
+	if err := ep.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ep.Call(context.Background(), ep.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")})
+	if !errors.Is(err, transport.ErrClosed) {
+		t.Fatalf("err = %v, want ErrClosed", err)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after a generous
+// bound; it synchronises on an observable condition, not on elapsed time.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("condition not reached")
+		}
+	}
+}

@@ -1,0 +1,34 @@
+// Package wire is DistCache's packet format: a fixed 64-byte header that a
+// P4 parser can match, followed by the full key and (a fragment of) the value.
+//
+// Every field sits at a fixed offset, in network byte order:
+//
+//	offset size field
+//	     0    2 magic 0xDCAC
+//	     2    1 protocol version (1)
+//	     3    1 op (GET, GET_REPLY, PUT, …; see Op)
+//	     4    1 flags (see Flag)
+//	     5    1 status (see Status; 0 in requests)
+//	     6    2 key length (1…MaxKeyLen)
+//	     8    8 sequence number (chosen by the requester, echoed in the reply)
+//	    16   16 key digest (hashing.DigestOf(key); switches match on it)
+//	    32    4 node id   } telemetry: the cache node that answered and its
+//	    36    4 node load } load in the current window (DistCache §4.2)
+//	    40    4 value length (of the whole value, all fragments)
+//	    44    4 fragment offset (where this datagram's value bytes start)
+//	    48    8 value version (coherence, DistCache §4.3)
+//	    56    8 partition map version of the sender
+//	    64    … key, then value bytes [fragment offset, fragment offset + n)
+//
+// A value that does not fit one datagram is split into fragments, each a
+// complete packet with the same header fields except the fragment offset, as
+// CableCache's multi-packet objects: a switch parses every fragment alone,
+// and the receiver reassembles them (see Reassembler). The P4 header
+// definitions in stratum_pipelines/ must match this layout; the golden vectors
+// in testdata/ pin it.
+//
+// Requests and replies: a reply has the request's op + 1, the request's
+// sequence number and key, and a Status. FETCH (cache insertion) is answered
+// by FETCH_REPLY carrying the value and its version: the fill of the paper's
+// insertion, serialised with writes by the shim.
+package wire

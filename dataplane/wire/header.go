@@ -1,0 +1,240 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/distcache/distcache/placement/hashing"
+)
+
+// Layout constants.
+const (
+	// Magic opens every packet.
+	Magic uint16 = 0xDCAC
+	// ProtocolVersion is the version this package speaks.
+	ProtocolVersion uint8 = 1
+	// HeaderLen is the length of the fixed header.
+	HeaderLen = 64
+	// MaxKeyLen bounds a key.
+	MaxKeyLen = 512
+	// MaxValueLen bounds a value (all fragments together).
+	MaxValueLen = 1 << 20
+	// MaxDatagram is the largest UDP payload over IPv4.
+	MaxDatagram = 65507
+	// DefaultDatagram is the default datagram size: an Ethernet MTU of 1500
+	// less the IPv4 and UDP headers, so that switches see unfragmented IP.
+	DefaultDatagram = 1472
+	// MinDatagram is the smallest datagram size that fits a header, the
+	// longest key and some value bytes.
+	MinDatagram = HeaderLen + MaxKeyLen + 64
+)
+
+// Op is a packet's operation.
+type Op uint8
+
+// Ops. A reply's op is its request's op + 1.
+const (
+	OpGet           Op = 1  // read a key
+	OpGetReply      Op = 2  // value (Status OK, FlagHit if from a cache) or a miss
+	OpPut           Op = 3  // write a key (to its storage shim)
+	OpPutReply      Op = 4  // write acknowledged (after phase 1 and the Redis write)
+	OpDel           Op = 5  // delete a key (to its storage shim)
+	OpDelReply      Op = 6  // delete acknowledged
+	OpInvalidate    Op = 7  // coherence phase 1: invalidate a cached copy
+	OpInvalidateAck Op = 8  // copy invalid (or not cached)
+	OpUpdate        Op = 9  // coherence phase 2: new value for a cached copy
+	OpUpdateAck     Op = 10 // update applied or ignored
+	OpFetch         Op = 11 // cache insertion: ask the shim for the value
+	OpFetchReply    Op = 12 // the fill: value and version, serialised with writes
+	OpPing          Op = 13 // liveness probe
+	OpPong          Op = 14 // liveness answer, with telemetry
+	opLimit         Op = 15
+)
+
+var opNames = [...]string{
+	"", "GET", "GET_REPLY", "PUT", "PUT_REPLY", "DEL", "DEL_REPLY",
+	"INVALIDATE", "INVALIDATE_ACK", "UPDATE", "UPDATE_ACK", "FETCH",
+	"FETCH_REPLY", "PING", "PONG",
+}
+
+func (o Op) String() string {
+	if o > 0 && o < opLimit {
+		return opNames[o]
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// IsReply reports whether o answers a request.
+func (o Op) IsReply() bool { return o > 0 && o < opLimit && o%2 == 0 }
+
+// Reply returns the op that answers o.
+func (o Op) Reply() Op { return o + 1 }
+
+// Flag is a bit in the flags byte.
+type Flag uint8
+
+// Flags.
+const (
+	// FlagHit marks a GET_REPLY served from a cache node's copy.
+	FlagHit Flag = 1 << 0
+	// FlagTelemetry marks valid node id and load fields.
+	FlagTelemetry Flag = 1 << 1
+	// FlagFragmented marks a message whose value spans several datagrams.
+	FlagFragmented Flag = 1 << 2
+	// FlagDirect marks a GET a client sent straight to the storage shim
+	// (no cache layer on the path).
+	FlagDirect Flag = 1 << 3
+	flagMask        = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect
+)
+
+// Status is a reply's outcome.
+type Status uint8
+
+// Statuses.
+const (
+	StatusOK          Status = 0 // done; GET_REPLY carries the value
+	StatusNotFound    Status = 1 // the key does not exist
+	StatusNotOwner    Status = 2 // the receiver does not own the key under its map
+	StatusUnavailable Status = 3 // the storage backend (Redis) cannot be reached
+	StatusCoherence   Status = 4 // phase 1 not acknowledged in time; nothing written
+	StatusTooLarge    Status = 5 // key or value over the limits
+	StatusOverloaded  Status = 6 // the receiver sheds load
+	StatusInternal    Status = 7 // any other failure
+	statusLimit       Status = 8
+)
+
+var statusNames = [...]string{
+	"ok", "not_found", "not_owner", "unavailable", "coherence_timeout",
+	"too_large", "overloaded", "internal",
+}
+
+func (s Status) String() string {
+	if s < statusLimit {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// Header is the fixed part of a packet. ValueLen and FragOffset are set by
+// the encoder; a decoded Header carries what the packet said.
+type Header struct {
+	Op           Op
+	Flags        Flag
+	Status       Status
+	Seq          uint64
+	Digest       hashing.Digest
+	NodeID       uint32
+	Load         uint32
+	ValueLen     uint32
+	FragOffset   uint32
+	ValueVersion uint64
+	MapVersion   uint64
+}
+
+// Has reports whether all of f are set.
+func (h *Header) Has(f Flag) bool { return h.Flags&f == f }
+
+// Errors wrapped by Parse.
+var (
+	ErrTruncated = errors.New("truncated packet")
+	ErrMagic     = errors.New("bad magic")
+	ErrVersion   = errors.New("unsupported protocol version")
+	ErrOp        = errors.New("unknown op")
+	ErrFlags     = errors.New("unknown flags")
+	ErrStatus    = errors.New("unknown status")
+	ErrKey       = errors.New("bad key length")
+	ErrDigest    = errors.New("key digest mismatch")
+	ErrValue     = errors.New("bad value length or fragment")
+)
+
+// Packet is one decoded datagram. Key and Fragment alias the datagram.
+type Packet struct {
+	Header
+	Key []byte
+	// Fragment is the value bytes this datagram carries, starting at
+	// Header.FragOffset; the whole value when the message is not
+	// fragmented.
+	Fragment []byte
+}
+
+// Complete reports whether the packet carries its whole value.
+func (p *Packet) Complete() bool {
+	return p.FragOffset == 0 && uint32(len(p.Fragment)) == p.ValueLen
+}
+
+// Parse decodes one datagram. It checks every field, the key digest and that
+// the fragment lies within the value; it never panics on any input.
+func Parse(b []byte) (Packet, error) {
+	var p Packet
+	if len(b) < HeaderLen {
+		return p, fmt.Errorf("cannot parse packet: %w: %d bytes, header is %d", ErrTruncated, len(b), HeaderLen)
+	}
+	if m := binary.BigEndian.Uint16(b[0:]); m != Magic {
+		return p, fmt.Errorf("cannot parse packet: %w %#04x", ErrMagic, m)
+	}
+	if v := b[2]; v != ProtocolVersion {
+		return p, fmt.Errorf("cannot parse packet: %w %d", ErrVersion, v)
+	}
+	h := &p.Header
+	h.Op, h.Flags, h.Status = Op(b[3]), Flag(b[4]), Status(b[5])
+	if h.Op == 0 || h.Op >= opLimit {
+		return p, fmt.Errorf("cannot parse packet: %w %d", ErrOp, b[3])
+	}
+	if h.Flags&^flagMask != 0 {
+		return p, fmt.Errorf("cannot parse packet: %w %#02x", ErrFlags, b[4])
+	}
+	if h.Status >= statusLimit {
+		return p, fmt.Errorf("cannot parse packet: %w %d", ErrStatus, b[5])
+	}
+	keyLen := int(binary.BigEndian.Uint16(b[6:]))
+	h.Seq = binary.BigEndian.Uint64(b[8:])
+	copy(h.Digest[:], b[16:32])
+	h.NodeID = binary.BigEndian.Uint32(b[32:])
+	h.Load = binary.BigEndian.Uint32(b[36:])
+	h.ValueLen = binary.BigEndian.Uint32(b[40:])
+	h.FragOffset = binary.BigEndian.Uint32(b[44:])
+	h.ValueVersion = binary.BigEndian.Uint64(b[48:])
+	h.MapVersion = binary.BigEndian.Uint64(b[56:])
+	if keyLen == 0 || keyLen > MaxKeyLen {
+		return p, fmt.Errorf("cannot parse packet: %w %d (1…%d)", ErrKey, keyLen, MaxKeyLen)
+	}
+	if len(b) < HeaderLen+keyLen {
+		return p, fmt.Errorf("cannot parse packet: %w: key of %d bytes, %d present", ErrTruncated, keyLen, len(b)-HeaderLen)
+	}
+	p.Key = b[HeaderLen : HeaderLen+keyLen : HeaderLen+keyLen]
+	if hashing.DigestOf(p.Key) != h.Digest {
+		return p, fmt.Errorf("cannot parse packet: %w", ErrDigest)
+	}
+	p.Fragment = b[HeaderLen+keyLen:]
+	n := uint64(len(p.Fragment))
+	switch {
+	case h.ValueLen > MaxValueLen:
+		return p, fmt.Errorf("cannot parse packet: %w: value of %d bytes, limit %d", ErrValue, h.ValueLen, MaxValueLen)
+	case uint64(h.FragOffset)+n > uint64(h.ValueLen):
+		return p, fmt.Errorf("cannot parse packet: %w: bytes [%d, %d) outside a value of %d", ErrValue, h.FragOffset, uint64(h.FragOffset)+n, h.ValueLen)
+	case !h.Has(FlagFragmented) && (h.FragOffset != 0 || n != uint64(h.ValueLen)):
+		return p, fmt.Errorf("cannot parse packet: %w: unfragmented packet carries %d of %d bytes", ErrValue, n, h.ValueLen)
+	case h.Has(FlagFragmented) && n == 0:
+		return p, fmt.Errorf("cannot parse packet: %w: empty fragment", ErrValue)
+	}
+	return p, nil
+}
+
+// putHeader writes h (with key length keyLen) into b[:HeaderLen].
+func putHeader(b []byte, h *Header, keyLen int) {
+	binary.BigEndian.PutUint16(b[0:], Magic)
+	b[2] = ProtocolVersion
+	b[3] = byte(h.Op)
+	b[4] = byte(h.Flags)
+	b[5] = byte(h.Status)
+	binary.BigEndian.PutUint16(b[6:], uint16(keyLen))
+	binary.BigEndian.PutUint64(b[8:], h.Seq)
+	copy(b[16:32], h.Digest[:])
+	binary.BigEndian.PutUint32(b[32:], h.NodeID)
+	binary.BigEndian.PutUint32(b[36:], h.Load)
+	binary.BigEndian.PutUint32(b[40:], h.ValueLen)
+	binary.BigEndian.PutUint32(b[44:], h.FragOffset)
+	binary.BigEndian.PutUint64(b[48:], h.ValueVersion)
+	binary.BigEndian.PutUint64(b[56:], h.MapVersion)
+}
