@@ -1,0 +1,96 @@
+package loadgen_test
+
+import (
+	"context"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/loadgen"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// hitServer answers every GET as a cache hit, except that it ignores the
+// requests for which drop returns true.
+func hitServer(t *testing.T, drop func(n uint64) bool) netip.AddrPort {
+	t.Helper()
+	ep, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n atomic.Uint64
+	ep.Start(func(src netip.AddrPort, req *wire.Message) {
+		if drop(n.Add(1)) {
+			return
+		}
+		rep := wire.Message{Header: req.Header, Key: req.Key, Value: []byte("v")}
+		rep.Op, rep.Flags = wire.OpGetReply, wire.FlagHit
+		_ = ep.Send(src, &rep)
+	})
+	t.Cleanup(func() { _ = ep.Close() })
+	return ep.Addr()
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name     string
+		batch    int
+		drop     func(uint64) bool
+		wantLost bool
+	}{
+		{"batched", 8, func(uint64) bool { return false }, false},
+		{"one datagram per call", 1, func(uint64) bool { return false }, false},
+		{"lost requests are replaced", 8, func(n uint64) bool { return n%50 == 0 }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := hitServer(t, tt.drop)
+			res, err := loadgen.Run(context.Background(), loadgen.Config{
+				Target: target, Keys: []string{"a", "b", "c"}, Concurrency: 16, Batch: tt.batch,
+				Requests: 2000, Duration: time.Minute, Timeout: 20 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Replies < 2000 || res.Hits != res.Replies || res.Errors != 0 {
+				t.Fatalf("replies %d, hits %d, errors %d; want >= 2000 replies, all hits", res.Replies, res.Hits, res.Errors)
+			}
+			if (res.Lost > 0) != tt.wantLost {
+				t.Fatalf("lost %d, want lost > 0: %v", res.Lost, tt.wantLost)
+			}
+			if res.Latency.Count() != res.Replies || res.Latency.Quantile(0.99) < res.Latency.Quantile(0.5) {
+				t.Fatalf("latency histogram: %d samples, p50 %v, p99 %v", res.Latency.Count(), res.Latency.Quantile(0.5), res.Latency.Quantile(0.99))
+			}
+		})
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	addr := netip.MustParseAddrPort("127.0.0.1:9")
+	for name, cfg := range map[string]loadgen.Config{
+		"no keys":     {Target: addr, Requests: 1},
+		"no bound":    {Target: addr, Keys: []string{"k"}},
+		"concurrency": {Target: addr, Keys: []string{"k"}, Requests: 1, Concurrency: loadgen.MaxConcurrency + 1},
+	} {
+		if _, err := loadgen.Run(context.Background(), cfg); err == nil {
+			t.Errorf("%s: Run accepted %+v", name, cfg)
+		}
+	}
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	h := loadgen.NewHistogram()
+	for i := 1; i <= 100; i++ {
+		h.Record(time.Duration(i) * time.Microsecond)
+	}
+	h.Record(time.Second) // beyond the range: last bucket
+	// 101 samples: the median is the 51st, 51 µs, in the bucket [51, 52) µs.
+	if got := h.Quantile(0.5); got != 52*time.Microsecond {
+		t.Errorf("p50 = %v, want 52µs", got)
+	}
+	if got := h.Quantile(1); got != 100*time.Millisecond {
+		t.Errorf("p100 = %v, want the overflow bucket", got)
+	}
+}
