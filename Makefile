@@ -29,9 +29,8 @@ TEST_DEPS ?= redis-server
 SIM_OUT ?= out/sim
 SIM_FLAGS ?=
 
-# Fuzzing.
-FUZZ_TARGET ?= FuzzDecode
-FUZZ_PKG ?= ./placement/partmap/
+# Fuzzing: every decoder's fuzz target as Target:package.
+FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/
 FUZZ_TIME ?= 30s
 
 .PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean
@@ -114,8 +113,10 @@ demo: ## Run the demo (for now: the simulator's skew comparison, quick mode)
 	@echo '==> Results (out/demo/skew.md):'
 	@cat out/demo/skew.md
 
-fuzz: ## Fuzz the partition-map decoder for FUZZ_TIME (default 30s)
-	$(GO) test -run '^$$' -fuzz $(FUZZ_TARGET) -fuzztime $(FUZZ_TIME) $(FUZZ_PKG)
+fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZ_TIME) "$${t#*:}"; \
+	done
 
 clean: ## Remove build and output directories (bin/, out/)
 	rm -rf bin out

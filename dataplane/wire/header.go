@@ -217,6 +217,8 @@ func Parse(b []byte) (Packet, error) {
 		return p, fmt.Errorf("cannot parse packet: %w: unfragmented packet carries %d of %d bytes", ErrValue, n, h.ValueLen)
 	case h.Has(FlagFragmented) && n == 0:
 		return p, fmt.Errorf("cannot parse packet: %w: empty fragment", ErrValue)
+	case h.Has(FlagFragmented) && h.FragOffset == 0 && n == uint64(h.ValueLen):
+		return p, fmt.Errorf("cannot parse packet: %w: fragmented flag on a complete value", ErrValue)
 	}
 	return p, nil
 }

@@ -44,11 +44,14 @@ func AppendDatagram(dst []byte, m *Message, off, size int) ([]byte, int, error) 
 	case off < 0 || off > len(m.Value) || (off == len(m.Value) && off != 0):
 		return dst, off, fmt.Errorf("cannot encode %s: fragment offset %d of a %d-byte value", m.Op, off, len(m.Value))
 	}
+	capacity := FragmentCapacity(size, keyLen)
+	if off != 0 && len(m.Value) <= capacity {
+		return dst, off, fmt.Errorf("cannot encode %s: fragment offset %d of a value that fits one datagram", m.Op, off)
+	}
 	h := m.Header
 	if h.Digest == (hashing.Digest{}) {
 		h.Digest = hashing.DigestOf(m.Key)
 	}
-	capacity := FragmentCapacity(size, keyLen)
 	end := min(off+capacity, len(m.Value))
 	h.Flags &^= FlagFragmented
 	if len(m.Value) > capacity {

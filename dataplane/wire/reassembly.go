@@ -98,6 +98,10 @@ func (r *Reassembler) Add(src netip.AddrPort, p *Packet, now time.Time) (Message
 	defer r.mu.Unlock()
 	r.expireLocked(now)
 	m := r.pending[k]
+	if m == nil && int64(p.ValueLen) > r.cfg.MaxBytes {
+		r.stats.Evicted++ // can never fit: drop it rather than everything else
+		return Message{}, false
+	}
 	if m == nil {
 		m = r.startLocked(k, p, now)
 	} else if !sameMessage(&m.hdr, m.key, p) {

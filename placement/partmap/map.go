@@ -131,6 +131,19 @@ func (m *Map) Member(name string) (layer, member int, ok bool) {
 	return -1, -1, false
 }
 
+// StorageShard returns the rack and shard indexes of the storage shard
+// called name, or ok=false.
+func (m *Map) StorageShard(name string) (rack, shard int, ok bool) {
+	for r := range m.Storage.Racks {
+		for i := range m.Storage.Racks[r].Shards {
+			if m.Storage.Racks[r].Shards[i].Name == name {
+				return r, i, true
+			}
+		}
+	}
+	return -1, -1, false
+}
+
 // WithState returns the next version of m with member name in state, or m
 // itself (and changed=false) when the member already is in that state.
 func (m *Map) WithState(name string, state MemberState) (next *Map, changed bool, err error) {

@@ -346,3 +346,18 @@ func TestReplicas(t *testing.T) {
 		}
 	}
 }
+
+func TestStorageShardLookup(t *testing.T) {
+	m := mustBuild(t, newSpec(), nil)
+	for r, rack := range m.Storage.Racks {
+		for s, sh := range rack.Shards {
+			gr, gs, ok := m.StorageShard(sh.Name)
+			if !ok || gr != r || gs != s {
+				t.Fatalf("StorageShard(%q) = %d, %d, %v; want %d, %d", sh.Name, gr, gs, ok, r, s)
+			}
+		}
+	}
+	if _, _, ok := m.StorageShard("nope"); ok {
+		t.Fatal("StorageShard found a shard that does not exist")
+	}
+}
