@@ -108,9 +108,9 @@ func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) {
 			func() float64 { return float64(f(ep.Stats())) })
 	}
 	reg.MustRegister(
-		counter("distcache_datagrams_total", "UDP datagrams received.", prometheus.Labels{"direction": "in"},
+		counter("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).", prometheus.Labels{"direction": "in"},
 			func(s transport.Stats) uint64 { return s.DatagramsIn }),
-		counter("distcache_datagrams_total", "UDP datagrams sent.", prometheus.Labels{"direction": "out"},
+		counter("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).", prometheus.Labels{"direction": "out"},
 			func(s transport.Stats) uint64 { return s.DatagramsOut }),
 		counter("distcache_malformed_packets_total", "Datagrams dropped because they failed to parse.", nil,
 			func(s transport.Stats) uint64 { return s.Malformed }),

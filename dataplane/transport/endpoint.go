@@ -258,6 +258,7 @@ func (e *Endpoint) Stats() Stats {
 func (e *Endpoint) read(h Handler) {
 	defer e.wg.Done()
 	buf := make([]byte, wire.MaxDatagram+1)
+	msg := new(wire.Message) // reused for every datagram this reader hands out
 	for {
 		n, src, err := e.conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -269,12 +270,12 @@ func (e *Endpoint) read(h Handler) {
 		}
 		e.stats.datagramsIn.Add(1)
 		e.stats.bytesIn.Add(uint64(n))
-		e.receive(h, netip.AddrPortFrom(src.Addr().Unmap(), src.Port()), buf[:n])
+		e.receive(h, netip.AddrPortFrom(src.Addr().Unmap(), src.Port()), buf[:n], msg)
 	}
 }
 
-// receive dispatches one datagram.
-func (e *Endpoint) receive(h Handler, src netip.AddrPort, b []byte) {
+// receive dispatches one datagram, decoding a complete message into msg.
+func (e *Endpoint) receive(h Handler, src netip.AddrPort, b []byte, msg *wire.Message) {
 	p, err := wire.Parse(b)
 	if err != nil {
 		e.stats.malformed.Add(1)
@@ -288,8 +289,8 @@ func (e *Endpoint) receive(h Handler, src netip.AddrPort, b []byte) {
 		}
 		return
 	}
-	m := wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
-	e.dispatch(h, src, &m, false)
+	*msg = wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
+	e.dispatch(h, src, msg, false)
 }
 
 // dispatch hands a complete message to its call or to h. owned says whether

@@ -1,0 +1,45 @@
+package metrics_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+func TestRegisterTransportAndRequests(t *testing.T) {
+	reg, wrapped := metrics.Registry("node", "n0")
+	ep, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	metrics.RegisterTransport(wrapped, ep)
+	r := metrics.NewRequests(wrapped)
+	r.Observe(wire.OpGet, metrics.ResultHit, time.Microsecond)
+	r.Observe(wire.OpGet, metrics.StatusResult(wire.StatusNotFound), -1)
+	r.Observe(wire.OpPut, "no such result", time.Millisecond)
+	var nilRequests *metrics.Requests
+	nilRequests.Observe(wire.OpGet, metrics.ResultHit, 0) // must not panic
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Fatalf("metrics do not gather cleanly: %v %v", err, problems)
+	}
+	n, err := testutil.GatherAndCount(reg, "distcache_requests_total", "distcache_datagrams_total", "distcache_malformed_packets_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every request op (7) × result (11) is pre-created, so the hot path
+	// never allocates a child; plus 2 datagram directions and 1 malformed
+	// counter.
+	if n != 7*11+3 {
+		t.Fatalf("gathered %d series, want %d", n, 7*11+3)
+	}
+	hit, err := testutil.GatherAndCount(reg, "distcache_request_duration_seconds")
+	if err != nil || hit != 7 {
+		t.Fatalf("duration series %d (%v), want 7", hit, err)
+	}
+}
