@@ -22,6 +22,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newSimCommand())
+	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newLoadgenCommand())
 	return root
 }

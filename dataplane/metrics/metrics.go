@@ -7,6 +7,7 @@
 package metrics
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,7 +66,7 @@ type Requests struct {
 }
 
 // NewRequests registers the request metrics with reg.
-func NewRequests(reg prometheus.Registerer) *Requests {
+func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 	total := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "distcache_requests_total",
 		Help: "Requests handled, by op and result (hit, miss, ok, or an error status).",
@@ -75,7 +76,9 @@ func NewRequests(reg prometheus.Registerer) *Requests {
 		Help:    "Time from receiving (or sending) a request to its reply, by op.",
 		Buckets: DurationBuckets,
 	}, []string{"op"})
-	reg.MustRegister(total, dur)
+	if err := Register(reg, total, dur); err != nil {
+		return nil, err
+	}
 	r := &Requests{}
 	for op := wire.OpGet; op < wire.OpPong; op += 2 {
 		r.counts[op] = make([]prometheus.Counter, len(results))
@@ -84,7 +87,7 @@ func NewRequests(reg prometheus.Registerer) *Requests {
 		}
 		r.durations[op] = dur.WithLabelValues(op.String())
 	}
-	return r
+	return r, nil
 }
 
 // Observe counts one request of op with result that took d (d < 0: not
@@ -102,12 +105,12 @@ func (r *Requests) Observe(op wire.Op, result string, d time.Duration) {
 // RegisterTransport exposes an endpoint's counters:
 // distcache_datagrams_total{direction}, distcache_malformed_packets_total,
 // distcache_retransmits_total and distcache_reassembly_dropped_total.
-func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) {
+func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error {
 	counter := func(name, help string, labels prometheus.Labels, f func(transport.Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
 			func() float64 { return float64(f(ep.Stats())) })
 	}
-	reg.MustRegister(
+	return Register(reg,
 		counter("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).", prometheus.Labels{"direction": "in"},
 			func(s transport.Stats) uint64 { return s.DatagramsIn }),
 		counter("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).", prometheus.Labels{"direction": "out"},
@@ -119,6 +122,29 @@ func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) {
 		counter("distcache_reassembly_dropped_total", "Multi-datagram messages dropped incomplete.", nil,
 			func(s transport.Stats) uint64 { return s.Reassembly.Expired + s.Reassembly.Evicted }),
 	)
+}
+
+// Register registers every collector with reg, failing on the first
+// conflict (two components sharing a registry by mistake) instead of
+// panicking.
+func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("cannot register metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// GaugeFunc is a gauge read from f at scrape time.
+func GaugeFunc(name, help string, f func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+}
+
+// CounterFunc is a counter read from f at scrape time (a Stats field).
+func CounterFunc(name, help string, f func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+		func() float64 { return float64(f()) })
 }
 
 // Registry returns a registry whose metrics all carry role and member

@@ -18,8 +18,16 @@ func TestRegisterTransportAndRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ep.Close()
-	metrics.RegisterTransport(wrapped, ep)
-	r := metrics.NewRequests(wrapped)
+	if err := metrics.RegisterTransport(wrapped, ep); err != nil {
+		t.Fatal(err)
+	}
+	r, err := metrics.NewRequests(wrapped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metrics.NewRequests(wrapped); err == nil {
+		t.Fatal("registering the request metrics twice succeeded")
+	}
 	r.Observe(wire.OpGet, metrics.ResultHit, time.Microsecond)
 	r.Observe(wire.OpGet, metrics.StatusResult(wire.StatusNotFound), -1)
 	r.Observe(wire.OpPut, "no such result", time.Millisecond)

@@ -94,9 +94,9 @@ type Stats struct {
 }
 
 type counters struct {
-	datagramsIn, datagramsOut, bytesIn, bytesOut  atomic.Uint64
+	datagramsIn, datagramsOut, bytesIn, bytesOut atomic.Uint64
 	malformed, unhandled, unmatched, retransmits atomic.Uint64
-	sendErrors                                    atomic.Uint64
+	sendErrors                                   atomic.Uint64
 }
 
 type call struct {

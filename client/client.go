@@ -1,0 +1,237 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/routing"
+)
+
+// Defaults applied to zero fields of Config.
+const (
+	DefaultAddr           = "127.0.0.1:0"
+	DefaultStaleAfter     = int64(time.Second)
+	DefaultHalfLife       = int64(200 * time.Millisecond)
+	DefaultAttemptTimeout = 250 * time.Millisecond
+	DefaultAttempts       = 3
+	DefaultFailBackoff    = 2 * time.Second
+)
+
+// Config configures a Client.
+type Config struct {
+	// Transport configures the client's UDP endpoint; Addr defaults to
+	// DefaultAddr.
+	Transport transport.Config
+	// Aging ages loads not refreshed by telemetry (in nanoseconds, see
+	// routing.AgingConfig). The zero value means StaleAfter 1s, HalfLife
+	// 200ms.
+	Aging routing.AgingConfig
+	// AttemptTimeout bounds one GET attempt at one node or shim (default
+	// 250ms; the caller's deadline still applies).
+	AttemptTimeout time.Duration
+	// Attempts bounds the requests of one read across its candidates and
+	// the shim, and the calls of one write retried after
+	// COHERENCE_TIMEOUT (default 3).
+	Attempts int
+	// FailBackoff is how long a node that timed out is skipped (default
+	// 2s); afterwards reads may choose it again, which probes it.
+	FailBackoff time.Duration
+	// Seed seeds the routers' tie-breaking.
+	Seed uint64
+	// Registerer receives the metrics; nil means a private registry. Two
+	// clients cannot share one Registerer (the metric names collide: New
+	// fails); wrap it with distinguishing labels instead.
+	Registerer prometheus.Registerer
+	// Logger receives structured logs (default: discarded).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Transport.Addr == "" {
+		c.Transport.Addr = DefaultAddr
+	}
+	if c.Aging == (routing.AgingConfig{}) {
+		c.Aging = routing.AgingConfig{StaleAfter: DefaultStaleAfter, HalfLife: DefaultHalfLife}
+	}
+	if c.AttemptTimeout <= 0 {
+		c.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = DefaultAttempts
+	}
+	if c.FailBackoff <= 0 {
+		c.FailBackoff = DefaultFailBackoff
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Transport.Logger == nil {
+		c.Transport.Logger = c.Logger
+	}
+	return c
+}
+
+// Client reads and writes DistCache keys. It is safe for concurrent use.
+type Client struct {
+	cfg      Config
+	ep       *transport.Endpoint
+	table    *routing.LoadTable
+	routers  sync.Pool // *routing.Router sharing table
+	routerID atomic.Uint64
+	epoch    time.Time // origin of the monotonic "now" fed to table
+	// now returns nanoseconds since epoch (a field so tests can move time).
+	now func() int64
+
+	view atomic.Pointer[view] // current partition map
+
+	// backoffMu guards backoff: node -> end of its FailBackoff (now's
+	// time base). A node is in it iff this client marked it failed in
+	// table; marks are cleared lazily once they expire.
+	backoffMu sync.Mutex
+	backoff   map[routing.NodeID]int64
+
+	stats     counters
+	requests  *metrics.Requests
+	layerHits *layerHits
+}
+
+// view is an immutable compiled partition map with parsed addresses.
+type view struct {
+	p       *partmap.Placement
+	version uint64
+	// nodes[l][i] is member i of layer l's address (invalid if unknown).
+	nodes [][]netip.AddrPort
+	// shards[r][s] is the shim address of shard s of rack r (invalid if
+	// unknown).
+	shards [][]netip.AddrPort
+	hits   []layerCounter // by layer
+}
+
+// New starts a client routing by p.
+func New(cfg Config, p *partmap.Placement) (*Client, error) {
+	if p == nil {
+		return nil, errors.New("cannot create client: nil placement")
+	}
+	cfg = cfg.withDefaults()
+	table, err := routing.NewLoadTable(cfg.Aging)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create client: %w", err)
+	}
+	ep, err := transport.Listen(cfg.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create client: %w", err)
+	}
+	c := &Client{
+		cfg:     cfg,
+		ep:      ep,
+		table:   table,
+		epoch:   time.Now(),
+		backoff: make(map[routing.NodeID]int64),
+	}
+	c.now = func() int64 { return int64(time.Since(c.epoch)) }
+	c.routers.New = func() any {
+		// Distinct, deterministic seeds per router (golden-ratio stride).
+		return routing.NewRouter(c.table, cfg.Seed+c.routerID.Add(1)*0x9e3779b97f4a7c15)
+	}
+	if err := c.registerMetrics(cfg.Registerer); err != nil {
+		_ = ep.Close()
+		return nil, fmt.Errorf("cannot create client: %w", err)
+	}
+	c.view.Store(c.compile(p))
+	ep.Start(nil) // the client serves no requests; replies go to calls
+	cfg.Logger.Info("client started", "addr", ep.Addr(), "map_version", p.Version(), "layers", p.Layers())
+	return c, nil
+}
+
+// Addr is the client's UDP address.
+func (c *Client) Addr() netip.AddrPort { return c.ep.Addr() }
+
+// Placement returns the partition map the client currently routes by.
+func (c *Client) Placement() *partmap.Placement { return c.view.Load().p }
+
+// SetMap makes the client route by p from now on (an atomic swap; requests
+// in flight finish under the map they started with). Failure marks are
+// kept: they expire after FailBackoff. A nil p is ignored.
+func (c *Client) SetMap(p *partmap.Placement) {
+	if p == nil {
+		return
+	}
+	old := c.view.Swap(c.compile(p))
+	c.cfg.Logger.Info("partition map changed", "from", old.version, "to", p.Version())
+}
+
+// Close closes the client's endpoint; operations in flight fail.
+func (c *Client) Close() error {
+	if err := c.ep.Close(); err != nil {
+		return fmt.Errorf("cannot close client: %w", err)
+	}
+	return nil
+}
+
+// compile builds the view of p, resolving addresses once.
+func (c *Client) compile(p *partmap.Placement) *view {
+	m := p.Map()
+	v := &view{p: p, version: uint64(p.Version())}
+	names := make([]string, len(m.Layers))
+	v.nodes = make([][]netip.AddrPort, len(m.Layers))
+	for l, layer := range m.Layers {
+		names[l] = layer.Name
+		v.nodes[l] = make([]netip.AddrPort, len(layer.Members))
+		for i, mb := range layer.Members {
+			v.nodes[l][i] = c.resolve("member", mb.Name, mb.Address)
+		}
+	}
+	v.shards = make([][]netip.AddrPort, len(m.Storage.Racks))
+	for r, rack := range m.Storage.Racks {
+		v.shards[r] = make([]netip.AddrPort, len(rack.Shards))
+		for s, sh := range rack.Shards {
+			v.shards[r][s] = c.resolve("shard", sh.Name, sh.Address)
+		}
+	}
+	v.hits = c.layerHits.forLayers(names)
+	return v
+}
+
+// resolve parses a host:port address; it returns the zero AddrPort (and
+// logs) when addr is empty or cannot be resolved.
+func (c *Client) resolve(kind, name, addr string) netip.AddrPort {
+	if addr == "" {
+		return netip.AddrPort{}
+	}
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		c.cfg.Logger.Warn("cannot resolve address", "kind", kind, "name", name, "addr", addr, "err", err)
+		return netip.AddrPort{}
+	}
+	ap := ua.AddrPort()
+	// The transport matches replies by source address, which it unmaps.
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// shardAddr returns the address of key's storage shim under v.
+func (v *view) shardAddr(key string) (netip.AddrPort, error) {
+	r, s := v.p.Shard(key)
+	a := v.shards[r][s]
+	if !a.IsValid() {
+		sh := v.p.Map().Storage.Racks[r].Shards[s].Name
+		return a, fmt.Errorf("%w: shard %s (map version %d)", ErrNoRoute, sh, v.version)
+	}
+	return a, nil
+}

@@ -1,0 +1,56 @@
+// Package client is the DistCache client library: it reads keys from the
+// cache layers with power-of-k-choices routing and writes them through the
+// storage shims (Liu et al., "DistCache: Provable Load Balancing for
+// Large-Scale Storage Systems with Distributed Caching", FAST '19).
+//
+// # Reads (§3.1, §4.2)
+//
+// DistCache caches a hot key at most once per cache layer, each layer placing
+// keys with its own independent hash, so a read has one candidate node per
+// layer: partmap.Placement.Candidates lists them. Get sends the GET to the
+// candidate with the lowest load normalised by capacity (routing.Router over
+// one shared routing.LoadTable): the power-of-two-choices with two layers.
+// The client never polls nodes for their load. Every cache node stamps its
+// node id and current load into each reply (FlagTelemetry), and the client
+// records it in the LoadTable — the paper's in-network telemetry, here done
+// by the client (§4.2). Loads that are not refreshed age toward zero
+// (Config.Aging), so a node once seen busy is tried again and its real load
+// learned. Ties are broken at random so idle layers share the reads.
+//
+// Failures (§4.4): a GET attempt that gets no reply within AttemptTimeout
+// marks the node failed in the LoadTable for FailBackoff, so later reads skip
+// it; after FailBackoff it is a candidate again (probed by the next read that
+// chooses it). A reply NOT_OWNER (the node has another map version),
+// OVERLOADED or UNAVAILABLE makes the read try another candidate without
+// marking the node. When no cache candidate is left, the read goes straight
+// to the key's storage shim (FlagDirect), which answers from Redis. Attempts
+// bounds the number of requests a read sends in total, the direct read
+// included. NOT_FOUND is an answer, not a failure: it is never retried.
+//
+// # Writes (§4.3)
+//
+// Put and Delete go to the key's storage shim, which runs the two-phase
+// coherence protocol (invalidate every cached copy, write Redis, reply, then
+// update the copies). A write is ONE transport call: the transport resends it
+// with the same sequence number until a reply arrives or the caller's
+// context ends, and the shim treats a repeated (sender, sequence number) as
+// the same request. The client never sends a write again with a new sequence
+// number after a timeout: the first one may still be executed later and
+// would then reorder with the retry and with later writes. So a write whose
+// context ends without a reply fails with an error wrapping
+// context.DeadlineExceeded (or context.Canceled) whose outcome is unknown.
+// The one exception is COHERENCE_TIMEOUT: the shim guarantees it wrote
+// nothing, so the client retries with a new sequence number, Attempts calls
+// in total.
+//
+// # Partition map
+//
+// The client holds an immutable view of the current partition map (the
+// compiled Placement plus parsed addresses), swapped atomically by SetMap.
+// Failure marks are kept across map changes: they expire on their own.
+//
+// # Concurrency
+//
+// A Client is safe for concurrent use. Routers (not safe for concurrent
+// use) come from a sync.Pool and share one LoadTable.
+package client

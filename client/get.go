@@ -1,0 +1,252 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/routing"
+)
+
+// Result is a read's value and where it came from.
+type Result struct {
+	Value []byte
+	// Version is the value's version (coherence, DistCache §4.3) as the
+	// replier reported it.
+	Version uint64
+	// Hit reports that a cache node served its cached copy.
+	Hit bool
+	// Node is the id of the cache node that answered (0 if the shim
+	// answered directly; tell the two apart by Layer).
+	Node uint32
+	// Layer is the answering node's layer index, -1 for the shim.
+	Layer int
+}
+
+// maxInline is the number of layers routed without allocating.
+const maxInline = 8
+
+// Get returns key's value. A missing key is ErrNotFound.
+func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
+	r, err := c.GetResult(ctx, key)
+	return r.Value, err
+}
+
+// GetResult reads key: from the least loaded of its cache candidates
+// (power-of-k-choices over piggybacked loads, DistCache §4.2), trying
+// another candidate on a timeout or a refusal, and from the key's storage
+// shim when no candidate is left; Config.Attempts bounds the requests sent.
+// A missing key is ErrNotFound, never retried.
+func (c *Client) GetResult(ctx context.Context, key string) (Result, error) {
+	start := time.Now()
+	c.stats.gets.Add(1)
+	res, label, err := c.get(ctx, key)
+	c.requests.Observe(wire.OpGet, label, time.Since(start))
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			c.stats.notFound.Add(1)
+		} else {
+			c.stats.errors.Add(1)
+		}
+		return Result{Layer: -1}, fmt.Errorf("cannot get %q: %w", key, err)
+	}
+	return res, nil
+}
+
+// step is what one read attempt decided.
+type step int
+
+const (
+	stepDone  step = iota // answered (value or final error)
+	stepRetry             // try another candidate or the shim
+)
+
+// get runs the read attempts; label is the metrics result.
+func (c *Client) get(ctx context.Context, key string) (res Result, label string, err error) {
+	if err := checkKey(key); err != nil {
+		return res, metrics.StatusResult(wire.StatusTooLarge), err
+	}
+	v := c.view.Load()
+	var buf [maxInline]partmap.Candidate
+	cands := v.p.Candidates(key, buf[:0])
+	kb := []byte(key)
+	var tried uint64 // bit i: cands[i] was tried by this read
+	label, err = metrics.ResultTimeout, errors.New("no attempt made")
+	for attempt := 0; attempt < c.cfg.Attempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return res, metrics.ResultTimeout, err
+		}
+		if attempt > 0 {
+			c.stats.retries.Add(1)
+		}
+		var s step
+		if i := c.choose(v, cands, tried); i >= 0 {
+			tried |= 1 << i
+			res, label, s, err = c.getFromNode(ctx, v, cands[i], kb)
+		} else {
+			res, label, s, err = c.getDirect(ctx, v, key, kb)
+		}
+		if s == stepDone {
+			return res, label, err
+		}
+	}
+	return res, label, fmt.Errorf("%d attempts failed, last: %w", c.cfg.Attempts, err)
+}
+
+// choose returns the index in cands of the candidate to read from: the least
+// loaded of those not tried yet, with a known address and not in
+// FailBackoff; -1 if there is none.
+func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
+	now := c.now()
+	var rbuf [maxInline]routing.Candidate
+	var ibuf [maxInline]int
+	rc, idx := rbuf[:0], ibuf[:0]
+	for i, cd := range cands {
+		if i >= 64 {
+			break // tried is a 64-bit set; no real map has more layers
+		}
+		if tried&(1<<i) != 0 || !v.nodes[cd.Layer][cd.Member].IsValid() || c.inBackoff(routing.NodeID(cd.Node), now) {
+			continue
+		}
+		rc = append(rc, routing.Candidate{Node: routing.NodeID(cd.Node), Capacity: cd.Capacity})
+		idx = append(idx, i)
+	}
+	if len(rc) == 0 {
+		return -1
+	}
+	r := c.routers.Get().(*routing.Router)
+	ties := r.Stats().Ties
+	j := r.Choose(rc, now)
+	if r.Stats().Ties != ties {
+		c.stats.ties.Add(1)
+	}
+	c.routers.Put(r)
+	if j < 0 {
+		return -1 // every candidate was marked failed meanwhile
+	}
+	return idx[j]
+}
+
+// getFromNode is one GET attempt at cache candidate cd.
+func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate, kb []byte) (Result, string, step, error) {
+	addr := v.nodes[cd.Layer][cd.Member]
+	node := routing.NodeID(cd.Node)
+	m := wire.Message{Header: wire.Header{Op: wire.OpGet, MapVersion: v.version}, Key: kb}
+	r, err := c.call(ctx, addr, &m)
+	if err != nil {
+		label, s := c.callFailed(ctx, err)
+		if s == stepRetry && errors.Is(err, context.DeadlineExceeded) {
+			c.markFailed(node)
+			c.cfg.Logger.Debug("cache node timed out; skipping it", "node", cd.Node, "addr", addr,
+				"layer", cd.Layer, "backoff", c.cfg.FailBackoff)
+		}
+		return Result{}, label, s, fmt.Errorf("node %d at %s: %w", cd.Node, addr, err)
+	}
+	if r.Has(wire.FlagTelemetry) {
+		c.table.Observe(routing.NodeID(r.NodeID), float64(r.Load), c.now())
+	}
+	switch r.Status {
+	case wire.StatusOK:
+		res := Result{Value: r.Value, Version: r.ValueVersion, Hit: r.Has(wire.FlagHit), Node: cd.Node, Layer: cd.Layer}
+		if !res.Hit {
+			c.stats.misses.Add(1)
+			return res, metrics.ResultMiss, stepDone, nil
+		}
+		c.stats.hits.Add(1)
+		if cd.Layer < len(v.hits) {
+			v.hits[cd.Layer].n.Add(1)
+			v.hits[cd.Layer].metric.Inc()
+		}
+		return res, metrics.ResultHit, stepDone, nil
+	case wire.StatusNotOwner, wire.StatusUnavailable, wire.StatusOverloaded, wire.StatusInternal:
+		c.cfg.Logger.Debug("cache node refused a read; trying another", "node", cd.Node, "addr", addr, "status", r.Status)
+		return Result{}, metrics.StatusResult(r.Status), stepRetry,
+			fmt.Errorf("node %d at %s: %w", cd.Node, addr, statusError(r.Status))
+	default: // NotFound, TooLarge: the answer
+		return Result{}, metrics.StatusResult(r.Status), stepDone,
+			fmt.Errorf("node %d at %s: %w", cd.Node, addr, statusError(r.Status))
+	}
+}
+
+// getDirect is one GET attempt at key's storage shim, bypassing the caches.
+func (c *Client) getDirect(ctx context.Context, v *view, key string, kb []byte) (Result, string, step, error) {
+	addr, err := v.shardAddr(key)
+	if err != nil {
+		return Result{}, metrics.StatusResult(wire.StatusInternal), stepDone, err
+	}
+	c.stats.directReads.Add(1)
+	m := wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: wire.FlagDirect, MapVersion: v.version}, Key: kb}
+	r, err := c.call(ctx, addr, &m)
+	if err != nil {
+		label, s := c.callFailed(ctx, err)
+		return Result{}, label, s, fmt.Errorf("shim at %s: %w", addr, err)
+	}
+	switch r.Status {
+	case wire.StatusOK:
+		c.stats.misses.Add(1)
+		return Result{Value: r.Value, Version: r.ValueVersion, Layer: -1}, metrics.ResultMiss, stepDone, nil
+	case wire.StatusUnavailable, wire.StatusOverloaded, wire.StatusInternal, wire.StatusNotOwner:
+		return Result{}, metrics.StatusResult(r.Status), stepRetry,
+			fmt.Errorf("shim at %s: %w", addr, statusError(r.Status))
+	default:
+		return Result{}, metrics.StatusResult(r.Status), stepDone,
+			fmt.Errorf("shim at %s: %w", addr, statusError(r.Status))
+	}
+}
+
+// call sends a read request with a per-attempt deadline: the earlier of
+// AttemptTimeout and the caller's deadline. Reads are idempotent, so a new
+// attempt may use a new sequence number.
+func (c *Client) call(ctx context.Context, addr netip.AddrPort, m *wire.Message) (wire.Message, error) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
+	defer cancel()
+	return c.ep.Call(actx, addr, m)
+}
+
+// callFailed classifies a failed attempt: the caller's context ended or the
+// client is closed (done), or the attempt timed out or could not be sent
+// (retry elsewhere).
+func (c *Client) callFailed(ctx context.Context, err error) (string, step) {
+	switch {
+	case ctx.Err() != nil:
+		return metrics.ResultTimeout, stepDone
+	case errors.Is(err, transport.ErrClosed):
+		return metrics.StatusResult(wire.StatusInternal), stepDone
+	case errors.Is(err, context.DeadlineExceeded):
+		c.stats.timeouts.Add(1)
+		return metrics.ResultTimeout, stepRetry
+	default:
+		return metrics.StatusResult(wire.StatusInternal), stepRetry
+	}
+}
+
+// inBackoff reports whether node is skipped after a timeout. An expired
+// mark is cleared here, so the node is probed by this read if chosen.
+func (c *Client) inBackoff(node routing.NodeID, now int64) bool {
+	if !c.table.Failed(node) {
+		return false // hot path: no lock
+	}
+	c.backoffMu.Lock()
+	defer c.backoffMu.Unlock()
+	if until, ok := c.backoff[node]; ok && now < until {
+		return true
+	}
+	delete(c.backoff, node)
+	c.table.MarkFailed(node, false)
+	return false
+}
+
+// markFailed skips node for FailBackoff.
+func (c *Client) markFailed(node routing.NodeID) {
+	until := c.now() + int64(c.cfg.FailBackoff)
+	c.backoffMu.Lock()
+	defer c.backoffMu.Unlock()
+	c.backoff[node] = until
+	c.table.MarkFailed(node, true)
+}

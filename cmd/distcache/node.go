@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/dataplane/cachenode"
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
+)
+
+func newNodeCommand() *cobra.Command {
+	var (
+		o      serveOptions
+		member string
+		cfg    cachenode.Config
+	)
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run a cache node: serve hot keys of its partition, forward misses to the storage shims",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := o.logger()
+			if err != nil {
+				return err
+			}
+			w, err := mapwatch.Load(o.mapFile, log)
+			if err != nil {
+				return err
+			}
+			m := w.Current().Map()
+			l, i, ok := m.Member(member)
+			if !ok {
+				return fmt.Errorf("cannot run node: member %q is not in the partition map %s", member, o.mapFile)
+			}
+			cfg.Layer, cfg.Member = m.Layers[l].Name, member
+			cfg.Transport = transport.Config{Addr: o.listen, Logger: log}
+			if cfg.Transport.Addr == "" {
+				cfg.Transport.Addr = m.Layers[l].Members[i].Address
+			}
+			reg, wrapped := metrics.Registry("node", member)
+			cfg.Registerer, cfg.Logger = wrapped, log.With("member", member)
+			n, err := cachenode.New(cfg)
+			if err != nil {
+				return err
+			}
+			return serve(cmd, &o, w, n, reg, nil, cfg.Logger, "addr", n.Addr(), "layer", cfg.Layer)
+		},
+	}
+	o.addFlags(cmd)
+	f := cmd.Flags()
+	f.StringVar(&member, "member", "", "this node's member name in the partition map")
+	f.IntVar(&cfg.Capacity, "capacity", 10000, "cache capacity in entries")
+	f.Int64Var(&cfg.CapacityBytes, "capacity-bytes", 64<<20, "cache capacity in value bytes")
+	f.DurationVar(&cfg.Interval, "interval", 0, "hot-key insertion period (default 1s)")
+	f.Uint32Var(&cfg.Detector.Threshold, "hot-threshold", 0, "misses in an interval that make a key a candidate (default 128)")
+	_ = cmd.MarkFlagRequired("member")
+	return cmd
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// serveOptions are the flags every long-running data-plane role shares.
+type serveOptions struct {
+	mapFile     string
+	listen      string
+	metricsAddr string
+	mapPoll     time.Duration
+	logLevel    string
+}
+
+func (o *serveOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.mapFile, "map", "", "partition map file (the mounted ConfigMap); reloaded when it changes")
+	f.StringVar(&o.listen, "listen", "", "UDP address to serve on (default: this role's address in the map)")
+	f.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:0", "address of the /metrics and /healthz endpoint")
+	f.DurationVar(&o.mapPoll, "map-poll", mapwatch.DefaultInterval, "how often the map file is checked for a new version")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	_ = cmd.MarkFlagRequired("map")
+}
+
+func (o *serveOptions) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("cannot parse --log-level %q: %w", o.logLevel, err)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// role is a data-plane component as `serve` runs it.
+type role interface {
+	SetMap(*partmap.Placement) error
+	Start() error
+	Close() error
+}
+
+// serve runs r until SIGINT or SIGTERM: it feeds r every new map version
+// from the map file and exposes reg on the metrics address.
+func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg *prometheus.Registry, healthy func() error, log *slog.Logger, attrs ...any) error {
+	if err := r.SetMap(w.Current()); err != nil {
+		return err
+	}
+	w.Subscribe(r.SetMap)
+	if err := r.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		if err := r.Close(); err != nil {
+			log.Error("cannot stop cleanly", "err", err)
+		}
+	}()
+	ms, err := metrics.Listen(o.metricsAddr, reg, healthy)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ms.Close(context.Background()) }()
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go w.Run(ctx, o.mapPoll)
+	log.Info("serving", append(attrs, "metrics", ms.Addr(), "map_version", w.Current().Version())...)
+	<-ctx.Done()
+	log.Info("stopping")
+	return nil
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/shim"
+	"github.com/distcache/distcache/dataplane/transport"
+)
+
+func newShimCommand() *cobra.Command {
+	var (
+		o         serveOptions
+		shard     string
+		redisAddr string
+		cfg       shim.Config
+	)
+	cmd := &cobra.Command{
+		Use:   "shim",
+		Short: "Run a storage shim in front of one redis-server: serve misses, apply writes with two-phase coherence",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := o.logger()
+			if err != nil {
+				return err
+			}
+			w, err := mapwatch.Load(o.mapFile, log)
+			if err != nil {
+				return err
+			}
+			m := w.Current().Map()
+			r, i, ok := m.StorageShard(shard)
+			if !ok {
+				return fmt.Errorf("cannot run shim: shard %q is not in the partition map %s", shard, o.mapFile)
+			}
+			cfg.Shard = shard
+			cfg.Transport = transport.Config{Addr: o.listen, Logger: log}
+			if cfg.Transport.Addr == "" {
+				cfg.Transport.Addr = m.Storage.Racks[r].Shards[i].Address
+			}
+			cfg.Redis = &redis.Options{Addr: redisAddr}
+			reg, wrapped := metrics.Registry("shim", shard)
+			cfg.Registerer, cfg.Logger = wrapped, log.With("shard", shard)
+			s, err := shim.New(cfg)
+			if err != nil {
+				return err
+			}
+			healthy := func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				return s.Healthy(ctx)
+			}
+			return serve(cmd, &o, w, s, reg, healthy, cfg.Logger, "addr", s.Addr(), "redis", redisAddr)
+		},
+	}
+	o.addFlags(cmd)
+	f := cmd.Flags()
+	f.StringVar(&shard, "shard", "", "this shim's storage shard name in the partition map")
+	f.StringVar(&redisAddr, "redis", "127.0.0.1:6379", "address of the redis-server this shim fronts")
+	f.DurationVar(&cfg.InvalidateTimeout, "invalidate-timeout", 0, "phase-1 budget of a write (default 2s)")
+	f.DurationVar(&cfg.PrevMapGrace, "prev-map-grace", 0, "how long owners under the previous map are still invalidated (default 2m)")
+	_ = cmd.MarkFlagRequired("shard")
+	return cmd
+}

@@ -1,0 +1,120 @@
+package cachenode
+
+import (
+	"bytes"
+	"net/netip"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// This file holds the coherence rules of DistCache §4.3 as the node applies
+// them: INVALIDATE (phase 1), UPDATE (phase 2) and the fill of an insertion.
+
+// invalidate applies phase 1 of the write of version v to key: an entry
+// becomes invalid, its version max(version, v), and its value is released
+// (an invalid value is never served). It reports whether key was cached.
+func (s *store) invalidate(key []byte, v uint64) bool {
+	sh := s.shard(bytesView(key))
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.m[string(key)]
+	if e == nil {
+		return false
+	}
+	e.valid = false
+	e.version = max(e.version, v)
+	s.bytes.Add(-int64(len(e.value)))
+	e.value = nil
+	return true
+}
+
+// updateOutcome is the result of an UPDATE.
+type updateOutcome uint8
+
+const (
+	updateApplied updateOutcome = iota // entry valid with the new value
+	updateIgnored                      // no entry, or another version
+	updateDropped                      // over CapacityBytes: entry removed
+)
+
+// update applies phase 2 of the write of version v to key: iff key's entry
+// exists and has version v, it takes a copy of value and becomes valid. A
+// value that does not fit CapacityBytes removes the entry instead.
+func (s *store) update(key []byte, v uint64, value []byte) updateOutcome {
+	sh := s.shard(bytesView(key))
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.m[string(key)]
+	if e == nil || e.version != v {
+		return updateIgnored
+	}
+	if !s.reserve(int64(len(value) - len(e.value))) {
+		s.deleteLocked(sh, string(key), e)
+		return updateDropped
+	}
+	e.value = bytes.Clone(value)
+	e.valid = true
+	return updateApplied
+}
+
+// fillOutcome is the result of a FETCH_REPLY.
+type fillOutcome uint8
+
+const (
+	fillApplied fillOutcome = iota // entry valid with the fetched value
+	fillStale                      // not the same invalid entry, or C too old
+	fillRefused                    // over CapacityBytes: entry removed
+)
+
+// fill applies a FETCH_REPLY carrying value (owned by the reply, kept
+// without copying) and the shim's counter c to e, the entry the FETCH was
+// sent for: iff e is still key's entry, still invalid and c >= its version,
+// e becomes valid with version c. It clears e.fetching in every case.
+func (s *store) fill(key string, e *entry, c uint64, value []byte) fillOutcome {
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e.fetching = false
+	if sh.m[key] != e || e.valid || c < e.version {
+		return fillStale
+	}
+	if !s.reserve(int64(len(value) - len(e.value))) {
+		s.deleteLocked(sh, key, e)
+		return fillRefused
+	}
+	e.value, e.version, e.valid = value, c, true
+	return fillApplied
+}
+
+// handleInvalidate serves INVALIDATE: phase 1 on the cached copy, then the
+// key's pending miss is sealed so that later readers do not join a backend
+// read that may precede the write; always acknowledged.
+func (n *Node) handleInvalidate(src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
+	n.store.invalidate(req.Key, req.ValueVersion)
+	n.sealFlight(req.Key)
+	n.stats.invalidations.Add(1)
+	n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
+	n.reqs.Observe(wire.OpInvalidate, metrics.ResultOK, time.Since(start))
+}
+
+// handleUpdate serves UPDATE: phase 2 on the cached copy; always
+// acknowledged.
+func (n *Node) handleUpdate(src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
+	key := bytesView(req.Key)
+	switch n.store.update(req.Key, req.ValueVersion, req.Value) {
+	case updateApplied:
+		n.stats.updates.Add(1)
+	case updateIgnored:
+		n.stats.updatesIgnored.Add(1)
+	case updateDropped:
+		n.stats.updatesIgnored.Add(1)
+		n.stats.evictions.Add(1)
+		n.det.Untrack(key)
+		n.log.Debug("dropped entry: update over the byte capacity",
+			"key", string(req.Key), "bytes", len(req.Value), "capacity_bytes", n.cfg.CapacityBytes)
+	}
+	n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
+	n.reqs.Observe(wire.OpUpdate, metrics.ResultOK, time.Since(start))
+}

@@ -1,0 +1,73 @@
+// Package cachenode is the DistCache cache node: the software counterpart of
+// a cache switch (DistCache, Liu et al., FAST '19, §4; DESIGN.md part 4). A
+// node is one member of one cache layer of the partition map. It caches the
+// hot keys of its partition, answers reads of them, forwards the other reads
+// to the storage shims, and takes part in the shims' two-phase coherence.
+//
+// # Reads (§4.2)
+//
+// Every GET counts in a load meter (routing.LoadMeter, time constant
+// Config.LoadWindow). Every reply carries FlagTelemetry with the node's
+// member id and its load: the meter's exponentially decayed rate expressed in
+// queries per LoadWindow, rounded (so an idle node that received one query
+// reports 1), which is what clients feed their routing.LoadTable with to
+// choose among a key's candidate nodes.
+//
+// A GET of a key with a valid copy is a hit: the node answers GET_REPLY with
+// FlagHit, the value and its version. The hit path does not allocate: the
+// cache is looked up with the key bytes (m[string(b)] does not copy), the
+// request message is rewritten in place into the reply, stored values are
+// immutable slices (an update replaces the slice), and the endpoint encodes
+// into pooled buffers.
+//
+// Any other GET is a miss and is forwarded to the key's storage shim. Misses
+// are coalesced as in CableCache: while a backend request for a key is in
+// flight, later misses of the key join it as waiters instead of sending
+// their own, and the one reply is relayed to every waiter with its own
+// sequence number. A flight never spans a write: INVALIDATE seals the key's
+// current flight (removes it from the flight table), so readers that arrive
+// after a write's invalidation start a fresh backend request, while readers
+// that arrived before keep the older one — their reads were concurrent with
+// the write.
+//
+// # Cache updates (§4.3, NetCache §4.4)
+//
+// Misses of keys the node owns under its map are counted in a hot-key
+// detector (package hotkey: Count-Min sketch plus Bloom filter); hits on
+// cached keys are counted exactly per key. Every Config.Interval the node
+// plans the interval's update (hotkey.Detector.Plan): it evicts the planned
+// victims, then inserts each planned key that it still owns by adding an
+// invalid placeholder and sending FETCH to the key's shim. The FETCH_REPLY
+// fills the placeholder subject to the coherence rules below; a failed FETCH
+// removes it. Placeholders count against Config.Capacity (the detector
+// never tracks more keys than that); Config.CapacityBytes is enforced when a
+// value arrives: a fill (or an update) that would exceed it is refused and
+// the entry removed. Entries left invalid by a write whose phase 2 never
+// arrived (a DEL, or a lost UPDATE) are fetched again by the next interval,
+// with the same rules; a key that is gone is then dropped.
+//
+// # Coherence (§4.3)
+//
+// Every write gets a version v from its shim. Phase 1, INVALIDATE(k, v):
+// a cached entry becomes invalid and its version becomes max(version, v);
+// the node always acknowledges, also for keys it does not hold. Phase 2,
+// UPDATE(k, v, value): applied iff the entry exists and its version is v (so
+// the node saw this write's invalidation and no later one); the node always
+// acknowledges. A fill carries C, the shim's version counter read under the
+// key's lock together with the value, so every write before the read has a
+// version ≤ C and every later one > C. It is applied iff the entry is the
+// very placeholder (pointer identity) the FETCH was sent for, still invalid,
+// and C ≥ its version: a write whose invalidation reached the placeholder
+// after the read has a larger version and keeps the stale fill out. Since
+// FETCH is a call matched by sequence number, a late reply can never fill a
+// placeholder created after it.
+//
+// # Map changes (§4.4)
+//
+// SetMap switches the partition map atomically. A node that is Failed or
+// absent in the new map drops every entry, because shims stop invalidating
+// it; one that returns starts empty. Otherwise only the entries whose keys
+// moved to another member are dropped. Map switches and the ownership check
+// of insertions are serialised, so a key is never inserted under a map that
+// is no longer current.
+package cachenode

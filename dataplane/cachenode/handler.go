@@ -1,0 +1,83 @@
+package cachenode
+
+import (
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// handle serves one request on a reader goroutine. req's Key and Value alias
+// the receive buffer: every path that keeps them copies them first, and no
+// path blocks.
+func (n *Node) handle(src netip.AddrPort, req *wire.Message) {
+	start := time.Now()
+	v := n.view.Load()
+	if v == nil {
+		return // not reachable: Start requires a map
+	}
+	switch req.Op {
+	case wire.OpGet:
+		n.handleGet(src, req, v, start)
+	case wire.OpInvalidate:
+		n.handleInvalidate(src, req, v, start)
+	case wire.OpUpdate:
+		n.handleUpdate(src, req, v, start)
+	case wire.OpPing:
+		n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, 0, nil)
+	default:
+		// PUT, DEL and FETCH belong to the storage shim.
+		n.stats.notOwner.Add(1)
+		n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusNotOwner, 0, 0, nil)
+		n.reqs.Observe(req.Op, metrics.StatusResult(wire.StatusNotOwner), time.Since(start))
+	}
+}
+
+// handleGet serves a GET: a hit from the cache, otherwise a coalesced miss.
+// The hit path does not allocate.
+func (n *Node) handleGet(src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
+	now := n.now(start)
+	n.meter.Add(1, now)
+	n.stats.gets.Add(1)
+	value, version, st := n.store.lookup(req.Key)
+	if st != stateValid {
+		n.miss(src, req, v, st, start)
+		return
+	}
+	n.stats.hits.Add(1)
+	n.det.RecordHit(bytesView(req.Key))
+	n.replyInPlace(src, req, v, n.loadAt(now), wire.StatusOK, wire.FlagHit, version, value)
+	n.reqs.Observe(wire.OpGet, metrics.ResultHit, time.Since(start))
+}
+
+// replyInPlace turns req into its reply (same seq, key and digest) with
+// telemetry and sends it to src.
+func (n *Node) replyInPlace(src netip.AddrPort, req *wire.Message, v *view, load uint32,
+	status wire.Status, flags wire.Flag, valueVersion uint64, value []byte) {
+	h := &req.Header
+	h.Op = h.Op.Reply()
+	h.Status = status
+	h.Flags = flags | wire.FlagTelemetry
+	h.NodeID, h.Load = v.id, load
+	h.ValueVersion = valueVersion
+	h.MapVersion = v.version
+	req.Value = value
+	if err := n.out.Send(src, req); err != nil {
+		n.log.Debug("cannot send reply", "op", h.Op, "to", src, "err", err)
+	}
+}
+
+// now is t on the load meter's monotonic clock (ns since New).
+func (n *Node) now(t time.Time) int64 { return int64(t.Sub(n.epoch)) }
+
+// loadAt is the load stamped into replies: the meter's decayed query rate in
+// queries per LoadWindow, rounded.
+func (n *Node) loadAt(now int64) uint32 {
+	q := n.meter.Rate(now)*n.cfg.LoadWindow.Seconds() + 0.5
+	if q >= math.MaxUint32 {
+		return math.MaxUint32
+	}
+	return uint32(q)
+}

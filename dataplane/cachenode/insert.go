@@ -1,0 +1,184 @@
+package cachenode
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// InsertResult counts the outcome of one insertion interval.
+type InsertResult struct {
+	Inserted  int // new keys cached: placeholders filled
+	Refreshed int // invalid entries filled again
+	Evicted   int // entries evicted by the plan
+	Failed    int // FETCHes that failed (not found, error, timeout, over CapacityBytes)
+	Stale     int // fills not applied: the entry was invalidated by a later write or replaced
+}
+
+// fetchJob is one FETCH of an insertion interval: for a new placeholder, or
+// to refresh an invalid entry.
+type fetchJob struct {
+	key     string
+	e       *entry
+	v       *view
+	refresh bool
+}
+
+type fetchOutcome uint8
+
+const (
+	fetchFilled fetchOutcome = iota
+	fetchStale
+	fetchFailed
+)
+
+var errNoShim = errors.New("no shim address for the key's storage shard")
+
+// loop runs an insertion interval every Config.Interval until Close.
+func (n *Node) loop() {
+	t := time.NewTicker(n.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if r := n.InsertHot(n.ctx); r != (InsertResult{}) {
+			n.log.Debug("insertion interval", "inserted", r.Inserted, "refreshed", r.Refreshed,
+				"evicted", r.Evicted, "failed", r.Failed, "stale", r.Stale)
+		}
+	}
+}
+
+// InsertHot runs one insertion interval synchronously (NetCache §4.4,
+// DistCache §4.3): it plans the interval with the hot-key detector, evicts
+// the planned victims, adds a placeholder for every planned key this node
+// still owns and is not cached, fetches those and the invalid entries from
+// their shims (at most 64 at a time), applies the fills by the coherence
+// rules and returns when every FETCH has ended. The FETCHes end early when
+// ctx ends or the node closes.
+func (n *Node) InsertHot(ctx context.Context) InsertResult {
+	jobs, res := n.plan()
+	if len(jobs) == 0 {
+		return res
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.ctx, cancel)()
+	outcomes := make([]fetchOutcome, len(jobs))
+	sem := make(chan struct{}, fetchParallelism)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			outcomes[i] = n.fetch(ctx, &jobs[i])
+		})
+	}
+	wg.Wait()
+	for i, o := range outcomes {
+		switch {
+		case o == fetchFilled && jobs[i].refresh:
+			res.Refreshed++
+		case o == fetchFilled:
+			res.Inserted++
+		case o == fetchStale:
+			res.Stale++
+		default:
+			res.Failed++
+		}
+	}
+	return res
+}
+
+// plan applies the detector's decision for the interval: evictions, then
+// placeholders for the keys to insert (under mapMu, so each is owned under
+// the current map), and returns the FETCHes to make.
+func (n *Node) plan() ([]fetchJob, InsertResult) {
+	n.insertMu.Lock()
+	defer n.insertMu.Unlock()
+	var res InsertResult
+	d := n.det.Plan(n.cfg.Capacity)
+	for _, k := range d.Evict {
+		if n.store.remove(k) {
+			res.Evicted++
+			n.stats.evictions.Add(1)
+		}
+		n.det.Untrack(k)
+	}
+
+	n.mapMu.Lock()
+	defer n.mapMu.Unlock()
+	v := n.view.Load()
+	if v == nil || !v.active {
+		return nil, res
+	}
+	var jobs []fetchJob
+	for _, k := range d.Insert {
+		if !v.owns(k) {
+			continue // the map moved the key since its misses were counted
+		}
+		e, ok := n.store.addPlaceholder(k)
+		if !ok {
+			continue
+		}
+		n.det.Track(k)
+		n.stats.inserts.Add(1)
+		jobs = append(jobs, fetchJob{key: k, e: e, v: v})
+	}
+	for _, r := range n.store.stale(v.owns) {
+		jobs = append(jobs, fetchJob{key: r.key, e: r.e, v: v, refresh: true})
+	}
+	return jobs, res
+}
+
+// fetch sends FETCH for j's key to its shim and applies the reply to j's
+// entry. A failed FETCH removes the entry if it is still the same invalid
+// one.
+func (n *Node) fetch(ctx context.Context, j *fetchJob) fetchOutcome {
+	var rep wire.Message
+	err := errNoShim
+	if dst, ok := j.v.shim(j.key); ok {
+		cctx, cancel := context.WithTimeout(ctx, n.cfg.BackendTimeout)
+		req := wire.Message{Header: wire.Header{Op: wire.OpFetch, MapVersion: j.v.version}, Key: []byte(j.key)}
+		rep, err = n.ep.Call(cctx, dst, &req)
+		cancel()
+	}
+	switch {
+	case err != nil:
+		n.stats.backendErrors.Add(1)
+		n.log.Debug("cannot fetch key", "key", j.key, "err", err)
+		return n.fetchFailed(j)
+	case rep.Status != wire.StatusOK:
+		n.log.Debug("fetch refused by shim", "key", j.key, "status", rep.Status)
+		return n.fetchFailed(j)
+	}
+	switch n.store.fill(j.key, j.e, rep.ValueVersion, rep.Value) {
+	case fillApplied:
+		n.stats.fills.Add(1)
+		return fetchFilled
+	case fillStale:
+		n.stats.fillsIgnored.Add(1)
+		return fetchStale
+	default: // fillRefused: the entry is gone
+		n.stats.fillsFailed.Add(1)
+		n.stats.refused.Add(1)
+		n.det.Untrack(j.key)
+		n.log.Debug("refused fill over the byte capacity", "key", j.key,
+			"bytes", len(rep.Value), "capacity_bytes", n.cfg.CapacityBytes)
+		return fetchFailed
+	}
+}
+
+// fetchFailed removes j's entry if it is still the same invalid entry.
+func (n *Node) fetchFailed(j *fetchJob) fetchOutcome {
+	n.stats.fillsFailed.Add(1)
+	if n.store.removeIf(j.key, j.e) {
+		n.det.Untrack(j.key)
+	}
+	return fetchFailed
+}

@@ -1,0 +1,45 @@
+package cachenode
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+)
+
+// registerMetrics registers the node's metrics with reg: the shared request
+// and transport metrics (package metrics) and the cache's own gauges and
+// counters, all read from the node's counters at scrape time.
+func (n *Node) registerMetrics(reg prometheus.Registerer) error {
+	var err error
+	if n.reqs, err = metrics.NewRequests(reg); err != nil {
+		return fmt.Errorf("cannot register cache node metrics: %w", err)
+	}
+	if err := metrics.RegisterTransport(reg, n.ep); err != nil {
+		return fmt.Errorf("cannot register cache node metrics: %w", err)
+	}
+	gauge, counter := metrics.GaugeFunc, metrics.CounterFunc
+	if err := metrics.Register(reg,
+		gauge("distcache_cache_items", "Entries cached, placeholders of pending insertions included.",
+			func() float64 { return float64(n.store.items.Load()) }),
+		gauge("distcache_cache_bytes", "Value bytes cached.",
+			func() float64 { return float64(n.store.bytes.Load()) }),
+		gauge("distcache_node_load", "Load stamped into replies: decayed queries per load window.",
+			func() float64 { return float64(n.loadAt(n.now(time.Now()))) }),
+		gauge("distcache_map_version", "Version of the partition map the node uses (0 before the first).",
+			func() float64 {
+				if v := n.view.Load(); v != nil {
+					return float64(v.version)
+				}
+				return 0
+			}),
+		counter("distcache_evictions_total", "Cache entries evicted to make room for hotter keys.", n.stats.evictions.Load),
+		counter("distcache_insertions_total", "Hot keys inserted into the cache (placeholders added).", n.stats.inserts.Load),
+		counter("distcache_coalesced_requests_total", "Misses that joined a pending backend read of the same key.", n.stats.coalesced.Load),
+	); err != nil {
+		return fmt.Errorf("cannot register cache node metrics: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package cachenode
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/placement/hashing"
+)
+
+// waiter is a reader waiting for a flight's reply.
+type waiter struct {
+	src     netip.AddrPort
+	seq     uint64
+	arrived time.Time
+}
+
+// waiterID identifies a request; a retransmission has the same one.
+type waiterID struct {
+	src netip.AddrPort
+	seq uint64
+}
+
+// flight is one backend read of a key shared by every miss of the key that
+// arrives while it is pending (CableCache's request coalescing). Its waiters
+// are guarded by Node.missMu; once removed from Node.flights (sealed by an
+// invalidation, or done) it takes no new waiters.
+type flight struct {
+	key     string
+	digest  hashing.Digest
+	waiters []waiter
+	seen    map[waiterID]struct{}
+}
+
+// miss serves a GET without a valid copy: it counts the key for the hot-key
+// detector and joins or starts the key's flight.
+func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryState, start time.Time) {
+	n.stats.misses.Add(1)
+	key := bytesView(req.Key)
+	if v.owns(key) {
+		n.det.RecordMiss(key)
+	}
+	if st == stateInvalid {
+		// Cached but invalid: the key stays popular for eviction
+		// decisions, and the next interval fetches it again.
+		n.det.RecordHit(key)
+	}
+	w := waiter{src: src, seq: req.Seq, arrived: start}
+	id := waiterID{src, req.Seq}
+	n.missMu.Lock()
+	if f := n.flights[key]; f != nil {
+		if _, dup := f.seen[id]; dup {
+			n.missMu.Unlock()
+			n.stats.duplicates.Add(1) // a retransmission; the flight answers it
+			return
+		}
+		f.seen[id] = struct{}{}
+		f.waiters = append(f.waiters, w)
+		n.missMu.Unlock()
+		n.stats.coalesced.Add(1)
+		return
+	}
+	f := &flight{
+		key:     string(req.Key),
+		digest:  req.Digest,
+		waiters: []waiter{w},
+		seen:    map[waiterID]struct{}{id: {}},
+	}
+	n.flights[f.key] = f
+	n.missMu.Unlock()
+	if !n.spawn(func() { n.forward(f, v) }) {
+		n.finish(f) // closing: nobody will be answered
+	}
+}
+
+// sealFlight stops the key's pending flight from taking new waiters, so that
+// readers arriving after a write's invalidation start a new backend read.
+func (n *Node) sealFlight(key []byte) {
+	n.missMu.Lock()
+	delete(n.flights, string(key))
+	n.missMu.Unlock()
+}
+
+// finish removes f from the flight table (unless sealed already) and
+// returns its waiters; f takes no new ones afterwards.
+func (n *Node) finish(f *flight) []waiter {
+	n.missMu.Lock()
+	defer n.missMu.Unlock()
+	if n.flights[f.key] == f {
+		delete(n.flights, f.key)
+	}
+	ws := f.waiters
+	f.waiters, f.seen = nil, nil
+	return ws
+}
+
+// forward reads f's key from its storage shim and relays the outcome to
+// every waiter: the shim's status, value and version with this node's
+// telemetry (no FlagHit); StatusUnavailable when the shim does not answer
+// within BackendTimeout.
+func (n *Node) forward(f *flight, v *view) {
+	status, value, version := n.backendGet(f, v)
+	ws := n.finish(f)
+	cur := n.view.Load()
+	now := time.Now()
+	reply := wire.Message{
+		Header: wire.Header{
+			Op: wire.OpGetReply, Status: status, Flags: wire.FlagTelemetry, Digest: f.digest,
+			NodeID: cur.id, Load: n.loadAt(n.now(now)), ValueVersion: version, MapVersion: cur.version,
+		},
+		Key:   []byte(f.key),
+		Value: value,
+	}
+	result := metrics.ResultMiss
+	if status != wire.StatusOK {
+		result = metrics.StatusResult(status)
+	}
+	if status == wire.StatusNotFound {
+		n.stats.notFound.Add(uint64(len(ws)))
+	}
+	for _, w := range ws {
+		reply.Seq = w.seq
+		if err := n.out.Send(w.src, &reply); err != nil {
+			n.log.Debug("cannot relay miss reply", "key", f.key, "to", w.src, "err", err)
+		}
+		n.reqs.Observe(wire.OpGet, result, now.Sub(w.arrived))
+	}
+}
+
+// backendGet sends GET for f's key to its shim under v.
+func (n *Node) backendGet(f *flight, v *view) (wire.Status, []byte, uint64) {
+	dst, ok := v.shim(f.key)
+	if !ok {
+		n.stats.backendErrors.Add(1)
+		n.log.Debug("no shim address for key", "key", f.key, "map_version", v.version)
+		return wire.StatusUnavailable, nil, 0
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.BackendTimeout)
+	defer cancel()
+	req := wire.Message{
+		Header: wire.Header{Op: wire.OpGet, Digest: f.digest, MapVersion: v.version},
+		Key:    []byte(f.key),
+	}
+	rep, err := n.ep.Call(ctx, dst, &req)
+	if err != nil {
+		n.stats.backendErrors.Add(1)
+		n.log.Debug("cannot read key from shim", "key", f.key, "shim", dst, "err", err)
+		return wire.StatusUnavailable, nil, 0
+	}
+	return rep.Status, rep.Value, rep.ValueVersion
+}

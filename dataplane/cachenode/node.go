@@ -1,0 +1,351 @@
+package cachenode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/hotkey"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/routing"
+)
+
+// Defaults applied to zero fields of Config.
+const (
+	DefaultCapacity       = 10000
+	DefaultCapacityBytes  = 64 << 20
+	DefaultInterval       = time.Second
+	DefaultLoadWindow     = 100 * time.Millisecond
+	DefaultBackendTimeout = time.Second
+	// fetchParallelism bounds the FETCH calls of one insertion interval.
+	fetchParallelism = 64
+)
+
+// Errors returned by Node methods.
+var (
+	// ErrNotMember is wrapped by SetMap when the map has no member
+	// Config.Member in layer Config.Layer.
+	ErrNotMember = errors.New("not a member of the partition map")
+	// ErrNoMap is returned by Start before the first SetMap.
+	ErrNoMap = errors.New("no partition map")
+	// ErrStaleMap is wrapped by SetMap for a map older than the current one.
+	ErrStaleMap = errors.New("stale partition map")
+)
+
+// Config configures a Node.
+type Config struct {
+	// Layer and Member are this node's identity in the partition map.
+	Layer, Member string
+	// Transport configures the UDP endpoint (Addr "127.0.0.1:0" etc.).
+	Transport transport.Config
+	// Capacity is the most entries cached, placeholders included
+	// (default DefaultCapacity).
+	Capacity int
+	// CapacityBytes is the most value bytes cached (default
+	// DefaultCapacityBytes).
+	CapacityBytes int64
+	// Interval is the hot-key insertion period (default DefaultInterval);
+	// a negative Interval runs no background loop (call InsertHot).
+	Interval time.Duration
+	// LoadWindow is the time constant of the load telemetry (default
+	// DefaultLoadWindow).
+	LoadWindow time.Duration
+	// Detector configures the hot-key detector.
+	Detector hotkey.Config
+	// BackendTimeout bounds each backend call: a forwarded miss or a FETCH
+	// (default DefaultBackendTimeout).
+	BackendTimeout time.Duration
+	// Registerer receives the node's metrics; nil means a private registry.
+	Registerer prometheus.Registerer
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Capacity == 0 {
+		c.Capacity = DefaultCapacity
+	}
+	if c.CapacityBytes == 0 {
+		c.CapacityBytes = DefaultCapacityBytes
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.LoadWindow == 0 {
+		c.LoadWindow = DefaultLoadWindow
+	}
+	if c.BackendTimeout == 0 {
+		c.BackendTimeout = DefaultBackendTimeout
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Transport.Logger == nil {
+		c.Transport.Logger = c.Logger
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Layer == "" || c.Member == "":
+		return errors.New("layer and member must be set")
+	case c.Capacity < 0:
+		return fmt.Errorf("capacity %d must not be negative", c.Capacity)
+	case c.CapacityBytes < 0:
+		return fmt.Errorf("capacity bytes %d must not be negative", c.CapacityBytes)
+	case c.LoadWindow < 0 || c.BackendTimeout < 0:
+		return errors.New("load window and backend timeout must not be negative")
+	}
+	return nil
+}
+
+// sender sends a message; *transport.Endpoint satisfies it. Tests replace it
+// to drive the handler without a socket.
+type sender interface {
+	Send(dst netip.AddrPort, m *wire.Message) error
+}
+
+// view is the node's compiled view of one partition map: immutable, swapped
+// atomically by SetMap.
+type view struct {
+	p       *partmap.Placement
+	version uint64
+	layer   int                // index of Config.Layer, or -1 when not a member
+	member  int                // own index in the layer, or -1
+	id      uint32             // own member id (kept from the previous map when absent)
+	active  bool               // a member and Active: owns keys and caches them
+	shims   [][]netip.AddrPort // [rack][shard]; invalid when unknown
+}
+
+// owns reports whether key belongs to this node under v.
+func (v *view) owns(key string) bool {
+	return v.active && v.p.Owner(v.layer, key) == v.member
+}
+
+// shim returns the address of key's storage shim.
+func (v *view) shim(key string) (netip.AddrPort, bool) {
+	r, s := v.p.Shard(key)
+	a := v.shims[r][s]
+	return a, a.IsValid()
+}
+
+// Node is a cache node. Create it with New, give it a map with SetMap, then
+// Start it.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	ep    *transport.Endpoint
+	out   sender
+	det   *hotkey.Detector
+	meter *routing.LoadMeter
+	epoch time.Time // origin of the meter's monotonic clock
+	store *store
+	reqs  *metrics.Requests
+	stats counters
+	view  atomic.Pointer[view]
+
+	// mapMu serialises SetMap with InsertHot's ownership checks and
+	// placeholder insertions, so no key is inserted under a superseded map.
+	mapMu sync.Mutex
+	// insertMu serialises the plan-and-apply phase of InsertHot.
+	insertMu sync.Mutex
+
+	missMu  sync.Mutex // guards flights and the waiters of every flight
+	flights map[string]*flight
+
+	ctx     context.Context // cancelled by Close; bounds background calls
+	cancel  context.CancelFunc
+	started atomic.Bool
+	closing atomic.Bool
+	goMu    sync.Mutex // guards closed and wg.Add against Close's wg.Wait
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New validates cfg and binds the node's UDP socket; the node does not serve
+// until Start.
+func New(cfg Config) (*Node, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("cannot create cache node: %w", err)
+	}
+	det, err := hotkey.NewDetector(cfg.Detector)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create cache node: %w", err)
+	}
+	meter, err := routing.NewLoadMeter(int64(cfg.LoadWindow))
+	if err != nil {
+		return nil, fmt.Errorf("cannot create cache node: %w", err)
+	}
+	ep, err := transport.Listen(cfg.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create cache node: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &Node{
+		cfg:     cfg,
+		log:     cfg.Logger.With("layer", cfg.Layer, "member", cfg.Member),
+		ep:      ep,
+		out:     ep,
+		det:     det,
+		meter:   meter,
+		epoch:   time.Now(),
+		store:   newStore(cfg.CapacityBytes),
+		flights: make(map[string]*flight),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+	if err := n.registerMetrics(cfg.Registerer); err != nil {
+		cancel()
+		_ = ep.Close()
+		return nil, fmt.Errorf("cannot create cache node: %w", err)
+	}
+	return n, nil
+}
+
+// Addr is the node's bound UDP address.
+func (n *Node) Addr() netip.AddrPort { return n.ep.Addr() }
+
+// Start starts serving and, unless Config.Interval < 0, the insertion loop.
+// It fails before the first SetMap.
+func (n *Node) Start() error {
+	if n.view.Load() == nil {
+		return fmt.Errorf("cannot start cache node %s: %w", n.cfg.Member, ErrNoMap)
+	}
+	if n.closing.Load() {
+		return fmt.Errorf("cannot start cache node %s: %w", n.cfg.Member, transport.ErrClosed)
+	}
+	if n.started.Swap(true) {
+		return fmt.Errorf("cannot start cache node %s: already started", n.cfg.Member)
+	}
+	n.ep.Start(n.handle)
+	if n.cfg.Interval > 0 {
+		n.spawn(n.loop)
+	}
+	n.log.Info("cache node started", "addr", n.Addr(), "map_version", n.view.Load().version)
+	return nil
+}
+
+// Close stops the insertion loop, closes the endpoint and waits for the
+// node's goroutines. Outstanding backend calls are cancelled.
+func (n *Node) Close() error {
+	if n.closing.Swap(true) {
+		return nil
+	}
+	err := n.ep.Close() // stops the readers: no new handler calls
+	n.cancel()
+	n.goMu.Lock()
+	n.closed = true
+	n.goMu.Unlock()
+	n.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("cannot close cache node %s: %w", n.cfg.Member, err)
+	}
+	return nil
+}
+
+// spawn runs f in a goroutine that Close waits for, unless the node is
+// closed.
+func (n *Node) spawn(f func()) bool {
+	n.goMu.Lock()
+	defer n.goMu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// SetMap switches the node to p. A node that is Failed in p, or absent from
+// it, drops every entry (shims no longer invalidate it) and caches nothing
+// until a map makes it Active again, when it starts empty; otherwise the
+// entries of keys that moved to another member are dropped. A map older
+// than the current one is rejected (ErrStaleMap) and changes nothing. When p
+// has no member Config.Member in layer Config.Layer, the map is still
+// applied — the node drops its cache and only forwards misses — and the
+// error wraps ErrNotMember.
+func (n *Node) SetMap(p *partmap.Placement) error {
+	if p == nil {
+		return fmt.Errorf("cannot set partition map of %s: nil map", n.cfg.Member)
+	}
+	n.mapMu.Lock()
+	defer n.mapMu.Unlock()
+	prev := n.view.Load()
+	if prev != nil && uint64(p.Version()) < prev.version {
+		return fmt.Errorf("cannot set partition map of %s: %w: version %d, have %d",
+			n.cfg.Member, ErrStaleMap, p.Version(), prev.version)
+	}
+	v := newView(p, n.cfg.Layer, n.cfg.Member, prev)
+	n.view.Store(v)
+
+	var dropped []string
+	switch {
+	case !v.active || prev == nil || !prev.active:
+		dropped = n.store.dropIf(nil)
+	default:
+		dropped = n.store.dropIf(func(key string) bool { return !v.owns(key) })
+	}
+	for _, k := range dropped {
+		n.det.Untrack(k)
+	}
+	n.stats.dropped.Add(uint64(len(dropped)))
+	n.log.Info("partition map set", "version", v.version, "active", v.active, "dropped", len(dropped))
+	if v.layer < 0 {
+		return fmt.Errorf("cannot find %s in layer %s of partition map version %d: %w",
+			n.cfg.Member, n.cfg.Layer, v.version, ErrNotMember)
+	}
+	return nil
+}
+
+// newView compiles the node's view of p.
+func newView(p *partmap.Placement, layer, member string, prev *view) *view {
+	m := p.Map()
+	v := &view{p: p, version: uint64(p.Version()), layer: -1, member: -1}
+	if prev != nil {
+		v.id = prev.id
+	}
+	if l, i, ok := m.Member(member); ok && m.Layers[l].Name == layer {
+		mb := m.Layers[l].Members[i]
+		v.layer, v.member, v.id = l, i, mb.ID
+		v.active = mb.State == partmap.Active
+	}
+	v.shims = make([][]netip.AddrPort, len(m.Storage.Racks))
+	for r, rack := range m.Storage.Racks {
+		v.shims[r] = make([]netip.AddrPort, len(rack.Shards))
+		for s, sh := range rack.Shards {
+			if a, err := netip.ParseAddrPort(sh.Address); err == nil {
+				v.shims[r][s] = a
+			}
+		}
+	}
+	return v
+}
+
+// Cached returns a copy of key's cached value, its version, whether it is
+// valid, and whether key has an entry at all (placeholders included).
+func (n *Node) Cached(key string) (value []byte, version uint64, valid bool, ok bool) {
+	e, ok := n.store.snapshot(key)
+	if !ok {
+		return nil, 0, false, false
+	}
+	return bytes.Clone(e.value), e.version, e.valid, true
+}

@@ -1,0 +1,61 @@
+package cachenode
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/transport"
+)
+
+// Stats are a node's counters and gauges. Counters only increase.
+type Stats struct {
+	Gets           uint64 // GET requests
+	Hits           uint64 // GETs served from a valid copy
+	Misses         uint64 // GETs forwarded (joined or started a flight)
+	Coalesced      uint64 // misses that joined a pending flight
+	Duplicates     uint64 // retransmitted GETs already waiting on a flight
+	NotFound       uint64 // GETs answered not found by the shim
+	BackendErrors  uint64 // backend calls (GET or FETCH) that got no reply
+	Invalidations  uint64 // INVALIDATE requests
+	Updates        uint64 // UPDATEs applied
+	UpdatesIgnored uint64 // UPDATEs not applied (no entry, other version, too big)
+	Fills          uint64 // FETCH replies applied
+	FillsIgnored   uint64 // FETCH replies not applied (stale)
+	FillsFailed    uint64 // FETCHes that failed: entry removed
+	Refused        uint64 // fills over CapacityBytes (also in FillsFailed)
+	Inserts        uint64 // placeholders added by the insertion loop
+	Evictions      uint64 // entries evicted (plan or update over CapacityBytes)
+	Dropped        uint64 // entries dropped by map changes
+	NotOwner       uint64 // requests of another role (PUT, DEL, FETCH)
+	Items          int64  // entries now, placeholders included
+	Bytes          int64  // value bytes now
+	Load           uint32 // the load stamped into replies now
+	Transport      transport.Stats
+}
+
+// counters are the atomic counters behind Stats.
+type counters struct {
+	gets, hits, misses, coalesced, duplicates, notFound, backendErrors atomic.Uint64
+	invalidations, updates, updatesIgnored                             atomic.Uint64
+	fills, fillsIgnored, fillsFailed, refused, inserts, evictions      atomic.Uint64
+	dropped, notOwner                                                  atomic.Uint64
+}
+
+// Stats returns a snapshot of the counters. They are read one at a time, so
+// a snapshot taken under traffic may mix slightly different instants.
+func (n *Node) Stats() Stats {
+	c := &n.stats
+	return Stats{
+		Gets: c.gets.Load(), Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Coalesced: c.coalesced.Load(), Duplicates: c.duplicates.Load(),
+		NotFound: c.notFound.Load(), BackendErrors: c.backendErrors.Load(),
+		Invalidations: c.invalidations.Load(), Updates: c.updates.Load(),
+		UpdatesIgnored: c.updatesIgnored.Load(), Fills: c.fills.Load(),
+		FillsIgnored: c.fillsIgnored.Load(), FillsFailed: c.fillsFailed.Load(),
+		Refused: c.refused.Load(), Inserts: c.inserts.Load(), Evictions: c.evictions.Load(),
+		Dropped: c.dropped.Load(), NotOwner: c.notOwner.Load(),
+		Items: n.store.items.Load(), Bytes: n.store.bytes.Load(),
+		Load:      n.loadAt(n.now(time.Now())),
+		Transport: n.ep.Stats(),
+	}
+}

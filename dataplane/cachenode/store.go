@@ -1,0 +1,200 @@
+package cachenode
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// entry is one cached key. Its fields are guarded by the lock of the store
+// shard that holds it. value is immutable once stored: an update replaces the
+// slice, so a reader may keep using a value after releasing the lock.
+type entry struct {
+	value    []byte
+	version  uint64 // coherence version (see the package documentation)
+	valid    bool
+	fetching bool // a FETCH for this entry is outstanding
+}
+
+// entryState is what a lookup found.
+type entryState uint8
+
+const (
+	stateAbsent entryState = iota
+	stateInvalid
+	stateValid
+)
+
+// storeShards is the number of independently locked parts of the store.
+const storeShards = 64
+
+// store is the cache: a sharded map from key to entry. Items and bytes are
+// totals over all shards; bytes counts value bytes and is bounded by
+// maxBytes through reserve.
+type store struct {
+	seed     maphash.Seed
+	maxBytes int64
+	items    atomic.Int64
+	bytes    atomic.Int64
+	shards   [storeShards]storeShard
+}
+
+type storeShard struct {
+	mu sync.RWMutex // guards m and the fields of its entries
+	m  map[string]*entry
+	_  [32]byte // pad to 64 bytes: shards on separate cache lines
+}
+
+func newStore(maxBytes int64) *store {
+	s := &store{seed: maphash.MakeSeed(), maxBytes: maxBytes}
+	for i := range s.shards {
+		s.shards[i].m = make(map[string]*entry)
+	}
+	return s
+}
+
+// bytesView returns b as a string without copying. The string must not be
+// kept beyond the life of b's contents: it is only passed to lookups and to
+// functions that copy what they keep (hotkey.Detector.RecordMiss/RecordHit,
+// partmap.Placement.Owner).
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+func (s *store) shard(key string) *storeShard {
+	return &s.shards[maphash.String(s.seed, key)%storeShards]
+}
+
+// lookup returns the state of key and, for a valid entry, its value and
+// version. It does not allocate.
+func (s *store) lookup(key []byte) (value []byte, version uint64, st entryState) {
+	sh := s.shard(bytesView(key))
+	sh.mu.RLock()
+	e := sh.m[string(key)]
+	switch {
+	case e == nil:
+		st = stateAbsent
+	case e.valid:
+		value, version, st = e.value, e.version, stateValid
+	default:
+		st = stateInvalid
+	}
+	sh.mu.RUnlock()
+	return value, version, st
+}
+
+// snapshot returns a copy of key's entry.
+func (s *store) snapshot(key string) (entry, bool) {
+	sh := s.shard(key)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	e := sh.m[key]
+	if e == nil {
+		return entry{}, false
+	}
+	return *e, true
+}
+
+// addPlaceholder adds an invalid entry of version 0 for key with a FETCH
+// outstanding, unless key is present.
+func (s *store) addPlaceholder(key string) (*entry, bool) {
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m[key] != nil {
+		return nil, false
+	}
+	e := &entry{fetching: true}
+	sh.m[key] = e
+	s.items.Add(1)
+	return e, true
+}
+
+// remove deletes key's entry, whatever it is.
+func (s *store) remove(key string) bool {
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.m[key]
+	if e == nil {
+		return false
+	}
+	s.deleteLocked(sh, key, e)
+	return true
+}
+
+// deleteLocked removes e, key's entry, from sh (locked).
+func (s *store) deleteLocked(sh *storeShard, key string, e *entry) {
+	delete(sh.m, key)
+	s.items.Add(-1)
+	s.bytes.Add(-int64(len(e.value)))
+}
+
+// removeIf deletes key's entry iff it is e and still invalid, and clears
+// e.fetching in any case.
+func (s *store) removeIf(key string, e *entry) bool {
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e.fetching = false
+	if sh.m[key] != e || e.valid {
+		return false
+	}
+	s.deleteLocked(sh, key, e)
+	return true
+}
+
+// reserve accounts delta more value bytes if the total stays within
+// maxBytes (a negative delta always succeeds).
+func (s *store) reserve(delta int64) bool {
+	for {
+		cur := s.bytes.Load()
+		if delta > 0 && cur+delta > s.maxBytes {
+			return false
+		}
+		if s.bytes.CompareAndSwap(cur, cur+delta) {
+			return true
+		}
+	}
+}
+
+// dropIf removes every entry whose key satisfies drop (every entry when drop
+// is nil) and returns the removed keys.
+func (s *store) dropIf(drop func(key string) bool) []string {
+	var out []string
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.m {
+			if drop == nil || drop(k) {
+				s.deleteLocked(sh, k, e)
+				out = append(out, k)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// refreshable is an invalid entry to fetch again.
+type refreshable struct {
+	key string
+	e   *entry
+}
+
+// stale marks every invalid entry without an outstanding FETCH as fetching
+// and returns them, for keys that owned accepts.
+func (s *store) stale(owned func(key string) bool) []refreshable {
+	var out []refreshable
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.m {
+			if !e.valid && !e.fetching && owned(k) {
+				e.fetching = true
+				out = append(out, refreshable{k, e})
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package shim
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// mapState is a partition map compiled for the shim: the placement, this
+// shim's shard and every member's parsed data-plane address.
+type mapState struct {
+	p           *partmap.Placement
+	version     int64
+	rack, shard int                // this shim's shard in Storage.Racks
+	addrs       [][]netip.AddrPort // [layer][member]; invalid when the member has no usable address
+}
+
+// mapView is what requests read: the current map and, for PrevMapGrace
+// after a change, the one it replaced. It is immutable; SetMap swaps it.
+type mapView struct {
+	cur     *mapState
+	prev    *mapState // nil before the first change
+	changed time.Time // when cur replaced prev
+}
+
+// owner is a cache node that may hold a copy of a key.
+type owner struct {
+	name string
+	addr netip.AddrPort
+}
+
+// SetMap installs partition map p. It fails when p has no shard named
+// Config.Shard or when p is older than the current map. The map it
+// replaces stays in use for invalidations for PrevMapGrace: a node that
+// owned a key under it may still hold a copy (DistCache §4.4).
+func (s *Shim) SetMap(p *partmap.Placement) error {
+	st, err := s.compileMap(p)
+	if err != nil {
+		return err
+	}
+	s.mapMu.Lock()
+	defer s.mapMu.Unlock()
+	next := &mapView{cur: st, changed: time.Now()}
+	if old := s.view.Load(); old != nil {
+		switch {
+		case st.version < old.cur.version:
+			return fmt.Errorf("cannot set partition map version %d: older than the current version %d", st.version, old.cur.version)
+		case st.version == old.cur.version:
+			next.prev, next.changed = old.prev, old.changed
+		default:
+			next.prev = old.cur
+		}
+	}
+	s.view.Store(next)
+	s.metrics.mapVersion.Set(float64(st.version))
+	s.log.Info("partition map set", "shard", s.cfg.Shard, "version", st.version)
+	return nil
+}
+
+// compileMap finds this shim's shard in p and parses the members' addresses.
+func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
+	if p == nil {
+		return nil, fmt.Errorf("cannot set partition map: nil placement")
+	}
+	m := p.Map()
+	st := &mapState{p: p, version: p.Version(), rack: -1}
+	for r, rack := range m.Storage.Racks {
+		for i, sh := range rack.Shards {
+			if sh.Name == s.cfg.Shard {
+				st.rack, st.shard = r, i
+			}
+		}
+	}
+	if st.rack < 0 {
+		return nil, fmt.Errorf("cannot set partition map version %d: no storage shard %q", p.Version(), s.cfg.Shard)
+	}
+	st.addrs = make([][]netip.AddrPort, len(m.Layers))
+	for l, layer := range m.Layers {
+		st.addrs[l] = make([]netip.AddrPort, len(layer.Members))
+		for i, mb := range layer.Members {
+			if mb.Address == "" {
+				continue
+			}
+			a, err := parseAddr(mb.Address)
+			if err != nil {
+				// Such a member can neither FETCH from this shim (its
+				// source matches no owner) nor be invalidated: skip it.
+				s.log.Warn("skipping cache member with a bad address", "member", mb.Name, "address", mb.Address, "err", err)
+				continue
+			}
+			st.addrs[l][i] = a
+		}
+	}
+	return st, nil
+}
+
+// parseAddr parses "ip:port", or resolves "host:port", into the form the
+// transport reports sources in (IPv4 unmapped).
+func parseAddr(s string) (netip.AddrPort, error) {
+	a, err := netip.ParseAddrPort(s)
+	if err != nil {
+		ua, rerr := net.ResolveUDPAddr("udp", s)
+		if rerr != nil {
+			return netip.AddrPort{}, fmt.Errorf("cannot resolve %q: %w", s, rerr)
+		}
+		a = ua.AddrPort()
+	}
+	if !a.IsValid() || a.Port() == 0 {
+		return netip.AddrPort{}, fmt.Errorf("cannot use address %q: no port", s)
+	}
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()), nil
+}
+
+// ownsKey reports whether st stores key on this shim's shard.
+func (st *mapState) ownsKey(key string) bool {
+	r, sh := st.p.Shard(key)
+	return r == st.rack && sh == st.shard
+}
+
+// appendOwners appends key's owner in every layer of st that has an address
+// and is not in dst yet.
+func (st *mapState) appendOwners(key string, dst []owner) []owner {
+	var buf [8]partmap.Candidate
+	m := st.p.Map()
+	for _, c := range st.p.Candidates(key, buf[:0]) {
+		a := st.addrs[c.Layer][c.Member]
+		if !a.IsValid() || hasOwner(dst, a) {
+			continue
+		}
+		dst = append(dst, owner{name: m.Layers[c.Layer].Members[c.Member].Name, addr: a})
+	}
+	return dst
+}
+
+// isOwner reports whether src is key's owner in some layer of st.
+func (st *mapState) isOwner(key string, src netip.AddrPort) bool {
+	var buf [8]partmap.Candidate
+	for _, c := range st.p.Candidates(key, buf[:0]) {
+		if st.addrs[c.Layer][c.Member] == src {
+			return true
+		}
+	}
+	return false
+}
+
+func hasOwner(os []owner, a netip.AddrPort) bool {
+	for _, o := range os {
+		if o.addr == a {
+			return true
+		}
+	}
+	return false
+}
+
+// owners returns the nodes a write of key at now must invalidate: its
+// owners under the current map and, within grace of the last change, under
+// the previous one, each address once.
+func (v *mapView) owners(key string, now time.Time, grace time.Duration) []owner {
+	os := v.cur.appendOwners(key, make([]owner, 0, 4))
+	if v.prev != nil && now.Sub(v.changed) < grace {
+		os = v.prev.appendOwners(key, os)
+	}
+	return os
+}

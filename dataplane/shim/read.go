@@ -1,0 +1,78 @@
+package shim
+
+import (
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// redisGet reads key: StatusOK and the value, StatusNotFound, or
+// StatusUnavailable when Redis fails.
+func (s *Shim) redisGet(key string) (wire.Status, []byte) {
+	v, err := s.rdb.Get(s.ctx, key).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return wire.StatusNotFound, nil
+	case err != nil:
+		s.redisError("GET", key, err)
+		return wire.StatusUnavailable, nil
+	}
+	return wire.StatusOK, v
+}
+
+// serveGet answers a GET: a cache node's miss or a client's direct read.
+func (s *Shim) serveGet(r *request) {
+	s.stats.gets.Add(1)
+	status, value := s.redisGet(r.key)
+	if status == wire.StatusNotFound {
+		s.stats.getMisses.Add(1)
+	}
+	result := metrics.StatusResult(status)
+	if status == wire.StatusOK {
+		result = metrics.ResultMiss // served by storage, not by a cache
+	}
+	s.metrics.requests.Observe(r.op, result, time.Since(r.start))
+	reply := s.replyTo(r, status, 0, value)
+	s.send(r.src, &reply)
+}
+
+// serveFetch answers a cache node's insertion (DistCache §4.3): under the
+// key's lock, so that no write of the key is between its version and its
+// Redis value, it reads the version counter C and the value. Every write
+// acknowledged before has a version ≤ C and every later write gets one > C,
+// so the node fills its placeholder only if no invalidation newer than the
+// value reached it meanwhile. Only a current owner of the key may fetch it.
+func (s *Shim) serveFetch(r *request) {
+	unlock, err := s.locks.lock(s.ctx, r.key)
+	if err != nil { // shutting down
+		reply := s.replyTo(r, wire.StatusInternal, 0, nil)
+		s.send(r.src, &reply)
+		return
+	}
+	var (
+		c      uint64
+		status = wire.StatusNotOwner
+		value  []byte
+	)
+	// Checked again under the lock: a map change since the handler's check
+	// may have taken the key from the sender, and later writes would not
+	// invalidate it once PrevMapGrace is over.
+	if s.view.Load().cur.isOwner(r.key, r.src) {
+		s.stats.fetches.Add(1)
+		c = s.clock.current()
+		status, value = s.redisGet(r.key)
+	} else {
+		s.stats.notOwner.Add(1)
+	}
+	unlock()
+	if status != wire.StatusOK {
+		c = 0
+	}
+	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
+	reply := s.replyTo(r, status, c, value)
+	s.send(r.src, &reply)
+}

@@ -1,0 +1,336 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// Defaults applied to zero fields of Config.
+const (
+	DefaultInvalidateTimeout = 2 * time.Second
+	DefaultUpdateTimeout     = time.Second
+	DefaultPrevMapGrace      = 2 * time.Minute
+	DefaultMaxInFlight       = 4096
+	DefaultDedupTTL          = 30 * time.Second
+
+	// Redis client defaults, applied to zero fields of Config.Redis: fail
+	// fast, because a request's client retransmits and a write must not
+	// hold its key's lock for long.
+	DefaultRedisDialTimeout = 500 * time.Millisecond
+	DefaultRedisIOTimeout   = time.Second
+	DefaultRedisPoolSize    = 64
+)
+
+// Config configures a Shim.
+type Config struct {
+	// Shard is this shim's shard name in the partition map
+	// (Storage.Racks[r].Shards[s].Name).
+	Shard string
+	// Transport configures the UDP endpoint.
+	Transport transport.Config
+	// Redis are the go-redis options (Addr etc.). New applies defaults to
+	// zero fields: DialTimeout 500ms, ReadTimeout and WriteTimeout 1s, no
+	// command retries (MaxRetries 0 means none here, not go-redis's 3), a
+	// single dial attempt per command (DialerRetries 1), PoolSize 64.
+	Redis *redis.Options
+	// InvalidateTimeout is phase 1's budget per write (default 2s).
+	InvalidateTimeout time.Duration
+	// UpdateTimeout is phase 2's budget per write (default 1s).
+	UpdateTimeout time.Duration
+	// PrevMapGrace is how long after a map change the owners under the
+	// previous map are still invalidated (default 2m).
+	PrevMapGrace time.Duration
+	// MaxInFlight bounds the requests being served; beyond it requests get
+	// StatusOverloaded (default 4096). A PUT keeps its slot through phase 2.
+	MaxInFlight int
+	// DedupTTL is how long the replies of completed writes are kept for
+	// retransmitted requests (default 30s).
+	DedupTTL time.Duration
+	// Registerer receives the metrics; nil means a private registry.
+	Registerer prometheus.Registerer
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.InvalidateTimeout <= 0 {
+		c.InvalidateTimeout = DefaultInvalidateTimeout
+	}
+	if c.UpdateTimeout <= 0 {
+		c.UpdateTimeout = DefaultUpdateTimeout
+	}
+	if c.PrevMapGrace <= 0 {
+		c.PrevMapGrace = DefaultPrevMapGrace
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.DedupTTL <= 0 {
+		c.DedupTTL = DefaultDedupTTL
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Transport.Logger == nil {
+		c.Transport.Logger = c.Logger
+	}
+	return c
+}
+
+// redisOptions returns a copy of o with the shim's defaults.
+func redisOptions(o *redis.Options) *redis.Options {
+	r := *o
+	if r.DialTimeout == 0 {
+		r.DialTimeout = DefaultRedisDialTimeout
+	}
+	if r.ReadTimeout == 0 {
+		r.ReadTimeout = DefaultRedisIOTimeout
+	}
+	if r.WriteTimeout == 0 {
+		r.WriteTimeout = DefaultRedisIOTimeout
+	}
+	if r.MaxRetries == 0 {
+		r.MaxRetries = -1 // go-redis: -1 disables retries, 0 means 3
+	}
+	if r.DialerRetries == 0 {
+		r.DialerRetries = 1
+	}
+	if r.PoolSize == 0 {
+		r.PoolSize = DefaultRedisPoolSize
+	}
+	return &r
+}
+
+// Shim is the storage shim of one Redis shard.
+type Shim struct {
+	cfg     Config
+	log     *slog.Logger
+	ep      *transport.Endpoint
+	rdb     *redis.Client
+	metrics *shimMetrics
+	stats   counters
+	locks   *keyLocks
+	dedup   *dedupTable
+	clock   versionClock
+	sem     chan struct{} // a token per request being served
+
+	// ctx ends when Close starts; it aborts calls and lock waits.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // request goroutines
+
+	mapMu   sync.Mutex              // serialises SetMap
+	view    atomic.Pointer[mapView] // nil until the first SetMap
+	started atomic.Bool
+	closed  atomic.Bool
+}
+
+// request is a request copied out of the transport's buffer.
+type request struct {
+	src   netip.AddrPort
+	op    wire.Op
+	seq   uint64
+	key   string
+	value []byte // PUT only
+	start time.Time
+}
+
+// New binds the UDP endpoint and creates the Redis client; Redis need not
+// be up. Serve with SetMap then Start.
+func New(cfg Config) (*Shim, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Shard == "" {
+		return nil, errors.New("cannot create shim: empty shard name")
+	}
+	if cfg.Redis == nil {
+		return nil, fmt.Errorf("cannot create shim %s: no Redis options", cfg.Shard)
+	}
+	ep, err := transport.Listen(cfg.Transport)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create shim %s: %w", cfg.Shard, err)
+	}
+	s := &Shim{
+		cfg:   cfg,
+		log:   cfg.Logger.With("shard", cfg.Shard),
+		ep:    ep,
+		rdb:   redis.NewClient(redisOptions(cfg.Redis)),
+		locks: newKeyLocks(),
+		dedup: newDedupTable(cfg.DedupTTL),
+		sem:   make(chan struct{}, cfg.MaxInFlight),
+	}
+	s.clock.start(time.Now())
+	if s.metrics, err = newShimMetrics(cfg.Registerer, ep); err != nil {
+		_ = ep.Close()
+		_ = s.rdb.Close()
+		return nil, err
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Addr is the shim's UDP address.
+func (s *Shim) Addr() netip.AddrPort { return s.ep.Addr() }
+
+// Start starts serving requests. It fails without a map.
+func (s *Shim) Start() error {
+	if s.view.Load() == nil {
+		return fmt.Errorf("cannot start shim %s: no partition map", s.cfg.Shard)
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("cannot start shim %s: %w", s.cfg.Shard, transport.ErrClosed)
+	}
+	if s.started.Swap(true) {
+		return fmt.Errorf("cannot start shim %s: already started", s.cfg.Shard)
+	}
+	s.ep.Start(s.handle)
+	s.log.Info("shim serving", "addr", s.ep.Addr(), "redis", s.cfg.Redis.Addr)
+	return nil
+}
+
+// Close stops serving: it closes the socket, aborts the requests in flight,
+// waits for them and closes the Redis client.
+func (s *Shim) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	err := s.ep.Close()
+	s.cancel()
+	s.wg.Wait()
+	if rerr := s.rdb.Close(); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("cannot close Redis client: %w", rerr))
+	}
+	return err
+}
+
+// Healthy pings Redis.
+func (s *Shim) Healthy(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("cannot ping Redis at %s: %w", s.cfg.Redis.Addr, err)
+	}
+	return nil
+}
+
+// handle runs on the transport's readers: it answers what needs no Redis
+// at once and hands the rest, copied, to a goroutine.
+func (s *Shim) handle(src netip.AddrPort, req *wire.Message) {
+	now := time.Now()
+	switch req.Op {
+	case wire.OpGet, wire.OpPut, wire.OpDel, wire.OpFetch:
+	case wire.OpPing:
+		s.replyNow(src, req, wire.StatusOK)
+		return
+	default:
+		s.log.Debug("unexpected request", "op", req.Op, "from", src)
+		s.replyNow(src, req, wire.StatusInternal)
+		return
+	}
+	key := string(req.Key) // a copy: req aliases the read buffer
+	cur := s.view.Load().cur
+	if !cur.ownsKey(key) || (req.Op == wire.OpFetch && !cur.isOwner(key, src)) {
+		s.stats.notOwner.Add(1)
+		s.metrics.requests.Observe(req.Op, metrics.StatusResult(wire.StatusNotOwner), time.Since(now))
+		s.replyNow(src, req, wire.StatusNotOwner)
+		return
+	}
+	write := req.Op == wire.OpPut || req.Op == wire.OpDel
+	dk := dedupKey{src: src, seq: req.Seq, op: req.Op}
+	if write {
+		switch res, stored := s.dedup.begin(dk, now); res {
+		case dedupInProgress:
+			s.stats.duplicateWrites.Add(1)
+			return // the reply will come when the write completes
+		case dedupDone:
+			s.stats.duplicateWrites.Add(1)
+			s.send(src, &stored)
+			return
+		}
+	}
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		if write {
+			s.dedup.abandon(dk)
+		}
+		s.stats.overloaded.Add(1)
+		s.metrics.requests.Observe(req.Op, metrics.StatusResult(wire.StatusOverloaded), time.Since(now))
+		s.replyNow(src, req, wire.StatusOverloaded)
+		return
+	}
+	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, start: now}
+	if req.Op == wire.OpPut {
+		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
+	}
+	s.wg.Add(1)
+	go s.serve(r)
+}
+
+// serve runs one request on its own goroutine.
+func (s *Shim) serve(r *request) {
+	defer s.wg.Done()
+	defer func() { <-s.sem }()
+	switch r.op {
+	case wire.OpGet:
+		s.serveGet(r)
+	case wire.OpFetch:
+		s.serveFetch(r)
+	case wire.OpPut, wire.OpDel:
+		s.serveWrite(r)
+	}
+}
+
+// mapVersion is the current map's version, for reply headers.
+func (s *Shim) mapVersion() uint64 {
+	if v := s.view.Load(); v != nil {
+		return uint64(v.cur.version)
+	}
+	return 0
+}
+
+// replyNow answers req, whose key may alias the read buffer, from the
+// reader goroutine with status and no value.
+func (s *Shim) replyNow(src netip.AddrPort, req *wire.Message, status wire.Status) {
+	m := wire.Message{
+		Header: wire.Header{Op: req.Op.Reply(), Seq: req.Seq, Digest: req.Digest, Status: status, MapVersion: s.mapVersion()},
+		Key:    req.Key,
+	}
+	s.send(src, &m)
+}
+
+// replyTo builds the reply to r.
+func (s *Shim) replyTo(r *request, status wire.Status, version uint64, value []byte) wire.Message {
+	return wire.Message{
+		Header: wire.Header{Op: r.op.Reply(), Seq: r.seq, Status: status, ValueVersion: version, MapVersion: s.mapVersion()},
+		Key:    []byte(r.key),
+		Value:  value,
+	}
+}
+
+// send sends m to dst; a lost reply is retransmitted by the requester.
+func (s *Shim) send(dst netip.AddrPort, m *wire.Message) {
+	if err := s.ep.Send(dst, m); err != nil {
+		s.log.Debug("cannot send reply", "op", m.Op, "to", dst, "err", err)
+	}
+}
+
+// redisError counts and logs a failed Redis command.
+func (s *Shim) redisError(cmd, key string, err error) {
+	s.stats.redisErrors.Add(1)
+	s.metrics.redisErrors.Inc()
+	s.log.Warn("Redis command failed", "cmd", cmd, "key", key, "err", err)
+}

@@ -1,0 +1,53 @@
+package shim
+
+import (
+	"sync/atomic"
+
+	"github.com/distcache/distcache/dataplane/transport"
+)
+
+// Stats counts a shim's work.
+type Stats struct {
+	Gets              uint64 // GET requests served (found or not)
+	GetMisses         uint64 // GETs of keys Redis does not hold (StatusNotFound)
+	Puts              uint64 // PUT requests executed (retransmits excluded)
+	Dels              uint64 // DEL requests executed (retransmits excluded)
+	Fetches           uint64 // FETCH requests from owners served
+	NotOwner          uint64 // requests refused with StatusNotOwner
+	Overloaded        uint64 // requests refused with StatusOverloaded
+	RedisErrors       uint64 // Redis commands that failed
+	Invalidations     uint64 // INVALIDATE calls sent (one per owner and write)
+	CoherenceFailures uint64 // writes refused because phase 1 was not acknowledged
+	UpdatesSent       uint64 // UPDATE calls sent (one per owner and PUT)
+	UpdateFailures    uint64 // UPDATE calls not acknowledged in time
+	DuplicateRequests uint64 // retransmitted writes not executed again
+	MapVersion        int64  // version of the current partition map (0: none)
+	Transport         transport.Stats
+}
+
+// counters are the atomic counters behind Stats.
+type counters struct {
+	gets, getMisses, puts, dels, fetches         atomic.Uint64
+	notOwner, overloaded, redisErrors            atomic.Uint64
+	invalidations, coherenceFailures             atomic.Uint64
+	updatesSent, updateFailures, duplicateWrites atomic.Uint64
+}
+
+// Stats returns the counters.
+func (s *Shim) Stats() Stats {
+	c := &s.stats
+	st := Stats{
+		Gets: c.gets.Load(), GetMisses: c.getMisses.Load(),
+		Puts: c.puts.Load(), Dels: c.dels.Load(), Fetches: c.fetches.Load(),
+		NotOwner: c.notOwner.Load(), Overloaded: c.overloaded.Load(),
+		RedisErrors:   c.redisErrors.Load(),
+		Invalidations: c.invalidations.Load(), CoherenceFailures: c.coherenceFailures.Load(),
+		UpdatesSent: c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
+		DuplicateRequests: c.duplicateWrites.Load(),
+		Transport:         s.ep.Stats(),
+	}
+	if v := s.view.Load(); v != nil {
+		st.MapVersion = v.cur.version
+	}
+	return st
+}

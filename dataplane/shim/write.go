@@ -1,0 +1,172 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// versionClock hands out write versions: v = max(wall clock in ns,
+// last + 1). Versions increase strictly within a shim and, because the
+// clock starts at the time the shim was created, exceed every version a
+// previous run of the shim handed out (as long as the clock does not step
+// back across a restart).
+type versionClock struct {
+	last atomic.Uint64 // the highest version handed out, or the start time
+}
+
+// start sets the clock to now; versions handed out are above it.
+func (c *versionClock) start(now time.Time) { c.last.Store(uint64(now.UnixNano())) }
+
+// next returns a version above every one returned before.
+func (c *versionClock) next(now time.Time) uint64 {
+	for {
+		last := c.last.Load()
+		v := max(uint64(now.UnixNano()), last+1)
+		if c.last.CompareAndSwap(last, v) {
+			return v
+		}
+	}
+}
+
+// current returns a bound: every version returned so far is ≤ it and every
+// later one is > it.
+func (c *versionClock) current() uint64 { return c.last.Load() }
+
+// serveWrite runs a PUT or DEL with the two-phase protocol (DistCache
+// §4.3) under the key's lock, replies, stores the reply for retransmits,
+// releases the lock and then runs phase 2.
+func (s *Shim) serveWrite(r *request) {
+	dk := dedupKey{src: r.src, seq: r.seq, op: r.op}
+	var (
+		status  = wire.StatusInternal
+		version uint64
+		owners  []owner
+	)
+	unlock, err := s.locks.lock(s.ctx, r.key)
+	if err == nil {
+		status, version, owners = s.applyWrite(r)
+	}
+	// Counted before the reply, so that whoever sees the reply sees it counted.
+	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
+	reply := s.replyTo(r, status, version, nil)
+	s.dedup.complete(dk, reply, time.Now())
+	s.send(r.src, &reply)
+	if unlock != nil {
+		unlock()
+	}
+	if status == wire.StatusOK && r.op == wire.OpPut {
+		s.update(r.key, version, r.value, owners)
+	}
+}
+
+// applyWrite runs phase 1 and the Redis write of r; the caller holds the
+// key's lock. It returns the reply status, the write's version and the
+// owners it invalidated.
+func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
+	if r.op == wire.OpPut {
+		s.stats.puts.Add(1)
+	} else {
+		s.stats.dels.Add(1)
+	}
+	now := time.Now()
+	v := s.clock.next(now)
+	owners := s.view.Load().owners(r.key, now, s.cfg.PrevMapGrace)
+	if err := s.invalidate(r.key, v, owners); err != nil {
+		s.stats.coherenceFailures.Add(1)
+		s.metrics.coherenceFailures.Inc()
+		s.log.Warn("write refused: invalidation not acknowledged", "op", r.op, "key", r.key, "version", v, "err", err)
+		return wire.StatusCoherence, 0, nil
+	}
+	t := time.Now()
+	s.metrics.phaseInvalidate.Observe(t.Sub(now).Seconds())
+	var err error
+	if r.op == wire.OpPut {
+		err = s.rdb.Set(s.ctx, r.key, r.value, 0).Err()
+	} else {
+		err = s.rdb.Del(s.ctx, r.key).Err()
+	}
+	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
+	if err != nil {
+		s.redisError(r.op.String(), r.key, err)
+		return wire.StatusUnavailable, 0, nil
+	}
+	return wire.StatusOK, v, owners
+}
+
+// invalidate is phase 1: INVALIDATE(key, v) to every owner in parallel,
+// each retransmitted until acknowledged or InvalidateTimeout. It fails
+// unless every owner acknowledged with StatusOK.
+func (s *Shim) invalidate(key string, v uint64, owners []owner) error {
+	if len(owners) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
+	defer cancel()
+	mv := s.mapVersion()
+	errs := make([]error, len(owners))
+	var wg sync.WaitGroup
+	for i, o := range owners {
+		wg.Go(func() {
+			m := wire.Message{Header: wire.Header{Op: wire.OpInvalidate, ValueVersion: v, MapVersion: mv}, Key: []byte(key)}
+			s.stats.invalidations.Add(1)
+			if err := s.call(ctx, o, &m); err != nil {
+				s.metrics.invalidationsFail.Inc()
+				s.log.Warn("invalidation not acknowledged", "key", key, "version", v, "owner", o.name, "addr", o.addr, "err", err)
+				errs[i] = err
+				return
+			}
+			s.metrics.invalidationsOK.Inc()
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// update is phase 2: UPDATE(key, v, value) to the owners phase 1
+// invalidated, in parallel, each bounded by UpdateTimeout. A node applies it
+// only if its copy still has version v. Failures are counted, not retried:
+// an invalid copy is a miss, never a stale read.
+func (s *Shim) update(key string, v uint64, value []byte, owners []owner) {
+	if len(owners) == 0 {
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.UpdateTimeout)
+	defer cancel()
+	mv := s.mapVersion()
+	var wg sync.WaitGroup
+	for _, o := range owners {
+		wg.Go(func() {
+			m := wire.Message{Header: wire.Header{Op: wire.OpUpdate, ValueVersion: v, MapVersion: mv}, Key: []byte(key), Value: value}
+			s.stats.updatesSent.Add(1)
+			if err := s.call(ctx, o, &m); err != nil {
+				s.stats.updateFailures.Add(1)
+				s.metrics.updatesFail.Inc()
+				s.log.Debug("update not acknowledged", "key", key, "version", v, "owner", o.name, "addr", o.addr, "err", err)
+				return
+			}
+			s.metrics.updatesOK.Inc()
+		})
+	}
+	wg.Wait()
+	s.metrics.phaseUpdate.Observe(time.Since(start).Seconds())
+}
+
+// call sends m to o and waits for an acknowledgement with StatusOK.
+func (s *Shim) call(ctx context.Context, o owner, m *wire.Message) error {
+	reply, err := s.ep.Call(ctx, o.addr, m)
+	if err != nil {
+		return err
+	}
+	if reply.Status != wire.StatusOK {
+		return fmt.Errorf("cannot %s %q at %s: status %s", m.Op, m.Key, o.addr, reply.Status)
+	}
+	return nil
+}
