@@ -23,11 +23,15 @@
 //     the current map and, for PrevMapGrace after a map change, the previous
 //     one (owners.go), in parallel; if any owner does not acknowledge within
 //     InvalidateTimeout the write fails with StatusCoherence and Redis is
-//     not touched, because a copy may still be valid somewhere;
+//     not touched, because a copy may still be valid somewhere. A previous
+//     owner that the current map no longer lists as Active (removed as
+//     failed) is sent one INVALIDATE without waiting: it drops its copies
+//     when it loads the map and clients stop routing to it, and waiting
+//     for a dead node would refuse its keys' writes for the whole grace;
 //  3. write Redis (SET or DEL); on error reply StatusUnavailable;
 //  4. reply to the client with v: the write is linearised here;
 //  5. release the key's lock and, for a PUT, run phase 2: UPDATE(k, v,
-//     value) to the same owners so the hot copies become valid again. A
+//     value) to the owners that acknowledged, so the hot copies become valid again. A
 //     node applies it only if its copy's version is still v; phase 2 is best
 //     effort because an invalid copy is safe (it is a miss).
 //

@@ -16,6 +16,7 @@ type mapState struct {
 	version     int64
 	rack, shard int                // this shim's shard in Storage.Racks
 	addrs       [][]netip.AddrPort // [layer][member]; invalid when the member has no usable address
+	active      map[netip.AddrPort]bool // addresses of the Active members
 }
 
 // mapView is what requests read: the current map and, for PrevMapGrace
@@ -30,6 +31,13 @@ type mapView struct {
 type owner struct {
 	name string
 	addr netip.AddrPort
+	// bestEffort marks an owner under the previous map that is no longer an
+	// active member: it was removed as failed, so it is sent one
+	// INVALIDATE without waiting for its acknowledgement. A node the
+	// control plane removed drops its copies when it loads the map, and
+	// clients no longer route to it; waiting for a dead node would refuse
+	// every write of its keys for the whole grace period.
+	bestEffort bool
 }
 
 // SetMap installs partition map p. It fails when p has no shard named
@@ -78,6 +86,7 @@ func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
 		return nil, fmt.Errorf("cannot set partition map version %d: no storage shard %q", p.Version(), s.cfg.Shard)
 	}
 	st.addrs = make([][]netip.AddrPort, len(m.Layers))
+	st.active = make(map[netip.AddrPort]bool)
 	for l, layer := range m.Layers {
 		st.addrs[l] = make([]netip.AddrPort, len(layer.Members))
 		for i, mb := range layer.Members {
@@ -92,6 +101,9 @@ func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
 				continue
 			}
 			st.addrs[l][i] = a
+			if mb.State == partmap.Active {
+				st.active[a] = true
+			}
 		}
 	}
 	return st, nil
@@ -157,11 +169,16 @@ func hasOwner(os []owner, a netip.AddrPort) bool {
 
 // owners returns the nodes a write of key at now must invalidate: its
 // owners under the current map and, within grace of the last change, under
-// the previous one, each address once.
+// the previous one, each address once. Previous owners that are not active
+// members of the current map are best effort.
 func (v *mapView) owners(key string, now time.Time, grace time.Duration) []owner {
 	os := v.cur.appendOwners(key, make([]owner, 0, 4))
 	if v.prev != nil && now.Sub(v.changed) < grace {
+		n := len(os)
 		os = v.prev.appendOwners(key, os)
+		for i := n; i < len(os); i++ {
+			os[i].bestEffort = !v.cur.active[os[i].addr]
+		}
 	}
 	return os
 }

@@ -77,8 +77,8 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 	}
 	now := time.Now()
 	v := s.clock.next(now)
-	owners := s.view.Load().owners(r.key, now, s.cfg.PrevMapGrace)
-	if err := s.invalidate(r.key, v, owners); err != nil {
+	owners, err := s.invalidate(r.key, v, s.view.Load().owners(r.key, now, s.cfg.PrevMapGrace))
+	if err != nil {
 		s.stats.coherenceFailures.Add(1)
 		s.metrics.coherenceFailures.Inc()
 		s.log.Warn("write refused: invalidation not acknowledged", "op", r.op, "key", r.key, "version", v, "err", err)
@@ -86,7 +86,6 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 	}
 	t := time.Now()
 	s.metrics.phaseInvalidate.Observe(t.Sub(now).Seconds())
-	var err error
 	if r.op == wire.OpPut {
 		err = s.rdb.Set(s.ctx, r.key, r.value, 0).Err()
 	} else {
@@ -102,10 +101,12 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 
 // invalidate is phase 1: INVALIDATE(key, v) to every owner in parallel,
 // each retransmitted until acknowledged or InvalidateTimeout. It fails
-// unless every owner acknowledged with StatusOK.
-func (s *Shim) invalidate(key string, v uint64, owners []owner) error {
+// unless every owner acknowledged with StatusOK; best-effort owners get one
+// datagram and are not waited for. It returns the owners phase 2 updates:
+// those that acknowledged.
+func (s *Shim) invalidate(key string, v uint64, owners []owner) ([]owner, error) {
 	if len(owners) == 0 {
-		return nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
 	defer cancel()
@@ -113,9 +114,16 @@ func (s *Shim) invalidate(key string, v uint64, owners []owner) error {
 	errs := make([]error, len(owners))
 	var wg sync.WaitGroup
 	for i, o := range owners {
+		m := wire.Message{Header: wire.Header{Op: wire.OpInvalidate, ValueVersion: v, MapVersion: mv}, Key: []byte(key)}
+		s.stats.invalidations.Add(1)
+		if o.bestEffort {
+			m.Seq = s.ep.NextSeq()
+			if err := s.ep.Send(o.addr, &m); err != nil {
+				s.log.Debug("best-effort invalidation not sent", "key", key, "owner", o.name, "err", err)
+			}
+			continue
+		}
 		wg.Go(func() {
-			m := wire.Message{Header: wire.Header{Op: wire.OpInvalidate, ValueVersion: v, MapVersion: mv}, Key: []byte(key)}
-			s.stats.invalidations.Add(1)
 			if err := s.call(ctx, o, &m); err != nil {
 				s.metrics.invalidationsFail.Inc()
 				s.log.Warn("invalidation not acknowledged", "key", key, "version", v, "owner", o.name, "addr", o.addr, "err", err)
@@ -126,7 +134,13 @@ func (s *Shim) invalidate(key string, v uint64, owners []owner) error {
 		})
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	acked := owners[:0:0]
+	for _, o := range owners {
+		if !o.bestEffort {
+			acked = append(acked, o)
+		}
+	}
+	return acked, errors.Join(errs...)
 }
 
 // update is phase 2: UPDATE(key, v, value) to the owners phase 1
