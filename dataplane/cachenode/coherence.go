@@ -89,21 +89,29 @@ func (s *store) fill(key string, e *entry, c uint64, value []byte) fillOutcome {
 }
 
 // handleInvalidate serves INVALIDATE: phase 1 on the cached copy, then the
-// key's pending miss is sealed so that later readers do not join a backend
-// read that may precede the write; always acknowledged.
+// write is recorded as pending and the key's flight sealed, so that later
+// readers do not join a backend read that may precede the write; always
+// acknowledged.
 func (n *Node) handleInvalidate(src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	n.store.invalidate(req.Key, req.ValueVersion)
-	n.sealFlight(req.Key)
+	n.beginWrite(req.Key, req.ValueVersion, start)
 	n.stats.invalidations.Add(1)
 	n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
 	n.reqs.Observe(wire.OpInvalidate, metrics.ResultOK, time.Since(start))
 }
 
-// handleUpdate serves UPDATE: phase 2 on the cached copy; always
-// acknowledged.
+// handleUpdate serves UPDATE, phase 2: it ends the pending write and, for a
+// PUT (StatusOK), refreshes the cached copy. A DEL's phase 2 carries
+// StatusNotFound and a failed write's another status; their copies stay
+// invalid. Always acknowledged.
 func (n *Node) handleUpdate(src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	key := bytesView(req.Key)
-	switch n.store.update(req.Key, req.ValueVersion, req.Value) {
+	n.endWrite(req.Key, req.ValueVersion)
+	outcome := updateIgnored
+	if req.Status == wire.StatusOK {
+		outcome = n.store.update(req.Key, req.ValueVersion, req.Value)
+	}
+	switch outcome {
 	case updateApplied:
 		n.stats.updates.Add(1)
 	case updateIgnored:

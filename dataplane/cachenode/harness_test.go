@@ -183,7 +183,19 @@ func (h *harness) invalidate(key string, v uint64) {
 
 func (h *harness) update(key string, v uint64, value string) {
 	h.t.Helper()
-	rep := h.call(&wire.Message{Header: wire.Header{Op: wire.OpUpdate, ValueVersion: v}, Key: []byte(key), Value: []byte(value)})
+	h.updateMessage(&wire.Message{Header: wire.Header{Op: wire.OpUpdate, ValueVersion: v}, Key: []byte(key), Value: []byte(value)})
+}
+
+// updateStatus sends the phase 2 of a write that ended with status (no value).
+func (h *harness) updateStatus(key string, v uint64, status wire.Status) {
+	h.t.Helper()
+	h.updateMessage(&wire.Message{Header: wire.Header{Op: wire.OpUpdate, Status: status, ValueVersion: v}, Key: []byte(key)})
+}
+
+func (h *harness) updateMessage(m *wire.Message) {
+	h.t.Helper()
+	key := string(m.Key)
+	rep := h.call(m)
 	if rep.Op != wire.OpUpdateAck || rep.Status != wire.StatusOK {
 		h.t.Fatalf("UPDATE %s: got %s %s", key, rep.Op, rep.Status)
 	}

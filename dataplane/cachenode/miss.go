@@ -26,7 +26,8 @@ type waiterID struct {
 // flight is one backend read of a key shared by every miss of the key that
 // arrives while it is pending (CableCache's request coalescing). Its waiters
 // are guarded by Node.missMu; once removed from Node.flights (sealed by an
-// invalidation, or done) it takes no new waiters.
+// invalidation, or done) it takes no new waiters. A flight started while a
+// write of its key is pending (pendingWrites) is never in Node.flights.
 type flight struct {
 	key     string
 	digest  hashing.Digest
@@ -50,7 +51,8 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 	w := waiter{src: src, seq: req.Seq, arrived: start}
 	id := waiterID{src, req.Seq}
 	n.missMu.Lock()
-	if f := n.flights[key]; f != nil {
+	joinable := !n.pending.active(key, start)
+	if f := n.flights[key]; f != nil && joinable {
 		if _, dup := f.seen[id]; dup {
 			n.missMu.Unlock()
 			n.stats.duplicates.Add(1) // a retransmission; the flight answers it
@@ -68,18 +70,29 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 		waiters: []waiter{w},
 		seen:    map[waiterID]struct{}{id: {}},
 	}
-	n.flights[f.key] = f
+	if joinable {
+		n.flights[f.key] = f
+	}
 	n.missMu.Unlock()
 	if !n.spawn(func() { n.forward(f, v) }) {
 		n.finish(f) // closing: nobody will be answered
 	}
 }
 
-// sealFlight stops the key's pending flight from taking new waiters, so that
-// readers arriving after a write's invalidation start a new backend read.
-func (n *Node) sealFlight(key []byte) {
+// beginWrite records phase 1 of the write of version v to key and seals the
+// key's flight, so that readers arriving from now on start a new backend
+// read and, until phase 2 arrives, do not share it.
+func (n *Node) beginWrite(key []byte, v uint64, now time.Time) {
 	n.missMu.Lock()
 	delete(n.flights, string(key))
+	n.pending.begin(string(key), v, now)
+	n.missMu.Unlock()
+}
+
+// endWrite records phase 2 of the write of version v to key.
+func (n *Node) endWrite(key []byte, v uint64) {
+	n.missMu.Lock()
+	n.pending.end(key, v)
 	n.missMu.Unlock()
 }
 

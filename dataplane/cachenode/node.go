@@ -165,8 +165,9 @@ type Node struct {
 	// insertMu serialises the plan-and-apply phase of InsertHot.
 	insertMu sync.Mutex
 
-	missMu  sync.Mutex // guards flights and the waiters of every flight
+	missMu  sync.Mutex // guards flights, the waiters of every flight, and pending
 	flights map[string]*flight
+	pending pendingWrites
 
 	ctx     context.Context // cancelled by Close; bounds background calls
 	cancel  context.CancelFunc
@@ -207,6 +208,7 @@ func New(cfg Config) (*Node, error) {
 		epoch:   time.Now(),
 		store:   newStore(cfg.CapacityBytes),
 		flights: make(map[string]*flight),
+		pending: newPendingWrites(),
 		ctx:     ctx,
 		cancel:  cancel,
 	}

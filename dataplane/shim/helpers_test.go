@@ -31,6 +31,7 @@ type nodeEvent struct {
 	seq     uint64
 	key     string
 	version uint64
+	status  wire.Status
 	value   []byte
 	redis   string // what a hook read from Redis before the ack, if it did
 }
@@ -89,7 +90,7 @@ func (n *recordingNode) handle(src netip.AddrPort, req *wire.Message) {
 	if req.Op != wire.OpInvalidate && req.Op != wire.OpUpdate {
 		return
 	}
-	ev := nodeEvent{node: n.name, op: req.Op, seq: req.Seq, key: string(req.Key), version: req.ValueVersion, value: bytes.Clone(req.Value)}
+	ev := nodeEvent{node: n.name, op: req.Op, seq: req.Seq, key: string(req.Key), version: req.ValueVersion, status: req.Status, value: bytes.Clone(req.Value)}
 	n.mu.Lock()
 	acked, seen := n.acked[req.Seq]
 	hook, quiet := n.hooks[req.Op], n.silent

@@ -61,9 +61,7 @@ func (s *Shim) serveWrite(r *request) {
 	if unlock != nil {
 		unlock()
 	}
-	if status == wire.StatusOK && r.op == wire.OpPut {
-		s.update(r.key, version, r.value, owners)
-	}
+	s.update(r, status, version, owners)
 }
 
 // applyWrite runs phase 1 and the Redis write of r; the caller holds the
@@ -94,7 +92,7 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
 	if err != nil {
 		s.redisError(r.op.String(), r.key, err)
-		return wire.StatusUnavailable, 0, nil
+		return wire.StatusUnavailable, v, owners
 	}
 	return wire.StatusOK, v, owners
 }
@@ -143,13 +141,24 @@ func (s *Shim) invalidate(key string, v uint64, owners []owner) ([]owner, error)
 	return acked, errors.Join(errs...)
 }
 
-// update is phase 2: UPDATE(key, v, value) to the owners phase 1
-// invalidated, in parallel, each bounded by UpdateTimeout. A node applies it
-// only if its copy still has version v. Failures are counted, not retried:
-// an invalid copy is a miss, never a stale read.
-func (s *Shim) update(key string, v uint64, value []byte, owners []owner) {
+// update is phase 2 of write r of version v, which ended with status: an
+// UPDATE to the owners phase 1 invalidated, in parallel, each bounded by
+// UpdateTimeout. It tells the nodes the write is over (so they coalesce
+// misses of the key again) and, for a PUT that succeeded (StatusOK),
+// carries the value, which a node applies only if its copy still has
+// version v. A DEL's carries StatusNotFound, a failed write's its status,
+// and no value. Failures are counted, not retried: an invalid copy is a
+// miss, never a stale read.
+func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner) {
 	if len(owners) == 0 {
 		return
+	}
+	key, value := r.key, []byte(nil)
+	switch {
+	case status == wire.StatusOK && r.op == wire.OpPut:
+		value = r.value
+	case status == wire.StatusOK:
+		status = wire.StatusNotFound
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.UpdateTimeout)
@@ -158,7 +167,7 @@ func (s *Shim) update(key string, v uint64, value []byte, owners []owner) {
 	var wg sync.WaitGroup
 	for _, o := range owners {
 		wg.Go(func() {
-			m := wire.Message{Header: wire.Header{Op: wire.OpUpdate, ValueVersion: v, MapVersion: mv}, Key: []byte(key), Value: value}
+			m := wire.Message{Header: wire.Header{Op: wire.OpUpdate, Status: status, ValueVersion: v, MapVersion: mv}, Key: []byte(key), Value: value}
 			s.stats.updatesSent.Add(1)
 			if err := s.call(ctx, o, &m); err != nil {
 				s.stats.updateFailures.Add(1)

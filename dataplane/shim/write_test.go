@@ -82,8 +82,14 @@ func TestDel(t *testing.T) {
 		t.Errorf("Redis holds %q after DEL", got)
 	}
 	e.mustStatus(wire.OpGet, key, nil, wire.StatusNotFound)
-	if st := e.shim.Stats(); st.Dels != 1 || st.UpdatesSent != 2 {
-		t.Errorf("stats %+v: want 1 DEL and only the PUT's 2 updates", st)
+	// Phase 2 of a DEL ends the write at the nodes: StatusNotFound, no value.
+	for _, n := range e.owners(key) {
+		if up := n.waitFor(t, wire.OpUpdate, key, del.ValueVersion); up.status != wire.StatusNotFound || len(up.value) != 0 {
+			t.Errorf("owner %s: DEL's UPDATE has status %s and %d value bytes, want not_found and none", n.name, up.status, len(up.value))
+		}
+	}
+	if st := e.shim.Stats(); st.Dels != 1 || st.UpdatesSent != 4 {
+		t.Errorf("stats %+v: want 1 DEL and 2 updates for each write", st)
 	}
 }
 

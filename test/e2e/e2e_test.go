@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+)
+
+// standard is the workload of the end-to-end tests: 16 workers over 4
+// clients, Zipf-0.99 over 200 keys, 10 % writes (1 % deletes).
+func standard() workloadConfig {
+	return workloadConfig{keys: 200, skew: 0.99, workers: 16, opsPerWork: 400, writeRatio: 0.1, clients: 4}
+}
+
+// TestLinearizableWithHotKeysCached runs the standard workload on 2 shards
+// with a spine and a leaf layer, with malformed datagrams thrown at every
+// component meanwhile, and checks that the history is linearizable and that
+// the hottest key is served from the cache.
+func TestLinearizableWithHotKeysCached(t *testing.T) {
+	c := newCluster(t)
+	h := newHistory()
+	preload(t, h, c.newClient(), 200)
+	cfg := standard()
+	var once sync.Once
+	cfg.onOp = func(n int64, _ *tally) {
+		if n == 1000 {
+			once.Do(func() { c.sendGarbage(t) })
+		}
+	}
+	tl := run(t, c, h, cfg)
+	t.Logf("%s: %d gets (%d hits), %d writes (%d refused, %d unknown), %d failed reads; hottest key %d/%d hits",
+		c, tl.gets.Load(), tl.hits.Load(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load(), tl.failedReads.Load(),
+		tl.hotHits.Load(), tl.hotGets.Load())
+	checkLinearizable(t, h)
+	if tl.hotHits.Load() == 0 {
+		t.Fatalf("the hottest key was never served from a cache node (%d reads)", tl.hotGets.Load())
+	}
+	if _, malformed := c.nodeStats(); malformed == 0 {
+		t.Fatal("no malformed datagram was counted by the cache nodes")
+	}
+}
+
+// TestLinearizableAcrossNodeRemovalAndRestore fails a spine node (the map
+// marks it failed, then its process stops) a third into the run and brings
+// a fresh process back on its address two thirds in (then the map marks it
+// active): the history stays linearizable and hot keys stay cached.
+func TestLinearizableAcrossNodeRemovalAndRestore(t *testing.T) {
+	c := newCluster(t)
+	h := newHistory()
+	preload(t, h, c.newClient(), 200)
+	cfg := standard()
+	total := int64(cfg.workers * cfg.opsPerWork)
+	victim := c.spineMember(0)
+	var (
+		mu               sync.Mutex
+		failed, restored bool
+		addr             netip.AddrPort
+	)
+	cfg.onOp = func(n int64, _ *tally) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case n >= total/3 && !failed:
+			addr, failed = c.failNode(victim), true
+		case n >= 2*total/3 && !restored:
+			c.restoreNode(victim, addr)
+			restored = true
+		}
+	}
+	tl := run(t, c, h, cfg)
+	t.Logf("%s: %d gets (%d hits), %d writes (%d refused, %d unknown), %d failed reads",
+		c, tl.gets.Load(), tl.hits.Load(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load(), tl.failedReads.Load())
+	checkLinearizable(t, h)
+	if tl.hits.Load() == 0 {
+		t.Fatal("no read was served from a cache node")
+	}
+	if c.m.Version != 3 {
+		t.Fatalf("map version %d after removal and restore, want 3", c.m.Version)
+	}
+}
+
+// TestRedisKilledAndRestarted kills the redis-server of one shard (SIGKILL)
+// a quarter into the run and restarts it once writes have failed: while it
+// is down, writes of its keys fail with ErrUnavailable (promptly, not by
+// timeout); afterwards they succeed, and reading every key back finds no
+// acknowledged write lost (the history with the final reads is
+// linearizable).
+func TestRedisKilledAndRestarted(t *testing.T) {
+	c := newCluster(t, withAppendOnlyRedis())
+	h := newHistory()
+	cl := c.newClient()
+	preload(t, h, cl, 200)
+	cfg := standard()
+	total := int64(cfg.workers * cfg.opsPerWork)
+	var kill, enough sync.Once
+	killNow, restartNow := make(chan struct{}), make(chan struct{})
+	cfg.onOp = func(n int64, tl *tally) {
+		if n == total/4 {
+			kill.Do(func() { close(killNow) })
+		}
+		if tl.unknownWrites.Load() >= 10 || n == 3*total/4 {
+			enough.Do(func() { close(restartNow) })
+		}
+	}
+	victim := c.redis[c.shardOf(keyName(0))] // the hottest key's shard
+	wait := start(t, c, h, cfg)
+	<-killNow
+	victim.Stop()
+	<-restartNow
+	victim.Restart()
+	tl := wait()
+	readBack(t, h, cl, 200)
+	t.Logf("%s: %d gets (%d hits), %d writes (%d refused, %d failed while Redis was down), %d failed reads",
+		c, tl.gets.Load(), tl.hits.Load(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load(), tl.failedReads.Load())
+	if tl.unknownWrites.Load() == 0 {
+		t.Fatal("no write failed while Redis was down")
+	}
+	if n := tl.timeouts.Load(); n > 0 {
+		t.Fatalf("%d writes timed out instead of failing cleanly", n)
+	}
+	checkLinearizable(t, h)
+}
+
+// sendGarbage sends malformed datagrams to every node and shim.
+func (c *cluster) sendGarbage(t *testing.T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var addrs []string
+	for _, n := range c.nodes {
+		addrs = append(addrs, n.Addr().String())
+	}
+	for _, s := range c.shims {
+		addrs = append(addrs, s.Addr().String())
+	}
+	for _, a := range addrs {
+		conn, err := net.Dial("udp", a)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, b := range [][]byte{[]byte("garbage"), make([]byte, 64), {0xDC, 0xAC, 1, 1}} {
+			_, _ = conn.Write(b)
+		}
+		_ = conn.Close()
+	}
+}
