@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestWritesGoToTheKeysShim(t *testing.T) {
 				if s == owner {
 					want = []wire.Op{wire.OpPut, wire.OpDel}
 				}
-				if fmt.Sprint(ops) != fmt.Sprint(want) {
+				if !slices.Equal(ops, want) {
 					t.Errorf("shim %s got %v for %s, want %v", s.name, ops, key, want)
 				}
 			}

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/distcache/distcache/dataplane/cachenode"
-	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 )
@@ -22,11 +21,7 @@ func newNodeCommand() *cobra.Command {
 		Short: "Run a cache node: serve hot keys of its partition, forward misses to the storage shims",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := o.logger()
-			if err != nil {
-				return err
-			}
-			w, err := mapwatch.Load(o.mapFile, log)
+			log, w, err := o.load()
 			if err != nil {
 				return err
 			}
@@ -36,10 +31,7 @@ func newNodeCommand() *cobra.Command {
 				return fmt.Errorf("cannot run node: member %q is not in the partition map %s", member, o.mapFile)
 			}
 			cfg.Layer, cfg.Member = m.Layers[l].Name, member
-			cfg.Transport = transport.Config{Addr: o.listen, Logger: log}
-			if cfg.Transport.Addr == "" {
-				cfg.Transport.Addr = m.Layers[l].Members[i].Address
-			}
+			cfg.Transport = transport.Config{Addr: o.listenAddr(m.Layers[l].Members[i].Address), Logger: log}
 			reg, wrapped := metrics.Registry("node", member)
 			cfg.Registerer, cfg.Logger = wrapped, log.With("member", member)
 			n, err := cachenode.New(cfg)

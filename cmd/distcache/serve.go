@@ -44,6 +44,27 @@ func (o *serveOptions) logger() (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
 
+// load returns the logger and the watcher of the map file.
+func (o *serveOptions) load() (*slog.Logger, *mapwatch.Watcher, error) {
+	log, err := o.logger()
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := mapwatch.Load(o.mapFile, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return log, w, nil
+}
+
+// listenAddr is --listen, or addr from the map when it is not given.
+func (o *serveOptions) listenAddr(addr string) string {
+	if o.listen != "" {
+		return o.listen
+	}
+	return addr
+}
+
 // role is a data-plane component as `serve` runs it.
 type role interface {
 	SetMap(*partmap.Placement) error

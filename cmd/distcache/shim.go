@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/shim"
 	"github.com/distcache/distcache/dataplane/transport"
@@ -26,11 +26,7 @@ func newShimCommand() *cobra.Command {
 		Short: "Run a storage shim in front of one redis-server: serve misses, apply writes with two-phase coherence",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := o.logger()
-			if err != nil {
-				return err
-			}
-			w, err := mapwatch.Load(o.mapFile, log)
+			log, w, err := o.load()
 			if err != nil {
 				return err
 			}
@@ -40,13 +36,11 @@ func newShimCommand() *cobra.Command {
 				return fmt.Errorf("cannot run shim: shard %q is not in the partition map %s", shard, o.mapFile)
 			}
 			cfg.Shard = shard
-			cfg.Transport = transport.Config{Addr: o.listen, Logger: log}
-			if cfg.Transport.Addr == "" {
-				cfg.Transport.Addr = m.Storage.Racks[r].Shards[i].Address
-			}
+			cfg.Transport = transport.Config{Addr: o.listenAddr(m.Storage.Racks[r].Shards[i].Address), Logger: log}
 			cfg.Redis = &redis.Options{Addr: redisAddr}
 			reg, wrapped := metrics.Registry("shim", shard)
 			cfg.Registerer, cfg.Logger = wrapped, log.With("shard", shard)
+			redis.SetLogger(redisLogger{cfg.Logger})
 			s, err := shim.New(cfg)
 			if err != nil {
 				return err
@@ -67,4 +61,13 @@ func newShimCommand() *cobra.Command {
 	f.DurationVar(&cfg.PrevMapGrace, "prev-map-grace", 0, "how long owners under the previous map are still invalidated (default 2m)")
 	_ = cmd.MarkFlagRequired("shard")
 	return cmd
+}
+
+// redisLogger routes go-redis's own messages (pool dial failures while Redis
+// is down, …) into the structured log at debug level: the shim already logs
+// and counts every failed command.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug(fmt.Sprintf(format, v...), "component", "go-redis")
 }

@@ -155,23 +155,31 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 	if err := r.flush(); err != nil {
 		return r.res, err
 	}
+	// The read deadline is a periodic wake-up: a read that times out is
+	// not a failure but the cue to check the bounds and scan for lost
+	// requests, so the loop never blocks on replies that will not come.
 	nextScan := start.Add(scanEvery)
+	if err := r.conn.SetReadDeadline(nextScan); err != nil {
+		return r.res, fmt.Errorf("cannot set read deadline: %w", err)
+	}
 	for {
 		now := time.Now()
-		if ctx.Err() != nil || (!deadline.IsZero() && now.After(deadline)) || (r.cfg.Requests > 0 && r.res.Replies >= r.cfg.Requests) {
+		if r.done(ctx, now, deadline) {
 			break
 		}
 		if now.After(nextScan) {
 			r.scan(now)
 			nextScan = now.Add(scanEvery)
-			_ = r.conn.SetReadDeadline(nextScan)
+			if err := r.conn.SetReadDeadline(nextScan); err != nil {
+				return r.res, fmt.Errorf("cannot set read deadline: %w", err)
+			}
 		}
 		n, err := r.pc.ReadBatch(r.in, msgWaitForOne)
 		now = time.Now()
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				continue
-			}
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			continue // the wake-up to scan, see above
+		case err != nil:
 			return r.res, fmt.Errorf("cannot read replies: %w", err)
 		}
 		for i := range n {
@@ -183,6 +191,15 @@ func (r *run) loop(ctx context.Context) (Result, error) {
 	}
 	r.res.Elapsed = time.Since(start)
 	return r.res, nil
+}
+
+// done reports whether the run has reached a bound: ctx ended, the deadline
+// (zero: none) passed, or cfg.Requests replies arrived. ctx ending is a bound
+// like the others, not a failure: Run returns what it measured so far.
+func (r *run) done(ctx context.Context, now, deadline time.Time) bool {
+	return ctx.Err() != nil ||
+		(!deadline.IsZero() && now.After(deadline)) ||
+		(r.cfg.Requests > 0 && r.res.Replies >= r.cfg.Requests)
 }
 
 // issue queues a new request for slot i.

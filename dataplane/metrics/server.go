@@ -21,7 +21,7 @@ type Server struct {
 // Listen binds addr ("127.0.0.1:0" picks a port) and serves reg's metrics
 // until Close. healthy reports liveness for /healthz (nil: always healthy).
 func Listen(addr string, reg *prometheus.Registry, healthy func() error) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen for metrics on %s: %w", addr, err)
 	}

@@ -3,6 +3,7 @@ package shim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -338,7 +339,7 @@ func (e *env) mustStatus(op wire.Op, key string, value []byte, want wire.Status)
 // redisValue reads key with the test's own client: the value, or "<nil>".
 func (e *env) redisValue(key string) string {
 	v, err := e.rdb.Get(context.Background(), key).Result()
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return "<nil>"
 	} else if err != nil {
 		return "<error: " + err.Error() + ">"

@@ -14,8 +14,8 @@ import (
 type mapState struct {
 	p           *partmap.Placement
 	version     int64
-	rack, shard int                // this shim's shard in Storage.Racks
-	addrs       [][]netip.AddrPort // [layer][member]; invalid when the member has no usable address
+	rack, shard int                     // this shim's shard in Storage.Racks
+	addrs       [][]netip.AddrPort      // [layer][member]; invalid when the member has no usable address
 	active      map[netip.AddrPort]bool // addresses of the Active members
 }
 

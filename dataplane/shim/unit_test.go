@@ -204,7 +204,7 @@ func TestConfigErrors(t *testing.T) {
 	if err := s.Start(); err == nil {
 		t.Error("Start without a map succeeded")
 	}
-	m := testMap(t, func(l, i int) string { return "" })
+	m := testMap(t, func(_, _ int) string { return "" })
 	other := newBareShim(t, Config{Shard: "no-such-shard"})
 	if err := other.SetMap(compile(t, m)); err == nil {
 		t.Error("SetMap of a map without the shim's shard succeeded")
@@ -282,9 +282,9 @@ func TestOwners(t *testing.T) {
 			}
 			return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(7000+i)).String()
 		}, want: 1},
-		{name: "unusable address skipped", addr: func(l, i int) string { return "no-port" }, want: 0},
-		{name: "same address once", addr: func(l, i int) string { return shared }, want: 1},
-		{name: "IPv4-mapped address unmapped", addr: func(l, i int) string { return "[::ffff:127.0.0.1]:7000" }, want: 1},
+		{name: "unusable address skipped", addr: func(_, _ int) string { return "no-port" }, want: 0},
+		{name: "same address once", addr: func(_, _ int) string { return shared }, want: 1},
+		{name: "IPv4-mapped address unmapped", addr: func(_, _ int) string { return "[::ffff:127.0.0.1]:7000" }, want: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

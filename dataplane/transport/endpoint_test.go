@@ -131,7 +131,7 @@ func TestCallContextEnds(t *testing.T) {
 func TestReplyFromWrongPeerIsNotMatched(t *testing.T) {
 	client := listen(t, nil)
 	got := make(chan wire.Message, 1)
-	target := listen(t, func(src netip.AddrPort, req *wire.Message) {
+	target := listen(t, func(_ netip.AddrPort, req *wire.Message) {
 		got <- wire.Message{Header: req.Header, Key: bytes.Clone(req.Key)}
 	})
 	impostor := listen(t, nil)

@@ -150,7 +150,7 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("Parse() error = %v, want %v", err, tc.want)
 			}
 			for _, other := range []error{wire.ErrTruncated, wire.ErrMagic, wire.ErrVersion, wire.ErrOp, wire.ErrFlags, wire.ErrStatus, wire.ErrKey, wire.ErrDigest, wire.ErrValue} {
-				if other != tc.want && errors.Is(err, other) {
+				if !errors.Is(other, tc.want) && errors.Is(err, other) {
 					t.Errorf("Parse() error = %v, also matches %v", err, other)
 				}
 			}

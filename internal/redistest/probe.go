@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -17,7 +18,8 @@ const probeTimeout = time.Second
 // answer is +PONG from the process pid, not from another server that took the
 // port.
 func probe(addr string, pid int) error {
-	conn, err := net.DialTimeout("tcp", addr, probeTimeout)
+	d := net.Dialer{Timeout: probeTimeout}
+	conn, err := d.DialContext(context.Background(), "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("cannot connect: %w", err)
 	}

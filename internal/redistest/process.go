@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +56,10 @@ func (s *Server) launch() error {
 	args := s.args()
 	fmt.Fprintf(log, "--- redistest: %s %q\n", s.bin, args)
 
-	cmd := exec.Command(s.bin, args...)
+	// The process outlives launch and is ended by proc.kill (SIGKILL to its
+	// process group, as Stop promises), not by a context: Background keeps
+	// exec from killing it behind Stop's back.
+	cmd := exec.CommandContext(context.Background(), s.bin, args...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = sysProcAttr()
@@ -96,7 +100,7 @@ func waitReady(addr string, p *proc) error {
 		select {
 		case <-p.done:
 			timer.Stop()
-			return fmt.Errorf("redis-server exited before answering PING: %v", p.err)
+			return fmt.Errorf("redis-server exited before answering PING: %w", p.err)
 		case <-timer.C:
 		}
 		backoff = min(2*backoff, maxBackoff)
@@ -125,7 +129,7 @@ func tail(s string) string {
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("cannot pick a free port: %w", err)
 	}

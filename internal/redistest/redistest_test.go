@@ -17,7 +17,8 @@ import (
 // a simple string or error, the body of a bulk string, "(nil)" for a null.
 func do(t *testing.T, addr string, args ...string) string {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	d := net.Dialer{Timeout: 5 * time.Second}
+	conn, err := d.DialContext(t.Context(), "tcp", addr)
 	if err != nil {
 		t.Fatalf("cannot connect to %s: %v", addr, err)
 	}
@@ -71,7 +72,8 @@ func TestStopRefusesConnections(t *testing.T) {
 	s := Start(t)
 	s.Stop()
 	s.Stop() // idempotent, and t.Cleanup stops once more
-	_, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+	d := net.Dialer{Timeout: 5 * time.Second}
+	_, err := d.DialContext(t.Context(), "tcp", s.Addr())
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("dial after Stop: err = %v, want connection refused", err)
 	}

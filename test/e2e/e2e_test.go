@@ -134,7 +134,7 @@ func (c *cluster) sendGarbage(t *testing.T) {
 		addrs = append(addrs, s.Addr().String())
 	}
 	for _, a := range addrs {
-		conn, err := net.Dial("udp", a)
+		conn, err := (&net.Dialer{}).DialContext(t.Context(), "udp", a)
 		if err != nil {
 			t.Error(err)
 			continue
