@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/routing"
@@ -113,12 +113,8 @@ type Client struct {
 type view struct {
 	p       *partmap.Placement
 	version uint64
-	// nodes[l][i] is member i of layer l's address (invalid if unknown).
-	nodes [][]netip.AddrPort
-	// shards[r][s] is the shim address of shard s of rack r (invalid if
-	// unknown).
-	shards [][]netip.AddrPort
-	hits   []layerCounter // by layer
+	addrs   *peers.Table   // members' and shims' addresses
+	hits    []layerCounter // by layer
 }
 
 // New starts a client routing by p.
@@ -185,50 +181,17 @@ func (c *Client) Close() error {
 // compile builds the view of p, resolving addresses once.
 func (c *Client) compile(p *partmap.Placement) *view {
 	m := p.Map()
-	v := &view{p: p, version: uint64(p.Version())}
 	names := make([]string, len(m.Layers))
-	v.nodes = make([][]netip.AddrPort, len(m.Layers))
 	for l, layer := range m.Layers {
 		names[l] = layer.Name
-		v.nodes[l] = make([]netip.AddrPort, len(layer.Members))
-		for i, mb := range layer.Members {
-			v.nodes[l][i] = c.resolve("member", mb.Name, mb.Address)
-		}
 	}
-	v.shards = make([][]netip.AddrPort, len(m.Storage.Racks))
-	for r, rack := range m.Storage.Racks {
-		v.shards[r] = make([]netip.AddrPort, len(rack.Shards))
-		for s, sh := range rack.Shards {
-			v.shards[r][s] = c.resolve("shard", sh.Name, sh.Address)
-		}
-	}
-	v.hits = c.layerHits.forLayers(names)
-	return v
-}
-
-// resolve parses a host:port address; it returns the zero AddrPort (and
-// logs) when addr is empty or cannot be resolved.
-func (c *Client) resolve(kind, name, addr string) netip.AddrPort {
-	if addr == "" {
-		return netip.AddrPort{}
-	}
-	if ap, err := netip.ParseAddrPort(addr); err == nil {
-		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-	}
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		c.cfg.Logger.Warn("cannot resolve address", "kind", kind, "name", name, "addr", addr, "err", err)
-		return netip.AddrPort{}
-	}
-	ap := ua.AddrPort()
-	// The transport matches replies by source address, which it unmaps.
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	return &view{p: p, version: uint64(p.Version()), addrs: peers.Resolve(m, c.cfg.Logger), hits: c.layerHits.forLayers(names)}
 }
 
 // shardAddr returns the address of key's storage shim under v.
 func (v *view) shardAddr(key string) (netip.AddrPort, error) {
 	r, s := v.p.Shard(key)
-	a := v.shards[r][s]
+	a := v.addrs.Shard(r, s)
 	if !a.IsValid() {
 		sh := v.p.Map().Storage.Racks[r].Shards[s].Name
 		return a, fmt.Errorf("%w: shard %s (map version %d)", ErrNoRoute, sh, v.version)

@@ -111,7 +111,7 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
 		if i >= 64 {
 			break // tried is a 64-bit set; no real map has more layers
 		}
-		if tried&(1<<i) != 0 || !v.nodes[cd.Layer][cd.Member].IsValid() || c.inBackoff(routing.NodeID(cd.Node), now) {
+		if tried&(1<<i) != 0 || !v.addrs.Member(cd.Layer, cd.Member).IsValid() || c.inBackoff(routing.NodeID(cd.Node), now) {
 			continue
 		}
 		rc = append(rc, routing.Candidate{Node: routing.NodeID(cd.Node), Capacity: cd.Capacity})
@@ -135,7 +135,7 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
 
 // getFromNode is one GET attempt at cache candidate cd.
 func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate, kb []byte) (Result, string, step, error) {
-	addr := v.nodes[cd.Layer][cd.Member]
+	addr := v.addrs.Member(cd.Layer, cd.Member)
 	node := routing.NodeID(cd.Node)
 	m := wire.Message{Header: wire.Header{Op: wire.OpGet, MapVersion: v.version}, Key: kb}
 	r, err := c.call(ctx, addr, &m)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/hotkey"
@@ -125,11 +126,11 @@ type sender interface {
 type view struct {
 	p       *partmap.Placement
 	version uint64
-	layer   int                // index of Config.Layer, or -1 when not a member
-	member  int                // own index in the layer, or -1
-	id      uint32             // own member id (kept from the previous map when absent)
-	active  bool               // a member and Active: owns keys and caches them
-	shims   [][]netip.AddrPort // [rack][shard]; invalid when unknown
+	layer   int          // index of Config.Layer, or -1 when not a member
+	member  int          // own index in the layer, or -1
+	id      uint32       // own member id (kept from the previous map when absent)
+	active  bool         // a member and Active: owns keys and caches them
+	addrs   *peers.Table // shims' addresses
 }
 
 // owns reports whether key belongs to this node under v.
@@ -140,7 +141,7 @@ func (v *view) owns(key string) bool {
 // shim returns the address of key's storage shim.
 func (v *view) shim(key string) (netip.AddrPort, bool) {
 	r, s := v.p.Shard(key)
-	a := v.shims[r][s]
+	a := v.addrs.Shard(r, s)
 	return a, a.IsValid()
 }
 
@@ -296,7 +297,7 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 		return fmt.Errorf("cannot set partition map of %s: %w: version %d, have %d",
 			n.cfg.Member, ErrStaleMap, p.Version(), prev.version)
 	}
-	v := newView(p, n.cfg.Layer, n.cfg.Member, prev)
+	v := newView(p, n.cfg.Layer, n.cfg.Member, prev, n.log)
 	n.view.Store(v)
 
 	var dropped []string
@@ -319,7 +320,7 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 }
 
 // newView compiles the node's view of p.
-func newView(p *partmap.Placement, layer, member string, prev *view) *view {
+func newView(p *partmap.Placement, layer, member string, prev *view, log *slog.Logger) *view {
 	m := p.Map()
 	v := &view{p: p, version: uint64(p.Version()), layer: -1, member: -1}
 	if prev != nil {
@@ -330,15 +331,7 @@ func newView(p *partmap.Placement, layer, member string, prev *view) *view {
 		v.layer, v.member, v.id = l, i, mb.ID
 		v.active = mb.State == partmap.Active
 	}
-	v.shims = make([][]netip.AddrPort, len(m.Storage.Racks))
-	for r, rack := range m.Storage.Racks {
-		v.shims[r] = make([]netip.AddrPort, len(rack.Shards))
-		for s, sh := range rack.Shards {
-			if a, err := netip.ParseAddrPort(sh.Address); err == nil {
-				v.shims[r][s] = a
-			}
-		}
-	}
+	v.addrs = peers.Resolve(m, log)
 	return v
 }
 

@@ -2,10 +2,10 @@ package shim
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -15,7 +15,7 @@ type mapState struct {
 	p           *partmap.Placement
 	version     int64
 	rack, shard int                     // this shim's shard in Storage.Racks
-	addrs       [][]netip.AddrPort      // [layer][member]; invalid when the member has no usable address
+	addrs       *peers.Table            // members' addresses; unknown without a usable one
 	active      map[netip.AddrPort]bool // addresses of the Active members
 }
 
@@ -74,56 +74,23 @@ func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
 		return nil, fmt.Errorf("cannot set partition map: nil placement")
 	}
 	m := p.Map()
-	st := &mapState{p: p, version: p.Version(), rack: -1}
-	for r, rack := range m.Storage.Racks {
-		for i, sh := range rack.Shards {
-			if sh.Name == s.cfg.Shard {
-				st.rack, st.shard = r, i
-			}
-		}
-	}
-	if st.rack < 0 {
+	st := &mapState{p: p, version: p.Version()}
+	var ok bool
+	if st.rack, st.shard, ok = m.StorageShard(s.cfg.Shard); !ok {
 		return nil, fmt.Errorf("cannot set partition map version %d: no storage shard %q", p.Version(), s.cfg.Shard)
 	}
-	st.addrs = make([][]netip.AddrPort, len(m.Layers))
+	// A member without a usable address can neither FETCH from this shim
+	// (its source matches no owner) nor be invalidated: it is skipped.
+	st.addrs = peers.Resolve(m, s.log)
 	st.active = make(map[netip.AddrPort]bool)
 	for l, layer := range m.Layers {
-		st.addrs[l] = make([]netip.AddrPort, len(layer.Members))
 		for i, mb := range layer.Members {
-			if mb.Address == "" {
-				continue
-			}
-			a, err := parseAddr(mb.Address)
-			if err != nil {
-				// Such a member can neither FETCH from this shim (its
-				// source matches no owner) nor be invalidated: skip it.
-				s.log.Warn("skipping cache member with a bad address", "member", mb.Name, "address", mb.Address, "err", err)
-				continue
-			}
-			st.addrs[l][i] = a
-			if mb.State == partmap.Active {
+			if a := st.addrs.Member(l, i); a.IsValid() && mb.State == partmap.Active {
 				st.active[a] = true
 			}
 		}
 	}
 	return st, nil
-}
-
-// parseAddr parses "ip:port", or resolves "host:port", into the form the
-// transport reports sources in (IPv4 unmapped).
-func parseAddr(s string) (netip.AddrPort, error) {
-	a, err := netip.ParseAddrPort(s)
-	if err != nil {
-		ua, rerr := net.ResolveUDPAddr("udp", s)
-		if rerr != nil {
-			return netip.AddrPort{}, fmt.Errorf("cannot resolve %q: %w", s, rerr)
-		}
-		a = ua.AddrPort()
-	}
-	if !a.IsValid() || a.Port() == 0 {
-		return netip.AddrPort{}, fmt.Errorf("cannot use address %q: no port", s)
-	}
-	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()), nil
 }
 
 // ownsKey reports whether st stores key on this shim's shard.
@@ -138,7 +105,7 @@ func (st *mapState) appendOwners(key string, dst []owner) []owner {
 	var buf [8]partmap.Candidate
 	m := st.p.Map()
 	for _, c := range st.p.Candidates(key, buf[:0]) {
-		a := st.addrs[c.Layer][c.Member]
+		a := st.addrs.Member(c.Layer, c.Member)
 		if !a.IsValid() || hasOwner(dst, a) {
 			continue
 		}
@@ -151,7 +118,7 @@ func (st *mapState) appendOwners(key string, dst []owner) []owner {
 func (st *mapState) isOwner(key string, src netip.AddrPort) bool {
 	var buf [8]partmap.Candidate
 	for _, c := range st.p.Candidates(key, buf[:0]) {
-		if st.addrs[c.Layer][c.Member] == src {
+		if st.addrs.Member(c.Layer, c.Member) == src {
 			return true
 		}
 	}
