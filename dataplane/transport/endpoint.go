@@ -213,7 +213,8 @@ func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message
 		return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
 	}
 	m.Seq = e.NextSeq()
-	c := &call{dst: dst, op: m.Op.Reply(), reply: make(chan wire.Message, 1)}
+	// Sources are reported unmapped; so is the peer a reply must come from.
+	c := &call{dst: netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port()), op: m.Op.Reply(), reply: make(chan wire.Message, 1)}
 	e.mu.Lock()
 	e.calls[m.Seq] = c
 	e.mu.Unlock()

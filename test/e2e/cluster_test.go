@@ -41,9 +41,9 @@ type cluster struct {
 
 	redis  map[string]*redistest.Server // by shard name
 	shims  map[string]*shim.Shim        // by shard name
-	mu     sync.Mutex                   // guards nodes, m and clients
+	mu     sync.Mutex                   // guards nodes, p and clients
 	nodes  map[string]*cachenode.Node   // by member name
-	m      *partmap.Map
+	p      *partmap.Placement           // the map last published
 	client []*client.Client
 }
 
@@ -60,7 +60,7 @@ func newCluster(t *testing.T, opts ...clusterOption) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, cfg: cfg, m: m, redis: map[string]*redistest.Server{}, shims: map[string]*shim.Shim{}, nodes: map[string]*cachenode.Node{}}
+	c := &cluster{t: t, cfg: cfg, redis: map[string]*redistest.Server{}, shims: map[string]*shim.Shim{}, nodes: map[string]*cachenode.Node{}}
 	for r := range m.Storage.Racks {
 		for i := range m.Storage.Racks[r].Shards {
 			sh := &m.Storage.Racks[r].Shards[i]
@@ -127,7 +127,7 @@ func (c *cluster) publish(m *partmap.Map) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m = m
+	c.p = p
 	for name, s := range c.shims {
 		if err := s.SetMap(p); err != nil {
 			c.t.Fatalf("shim %s: %v", name, err)
@@ -147,7 +147,7 @@ func (c *cluster) publish(m *partmap.Map) {
 func (c *cluster) setState(member string, state partmap.MemberState) {
 	c.t.Helper()
 	c.mu.Lock()
-	next, changed, err := c.m.WithState(member, state)
+	next, changed, err := c.p.Map().WithState(member, state)
 	c.mu.Unlock()
 	if err != nil || !changed {
 		c.t.Fatalf("cannot set %s %s: changed=%v %v", member, state, changed, err)
@@ -175,18 +175,14 @@ func (c *cluster) failNode(member string) netip.AddrPort {
 func (c *cluster) restoreNode(member string, addr netip.AddrPort) {
 	c.t.Helper()
 	c.mu.Lock()
-	l, _, ok := c.m.Member(member)
-	layer, p := c.m.Layers[l].Name, c.m
+	p := c.p
 	c.mu.Unlock()
+	l, _, ok := p.Map().Member(member)
 	if !ok {
 		c.t.Fatalf("no member %s", member)
 	}
-	n := c.newNode(layer, member, addr.String())
-	compiled, err := partmap.Compile(p)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if err := n.SetMap(compiled); err != nil {
+	n := c.newNode(p.Map().Layers[l].Name, member, addr.String())
+	if err := n.SetMap(p); err != nil {
 		c.t.Fatal(err)
 	}
 	if err := n.Start(); err != nil {
@@ -200,11 +196,7 @@ func (c *cluster) newClient() *client.Client {
 	c.t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, err := partmap.Compile(c.m)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	cl, err := client.New(client.Config{AttemptTimeout: 500 * time.Millisecond}, p)
+	cl, err := client.New(client.Config{AttemptTimeout: 500 * time.Millisecond}, c.p)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -217,19 +209,15 @@ func (c *cluster) newClient() *client.Client {
 func (c *cluster) shardOf(key string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, err := partmap.Compile(c.m)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	r, s := p.Shard(key)
-	return c.m.Storage.Racks[r].Shards[s].Name
+	r, s := c.p.Shard(key)
+	return c.p.Map().Storage.Racks[r].Shards[s].Name
 }
 
 // spineMember returns the name of spine member i.
 func (c *cluster) spineMember(i int) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m.Layers[0].Members[i].Name
+	return c.p.Map().Layers[0].Members[i].Name
 }
 
 // nodeStats sums the node counters.

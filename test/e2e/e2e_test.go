@@ -75,8 +75,8 @@ func TestLinearizableAcrossNodeRemovalAndRestore(t *testing.T) {
 	if tl.hits.Load() == 0 {
 		t.Fatal("no read was served from a cache node")
 	}
-	if c.m.Version != 3 {
-		t.Fatalf("map version %d after removal and restore, want 3", c.m.Version)
+	if v := c.p.Version(); v != 3 {
+		t.Fatalf("map version %d after removal and restore, want 3", v)
 	}
 }
 
