@@ -31,6 +31,7 @@ const (
 	// hold its key's lock for long.
 	DefaultRedisDialTimeout = 500 * time.Millisecond
 	DefaultRedisIOTimeout   = time.Second
+	DefaultRedisRetries     = 1
 	DefaultRedisPoolSize    = 64
 )
 
@@ -42,9 +43,12 @@ type Config struct {
 	// Transport configures the UDP endpoint.
 	Transport transport.Config
 	// Redis are the go-redis options (Addr etc.). New applies defaults to
-	// zero fields: DialTimeout 500ms, ReadTimeout and WriteTimeout 1s, no
-	// command retries (MaxRetries 0 means none here, not go-redis's 3), a
-	// single dial attempt per command (DialerRetries 1), PoolSize 64.
+	// zero fields: DialTimeout 500ms, ReadTimeout and WriteTimeout 1s, one
+	// command retry (MaxRetries 1, not go-redis's 3: after Redis restarts,
+	// each pooled connection fails its next command once, and a retry on a
+	// fresh connection is safe because the command runs under the key's
+	// lock or is a read), a single dial attempt per command (DialerRetries
+	// 1, so a Redis that is down fails promptly), PoolSize 64.
 	Redis *redis.Options
 	// InvalidateTimeout is phase 1's budget per write (default 2s).
 	InvalidateTimeout time.Duration
@@ -106,7 +110,7 @@ func redisOptions(o *redis.Options) *redis.Options {
 		r.WriteTimeout = DefaultRedisIOTimeout
 	}
 	if r.MaxRetries == 0 {
-		r.MaxRetries = -1 // go-redis: -1 disables retries, 0 means 3
+		r.MaxRetries = DefaultRedisRetries
 	}
 	if r.DialerRetries == 0 {
 		r.DialerRetries = 1

@@ -244,7 +244,7 @@ func TestRedisOptionDefaults(t *testing.T) {
 		want redis.Options
 	}{
 		{name: "zero", in: redis.Options{Addr: "a"}, want: redis.Options{Addr: "a", DialTimeout: 500 * time.Millisecond,
-			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, DialerRetries: 1, PoolSize: 64}},
+			ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1, DialerRetries: 1, PoolSize: 64}},
 		{name: "set fields kept", in: redis.Options{Addr: "a", DialTimeout: time.Second, ReadTimeout: 2 * time.Second,
 			WriteTimeout: 3 * time.Second, MaxRetries: 2, DialerRetries: 3, PoolSize: 8},
 			want: redis.Options{Addr: "a", DialTimeout: time.Second, ReadTimeout: 2 * time.Second,
