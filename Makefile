@@ -30,7 +30,7 @@ SIM_OUT ?= out/sim
 SIM_FLAGS ?=
 
 # Fuzzing: every decoder's fuzz target as Target:package.
-FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/
+FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/
 FUZZ_TIME ?= 30s
 
 .PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean

@@ -83,7 +83,7 @@ func (n *fakeNode) requests() int {
 	return len(n.seqs)
 }
 
-func (n *fakeNode) serve(src netip.AddrPort, req *wire.Message) {
+func (n *fakeNode) serve(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	if req.Op != wire.OpGet {
 		return
 	}
@@ -105,7 +105,7 @@ func (n *fakeNode) serve(src netip.AddrPort, req *wire.Message) {
 		r.Flags |= wire.FlagTelemetry
 		r.NodeID, r.Load = n.id, b.load
 	}
-	_ = n.ep.Send(src, &r) // Send copies Key (aliasing the read buffer) before returning
+	_ = out.Send(src, &r) // Send copies Key (aliasing the read buffer) before returning
 }
 
 // fakeShim is a TEST stand-in for a storage shim: it answers GET, PUT and
@@ -153,7 +153,7 @@ func startFakeShim(t *testing.T, name string) *fakeShim {
 	return s
 }
 
-func (s *fakeShim) serve(src netip.AddrPort, req *wire.Message) {
+func (s *fakeShim) serve(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	key := string(req.Key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -191,7 +191,7 @@ func (s *fakeShim) serve(src netip.AddrPort, req *wire.Message) {
 	if write {
 		s.done[req.Seq] = r.Status
 	}
-	_ = s.ep.Send(src, &r)
+	_ = out.Send(src, &r)
 }
 
 // do runs f under the shim's lock (to configure it or read its state).

@@ -3,12 +3,16 @@
 # redis-server's GETs on one core, on this machine, in one run (see
 # docs/benchmarks.md). The server under test is pinned to CPU 0 and its load
 # generator to CPU 1 with taskset: redis-benchmark for Redis, `distcache
-# loadgen` for the node. Also measures hit and miss latency at concurrency 1.
+# loadgen` for the node. The throughput of both is measured in alternating
+# rounds, so that drift of a shared VM's speed hits both alike, and each
+# round's ratio is printed. Also measures what the node's batching adds, and
+# hit and miss latency at concurrency 1.
 #
-# Usage: hack/bench-dataplane.sh [seconds]   (default 10 per measurement)
+# Usage: hack/bench-dataplane.sh [seconds] [rounds]   (default 10 s, 3 rounds)
 set -euo pipefail
 
 secs=${1:-10}
+rounds=${2:-3}
 cd "$(dirname "$0")/.."
 for cmd in redis-server redis-benchmark taskset; do
 	command -v "$cmd" >/dev/null || { echo "bench-dataplane: $cmd not found (make test-deps installs redis)" >&2; exit 1; }
@@ -47,25 +51,49 @@ echo "== machine: $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) CPUs), $(go 
 taskset -c 1 redis-server --port $backend_port --save '' --appendonly no >"$run/backend.log" 2>&1 & pids+=($!)
 wait_tcp $backend_port
 taskset -c 1 "$bin" shim --map "$run/map.json" --shard distcache-rack-0-0 --redis 127.0.0.1:$backend_port --log-level warn >"$run/shim.log" 2>&1 & pids+=($!)
-GOMAXPROCS=1 taskset -c 0 "$bin" node --map "$run/map.json" --member distcache-spine-0 \
-	--interval 200ms --hot-threshold 2 --capacity 100000 --log-level warn >"$run/node.log" 2>&1 & pids+=($!)
-wait_udp $base; wait_udp $((base + 1))
+wait_udp $base
+
+node_pid=
+start_node() { # (re)starts the cache node on CPU 0 with --batch $1
+	if [ -n "$node_pid" ]; then kill "$node_pid"; wait "$node_pid" 2>/dev/null || true; fi
+	GOMAXPROCS=1 taskset -c 0 "$bin" node --map "$run/map.json" --member distcache-spine-0 --batch "$1" \
+		--interval 200ms --hot-threshold 2 --capacity 100000 --log-level warn >>"$run/node.log" 2>&1 &
+	node_pid=$!
+	pids+=($!)
+	wait_udp $((base + 1))
+}
 
 lg() { taskset -c 1 "$bin" loadgen --target "$node_addr" "$@"; }
-echo "== cache node (GOMAXPROCS=1, CPU 0), GET hits, 64 outstanding, generator batching 32 datagrams per syscall"
-lg --keys 1000 --map "$run/map.json" --warmup 3s --duration "${secs}s" --concurrency 64 --batch 32
-echo "== cache node, GET hits, 64 outstanding, generator without batching (one syscall per datagram)"
+rate() { sed -n 's/.* = \([0-9]*\) replies\/s.*/\1/p'; } # replies/s from loadgen's report
+
+taskset -c 0 redis-server --port $redis_port --save '' --appendonly no >"$run/redis.log" 2>&1 & pids+=($!)
+wait_tcp $redis_port
+taskset -c 1 redis-benchmark -p $redis_port -t set -n 100000 -r 1000 -d 64 -q >/dev/null
+redis_gets() { # redis-benchmark GETs/s: 64 clients, no pipelining, about $secs seconds
+	taskset -c 1 redis-benchmark -p $redis_port -t get -n $((secs * 90000)) -r 1000 -d 64 -c 64 -P 1 -q |
+		tr '\r' '\n' | sed -n 's/^GET: \([0-9]*\).* requests per second.*/\1/p'
+}
+
+echo "== cache node (GOMAXPROCS=1, CPU 0, recvmmsg/sendmmsg batches of 32: the default) vs redis-server (CPU 0), GETs/s"
+echo "   node: GET hits, loadgen with 64 outstanding, generator batching 32; redis: redis-benchmark, 64 clients, no pipelining"
+start_node 32
+lg --keys 1000 --map "$run/map.json" --warmup 3s --duration 1s --concurrency 64 --batch 32 >/dev/null 2>&1
+for r in $(seq "$rounds"); do
+	out=$(lg --keys 1000 --duration "${secs}s" --concurrency 64 --batch 32 2>&1)
+	node=$(rate <<<"$out")
+	redis=$(redis_gets)
+	echo "round $r: node $node/s, redis $redis/s, ratio $(awk -v a="$node" -v b="$redis" 'BEGIN{printf "%.2f", a/b}')x"
+	echo "  node: $(grep latency <<<"$out")"
+done
+echo "== cache node, batches of 32, GET hits, 64 outstanding, generator without batching (one syscall per datagram)"
 lg --keys 1000 --duration "${secs}s" --concurrency 64 --batch 1
 echo "== cache node, hit latency at concurrency 1"
 lg --keys 1000 --duration "${secs}s" --concurrency 1 --batch 1
 echo "== cache node, miss latency at concurrency 1 (node -> shim -> redis; keys absent, replies not found)"
-lg --keys 1000000 --duration "${secs}s" --concurrency 1 --batch 1 | sed 's/^/  /'
-
-echo "== redis-server (CPU 0), GET, 64 clients, no pipelining (redis-benchmark on CPU 1)"
-taskset -c 0 redis-server --port $redis_port --save '' --appendonly no >"$run/redis.log" 2>&1 & pids+=($!)
-wait_tcp $redis_port
-n=$((secs * 200000))
-taskset -c 1 redis-benchmark -p $redis_port -t set -n 100000 -r 1000 -d 64 -q >/dev/null
-taskset -c 1 redis-benchmark -p $redis_port -t get -n $n -r 1000 -d 64 -c 64 -P 1 -q
+lg --keys 1000000 --duration "${secs}s" --concurrency 1 --batch 1
+echo "== cache node reading and answering one datagram per syscall (--batch 1), GET hits, 64 outstanding, generator batching 32"
+start_node 1
+lg --keys 1000 --map "$run/map.json" --warmup 3s --duration "${secs}s" --concurrency 64 --batch 32
 echo "== redis-server, GET latency at concurrency 1"
-taskset -c 1 redis-benchmark -p $redis_port -t get -n $((secs * 10000)) -r 1000 -d 64 -c 1 -P 1 | grep -E 'throughput|avg|p50|^ +[0-9.]+ +[0-9.]+' | head -8
+taskset -c 1 redis-benchmark -p $redis_port -t get -n $((secs * 10000)) -r 1000 -d 64 -c 1 -P 1 |
+	tr '\r' '\n' | sed -n '/throughput summary/,$p' | head -4

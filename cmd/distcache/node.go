@@ -7,7 +7,6 @@ import (
 
 	"github.com/distcache/distcache/dataplane/cachenode"
 	"github.com/distcache/distcache/dataplane/metrics"
-	"github.com/distcache/distcache/dataplane/transport"
 )
 
 func newNodeCommand() *cobra.Command {
@@ -31,7 +30,7 @@ func newNodeCommand() *cobra.Command {
 				return fmt.Errorf("cannot run node: member %q is not in the partition map %s", member, o.mapFile)
 			}
 			cfg.Layer, cfg.Member = m.Layers[l].Name, member
-			cfg.Transport = transport.Config{Addr: o.listenAddr(m.Layers[l].Members[i].Address), Logger: log}
+			cfg.Transport = o.transport(m.Layers[l].Members[i].Address, log)
 			reg, wrapped := metrics.Registry("node", member)
 			cfg.Registerer, cfg.Logger = wrapped, log.With("member", member)
 			n, err := cachenode.New(cfg)

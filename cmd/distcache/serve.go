@@ -14,6 +14,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -24,6 +25,8 @@ type serveOptions struct {
 	metricsAddr string
 	mapPoll     time.Duration
 	logLevel    string
+	readers     int
+	batch       int
 }
 
 func (o *serveOptions) addFlags(cmd *cobra.Command) {
@@ -33,6 +36,8 @@ func (o *serveOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:0", "address of the /metrics and /healthz endpoint")
 	f.DurationVar(&o.mapPoll, "map-poll", mapwatch.DefaultInterval, "how often the map file is checked for a new version")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.IntVar(&o.readers, "readers", 1, "goroutines reading the UDP socket")
+	f.IntVar(&o.batch, "batch", transport.DefaultBatch, "datagrams received, and replies sent, per system call (1: one per call)")
 	_ = cmd.MarkFlagRequired("map")
 }
 
@@ -57,12 +62,13 @@ func (o *serveOptions) load() (*slog.Logger, *mapwatch.Watcher, error) {
 	return log, w, nil
 }
 
-// listenAddr is --listen, or addr from the map when it is not given.
-func (o *serveOptions) listenAddr(addr string) string {
+// transport configures the role's UDP endpoint on --listen, or on addr
+// from the map when --listen is not given.
+func (o *serveOptions) transport(addr string, log *slog.Logger) transport.Config {
 	if o.listen != "" {
-		return o.listen
+		addr = o.listen
 	}
-	return addr
+	return transport.Config{Addr: addr, Readers: o.readers, Batch: o.batch, Logger: log}
 }
 
 // role is a data-plane component as `serve` runs it.

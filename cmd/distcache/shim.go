@@ -11,7 +11,6 @@ import (
 
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/shim"
-	"github.com/distcache/distcache/dataplane/transport"
 )
 
 func newShimCommand() *cobra.Command {
@@ -36,7 +35,7 @@ func newShimCommand() *cobra.Command {
 				return fmt.Errorf("cannot run shim: shard %q is not in the partition map %s", shard, o.mapFile)
 			}
 			cfg.Shard = shard
-			cfg.Transport = transport.Config{Addr: o.listenAddr(m.Storage.Racks[r].Shards[i].Address), Logger: log}
+			cfg.Transport = o.transport(m.Storage.Racks[r].Shards[i].Address, log)
 			cfg.Redis = &redis.Options{Addr: redisAddr}
 			reg, wrapped := metrics.Registry("shim", shard)
 			cfg.Registerer, cfg.Logger = wrapped, log.With("shard", shard)

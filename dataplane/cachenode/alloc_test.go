@@ -70,18 +70,16 @@ func TestHitPathDoesNotAllocate(t *testing.T) {
 	n, req := hitFixture(t)
 	src := netip.MustParseAddrPort("127.0.0.1:9")
 	rec := &recordSender{}
-	n.out = rec
 	m := req
-	n.handle(src, &m)
+	n.handle(rec, src, &m)
 	if rec.last.Op != wire.OpGetReply || !rec.last.Has(wire.FlagHit|wire.FlagTelemetry) ||
 		rec.last.Seq != 77 || rec.last.ValueVersion != 9 || len(rec.value) != 100 {
 		t.Fatalf("reply %+v (%d bytes), want a hit", rec.last, len(rec.value))
 	}
 
-	n.out = discardSender{}
 	allocs := testing.AllocsPerRun(1000, func() {
 		m = req // the handler rewrites the request into its reply
-		n.handle(src, &m)
+		n.handle(discardSender{}, src, &m)
 	})
 	if allocs != 0 {
 		t.Errorf("hit path: %v allocations per GET, want 0", allocs)
@@ -93,26 +91,24 @@ func TestHitPathDoesNotAllocate(t *testing.T) {
 
 func BenchmarkHit(b *testing.B) {
 	n, req := hitFixture(b)
-	n.out = discardSender{}
 	src := netip.MustParseAddrPort("127.0.0.1:9")
 	var m wire.Message
 	b.ReportAllocs()
 	for b.Loop() {
 		m = req
-		n.handle(src, &m)
+		n.handle(discardSender{}, src, &m)
 	}
 }
 
 func BenchmarkHitParallel(b *testing.B) {
 	n, req := hitFixture(b)
-	n.out = discardSender{}
 	src := netip.MustParseAddrPort("127.0.0.1:9")
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		var m wire.Message
 		for pb.Next() {
 			m = req
-			n.handle(src, &m)
+			n.handle(discardSender{}, src, &m)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -92,11 +93,11 @@ func (s *store) fill(key string, e *entry, c uint64, value []byte) fillOutcome {
 // write is recorded as pending and the key's flight sealed, so that later
 // readers do not join a backend read that may precede the write; always
 // acknowledged.
-func (n *Node) handleInvalidate(src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
+func (n *Node) handleInvalidate(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	n.store.invalidate(req.Key, req.ValueVersion)
 	n.beginWrite(req.Key, req.ValueVersion, start)
 	n.stats.invalidations.Add(1)
-	n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
+	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
 	n.reqs.Observe(wire.OpInvalidate, metrics.ResultOK, time.Since(start))
 }
 
@@ -104,7 +105,7 @@ func (n *Node) handleInvalidate(src netip.AddrPort, req *wire.Message, v *view, 
 // PUT (StatusOK), refreshes the cached copy. A DEL's phase 2 carries
 // StatusNotFound and a failed write's another status; their copies stay
 // invalid. Always acknowledged.
-func (n *Node) handleUpdate(src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
+func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	key := bytesView(req.Key)
 	n.endWrite(req.Key, req.ValueVersion)
 	outcome := updateIgnored
@@ -123,6 +124,6 @@ func (n *Node) handleUpdate(src netip.AddrPort, req *wire.Message, v *view, star
 		n.log.Debug("dropped entry: update over the byte capacity",
 			"key", string(req.Key), "bytes", len(req.Value), "capacity_bytes", n.cfg.CapacityBytes)
 	}
-	n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
+	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
 	n.reqs.Observe(wire.OpUpdate, metrics.ResultOK, time.Since(start))
 }

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
-// handle serves one request on a reader goroutine. req's Key and Value alias
-// the receive buffer: every path that keeps them copies them first, and no
-// path blocks.
-func (n *Node) handle(src netip.AddrPort, req *wire.Message) {
+// handle serves one request on a reader goroutine and replies through out,
+// the reader's reply batch. req's Key and Value alias the receive buffer:
+// every path that keeps them copies them first, and no path blocks.
+func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	start := time.Now()
 	v := n.view.Load()
 	if v == nil {
@@ -20,24 +21,24 @@ func (n *Node) handle(src netip.AddrPort, req *wire.Message) {
 	}
 	switch req.Op {
 	case wire.OpGet:
-		n.handleGet(src, req, v, start)
+		n.handleGet(out, src, req, v, start)
 	case wire.OpInvalidate:
-		n.handleInvalidate(src, req, v, start)
+		n.handleInvalidate(out, src, req, v, start)
 	case wire.OpUpdate:
-		n.handleUpdate(src, req, v, start)
+		n.handleUpdate(out, src, req, v, start)
 	case wire.OpPing:
-		n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, 0, nil)
+		n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, 0, nil)
 	default:
 		// PUT, DEL and FETCH belong to the storage shim.
 		n.stats.notOwner.Add(1)
-		n.replyInPlace(src, req, v, n.loadAt(n.now(start)), wire.StatusNotOwner, 0, 0, nil)
+		n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusNotOwner, 0, 0, nil)
 		n.reqs.Observe(req.Op, metrics.StatusResult(wire.StatusNotOwner), time.Since(start))
 	}
 }
 
 // handleGet serves a GET: a hit from the cache, otherwise a coalesced miss.
 // The hit path does not allocate.
-func (n *Node) handleGet(src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
+func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	now := n.now(start)
 	n.meter.Add(1, now)
 	n.stats.gets.Add(1)
@@ -48,13 +49,13 @@ func (n *Node) handleGet(src netip.AddrPort, req *wire.Message, v *view, start t
 	}
 	n.stats.hits.Add(1)
 	n.det.RecordHit(bytesView(req.Key))
-	n.replyInPlace(src, req, v, n.loadAt(now), wire.StatusOK, wire.FlagHit, version, value)
+	n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusOK, wire.FlagHit, version, value)
 	n.reqs.Observe(wire.OpGet, metrics.ResultHit, time.Since(start))
 }
 
 // replyInPlace turns req into its reply (same seq, key and digest) with
-// telemetry and sends it to src.
-func (n *Node) replyInPlace(src netip.AddrPort, req *wire.Message, v *view, load uint32,
+// telemetry and sends it to src through out.
+func (n *Node) replyInPlace(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, load uint32,
 	status wire.Status, flags wire.Flag, valueVersion uint64, value []byte) {
 	h := &req.Header
 	h.Op = h.Op.Reply()
@@ -64,7 +65,7 @@ func (n *Node) replyInPlace(src netip.AddrPort, req *wire.Message, v *view, load
 	h.ValueVersion = valueVersion
 	h.MapVersion = v.version
 	req.Value = value
-	if err := n.out.Send(src, req); err != nil {
+	if err := out.Send(src, req); err != nil {
 		n.log.Debug("cannot send reply", "op", h.Op, "to", src, "err", err)
 	}
 }

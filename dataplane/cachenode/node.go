@@ -16,7 +16,6 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/transport"
-	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/hotkey"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/routing"
@@ -115,12 +114,6 @@ func (c Config) validate() error {
 	return nil
 }
 
-// sender sends a message; *transport.Endpoint satisfies it. Tests replace it
-// to drive the handler without a socket.
-type sender interface {
-	Send(dst netip.AddrPort, m *wire.Message) error
-}
-
 // view is the node's compiled view of one partition map: immutable, swapped
 // atomically by SetMap.
 type view struct {
@@ -151,7 +144,7 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	ep    *transport.Endpoint
-	out   sender
+	out   transport.Sender // replies sent off the reader goroutines; tests replace it
 	det   *hotkey.Detector
 	meter *routing.LoadMeter
 	epoch time.Time // origin of the meter's monotonic clock

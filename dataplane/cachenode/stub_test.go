@@ -87,7 +87,7 @@ func newStubShim(t testing.TB, opts ...stubOption) *stubShim {
 
 func (s *stubShim) addr() netip.AddrPort { return s.ep.Addr() }
 
-func (s *stubShim) handle(src netip.AddrPort, req *wire.Message) {
+func (s *stubShim) handle(_ transport.Sender, src netip.AddrPort, req *wire.Message) {
 	id := requestID{src, req.Op, req.Seq}
 	s.mu.Lock()
 	if r := s.replied[id]; r != nil {

@@ -21,13 +21,13 @@ func hitServer(t *testing.T, drop func(n uint64) bool) netip.AddrPort {
 		t.Fatal(err)
 	}
 	var n atomic.Uint64
-	ep.Start(func(src netip.AddrPort, req *wire.Message) {
+	ep.Start(func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 		if drop(n.Add(1)) {
 			return
 		}
 		rep := wire.Message{Header: req.Header, Key: req.Key, Value: []byte("v")}
 		rep.Op, rep.Flags = wire.OpGetReply, wire.FlagHit
-		_ = ep.Send(src, &rep)
+		_ = out.Send(src, &rep)
 	})
 	t.Cleanup(func() { _ = ep.Close() })
 	return ep.Addr()

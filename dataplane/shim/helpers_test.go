@@ -87,7 +87,7 @@ func (n *recordingNode) setSilent(v bool) {
 	n.mu.Unlock()
 }
 
-func (n *recordingNode) handle(src netip.AddrPort, req *wire.Message) {
+func (n *recordingNode) handle(_ transport.Sender, src netip.AddrPort, req *wire.Message) {
 	if req.Op != wire.OpInvalidate && req.Op != wire.OpUpdate {
 		return
 	}

@@ -231,17 +231,18 @@ func (s *Shim) Healthy(ctx context.Context) error {
 }
 
 // handle runs on the transport's readers: it answers what needs no Redis
-// at once and hands the rest, copied, to a goroutine.
-func (s *Shim) handle(src netip.AddrPort, req *wire.Message) {
+// at once, through the reader's reply batch out, and hands the rest,
+// copied, to a goroutine.
+func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	now := time.Now()
 	switch req.Op {
 	case wire.OpGet, wire.OpPut, wire.OpDel, wire.OpFetch:
 	case wire.OpPing:
-		s.replyNow(src, req, wire.StatusOK)
+		s.replyNow(out, src, req, wire.StatusOK)
 		return
 	default:
 		s.log.Debug("unexpected request", "op", req.Op, "from", src)
-		s.replyNow(src, req, wire.StatusInternal)
+		s.replyNow(out, src, req, wire.StatusInternal)
 		return
 	}
 	key := string(req.Key) // a copy: req aliases the read buffer
@@ -249,7 +250,7 @@ func (s *Shim) handle(src netip.AddrPort, req *wire.Message) {
 	if !cur.ownsKey(key) || (req.Op == wire.OpFetch && !cur.isOwner(key, src)) {
 		s.stats.notOwner.Add(1)
 		s.metrics.requests.Observe(req.Op, metrics.StatusResult(wire.StatusNotOwner), time.Since(now))
-		s.replyNow(src, req, wire.StatusNotOwner)
+		s.replyNow(out, src, req, wire.StatusNotOwner)
 		return
 	}
 	write := req.Op == wire.OpPut || req.Op == wire.OpDel
@@ -261,7 +262,7 @@ func (s *Shim) handle(src netip.AddrPort, req *wire.Message) {
 			return // the reply will come when the write completes
 		case dedupDone:
 			s.stats.duplicateWrites.Add(1)
-			s.send(src, &stored)
+			s.sendVia(out, src, &stored)
 			return
 		}
 	}
@@ -273,7 +274,7 @@ func (s *Shim) handle(src netip.AddrPort, req *wire.Message) {
 		}
 		s.stats.overloaded.Add(1)
 		s.metrics.requests.Observe(req.Op, metrics.StatusResult(wire.StatusOverloaded), time.Since(now))
-		s.replyNow(src, req, wire.StatusOverloaded)
+		s.replyNow(out, src, req, wire.StatusOverloaded)
 		return
 	}
 	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, start: now}
@@ -308,12 +309,12 @@ func (s *Shim) mapVersion() uint64 {
 
 // replyNow answers req, whose key may alias the read buffer, from the
 // reader goroutine with status and no value.
-func (s *Shim) replyNow(src netip.AddrPort, req *wire.Message, status wire.Status) {
+func (s *Shim) replyNow(out transport.Sender, src netip.AddrPort, req *wire.Message, status wire.Status) {
 	m := wire.Message{
 		Header: wire.Header{Op: req.Op.Reply(), Seq: req.Seq, Digest: req.Digest, Status: status, MapVersion: s.mapVersion()},
 		Key:    req.Key,
 	}
-	s.send(src, &m)
+	s.sendVia(out, src, &m)
 }
 
 // replyTo builds the reply to r.
@@ -325,9 +326,13 @@ func (s *Shim) replyTo(r *request, status wire.Status, version uint64, value []b
 	}
 }
 
-// send sends m to dst; a lost reply is retransmitted by the requester.
-func (s *Shim) send(dst netip.AddrPort, m *wire.Message) {
-	if err := s.ep.Send(dst, m); err != nil {
+// send sends m to dst from a request's goroutine.
+func (s *Shim) send(dst netip.AddrPort, m *wire.Message) { s.sendVia(s.ep, dst, m) }
+
+// sendVia sends m to dst through out; a lost reply is retransmitted by the
+// requester.
+func (s *Shim) sendVia(out transport.Sender, dst netip.AddrPort, m *wire.Message) {
+	if err := out.Send(dst, m); err != nil {
 		s.log.Debug("cannot send reply", "op", m.Op, "to", dst, "err", err)
 	}
 }

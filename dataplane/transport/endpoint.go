@@ -6,6 +6,12 @@
 // The hit path stays allocation-free: a request whose value fits one
 // datagram is handed to the handler aliasing the reader's buffer, and Send
 // encodes into pooled buffers. Malformed datagrams are counted and dropped.
+//
+// On Linux each reader receives up to Config.Batch datagrams with one
+// recvmmsg(2) and sends the replies its handler produced for them with one
+// sendmmsg(2), so a busy node pays two system calls per batch instead of two
+// per request. An idle socket still answers every datagram at once: recvmmsg
+// returns what has arrived, it does not wait for a full batch.
 // Calls retransmit with the same sequence number until the context ends, so
 // receivers must treat a repeated (sender, sequence number) as the same
 // request; the storage shim deduplicates writes for that reason.
@@ -30,16 +36,32 @@ import (
 const (
 	DefaultRetransmit = 50 * time.Millisecond
 	DefaultSocketBuf  = 4 << 20
+	DefaultBatch      = 32
+	// MaxBatch bounds Config.Batch: each reader holds Batch receive buffers
+	// of wire.MaxDatagram bytes.
+	MaxBatch = 1024
 )
 
 // ErrClosed is returned by calls on a closed Endpoint.
 var ErrClosed = errors.New("endpoint closed")
 
+// Sender sends a message, split into as many datagrams as its value needs.
+// *Endpoint is a Sender; so is the reply queue a Handler is given.
+type Sender interface {
+	Send(dst netip.AddrPort, m *wire.Message) error
+}
+
 // Handler serves a request from src. req's Key and Value alias a receive
 // buffer and are valid only until Handler returns; a handler that keeps them
 // or blocks must copy them and hand the work to another goroutine. Handlers
 // run on the reader goroutines, concurrently when Config.Readers > 1.
-type Handler func(src netip.AddrPort, req *wire.Message)
+//
+// Replies sent through out are encoded at once and sent with the rest of
+// the reader's batch when the handler of the batch's last datagram returns;
+// out belongs to the reader goroutine and must not be kept or handed to
+// another goroutine (use the Endpoint there). Kernel send errors of queued
+// replies are counted in Stats.SendErrors, not returned.
+type Handler func(out Sender, src netip.AddrPort, req *wire.Message)
 
 // Config configures an Endpoint.
 type Config struct {
@@ -50,6 +72,10 @@ type Config struct {
 	Datagram int
 	// Readers is the number of goroutines reading the socket (default 1).
 	Readers int
+	// Batch is the most datagrams a reader receives, and replies it sends,
+	// per system call (default DefaultBatch; 1 reads and sends each
+	// datagram on its own). Batching needs Linux; elsewhere it is 1.
+	Batch int
 	// Retransmit is the interval after which Call sends a request again.
 	Retransmit time.Duration
 	// SocketBuffer is the requested SO_RCVBUF and SO_SNDBUF in bytes.
@@ -67,6 +93,9 @@ func (c Config) withDefaults() Config {
 	if c.Readers <= 0 {
 		c.Readers = 1
 	}
+	if c.Batch <= 0 {
+		c.Batch = DefaultBatch
+	}
 	if c.Retransmit == 0 {
 		c.Retransmit = DefaultRetransmit
 	}
@@ -82,6 +111,7 @@ func (c Config) withDefaults() Config {
 // Stats counts an Endpoint's traffic.
 type Stats struct {
 	DatagramsIn      uint64
+	Receives         uint64 // receive system calls that returned datagrams; DatagramsIn/Receives is the mean batch
 	DatagramsOut     uint64
 	BytesIn          uint64
 	BytesOut         uint64
@@ -95,6 +125,7 @@ type Stats struct {
 
 type counters struct {
 	datagramsIn, datagramsOut, bytesIn, bytesOut atomic.Uint64
+	receives                                     atomic.Uint64
 	malformed, unhandled, unmatched, retransmits atomic.Uint64
 	sendErrors                                   atomic.Uint64
 }
@@ -109,6 +140,7 @@ type call struct {
 type Endpoint struct {
 	cfg    Config
 	conn   *net.UDPConn
+	sys    sysConn // the socket for batched system calls, per platform
 	addr   netip.AddrPort
 	reasm  *wire.Reassembler
 	bufs   sync.Pool // *[]byte of cap cfg.Datagram, for encoding
@@ -127,6 +159,9 @@ func Listen(cfg Config) (*Endpoint, error) {
 	if cfg.Datagram < wire.MinDatagram || cfg.Datagram > wire.MaxDatagram {
 		return nil, fmt.Errorf("cannot listen on %s: datagram size %d outside %d…%d", cfg.Addr, cfg.Datagram, wire.MinDatagram, wire.MaxDatagram)
 	}
+	if cfg.Batch > MaxBatch {
+		return nil, fmt.Errorf("cannot listen on %s: batch %d above %d", cfg.Addr, cfg.Batch, MaxBatch)
+	}
 	ua, err := net.ResolveUDPAddr("udp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Addr, err)
@@ -138,9 +173,15 @@ func Listen(cfg Config) (*Endpoint, error) {
 	// Best effort: the kernel caps the sizes at net.core.[rw]mem_max.
 	_ = conn.SetReadBuffer(cfg.SocketBuffer)
 	_ = conn.SetWriteBuffer(cfg.SocketBuffer)
+	sys, err := newSysConn(conn)
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Addr, err)
+	}
 	e := &Endpoint{
 		cfg:   cfg,
 		conn:  conn,
+		sys:   sys,
 		addr:  conn.LocalAddr().(*net.UDPAddr).AddrPort(),
 		reasm: wire.NewReassembler(cfg.Reassembly),
 		calls: make(map[uint64]*call),
@@ -214,7 +255,7 @@ func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message
 	}
 	m.Seq = e.NextSeq()
 	// Sources are reported unmapped; so is the peer a reply must come from.
-	c := &call{dst: netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port()), op: m.Op.Reply(), reply: make(chan wire.Message, 1)}
+	c := &call{dst: unmapped(dst), op: m.Op.Reply(), reply: make(chan wire.Message, 1)}
 	e.mu.Lock()
 	e.calls[m.Seq] = c
 	e.mu.Unlock()
@@ -248,7 +289,7 @@ func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message
 func (e *Endpoint) Stats() Stats {
 	s := &e.stats
 	return Stats{
-		DatagramsIn: s.datagramsIn.Load(), DatagramsOut: s.datagramsOut.Load(),
+		DatagramsIn: s.datagramsIn.Load(), Receives: s.receives.Load(), DatagramsOut: s.datagramsOut.Load(),
 		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
 		Malformed: s.malformed.Load(), Unhandled: s.unhandled.Load(),
 		UnmatchedReplies: s.unmatched.Load(), Retransmits: s.retransmits.Load(),
@@ -258,10 +299,10 @@ func (e *Endpoint) Stats() Stats {
 
 func (e *Endpoint) read(h Handler) {
 	defer e.wg.Done()
-	buf := make([]byte, wire.MaxDatagram+1)
+	r := e.newReader()
 	msg := new(wire.Message) // reused for every datagram this reader hands out
 	for {
-		n, src, err := e.conn.ReadFromUDPAddrPort(buf)
+		n, err := r.recv()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -269,14 +310,64 @@ func (e *Endpoint) read(h Handler) {
 			e.cfg.Logger.Debug("cannot read datagram", "addr", e.addr, "err", err)
 			continue
 		}
-		e.stats.datagramsIn.Add(1)
-		e.stats.bytesIn.Add(uint64(n))
-		e.receive(h, netip.AddrPortFrom(src.Addr().Unmap(), src.Port()), buf[:n], msg)
+		e.stats.receives.Add(1)
+		for i := range n {
+			b, src := r.datagram(i)
+			e.stats.datagramsIn.Add(1)
+			e.stats.bytesIn.Add(uint64(len(b)))
+			e.receive(h, r, src, b, msg)
+		}
+		r.flush()
 	}
 }
 
+// reader is one reader goroutine's socket access: it receives datagrams
+// and is the Sender its handler replies through.
+type reader interface {
+	Sender
+	// recv waits for datagrams and returns how many were received.
+	recv() (int, error)
+	// datagram is the i-th datagram of the last recv and its unmapped
+	// source; the bytes are valid until the next recv.
+	datagram(i int) ([]byte, netip.AddrPort)
+	// flush sends the replies queued since the last flush.
+	flush()
+}
+
+// singleReader reads and sends one datagram per system call.
+type singleReader struct {
+	e   *Endpoint
+	buf []byte
+	n   int
+	src netip.AddrPort
+}
+
+func newSingleReader(e *Endpoint) *singleReader {
+	return &singleReader{e: e, buf: make([]byte, wire.MaxDatagram+1)}
+}
+
+func (r *singleReader) recv() (int, error) {
+	n, src, err := r.e.conn.ReadFromUDPAddrPort(r.buf)
+	if err != nil {
+		return 0, err
+	}
+	r.n, r.src = n, unmapped(src)
+	return 1, nil
+}
+
+func (r *singleReader) datagram(int) ([]byte, netip.AddrPort) { return r.buf[:r.n], r.src }
+
+func (r *singleReader) Send(dst netip.AddrPort, m *wire.Message) error { return r.e.Send(dst, m) }
+
+func (r *singleReader) flush() {}
+
+// unmapped reports an IPv4 peer of a dual-stack socket as IPv4.
+func unmapped(a netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+}
+
 // receive dispatches one datagram, decoding a complete message into msg.
-func (e *Endpoint) receive(h Handler, src netip.AddrPort, b []byte, msg *wire.Message) {
+func (e *Endpoint) receive(h Handler, out Sender, src netip.AddrPort, b []byte, msg *wire.Message) {
 	p, err := wire.Parse(b)
 	if err != nil {
 		e.stats.malformed.Add(1)
@@ -286,23 +377,23 @@ func (e *Endpoint) receive(h Handler, src netip.AddrPort, b []byte, msg *wire.Me
 	if !p.Complete() {
 		m, ok := e.reasm.Add(src, &p, time.Now())
 		if ok {
-			e.dispatch(h, src, &m, true)
+			e.dispatch(h, out, src, &m, true)
 		}
 		return
 	}
 	*msg = wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
-	e.dispatch(h, src, msg, false)
+	e.dispatch(h, out, src, msg, false)
 }
 
 // dispatch hands a complete message to its call or to h. owned says whether
 // m's bytes are its own (reassembled) rather than the read buffer.
-func (e *Endpoint) dispatch(h Handler, src netip.AddrPort, m *wire.Message, owned bool) {
+func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.Message, owned bool) {
 	if !m.Op.IsReply() {
 		if h == nil {
 			e.stats.unhandled.Add(1)
 			return
 		}
-		h(src, m)
+		h(out, src, m)
 		return
 	}
 	e.mu.Lock()

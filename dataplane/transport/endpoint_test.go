@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -17,12 +18,6 @@ import (
 // listen starts an endpoint on loopback that serves requests with h.
 func listen(t *testing.T, h transport.Handler, opts ...func(*transport.Config)) *transport.Endpoint {
 	t.Helper()
-	return listenWith(t, func(*transport.Endpoint) transport.Handler { return h }, opts...)
-}
-
-// listenWith is listen for handlers that reply through their own endpoint.
-func listenWith(t *testing.T, h func(*transport.Endpoint) transport.Handler, opts ...func(*transport.Config)) *transport.Endpoint {
-	t.Helper()
 	cfg := transport.Config{Addr: "127.0.0.1:0"}
 	for _, o := range opts {
 		o(&cfg)
@@ -31,24 +26,24 @@ func listenWith(t *testing.T, h func(*transport.Endpoint) transport.Handler, opt
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep.Start(h(ep))
+	ep.Start(h)
 	t.Cleanup(func() { _ = ep.Close() })
 	return ep
 }
 
 func withDatagram(n int) func(*transport.Config) { return func(c *transport.Config) { c.Datagram = n } }
 
+func withBatch(n int) func(*transport.Config) { return func(c *transport.Config) { c.Batch = n } }
+
 func withRetransmit(d time.Duration) func(*transport.Config) {
 	return func(c *transport.Config) { c.Retransmit = d }
 }
 
 // echo answers every request with its value.
-func echo(ep *transport.Endpoint) transport.Handler {
-	return func(src netip.AddrPort, req *wire.Message) {
-		r := wire.Message{Header: req.Header, Key: req.Key, Value: req.Value}
-		r.Op = req.Op.Reply()
-		_ = ep.Send(src, &r)
-	}
+func echo(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+	r := wire.Message{Header: req.Header, Key: req.Key, Value: req.Value}
+	r.Op = req.Op.Reply()
+	_ = out.Send(src, &r)
 }
 
 func TestCallRoundTrip(t *testing.T) {
@@ -65,20 +60,26 @@ func TestCallRoundTrip(t *testing.T) {
 		{"1 MiB at the default size", 0, big},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			server := listenWith(t, echo, withDatagram(tt.datagram))
-			client := listen(t, nil, withDatagram(tt.datagram))
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			req := wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("k"), Value: tt.value}
-			rep, err := client.Call(ctx, server.Addr(), &req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rep.Op != wire.OpPutReply || rep.Seq != req.Seq || !bytes.Equal(rep.Value, tt.value) {
-				t.Fatalf("reply %v seq %d (want %d), %d value bytes (want %d)", rep.Op, rep.Seq, req.Seq, len(rep.Value), len(tt.value))
-			}
-		})
+		for _, batch := range []int{1, transport.DefaultBatch} {
+			t.Run(fmt.Sprintf("%s/batch %d", tt.name, batch), func(t *testing.T) {
+				testRoundTrip(t, tt.value, withDatagram(tt.datagram), withBatch(batch))
+			})
+		}
+	}
+}
+
+func testRoundTrip(t *testing.T, value []byte, opts ...func(*transport.Config)) {
+	server := listen(t, echo, opts...)
+	client := listen(t, nil, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("k"), Value: value}
+	rep, err := client.Call(ctx, server.Addr(), &req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Op != wire.OpPutReply || rep.Seq != req.Seq || !bytes.Equal(rep.Value, value) {
+		t.Fatalf("reply %v seq %d (want %d), %d value bytes (want %d)", rep.Op, rep.Seq, req.Seq, len(rep.Value), len(value))
 	}
 }
 
@@ -87,17 +88,15 @@ func TestCallRetransmitsWithSameSeq(t *testing.T) {
 		mu   sync.Mutex
 		seqs []uint64
 	)
-	ep := listenWith(t, func(ep *transport.Endpoint) transport.Handler {
-		return func(src netip.AddrPort, req *wire.Message) {
-			mu.Lock()
-			seqs = append(seqs, req.Seq)
-			n := len(seqs)
-			mu.Unlock()
-			if n < 3 { // drop the first two copies
-				return
-			}
-			echo(ep)(src, req)
+	ep := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+		mu.Lock()
+		seqs = append(seqs, req.Seq)
+		n := len(seqs)
+		mu.Unlock()
+		if n < 3 { // drop the first two copies
+			return
 		}
+		echo(out, src, req)
 	})
 	client := listen(t, nil, withRetransmit(time.Millisecond))
 	req := wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}
@@ -117,7 +116,7 @@ func TestCallRetransmitsWithSameSeq(t *testing.T) {
 }
 
 func TestCallContextEnds(t *testing.T) {
-	silent := listen(t, func(netip.AddrPort, *wire.Message) {})
+	silent := listen(t, func(transport.Sender, netip.AddrPort, *wire.Message) {})
 	client := listen(t, nil, withRetransmit(time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -131,7 +130,7 @@ func TestCallContextEnds(t *testing.T) {
 func TestReplyFromWrongPeerIsNotMatched(t *testing.T) {
 	client := listen(t, nil)
 	got := make(chan wire.Message, 1)
-	target := listen(t, func(_ netip.AddrPort, req *wire.Message) {
+	target := listen(t, func(_ transport.Sender, _ netip.AddrPort, req *wire.Message) {
 		got <- wire.Message{Header: req.Header, Key: bytes.Clone(req.Key)}
 	})
 	impostor := listen(t, nil)
@@ -156,7 +155,7 @@ func TestReplyFromWrongPeerIsNotMatched(t *testing.T) {
 }
 
 func TestMalformedDatagramsAreCountedAndDropped(t *testing.T) {
-	server := listenWith(t, echo)
+	server := listen(t, echo)
 	raw, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(server.Addr()))
 	if err != nil {
 		t.Fatal(err)

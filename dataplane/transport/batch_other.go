@@ -1,0 +1,14 @@
+//go:build !linux
+
+package transport
+
+import "net"
+
+// sysConn is empty where batched system calls are not available.
+type sysConn struct{}
+
+func newSysConn(*net.UDPConn) (sysConn, error) { return sysConn{}, nil }
+
+// newReader reads one datagram per system call: recvmmsg and sendmmsg are
+// Linux calls.
+func (e *Endpoint) newReader() reader { return newSingleReader(e) }
