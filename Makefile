@@ -15,15 +15,28 @@ GOLANGCI_LINT_DIR := $(abspath $(TOOLS_DIR))/golangci-lint/$(GOLANGCI_LINT_VERSI
 GOLANGCI_LINT := $(GOLANGCI_LINT_DIR)/golangci-lint
 LINT_FLAGS ?=
 
+CONTROLLER_GEN_VERSION ?= v0.23.0
+CONTROLLER_GEN_DIR := $(abspath $(TOOLS_DIR))/controller-gen/$(CONTROLLER_GEN_VERSION)
+CONTROLLER_GEN := $(CONTROLLER_GEN_DIR)/controller-gen
+
+# The envtest control plane (kube-apiserver, etcd, kubectl), built from the Go
+# module proxy by hack/envtest-assets.sh into TOOLS_DIR/envtest/<versions>.
+K8S_VERSION ?= 1.37.1
+ETCD_VERSION ?= 3.7.0
+ENVTEST_ASSETS := $(abspath $(TOOLS_DIR))/envtest/k8s-$(K8S_VERSION)-etcd-$(ETCD_VERSION)/bin
+export KUBEBUILDER_ASSETS ?= $(ENVTEST_ASSETS)
+export CONTROLLER_GEN
+
 # Tests.
 TEST_TIMEOUT ?= 25m
 TEST_FLAGS ?=
 # Prerequisites that `make test` installs by itself before running the tests.
 # Each entry is a target that must be idempotent (do nothing when the thing is
 # already present): redis-server (with redis-benchmark and redis-cli) for the
-# tests that run a real Redis through internal/redistest. A later addition is,
-# for example, the envtest binaries (kube-apiserver, etcd).
-TEST_DEPS ?= redis-server
+# tests that run a real Redis through internal/redistest; the envtest control
+# plane for the operator's tests; controller-gen for the test that keeps crds/
+# in sync with the API types.
+TEST_DEPS ?= redis-server envtest controller-gen
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -33,14 +46,14 @@ SIM_FLAGS ?=
 FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean
+.PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean manifests envtest controller-gen
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
 	@echo
 	@echo 'Targets:'
 	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) \
-		| awk 'BEGIN {FS = ":.*## "} {printf "  %-10s %s\n", $$1, $$2}'
+		| awk 'BEGIN {FS = ":.*## "} {printf "  %-15s %s\n", $$1, $$2}'
 	@echo
 	@echo 'Variables: TOOLS_DIR=$(TOOLS_DIR) SIM_OUT=$(SIM_OUT) SIM_FLAGS=$(SIM_FLAGS)'
 	@echo '           TEST_TIMEOUT=$(TEST_TIMEOUT) TEST_FLAGS=$(TEST_FLAGS) FUZZ_TIME=$(FUZZ_TIME)'
@@ -48,7 +61,7 @@ help: ## Show this help
 build: ## Build bin/distcache
 	$(GO) build -o bin/distcache ./cmd/distcache
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, redis-tools
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
@@ -93,6 +106,20 @@ $(GOLANGCI_LINT):
 	@echo 'Installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(GOLANGCI_LINT_DIR)'
 	mkdir -p '$(GOLANGCI_LINT_DIR)'
 	GOBIN='$(GOLANGCI_LINT_DIR)' $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into TOOLS_DIR (idempotent)
+
+$(CONTROLLER_GEN):
+	@echo 'Installing controller-gen $(CONTROLLER_GEN_VERSION) into $(CONTROLLER_GEN_DIR)'
+	mkdir -p '$(CONTROLLER_GEN_DIR)'
+	GOBIN='$(CONTROLLER_GEN_DIR)' $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+
+envtest: ## Build kube-apiserver, kubectl and etcd for envtest into TOOLS_DIR (idempotent; minutes the first time)
+	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) DISTCACHE_CACHE='$(abspath $(TOOLS_DIR))' hack/envtest-assets.sh >/dev/null
+
+manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code and the CRDs in crds/ from operator/api
+	'$(CONTROLLER_GEN)' object paths=./operator/api/...
+	'$(CONTROLLER_GEN)' crd paths=./operator/api/... output:crd:artifacts:config=crds
 
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (installed into TOOLS_DIR if missing)
 	'$(GOLANGCI_LINT)' run $(LINT_FLAGS) ./...

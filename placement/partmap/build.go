@@ -20,6 +20,19 @@ type Spec struct {
 	StorageSeed uint64
 	// Layers lists the cache layers, upper layers first.
 	Layers []LayerSpec
+	// Addresses names the data-plane address of every shard and member;
+	// nil keeps the addresses of the previous map's members and leaves the
+	// rest empty.
+	Addresses Addresser
+}
+
+// Addresser names the data-plane addresses of a topology: pod DNS names in
+// Kubernetes, loopback ports in standalone mode.
+type Addresser interface {
+	// ShardAddress is the host:port of shard s of rack r's storage shim.
+	ShardAddress(rack, shard int) string
+	// MemberAddress is the host:port of member i of the named layer.
+	MemberAddress(layer string, i int) string
 }
 
 // LayerSpec is the desired shape of one cache layer.
@@ -67,7 +80,11 @@ func Build(spec Spec, prev *Map) (*Map, error) {
 	for r := range spec.Racks {
 		rack := Rack{Name: RackName(r)}
 		for s := range spec.ShardsPerRack {
-			rack.Shards = append(rack.Shards, Shard{Name: ShardName(spec.Cluster, r, s)})
+			sh := Shard{Name: ShardName(spec.Cluster, r, s)}
+			if spec.Addresses != nil {
+				sh.Address = spec.Addresses.ShardAddress(r, s)
+			}
+			rack.Shards = append(rack.Shards, sh)
 		}
 		m.Storage.Racks = append(m.Storage.Racks, rack)
 	}
@@ -109,6 +126,9 @@ func buildLayer(spec Spec, ls LayerSpec, ids *idAllocator) Layer {
 			mb.Rack = RackName(i)
 		}
 		ids.assign(&mb)
+		if spec.Addresses != nil {
+			mb.Address = spec.Addresses.MemberAddress(ls.Name, i)
+		}
 		l.Members = append(l.Members, mb)
 	}
 	return l

@@ -361,3 +361,34 @@ func TestStorageShardLookup(t *testing.T) {
 		t.Fatal("StorageShard found a shard that does not exist")
 	}
 }
+
+// hostAddresser names addresses as Kubernetes pod DNS names would.
+type hostAddresser struct{ domain string }
+
+func (a hostAddresser) ShardAddress(r, s int) string {
+	return "shard-" + itoa(r) + "-" + itoa(s) + "." + a.domain + ":7000"
+}
+
+func (a hostAddresser) MemberAddress(layer string, i int) string {
+	return layer + "-" + itoa(i) + "." + a.domain + ":7100"
+}
+
+func TestBuildAddresses(t *testing.T) {
+	withAddresses := func(domain string) specOption {
+		return func(s *partmap.Spec) { s.Addresses = hostAddresser{domain} }
+	}
+	m := mustBuild(t, newSpec(withAddresses("a.svc")), nil)
+	if got := m.Storage.Racks[0].Shards[0].Address; got != "shard-0-0.a.svc:7000" {
+		t.Fatalf("shard address %q", got)
+	}
+	if got := m.Layers[0].Members[0].Address; got != m.Layers[0].Name+"-0.a.svc:7100" {
+		t.Fatalf("member address %q", got)
+	}
+	if again := mustBuild(t, newSpec(withAddresses("a.svc")), m); again != m {
+		t.Fatalf("same spec and addresses: version %d, want the previous map itself", again.Version)
+	}
+	moved := mustBuild(t, newSpec(withAddresses("b.svc")), m)
+	if moved.Version != m.Version+1 || moved.Layers[0].Members[0].ID != m.Layers[0].Members[0].ID {
+		t.Fatalf("new addresses: version %d (want %d), ids must stay", moved.Version, m.Version+1)
+	}
+}

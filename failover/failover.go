@@ -1,0 +1,188 @@
+package failover
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// Policy is when members are failed and restored.
+type Policy struct {
+	// Grace is how long an Active member must be continuously not Ready
+	// before it is marked Failed.
+	Grace time.Duration
+	// HoldDown is how long a Failed member must be continuously Ready before
+	// it is marked Active again.
+	HoldDown time.Duration
+}
+
+// Observation is a member's health as last seen.
+type Observation struct {
+	// Ready reports whether the member is serving.
+	Ready bool
+	// Since is when Ready last changed: the pod's Ready condition's
+	// lastTransitionTime, or when the controller first saw it so.
+	Since time.Time
+}
+
+// Decision is what Decide concluded for one member.
+type Decision struct {
+	// State is the state the member should have now.
+	State partmap.MemberState
+	// Changed reports that State differs from the current one.
+	Changed bool
+	// Recheck, when positive, is how long until a running grace period or
+	// hold-down ends and the member should be looked at again; 0 means
+	// nothing is pending.
+	Recheck time.Duration
+}
+
+// Change records one member's transition, for events and logs.
+type Change struct {
+	// Layer and Member name the layer and the member.
+	Layer, Member string
+	// From and To are the member's states before and after.
+	From, To partmap.MemberState
+	// After is how long the member had been not Ready (when failed) or Ready
+	// (when restored).
+	After time.Duration
+}
+
+// Validate reports the first problem that makes p unusable.
+func (p Policy) Validate() error {
+	if p.Grace <= 0 {
+		return fmt.Errorf("cannot use failover policy: grace period must be positive, got %v", p.Grace)
+	}
+	if p.HoldDown <= 0 {
+		return fmt.Errorf("cannot use failover policy: hold-down period must be positive, got %v", p.HoldDown)
+	}
+	return nil
+}
+
+// Decide returns the state a member in state current should have at now
+// given its observation o. An Active member not Ready for at least p.Grace
+// fails; a Failed member Ready for at least p.HoldDown is restored; otherwise
+// the state is kept and Recheck is the time left of the running period, if
+// any. A Since after now counts as no time elapsed, and a current state other
+// than Failed is treated as Active. p is assumed valid (see Validate).
+func (p Policy) Decide(current partmap.MemberState, o Observation, now time.Time) Decision {
+	state := partmap.Active
+	if current == partmap.Failed {
+		state = partmap.Failed
+	}
+	d := Decision{State: state}
+	elapsed := elapsedSince(o, now)
+	switch {
+	case state == partmap.Active && !o.Ready:
+		if elapsed >= p.Grace {
+			d.State = partmap.Failed
+		} else {
+			d.Recheck = p.Grace - elapsed
+		}
+	case state == partmap.Failed && o.Ready:
+		if elapsed >= p.HoldDown {
+			d.State = partmap.Active
+		} else {
+			d.Recheck = p.HoldDown - elapsed
+		}
+	}
+	d.Changed = d.State != current
+	return d
+}
+
+// Apply decides every member of m from obs (keyed by member name) at now.
+//
+// A member without an observation is treated as not Ready since now: an
+// Active one starts its grace period now and a Failed one stays Failed. The
+// caller is expected to record when it first saw each member and pass that
+// as Since, so that the grace period survives a controller restart.
+//
+// Apply never fails the last active member of a layer: when every member of
+// a layer that is Active now would fail, the one that has been not Ready the
+// shortest (the latest Since; the first in member order on a tie) stays
+// Active with no recheck pending, since a layer without active members would
+// own no keys. It fails once another member of the layer is restored.
+//
+// Apply returns the next map (m itself when nothing changed, else a copy
+// whose Version is m's plus one), the changes in map order (layers, then
+// members), and the smallest positive Recheck over all members (0 if none).
+// m is not modified. p is assumed valid (see Validate).
+func (p Policy) Apply(m *partmap.Map, obs map[string]Observation, now time.Time) (next *partmap.Map, changes []Change, recheck time.Duration) {
+	if m == nil {
+		return nil, nil, 0
+	}
+	next = m
+	for l := range m.Layers {
+		layer := &m.Layers[l]
+		decisions := p.decideLayer(layer, obs, now)
+		for i, d := range decisions {
+			if d.Recheck > 0 && (recheck == 0 || d.Recheck < recheck) {
+				recheck = d.Recheck
+			}
+			if !d.Changed {
+				continue
+			}
+			if next == m {
+				next = m.Clone()
+				next.Version++
+			}
+			mb := &layer.Members[i]
+			next.Layers[l].Members[i].State = d.State
+			changes = append(changes, Change{
+				Layer:  layer.Name,
+				Member: mb.Name,
+				From:   mb.State,
+				To:     d.State,
+				After:  elapsedSince(observe(obs, mb.Name, now), now),
+			})
+		}
+	}
+	return next, changes, recheck
+}
+
+// decideLayer decides every member of layer and enforces the last-active
+// rule.
+func (p Policy) decideLayer(layer *partmap.Layer, obs map[string]Observation, now time.Time) []Decision {
+	decisions := make([]Decision, len(layer.Members))
+	active := 0
+	for i, mb := range layer.Members {
+		decisions[i] = p.Decide(mb.State, observe(obs, mb.Name, now), now)
+		if decisions[i].State == partmap.Active {
+			active++
+		}
+	}
+	if active > 0 {
+		return decisions
+	}
+	// No member stays Active, so every member not Failed now was decided
+	// Failed: keep the one that has been not Ready the shortest.
+	keep := -1
+	var latest time.Time
+	for i, mb := range layer.Members {
+		if mb.State == partmap.Failed {
+			continue
+		}
+		since := observe(obs, mb.Name, now).Since
+		if keep < 0 || since.After(latest) {
+			keep, latest = i, since
+		}
+	}
+	if keep >= 0 {
+		decisions[keep] = Decision{State: partmap.Active, Changed: layer.Members[keep].State != partmap.Active}
+	}
+	return decisions
+}
+
+// observe returns the observation of member name, or not Ready since now.
+func observe(obs map[string]Observation, name string, now time.Time) Observation {
+	if o, ok := obs[name]; ok {
+		return o
+	}
+	return Observation{Ready: false, Since: now}
+}
+
+// elapsedSince is how long o has held at now; a future Since counts as 0.
+func elapsedSince(o Observation, now time.Time) time.Duration {
+	return max(now.Sub(o.Since), 0)
+}

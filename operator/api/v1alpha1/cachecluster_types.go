@@ -1,0 +1,313 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StorageMode says who runs a cluster's Redis servers.
+// +kubebuilder:validation:Enum=managed;redisOperator;external
+type StorageMode string
+
+const (
+	// StorageManaged: the operator runs one StatefulSet per rack, each pod
+	// a redis-server with the storage shim beside it.
+	StorageManaged StorageMode = "managed"
+	// StorageRedisOperator: one OT-Container-Kit redis-operator Redis per
+	// shard, with the shim as its sidecar.
+	StorageRedisOperator StorageMode = "redisOperator"
+	// StorageExternal: Redis servers that already exist, each fronted by a
+	// shim Deployment the operator runs.
+	StorageExternal StorageMode = "external"
+)
+
+// StorageSpec is the Redis backend, sharded into racks × shardsPerRack.
+//
+// +kubebuilder:validation:XValidation:rule="self.mode != 'external' || (has(self.external) && size(self.external) == self.racks * self.shardsPerRack)",message="storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'external' || !has(self.external)",message="storage.external is only for mode: external"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'managed' || !has(self.persistence)",message="storage.persistence is only for mode: managed"
+type StorageSpec struct {
+	// Mode says who runs the Redis servers (default managed).
+	// +kubebuilder:default=managed
+	// +optional
+	Mode StorageMode `json:"mode,omitempty"`
+	// Racks is the number of storage racks.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4096
+	// +optional
+	Racks int32 `json:"racks,omitempty"`
+	// ShardsPerRack is the number of Redis shards in each rack.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=256
+	// +optional
+	ShardsPerRack int32 `json:"shardsPerRack,omitempty"`
+	// External lists the Redis endpoints (host:port) of mode external,
+	// rack by rack: shard s of rack r is entry r × shardsPerRack + s.
+	// +kubebuilder:validation:MaxItems=65536
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$`
+	// +optional
+	External []string `json:"external,omitempty"`
+	// Persistence gives each managed Redis a volume; without it Redis keeps
+	// its data in memory only.
+	// +optional
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+	// Resources of each Redis container (managed and redisOperator modes).
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// PersistenceSpec is the volume of a managed Redis.
+type PersistenceSpec struct {
+	// Size of each shard's volume.
+	Size resource.Quantity `json:"size"`
+	// StorageClassName of the volume claims (the cluster's default when
+	// unset).
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// NamedLayer is a cache layer defined inside a CacheCluster.
+type NamedLayer struct {
+	// Name of the layer, part of its pods' names.
+	// +kubebuilder:validation:Pattern=`^[a-z]([a-z0-9-]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=20
+	Name string `json:"name"`
+
+	CacheLayerSpec `json:",inline"`
+}
+
+// RoutingSpec is how clients choose among a key's cache nodes.
+type RoutingSpec struct {
+	// Choices is k of power-of-k-choices: how many layers' owners of a key
+	// a read compares by load. 0 (the default) means every layer.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Choices int32 `json:"choices,omitempty"`
+	// TelemetryStaleAfter is the age after which a node's reported load is
+	// no longer trusted and decays towards unknown.
+	// +kubebuilder:default="1s"
+	// +optional
+	TelemetryStaleAfter *metav1.Duration `json:"telemetryStaleAfter,omitempty"`
+}
+
+// CoherenceSpec tunes the two-phase write protocol (DistCache §4.3).
+type CoherenceSpec struct {
+	// InvalidateTimeout bounds phase 1: a write whose invalidations are not
+	// all acknowledged in time is refused and not applied.
+	// +kubebuilder:default="2s"
+	// +optional
+	InvalidateTimeout *metav1.Duration `json:"invalidateTimeout,omitempty"`
+	// PreviousMapGrace is how long after a map change writes also
+	// invalidate the owners under the previous map.
+	// +kubebuilder:default="2m"
+	// +optional
+	PreviousMapGrace *metav1.Duration `json:"previousMapGrace,omitempty"`
+}
+
+// HotKeySpec tunes hot-key detection and insertion (NetCache §4.4).
+type HotKeySpec struct {
+	// Interval is how often each cache node inserts its hottest uncached
+	// keys and evicts its coldest.
+	// +kubebuilder:default="1s"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// Threshold is the misses of a key within an interval that make it a
+	// candidate for insertion.
+	// +kubebuilder:default=128
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Threshold int32 `json:"threshold,omitempty"`
+}
+
+// FailoverSpec is when a member is remapped away and given its keys back.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('1s')",message="failover.gracePeriod must be at least 1s"
+// +kubebuilder:validation:XValidation:rule="!has(self.holdDown) || duration(self.holdDown) >= duration('1s')",message="failover.holdDown must be at least 1s"
+type FailoverSpec struct {
+	// GracePeriod is how long a member's pod may be not Ready before the
+	// member is marked failed and its keys move to the survivors.
+	// +kubebuilder:default="30s"
+	// +optional
+	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+	// HoldDown is how long a failed member's pod must stay Ready before the
+	// member gets its keys back; it keeps a flapping node from flapping the
+	// map.
+	// +kubebuilder:default="60s"
+	// +optional
+	HoldDown *metav1.Duration `json:"holdDown,omitempty"`
+}
+
+// ImagesSpec names the container images.
+type ImagesSpec struct {
+	// DistCache is the image with the distcache binary (cache node, shim).
+	// +kubebuilder:default="ghcr.io/distcache/distcache:v0.1.0"
+	// +optional
+	DistCache string `json:"distcache,omitempty"`
+	// Redis is the redis-server image of managed storage.
+	// +kubebuilder:default="redis:7.4"
+	// +optional
+	Redis string `json:"redis,omitempty"`
+	// PullPolicy of every container.
+	// +kubebuilder:default=IfNotPresent
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +optional
+	PullPolicy corev1.PullPolicy `json:"pullPolicy,omitempty"`
+}
+
+// CacheClusterSpec is the desired state of a cache cluster.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.layers) != has(self.layerRefs)",message="set either layers (inline) or layerRefs (CacheLayer names), not both and not neither"
+// +kubebuilder:validation:XValidation:rule="!has(self.layers) || self.layers.filter(l, has(l.boundToRacks) && l.boundToRacks).size() == 0 || (self.layers.filter(l, has(l.boundToRacks) && l.boundToRacks).size() == 1 && has(self.layers[size(self.layers) - 1].boundToRacks) && self.layers[size(self.layers) - 1].boundToRacks)",message="only the lowest (last) layer may be bound to storage racks"
+// +kubebuilder:validation:XValidation:rule="!has(self.layers) || self.layers.all(a, !has(a.hashSeed) || self.layers.filter(b, has(b.hashSeed) && b.hashSeed == a.hashSeed).size() == 1)",message="layers must have distinct hashSeeds: layers with the same seed partition keys alike and defeat power-of-k-choices"
+// +kubebuilder:validation:XValidation:rule="!has(self.routing) || !has(self.routing.choices) || self.routing.choices <= (has(self.layers) ? size(self.layers) : size(self.layerRefs))",message="routing.choices cannot exceed the number of layers"
+type CacheClusterSpec struct {
+	// Storage is the Redis backend.
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// Layers defines the cache layers inline, upper layers first.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Layers []NamedLayer `json:"layers,omitempty"`
+
+	// LayerRefs names CacheLayers in the same namespace, upper layers first.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=20
+	// +optional
+	LayerRefs []string `json:"layerRefs,omitempty"`
+
+	// Routing is how clients choose among a key's cache nodes.
+	// +optional
+	Routing RoutingSpec `json:"routing,omitempty"`
+	// Coherence tunes the two-phase write protocol.
+	// +optional
+	Coherence CoherenceSpec `json:"coherence,omitempty"`
+	// HotKeys tunes hot-key detection and insertion.
+	// +optional
+	HotKeys HotKeySpec `json:"hotKeys,omitempty"`
+	// Failover is when failed members are remapped and restored.
+	// +optional
+	Failover FailoverSpec `json:"failover,omitempty"`
+	// Images of the data plane.
+	// +optional
+	Images ImagesSpec `json:"images,omitempty"`
+	// ShimResources are the resources of each storage shim container.
+	// +optional
+	ShimResources corev1.ResourceRequirements `json:"shimResources,omitempty"`
+}
+
+// MemberState is a member's state in the published partition map.
+// +kubebuilder:validation:Enum=Active;Failed
+type MemberState string
+
+const (
+	// MemberActive members own their share of the layer's keys.
+	MemberActive MemberState = "Active"
+	// MemberFailed members own no keys; their share is remapped.
+	MemberFailed MemberState = "Failed"
+)
+
+// MemberStatus is one cache member as the operator sees it.
+type MemberStatus struct {
+	// Name is the member's name: its pod's name for software layers.
+	Name string `json:"name"`
+	// ID is the node id the member stamps into packet telemetry.
+	ID int64 `json:"id"`
+	// State in the published partition map.
+	State MemberState `json:"state"`
+	// Ready says whether the member's pod is Ready.
+	Ready bool `json:"ready"`
+	// Since is when Ready last changed as observed by the operator: the
+	// start of the grace period or of the hold-down.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+}
+
+// LayerStatus is one layer of a CacheCluster as published.
+type LayerStatus struct {
+	// Name of the layer.
+	Name string `json:"name"`
+	// HashSeed is the layer's effective ring seed.
+	HashSeed string `json:"hashSeed"`
+	// ReadyMembers counts members whose pods are Ready.
+	ReadyMembers int32 `json:"readyMembers"`
+	// FailedMembers counts members marked failed in the map.
+	FailedMembers int32 `json:"failedMembers"`
+	// Members lists every member.
+	// +optional
+	Members []MemberStatus `json:"members,omitempty"`
+}
+
+// CacheClusterStatus is the observed state of a CacheCluster.
+type CacheClusterStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Ready, Progressing, Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// MapVersion is the version of the published partition map.
+	// +optional
+	MapVersion int64 `json:"mapVersion,omitempty"`
+	// MapConfigMap names the ConfigMap that holds the partition map.
+	// +optional
+	MapConfigMap string `json:"mapConfigMap,omitempty"`
+	// Members counts cache members of every layer.
+	// +optional
+	Members int32 `json:"members,omitempty"`
+	// ReadyMembers counts cache members whose pods are Ready.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers,omitempty"`
+	// LayerCount is the number of cache layers.
+	// +optional
+	LayerCount int32 `json:"layerCount,omitempty"`
+	// Layers lists each layer's members and their states.
+	// +optional
+	Layers []LayerStatus `json:"layers,omitempty"`
+	// ReadyShards counts storage shards that are Ready.
+	// +optional
+	ReadyShards int32 `json:"readyShards,omitempty"`
+}
+
+// CacheCluster is a multi-layer cache in front of a sharded Redis backend.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cc,categories=distcache
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`,description="Cache members whose pods are Ready"
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
+// +kubebuilder:printcolumn:name="Layers",type=integer,JSONPath=`.status.layerCount`
+// +kubebuilder:printcolumn:name="Map",type=integer,JSONPath=`.status.mapVersion`,description="Published partition map version"
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 30",message="a CacheCluster's name is part of its pods' names: at most 30 characters"
+type CacheCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   CacheClusterSpec   `json:"spec,omitempty"`
+	Status CacheClusterStatus `json:"status,omitempty"`
+}
+
+// CacheClusterList is a list of CacheClusters.
+//
+// +kubebuilder:object:root=true
+type CacheClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CacheCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&CacheCluster{}, &CacheClusterList{})
+}

@@ -1,0 +1,52 @@
+package v1alpha1
+
+// ConditionType is the type of a status condition of the distcache.io
+// objects. Every object reports the three below.
+type ConditionType string
+
+const (
+	// ConditionReady is True when the object's desired state is in place:
+	// for a CacheCluster, every storage shard and cache member exists and
+	// the partition map that lists them is published; members that failed
+	// and were remapped do not make it False (Degraded says so).
+	ConditionReady ConditionType = "Ready"
+	// ConditionProgressing is True while the operator is moving towards the
+	// desired state: objects being created or scaled, pods not yet ready, a
+	// failed member waiting out its hold-down before it is restored.
+	ConditionProgressing ConditionType = "Progressing"
+	// ConditionDegraded is True while part of the object does not serve: a
+	// cache member marked failed (its keys remapped to the survivors), a
+	// storage shard not ready, or a spec the operator cannot act on.
+	ConditionDegraded ConditionType = "Degraded"
+)
+
+// Reasons of the conditions, in CamelCase as metav1.Condition requires.
+const (
+	// ReasonReconciled: the desired state is in place.
+	ReasonReconciled = "Reconciled"
+	// ReasonCreating: objects are being created or updated.
+	ReasonCreating = "Creating"
+	// ReasonPodsNotReady: some pods are not Ready yet.
+	ReasonPodsNotReady = "PodsNotReady"
+	// ReasonMembersFailed: members are marked failed in the partition map.
+	ReasonMembersFailed = "MembersFailed"
+	// ReasonMembersRecovering: failed members are Ready again and wait out
+	// the hold-down before they are restored.
+	ReasonMembersRecovering = "MembersRecovering"
+	// ReasonLayerNotFound: a layerRef names no CacheLayer.
+	ReasonLayerNotFound = "LayerNotFound"
+	// ReasonFabricNotFound: a switch-backed layer names no SwitchFabric.
+	ReasonFabricNotFound = "FabricNotFound"
+	// ReasonInvalidTopology: the spec passed the API's validation but the
+	// topology cannot be built from it (e.g. layers that reference each
+	// other's names twice).
+	ReasonInvalidTopology = "InvalidTopology"
+	// ReasonSwitchLayersUnsupported: switch-backed layers are accepted but not
+	// yet programmed; the fabric drivers are not part of this version.
+	ReasonSwitchLayersUnsupported = "SwitchLayersUnsupported"
+	// ReasonDriverUnavailable: a SwitchFabric's driver is not available in
+	// this version of the operator.
+	ReasonDriverUnavailable = "DriverUnavailable"
+	// ReasonDeleting: the object is being deleted.
+	ReasonDeleting = "Deleting"
+)
