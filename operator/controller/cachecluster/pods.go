@@ -1,0 +1,137 @@
+package cachecluster
+
+import (
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/topology"
+)
+
+// Defaults of the API, for specs the API server has not defaulted.
+const (
+	defaultImage      = "ghcr.io/distcache/distcache:v0.1.0"
+	defaultRedisImage = "redis:7.4"
+)
+
+func images(cc *v1alpha1.CacheCluster) (distcache, redis string, pull corev1.PullPolicy) {
+	i := cc.Spec.Images
+	distcache, redis, pull = i.DistCache, i.Redis, i.PullPolicy
+	if distcache == "" {
+		distcache = defaultImage
+	}
+	if redis == "" {
+		redis = defaultRedisImage
+	}
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	return distcache, redis, pull
+}
+
+// headlessService gives each pod of a set a stable DNS name.
+func headlessService(cc *v1alpha1.CacheCluster, name string, lbl map[string]string, port int32) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cc.Namespace, Labels: lbl},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 lbl,
+			PublishNotReadyAddresses: true, // peers must reach a member before it is Ready
+			Ports: []corev1.ServicePort{
+				{Name: "data", Protocol: corev1.ProtocolUDP, Port: port, TargetPort: intstr.FromInt32(port)},
+				{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: MetricsPort, TargetPort: intstr.FromInt32(MetricsPort)},
+			},
+		},
+	}
+}
+
+func (r *Reconciler) layerService(s *state, l topology.Layer) *corev1.Service {
+	lbl := labels(s.cc, ComponentCacheNode)
+	lbl[LabelLayer] = l.Name
+	return headlessService(s.cc, s.topo.LayerSetName(l.Name), lbl, NodePort)
+}
+
+// mutateLayerSet sets a layer's StatefulSet: one cache-node pod per member,
+// named as the member.
+func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.StatefulSet) {
+	lbl := labels(s.cc, ComponentCacheNode)
+	lbl[LabelLayer] = l.Name
+	image, _, pull := images(s.cc)
+	args := []string{
+		"node", "--member=$(POD_NAME)",
+		"--listen=0.0.0.0:" + strconv.Itoa(NodePort),
+		"--capacity=" + strconv.Itoa(int(max(l.Spec.Capacity.Entries, 0))),
+	}
+	if b := l.Spec.Capacity.Bytes; b != nil {
+		args = append(args, "--capacity-bytes="+strconv.FormatInt(b.Value(), 10))
+	}
+	if d := s.cc.Spec.HotKeys.Interval; d != nil {
+		args = append(args, "--interval="+d.Duration.String())
+	}
+	if t := s.cc.Spec.HotKeys.Threshold; t > 0 {
+		args = append(args, "--hot-threshold="+strconv.Itoa(int(t)))
+	}
+	c := dataPlaneContainer("node", image, pull, args, NodePort)
+	c.Resources = l.Spec.Resources
+	sts.Labels = lbl
+	sts.Spec.Replicas = ptr.To(int32(s.topo.Nodes(l)))
+	sts.Spec.ServiceName = sts.Name
+	sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
+	sts.Spec.Template.Labels = lbl
+	sts.Spec.Template.Spec.Containers = []corev1.Container{c}
+	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(s.cc)}
+}
+
+// dataPlaneContainer runs a distcache role with the map mounted, its pod
+// name in POD_NAME and readiness from /healthz.
+func dataPlaneContainer(role, image string, pull corev1.PullPolicy, args []string, port int32) corev1.Container {
+	args = append(args,
+		"--map="+MapMountPath+"/"+MapKey,
+		fmt.Sprintf("--metrics-addr=0.0.0.0:%d", MetricsPort),
+	)
+	return corev1.Container{
+		Name:            role,
+		Image:           image,
+		ImagePullPolicy: pull,
+		Args:            args,
+		Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"},
+		}}},
+		Ports: []corev1.ContainerPort{
+			{Name: "data", ContainerPort: port, Protocol: corev1.ProtocolUDP},
+			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
+		},
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(MetricsPort)}},
+			PeriodSeconds: 2, FailureThreshold: 2,
+		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "partition-map", MountPath: MapMountPath, ReadOnly: true}},
+	}
+}
+
+// mapVolume mounts the partition map ConfigMap; the kubelet swaps the file
+// on every new version and the process's map watcher picks it up.
+func mapVolume(cc *v1alpha1.CacheCluster) corev1.Volume {
+	return corev1.Volume{Name: "partition-map", VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: MapConfigMapName(cc.Name)}},
+	}}
+}
+
+// shimArgs are the storage shim's flags for a Redis at redisAddr.
+func shimArgs(cc *v1alpha1.CacheCluster, shard, redisAddr string) []string {
+	args := []string{"shim", "--shard=" + shard, "--redis=" + redisAddr, "--listen=0.0.0.0:" + strconv.Itoa(ShimPort)}
+	if d := cc.Spec.Coherence.InvalidateTimeout; d != nil {
+		args = append(args, "--invalidate-timeout="+d.Duration.String())
+	}
+	if d := cc.Spec.Coherence.PreviousMapGrace; d != nil {
+		args = append(args, "--prev-map-grace="+d.Duration.String())
+	}
+	return args
+}

@@ -1,0 +1,294 @@
+package cachecluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/topology"
+)
+
+// EventRecorder records Kubernetes events; controller-runtime's recorder
+// (events.k8s.io/v1) satisfies it.
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Reconciler reconciles CacheClusters.
+type Reconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder EventRecorder
+	// Now is the clock (time.Now when nil); tests move it.
+	Now func() time.Time
+	// Metrics receives the operator's counters; nil records nothing.
+	Metrics *Metrics
+}
+
+// state is one reconcile's view of a cluster, filled by the phases.
+type state struct {
+	cc          *v1alpha1.CacheCluster
+	now         time.Time
+	topo        *topology.Cluster
+	pods        map[string]*corev1.Pod          // the cluster's pods by name
+	obs         map[string]failover.Observation // members' readiness
+	published   *partmap.Map                    // the map in the ConfigMap after this reconcile
+	shardsReady int32
+	waiting     string            // why the cluster is still progressing, if it is
+	blocked     *metav1.Condition // a Ready=False condition that stopped the phases
+	requeue     time.Duration     // the earliest pending failover decision
+}
+
+// Reconcile fetches the cluster, handles deletion and the finalizer, runs
+// the phases in order and patches the status in a deferred call.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
+	cc := &v1alpha1.CacheCluster{}
+	if err := r.Get(ctx, req.NamespacedName, cc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !cc.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, cc)
+	}
+	if controllerutil.AddFinalizer(cc, Finalizer) {
+		if err := r.Update(ctx, cc); err != nil {
+			return ctrl.Result{}, fmt.Errorf("cannot add finalizer to %s: %w", req, err)
+		}
+	}
+	s := &state{cc: cc, now: r.now()}
+	base := cc.DeepCopy()
+	defer func() {
+		if err := r.patchStatus(ctx, base, s, retErr); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+		r.Metrics.reconciled(retErr)
+	}()
+	for _, phase := range []func(context.Context, *state) (ctrl.Result, error){
+		r.resolveTopology,
+		r.observePods,
+		r.reconcileStorage,
+		r.reconcileLayers,
+		r.publishMap,
+	} {
+		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.blocked != nil {
+			return res, err
+		}
+	}
+	if s.requeue > 0 {
+		return ctrl.Result{RequeueAfter: s.requeue}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// resolveTopology resolves the layers and lays out the cluster.
+func (r *Reconciler) resolveTopology(ctx context.Context, s *state) (ctrl.Result, error) {
+	refs := map[string]*v1alpha1.CacheLayerSpec{}
+	for _, name := range s.cc.Spec.LayerRefs {
+		l := &v1alpha1.CacheLayer{}
+		err := r.Get(ctx, client.ObjectKey{Namespace: s.cc.Namespace, Name: name}, l)
+		if client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("cannot get CacheLayer %s: %w", name, err)
+		}
+		if err == nil {
+			refs[name] = &l.Spec
+		}
+	}
+	layers, err := topology.ResolveLayers(&s.cc.Spec, func(name string) (*v1alpha1.CacheLayerSpec, bool) {
+		spec, ok := refs[name]
+		return spec, ok
+	})
+	if err != nil {
+		s.blocked = &metav1.Condition{Reason: v1alpha1.ReasonLayerNotFound, Message: err.Error()}
+		return ctrl.Result{}, nil // the CacheLayer watch brings the cluster back
+	}
+	t, err := topology.New(s.cc.Name, s.cc.Spec, layers)
+	if err != nil {
+		s.blocked = &metav1.Condition{Reason: v1alpha1.ReasonInvalidTopology, Message: err.Error()}
+		return ctrl.Result{}, nil
+	}
+	s.topo = t
+	return ctrl.Result{}, nil
+}
+
+// observePods lists the cluster's pods: their readiness drives failover and
+// the status.
+func (r *Reconciler) observePods(ctx context.Context, s *state) (ctrl.Result, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(s.cc.Namespace), client.MatchingLabels{LabelCluster: s.cc.Name}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("cannot list pods of %s: %w", s.cc.Name, err)
+	}
+	s.pods = make(map[string]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		s.pods[pods.Items[i].Name] = &pods.Items[i]
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileLayers creates or updates each software layer's StatefulSet and
+// headless Service.
+func (r *Reconciler) reconcileLayers(ctx context.Context, s *state) (ctrl.Result, error) {
+	for _, l := range s.topo.SoftwareLayers() {
+		svc := r.layerService(s, l)
+		if err := r.apply(ctx, s.cc, svc, func() { svc.Spec = r.layerService(s, l).Spec }); err != nil {
+			return ctrl.Result{}, err
+		}
+		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: s.topo.LayerSetName(l.Name), Namespace: s.cc.Namespace}}
+		if err := r.apply(ctx, s.cc, sts, func() { r.mutateLayerSet(s, l, sts) }); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// apply creates obj or updates it with mutate, owned by cc.
+func (r *Reconciler) apply(ctx context.Context, cc *v1alpha1.CacheCluster, obj client.Object, mutate func()) error {
+	_, err := controllerutil.CreateOrUpdate(ctx, r.Client, obj, func() error {
+		mutate()
+		return controllerutil.SetControllerReference(cc, obj, r.Scheme)
+	})
+	if err != nil {
+		return fmt.Errorf("cannot apply %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
+
+// publishMap computes the partition map from the topology and the published
+// map, applies the failover decisions and writes it when it changed.
+func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, error) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: MapConfigMapName(s.cc.Name), Namespace: s.cc.Namespace}}
+	err := r.Get(ctx, client.ObjectKeyFromObject(cm), cm)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("cannot get ConfigMap %s: %w", cm.Name, err)
+	}
+	var prev *partmap.Map
+	if data := cm.Data[MapKey]; data != "" {
+		if prev, err = partmap.Decode([]byte(data)); err != nil {
+			log.FromContext(ctx).Error(err, "published partition map unreadable; publishing a fresh one", "configmap", cm.Name)
+			prev = nil
+		}
+	}
+	next, err := s.topo.Map(prev, r.addresser(s))
+	if err != nil {
+		s.blocked = &metav1.Condition{Reason: v1alpha1.ReasonInvalidTopology, Message: err.Error()}
+		return ctrl.Result{}, nil
+	}
+	policy := failoverPolicy(s.cc)
+	s.obs = r.observations(s)
+	next, changes, recheck := policy.Apply(next, s.obs, s.now)
+	s.requeue = recheck
+	if next != prev {
+		if err := r.writeMap(ctx, s.cc, cm, next); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.recordChanges(s.cc, next, changes)
+	}
+	s.published = next
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) writeMap(ctx context.Context, cc *v1alpha1.CacheCluster, cm *corev1.ConfigMap, m *partmap.Map) error {
+	data, err := partmap.Encode(m)
+	if err != nil {
+		return fmt.Errorf("cannot encode partition map v%d: %w", m.Version, err)
+	}
+	return r.apply(ctx, cc, cm, func() {
+		cm.Labels = labels(cc, "partition-map")
+		cm.Data = map[string]string{MapKey: string(data)}
+	})
+}
+
+// recordChanges emits an event and counts every remap.
+func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, changes []failover.Change) {
+	for _, c := range changes {
+		reason, kind := "MemberFailed", corev1.EventTypeWarning
+		note := "member %s of layer %s not Ready for %s: marked failed, its keys remapped (partition map v%d)"
+		if c.To == partmap.Active {
+			reason, kind = "MemberRestored", corev1.EventTypeNormal
+			note = "member %s of layer %s Ready for %s: restored, its keys given back (partition map v%d)"
+		}
+		if r.Recorder != nil {
+			r.Recorder.Eventf(cc, nil, kind, reason, "Remap", note, c.Member, c.Layer, c.After.Round(time.Second), m.Version)
+		}
+		r.Metrics.remapped(string(c.To))
+	}
+	r.Metrics.mapVersion(cc.Namespace, cc.Name, m.Version)
+}
+
+// failoverPolicy is the cluster's failover spec with the API's defaults.
+func failoverPolicy(cc *v1alpha1.CacheCluster) failover.Policy {
+	p := failover.Policy{Grace: 30 * time.Second, HoldDown: 60 * time.Second}
+	if d := cc.Spec.Failover.GracePeriod; d != nil && d.Duration > 0 {
+		p.Grace = d.Duration
+	}
+	if d := cc.Spec.Failover.HoldDown; d != nil && d.Duration > 0 {
+		p.HoldDown = d.Duration
+	}
+	return p
+}
+
+// observations reads every member's readiness: its pod's Ready condition
+// and when it last changed; a member without a pod is not Ready since the
+// time the status last recorded for it (or now).
+func (r *Reconciler) observations(s *state) map[string]failover.Observation {
+	recorded := map[string]v1alpha1.MemberStatus{}
+	for _, l := range s.cc.Status.Layers {
+		for _, m := range l.Members {
+			recorded[m.Name] = m
+		}
+	}
+	obs := map[string]failover.Observation{}
+	for _, l := range s.topo.SoftwareLayers() {
+		for i := range s.topo.Nodes(l) {
+			name := partmap.MemberName(s.cc.Name, l.Name, i)
+			obs[name] = observe(s.pods[name], recorded[name], s.now)
+		}
+	}
+	return obs
+}
+
+// observe is one member's readiness observation.
+func observe(pod *corev1.Pod, recorded v1alpha1.MemberStatus, now time.Time) failover.Observation {
+	if pod != nil && pod.DeletionTimestamp.IsZero() {
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return failover.Observation{Ready: c.Status == corev1.ConditionTrue, Since: c.LastTransitionTime.Time}
+			}
+		}
+		return failover.Observation{Since: pod.CreationTimestamp.Time}
+	}
+	if !recorded.Ready && recorded.Since != nil {
+		return failover.Observation{Since: recorded.Since.Time}
+	}
+	return failover.Observation{Since: now}
+}
+
+// setCondition sets a condition for the cluster's current generation.
+func setCondition(cc *v1alpha1.CacheCluster, t v1alpha1.ConditionType, ok bool, reason, msg string) {
+	st := metav1.ConditionFalse
+	if ok {
+		st = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&cc.Status.Conditions, metav1.Condition{
+		Type: string(t), Status: st, Reason: reason, Message: msg, ObservedGeneration: cc.Generation,
+	})
+}

@@ -1,0 +1,215 @@
+package cachecluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// RedisGVK is the OT-Container-Kit redis-operator's standalone Redis kind.
+var RedisGVK = schema.GroupVersionKind{Group: "redis.redis.opstreelabs.in", Version: "v1beta2", Kind: "Redis"}
+
+// reconcileStorage runs the Redis backend of the cluster's storage mode.
+func (r *Reconciler) reconcileStorage(ctx context.Context, s *state) (ctrl.Result, error) {
+	var err error
+	switch s.cc.Spec.Storage.Mode {
+	case v1alpha1.StorageRedisOperator:
+		err = r.reconcileRedisOperator(ctx, s)
+	case v1alpha1.StorageExternal:
+		err = r.reconcileExternal(ctx, s)
+	default:
+		err = r.reconcileManaged(ctx, s)
+	}
+	return ctrl.Result{}, err
+}
+
+// shimHost is the DNS name of shard s of rack r's shim in the cluster's
+// storage mode.
+func shimHost(cc *v1alpha1.CacheCluster, r, s int) string {
+	shard := partmap.ShardName(cc.Name, r, s)
+	switch cc.Spec.Storage.Mode {
+	case v1alpha1.StorageRedisOperator:
+		return fmt.Sprintf("%s-0.%s-headless.%s.svc", shard, shard, cc.Namespace)
+	case v1alpha1.StorageExternal:
+		return fmt.Sprintf("%s.%s.svc", shard, cc.Namespace)
+	default:
+		return fmt.Sprintf("%s.%s-rack-%d.%s.svc", shard, cc.Name, r, cc.Namespace)
+	}
+}
+
+func (r *Reconciler) addresser(s *state) partmap.Addresser {
+	return dnsAddresser{t: s.topo, namespace: s.cc.Namespace, shimHost: func(rack, shard int) string {
+		return shimHost(s.cc, rack, shard)
+	}}
+}
+
+// reconcileManaged runs one StatefulSet per rack: each pod a shard, with
+// redis-server and the shim in front of it.
+func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
+	for rack := range s.topo.Racks() {
+		lbl := labels(s.cc, ComponentStorage)
+		lbl[LabelRack] = strconv.Itoa(rack)
+		name := s.topo.RackName(rack)
+		svc := headlessService(s.cc, name, lbl, ShimPort)
+		if err := r.apply(ctx, s.cc, svc, func() { svc.Spec = headlessService(s.cc, name, lbl, ShimPort).Spec }); err != nil {
+			return err
+		}
+		sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
+		if err := r.apply(ctx, s.cc, sts, func() { r.mutateRackSet(s.cc, s.topo.ShardsPerRack(), lbl, sts) }); err != nil {
+			return err
+		}
+	}
+	s.shardsReady = 0
+	for rack := range s.topo.Racks() {
+		for shard := range s.topo.ShardsPerRack() {
+			if podReady(s.pods[s.topo.ShardName(rack, shard)]) {
+				s.shardsReady++
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl map[string]string, sts *appsv1.StatefulSet) {
+	image, redisImage, pull := images(cc)
+	redisArgs := []string{"--port", strconv.Itoa(RedisPort), "--save", ""}
+	if cc.Spec.Storage.Persistence != nil {
+		redisArgs = append(redisArgs, "--appendonly", "yes", "--appendfsync", "everysec", "--dir", "/data")
+	}
+	redis := corev1.Container{
+		Name: "redis", Image: redisImage, ImagePullPolicy: pull,
+		Command:   append([]string{"redis-server"}, redisArgs...),
+		Ports:     []corev1.ContainerPort{{Name: "redis", ContainerPort: RedisPort}},
+		Resources: cc.Spec.Storage.Resources,
+		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(RedisPort)},
+		}},
+	}
+	shim := dataPlaneContainer(ComponentShim, image, pull,
+		shimArgs(cc, "$(POD_NAME)", fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort)
+	shim.Resources = cc.Spec.ShimResources
+	sts.Labels = lbl
+	sts.Spec.Replicas = ptr.To(int32(shards))
+	sts.Spec.ServiceName = sts.Name
+	sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
+	sts.Spec.Template.Labels = lbl
+	sts.Spec.Template.Spec.Containers = []corev1.Container{redis, shim}
+	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(cc)}
+	if p := cc.Spec.Storage.Persistence; p != nil {
+		sts.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		if len(sts.Spec.VolumeClaimTemplates) == 0 { // immutable once created
+			sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+				ObjectMeta: metav1.ObjectMeta{Name: "data"},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: p.StorageClassName,
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: p.Size}},
+				},
+			}}
+		}
+	}
+}
+
+// reconcileExternal fronts each given Redis endpoint with a shim
+// Deployment and a Service that names it.
+func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
+	image, _, pull := images(s.cc)
+	per := s.topo.ShardsPerRack()
+	for i, endpoint := range s.cc.Spec.Storage.External {
+		rack, shard := i/per, i%per
+		name := s.topo.ShardName(rack, shard)
+		lbl := labels(s.cc, ComponentShim)
+		lbl[LabelRack] = strconv.Itoa(rack)
+		lbl["distcache.io/shard"] = name
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
+		if err := r.apply(ctx, s.cc, svc, func() {
+			svc.Labels = lbl
+			svc.Spec.Selector = lbl
+			svc.Spec.Ports = []corev1.ServicePort{{Name: "data", Protocol: corev1.ProtocolUDP, Port: ShimPort, TargetPort: intstr.FromInt32(ShimPort)}}
+		}); err != nil {
+			return err
+		}
+		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
+		if err := r.apply(ctx, s.cc, dep, func() {
+			c := dataPlaneContainer(ComponentShim, image, pull, shimArgs(s.cc, name, endpoint), ShimPort)
+			c.Resources = s.cc.Spec.ShimResources
+			dep.Labels = lbl
+			dep.Spec.Replicas = ptr.To(int32(1))
+			dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
+			dep.Spec.Template.Labels = lbl
+			dep.Spec.Template.Spec.Containers = []corev1.Container{c}
+			dep.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(s.cc)}
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reconcileRedisOperator asks the redis-operator for one standalone Redis
+// per shard, with the shim as its sidecar.
+func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error {
+	image, redisImage, pull := images(s.cc)
+	for rack := range s.topo.Racks() {
+		for shard := range s.topo.ShardsPerRack() {
+			name := s.topo.ShardName(rack, shard)
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(RedisGVK)
+			obj.SetName(name)
+			obj.SetNamespace(s.cc.Namespace)
+			shim := dataPlaneContainer(ComponentShim, image, pull, shimArgs(s.cc, name, fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort)
+			spec := map[string]any{
+				"kubernetesConfig": map[string]any{"image": redisImage, "imagePullPolicy": string(pull)},
+				"sidecars": []any{map[string]any{
+					"name": shim.Name, "image": shim.Image, "imagePullPolicy": string(pull),
+					"command":   toAny(append([]string{"distcache"}, shim.Args...)),
+					"env":       []any{map[string]any{"name": "POD_NAME", "value": name}},
+					"mountPath": []any{map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true}},
+				}},
+				"storage": map[string]any{"volumeMount": map[string]any{
+					"volume": []any{map[string]any{"name": "partition-map", "configMap": map[string]any{"name": MapConfigMapName(s.cc.Name)}}},
+				}},
+			}
+			if err := r.apply(ctx, s.cc, obj, func() {
+				obj.SetLabels(labels(s.cc, ComponentStorage))
+				obj.Object["spec"] = spec
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p == nil || !p.DeletionTimestamp.IsZero() {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
