@@ -16,14 +16,13 @@ import (
 	"path/filepath"
 	"runtime"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/apischeme"
 )
 
 // Versions of the control plane hack/envtest-assets.sh builds by default.
@@ -41,18 +40,6 @@ type Env struct {
 	Client client.Client
 	Scheme *kruntime.Scheme
 	env    *envtest.Environment
-}
-
-// Scheme holds the built-in kinds and the distcache.io ones.
-func Scheme() (*kruntime.Scheme, error) {
-	s := kruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("cannot build scheme: %w", err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, fmt.Errorf("cannot build scheme: %w", err)
-	}
-	return s, nil
 }
 
 // Assets is the directory with kube-apiserver and etcd: KUBEBUILDER_ASSETS,
@@ -86,7 +73,7 @@ func Start() (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := Scheme()
+	s, err := apischeme.New()
 	if err != nil {
 		return nil, err
 	}

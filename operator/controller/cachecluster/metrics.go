@@ -1,6 +1,7 @@
 package cachecluster
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,12 +27,32 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "distcache_operator_map_version", Help: "Published partition map version per cluster.",
 		}, []string{"namespace", "cluster"}),
 	}
-	for _, c := range []prometheus.Collector{m.reconciles, m.remaps, m.version} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("cannot register operator metrics: %w", err)
-		}
+	var err error
+	if m.reconciles, err = register(reg, m.reconciles); err != nil {
+		return nil, err
+	}
+	if m.remaps, err = register(reg, m.remaps); err != nil {
+		return nil, err
+	}
+	if m.version, err = register(reg, m.version); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c, or returns the collector a previous operator in
+// this process registered under the same name.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var dup prometheus.AlreadyRegisteredError
+		if errors.As(err, &dup) {
+			if existing, ok := dup.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, fmt.Errorf("cannot register operator metrics: %w", err)
+	}
+	return c, nil
 }
 
 func (m *Metrics) reconciled(err error) {

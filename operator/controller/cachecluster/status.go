@@ -80,10 +80,14 @@ func (r *Reconciler) memberStatus(s *state) {
 	default:
 		setCondition(cc, v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "every member is Ready")
 	}
-	if failed > 0 {
+	switch switchLayers := len(s.topo.Layers) - len(s.topo.SoftwareLayers()); {
+	case failed > 0:
 		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMembersFailed,
 			fmt.Sprintf("%d members marked failed; their keys are served by the survivors", failed))
-	} else {
+	case switchLayers > 0:
+		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSwitchLayersUnsupported,
+			fmt.Sprintf("%d switch-backed layers are not programmed by this operator version; the map holds the software layers", switchLayers))
+	default:
 		setCondition(cc, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, "no member is failed")
 	}
 }

@@ -1,0 +1,97 @@
+// Package manager assembles the operator: a controller-runtime manager with
+// leader election, the Prometheus metrics endpoint (controller-runtime's and
+// the distcache_operator_* series), health probes, and the CacheCluster,
+// CacheLayer and SwitchFabric controllers.
+package manager
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/distcache/distcache/operator/apischeme"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
+	"github.com/distcache/distcache/operator/controller/cachelayer"
+	"github.com/distcache/distcache/operator/controller/switchfabric"
+)
+
+// LeaderElectionID names the Lease the operator replicas compete for.
+const LeaderElectionID = "distcache-operator.distcache.io"
+
+// Options configure the operator.
+type Options struct {
+	// MetricsAddr serves /metrics ("0" disables it).
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz ("0" disables it).
+	ProbeAddr string
+	// LeaderElection makes only one replica reconcile at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace holds the Lease (default: the in-cluster
+	// namespace).
+	LeaderElectionNamespace string
+	// Namespace restricts the operator to one namespace (all when empty).
+	Namespace string
+	// SkipNameValidation allows a second manager in one process (tests).
+	SkipNameValidation bool
+}
+
+// Run runs the operator until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) error {
+	ctrl.SetLogger(log)
+	scheme, err := apischeme.New()
+	if err != nil {
+		return err
+	}
+	mo := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	mo.Controller.SkipNameValidation = &o.SkipNameValidation
+	if o.Namespace != "" {
+		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return fmt.Errorf("cannot create the operator's manager: %w", err)
+	}
+	metrics, err := cachecluster.NewMetrics(crmetrics.Registry)
+	if err != nil {
+		return err
+	}
+	cc := &cachecluster.Reconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("distcache-operator"), Metrics: metrics,
+	}
+	for _, setup := range []func(ctrl.Manager) error{
+		cc.SetupWithManager,
+		(&cachelayer.Reconciler{Client: mgr.GetClient()}).SetupWithManager,
+		(&switchfabric.Reconciler{Client: mgr.GetClient()}).SetupWithManager,
+	} {
+		if err := setup(mgr); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("cannot add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("cannot add readiness check: %w", err)
+	}
+	log.Info("starting operator", "leaderElection", o.LeaderElection, "namespace", o.Namespace)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("cannot run the operator: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package manager_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/manager"
+)
+
+var env *kubetest.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = kubetest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%s: not reached", what)
+		}
+	}
+}
+
+func condition(conds []metav1.Condition, t v1alpha1.ConditionType) *metav1.Condition {
+	return meta.FindStatusCondition(conds, string(t))
+}
+
+// TestOperator runs the whole operator with leader election and drives a
+// cluster whose layer and fabric arrive after it.
+func TestOperator(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, env.Config, manager.Options{
+			MetricsAddr: "0", ProbeAddr: "0", LeaderElection: true, LeaderElectionNamespace: "default",
+		}, logr.Discard())
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	})
+	c := env.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "op-"}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "leader lease acquired", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: manager.LeaderElectionID}, &coordinationv1.Lease{}) == nil
+	})
+
+	// A cluster whose layer does not exist yet: not Ready, says why.
+	cc := &v1alpha1.CacheCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns.Name},
+		Spec:       v1alpha1.CacheClusterSpec{LayerRefs: []string{"spine", "tor"}},
+	}
+	if err := c.Create(ctx, cc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "LayerNotFound", func() bool {
+		_ = c.Get(ctx, client.ObjectKeyFromObject(cc), cc)
+		r := condition(cc.Status.Conditions, v1alpha1.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == v1alpha1.ReasonLayerNotFound
+	})
+
+	// The layers arrive: a software spine and a switch-backed layer whose
+	// fabric is missing, then the fabric.
+	spine := &v1alpha1.CacheLayer{ObjectMeta: metav1.ObjectMeta{Name: "spine", Namespace: ns.Name},
+		Spec: v1alpha1.CacheLayerSpec{Nodes: ptr.To[int32](2)}}
+	tor := &v1alpha1.CacheLayer{ObjectMeta: metav1.ObjectMeta{Name: "tor", Namespace: ns.Name},
+		Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch, BoundToRacks: true,
+			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "fabric", Role: v1alpha1.RoleStorageLeaf}}}
+	for _, l := range []*v1alpha1.CacheLayer{spine, tor} {
+		if err := c.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "cluster map published", func() bool {
+		_ = c.Get(ctx, client.ObjectKeyFromObject(cc), cc)
+		r := condition(cc.Status.Conditions, v1alpha1.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionTrue && cc.Status.MapVersion == 1 && cc.Status.ObservedGeneration == cc.Generation
+	})
+	if cc.Status.LayerCount != 2 || cc.Status.Members != 2 {
+		t.Fatalf("status: %d layers, %d members; want 2 layers (one switch-backed), 2 software members", cc.Status.LayerCount, cc.Status.Members)
+	}
+	if d := condition(cc.Status.Conditions, v1alpha1.ConditionDegraded); d == nil || d.Reason != v1alpha1.ReasonSwitchLayersUnsupported {
+		t.Fatalf("Degraded = %+v, want reason %s", d, v1alpha1.ReasonSwitchLayersUnsupported)
+	}
+	eventually(t, "tor layer waits for its fabric", func() bool {
+		_ = c.Get(ctx, client.ObjectKeyFromObject(tor), tor)
+		r := condition(tor.Status.Conditions, v1alpha1.ConditionReady)
+		return r != nil && r.Reason == v1alpha1.ReasonFabricNotFound && len(tor.Status.Clusters) == 1
+	})
+	fabric := &v1alpha1.SwitchFabric{ObjectMeta: metav1.ObjectMeta{Name: "fabric", Namespace: ns.Name},
+		Spec: v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", Switches: []v1alpha1.Switch{
+			{Name: "tor-0", DeviceID: 1, Role: v1alpha1.RoleStorageLeaf, P4RuntimeAddress: "10.0.0.1:9559", Rack: ptr.To[int32](0)},
+			{Name: "spine-0", DeviceID: 2, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "10.0.0.2:9559"},
+		}}}
+	if err := c.Create(ctx, fabric); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "fabric status", func() bool {
+		_ = c.Get(ctx, client.ObjectKeyFromObject(fabric), fabric)
+		r := condition(fabric.Status.Conditions, v1alpha1.ConditionReady)
+		return r != nil && r.Reason == v1alpha1.ReasonDriverUnavailable && fabric.Status.Switches["storage-leaf"] == 1
+	})
+	eventually(t, "tor layer sees its fabric", func() bool {
+		_ = c.Get(ctx, client.ObjectKeyFromObject(tor), tor)
+		r := condition(tor.Status.Conditions, v1alpha1.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionTrue && r.Reason == v1alpha1.ReasonSwitchLayersUnsupported
+	})
+}
