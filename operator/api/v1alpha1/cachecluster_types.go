@@ -11,22 +11,22 @@ import (
 type StorageMode string
 
 const (
-	// StorageManaged: the operator runs one StatefulSet per rack, each pod
+	// StorageManaged means that the operator runs one StatefulSet per rack, each pod
 	// a redis-server with the storage shim beside it.
 	StorageManaged StorageMode = "managed"
-	// StorageRedisOperator: one OT-Container-Kit redis-operator Redis per
-	// shard, with the shim as its sidecar.
+	// StorageRedisOperator means one OT-Container-Kit redis-operator Redis
+	// per shard, with the shim as its sidecar.
 	StorageRedisOperator StorageMode = "redisOperator"
-	// StorageExternal: Redis servers that already exist, each fronted by a
+	// StorageExternal means Redis servers that already exist, each fronted by a
 	// shim Deployment the operator runs.
 	StorageExternal StorageMode = "external"
 )
 
 // StorageSpec is the Redis backend, sharded into racks × shardsPerRack.
 //
-// +kubebuilder:validation:XValidation:rule="self.mode != 'external' || (has(self.external) && size(self.external) == self.racks * self.shardsPerRack)",message="storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
-// +kubebuilder:validation:XValidation:rule="self.mode == 'external' || !has(self.external)",message="storage.external is only for mode: external"
-// +kubebuilder:validation:XValidation:rule="self.mode == 'managed' || !has(self.persistence)",message="storage.persistence is only for mode: managed"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'external' || (has(self.external) && size(self.external) == (has(self.racks) ? self.racks : 1) * (has(self.shardsPerRack) ? self.shardsPerRack : 1))",message="storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
+// +kubebuilder:validation:XValidation:rule="!has(self.external) || (has(self.mode) && self.mode == 'external')",message="storage.external is only for mode: external"
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.mode) || self.mode == 'managed'",message="storage.persistence is only for mode: managed"
 type StorageSpec struct {
 	// Mode says who runs the Redis servers (default managed).
 	// +kubebuilder:default=managed
@@ -89,6 +89,8 @@ type RoutingSpec struct {
 	// TelemetryStaleAfter is the age after which a node's reported load is
 	// no longer trusted and decays towards unknown.
 	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	TelemetryStaleAfter *metav1.Duration `json:"telemetryStaleAfter,omitempty"`
 }
@@ -98,11 +100,15 @@ type CoherenceSpec struct {
 	// InvalidateTimeout bounds phase 1: a write whose invalidations are not
 	// all acknowledged in time is refused and not applied.
 	// +kubebuilder:default="2s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	InvalidateTimeout *metav1.Duration `json:"invalidateTimeout,omitempty"`
 	// PreviousMapGrace is how long after a map change writes also
 	// invalidate the owners under the previous map.
 	// +kubebuilder:default="2m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	PreviousMapGrace *metav1.Duration `json:"previousMapGrace,omitempty"`
 }
@@ -112,6 +118,8 @@ type HotKeySpec struct {
 	// Interval is how often each cache node inserts its hottest uncached
 	// keys and evicts its coldest.
 	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
 	// Threshold is the misses of a key within an interval that make it a
@@ -130,12 +138,16 @@ type FailoverSpec struct {
 	// GracePeriod is how long a member's pod may be not Ready before the
 	// member is marked failed and its keys move to the survivors.
 	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
 	// HoldDown is how long a failed member's pod must stay Ready before the
 	// member gets its keys back; it keeps a flapping node from flapping the
 	// map.
 	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	HoldDown *metav1.Duration `json:"holdDown,omitempty"`
 }
@@ -162,9 +174,10 @@ type ImagesSpec struct {
 // +kubebuilder:validation:XValidation:rule="has(self.layers) != has(self.layerRefs)",message="set either layers (inline) or layerRefs (CacheLayer names), not both and not neither"
 // +kubebuilder:validation:XValidation:rule="!has(self.layers) || self.layers.filter(l, has(l.boundToRacks) && l.boundToRacks).size() == 0 || (self.layers.filter(l, has(l.boundToRacks) && l.boundToRacks).size() == 1 && has(self.layers[size(self.layers) - 1].boundToRacks) && self.layers[size(self.layers) - 1].boundToRacks)",message="only the lowest (last) layer may be bound to storage racks"
 // +kubebuilder:validation:XValidation:rule="!has(self.layers) || self.layers.all(a, !has(a.hashSeed) || self.layers.filter(b, has(b.hashSeed) && b.hashSeed == a.hashSeed).size() == 1)",message="layers must have distinct hashSeeds: layers with the same seed partition keys alike and defeat power-of-k-choices"
-// +kubebuilder:validation:XValidation:rule="!has(self.routing) || !has(self.routing.choices) || self.routing.choices <= (has(self.layers) ? size(self.layers) : size(self.layerRefs))",message="routing.choices cannot exceed the number of layers"
+// +kubebuilder:validation:XValidation:rule="!has(self.routing) || !has(self.routing.choices) || self.routing.choices <= (has(self.layers) ? size(self.layers) : (has(self.layerRefs) ? size(self.layerRefs) : 0))",message="routing.choices cannot exceed the number of layers"
 type CacheClusterSpec struct {
 	// Storage is the Redis backend.
+	// +kubebuilder:default={}
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
 
@@ -181,22 +194,28 @@ type CacheClusterSpec struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=20
+	// +kubebuilder:validation:items:Pattern=`^[a-z]([a-z0-9-]*[a-z0-9])?$`
 	// +optional
 	LayerRefs []string `json:"layerRefs,omitempty"`
 
 	// Routing is how clients choose among a key's cache nodes.
+	// +kubebuilder:default={}
 	// +optional
 	Routing RoutingSpec `json:"routing,omitempty"`
 	// Coherence tunes the two-phase write protocol.
+	// +kubebuilder:default={}
 	// +optional
 	Coherence CoherenceSpec `json:"coherence,omitempty"`
 	// HotKeys tunes hot-key detection and insertion.
+	// +kubebuilder:default={}
 	// +optional
 	HotKeys HotKeySpec `json:"hotKeys,omitempty"`
 	// Failover is when failed members are remapped and restored.
+	// +kubebuilder:default={}
 	// +optional
 	Failover FailoverSpec `json:"failover,omitempty"`
 	// Images of the data plane.
+	// +kubebuilder:default={}
 	// +optional
 	Images ImagesSpec `json:"images,omitempty"`
 	// ShimResources are the resources of each storage shim container.
@@ -291,6 +310,7 @@ type CacheClusterStatus struct {
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 30",message="a CacheCluster's name is part of its pods' names: at most 30 characters"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([a-z0-9-]*[a-z0-9])?$')",message="a CacheCluster's name is part of its pods' names: lower-case letters, digits and '-', starting with a letter"
 type CacheCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -306,8 +326,4 @@ type CacheClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []CacheCluster `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&CacheCluster{}, &CacheClusterList{})
 }

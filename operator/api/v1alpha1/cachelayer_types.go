@@ -40,7 +40,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.switch) || (has(self.backend) && self.backend == 'switch')",message="switch is only for a layer with backend: switch"
 // +kubebuilder:validation:XValidation:rule="!has(self.backend) || self.backend != 'switch' || has(self.switch)",message="a layer with backend: switch needs switch.fabricRef and switch.role"
 // +kubebuilder:validation:XValidation:rule="!(has(self.boundToRacks) && self.boundToRacks && has(self.nodes))",message="a layer bound to storage racks has one node per rack: leave nodes unset"
-// +kubebuilder:validation:XValidation:rule="(has(self.boundToRacks) && self.boundToRacks) || has(self.nodes)",message="nodes is required unless the layer is bound to storage racks (boundToRacks: true)"
+// +kubebuilder:validation:XValidation:rule="(has(self.backend) && self.backend == 'switch') || (has(self.boundToRacks) && self.boundToRacks) || has(self.nodes)",message="nodes is required unless the layer is bound to storage racks (boundToRacks: true)"
 type CacheLayerSpec struct {
 	// Backend says what serves the layer: software cache-node pods (the
 	// default) or the switches of a SwitchFabric.
@@ -138,6 +138,7 @@ type CacheLayerStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 20",message="a CacheLayer's name is part of its pods' names: at most 20 characters"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([a-z0-9-]*[a-z0-9])?$')",message="a CacheLayer's name is part of its pods' names: lower-case letters, digits and '-', starting with a letter"
 type CacheLayer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -153,8 +154,4 @@ type CacheLayerList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []CacheLayer `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&CacheLayer{}, &CacheLayerList{})
 }

@@ -14,8 +14,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -23,8 +24,18 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "distcache.io", Version: "v1alpha1"}
 
 	// SchemeBuilder adds the types to a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this group-version to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&CacheCluster{}, &CacheClusterList{},
+		&CacheLayer{}, &CacheLayerList{},
+		&SwitchFabric{}, &SwitchFabricList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

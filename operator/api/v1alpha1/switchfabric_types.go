@@ -131,7 +131,3 @@ type SwitchFabricList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []SwitchFabric `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&SwitchFabric{}, &SwitchFabricList{})
-}

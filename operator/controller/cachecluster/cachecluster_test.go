@@ -217,7 +217,7 @@ func memberState(m *partmap.Map, name string) partmap.MemberState {
 	return m.Layers[l].Members[i].State
 }
 
-func hasEvent(t *testing.T, cc *v1alpha1.CacheCluster, reason, member string) (bool, error) {
+func hasEvent(_ *testing.T, cc *v1alpha1.CacheCluster, reason, member string) (bool, error) {
 	var evs eventsv1.EventList
 	if err := env.Client.List(context.Background(), &evs, client.InNamespace(cc.Namespace)); err != nil {
 		return false, err

@@ -48,7 +48,6 @@ type state struct {
 	obs         map[string]failover.Observation // members' readiness
 	published   *partmap.Map                    // the map in the ConfigMap after this reconcile
 	shardsReady int32
-	waiting     string            // why the cluster is still progressing, if it is
 	blocked     *metav1.Condition // a Ready=False condition that stopped the phases
 	requeue     time.Duration     // the earliest pending failover decision
 }
@@ -93,6 +92,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return ctrl.Result{}, nil
 }
 
+// block stops the phases on a problem only a change of the spec or of its
+// layers can solve: the status reports it, and no retry is scheduled.
+func (s *state) block(reason string, err error) (ctrl.Result, error) {
+	s.blocked = &metav1.Condition{Reason: reason, Message: err.Error()}
+	return ctrl.Result{}, nil
+}
+
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
 		return r.Now()
@@ -118,13 +124,11 @@ func (r *Reconciler) resolveTopology(ctx context.Context, s *state) (ctrl.Result
 		return spec, ok
 	})
 	if err != nil {
-		s.blocked = &metav1.Condition{Reason: v1alpha1.ReasonLayerNotFound, Message: err.Error()}
-		return ctrl.Result{}, nil // the CacheLayer watch brings the cluster back
+		return s.block(v1alpha1.ReasonLayerNotFound, err) // the CacheLayer watch brings the cluster back
 	}
 	t, err := topology.New(s.cc.Name, s.cc.Spec, layers)
 	if err != nil {
-		s.blocked = &metav1.Condition{Reason: v1alpha1.ReasonInvalidTopology, Message: err.Error()}
-		return ctrl.Result{}, nil
+		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
 	s.topo = t
 	return ctrl.Result{}, nil
@@ -189,8 +193,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 	}
 	next, err := s.topo.Map(prev, r.addresser(s))
 	if err != nil {
-		s.blocked = &metav1.Condition{Reason: v1alpha1.ReasonInvalidTopology, Message: err.Error()}
-		return ctrl.Result{}, nil
+		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
 	policy := failoverPolicy(s.cc)
 	s.obs = r.observations(s)
