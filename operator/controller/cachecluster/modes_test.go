@@ -1,0 +1,95 @@
+package cachecluster_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+
+	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// TestScaleLayer grows a layer: the StatefulSet follows, the new member
+// gets a fresh id, and the existing members keep theirs.
+func TestScaleLayer(t *testing.T) {
+	startOperator(t, &clock{t: time.Now()})
+	cc := newCluster(t, "grow", withLayer("spine", 2, false))
+	var before *partmap.Map
+	eventually(t, "map v1", func() (bool, error) {
+		var err error
+		before, err = publishedMap(t, cc)
+		return err == nil, err
+	})
+	stored := &v1alpha1.CacheCluster{}
+	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
+		t.Fatal(err)
+	}
+	stored.Spec.Layers[0].Nodes = ptr.To[int32](3)
+	if err := env.Client.Update(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	var after *partmap.Map
+	eventually(t, "map v2 with three members", func() (bool, error) {
+		var err error
+		after, err = publishedMap(t, cc)
+		return err == nil && after.Version == 2 && len(after.Layers[0].Members) == 3, err
+	})
+	for i, m := range before.Layers[0].Members {
+		if after.Layers[0].Members[i].ID != m.ID {
+			t.Fatalf("member %s changed id %d → %d", m.Name, m.ID, after.Layers[0].Members[i].ID)
+		}
+	}
+	eventually(t, "StatefulSet scaled", func() (bool, error) {
+		sts := &appsv1.StatefulSet{}
+		err := get(t, sts, cc.Namespace, "grow-spine")
+		return err == nil && *sts.Spec.Replicas == 3, err
+	})
+}
+
+// TestStorageModes checks the backend objects of the redisOperator and
+// external modes and the shim addresses the map gives them.
+func TestStorageModes(t *testing.T) {
+	startOperator(t, &clock{t: time.Now()})
+	t.Run("redisOperator", func(t *testing.T) {
+		cc := newCluster(t, "ot", withStorage(v1alpha1.StorageRedisOperator, 1, 2), withLayer("spine", 1, false))
+		eventually(t, "map published", func() (bool, error) { _, err := publishedMap(t, cc); return err == nil, err })
+		r := &unstructured.Unstructured{}
+		r.SetGroupVersionKind(kubetest.RedisGVK)
+		if err := get(t, r, cc.Namespace, "ot-rack-0-1"); err != nil {
+			t.Fatalf("Redis (stand-in CRD) for shard ot-rack-0-1: %v", err)
+		}
+		sidecars, _, _ := unstructured.NestedSlice(r.Object, "spec", "sidecars")
+		if len(sidecars) != 1 || sidecars[0].(map[string]any)["name"] != "shim" {
+			t.Fatalf("sidecars %v, want the shim", sidecars)
+		}
+		m, _ := publishedMap(t, cc)
+		if got, want := m.Storage.Racks[0].Shards[1].Address, "ot-rack-0-1-0.ot-rack-0-1-headless."+cc.Namespace+".svc:7000"; got != want {
+			t.Fatalf("shim address %q, want %q", got, want)
+		}
+	})
+	t.Run("external", func(t *testing.T) {
+		cc := newCluster(t, "ext", withStorage(v1alpha1.StorageExternal, 2, 1, "10.0.0.1:6379", "10.0.0.2:6379"), withLayer("spine", 1, false))
+		eventually(t, "map published", func() (bool, error) { _, err := publishedMap(t, cc); return err == nil, err })
+		dep := &appsv1.Deployment{}
+		if err := get(t, dep, cc.Namespace, "ext-rack-1-0"); err != nil {
+			t.Fatal(err)
+		}
+		if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--redis=10.0.0.2:6379") || !slices.Contains(args, "--shard=ext-rack-1-0") {
+			t.Fatalf("shim args %v, want rack 1's endpoint and shard name", args)
+		}
+		if err := get(t, &corev1.Service{}, cc.Namespace, "ext-rack-1-0"); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := publishedMap(t, cc)
+		if got := m.Storage.Racks[1].Shards[0].Address; got != "ext-rack-1-0."+cc.Namespace+".svc:7000" {
+			t.Fatalf("shim address %q", got)
+		}
+	})
+}
