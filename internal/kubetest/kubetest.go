@@ -15,9 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"testing"
+	"time"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -30,9 +31,6 @@ const (
 	K8sVersion  = "1.37.1"
 	EtcdVersion = "3.7.0"
 )
-
-// RedisGVK is the redis-operator's standalone Redis kind (stand-in CRD).
-var RedisGVK = schema.GroupVersionKind{Group: "redis.redis.opstreelabs.in", Version: "v1beta2", Kind: "Redis"}
 
 // Env is a running control plane.
 type Env struct {
@@ -104,4 +102,51 @@ func (e *Env) Stop() error {
 		return fmt.Errorf("cannot stop envtest control plane: %w", err)
 	}
 	return nil
+}
+
+// Main runs a test package against one control plane: it starts it, stores
+// it in *env, runs the tests and stops it. A control plane that cannot
+// start fails the package with the reason, rather than skipping its tests.
+func Main(m *testing.M, env **Env) {
+	os.Exit(run(m, env))
+}
+
+func run(m *testing.M, env **Env) int {
+	e, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// Eventually polls cond until it holds and fails the test after a generous
+// bound: tests synchronise on what the API server shows, never on a sleep.
+// The last error cond returned is part of the failure.
+func Eventually(t testing.TB, what string, cond func() (bool, error)) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%s: not reached (last error: %v)", what, last)
+		}
+	}
 }

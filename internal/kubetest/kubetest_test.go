@@ -10,6 +10,7 @@ import (
 
 	"github.com/distcache/distcache/internal/kubetest"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 
 // TestControlPlane starts the real API server with the CRDs installed and
@@ -35,7 +36,7 @@ func TestControlPlane(t *testing.T) {
 		t.Fatalf("defaults not applied: %+v", cc.Spec)
 	}
 	r := &unstructured.Unstructured{}
-	r.SetGroupVersionKind(kubetest.RedisGVK)
+	r.SetGroupVersionKind(cachecluster.RedisGVK)
 	r.SetName("demo-rack-0-0")
 	r.SetNamespace("default")
 	if err := unstructured.SetNestedField(r.Object, "redis:7.4", "spec", "kubernetesConfig", "image"); err != nil {

@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // ConditionType is the type of a status condition of the distcache.io
 // objects. Every object reports the three below.
 type ConditionType string
@@ -50,3 +55,16 @@ const (
 	// ReasonDeleting: the object is being deleted.
 	ReasonDeleting = "Deleting"
 )
+
+// SetCondition sets condition t of an object at generation to True (ok)
+// or False with reason and message, keeping its transition time when the
+// status does not change.
+func SetCondition(conds *[]metav1.Condition, generation int64, t ConditionType, ok bool, reason, msg string) {
+	st := metav1.ConditionFalse
+	if ok {
+		st = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: string(t), Status: st, Reason: reason, Message: msg, ObservedGeneration: generation,
+	})
+}

@@ -2,8 +2,6 @@ package cachecluster_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -25,18 +23,7 @@ import (
 // env is the package's control plane: a real kube-apiserver and etcd.
 var env *kubetest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = kubetest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
 // clock is the reconciler's time, moved by the test.
 type clock struct {
@@ -125,26 +112,10 @@ func newCluster(t *testing.T, name string, opts ...clusterOption) *v1alpha1.Cach
 	return cc
 }
 
-// eventually polls cond until it holds: it synchronises on what the API
-// server shows, with a generous bound instead of a sleep.
+// eventually waits until cond holds (see kubetest.Eventually).
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(30 * time.Second)
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("%s: not reached (last error: %v)", what, last)
-		}
-	}
+	kubetest.Eventually(t, what, cond)
 }
 
 func get(t *testing.T, obj client.Object, ns, name string) error {

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
-	"github.com/distcache/distcache/internal/kubetest"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -61,7 +61,7 @@ func TestStorageModes(t *testing.T) {
 		cc := newCluster(t, "ot", withStorage(v1alpha1.StorageRedisOperator, 1, 2), withLayer("spine", 1, false))
 		eventually(t, "map published", func() (bool, error) { _, err := publishedMap(t, cc); return err == nil, err })
 		r := &unstructured.Unstructured{}
-		r.SetGroupVersionKind(kubetest.RedisGVK)
+		r.SetGroupVersionKind(cachecluster.RedisGVK)
 		if err := get(t, r, cc.Namespace, "ot-rack-0-1"); err != nil {
 			t.Fatalf("Redis (stand-in CRD) for shard ot-rack-0-1: %v", err)
 		}

@@ -53,15 +53,28 @@ func labels(cc *v1alpha1.CacheCluster, component string) map[string]string {
 	}
 }
 
-// dnsAddresser names pods by their headless Services' DNS names.
+// dnsAddresser names data-plane pods by their Services' DNS names.
 type dnsAddresser struct {
 	t         *topology.Cluster
 	namespace string
-	shimHost  func(r, s int) string // the host of shard s of rack r's shim
+	mode      v1alpha1.StorageMode
 }
 
+// ShardAddress is the shim of shard s of rack r: the pod of the rack's
+// StatefulSet (managed), the redis-operator's pod behind its headless
+// Service (redisOperator), or the shim Deployment's Service (external).
 func (a dnsAddresser) ShardAddress(r, s int) string {
-	return fmt.Sprintf("%s:%d", a.shimHost(r, s), ShimPort)
+	shard := a.t.ShardName(r, s)
+	var host string
+	switch a.mode {
+	case v1alpha1.StorageRedisOperator:
+		host = fmt.Sprintf("%s-0.%s-headless.%s.svc", shard, shard, a.namespace)
+	case v1alpha1.StorageExternal:
+		host = fmt.Sprintf("%s.%s.svc", shard, a.namespace)
+	default:
+		host = fmt.Sprintf("%s.%s.%s.svc", shard, a.t.RackName(r), a.namespace)
+	}
+	return fmt.Sprintf("%s:%d", host, ShimPort)
 }
 
 func (a dnsAddresser) MemberAddress(layer string, i int) string {

@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -271,11 +270,9 @@ func (r *Reconciler) observations(s *state) map[string]failover.Observation {
 
 // observe is one member's readiness observation.
 func observe(pod *corev1.Pod, recorded v1alpha1.MemberStatus, now time.Time) failover.Observation {
-	if pod != nil && pod.DeletionTimestamp.IsZero() {
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodReady {
-				return failover.Observation{Ready: c.Status == corev1.ConditionTrue, Since: c.LastTransitionTime.Time}
-			}
+	if live(pod) {
+		if c := readyCondition(pod); c != nil {
+			return failover.Observation{Ready: c.Status == corev1.ConditionTrue, Since: c.LastTransitionTime.Time}
 		}
 		return failover.Observation{Since: pod.CreationTimestamp.Time}
 	}
@@ -287,11 +284,5 @@ func observe(pod *corev1.Pod, recorded v1alpha1.MemberStatus, now time.Time) fai
 
 // setCondition sets a condition for the cluster's current generation.
 func setCondition(cc *v1alpha1.CacheCluster, t v1alpha1.ConditionType, ok bool, reason, msg string) {
-	st := metav1.ConditionFalse
-	if ok {
-		st = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&cc.Status.Conditions, metav1.Condition{
-		Type: string(t), Status: st, Reason: reason, Message: msg, ObservedGeneration: cc.Generation,
-	})
+	v1alpha1.SetCondition(&cc.Status.Conditions, cc.Generation, t, ok, reason, msg)
 }

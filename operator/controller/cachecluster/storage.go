@@ -35,24 +35,8 @@ func (r *Reconciler) reconcileStorage(ctx context.Context, s *state) (ctrl.Resul
 	return ctrl.Result{}, err
 }
 
-// shimHost is the DNS name of shard s of rack r's shim in the cluster's
-// storage mode.
-func shimHost(cc *v1alpha1.CacheCluster, r, s int) string {
-	shard := partmap.ShardName(cc.Name, r, s)
-	switch cc.Spec.Storage.Mode {
-	case v1alpha1.StorageRedisOperator:
-		return fmt.Sprintf("%s-0.%s-headless.%s.svc", shard, shard, cc.Namespace)
-	case v1alpha1.StorageExternal:
-		return fmt.Sprintf("%s.%s.svc", shard, cc.Namespace)
-	default:
-		return fmt.Sprintf("%s.%s-rack-%d.%s.svc", shard, cc.Name, r, cc.Namespace)
-	}
-}
-
 func (r *Reconciler) addresser(s *state) partmap.Addresser {
-	return dnsAddresser{t: s.topo, namespace: s.cc.Namespace, shimHost: func(rack, shard int) string {
-		return shimHost(s.cc, rack, shard)
-	}}
+	return dnsAddresser{t: s.topo, namespace: s.cc.Namespace, mode: s.cc.Spec.Storage.Mode}
 }
 
 // reconcileManaged runs one StatefulSet per rack: each pod a shard, with
@@ -202,14 +186,23 @@ func toAny(ss []string) []any {
 	return out
 }
 
-func podReady(p *corev1.Pod) bool {
-	if p == nil || !p.DeletionTimestamp.IsZero() {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+// live says whether p exists and is not being deleted.
+func live(p *corev1.Pod) bool { return p != nil && p.DeletionTimestamp.IsZero() }
+
+// readyCondition is p's Ready condition, or nil before the kubelet set one.
+func readyCondition(p *corev1.Pod) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodReady {
+			return &p.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	if !live(p) {
+		return false
+	}
+	c := readyCondition(p)
+	return c != nil && c.Status == corev1.ConditionTrue
 }

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -80,13 +78,7 @@ func (r *Reconciler) clustersUsing(ctx context.Context, l *v1alpha1.CacheLayer) 
 }
 
 func set(l *v1alpha1.CacheLayer, t v1alpha1.ConditionType, ok bool, reason, msg string) {
-	st := metav1.ConditionFalse
-	if ok {
-		st = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&l.Status.Conditions, metav1.Condition{
-		Type: string(t), Status: st, Reason: reason, Message: msg, ObservedGeneration: l.Generation,
-	})
+	v1alpha1.SetCondition(&l.Status.Conditions, l.Generation, t, ok, reason, msg)
 }
 
 // SetupWithManager registers the reconciler; it also runs when a fabric or

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,13 +46,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		t  v1alpha1.ConditionType
 		ok bool
 	}{{v1alpha1.ConditionReady, false}, {v1alpha1.ConditionProgressing, false}, {v1alpha1.ConditionDegraded, true}} {
-		st := metav1.ConditionFalse
-		if c.ok {
-			st = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&f.Status.Conditions, metav1.Condition{
-			Type: string(c.t), Status: st, Reason: v1alpha1.ReasonDriverUnavailable, Message: msg, ObservedGeneration: f.Generation,
-		})
+		v1alpha1.SetCondition(&f.Status.Conditions, f.Generation, c.t, c.ok, v1alpha1.ReasonDriverUnavailable, msg)
 	}
 	return ctrl.Result{}, nil
 }
