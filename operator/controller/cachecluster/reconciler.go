@@ -195,7 +195,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
 	policy := failoverPolicy(s.cc)
-	s.obs = r.observations(s)
+	s.obs = r.observations(s, next)
 	next, changes, recheck := policy.Apply(next, s.obs, s.now)
 	s.requeue = recheck
 	if next != prev {
@@ -248,10 +248,10 @@ func failoverPolicy(cc *v1alpha1.CacheCluster) failover.Policy {
 	return p
 }
 
-// observations reads every member's readiness: its pod's Ready condition
+// observations reads the readiness of every member of m: its pod's Ready condition
 // and when it last changed; a member without a pod is not Ready since the
 // time the status last recorded for it (or now).
-func (r *Reconciler) observations(s *state) map[string]failover.Observation {
+func (r *Reconciler) observations(s *state, m *partmap.Map) map[string]failover.Observation {
 	recorded := map[string]v1alpha1.MemberStatus{}
 	for _, l := range s.cc.Status.Layers {
 		for _, m := range l.Members {
@@ -259,10 +259,9 @@ func (r *Reconciler) observations(s *state) map[string]failover.Observation {
 		}
 	}
 	obs := map[string]failover.Observation{}
-	for _, l := range s.topo.SoftwareLayers() {
-		for i := range s.topo.Nodes(l) {
-			name := partmap.MemberName(s.cc.Name, l.Name, i)
-			obs[name] = observe(s.pods[name], recorded[name], s.now)
+	for _, l := range m.Layers {
+		for _, mb := range l.Members {
+			obs[mb.Name] = observe(s.pods[mb.Name], recorded[mb.Name], s.now)
 		}
 	}
 	return obs
