@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
@@ -31,8 +32,11 @@ func TestScaleLayer(t *testing.T) {
 	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
 		t.Fatal(err)
 	}
+	// A merge patch, as kubectl applies it: the operator updates the object
+	// (finalizer, status) concurrently, so an Update could conflict.
+	base := stored.DeepCopy()
 	stored.Spec.Layers[0].Nodes = ptr.To[int32](3)
-	if err := env.Client.Update(context.Background(), stored); err != nil {
+	if err := env.Client.Patch(context.Background(), stored, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	var after *partmap.Map
