@@ -39,6 +39,7 @@ func TestOperator(t *testing.T) {
 	go func() {
 		done <- manager.Run(ctx, env.Config, manager.Options{
 			MetricsAddr: "0", ProbeAddr: "0", LeaderElection: true, LeaderElectionNamespace: "default",
+			SkipNameValidation: true, // -count=N runs the operator N times in one process
 		}, logr.Discard())
 	}()
 	t.Cleanup(func() {
