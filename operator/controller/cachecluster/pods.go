@@ -63,20 +63,7 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	lbl := labels(s.cc, ComponentCacheNode)
 	lbl[LabelLayer] = l.Name
 	image, _, pull := images(s.cc)
-	args := []string{
-		"node", "--member=$(POD_NAME)",
-		"--listen=0.0.0.0:" + strconv.Itoa(NodePort),
-		"--capacity=" + strconv.Itoa(int(max(l.Spec.Capacity.Entries, 0))),
-	}
-	if b := l.Spec.Capacity.Bytes; b != nil {
-		args = append(args, "--capacity-bytes="+strconv.FormatInt(b.Value(), 10))
-	}
-	if d := s.cc.Spec.HotKeys.Interval; d != nil {
-		args = append(args, "--interval="+d.Duration.String())
-	}
-	if t := s.cc.Spec.HotKeys.Threshold; t > 0 {
-		args = append(args, "--hot-threshold="+strconv.Itoa(int(t)))
-	}
+	args := s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort))
 	c := dataPlaneContainer("node", image, pull, args, NodePort)
 	c.Resources = l.Spec.Resources
 	sts.Labels = lbl
@@ -126,12 +113,5 @@ func mapVolume(cc *v1alpha1.CacheCluster) corev1.Volume {
 
 // shimArgs are the storage shim's flags for a Redis at redisAddr.
 func shimArgs(cc *v1alpha1.CacheCluster, shard, redisAddr string) []string {
-	args := []string{"shim", "--shard=" + shard, "--redis=" + redisAddr, "--listen=0.0.0.0:" + strconv.Itoa(ShimPort)}
-	if d := cc.Spec.Coherence.InvalidateTimeout; d != nil {
-		args = append(args, "--invalidate-timeout="+d.Duration.String())
-	}
-	if d := cc.Spec.Coherence.PreviousMapGrace; d != nil {
-		args = append(args, "--prev-map-grace="+d.Duration.String())
-	}
-	return args
+	return topology.ShimArgs(&cc.Spec, shard, redisAddr, "0.0.0.0:"+strconv.Itoa(ShimPort))
 }

@@ -194,7 +194,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 	if err != nil {
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
-	policy := failoverPolicy(s.cc)
+	policy := topology.FailoverPolicy(&s.cc.Spec)
 	s.obs = r.observations(s, next)
 	next, changes, recheck := policy.Apply(next, s.obs, s.now)
 	s.requeue = recheck
@@ -234,18 +234,6 @@ func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, ch
 		r.Metrics.remapped(string(c.To))
 	}
 	r.Metrics.mapVersion(cc.Namespace, cc.Name, m.Version)
-}
-
-// failoverPolicy is the cluster's failover spec with the API's defaults.
-func failoverPolicy(cc *v1alpha1.CacheCluster) failover.Policy {
-	p := failover.Policy{Grace: 30 * time.Second, HoldDown: 60 * time.Second}
-	if d := cc.Spec.Failover.GracePeriod; d != nil && d.Duration > 0 {
-		p.Grace = d.Duration
-	}
-	if d := cc.Spec.Failover.HoldDown; d != nil && d.Duration > 0 {
-		p.HoldDown = d.Duration
-	}
-	return p
 }
 
 // observations reads the readiness of every member of m: its pod's Ready condition

@@ -16,6 +16,7 @@ import (
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/topology"
 )
 
 // RedisGVK is the OT-Container-Kit redis-operator's standalone Redis kind.
@@ -68,10 +69,7 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 
 func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl map[string]string, sts *appsv1.StatefulSet) {
 	image, redisImage, pull := images(cc)
-	redisArgs := []string{"--port", strconv.Itoa(RedisPort), "--save", ""}
-	if cc.Spec.Storage.Persistence != nil {
-		redisArgs = append(redisArgs, "--appendonly", "yes", "--appendfsync", "everysec", "--dir", "/data")
-	}
+	redisArgs := topology.RedisArgs(&cc.Spec, RedisPort, "/data")
 	redis := corev1.Container{
 		Name: "redis", Image: redisImage, ImagePullPolicy: pull,
 		Command:   append([]string{"redis-server"}, redisArgs...),

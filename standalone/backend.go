@@ -1,0 +1,147 @@
+package standalone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/plan"
+	"github.com/distcache/distcache/standalone/supervisor"
+)
+
+// Status implements control.Backend.
+func (c *cluster) Status(_ context.Context) control.Status {
+	p := c.cfg.Plan
+	m := c.loop.Map()
+	st := control.Status{
+		Cluster: p.Cluster.Name, RunDir: c.cfg.RunDir, MapFile: p.MapFile, MapVersion: m.Version,
+		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate,
+		Processes: c.processes(m),
+	}
+	for _, e := range c.loop.Events() {
+		st.Events = append(st.Events, control.Event{
+			Time: e.Time, Layer: e.Layer, Member: e.Member, From: string(e.From), To: string(e.To), MapVersion: e.MapVersion,
+		})
+	}
+	c.mu.Lock()
+	st.Phase = c.phase
+	if c.stopping {
+		st.Phase = control.Stopping
+	}
+	c.mu.Unlock()
+	if st.Phase == control.Ready {
+		for _, pr := range st.Processes {
+			if !pr.Ready || pr.MemberState == string(partmap.Failed) {
+				st.Phase = control.Degraded
+				break
+			}
+		}
+	}
+	return st
+}
+
+// processes describes every process with what was last probed and scraped.
+func (c *cluster) processes(m *partmap.Map) []control.Process {
+	sups := map[string]supervisor.Status{}
+	for _, s := range c.sup.Status() {
+		sups[s.Name] = s
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]control.Process, 0, len(c.cfg.Plan.Processes))
+	for _, pr := range c.cfg.Plan.Processes {
+		s := sups[pr.Name]
+		cp := control.Process{
+			Name: pr.Name, Kind: string(pr.Kind), Layer: pr.Layer, Shard: pr.Shard,
+			State: string(s.State), Ready: c.ready[pr.Name] && s.State == supervisor.Running,
+			PID: s.PID, Restarts: s.Restarts, Addr: pr.Addr, MetricsAddr: pr.MetricsAddr, LogFile: pr.LogFile,
+			Capacity: pr.EmulatedRate,
+		}
+		if sm, ok := c.samples[pr.Name]; ok {
+			cp.WorkUnits, cp.Coherence, cp.Load = sm.work, sm.coherence, c.loads[pr.Name]
+		}
+		if pr.Kind == plan.Node {
+			if l, i, ok := m.Member(pr.Name); ok {
+				cp.MemberState = string(m.Layers[l].Members[i].State)
+			}
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
+// Work implements control.Backend: it scrapes every shim and node now. A
+// process that cannot be scraped (killed, restarting) keeps its last
+// sample; only a canceled ctx is an error.
+func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
+	var (
+		mu   sync.Mutex // guards got and errs
+		got  = map[string]sample{}
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, pr := range c.cfg.Plan.Processes {
+		if pr.Kind == plan.Redis {
+			continue
+		}
+		wg.Go(func() {
+			s, err := c.prober.scrape(ctx, pr.MetricsAddr)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
+				return
+			}
+			got[pr.Name] = s
+		})
+	}
+	wg.Wait()
+	now := time.Now()
+	c.mu.Lock()
+	if elapsed := now.Sub(c.scraped).Seconds(); !c.scraped.IsZero() && elapsed > 0 {
+		for name, s := range got {
+			if prev, ok := c.samples[name]; ok && s.work >= prev.work {
+				c.loads[name] = float64(s.work-prev.work) / elapsed
+			}
+		}
+	}
+	for name, s := range got {
+		c.samples[name] = s
+	}
+	c.scraped = now
+	c.mu.Unlock()
+	var out []control.Process
+	for _, pr := range c.processes(c.loop.Map()) {
+		if pr.Kind != string(plan.Redis) {
+			out = append(out, pr)
+		}
+	}
+	if len(errs) > 0 {
+		c.cfg.Logger.Debug("some processes could not be scraped", "err", errors.Join(errs...))
+	}
+	return out, ctx.Err()
+}
+
+// Kill implements control.Backend.
+func (c *cluster) Kill(name string) error { return c.supervise(name, c.sup.Kill) }
+
+// Restart implements control.Backend.
+func (c *cluster) Restart(name string) error { return c.supervise(name, c.sup.Restart) }
+
+func (c *cluster) supervise(name string, f func(string) error) error {
+	if err := f(name); err != nil {
+		if errors.Is(err, supervisor.ErrUnknown) {
+			return fmt.Errorf("%w: %w", err, control.ErrNotFound)
+		}
+		return err
+	}
+	return nil
+}
+
+// Shutdown implements control.Backend.
+func (c *cluster) Shutdown() { c.shutdownOnce.Do(func() { close(c.shutdown) }) }

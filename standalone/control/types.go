@@ -1,0 +1,91 @@
+// Package control is the local API of a standalone cluster: the running
+// `distcache up` serves it on a Unix socket in its run directory, and
+// `distcache status`, `down` and `bench` use it. It plays the part the
+// Kubernetes API plays for the operator: the cluster's status, and the
+// requests to kill a process (a crash, for failure experiments), restart it
+// and shut the cluster down.
+//
+// Endpoints (JSON):
+//
+//	GET  /v1/status                    Status
+//	GET  /v1/work                      []Process, freshly scraped loads
+//	POST /v1/processes/{name}/kill     SIGKILL, held down until restart
+//	POST /v1/processes/{name}/restart  start it again
+//	POST /v1/shutdown                  stop every process and exit
+package control
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// SocketName is the control socket's file name in the run directory.
+const SocketName = "control.sock"
+
+// SocketPath is the control socket of the cluster running in runDir.
+func SocketPath(runDir string) string { return filepath.Join(runDir, SocketName) }
+
+// Phase is a cluster's overall state.
+type Phase string
+
+// Phases.
+const (
+	Starting Phase = "Starting" // processes starting, not all ready yet
+	Ready    Phase = "Ready"    // every process ready, every member active
+	Degraded Phase = "Degraded" // a process is not ready or a member failed
+	Stopping Phase = "Stopping" // shutting down
+)
+
+// Status is a cluster's state.
+type Status struct {
+	Cluster    string    `json:"cluster"`
+	Phase      Phase     `json:"phase"`
+	RunDir     string    `json:"runDir"`
+	MapFile    string    `json:"mapFile"`
+	MapVersion int64     `json:"mapVersion"`
+	PID        int       `json:"pid"`
+	Started    time.Time `json:"started"`
+	// ShardRate and NodeRate are the emulated capacities in work units per
+	// second (0: not emulated).
+	ShardRate float64   `json:"shardRate,omitempty"`
+	NodeRate  float64   `json:"nodeRate,omitempty"`
+	Processes []Process `json:"processes"`
+	Events    []Event   `json:"events,omitempty"`
+}
+
+// Process is one process of the cluster.
+type Process struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"` // redis, shim or node
+	Layer string `json:"layer,omitempty"`
+	Shard string `json:"shard,omitempty"`
+	// State is the supervisor's: Running, Backoff, Held or Stopped.
+	State string `json:"state"`
+	// MemberState is a node's state in the published map: Active or
+	// Failed.
+	MemberState string `json:"memberState,omitempty"`
+	Ready       bool   `json:"ready"`
+	PID         int    `json:"pid,omitempty"`
+	Restarts    int    `json:"restarts"`
+	Addr        string `json:"addr"`
+	MetricsAddr string `json:"metricsAddr,omitempty"`
+	LogFile     string `json:"logFile"`
+	// WorkUnits is the cumulative work done (emulated cost units), Capacity
+	// the emulated units per second (0: unlimited), Load the work rate over
+	// the last scrape period, Coherence a shim's invalidations and updates
+	// sent.
+	WorkUnits uint64  `json:"workUnits"`
+	Capacity  float64 `json:"capacity"`
+	Load      float64 `json:"load"`
+	Coherence uint64  `json:"coherence,omitempty"`
+}
+
+// Event is a member state change published in the map.
+type Event struct {
+	Time       time.Time `json:"time"`
+	Layer      string    `json:"layer"`
+	Member     string    `json:"member"`
+	From       string    `json:"from"`
+	To         string    `json:"to"`
+	MapVersion int64     `json:"mapVersion"`
+}

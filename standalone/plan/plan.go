@@ -1,0 +1,265 @@
+// Package plan lays out a cache cluster as processes on one host: a
+// redis-server, a storage shim and its Redis per storage shard, and a cache
+// node per member of every software layer, each on loopback ports chosen
+// here, with the partition map (version 1) that addresses them.
+//
+// It starts from the shared topology (package topology), so the members,
+// seeds and ring of a standalone cluster are those the operator would
+// publish for the same YAML, and the processes get the same flags as the
+// operator's pods (topology.NodeArgs, ShimArgs, RedisArgs). Only the
+// addresses differ: loopback ports instead of pod DNS names.
+//
+// Capacity emulation (DistCache §6.1): the paper's testbed rate-limits each
+// emulated storage server to an equal share of one Redis server and each
+// emulated cache switch to the aggregate of the servers in one rack, so
+// that a small testbed shows the balancing of many servers. Options.ShardRate
+// gives every shim that emulated capacity and every cache node ShardRate ×
+// shards per rack (or Options.NodeRate).
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/topology"
+)
+
+// Kind is what a process runs.
+type Kind string
+
+// Kinds of processes.
+const (
+	Redis Kind = "redis" // redis-server of one storage shard
+	Shim  Kind = "shim"  // storage shim of one shard
+	Node  Kind = "node"  // cache node of one layer member
+)
+
+// Process is one local process of the cluster.
+type Process struct {
+	// Name is unique in the plan: the member name of a node, the shard name
+	// of a shim, the shard name + "-redis" of a Redis.
+	Name string
+	Kind Kind
+	// Shard is the storage shard of a shim or Redis; Layer the layer of a
+	// node.
+	Shard, Layer string
+	// Path and Args are the command line.
+	Path string
+	Args []string
+	// Addr is the data-plane UDP address of a shim or node, or the TCP
+	// address of a Redis.
+	Addr string
+	// MetricsAddr is the /metrics and /healthz address of a shim or node.
+	MetricsAddr string
+	// Dir is the working directory (a Redis keeps its append-only file
+	// there).
+	Dir string
+	// LogFile receives the process's output.
+	LogFile string
+	// EmulatedRate is the emulated capacity in work units per second (0:
+	// none).
+	EmulatedRate float64
+}
+
+// Options are the host-specific settings of a plan.
+type Options struct {
+	// RunDir holds the map file, logs and Redis data.
+	RunDir string
+	// Binary is the distcache executable; RedisServer the redis-server one.
+	Binary, RedisServer string
+	// Host is the address every process listens on (default 127.0.0.1).
+	Host string
+	// ShardRate is the emulated capacity of a storage shard in work units
+	// per second (0: not emulated).
+	ShardRate float64
+	// NodeRate is the emulated capacity of a cache node (0: ShardRate ×
+	// shards per rack, the aggregate of one rack as in DistCache §6.1).
+	NodeRate float64
+	// MapPoll is how often the processes check the map file (0: their
+	// default).
+	MapPoll time.Duration
+	// LogLevel is the processes' log level (default info).
+	LogLevel string
+	// Ports hands out free ports (default: FreePorts).
+	Ports func(host string, tcp, udp int) (tcpPorts, udpPorts []int, err error)
+}
+
+// Plan is a cluster laid out on one host.
+type Plan struct {
+	Cluster *topology.Cluster
+	// Map is version 1 of the partition map, with the processes' addresses.
+	Map *partmap.Map
+	// MapFile is where the map is published; every process reads it.
+	MapFile string
+	// Processes in start order: Redis servers, shims, cache nodes.
+	Processes []Process
+	// ShardRate and NodeRate are the emulated capacities (0: none).
+	ShardRate, NodeRate float64
+}
+
+// ErrUnsupported is wrapped when a spec asks for something only a
+// Kubernetes cluster provides.
+var ErrUnsupported = errors.New("not supported in standalone mode")
+
+// New lays out c on one host.
+func New(c *topology.Cluster, o Options) (*Plan, error) {
+	o = o.withDefaults()
+	for _, l := range c.Layers {
+		if !l.Software() {
+			return nil, fmt.Errorf("cannot run layer %s: switch-backed layers need a SwitchFabric: %w", l.Name, ErrUnsupported)
+		}
+	}
+	if o.NodeRate == 0 {
+		o.NodeRate = o.ShardRate * float64(c.ShardsPerRack())
+	}
+	p := &Plan{Cluster: c, MapFile: filepath.Join(o.RunDir, "map.json"), ShardRate: o.ShardRate, NodeRate: o.NodeRate}
+	external := c.Spec.Storage.External
+	shards := c.Racks() * c.ShardsPerRack()
+	redises := shards
+	if len(external) > 0 {
+		redises = 0
+	}
+	members := 0
+	for _, l := range c.SoftwareLayers() {
+		members += c.Nodes(l)
+	}
+	// TCP: a port per Redis and a metrics port per shim and node; UDP: a
+	// data-plane port per shim and node.
+	tcp, udp, err := o.Ports(o.Host, redises+shards+members, shards+members)
+	if err != nil {
+		return nil, fmt.Errorf("cannot lay out %s: %w", c.Name, err)
+	}
+	addr := func(port int) string { return hostPort(o.Host, port) }
+	a := &addresser{members: map[string][]string{}}
+	for r := range c.Racks() {
+		for s := range c.ShardsPerRack() {
+			shard := c.ShardName(r, s)
+			redisAddr := ""
+			if len(external) > 0 {
+				redisAddr = external[r*c.ShardsPerRack()+s]
+			} else {
+				redisAddr, tcp = addr(tcp[0]), tcp[1:]
+				dir := filepath.Join(o.RunDir, "redis", shard)
+				p.Processes = append(p.Processes, Process{
+					Name: shard + "-redis", Kind: Redis, Shard: shard,
+					Path: o.RedisServer, Args: redisArgs(c, o.Host, redisAddr, dir),
+					Addr: redisAddr, Dir: dir, LogFile: o.log(shard + "-redis"),
+				})
+			}
+			shimAddr := addr(udp[0])
+			a.shards = append(a.shards, shimAddr)
+			p.Processes = append(p.Processes, Process{
+				Name: shard, Kind: Shim, Shard: shard, Path: o.Binary,
+				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr), addr(tcp[0]), p.MapFile, o.ShardRate),
+				Addr:    shimAddr,
+				LogFile: o.log(shard), MetricsAddr: addr(tcp[0]), EmulatedRate: o.ShardRate,
+			})
+			tcp, udp = tcp[1:], udp[1:]
+		}
+	}
+	a.perRack = c.ShardsPerRack()
+	for _, l := range c.SoftwareLayers() {
+		for i := range c.Nodes(l) {
+			member := partmap.MemberName(c.Name, l.Name, i)
+			nodeAddr := addr(udp[0])
+			a.members[l.Name] = append(a.members[l.Name], nodeAddr)
+			p.Processes = append(p.Processes, Process{
+				Name: member, Kind: Node, Layer: l.Name, Path: o.Binary,
+				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), addr(tcp[0]), p.MapFile, o.NodeRate),
+				Addr:    nodeAddr,
+				LogFile: o.log(member), MetricsAddr: addr(tcp[0]), EmulatedRate: o.NodeRate,
+			})
+			tcp, udp = tcp[1:], udp[1:]
+		}
+	}
+	if p.Map, err = c.Map(nil, a); err != nil {
+		return nil, err
+	}
+	if err := p.checkNames(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkNames verifies that the map names every shim and node as the plan
+// does: the processes find themselves in the map by these names.
+func (p *Plan) checkNames() error {
+	for _, pr := range p.Processes {
+		switch pr.Kind {
+		case Node:
+			if _, _, ok := p.Map.Member(pr.Name); !ok {
+				return fmt.Errorf("cannot lay out %s: member %s is not in the partition map", p.Cluster.Name, pr.Name)
+			}
+		case Shim:
+			if _, _, ok := p.Map.StorageShard(pr.Name); !ok {
+				return fmt.Errorf("cannot lay out %s: shard %s is not in the partition map", p.Cluster.Name, pr.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// Process returns the process named name.
+func (p *Plan) Process(name string) (Process, bool) {
+	for _, pr := range p.Processes {
+		if pr.Name == name {
+			return pr, true
+		}
+	}
+	return Process{}, false
+}
+
+func (o Options) withDefaults() Options {
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+	if o.Ports == nil {
+		o.Ports = FreePorts
+	}
+	return o
+}
+
+func (o Options) log(name string) string { return filepath.Join(o.RunDir, "logs", name+".log") }
+
+// roleArgs completes a shim's or node's command line.
+func (o Options) roleArgs(args []string, metricsAddr, mapFile string, rate float64) []string {
+	args = append(args, "--map="+mapFile, "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
+	if o.MapPoll > 0 {
+		args = append(args, "--map-poll="+o.MapPoll.String())
+	}
+	if rate > 0 {
+		args = append(args, "--emulated-capacity="+strconv.FormatFloat(rate, 'f', -1, 64))
+	}
+	return args
+}
+
+// redisArgs are a local Redis's arguments: the operator's, bound to
+// loopback, without protected mode's refusals and in the foreground.
+func redisArgs(c *topology.Cluster, host, addr, dir string) []string {
+	_, port := splitPort(addr)
+	args := topology.RedisArgs(&c.Spec, port, dir)
+	return append(args, "--bind", host, "--dir", dir, "--daemonize", "no", "--appendfilename", "appendonly.aof")
+}
+
+// addresser places the planned addresses into the map.
+type addresser struct {
+	shards  []string            // shim addresses, rack by rack
+	perRack int                 // shards per rack
+	members map[string][]string // layer → member addresses by ordinal
+}
+
+func (a *addresser) ShardAddress(rack, shard int) string { return a.shards[rack*a.perRack+shard] }
+
+func (a *addresser) MemberAddress(layer string, i int) string {
+	if m := a.members[layer]; i < len(m) {
+		return m[i]
+	}
+	return ""
+}

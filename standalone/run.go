@@ -1,0 +1,249 @@
+package standalone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/controlloop"
+	"github.com/distcache/distcache/standalone/plan"
+	"github.com/distcache/distcache/standalone/supervisor"
+)
+
+// Defaults of Config.
+const (
+	DefaultStartTimeout = time.Minute
+	DefaultStopTimeout  = 10 * time.Second
+	DefaultScrapeEvery  = time.Second
+)
+
+// PIDFile is the file in the run directory that holds the pid of the
+// process running the cluster.
+const PIDFile = "distcache.pid"
+
+// Config configures Run.
+type Config struct {
+	// Plan is the cluster laid out on this host.
+	Plan *plan.Plan
+	// RunDir holds the map, the logs, the control socket and the pid file.
+	RunDir string
+	// Policy is the failover policy (the spec's failover section).
+	Policy failover.Policy
+	// ProbeInterval is the control loop's period (default
+	// controlloop.DefaultInterval).
+	ProbeInterval time.Duration
+	// StartTimeout bounds the wait for every process to be ready (default
+	// DefaultStartTimeout); StopTimeout the wait for them to exit on
+	// SIGTERM before SIGKILL (default DefaultStopTimeout).
+	StartTimeout, StopTimeout time.Duration
+	// Logger receives the cluster's events (default: discarded).
+	Logger *slog.Logger
+	// Ready, when set, is called once every process is ready and the
+	// control API serves.
+	Ready func()
+}
+
+// Run starts the cluster and runs it until ctx ends or a shutdown request
+// arrives, then stops every process. It returns an error if the cluster
+// cannot start (every process started so far is stopped first).
+func Run(ctx context.Context, cfg Config) (err error) {
+	cfg = cfg.withDefaults()
+	c := &cluster{
+		cfg: cfg, prober: newHTTPProber(), started: time.Now(), phase: control.Starting,
+		ready: map[string]bool{}, samples: map[string]sample{}, loads: map[string]float64{},
+		shutdown: make(chan struct{}),
+	}
+	c.sup = supervisor.New(supervisor.Config{Logger: cfg.Logger})
+	defer c.stop()
+	if err := c.start(ctx); err != nil {
+		return err
+	}
+	srv, err := control.Listen(cfg.RunDir, c, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = srv.Close(context.Background()) }()
+	if err := os.WriteFile(filepath.Join(cfg.RunDir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("cannot write the pid file: %w", err)
+	}
+	defer os.Remove(filepath.Join(cfg.RunDir, PIDFile))
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { c.loop.Run(runCtx) })
+	wg.Go(func() { c.scrapeEvery(runCtx, DefaultScrapeEvery) })
+	defer wg.Wait()
+	defer cancel()
+
+	c.cfg.Logger.Info("cluster ready", "cluster", cfg.Plan.Cluster.Name, "processes", len(cfg.Plan.Processes),
+		"run_dir", cfg.RunDir, "map", cfg.Plan.MapFile)
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	select {
+	case <-ctx.Done():
+	case <-c.shutdown:
+	}
+	c.cfg.Logger.Info("stopping cluster", "cluster", cfg.Plan.Cluster.Name)
+	return nil
+}
+
+func (cfg Config) withDefaults() Config {
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// cluster is a running standalone cluster; it is the control API's
+// backend.
+type cluster struct {
+	cfg     Config
+	sup     *supervisor.Supervisor
+	loop    *controlloop.Loop
+	prober  *httpProber
+	started time.Time
+
+	mu       sync.Mutex         // guards the fields below
+	phase    control.Phase      // Starting until every process was ready once
+	ready    map[string]bool    // by process name, as last probed
+	samples  map[string]sample  // last scrape by process name
+	loads    map[string]float64 // work units per second between the last two scrapes
+	scraped  time.Time          // when samples were taken
+	stopping bool
+
+	shutdownOnce sync.Once
+	shutdown     chan struct{} // closed by Shutdown
+}
+
+// start publishes map version 1, starts every process in plan order and
+// waits until each group is ready: Redis servers, then shims, then nodes.
+func (c *cluster) start(ctx context.Context) error {
+	p := c.cfg.Plan
+	if err := os.MkdirAll(c.cfg.RunDir, 0o755); err != nil {
+		return fmt.Errorf("cannot create run directory: %w", err)
+	}
+	if err := mapwatch.WriteFile(p.MapFile, p.Map); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
+	defer cancel()
+	for _, kind := range []plan.Kind{plan.Redis, plan.Shim, plan.Node} {
+		var group []plan.Process
+		for _, pr := range p.Processes {
+			if pr.Kind == kind {
+				group = append(group, pr)
+			}
+		}
+		for _, pr := range group {
+			spec := supervisor.Spec{Name: pr.Name, Path: pr.Path, Args: pr.Args, Dir: pr.Dir, LogFile: pr.LogFile}
+			if err := c.sup.Start(spec); err != nil {
+				return err
+			}
+		}
+		if err := c.waitReady(ctx, group); err != nil {
+			return err
+		}
+	}
+	loop, err := controlloop.New(controlloop.Config{
+		Policy: c.cfg.Policy, MapFile: p.MapFile, Prober: memberProber{c}, Interval: c.cfg.ProbeInterval,
+		Logger: c.cfg.Logger,
+	}, p.Map)
+	if err != nil {
+		return err
+	}
+	c.loop = loop
+	c.mu.Lock()
+	c.phase = control.Ready
+	c.mu.Unlock()
+	return nil
+}
+
+// waitReady polls the group's processes until all are ready.
+func (c *cluster) waitReady(ctx context.Context, group []plan.Process) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var notReady []string
+		for _, pr := range group {
+			if !c.probe(ctx, pr) {
+				notReady = append(notReady, pr.Name)
+			}
+		}
+		if len(notReady) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cannot start the cluster: not ready after %v: %v (see their logs in %s): %w",
+				c.cfg.StartTimeout, notReady, filepath.Join(c.cfg.RunDir, "logs"), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// probe checks pr now and records the result.
+func (c *cluster) probe(ctx context.Context, pr plan.Process) bool {
+	ready := false
+	if st, err := c.sup.StatusOf(pr.Name); err == nil && st.State == supervisor.Running {
+		if pr.Kind == plan.Redis {
+			ready = listening(ctx, pr.Addr)
+		} else {
+			ready = c.prober.healthy(ctx, pr.MetricsAddr)
+		}
+	}
+	c.mu.Lock()
+	c.ready[pr.Name] = ready
+	c.mu.Unlock()
+	return ready
+}
+
+// stop stops every process.
+func (c *cluster) stop() {
+	c.mu.Lock()
+	c.stopping = true
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StopTimeout)
+	defer cancel()
+	c.sup.Stop(ctx)
+}
+
+// memberProber is the control loop's view of the cache nodes.
+type memberProber struct{ c *cluster }
+
+func (m memberProber) Ready(ctx context.Context, member string) bool {
+	pr, ok := m.c.cfg.Plan.Process(member)
+	return ok && m.c.probe(ctx, pr)
+}
+
+// scrapeEvery scrapes every process's load every period until ctx ends.
+func (c *cluster) scrapeEvery(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		if _, err := c.Work(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			c.cfg.Logger.Debug("cannot scrape every process", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package supervisor_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/standalone/supervisor"
+)
+
+// waitFor polls cond until it holds; it fails the test after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not synchronising on time
+	}
+}
+
+// sh is a process running script under /bin/sh.
+func sh(t *testing.T, name, script string) supervisor.Spec {
+	return supervisor.Spec{Name: name, Path: "/bin/sh", Args: []string{"-c", script},
+		LogFile: filepath.Join(t.TempDir(), "logs", name+".log")}
+}
+
+func newSupervisor(t *testing.T) *supervisor.Supervisor {
+	t.Helper()
+	s := supervisor.New(supervisor.Config{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Stop(ctx)
+	})
+	return s
+}
+
+func status(t *testing.T, s *supervisor.Supervisor, name string) supervisor.Status {
+	t.Helper()
+	st, err := s.StatusOf(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// gone reports that pid no longer exists (it was reaped).
+func gone(pid int) bool { return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) }
+
+func TestKillHoldsUntilRestart(t *testing.T) {
+	s := newSupervisor(t)
+	if err := s.Start(sh(t, "p", "exec sleep 300")); err != nil {
+		t.Fatal(err)
+	}
+	first := status(t, s, "p")
+	if first.State != supervisor.Running || first.PID == 0 {
+		t.Fatalf("after Start: %+v, want Running with a pid", first)
+	}
+	if err := s.Kill("p"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the killed process to be held", func() bool { return status(t, s, "p").State == supervisor.Held })
+	if !gone(first.PID) {
+		t.Fatalf("pid %d still exists after Kill", first.PID)
+	}
+	if st := status(t, s, "p"); st.PID != 0 || st.Restarts != 0 || !strings.Contains(st.LastExit, "killed") {
+		t.Fatalf("held: %+v, want no pid, no restart, killed", st)
+	}
+	if err := s.Restart("p"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the restart", func() bool { return status(t, s, "p").State == supervisor.Running })
+	if st := status(t, s, "p"); st.PID == 0 || st.PID == first.PID || st.Restarts != 1 {
+		t.Fatalf("restarted: %+v, want a new pid and 1 restart", st)
+	}
+}
+
+func TestExitedProcessIsRestarted(t *testing.T) {
+	s := newSupervisor(t)
+	if err := s.Start(sh(t, "crash", "exit 3")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two restarts", func() bool { return status(t, s, "crash").Restarts >= 2 })
+	if st := status(t, s, "crash"); !strings.Contains(st.LastExit, "exit status 3") {
+		t.Fatalf("LastExit = %q, want exit status 3", st.LastExit)
+	}
+}
+
+func TestOutputGoesToLogFile(t *testing.T) {
+	s := newSupervisor(t)
+	spec := sh(t, "p", "echo hello from p; exec sleep 300")
+	if err := s.Start(spec); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the log line", func() bool {
+		b, _ := os.ReadFile(spec.LogFile)
+		return strings.Contains(string(b), "hello from p")
+	})
+}
+
+func TestStopEndsEverything(t *testing.T) {
+	s := supervisor.New(supervisor.Config{})
+	specs := []supervisor.Spec{
+		sh(t, "a", "exec sleep 300"),
+		// Ignores SIGTERM (and so does its sleep): Stop must escalate.
+		sh(t, "stubborn", `trap "" TERM; sleep 300; sleep 300`),
+	}
+	var pids []int
+	for _, spec := range specs {
+		if err := s.Start(spec); err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, status(t, s, spec.Name).PID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	s.Stop(ctx)
+	for i, st := range s.Status() {
+		if st.State != supervisor.Stopped || st.PID != 0 {
+			t.Errorf("%s after Stop: %+v, want Stopped", st.Name, st)
+		}
+		if !gone(pids[i]) {
+			t.Errorf("%s (pid %d) still exists after Stop", st.Name, pids[i])
+		}
+	}
+	if err := s.Start(sh(t, "late", "exec sleep 300")); err == nil {
+		t.Error("Start after Stop succeeded")
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	s := newSupervisor(t)
+	missing := supervisor.Spec{Name: "x", Path: "/nonexistent/program", LogFile: filepath.Join(t.TempDir(), "x.log")}
+	if err := s.Start(missing); err == nil {
+		t.Error("Start of a missing program succeeded")
+	}
+	if err := s.Start(sh(t, "dup", "exec sleep 300")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(sh(t, "dup", "exec sleep 300")); err == nil {
+		t.Error("Start of a second process named dup succeeded")
+	}
+	if err := s.Kill("nobody"); !errors.Is(err, supervisor.ErrUnknown) {
+		t.Errorf("Kill(nobody) = %v, want ErrUnknown", err)
+	}
+}
