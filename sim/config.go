@@ -3,6 +3,8 @@ package sim
 import (
 	"errors"
 	"fmt"
+
+	"github.com/distcache/distcache/placement/partmap"
 )
 
 // Config describes one simulated deployment and workload. Capacities are in
@@ -43,6 +45,12 @@ type Config struct {
 	HotKeyReplication bool
 
 	Routing RoutingConfig
+	// Map, when set, is the partition map to evaluate instead of the one
+	// built from Seed: a real cluster's map, to predict that cluster (the
+	// standalone benchmark does). It must have a spine layer of Spines
+	// members and a leaf layer bound to Racks racks of ServersPerRack
+	// shards; members marked Failed are left out as in the data plane.
+	Map *partmap.Map `json:"-"`
 	// Seed makes a run reproducible: it seeds the key scrambling, the
 	// placement and the query stream.
 	Seed uint64
@@ -137,6 +145,28 @@ func (c Config) Validate() error {
 			c.Routing.Clients, c.Routing.TelemetryDelay, c.Routing.LoadWindow)
 	case c.Routing.StaleAfter < 0 || (c.Routing.StaleAfter > 0 && c.Routing.HalfLife < 1):
 		return fmt.Errorf("invalid simulation: aging stale-after %d needs a positive half-life (got %d)", c.Routing.StaleAfter, c.Routing.HalfLife)
+	}
+	return c.validateMap()
+}
+
+// validateMap checks that Map has the simulated shape.
+func (c Config) validateMap() error {
+	m := c.Map
+	if m == nil {
+		return nil
+	}
+	switch {
+	case len(m.Layers) != 2 || m.Layers[0].BoundToRacks || !m.Layers[1].BoundToRacks:
+		return errors.New("invalid simulation: the map must have a spine layer and a leaf layer bound to the racks")
+	case len(m.Layers[0].Members) != c.Spines:
+		return fmt.Errorf("invalid simulation: the map's spine layer has %d members, not %d", len(m.Layers[0].Members), c.Spines)
+	case len(m.Storage.Racks) != c.Racks:
+		return fmt.Errorf("invalid simulation: the map has %d racks, not %d", len(m.Storage.Racks), c.Racks)
+	}
+	for _, r := range m.Storage.Racks {
+		if len(r.Shards) != c.ServersPerRack {
+			return fmt.Errorf("invalid simulation: rack %s has %d shards, not %d", r.Name, len(r.Shards), c.ServersPerRack)
+		}
 	}
 	return nil
 }

@@ -57,9 +57,11 @@ func newModel(cfg Config) (*model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot build simulation model: %w", err)
 	}
-	pm, err := partmap.Build(cfg.spec(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("cannot build simulation model: %w", err)
+	pm := cfg.Map
+	if pm == nil {
+		if pm, err = partmap.Build(cfg.spec(), nil); err != nil {
+			return nil, fmt.Errorf("cannot build simulation model: %w", err)
+		}
 	}
 	m := &model{cfg: cfg, zipf: z, pmap: pm}
 	n := cfg.exactKeys()

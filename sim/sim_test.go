@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/distcache/distcache/placement/partmap"
 )
 
 type configOption func(*Config)
@@ -185,6 +187,36 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
+// TestGivenMapIsEvaluated checks that Config.Map replaces the map built
+// from the seed: the same map gives the same throughputs, and a map with a
+// spine member failed changes them.
+func TestGivenMapIsEvaluated(t *testing.T) {
+	base := smallConfig()
+	want := evaluate(t, base)
+	same := base
+	same.Map = mustBuild(base.spec())
+	if got := evaluate(t, same); got[DistCache] != want[DistCache] || got[NoCache] != want[NoCache] {
+		t.Fatalf("the seed's own map: %v, want %v", got, want)
+	}
+	failed := base
+	m, _, err := mustBuild(base.spec()).WithState(mustBuild(base.spec()).Layers[0].Members[0].Name, partmap.Failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed.Map = m
+	if got := evaluate(t, failed); got[DistCache] == want[DistCache] {
+		t.Fatalf("a map with a failed spine gives the same DistCache throughput %v", got[DistCache])
+	}
+}
+
+func mustBuild(s partmap.Spec) *partmap.Map {
+	m, err := partmap.Build(s, nil)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -198,6 +230,13 @@ func TestValidate(t *testing.T) {
 		{"warmup", func(c *Config) { c.Routing.Warmup = c.Routing.Queries }, "warm-up"},
 		{"clients", func(c *Config) { c.Routing.Clients = 0 }, "clients"},
 		{"aging", func(c *Config) { c.Routing.HalfLife = 0 }, "half-life"},
+		{"map without a bound leaf layer", func(c *Config) {
+			m := mustBuild(c.spec())
+			m.Layers = m.Layers[:1]
+			c.Map = m
+		}, "leaf layer bound"},
+		{"map of other spines", func(c *Config) { c.Map = mustBuild(c.spec()); c.Spines++ }, "spine layer has"},
+		{"map of other racks", func(c *Config) { c.Map = mustBuild(c.spec()); c.Racks++ }, "racks, not"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
