@@ -214,4 +214,3 @@ func TestFreePortsAreDistinct(t *testing.T) {
 		t.Fatalf("got %d TCP and %d UDP ports, want 20 each", len(tcp), len(udp))
 	}
 }
-
