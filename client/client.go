@@ -49,6 +49,10 @@ type Config struct {
 	FailBackoff time.Duration
 	// Seed seeds the routers' tie-breaking.
 	Seed uint64
+	// Bypass is the NoCache baseline: every read goes straight to the
+	// key's storage shim (FlagDirect), skipping the cache layers, and is
+	// counted in Stats.DirectReads; writes are unchanged.
+	Bypass bool
 	// Registerer receives the metrics; nil means a private registry. Two
 	// clients cannot share one Registerer (the metric names collide: New
 	// fails); wrap it with distinguishing labels instead.

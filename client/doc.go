@@ -27,6 +27,11 @@
 // bounds the number of requests a read sends in total, the direct read
 // included. NOT_FOUND is an answer, not a failure: it is never retried.
 //
+// Config.Bypass is the NoCache baseline of the paper's evaluation (§6): every
+// read goes straight to the key's storage shim (FlagDirect), as if there
+// were no cache layer; writes are unchanged, so the shims still keep any
+// cached copies coherent.
+//
 // # Writes (§4.3)
 //
 // Put and Delete go to the key's storage shim, which runs the two-phase

@@ -42,7 +42,8 @@ func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
 // (power-of-k-choices over piggybacked loads, DistCache §4.2), trying
 // another candidate on a timeout or a refusal, and from the key's storage
 // shim when no candidate is left; Config.Attempts bounds the requests sent.
-// A missing key is ErrNotFound, never retried.
+// With Config.Bypass every attempt goes to the shim. A missing key is
+// ErrNotFound, never retried.
 func (c *Client) GetResult(ctx context.Context, key string) (Result, error) {
 	start := time.Now()
 	c.stats.gets.Add(1)
@@ -86,7 +87,11 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 			c.stats.retries.Add(1)
 		}
 		var s step
-		if i := c.choose(v, cands, tried); i >= 0 {
+		i := -1 // the shim
+		if !c.cfg.Bypass {
+			i = c.choose(v, cands, tried)
+		}
+		if i >= 0 {
 			tried |= 1 << i
 			res, label, s, err = c.getFromNode(ctx, v, cands[i], kb)
 		} else {

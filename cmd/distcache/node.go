@@ -9,6 +9,9 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 )
 
+// emulatedCapacityHelp documents --emulated-capacity of node and shim.
+const emulatedCapacityHelp = "work units per second this process may do, emulating a slower server as the paper's testbed does (§6.1); 0 = unlimited"
+
 func newNodeCommand() *cobra.Command {
 	var (
 		o      serveOptions
@@ -47,6 +50,7 @@ func newNodeCommand() *cobra.Command {
 	f.Int64Var(&cfg.CapacityBytes, "capacity-bytes", 64<<20, "cache capacity in value bytes")
 	f.DurationVar(&cfg.Interval, "interval", 0, "hot-key insertion period (default 1s)")
 	f.Uint32Var(&cfg.Detector.Threshold, "hot-threshold", 0, "misses in an interval that make a key a candidate (default 128)")
+	f.Float64Var(&cfg.EmulatedRate, "emulated-capacity", 0, emulatedCapacityHelp)
 	_ = cmd.MarkFlagRequired("member")
 	return cmd
 }

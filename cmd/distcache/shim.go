@@ -58,6 +58,7 @@ func newShimCommand() *cobra.Command {
 	f.StringVar(&redisAddr, "redis", "127.0.0.1:6379", "address of the redis-server this shim fronts")
 	f.DurationVar(&cfg.InvalidateTimeout, "invalidate-timeout", 0, "phase-1 budget of a write (default 2s)")
 	f.DurationVar(&cfg.PrevMapGrace, "prev-map-grace", 0, "how long owners under the previous map are still invalidated (default 2m)")
+	f.Float64Var(&cfg.EmulatedRate, "emulated-capacity", 0, emulatedCapacityHelp)
 	_ = cmd.MarkFlagRequired("shard")
 	return cmd
 }

@@ -31,7 +31,12 @@ func (r *recordSender) Send(_ netip.AddrPort, m *wire.Message) error {
 // holds one valid, tracked entry, and a GET request for it.
 func hitFixture(tb testing.TB) (*Node, wire.Message) {
 	tb.Helper()
-	cfg := testConfig()
+	return hitFixtureWith(tb, testConfig())
+}
+
+// hitFixtureWith is hitFixture for a node configured by cfg.
+func hitFixtureWith(tb testing.TB, cfg Config) (*Node, wire.Message) {
+	tb.Helper()
 	// A long load window: the meter never rebases (its only allocation)
 	// during a test.
 	cfg.LoadWindow = time.Hour
@@ -67,25 +72,40 @@ func hitFixture(tb testing.TB) (*Node, wire.Message) {
 }
 
 func TestHitPathDoesNotAllocate(t *testing.T) {
-	n, req := hitFixture(t)
-	src := netip.MustParseAddrPort("127.0.0.1:9")
-	rec := &recordSender{}
-	m := req
-	n.handle(rec, src, &m)
-	if rec.last.Op != wire.OpGetReply || !rec.last.Has(wire.FlagHit|wire.FlagTelemetry) ||
-		rec.last.Seq != 77 || rec.last.ValueVersion != 9 || len(rec.value) != 100 {
-		t.Fatalf("reply %+v (%d bytes), want a hit", rec.last, len(rec.value))
+	tests := []struct {
+		name string
+		rate float64
+	}{
+		{"unlimited capacity", 0},
+		// Far above the test's pace: every unit is there at once, the
+		// limiter's path that does not wait.
+		{"capacity not reached", 1e12},
 	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.EmulatedRate = tt.rate
+			n, req := hitFixtureWith(t, cfg)
+			src := netip.MustParseAddrPort("127.0.0.1:9")
+			rec := &recordSender{}
+			m := req
+			n.handle(rec, src, &m)
+			if rec.last.Op != wire.OpGetReply || !rec.last.Has(wire.FlagHit|wire.FlagTelemetry) ||
+				rec.last.Seq != 77 || rec.last.ValueVersion != 9 || len(rec.value) != 100 {
+				t.Fatalf("reply %+v (%d bytes), want a hit", rec.last, len(rec.value))
+			}
 
-	allocs := testing.AllocsPerRun(1000, func() {
-		m = req // the handler rewrites the request into its reply
-		n.handle(discardSender{}, src, &m)
-	})
-	if allocs != 0 {
-		t.Errorf("hit path: %v allocations per GET, want 0", allocs)
-	}
-	if s := n.Stats(); s.Hits != 1002 {
-		t.Errorf("Hits = %d, want 1002", s.Hits)
+			allocs := testing.AllocsPerRun(1000, func() {
+				m = req // the handler rewrites the request into its reply
+				n.handle(discardSender{}, src, &m)
+			})
+			if allocs != 0 {
+				t.Errorf("hit path: %v allocations per GET, want 0", allocs)
+			}
+			if s := n.Stats(); s.Hits != 1002 || s.Work != 1002 {
+				t.Errorf("Hits = %d, Work = %d, want 1002 and a unit per hit", s.Hits, s.Work)
+			}
+		})
 	}
 }
 

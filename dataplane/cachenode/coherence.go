@@ -36,7 +36,8 @@ type updateOutcome uint8
 
 const (
 	updateApplied updateOutcome = iota // entry valid with the new value
-	updateIgnored                      // no entry, or another version
+	updateIgnored                      // an entry of another version, or not a PUT's update
+	updateAbsent                       // no entry
 	updateDropped                      // over CapacityBytes: entry removed
 )
 
@@ -48,7 +49,10 @@ func (s *store) update(key []byte, v uint64, value []byte) updateOutcome {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.m[string(key)]
-	if e == nil || e.version != v {
+	switch {
+	case e == nil:
+		return updateAbsent
+	case e.version != v:
 		return updateIgnored
 	}
 	if !s.reserve(int64(len(value) - len(e.value))) {
@@ -92,30 +96,46 @@ func (s *store) fill(key string, e *entry, c uint64, value []byte) fillOutcome {
 // handleInvalidate serves INVALIDATE: phase 1 on the cached copy, then the
 // write is recorded as pending and the key's flight sealed, so that later
 // readers do not join a backend read that may precede the write; always
-// acknowledged.
+// acknowledged. The acknowledgement carries FlagHit iff the node held an
+// entry for the key (valid or a placeholder): it then costs the node a work
+// unit, and the shim one more (the copy it invalidates and updates).
 func (n *Node) handleInvalidate(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
-	n.store.invalidate(req.Key, req.ValueVersion)
+	held := n.store.invalidate(req.Key, req.ValueVersion)
 	n.beginWrite(req.Key, req.ValueVersion, start)
 	n.stats.invalidations.Add(1)
-	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
+	var flags wire.Flag
+	if held {
+		n.work.Take(1)
+		flags = wire.FlagHit
+	}
+	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, flags, req.ValueVersion, nil)
 	n.reqs.Observe(wire.OpInvalidate, metrics.ResultOK, time.Since(start))
 }
 
 // handleUpdate serves UPDATE, phase 2: it ends the pending write and, for a
 // PUT (StatusOK), refreshes the cached copy. A DEL's phase 2 carries
 // StatusNotFound and a failed write's another status; their copies stay
-// invalid. Always acknowledged.
+// invalid. Always acknowledged; an UPDATE of a key the node holds an entry
+// for costs a work unit, whether it applies or not.
 func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	key := bytesView(req.Key)
 	n.endWrite(req.Key, req.ValueVersion)
-	outcome := updateIgnored
-	if req.Status == wire.StatusOK {
+	var outcome updateOutcome
+	switch {
+	case req.Status == wire.StatusOK:
 		outcome = n.store.update(req.Key, req.ValueVersion, req.Value)
+	case n.store.holds(req.Key):
+		outcome = updateIgnored
+	default:
+		outcome = updateAbsent
+	}
+	if outcome != updateAbsent {
+		n.work.Take(1)
 	}
 	switch outcome {
 	case updateApplied:
 		n.stats.updates.Add(1)
-	case updateIgnored:
+	case updateIgnored, updateAbsent:
 		n.stats.updatesIgnored.Add(1)
 	case updateDropped:
 		n.stats.updatesIgnored.Add(1)

@@ -50,7 +50,10 @@
 //
 // Every write gets a version v from its shim. Phase 1, INVALIDATE(k, v):
 // a cached entry becomes invalid and its version becomes max(version, v);
-// the node always acknowledges, also for keys it does not hold. Phase 2,
+// the node always acknowledges, also for keys it does not hold, and sets
+// FlagHit on the acknowledgement iff it held an entry for the key (valid or
+// a placeholder), which tells the shim that the write has a copy to pay
+// for (see Emulated capacity). Phase 2,
 // UPDATE(k, v, value): applied iff the entry exists and its version is v (so
 // the node saw this write's invalidation and no later one); the node always
 // acknowledges. A fill carries C, the shim's version counter read under the
@@ -70,4 +73,22 @@
 // moved to another member are dropped. Map switches and the ownership check
 // of insertions are serialised, so a key is never inserted under a map that
 // is no longer current.
+//
+// # Emulated capacity (§6.1)
+//
+// Config.EmulatedRate gives the node the capacity of an emulated switch, in
+// work units per second (package capacity), as the paper's testbed rate
+// limits its emulated switches to the throughput of a rack's servers. The
+// cost model is the simulator's (sim, CoherenceCost 1): a hit costs 1 unit,
+// an INVALIDATE or an UPDATE of a key the node holds an entry for costs 1,
+// and everything else is free — a miss is forwarded to the shim and
+// relayed back at line rate, an INVALIDATE or UPDATE of a key the node does
+// not hold finds nothing to do. The unit is taken on the reader goroutine
+// before the reply: at the rate limit the reader waits, and the requests
+// behind it wait in the socket buffer. So do misses and the shim's replies
+// to forwarded misses (one socket, read in order): at the limit a miss is
+// free but not faster than the hits queued ahead of it. Stats.Work and
+// distcache_work_units_total count the units; distcache_work_capacity is
+// the rate (0: unlimited, the default, where the hit path still does not
+// allocate).
 package cachenode

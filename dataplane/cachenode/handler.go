@@ -12,7 +12,11 @@ import (
 
 // handle serves one request on a reader goroutine and replies through out,
 // the reader's reply batch. req's Key and Value alias the receive buffer:
-// every path that keeps them copies them first, and no path blocks.
+// every path that keeps them copies them first. No path blocks on the
+// network or on another request, but the emulated capacity (Config.
+// EmulatedRate) blocks the reader on purpose: a hit, or an INVALIDATE or
+// UPDATE of a held key, waits for its work unit, and the requests behind it
+// queue in the socket buffer as they would at a busy server.
 func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	start := time.Now()
 	v := n.view.Load()
@@ -49,6 +53,11 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	}
 	n.stats.hits.Add(1)
 	n.det.RecordHit(bytesView(req.Key))
+	// The hit's work unit. The value was read before the wait: a write
+	// whose invalidation is applied meanwhile linearises after this read,
+	// whose linearisation point is the lookup (the read was invoked before
+	// it, and the write completes only after its invalidation).
+	n.work.Take(1)
 	n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusOK, wire.FlagHit, version, value)
 	n.reqs.Observe(wire.OpGet, metrics.ResultHit, time.Since(start))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/distcache/distcache/dataplane/capacity"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/transport"
@@ -66,6 +68,11 @@ type Config struct {
 	// BackendTimeout bounds each backend call: a forwarded miss or a FETCH
 	// (default DefaultBackendTimeout).
 	BackendTimeout time.Duration
+	// EmulatedRate is the node's emulated capacity in work units per
+	// second (package capacity; DistCache §6.1); 0 means unlimited. A hit
+	// costs 1 unit, and so does each INVALIDATE and each UPDATE of a key
+	// the node holds; a forwarded miss costs nothing.
+	EmulatedRate float64
 	// Registerer receives the node's metrics; nil means a private registry.
 	Registerer prometheus.Registerer
 	// Logger receives structured logs; nil discards them.
@@ -110,6 +117,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("capacity bytes %d must not be negative", c.CapacityBytes)
 	case c.LoadWindow < 0 || c.BackendTimeout < 0:
 		return errors.New("load window and backend timeout must not be negative")
+	case !(c.EmulatedRate >= 0) || math.IsInf(c.EmulatedRate, 1):
+		return fmt.Errorf("emulated rate %v must be a finite number of work units per second, 0 for unlimited", c.EmulatedRate)
 	}
 	return nil
 }
@@ -149,6 +158,7 @@ type Node struct {
 	meter *routing.LoadMeter
 	epoch time.Time // origin of the meter's monotonic clock
 	store *store
+	work  *capacity.Limiter // the emulated capacity; Take blocks the reader on purpose
 	reqs  *metrics.Requests
 	stats counters
 	view  atomic.Pointer[view]
@@ -201,6 +211,7 @@ func New(cfg Config) (*Node, error) {
 		meter:   meter,
 		epoch:   time.Now(),
 		store:   newStore(cfg.CapacityBytes),
+		work:    capacity.New(cfg.EmulatedRate),
 		flights: make(map[string]*flight),
 		pending: newPendingWrites(),
 		ctx:     ctx,
@@ -243,6 +254,7 @@ func (n *Node) Close() error {
 	if n.closing.Swap(true) {
 		return nil
 	}
+	n.work.Close()      // readers waiting for capacity finish their request now
 	err := n.ep.Close() // stops the readers: no new handler calls
 	n.cancel()
 	n.goMu.Lock()

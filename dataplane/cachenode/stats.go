@@ -27,6 +27,7 @@ type Stats struct {
 	Evictions      uint64 // entries evicted (plan or update over CapacityBytes)
 	Dropped        uint64 // entries dropped by map changes
 	NotOwner       uint64 // requests of another role (PUT, DEL, FETCH)
+	Work           uint64 // work units taken from the emulated capacity (hits, coherence of held keys)
 	Items          int64  // entries now, placeholders included
 	Bytes          int64  // value bytes now
 	Load           uint32 // the load stamped into replies now
@@ -53,7 +54,7 @@ func (n *Node) Stats() Stats {
 		UpdatesIgnored: c.updatesIgnored.Load(), Fills: c.fills.Load(),
 		FillsIgnored: c.fillsIgnored.Load(), FillsFailed: c.fillsFailed.Load(),
 		Refused: c.refused.Load(), Inserts: c.inserts.Load(), Evictions: c.evictions.Load(),
-		Dropped: c.dropped.Load(), NotOwner: c.notOwner.Load(),
+		Dropped: c.dropped.Load(), NotOwner: c.notOwner.Load(), Work: n.work.Used(),
 		Items: n.store.items.Load(), Bytes: n.store.bytes.Load(),
 		Load:      n.loadAt(n.now(time.Now())),
 		Transport: n.ep.Stats(),

@@ -82,6 +82,15 @@ func (s *store) lookup(key []byte) (value []byte, version uint64, st entryState)
 	return value, version, st
 }
 
+// holds reports whether key has an entry, valid or not. It does not
+// allocate.
+func (s *store) holds(key []byte) bool {
+	sh := s.shard(bytesView(key))
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	return sh.m[string(key)] != nil
+}
+
 // snapshot returns a copy of key's entry.
 func (s *store) snapshot(key string) (entry, bool) {
 	sh := s.shard(key)

@@ -27,7 +27,9 @@
 //     owner that the current map no longer lists as Active (removed as
 //     failed) is sent one INVALIDATE without waiting: it drops its copies
 //     when it loads the map and clients stop routing to it, and waiting
-//     for a dead node would refuse its keys' writes for the whole grace;
+//     for a dead node would refuse its keys' writes for the whole grace.
+//     An owner that held an entry for the key sets FlagHit on its
+//     acknowledgement: the write has a copy to invalidate and update;
 //  3. write Redis (SET or DEL); on error reply StatusUnavailable;
 //  4. reply to the client with v: the write is linearised here;
 //  5. release the key's lock and, for a PUT, run phase 2: UPDATE(k, v,
@@ -44,4 +46,22 @@
 // Every request is served on its own goroutine, at most MaxInFlight at a
 // time; beyond that the shim sheds load with StatusOverloaded. Requests for
 // keys the partition map stores on another shard get StatusNotOwner.
+//
+// Emulated capacity (§6.1). Config.EmulatedRate gives the shim the
+// throughput of an emulated storage server in work units per second
+// (package capacity), as the paper's testbed rate limits its storage
+// servers. The cost model is the simulator's (sim, CoherenceCost 1): a GET,
+// FETCH, PUT or DEL costs 1 unit, taken on the reader goroutine after the
+// cheap refusals (not owner, retransmitted write, overload) and before the
+// request is handed to its goroutine, so at the limit the reader waits and
+// later requests queue in the socket buffer, as at a busy server; a write
+// costs 1 more per owner whose INVALIDATE acknowledgement carried FlagHit
+// (a copy it invalidates and updates), taken after phase 1 and before Redis
+// is written, on the write's goroutine but from the same capacity. Refused
+// requests and retransmits are free. Stats.Work and
+// distcache_work_units_total count the units, distcache_work_capacity is
+// the rate (0: unlimited, the default), distcache_coherence_copies_total
+// the copies. Note that the acknowledgements of phase 1 arrive on the same
+// socket as the requests: at the limit they wait behind the requests queued
+// before them.
 package shim

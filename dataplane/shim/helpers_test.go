@@ -35,14 +35,17 @@ type nodeEvent struct {
 	status  wire.Status
 	value   []byte
 	redis   string // what a hook read from Redis before the ack, if it did
+	held    bool   // an INVALIDATE of a key the node holds: acknowledged with FlagHit
 }
 
 // recordingNode plays a cache node for the shim's tests: a transport
 // endpoint that records the INVALIDATE and UPDATE requests it receives and
 // acknowledges them with StatusOK, after running an optional hook that may
 // inspect Redis or block on a channel. A silent node records but never
-// acknowledges. The real cache node, which applies these requests to its
-// store, is in dataplane/cachenode.
+// acknowledges. It holds no copies unless told to (setHolds): the
+// acknowledgement of an INVALIDATE of a held key carries FlagHit, as a
+// real node's does. The real cache node, which applies these requests to
+// its store, is in dataplane/cachenode.
 type recordingNode struct {
 	name string
 	ep   *transport.Endpoint
@@ -52,6 +55,7 @@ type recordingNode struct {
 	events  []nodeEvent
 	acked   map[uint64]bool // by seq: true once acknowledged, false while the hook runs
 	hooks   map[wire.Op]func(*nodeEvent)
+	holds   map[string]bool // keys whose INVALIDATE is acknowledged with FlagHit
 	silent  bool
 	changed chan struct{} // closed and replaced when events grows
 }
@@ -62,7 +66,8 @@ func newRecordingNode(t *testing.T, name string) *recordingNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &recordingNode{name: name, ep: ep, acked: map[uint64]bool{}, hooks: map[wire.Op]func(*nodeEvent){}, changed: make(chan struct{})}
+	n := &recordingNode{name: name, ep: ep, acked: map[uint64]bool{}, hooks: map[wire.Op]func(*nodeEvent){},
+		holds: map[string]bool{}, changed: make(chan struct{})}
 	ep.Start(n.handle)
 	t.Cleanup(func() {
 		_ = ep.Close()
@@ -76,6 +81,14 @@ func newRecordingNode(t *testing.T, name string) *recordingNode {
 func (n *recordingNode) setHook(op wire.Op, f func(*nodeEvent)) {
 	n.mu.Lock()
 	n.hooks[op] = f
+	n.mu.Unlock()
+}
+
+// setHolds makes the node claim (v true) or deny a copy of key in its
+// acknowledgements of later INVALIDATEs.
+func (n *recordingNode) setHolds(key string, v bool) {
+	n.mu.Lock()
+	n.holds[key] = v
 	n.mu.Unlock()
 }
 
@@ -95,6 +108,7 @@ func (n *recordingNode) handle(_ transport.Sender, src netip.AddrPort, req *wire
 	n.mu.Lock()
 	acked, seen := n.acked[req.Seq]
 	hook, quiet := n.hooks[req.Op], n.silent
+	ev.held = req.Op == wire.OpInvalidate && n.holds[ev.key]
 	if !seen {
 		n.acked[req.Seq] = false
 	}
@@ -125,6 +139,9 @@ func (n *recordingNode) handle(_ transport.Sender, src netip.AddrPort, req *wire
 
 func (n *recordingNode) ack(dst netip.AddrPort, ev *nodeEvent) {
 	m := wire.Message{Header: wire.Header{Op: ev.op.Reply(), Seq: ev.seq, Status: wire.StatusOK}, Key: []byte(ev.key)}
+	if ev.held {
+		m.Flags |= wire.FlagHit
+	}
 	_ = n.ep.Send(dst, &m)
 }
 
@@ -180,6 +197,9 @@ type envConfig struct {
 	layers []partmap.LayerSpec
 	redis  []redistest.Option
 	shim   []func(*Config)
+	// addrs are members served by something other than a recordingNode
+	// (a real cache node), by member name.
+	addrs map[string]netip.AddrPort
 }
 
 // envOption configures newEnv.
@@ -191,6 +211,17 @@ func withShards(n int) envOption { return func(c *envConfig) { c.shards = n } }
 // withRedis passes options to redistest.Start.
 func withRedis(opts ...redistest.Option) envOption {
 	return func(c *envConfig) { c.redis = append(c.redis, opts...) }
+}
+
+// withMemberAddress gives member name the address addr (a real cache node
+// the test runs) instead of a recordingNode.
+func withMemberAddress(name string, addr netip.AddrPort) envOption {
+	return func(c *envConfig) {
+		if c.addrs == nil {
+			c.addrs = map[string]netip.AddrPort{}
+		}
+		c.addrs[name] = addr
+	}
 }
 
 // withConfig edits the shim's Config before New.
@@ -208,7 +239,7 @@ type env struct {
 	reg    *prometheus.Registry
 	m      *partmap.Map
 	place  *partmap.Placement
-	nodes  map[string]*recordingNode // by member name
+	nodes  map[string]*recordingNode // by member name; not the members of withMemberAddress
 	client *transport.Endpoint
 }
 
@@ -247,6 +278,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	for l := range m.Layers {
 		for i := range m.Layers[l].Members {
 			mb := &m.Layers[l].Members[i]
+			if a, ok := c.addrs[mb.Name]; ok {
+				mb.Address = a.String()
+				continue
+			}
 			n := newRecordingNode(t, mb.Name)
 			e.nodes[mb.Name] = n
 			mb.Address = n.ep.Addr().String()

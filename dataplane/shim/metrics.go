@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/distcache/distcache/dataplane/capacity"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 )
@@ -12,24 +13,30 @@ import (
 // shimMetrics are the shim's Prometheus metrics, children pre-resolved so
 // that counting does not allocate.
 type shimMetrics struct {
-	requests          *metrics.Requests
-	invalidationsOK   prometheus.Counter
-	invalidationsFail prometheus.Counter
-	updatesOK         prometheus.Counter
-	updatesFail       prometheus.Counter
-	phaseInvalidate   prometheus.Observer
-	phaseWrite        prometheus.Observer
-	phaseUpdate       prometheus.Observer
-	coherenceFailures prometheus.Counter
-	redisErrors       prometheus.Counter
-	mapVersion        prometheus.Gauge
+	requests                *metrics.Requests
+	invalidationsOK         prometheus.Counter
+	invalidationsFail       prometheus.Counter
+	invalidationsBestEffort prometheus.Counter
+	copies                  prometheus.Counter
+	updatesOK               prometheus.Counter
+	updatesFail             prometheus.Counter
+	phaseInvalidate         prometheus.Observer
+	phaseWrite              prometheus.Observer
+	phaseUpdate             prometheus.Observer
+	coherenceFailures       prometheus.Counter
+	redisErrors             prometheus.Counter
+	mapVersion              prometheus.Gauge
 }
 
-func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint) (*shimMetrics, error) {
+func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *capacity.Limiter) (*shimMetrics, error) {
 	invalidations := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "distcache_coherence_invalidations_total",
-		Help: "Phase-1 INVALIDATE calls, by result (ok: acknowledged, failed: not in time).",
+		Help: "Phase-1 INVALIDATEs sent, by result (ok: acknowledged, failed: not in time, best_effort: sent once to a removed previous owner, not awaited).",
 	}, []string{"result"})
+	copies := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "distcache_coherence_copies_total",
+		Help: "Cached copies that writes invalidated (and then update): acknowledged INVALIDATEs that reported a copy (FlagHit); each costs 1 work unit.",
+	})
 	updates := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "distcache_coherence_updates_total",
 		Help: "Phase-2 UPDATE calls, by result (ok: acknowledged, failed: not in time).",
@@ -51,7 +58,12 @@ func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint) (*shimMet
 		Name: "distcache_map_version",
 		Help: "Version of the partition map in use.",
 	})
-	if err := metrics.Register(reg, invalidations, updates, phases, failures, redisErrors, mapVersion); err != nil {
+	if err := metrics.Register(reg, invalidations, copies, updates, phases, failures, redisErrors, mapVersion,
+		metrics.CounterFunc("distcache_work_units_total",
+			"Work units taken from the emulated capacity: 1 per GET, FETCH, PUT and DEL served, 1 per cached copy a write invalidates and updates.",
+			work.Used),
+		metrics.GaugeFunc("distcache_work_capacity", "Emulated capacity in work units per second (0: unlimited).", work.Rate),
+	); err != nil {
 		return nil, fmt.Errorf("cannot register shim metrics: %w", err)
 	}
 	if err := metrics.RegisterTransport(reg, ep); err != nil {
@@ -62,16 +74,18 @@ func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint) (*shimMet
 		return nil, fmt.Errorf("cannot register shim metrics: %w", err)
 	}
 	return &shimMetrics{
-		requests:          requests,
-		invalidationsOK:   invalidations.WithLabelValues("ok"),
-		invalidationsFail: invalidations.WithLabelValues("failed"),
-		updatesOK:         updates.WithLabelValues("ok"),
-		updatesFail:       updates.WithLabelValues("failed"),
-		phaseInvalidate:   phases.WithLabelValues("invalidate"),
-		phaseWrite:        phases.WithLabelValues("write"),
-		phaseUpdate:       phases.WithLabelValues("update"),
-		coherenceFailures: failures,
-		redisErrors:       redisErrors,
-		mapVersion:        mapVersion,
+		requests:                requests,
+		invalidationsOK:         invalidations.WithLabelValues("ok"),
+		invalidationsFail:       invalidations.WithLabelValues("failed"),
+		invalidationsBestEffort: invalidations.WithLabelValues("best_effort"),
+		copies:                  copies,
+		updatesOK:               updates.WithLabelValues("ok"),
+		updatesFail:             updates.WithLabelValues("failed"),
+		phaseInvalidate:         phases.WithLabelValues("invalidate"),
+		phaseWrite:              phases.WithLabelValues("write"),
+		phaseUpdate:             phases.WithLabelValues("update"),
+		coherenceFailures:       failures,
+		redisErrors:             redisErrors,
+		mapVersion:              mapVersion,
 	}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distcache/distcache/dataplane/capacity"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -63,6 +65,11 @@ type Config struct {
 	// DedupTTL is how long the replies of completed writes are kept for
 	// retransmitted requests (default 30s).
 	DedupTTL time.Duration
+	// EmulatedRate is the shim's emulated capacity, the storage server's
+	// throughput in work units per second (package capacity; DistCache
+	// §6.1); 0 means unlimited. A GET, FETCH, PUT or DEL costs 1 unit, and
+	// a write 1 more per cached copy it invalidates and updates.
+	EmulatedRate float64
 	// Registerer receives the metrics; nil means a private registry.
 	Registerer prometheus.Registerer
 	// Logger receives structured logs; nil discards them.
@@ -132,7 +139,8 @@ type Shim struct {
 	locks   *keyLocks
 	dedup   *dedupTable
 	clock   versionClock
-	sem     chan struct{} // a token per request being served
+	sem     chan struct{}     // a token per request being served
+	work    *capacity.Limiter // the emulated capacity, shared by readers and writes
 
 	// ctx ends when Close starts; it aborts calls and lock waits.
 	ctx    context.Context
@@ -165,6 +173,10 @@ func New(cfg Config) (*Shim, error) {
 	if cfg.Redis == nil {
 		return nil, fmt.Errorf("cannot create shim %s: no Redis options", cfg.Shard)
 	}
+	if !(cfg.EmulatedRate >= 0) || math.IsInf(cfg.EmulatedRate, 1) {
+		return nil, fmt.Errorf("cannot create shim %s: emulated rate %v must be a finite number of work units per second, 0 for unlimited",
+			cfg.Shard, cfg.EmulatedRate)
+	}
 	ep, err := transport.Listen(cfg.Transport)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create shim %s: %w", cfg.Shard, err)
@@ -177,9 +189,10 @@ func New(cfg Config) (*Shim, error) {
 		locks: newKeyLocks(),
 		dedup: newDedupTable(cfg.DedupTTL),
 		sem:   make(chan struct{}, cfg.MaxInFlight),
+		work:  capacity.New(cfg.EmulatedRate),
 	}
 	s.clock.start(time.Now())
-	if s.metrics, err = newShimMetrics(cfg.Registerer, ep); err != nil {
+	if s.metrics, err = newShimMetrics(cfg.Registerer, ep, s.work); err != nil {
 		_ = ep.Close()
 		_ = s.rdb.Close()
 		return nil, err
@@ -213,6 +226,7 @@ func (s *Shim) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.work.Close() // readers and writes waiting for capacity go on at once
 	err := s.ep.Close()
 	s.cancel()
 	s.wg.Wait()
@@ -232,7 +246,9 @@ func (s *Shim) Healthy(ctx context.Context) error {
 
 // handle runs on the transport's readers: it answers what needs no Redis
 // at once, through the reader's reply batch out, and hands the rest,
-// copied, to a goroutine.
+// copied, to a goroutine. A request it hands on first takes its work unit
+// from the emulated capacity: at the rate limit the reader waits here, on
+// purpose, and later requests queue in the socket buffer.
 func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	now := time.Now()
 	switch req.Op {
@@ -281,6 +297,7 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	if req.Op == wire.OpPut {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 	}
+	s.work.Take(1) // the request's own unit; a write's copies are charged after phase 1
 	s.wg.Add(1)
 	go s.serve(r)
 }

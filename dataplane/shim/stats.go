@@ -17,10 +17,12 @@ type Stats struct {
 	Overloaded        uint64 // requests refused with StatusOverloaded
 	RedisErrors       uint64 // Redis commands that failed
 	Invalidations     uint64 // INVALIDATE calls sent (one per owner and write)
+	CopiesInvalidated uint64 // acknowledged INVALIDATEs that reported a cached copy (FlagHit), of writes that passed phase 1
 	CoherenceFailures uint64 // writes refused because phase 1 was not acknowledged
 	UpdatesSent       uint64 // UPDATE calls sent (one per owner and PUT)
 	UpdateFailures    uint64 // UPDATE calls not acknowledged in time
 	DuplicateRequests uint64 // retransmitted writes not executed again
+	Work              uint64 // work units taken from the emulated capacity (requests, and copies of writes)
 	MapVersion        int64  // version of the current partition map (0: none)
 	Transport         transport.Stats
 }
@@ -29,7 +31,7 @@ type Stats struct {
 type counters struct {
 	gets, getMisses, puts, dels, fetches         atomic.Uint64
 	notOwner, overloaded, redisErrors            atomic.Uint64
-	invalidations, coherenceFailures             atomic.Uint64
+	invalidations, coherenceFailures, copies     atomic.Uint64
 	updatesSent, updateFailures, duplicateWrites atomic.Uint64
 }
 
@@ -42,8 +44,10 @@ func (s *Shim) Stats() Stats {
 		NotOwner: c.notOwner.Load(), Overloaded: c.overloaded.Load(),
 		RedisErrors:   c.redisErrors.Load(),
 		Invalidations: c.invalidations.Load(), CoherenceFailures: c.coherenceFailures.Load(),
-		UpdatesSent: c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
+		CopiesInvalidated: c.copies.Load(),
+		UpdatesSent:       c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
 		DuplicateRequests: c.duplicateWrites.Load(),
+		Work:              s.work.Used(),
 		Transport:         s.ep.Stats(),
 	}
 	if v := s.view.Load(); v != nil {

@@ -75,15 +75,20 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 	}
 	now := time.Now()
 	v := s.clock.next(now)
-	owners, err := s.invalidate(r.key, v, s.view.Load().owners(r.key, now, s.cfg.PrevMapGrace))
+	owners, copies, err := s.invalidate(r.key, v, s.view.Load().owners(r.key, now, s.cfg.PrevMapGrace))
 	if err != nil {
 		s.stats.coherenceFailures.Add(1)
 		s.metrics.coherenceFailures.Inc()
 		s.log.Warn("write refused: invalidation not acknowledged", "op", r.op, "key", r.key, "version", v, "err", err)
 		return wire.StatusCoherence, 0, nil
 	}
+	s.metrics.phaseInvalidate.Observe(time.Since(now).Seconds())
+	// The coherence work of the copies (DistCache §4.3, the simulator's
+	// CoherenceCost): a unit per owner that held a copy, which this write
+	// invalidated and will update. Taken on the write's goroutine from the
+	// capacity the readers share, so it delays the shim's other requests.
+	s.work.Take(copies)
 	t := time.Now()
-	s.metrics.phaseInvalidate.Observe(t.Sub(now).Seconds())
 	if r.op == wire.OpPut {
 		err = s.rdb.Set(s.ctx, r.key, r.value, 0).Err()
 	} else {
@@ -100,45 +105,58 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 // invalidate is phase 1: INVALIDATE(key, v) to every owner in parallel,
 // each retransmitted until acknowledged or InvalidateTimeout. It fails
 // unless every owner acknowledged with StatusOK; best-effort owners get one
-// datagram and are not waited for. It returns the owners phase 2 updates:
-// those that acknowledged.
-func (s *Shim) invalidate(key string, v uint64, owners []owner) ([]owner, error) {
+// datagram and are not waited for. It returns the owners phase 2 updates
+// (those that acknowledged) and how many of them held a copy of the key:
+// their acknowledgement carried FlagHit.
+func (s *Shim) invalidate(key string, v uint64, owners []owner) ([]owner, int, error) {
 	if len(owners) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
 	defer cancel()
 	mv := s.mapVersion()
 	errs := make([]error, len(owners))
+	held := make([]bool, len(owners))
 	var wg sync.WaitGroup
 	for i, o := range owners {
 		m := wire.Message{Header: wire.Header{Op: wire.OpInvalidate, ValueVersion: v, MapVersion: mv}, Key: []byte(key)}
 		s.stats.invalidations.Add(1)
 		if o.bestEffort {
 			m.Seq = s.ep.NextSeq()
+			s.metrics.invalidationsBestEffort.Inc()
 			if err := s.ep.Send(o.addr, &m); err != nil {
 				s.log.Debug("best-effort invalidation not sent", "key", key, "owner", o.name, "err", err)
 			}
 			continue
 		}
 		wg.Go(func() {
-			if err := s.call(ctx, o, &m); err != nil {
+			reply, err := s.call(ctx, o, &m)
+			if err != nil {
 				s.metrics.invalidationsFail.Inc()
 				s.log.Warn("invalidation not acknowledged", "key", key, "version", v, "owner", o.name, "addr", o.addr, "err", err)
 				errs[i] = err
 				return
 			}
 			s.metrics.invalidationsOK.Inc()
+			held[i] = reply.Has(wire.FlagHit)
 		})
 	}
 	wg.Wait()
-	acked := owners[:0:0]
-	for _, o := range owners {
+	acked, copies := owners[:0:0], 0
+	for i, o := range owners {
 		if !o.bestEffort {
 			acked = append(acked, o)
 		}
+		if held[i] {
+			copies++
+		}
 	}
-	return acked, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	s.stats.copies.Add(uint64(copies))
+	s.metrics.copies.Add(float64(copies))
+	return acked, copies, nil
 }
 
 // update is phase 2 of write r of version v, which ended with status: an
@@ -169,7 +187,7 @@ func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner) 
 		wg.Go(func() {
 			m := wire.Message{Header: wire.Header{Op: wire.OpUpdate, Status: status, ValueVersion: v, MapVersion: mv}, Key: []byte(key), Value: value}
 			s.stats.updatesSent.Add(1)
-			if err := s.call(ctx, o, &m); err != nil {
+			if _, err := s.call(ctx, o, &m); err != nil {
 				s.stats.updateFailures.Add(1)
 				s.metrics.updatesFail.Inc()
 				s.log.Debug("update not acknowledged", "key", key, "version", v, "owner", o.name, "addr", o.addr, "err", err)
@@ -182,14 +200,15 @@ func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner) 
 	s.metrics.phaseUpdate.Observe(time.Since(start).Seconds())
 }
 
-// call sends m to o and waits for an acknowledgement with StatusOK.
-func (s *Shim) call(ctx context.Context, o owner, m *wire.Message) error {
+// call sends m to o and waits for an acknowledgement with StatusOK, which
+// it returns.
+func (s *Shim) call(ctx context.Context, o owner, m *wire.Message) (wire.Message, error) {
 	reply, err := s.ep.Call(ctx, o.addr, m)
 	if err != nil {
-		return err
+		return wire.Message{}, err
 	}
 	if reply.Status != wire.StatusOK {
-		return fmt.Errorf("cannot %s %q at %s: status %s", m.Op, m.Key, o.addr, reply.Status)
+		return wire.Message{}, fmt.Errorf("cannot %s %q at %s: status %s", m.Op, m.Key, o.addr, reply.Status)
 	}
-	return nil
+	return reply, nil
 }

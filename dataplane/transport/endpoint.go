@@ -35,6 +35,8 @@ import (
 // Defaults applied to zero fields of Config.
 const (
 	DefaultRetransmit = 50 * time.Millisecond
+	// DefaultMaxRetransmit caps the doubling retransmission interval.
+	DefaultMaxRetransmit = 800 * time.Millisecond
 	DefaultSocketBuf  = 4 << 20
 	DefaultBatch      = 32
 	// MaxBatch bounds Config.Batch: each reader holds Batch receive buffers
@@ -76,8 +78,11 @@ type Config struct {
 	// per system call (default DefaultBatch; 1 reads and sends each
 	// datagram on its own). Batching needs Linux; elsewhere it is 1.
 	Batch int
-	// Retransmit is the interval after which Call sends a request again.
-	Retransmit time.Duration
+	// Retransmit is the interval after which Call first sends a request
+	// again; each further resend waits twice as long as the one before, up
+	// to MaxRetransmit (default DefaultMaxRetransmit), so that a busy peer
+	// whose queue holds the request already is not flooded with copies.
+	Retransmit, MaxRetransmit time.Duration
 	// SocketBuffer is the requested SO_RCVBUF and SO_SNDBUF in bytes.
 	SocketBuffer int
 	// Reassembly bounds the multi-datagram messages held.
@@ -98,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Retransmit == 0 {
 		c.Retransmit = DefaultRetransmit
+	}
+	if c.MaxRetransmit < c.Retransmit {
+		c.MaxRetransmit = max(DefaultMaxRetransmit, c.Retransmit)
 	}
 	if c.SocketBuffer == 0 {
 		c.SocketBuffer = DefaultSocketBuf
@@ -246,7 +254,8 @@ func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
 }
 
 // Call sends request m to dst with a fresh sequence number and waits for
-// the reply, sending m again every Retransmit until ctx ends. The reply is
+// the reply, sending m again after Retransmit, then after twice as long
+// each time (up to MaxRetransmit), until ctx ends. The reply is
 // the first datagram (or reassembled message) from dst with m's reply op and
 // sequence number; it owns its bytes.
 func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
@@ -264,7 +273,8 @@ func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message
 		delete(e.calls, m.Seq)
 		e.mu.Unlock()
 	}()
-	t := time.NewTimer(e.cfg.Retransmit)
+	interval := e.cfg.Retransmit
+	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		if err := e.Send(dst, m); err != nil {
@@ -280,10 +290,14 @@ func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message
 				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
 			}
 			e.stats.retransmits.Add(1)
-			t.Reset(e.cfg.Retransmit)
+			interval = nextRetransmit(interval, e.cfg.MaxRetransmit)
+			t.Reset(interval)
 		}
 	}
 }
+
+// nextRetransmit is the interval after cur: twice as long, at most limit.
+func nextRetransmit(cur, limit time.Duration) time.Duration { return min(2*cur, limit) }
 
 // Stats returns the counters.
 func (e *Endpoint) Stats() Stats {

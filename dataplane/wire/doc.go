@@ -31,4 +31,11 @@
 // sequence number and key, and a Status. FETCH (cache insertion) is answered
 // by FETCH_REPLY carrying the value and its version: the fill of the paper's
 // insertion, serialised with writes by the shim.
+//
+// FlagHit has one meaning per reply op: on GET_REPLY the value was served
+// from a cache node's copy; on INVALIDATE_ACK the node held an entry for the
+// key (a valid copy, or a placeholder waiting for its fill), so the write
+// has a copy to invalidate and then update — the coherence work the shim
+// accounts for (DistCache §4.3). An INVALIDATE_ACK without FlagHit means
+// the node had nothing to invalidate. Other ops do not set it.
 package wire

@@ -58,6 +58,8 @@ func goldenVectors(t testing.TB) []golden {
 			msg(withOp(wire.OpInvalidate), withSeq(4), withVersion(version), withMapVersion(3))},
 		{"invalidate_ack", `INVALIDATE_ACK key "key:42" seq 4, version 0x0102030405060708, FlagTelemetry, node 7 load 1234`,
 			msg(withOp(wire.OpInvalidateAck), withSeq(4), withVersion(version), withTelemetry(7, 1234))},
+		{"invalidate_ack_held", `INVALIDATE_ACK key "key:42" seq 4, version 0x0102030405060708, FlagHit|FlagTelemetry (the node held a copy), node 7 load 1234`,
+			msg(withOp(wire.OpInvalidateAck), withSeq(4), withVersion(version), withFlags(wire.FlagHit), withTelemetry(7, 1234))},
 		{"update", `UPDATE key "key:42" seq 5, value "world", version 0x0102030405060708, map version 3`,
 			msg(withOp(wire.OpUpdate), withSeq(5), withValue([]byte("world")), withVersion(version), withMapVersion(3))},
 		{"update_ack", `UPDATE_ACK key "key:42" seq 5, version 0x0102030405060708, FlagTelemetry, node 7 load 1234`,

@@ -42,7 +42,7 @@ const (
 	OpDel           Op = 5  // delete a key (to its storage shim)
 	OpDelReply      Op = 6  // delete acknowledged
 	OpInvalidate    Op = 7  // coherence phase 1: invalidate a cached copy
-	OpInvalidateAck Op = 8  // copy invalid (or not cached)
+	OpInvalidateAck Op = 8  // copy invalid (FlagHit), or not cached
 	OpUpdate        Op = 9  // coherence phase 2: new value for a cached copy
 	OpUpdateAck     Op = 10 // update applied or ignored
 	OpFetch         Op = 11 // cache insertion: ask the shim for the value
@@ -76,7 +76,10 @@ type Flag uint8
 
 // Flags.
 const (
-	// FlagHit marks a GET_REPLY served from a cache node's copy.
+	// FlagHit marks a GET_REPLY served from a cache node's copy, and an
+	// INVALIDATE_ACK from a node that held an entry for the key (a valid
+	// copy or a placeholder being filled): the write has a copy to
+	// invalidate and update, which costs the shim coherence work.
 	FlagHit Flag = 1 << 0
 	// FlagTelemetry marks valid node id and load fields.
 	FlagTelemetry Flag = 1 << 1
