@@ -1,0 +1,206 @@
+package standalone_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/standalone"
+	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/plan"
+	"github.com/distcache/distcache/topology"
+)
+
+// distcacheBinary is the distcache executable built by TestMain.
+var distcacheBinary string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "distcache-bin-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		distcacheBinary = filepath.Join(dir, "distcache")
+		build := exec.Command("go", "build", "-o", distcacheBinary, "github.com/distcache/distcache/cmd/distcache")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			panic("cannot build distcache: " + err.Error())
+		}
+		return m.Run()
+	}())
+}
+
+// waitFor polls cond until it holds; it fails the test after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronising on time
+	}
+}
+
+// startCluster runs a 2-rack cluster (1 shard each, a 2-node spine and a
+// leaf layer) of real processes and returns its control client and the
+// channel Run's result arrives on.
+func startCluster(t *testing.T) (*control.Client, string, <-chan error) {
+	t.Helper()
+	redis, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not on PATH (%v): run `make test-deps`, which installs it", err)
+	}
+	spec := v1alpha1.CacheClusterSpec{
+		Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 1},
+		Layers: []v1alpha1.NamedLayer{
+			{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Nodes: ptr.To(int32(2))}},
+			{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}},
+		},
+	}
+	layers, err := topology.ResolveLayers(&spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.New("run", spec, layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir := t.TempDir()
+	p, err := plan.New(topo, plan.Options{RunDir: runDir, Binary: distcacheBinary, RedisServer: redis, MapPoll: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- standalone.Run(ctx, standalone.Config{
+			Plan: p, RunDir: runDir, Policy: failover.Policy{Grace: 100 * time.Millisecond, HoldDown: 200 * time.Millisecond},
+			ProbeInterval: 20 * time.Millisecond, Ready: func() { close(ready) },
+		})
+	}()
+	t.Cleanup(cancel)
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the cluster did not start: %v", err)
+	}
+	return control.Dial(runDir), runDir, done
+}
+
+func process(t *testing.T, st control.Status, name string) control.Process {
+	t.Helper()
+	for _, p := range st.Processes {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no process %s in the status", name)
+	return control.Process{}
+}
+
+func status(t *testing.T, c *control.Client) control.Status {
+	t.Helper()
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestFailoverAndShutdown runs a cluster, kills a cache node through the
+// control API, checks the published map fails it and restores it once it
+// is restarted, then shuts down and checks that no process is left.
+func TestFailoverAndShutdown(t *testing.T) {
+	c, runDir, done := startCluster(t)
+	ctx := context.Background()
+	st := status(t, c)
+	if st.Phase != control.Ready || st.MapVersion != 1 || len(st.Processes) != 2+2+4 {
+		t.Fatalf("started: phase %s, map v%d, %d processes; want Ready, v1, 8", st.Phase, st.MapVersion, len(st.Processes))
+	}
+	for _, p := range st.Processes {
+		if !p.Ready || p.PID == 0 || p.State != "Running" {
+			t.Fatalf("process %+v not running and ready", p)
+		}
+	}
+	victim := "run-spine-1"
+	if err := c.Kill(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, victim+" failed in the map", func() bool {
+		return process(t, status(t, c), victim).MemberState == string(partmap.Failed)
+	})
+	st = status(t, c)
+	if st.Phase != control.Degraded || st.MapVersion != 2 || process(t, st, victim).State != "Held" {
+		t.Fatalf("after the kill: phase %s, map v%d, %s %s; want Degraded, v2, Held", st.Phase, st.MapVersion, victim, process(t, st, victim).State)
+	}
+	if data, err := os.ReadFile(st.MapFile); err != nil {
+		t.Fatal(err)
+	} else if m, err := partmap.Decode(data); err != nil || m.Version != 2 {
+		t.Fatalf("map file: version %v, %v; want 2", m, err)
+	}
+	if err := c.Restart(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, victim+" restored", func() bool {
+		return process(t, status(t, c), victim).MemberState == string(partmap.Active)
+	})
+	st = status(t, c)
+	if st.Phase != control.Ready || st.MapVersion != 3 || process(t, st, victim).Restarts != 1 || len(st.Events) != 2 {
+		t.Fatalf("after the restart: phase %s, map v%d, %d restarts, %d events; want Ready, v3, 1, 2",
+			st.Phase, st.MapVersion, process(t, st, victim).Restarts, len(st.Events))
+	}
+	if err := c.Kill(ctx, "nobody"); !errors.Is(err, control.ErrNotFound) {
+		t.Fatalf("Kill(nobody) = %v, want ErrNotFound", err)
+	}
+
+	var pids []int
+	for _, p := range status(t, c).Processes {
+		pids = append(pids, p.PID)
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, pid := range pids {
+		if !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+			t.Errorf("pid %d still exists after shutdown", pid)
+		}
+	}
+	for _, f := range []string{control.SocketName, standalone.PIDFile} {
+		if _, err := os.Stat(filepath.Join(runDir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s left in the run directory", f)
+		}
+	}
+}
+
+// TestWorkScrapesEveryProcess checks that the control API's work scrape
+// covers every shim and node with the counters they export.
+func TestWorkScrapesEveryProcess(t *testing.T) {
+	c, _, _ := startCluster(t)
+	work, err := c.Work(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, w := range work {
+		kinds[w.Kind]++
+	}
+	if kinds["shim"] != 2 || kinds["node"] != 4 || kinds["redis"] != 0 {
+		t.Fatalf("work of %v, want 2 shims and 4 nodes", kinds)
+	}
+}
