@@ -131,14 +131,28 @@ bench: ## Run all benchmarks, output also written to out/bench.txt
 	mkdir -p out
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./... | tee out/bench.txt
 
-# The demo currently runs the simulator's headline comparison; standalone mode
-# (local cache nodes, shims and redis-servers) replaces this recipe later.
-demo: ## Run the demo (for now: the simulator's skew comparison, quick mode)
-	@echo '==> DistCache demo: simulator headline comparison (throughput vs skew)'
-	@echo '==> go run ./cmd/distcache sim --experiment skew --quick --out out/demo'
-	$(GO) run ./cmd/distcache sim --experiment skew --quick --out out/demo
-	@echo '==> Results (out/demo/skew.md):'
-	@cat out/demo/skew.md
+# The demo: standalone mode on a real local cluster of processes
+# (hack/demo/cluster.yaml: 8 racks × 4 Redis shards, 4 spine + 8 leaf cache
+# nodes), a Zipf-0.99 workload with 5 % writes for NoCache and DistCache, one
+# cache-node failure, and a report. Server capacities are emulated by rate
+# limits (DistCache §6.1): DEMO_SHARD_CAPACITY work units per second per shard.
+DEMO_DIR ?= out/demo
+DEMO_RUN_DIR ?= $(DEMO_DIR)/run
+DEMO_JSON ?=
+DEMO_SHARD_CAPACITY ?= 200
+DEMO_FLAGS ?=
+DEMO_BENCH = bin/distcache bench --run-dir '$(DEMO_RUN_DIR)' --keys 100000 --skew 0.99 --write-ratio 0.05 \
+	--duration 20s --fail-node demo-spine-1@8s --down-for 6s --out '$(DEMO_DIR)' \
+	$(if $(DEMO_JSON),--json '$(DEMO_JSON)') $(DEMO_FLAGS)
+
+demo: redis-server build ## Run DistCache standalone on local processes, benchmark NoCache vs DistCache with a failure, report (DEMO_JSON=path for JSON)
+	@echo '==> Stopping a demo cluster left running, if any'
+	@bin/distcache down --run-dir '$(DEMO_RUN_DIR)' >/dev/null 2>&1 || true
+	@echo '==> bin/distcache up -f hack/demo/cluster.yaml --run-dir $(DEMO_RUN_DIR) --shard-capacity $(DEMO_SHARD_CAPACITY)'
+	@bin/distcache up -f hack/demo/cluster.yaml --run-dir '$(DEMO_RUN_DIR)' --shard-capacity $(DEMO_SHARD_CAPACITY)
+	@echo '==> $(DEMO_BENCH)'
+	@trap "echo '==> bin/distcache down --run-dir $(DEMO_RUN_DIR)'; bin/distcache down --run-dir '$(DEMO_RUN_DIR)'" EXIT; \
+		$(DEMO_BENCH)
 
 fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)
 	for t in $(FUZZ_TARGETS); do \

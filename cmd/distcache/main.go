@@ -22,6 +22,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newLoadgenCommand(), newOperatorCommand())
+	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newLoadgenCommand(), newOperatorCommand(),
+		newUpCommand(), newStatusCommand(), newDownCommand())
 	return root
 }

@@ -89,7 +89,10 @@ func layerRuleCases() []ruleCase {
 	return out
 }
 
-func TestCELRulesReject(t *testing.T) {
+// celRuleCases are every ruleCase: the rules of CacheClusterSpec,
+// StorageSpec, FailoverSpec, the kinds' names and SwitchFabricSpec, and
+// layerRuleCases.
+func celRuleCases() []ruleCase {
 	spine, leaf := newLayer("spine"), newLayer("leaf", withBoundToRacks())
 	longLayer := newCacheLayer()
 	longLayer.Name = uniqueNameOfLength("cl", 21)
@@ -119,7 +122,11 @@ func TestCELRulesReject(t *testing.T) {
 		{"duplicate deviceID", newFabric(withSwitchEdit(1, func(s *v1alpha1.Switch) { s.DeviceID = 1 })), "spec", msgDeviceIDs},
 		{"spine switch with a rack", newFabric(withSwitchEdit(0, func(s *v1alpha1.Switch) { s.Rack = ptr.To[int32](0) })), "spec", msgRackOnlyLeaf},
 	}
-	for _, tc := range append(cases, layerRuleCases()...) {
+	return append(cases, layerRuleCases()...)
+}
+
+func TestCELRulesReject(t *testing.T) {
+	for _, tc := range celRuleCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			err := create(t, tc.obj)
 			cs := invalidCauses(t, err)
@@ -142,7 +149,9 @@ type schemaCase struct {
 	want  []string
 }
 
-func TestSchemaRejects(t *testing.T) {
+// schemaCases are objects that each break an OpenAPI marker.
+func schemaCases(t *testing.T) []schemaCase {
+	t.Helper()
 	tooMany := make([]v1alpha1.NamedLayer, 9)
 	for i := range tooMany {
 		tooMany[i] = newLayer("l" + string(rune('a'+i)))
@@ -187,7 +196,11 @@ func TestSchemaRejects(t *testing.T) {
 			[]string{"spec.onos.endpoint", "should match"}},
 		{"unknown driver", newFabric(withDriver("p4rt")), "spec.driver", []string{`Unsupported value: "p4rt"`}},
 	}
-	for _, tc := range cases {
+	return cases
+}
+
+func TestSchemaRejects(t *testing.T) {
+	for _, tc := range schemaCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			err := create(t, tc.obj)
 			for _, c := range invalidCauses(t, err) {
@@ -205,14 +218,18 @@ func TestSchemaRejects(t *testing.T) {
 	}
 }
 
-func TestValidSpecsAccepted(t *testing.T) {
+// validCase is an object the API server must accept.
+type validCase struct {
+	name string
+	obj  client.Object
+}
+
+// validCases are valid objects of every kind, each at the edge of a rule.
+func validCases() []validCase {
 	clusterName30 := uniqueNameOfLength("cc", 30)
 	layer20 := newCacheLayer()
 	layer20.Name = uniqueNameOfLength("cl", 20)
-	cases := []struct {
-		name string
-		obj  client.Object
-	}{
+	cases := []validCase{
 		{"minimal CacheCluster", newCluster()},
 		{"CacheCluster name of 30 characters", newCluster(withName(clusterName30))},
 		{"external storage with one endpoint per shard", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
@@ -237,7 +254,11 @@ func TestValidSpecsAccepted(t *testing.T) {
 		{"onos fabric with onos.endpoint", newFabric(withDriver(v1alpha1.DriverONOS), withONOS("https://onos.example:8181/onos/v1"),
 			withSwitches(v1alpha1.Switch{Name: "s1", DeviceID: 1, Role: v1alpha1.RoleSpine}))},
 	}
-	for _, tc := range cases {
+	return cases
+}
+
+func TestValidSpecsAccepted(t *testing.T) {
+	for _, tc := range validCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := create(t, tc.obj); err != nil {
 				t.Fatalf("Create: %v", err)

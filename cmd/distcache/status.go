@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/standalone/control"
+)
+
+func newStatusCommand() *cobra.Command {
+	var (
+		ref    clusterRef
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show a standalone cluster: processes, member states, map version and loads",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			runDir, err := ref.resolveRunDir(cmd.Context())
+			if err != nil {
+				return err
+			}
+			st, err := control.Dial(runDir).Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	ref.addFlags(cmd, "the cluster's YAML files (to find it by its name)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	return cmd
+}
+
+// printStatus writes a cluster's status as a summary and a process table.
+func printStatus(w io.Writer, st control.Status) {
+	fmt.Fprintf(w, "cluster %s: %s, map version %d, up %s (pid %d)\n", st.Cluster, st.Phase, st.MapVersion,
+		time.Since(st.Started).Round(time.Second), st.PID)
+	fmt.Fprintf(w, "run directory %s\n", st.RunDir)
+	if st.ShardRate > 0 {
+		fmt.Fprintf(w, "emulated capacity: %.0f units/s per storage shard, %.0f per cache node (DistCache §6.1)\n", st.ShardRate, st.NodeRate)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tLAYER/SHARD\tSTATE\tMEMBER\tREADY\tPID\tRESTARTS\tLOAD/s\tUTIL\tADDR")
+	for _, p := range st.Processes {
+		where := p.Layer
+		if p.Kind != "node" {
+			where = p.Shard
+		}
+		util := "-"
+		if p.Capacity > 0 && p.Kind != "redis" {
+			util = fmt.Sprintf("%.0f%%", 100*p.Load/p.Capacity)
+		}
+		load := "-"
+		if p.Kind != "redis" {
+			load = fmt.Sprintf("%.0f", p.Load)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\n", p.Kind, p.Name, where, p.State,
+			orDash(p.MemberState), p.Ready, pidOrDash(p.PID), p.Restarts, load, util, p.Addr)
+	}
+	_ = tw.Flush()
+	if len(st.Events) > 0 {
+		fmt.Fprintln(w, "\nfailover events:")
+		for _, e := range st.Events {
+			fmt.Fprintf(w, "  %s  %s/%s %s → %s (map version %d)\n", e.Time.Format(time.TimeOnly), e.Layer, e.Member, e.From, e.To, e.MapVersion)
+		}
+	}
+}
+
+// printSummary writes a cluster's status in a few lines: what runs where.
+func printSummary(w io.Writer, st control.Status) {
+	kinds := map[string]int{}
+	layers := map[string]int{}
+	var order []string
+	for _, p := range st.Processes {
+		kinds[p.Kind]++
+		if p.Kind == "node" {
+			if layers[p.Layer] == 0 {
+				order = append(order, p.Layer)
+			}
+			layers[p.Layer]++
+		}
+	}
+	var ls []string
+	for _, l := range order {
+		ls = append(ls, fmt.Sprintf("%s %d", l, layers[l]))
+	}
+	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s), map version %d\n",
+		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), st.MapVersion)
+	fmt.Fprintf(w, "run directory %s (map.json, logs/)\n", st.RunDir)
+	if st.ShardRate > 0 {
+		fmt.Fprintf(w, "emulated capacity: %.0f units/s per storage shard, %.0f per cache node (DistCache §6.1)\n", st.ShardRate, st.NodeRate)
+	}
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
+
+func pidOrDash(pid int) string {
+	if pid == 0 {
+		return "-"
+	}
+	return fmt.Sprint(pid)
+}

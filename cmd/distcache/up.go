@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/standalone"
+	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/plan"
+	"github.com/distcache/distcache/topology"
+)
+
+// upOptions are the flags of `distcache up`.
+type upOptions struct {
+	ref           clusterRef
+	foreground    bool
+	shardCapacity float64
+	nodeCapacity  float64
+	logLevel      string
+	redisServer   string
+	startTimeout  time.Duration
+	probeInterval time.Duration
+	mapPoll       time.Duration
+}
+
+func newUpCommand() *cobra.Command {
+	o := &upOptions{}
+	cmd := &cobra.Command{
+		Use:   "up -f cluster.yaml",
+		Short: "Run a CacheCluster as local processes (standalone mode)",
+		Long: `up reads a CacheCluster (and the CacheLayers it refers to) from the -f
+files, defaults and validates them exactly as the Kubernetes API server would,
+and runs the cluster on this host: a redis-server and a storage shim per
+storage shard and a cache node per layer member, on loopback ports, with their
+logs and the partition map in the run directory. A control loop health-checks
+the cache nodes, remaps a failed one and restores it when it is back, with the
+spec's failover settings.
+
+up returns once every process is ready and leaves the cluster running in the
+background; see it with 'distcache status', stop it with 'distcache down'.
+With --foreground it runs in the foreground until interrupted.
+
+--shard-capacity emulates slower servers, as the DistCache paper's testbed
+does (§6.1): each storage shim serves at most that many work units per second
+and each cache node the aggregate of one rack (shards per rack × it), so that
+one machine can show the load balancing of many servers.`,
+		Example: `  distcache up -f hack/demo/cluster.yaml
+  distcache up -f cluster.yaml -f layers.yaml --shard-capacity 300 --run-dir out/run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	o.ref.addFlags(cmd, "CacheCluster and CacheLayer YAML files (repeatable)")
+	f := cmd.Flags()
+	f.BoolVar(&o.foreground, "foreground", false, "run in the foreground until interrupted instead of in the background")
+	f.Float64Var(&o.shardCapacity, "shard-capacity", 0, "emulated capacity of each storage shard in work units per second (0: not emulated)")
+	f.Float64Var(&o.nodeCapacity, "node-capacity", 0, "emulated capacity of each cache node (default: shards per rack × --shard-capacity)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level of the cluster's processes")
+	f.StringVar(&o.redisServer, "redis-server", "redis-server", "the redis-server program")
+	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
+	f.DurationVar(&o.probeInterval, "probe-interval", 500*time.Millisecond, "health-check period of the control loop")
+	f.DurationVar(&o.mapPoll, "map-poll", 200*time.Millisecond, "how often processes check the map file for a new version")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func (o *upOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	_, topo, err := o.ref.loadCluster(ctx)
+	if err != nil {
+		return err
+	}
+	if o.ref.runDir == "" {
+		o.ref.runDir = filepath.Join(defaultStateRoot(), topo.Name)
+	}
+	runDir, err := filepath.Abs(o.ref.runDir)
+	if err != nil {
+		return fmt.Errorf("cannot use run directory %s: %w", o.ref.runDir, err)
+	}
+	if st, err := control.Dial(runDir).Status(ctx); err == nil {
+		return fmt.Errorf("cannot start %s: cluster %s is already running in %s (pid %d); stop it with 'distcache down --run-dir %s'",
+			topo.Name, st.Cluster, runDir, st.PID, runDir)
+	}
+	if o.foreground {
+		return o.runForeground(cmd, topo, runDir)
+	}
+	return o.runBackground(cmd, topo, runDir)
+}
+
+// runForeground runs the cluster in this process until SIGINT or SIGTERM.
+func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, runDir string) error {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("cannot parse --log-level %q: %w", o.logLevel, err)
+	}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the distcache executable: %w", err)
+	}
+	redisPath, err := exec.LookPath(o.redisServer)
+	if err != nil && len(topo.Spec.Storage.External) == 0 {
+		return fmt.Errorf("cannot find %s (install the Debian package redis-server, or run `make demo`, which does): %w", o.redisServer, err)
+	}
+	p, err := plan.New(topo, plan.Options{
+		RunDir: runDir, Binary: self, RedisServer: redisPath,
+		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: o.mapPoll, LogLevel: o.logLevel,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return standalone.Run(ctx, standalone.Config{
+		Plan: p, RunDir: runDir, Policy: topology.FailoverPolicy(&topo.Spec),
+		ProbeInterval: o.probeInterval, StartTimeout: o.startTimeout, Logger: log,
+		Ready: func() { cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir) },
+	})
+}
+
+// runBackground starts `distcache up --foreground` in a session of its own,
+// logging to the run directory, and waits until the cluster is ready.
+func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, runDir string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("cannot find the distcache executable: %w", err)
+	}
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fmt.Errorf("cannot create run directory: %w", err)
+	}
+	logPath := filepath.Join(runDir, "distcache.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot create %s: %w", logPath, err)
+	}
+	defer logf.Close()
+	args := []string{"up", "--foreground", "--run-dir", runDir,
+		"--shard-capacity", strconv.FormatFloat(o.shardCapacity, 'f', -1, 64),
+		"--node-capacity", strconv.FormatFloat(o.nodeCapacity, 'f', -1, 64),
+		"--log-level", o.logLevel, "--redis-server", o.redisServer,
+		"--start-timeout", o.startTimeout.String(), "--probe-interval", o.probeInterval.String(),
+		"--map-poll", o.mapPoll.String()}
+	for _, f := range o.ref.files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return fmt.Errorf("cannot use %s: %w", f, err)
+		}
+		args = append(args, "-f", abs)
+	}
+	daemon := exec.Command(self, args...)
+	daemon.Stdout, daemon.Stderr = logf, logf
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := daemon.Start(); err != nil {
+		return fmt.Errorf("cannot start the cluster: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- daemon.Wait() }()
+	cmd.Printf("starting cluster %s (pid %d), logs in %s\n", topo.Name, daemon.Process.Pid, logPath)
+	st, err := waitStarted(cmd.Context(), runDir, exited, o.startTimeout+10*time.Second)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, tail(logPath, 4096))
+	}
+	printSummary(cmd.OutOrStdout(), st)
+	cmd.Printf("\nstatus: distcache status --run-dir %s\nstop:   distcache down --run-dir %s\n", runDir, runDir)
+	return nil
+}
+
+// waitStarted polls the control API until the cluster has started, the
+// daemon exits, or timeout passes.
+func waitStarted(ctx context.Context, runDir string, exited <-chan error, timeout time.Duration) (control.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := control.Dial(runDir)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if st, err := c.Status(ctx); err == nil && st.Phase != control.Starting {
+			return st, nil
+		}
+		select {
+		case err := <-exited:
+			return control.Status{}, fmt.Errorf("cannot start the cluster: it exited (%v); its log:", err)
+		case <-ctx.Done():
+			return control.Status{}, errors.New("cannot start the cluster: not ready in time; its log:")
+		case <-t.C:
+		}
+	}
+}
+
+// tail returns the last n bytes of the file at path.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		_, _ = f.Seek(st.Size()-n, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
