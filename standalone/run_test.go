@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		distcacheBinary = filepath.Join(dir, "distcache")
-		build := exec.Command("go", "build", "-o", distcacheBinary, "github.com/distcache/distcache/cmd/distcache")
+		build := exec.CommandContext(context.Background(), "go", "build", "-o", distcacheBinary, "github.com/distcache/distcache/cmd/distcache")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			panic("cannot build distcache: " + err.Error())

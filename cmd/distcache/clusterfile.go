@@ -18,10 +18,9 @@ import (
 // clusterRef are the flags that find a standalone cluster: its files, its
 // name, or its run directory.
 type clusterRef struct {
-	files   []string
-	name    string
-	runDir  string
-	workDir string // root of the run directories
+	files  []string
+	name   string
+	runDir string
 }
 
 func (r *clusterRef) addFlags(cmd *cobra.Command, filesHelp string) {

@@ -129,7 +129,7 @@ func alive(pid int) bool {
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return err != nil && !os.IsNotExist(err)
+		return !os.IsNotExist(err) // no /proc entry: gone
 	}
 	// The state follows the parenthesised command name: "Z" is a zombie.
 	s := string(b)

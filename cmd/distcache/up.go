@@ -125,7 +125,9 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	return standalone.Run(ctx, standalone.Config{
 		Plan: p, RunDir: runDir, Policy: topology.FailoverPolicy(&topo.Spec),
 		ProbeInterval: o.probeInterval, StartTimeout: o.startTimeout, Logger: log,
-		Ready: func() { cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir) },
+		Ready: func() {
+			cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir)
+		},
 	})
 }
 
@@ -158,7 +160,8 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 		}
 		args = append(args, "-f", abs)
 	}
-	daemon := exec.Command(self, args...)
+	// The cluster outlives this command: its context must not end it.
+	daemon := exec.CommandContext(context.WithoutCancel(cmd.Context()), self, args...)
 	daemon.Stdout, daemon.Stderr = logf, logf
 	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := daemon.Start(); err != nil {
@@ -169,7 +172,7 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 	cmd.Printf("starting cluster %s (pid %d), logs in %s\n", topo.Name, daemon.Process.Pid, logPath)
 	st, err := waitStarted(cmd.Context(), runDir, exited, o.startTimeout+10*time.Second)
 	if err != nil {
-		return fmt.Errorf("%w\n%s", err, tail(logPath, 4096))
+		return fmt.Errorf("%w; the end of its log %s:\n%s", err, logPath, tail(logPath, 4096))
 	}
 	printSummary(cmd.OutOrStdout(), st)
 	cmd.Printf("\nstatus: distcache status --run-dir %s\nstop:   distcache down --run-dir %s\n", runDir, runDir)
@@ -190,9 +193,9 @@ func waitStarted(ctx context.Context, runDir string, exited <-chan error, timeou
 		}
 		select {
 		case err := <-exited:
-			return control.Status{}, fmt.Errorf("cannot start the cluster: it exited (%v); its log:", err)
+			return control.Status{}, fmt.Errorf("cannot start the cluster: it exited: %w", err)
 		case <-ctx.Done():
-			return control.Status{}, errors.New("cannot start the cluster: not ready in time; its log:")
+			return control.Status{}, errors.New("cannot start the cluster: not ready in time")
 		case <-t.C:
 		}
 	}

@@ -37,8 +37,8 @@ const (
 	DefaultRetransmit = 50 * time.Millisecond
 	// DefaultMaxRetransmit caps the doubling retransmission interval.
 	DefaultMaxRetransmit = 800 * time.Millisecond
-	DefaultSocketBuf  = 4 << 20
-	DefaultBatch      = 32
+	DefaultSocketBuf     = 4 << 20
+	DefaultBatch         = 32
 	// MaxBatch bounds Config.Batch: each reader holds Batch receive buffers
 	// of wire.MaxDatagram bytes.
 	MaxBatch = 1024

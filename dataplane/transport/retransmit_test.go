@@ -7,14 +7,15 @@ import (
 
 func TestRetransmitBackoff(t *testing.T) {
 	cfg := Config{}.withDefaults()
-	want := []time.Duration{50, 100, 200, 400, 800, 800, 800}
+	ms := time.Millisecond
+	want := []time.Duration{50 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, 800 * ms, 800 * ms}
 	got := []time.Duration{cfg.Retransmit}
 	for len(got) < len(want) {
 		got = append(got, nextRetransmit(got[len(got)-1], cfg.MaxRetransmit))
 	}
 	for i := range want {
-		if got[i] != want[i]*time.Millisecond {
-			t.Fatalf("intervals %v, want %v ms", got, want)
+		if got[i] != want[i] {
+			t.Fatalf("intervals %v, want %v", got, want)
 		}
 	}
 }

@@ -46,7 +46,8 @@ func Listen(runDir string, b Backend, log *slog.Logger) (*Server, error) {
 		}
 		_ = os.Remove(path)
 	}
-	l, err := net.Listen("unix", path)
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot serve the control API: %w", err)
 	}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 // port is chosen, so no port is handed out twice; another program may still
 // take one before the process meant for it binds it.
 func FreePorts(host string, tcp, udp int) (tcpPorts, udpPorts []int, err error) {
+	var lc net.ListenConfig
 	var open []interface{ Close() error }
 	defer func() {
 		for _, c := range open {
@@ -18,7 +20,7 @@ func FreePorts(host string, tcp, udp int) (tcpPorts, udpPorts []int, err error) 
 		}
 	}()
 	for range tcp {
-		l, err := net.Listen("tcp", hostPort(host, 0))
+		l, err := lc.Listen(context.Background(), "tcp", hostPort(host, 0))
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot find a free TCP port on %s: %w", host, err)
 		}
@@ -26,7 +28,7 @@ func FreePorts(host string, tcp, udp int) (tcpPorts, udpPorts []int, err error) 
 		tcpPorts = append(tcpPorts, l.Addr().(*net.TCPAddr).Port)
 	}
 	for range udp {
-		c, err := net.ListenPacket("udp", hostPort(host, 0))
+		c, err := lc.ListenPacket(context.Background(), "udp", hostPort(host, 0))
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot find a free UDP port on %s: %w", host, err)
 		}

@@ -341,7 +341,8 @@ func (p *proc) start() error {
 		return fmt.Errorf("cannot start %s: %w", p.spec.Name, err)
 	}
 	defer logf.Close() // the child has its own descriptor
-	cmd := exec.Command(p.spec.Path, p.spec.Args...)
+	// Not tied to a context: Stop ends processes with SIGTERM first.
+	cmd := exec.CommandContext(context.Background(), p.spec.Path, p.spec.Args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = p.spec.Dir, logf, logf
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
