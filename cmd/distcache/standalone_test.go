@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/distcache/distcache/standalone/control"
+)
+
+// buildDistcache builds the distcache binary: `up` starts the cluster by
+// running its own executable, which in a test would be the test binary.
+func buildDistcache(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "distcache")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build distcache: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func run(t *testing.T, bin string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.CommandContext(context.WithoutCancel(t.Context()), bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+const smallCluster = `apiVersion: distcache.io/v1alpha1
+kind: CacheCluster
+metadata: {name: cli}
+spec:
+  storage: {racks: 2, shardsPerRack: 1}
+  layers:
+    - {name: spine, nodes: 2}
+    - {name: leaf, boundToRacks: true}
+`
+
+// TestUpStatusDown runs `distcache up` in the background on a small cluster
+// file, reads it with `distcache status`, and stops it with `distcache
+// down`, after which none of its processes may be left.
+func TestUpStatusDown(t *testing.T) {
+	bin := buildDistcache(t)
+	dir := t.TempDir()
+	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
+	if err := os.WriteFile(file, []byte(smallCluster), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir)
+	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
+	if err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "cluster cli Ready: 2 redis-servers, 2 storage shims, 4 cache nodes (spine 2, leaf 2), map version 1") {
+		t.Fatalf("up printed:\n%s", out)
+	}
+	out, err = run(t, bin, "status", "--run-dir", runDir, "--json")
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	var st control.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 8 {
+		t.Fatalf("status: %s %s with %d processes, want cli Ready with 8", st.Cluster, st.Phase, len(st.Processes))
+	}
+	if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err == nil || !strings.Contains(out, "already running") {
+		t.Fatalf("a second up: %v\n%s", err, out)
+	}
+	if out, err := run(t, bin, "status", "--run-dir", runDir); err != nil || !strings.Contains(out, "cli-spine-1") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	out, err = run(t, bin, "down", "--run-dir", runDir)
+	if err != nil || !strings.Contains(out, "nothing left running") {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	for _, p := range st.Processes {
+		if alive(p.PID) {
+			t.Errorf("%s (pid %d) still running after down", p.Name, p.PID)
+		}
+	}
+	if alive(st.PID) {
+		t.Errorf("the cluster's own process (pid %d) still running after down", st.PID)
+	}
+}
+
+// TestUpRefusesInvalidSpec checks that up prints the API server's message
+// for an invalid spec (the messages themselves are compared with a real
+// API server in operator/api/v1alpha1's parity test) and starts nothing.
+func TestUpRefusesInvalidSpec(t *testing.T) {
+	runDir := filepath.Join(t.TempDir(), "run")
+	_, err := runCommand(t, "up", "-f", "../../standalone/manifest/testdata/invalid.yaml", "--run-dir", runDir)
+	want := `CacheCluster.distcache.io "broken" is invalid: [spec.storage.racks: Invalid value: 0: spec.storage.racks in body should be greater than or equal to 1, ` +
+		`spec.layers[0]: Invalid value: nodes is required unless the layer is bound to storage racks (boundToRacks: true)]`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("up: %v\nwant the API server's message %s", err, want)
+	}
+	if _, err := os.Stat(runDir); !os.IsNotExist(err) {
+		t.Errorf("up created the run directory for an invalid spec")
+	}
+}
