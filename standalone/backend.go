@@ -23,6 +23,11 @@ func (c *cluster) Status(_ context.Context) control.Status {
 		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate,
 		Processes: c.processes(m),
 	}
+	for _, l := range p.Cluster.SoftwareLayers() {
+		st.Layers = append(st.Layers, control.Layer{
+			Name: l.Name, Nodes: p.Cluster.Nodes(l), BoundToRacks: l.Spec.BoundToRacks, Entries: int(l.Spec.Capacity.Entries),
+		})
+	}
 	for _, e := range c.loop.Events() {
 		st.Events = append(st.Events, control.Event{
 			Time: e.Time, Layer: e.Layer, Member: e.Member, From: string(e.From), To: string(e.To), MapVersion: e.MapVersion,

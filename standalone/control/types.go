@@ -49,8 +49,18 @@ type Status struct {
 	// second (0: not emulated).
 	ShardRate float64   `json:"shardRate,omitempty"`
 	NodeRate  float64   `json:"nodeRate,omitempty"`
+	Layers    []Layer   `json:"layers"`
 	Processes []Process `json:"processes"`
 	Events    []Event   `json:"events,omitempty"`
+}
+
+// Layer is one cache layer's shape.
+type Layer struct {
+	Name         string `json:"name"`
+	Nodes        int    `json:"nodes"`
+	BoundToRacks bool   `json:"boundToRacks,omitempty"`
+	// Entries is each node's cache capacity in entries.
+	Entries int `json:"entries"`
 }
 
 // Process is one process of the cluster.

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/sim"
+	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/workload/driver"
+	"github.com/distcache/distcache/workload/report"
+)
+
+// benchOptions are the flags of `distcache bench`.
+type benchOptions struct {
+	ref      clusterRef
+	mapFile  string
+	cfg      driver.Config
+	modes    []string
+	failNode string
+	downFor  time.Duration
+	out      string
+	jsonPath string
+	predict  bool
+}
+
+func newBenchCommand() *cobra.Command {
+	o := &benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Drive a cluster with a Zipf workload: NoCache vs DistCache throughput, loads, hit ratios, latency, failures",
+		Long: `bench drives a DistCache cluster through the client library with a Zipf
+workload, first with caching off (NoCache: every read goes to its storage
+shard), then with DistCache's routing over the cache layers, and reports for
+each: throughput normalized to one storage server, per-node and per-shard
+load, imbalance (max/mean), hit ratio per layer, p50/p99 latency and
+coherence operations; a final check reads back every written key.
+
+Throughput is the rate at which the busiest node or shard reaches its
+capacity, as in the DistCache paper and 'distcache sim': the offered rate
+divided by the highest utilisation measured. On a standalone cluster started
+with --shard-capacity those capacities are emulated by rate limits (paper
+§6.1), and the report says so; the simulator's prediction for the same map
+and workload is shown next to the measurement.
+
+--fail-node NAME@T kills that cache node T into DistCache's measured window
+and restarts it --down-for later; the report shows the throughput timeline
+(the paper's fig. 11).`,
+		Example: `  distcache bench --run-dir out/demo/run --write-ratio 0.05 --fail-node demo-spine-1@8s --out out/demo
+  distcache bench --map /path/to/map.json --rate 5000 --modes distcache`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	o.ref.addFlags(cmd, "the cluster's YAML files (to find a standalone cluster by its name)")
+	f := cmd.Flags()
+	c := &o.cfg
+	f.StringVar(&o.mapFile, "map", "", "partition map of a cluster that is not a local standalone one (needs --rate; no load tables)")
+	f.Uint64Var(&c.Keys, "keys", driver.DefaultKeys, "key space size")
+	f.Float64Var(&c.Skew, "skew", driver.DefaultSkew, "Zipf exponent (0: uniform)")
+	f.IntVar(&c.ValueSize, "value-size", driver.DefaultValueSize, "written value size in bytes")
+	f.Float64Var(&c.WriteRatio, "write-ratio", 0, "share of operations that are writes")
+	f.DurationVar(&c.Duration, "duration", driver.DefaultDuration, "measured window per mode")
+	f.Uint64Var(&c.Count, "count", 0, "end a mode's window after this many operations (0: by --duration only)")
+	f.IntVar(&c.Concurrency, "concurrency", driver.DefaultConcurrency, "operations outstanding at most")
+	f.IntVar(&c.Clients, "clients", driver.DefaultClients, "client instances (UDP sockets) per mode")
+	f.Float64Var(&c.Rate, "rate", 0, "offered operations per second (0: probe each mode's capacity; needs emulated capacities)")
+	f.IntVar(&c.Preload, "preload", 10000, "hottest keys written before the runs")
+	f.DurationVar(&c.Warmup, "warmup", 8*time.Second, "unmeasured load before DistCache's window, for the caches to fill")
+	f.StringSliceVar(&o.modes, "modes", []string{string(driver.NoCache), string(driver.DistCache)}, "modes to run: nocache, distcache")
+	f.StringVar(&o.failNode, "fail-node", "", "NAME@T: kill cache node NAME T into DistCache's window, restart it --down-for later")
+	f.DurationVar(&o.downFor, "down-for", 5*time.Second, "how long --fail-node keeps the node down")
+	f.Float64Var(&c.ServerCapacity, "server-capacity", 0, "one storage server's capacity in work units/s, the unit of normalized throughput (default: the emulated one)")
+	f.Uint64Var(&c.Seed, "seed", 1, "seed of the key permutation (as the simulator's), operation streams and clients")
+	f.StringVar(&o.out, "out", "", "directory for report.txt, report.json and report.png")
+	f.StringVar(&o.jsonPath, "json", "", "also write the report as JSON to this file")
+	f.BoolVar(&o.predict, "predict", true, "compute the simulator's prediction for the same map and workload")
+	return cmd
+}
+
+func (o *benchOptions) run(cmd *cobra.Command) error {
+	ctx := cmd.Context()
+	cluster, st, err := o.cluster(ctx)
+	if err != nil {
+		return err
+	}
+	if err := o.configure(st); err != nil {
+		return err
+	}
+	o.cfg.Progress = report.ProgressBar(cmd.ErrOrStderr())
+	o.cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	start, err := mapwatch.Load(o.cfg.MapFile, nil)
+	if err != nil {
+		return err
+	}
+	r, err := driver.Run(ctx, o.cfg, cluster)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		r.Config.Cluster = st.Cluster
+	}
+	if o.predict && st != nil {
+		if err := o.addPrediction(r, st, start.Current().Map()); err != nil {
+			cmd.PrintErrf("no prediction: %v\n", err)
+		}
+	}
+	return o.write(cmd, r)
+}
+
+// cluster finds the cluster to drive: a standalone one through its control
+// API, or only a map file.
+func (o *benchOptions) cluster(ctx context.Context) (driver.Cluster, *control.Status, error) {
+	if o.mapFile != "" && o.ref.runDir == "" && o.ref.name == "" && len(o.ref.files) == 0 {
+		o.cfg.MapFile = o.mapFile
+		return mapOnly{}, nil, nil
+	}
+	runDir, err := o.ref.resolveRunDir(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := control.Dial(runDir)
+	st, err := c.Status(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.cfg.MapFile = st.MapFile
+	return standaloneCluster{c}, &st, nil
+}
+
+// configure turns the flags into the driver's configuration.
+func (o *benchOptions) configure(st *control.Status) error {
+	for _, m := range o.modes {
+		o.cfg.Modes = append(o.cfg.Modes, driver.Mode(strings.TrimSpace(m)))
+	}
+	if o.cfg.Skew == 0 {
+		o.cfg.Uniform = true
+	}
+	if o.failNode != "" {
+		name, at, ok := strings.Cut(o.failNode, "@")
+		d, err := time.ParseDuration(at)
+		if !ok || name == "" || err != nil || d < 0 {
+			return fmt.Errorf("cannot parse --fail-node %q: want NAME@T, e.g. demo-spine-1@8s", o.failNode)
+		}
+		if st != nil && !hasNode(st, name) {
+			return fmt.Errorf("cannot fail %s: no cache node of that name in cluster %s", name, st.Cluster)
+		}
+		o.cfg.Failure = &driver.Failure{Member: name, At: d, DownFor: o.downFor}
+	}
+	return nil
+}
+
+func hasNode(st *control.Status, name string) bool {
+	for _, p := range st.Processes {
+		if p.Kind == "node" && p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// addPrediction evaluates the simulator on the cluster's map (as published
+// when the run started) and the run's workload, and records its normalized
+// throughput next to each mode's measurement.
+func (o *benchOptions) addPrediction(r *driver.Report, st *control.Status, m *partmap.Map) error {
+	if len(st.Layers) != 2 || st.Layers[0].BoundToRacks || !st.Layers[1].BoundToRacks {
+		return errors.New("the simulator models a spine layer above a leaf layer bound to the racks")
+	}
+	if st.Layers[0].Entries != st.Layers[1].Entries {
+		return errors.New("the simulator needs the same cache capacity (entries) in both layers")
+	}
+	perRack := len(m.Storage.Racks[0].Shards)
+	if st.ShardRate > 0 && st.NodeRate != st.ShardRate*float64(perRack) {
+		return fmt.Errorf("the simulator gives a cache node a rack's capacity (%d × a shard's), not %v", perRack, st.NodeRate)
+	}
+	cfg := sim.Quick(sim.Default())
+	cfg.Spines, cfg.Racks, cfg.ServersPerRack = st.Layers[0].Nodes, len(m.Storage.Racks), perRack
+	cfg.CachePerNode = st.Layers[0].Entries
+	cfg.Keys, cfg.Skew, cfg.WriteRatio = r.Config.Keys, r.Config.Skew, r.Config.WriteRatio
+	cfg.HotKeyReplication = false // the data plane does not replicate hot keys
+	cfg.Map, cfg.Seed = m, r.Config.Seed
+	results, err := sim.Evaluate(cfg, []sim.Strategy{sim.NoCache, sim.DistCache})
+	if err != nil {
+		return err
+	}
+	byMode := map[driver.Mode]float64{}
+	for _, res := range results {
+		switch res.Strategy {
+		case sim.NoCache:
+			byMode[driver.NoCache] = res.Throughput
+		case sim.DistCache:
+			byMode[driver.DistCache] = res.Throughput
+		}
+	}
+	for i := range r.Modes {
+		if v, ok := byMode[r.Modes[i].Mode]; ok {
+			r.Modes[i].Predicted = &v
+		}
+	}
+	return nil
+}
+
+// write prints the report and writes the requested files.
+func (o *benchOptions) write(cmd *cobra.Command, r *driver.Report) error {
+	if err := report.WriteText(cmd.OutOrStdout(), r); err != nil {
+		return err
+	}
+	if o.out != "" {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return fmt.Errorf("cannot create %s: %w", o.out, err)
+		}
+		txt, err := os.Create(filepath.Join(o.out, "report.txt"))
+		if err != nil {
+			return fmt.Errorf("cannot write the report: %w", err)
+		}
+		defer txt.Close()
+		if err := report.WriteText(txt, r); err != nil {
+			return err
+		}
+		if err := report.WriteJSON(filepath.Join(o.out, "report.json"), r); err != nil {
+			return err
+		}
+		png := filepath.Join(o.out, "report.png")
+		if err := report.WritePNG(png, r); err != nil {
+			return err
+		}
+		cmd.Printf("\nreport: %s, report.json, report.png\n", filepath.Join(o.out, "report.txt"))
+	}
+	if o.jsonPath != "" {
+		return report.WriteJSON(o.jsonPath, r)
+	}
+	return nil
+}
+
+// standaloneCluster is a standalone cluster seen through its control API.
+type standaloneCluster struct{ c *control.Client }
+
+func (s standaloneCluster) Work(ctx context.Context) ([]driver.Work, error) {
+	ps, err := s.c.Work(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Work, 0, len(ps))
+	for _, p := range ps {
+		name := p.Name
+		if p.Kind == "shim" {
+			name = p.Shard
+		}
+		out = append(out, driver.Work{Name: name, Node: p.Kind == "node", Layer: p.Layer, Units: p.WorkUnits,
+			Capacity: p.Capacity, Coherence: p.Coherence})
+	}
+	return out, nil
+}
+
+func (s standaloneCluster) Kill(ctx context.Context, member string) error {
+	return s.c.Kill(ctx, member)
+}
+func (s standaloneCluster) Restart(ctx context.Context, member string) error {
+	return s.c.Restart(ctx, member)
+}
+
+// mapOnly is a cluster known only by its map file: no loads, no failures.
+type mapOnly struct{}
+
+func (mapOnly) Work(context.Context) ([]driver.Work, error) { return nil, nil }
+func (mapOnly) Kill(_ context.Context, member string) error {
+	return fmt.Errorf("cannot kill %s: --fail-node needs a standalone cluster", member)
+}
+func (mapOnly) Restart(_ context.Context, member string) error {
+	return fmt.Errorf("cannot restart %s: --fail-node needs a standalone cluster", member)
+}

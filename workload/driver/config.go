@@ -1,0 +1,283 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/distcache/distcache/client"
+)
+
+// Mode is a system the driver benchmarks.
+type Mode string
+
+const (
+	// NoCache is the paper's baseline: every read goes straight to the
+	// key's storage shim (client.Config.Bypass).
+	NoCache Mode = "nocache"
+	// DistCache routes reads over the cache layers by power-of-two-choices.
+	DistCache Mode = "distcache"
+)
+
+// modeOrder is the order modes run in.
+var modeOrder = []Mode{NoCache, DistCache}
+
+// Defaults applied to zero fields of Config.
+const (
+	DefaultKeys          = 100_000
+	DefaultSkew          = 0.99
+	DefaultValueSize     = 128
+	DefaultDuration      = 10 * time.Second
+	DefaultConcurrency   = 64
+	DefaultClients       = 4
+	DefaultPreload       = 1000
+	DefaultWarmup        = 3 * time.Second
+	DefaultInterval      = 500 * time.Millisecond
+	DefaultProbeDuration = 3 * time.Second
+	DefaultOpTimeout     = 2 * time.Second
+	DefaultCheckTimeout  = 2 * time.Minute
+	DefaultMapPoll       = 250 * time.Millisecond
+)
+
+// Probe constants (package doc): the probe offers probeLoad × the storage
+// servers' summed capacity, and the measured rate puts the busiest member at
+// targetUtilization of its capacity.
+const (
+	probeLoad         = 0.2
+	targetUtilization = 0.7
+)
+
+// bulkLoad is the share of the storage servers' summed capacity the preload
+// and the read-back may use. They run as fast as that allows, not as fast
+// as they could: an emulated server queues what it cannot serve yet, and
+// once its queue is longer than the transport's first retransmission
+// (50 ms), every request is sent again and costs it again, and the queue
+// never drains.
+const bulkLoad = 0.5
+
+// progressEvery is the period of Config.Progress calls.
+const progressEvery = 100 * time.Millisecond
+
+// Failure is a cache-node failure injected into DistCache's measured window
+// (the paper's fig. 11).
+type Failure struct {
+	// Member is the cache node to kill (its member name in the map).
+	Member string
+	// At is when, after the measured window starts, the member is killed.
+	// The capacity is measured before the kill, so At should leave room
+	// for it: with At under Config.Interval it is measured over the whole
+	// window instead.
+	At time.Duration
+	// DownFor is how long it stays down before Cluster.Restart. If the
+	// window ends first it is restarted at the window's end.
+	DownFor time.Duration
+}
+
+// Progress is what Config.Progress is told about the phase running.
+type Progress struct {
+	Mode  Mode   // "" for the phases of no mode (preload, check)
+	Phase string // "preload", "warmup", "probe", "measure" or "check"
+	// Done is the operations (or keys) finished, Total the phase's bound
+	// on them.
+	Done, Total uint64
+	// Elapsed is the time since the phase started, Duration its time
+	// bound.
+	Elapsed, Duration time.Duration
+	// Rate is the operations finished per second over the last second.
+	Rate float64
+}
+
+// Config configures Run. Zero fields take the defaults given.
+type Config struct {
+	// MapFile is the partition map file the cluster publishes. The driver
+	// loads it and follows new versions (polled every DefaultMapPoll),
+	// handing each to every client.
+	MapFile string
+	// Keys is the size of the key space (default DefaultKeys); rank r is
+	// key workload.Key(scrambler.Permute(r)).
+	Keys uint64
+	// Skew is the Zipf exponent, 0 for uniform (default DefaultSkew; set
+	// Uniform for 0).
+	Skew float64
+	// Uniform selects the uniform workload (Skew 0), which a zero Skew
+	// cannot express.
+	Uniform bool
+	// ValueSize is the size of a written value in bytes (default
+	// DefaultValueSize); a value is never shorter than its unique header
+	// (mode, key, sequence number).
+	ValueSize int
+	// WriteRatio is the share of operations that are Puts (default 0).
+	WriteRatio float64
+	// Duration is the measured window per mode (default DefaultDuration).
+	Duration time.Duration
+	// Count, if not 0, ends a measured window after Count operations if
+	// Duration has not ended it before. Without it the window issues at
+	// most rate × Duration operations.
+	Count uint64
+	// Concurrency is the most operations outstanding at once (default
+	// DefaultConcurrency).
+	Concurrency int
+	// Clients is the number of client.Client instances per mode, each its
+	// own UDP socket (default DefaultClients); workers share them evenly.
+	Clients int
+	// Rate is the offered rate in operations per second; 0 chooses it per
+	// mode with a probe (package doc), which needs emulated capacities.
+	Rate float64
+	// Poisson makes arrivals a Poisson process instead of evenly spaced.
+	Poisson bool
+	// Preload is the number of hottest ranks written once, before the
+	// first mode, so that hot keys exist and can be cached (default
+	// min(Keys, DefaultPreload); negative: none).
+	Preload int
+	// Warmup is the unmeasured load offered before DistCache's measurement
+	// so that the nodes' hot-key detectors fill their caches (default
+	// DefaultWarmup; negative: none).
+	Warmup time.Duration
+	// Modes are the systems to run (default both); they run in the order
+	// NoCache, DistCache whatever the order given.
+	Modes []Mode
+	// Failure, if set, is injected into DistCache's measured window.
+	Failure *Failure
+	// Interval is the timeline's sample period (default DefaultInterval).
+	Interval time.Duration
+	// ServerCapacity is one storage server's capacity in work units per
+	// second, the unit of the normalized throughput. 0 takes the largest
+	// shard capacity Cluster.Work reports; if that is 0 too the normalized
+	// figures are omitted.
+	ServerCapacity float64
+	// ProbeDuration is the probe's window (default DefaultProbeDuration).
+	ProbeDuration time.Duration
+	// OpTimeout bounds one operation (default DefaultOpTimeout). A write
+	// without a reply by then has an unknown outcome.
+	OpTimeout time.Duration
+	// CheckTimeout bounds the preload, and the final read-back of the
+	// written keys, each (default DefaultCheckTimeout); keys not read back
+	// by then are reported unchecked.
+	CheckTimeout time.Duration
+	// Client is the template of every client's configuration; the driver
+	// sets Bypass, Seed and Logger, and Registerer must be nil (each
+	// client gets a private registry).
+	Client client.Config
+	// Seed seeds the key permutation (as the simulator does, so a
+	// prediction with the same seed has the same hot keys), the operation
+	// streams and the clients.
+	Seed uint64
+	// Progress, if set, is called about ten times a second, never
+	// concurrently, with the running phase's progress (and once as each
+	// phase ends).
+	Progress func(Progress)
+	// Logger receives structured logs (default: discarded).
+	Logger *slog.Logger
+
+	// hooks are test hooks (nil in production).
+	hooks *hooks
+}
+
+// hooks let the package's tests act at fixed points of a run.
+type hooks struct {
+	// afterWarmup runs after DistCache's warm-up, before its probe and
+	// measurement.
+	afterWarmup func(ctx context.Context)
+	// beforeCheck runs before the read-back with the keys it will read.
+	beforeCheck func(ctx context.Context, keys []string)
+}
+
+// withDefaults returns c with the defaults applied and the modes in order.
+func (c Config) withDefaults() Config {
+	if c.Keys == 0 {
+		c.Keys = DefaultKeys
+	}
+	if c.Uniform {
+		c.Skew = 0
+	} else if c.Skew == 0 {
+		c.Skew = DefaultSkew
+	}
+	c.ValueSize = orDefault(c.ValueSize, DefaultValueSize)
+	c.Duration = orDefault(c.Duration, DefaultDuration)
+	c.Concurrency = orDefault(c.Concurrency, DefaultConcurrency)
+	c.Clients = orDefault(c.Clients, DefaultClients)
+	if c.Preload == 0 {
+		c.Preload = int(min(c.Keys, DefaultPreload))
+	}
+	c.Preload = int(min(uint64(max(c.Preload, 0)), c.Keys))
+	if c.Warmup == 0 {
+		c.Warmup = DefaultWarmup
+	}
+	c.Warmup = max(c.Warmup, 0)
+	if len(c.Modes) == 0 {
+		c.Modes = modeOrder
+	}
+	var modes []Mode
+	for _, m := range modeOrder {
+		if slices.Contains(c.Modes, m) {
+			modes = append(modes, m)
+		}
+	}
+	for _, m := range c.Modes {
+		if !slices.Contains(modeOrder, m) {
+			modes = append(modes, m) // refused by validate
+		}
+	}
+	c.Modes = modes
+	c.Interval = orDefault(c.Interval, DefaultInterval)
+	c.ProbeDuration = orDefault(c.ProbeDuration, DefaultProbeDuration)
+	c.OpTimeout = orDefault(c.OpTimeout, DefaultOpTimeout)
+	c.CheckTimeout = orDefault(c.CheckTimeout, DefaultCheckTimeout)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// validate checks a configuration with defaults applied.
+func (c Config) validate() error {
+	var errs []error
+	if c.MapFile == "" {
+		errs = append(errs, errors.New("no map file"))
+	}
+	if math.IsNaN(c.Skew) || c.Skew < 0 {
+		errs = append(errs, fmt.Errorf("skew %v must be at least 0", c.Skew))
+	}
+	if !(c.WriteRatio >= 0 && c.WriteRatio <= 1) {
+		errs = append(errs, fmt.Errorf("write ratio %v must be in [0, 1]", c.WriteRatio))
+	}
+	if !(c.Rate >= 0) || math.IsInf(c.Rate, 1) {
+		errs = append(errs, fmt.Errorf("rate %v must be a finite number of operations per second, 0 to probe", c.Rate))
+	}
+	if !(c.ServerCapacity >= 0) || math.IsInf(c.ServerCapacity, 1) {
+		errs = append(errs, fmt.Errorf("server capacity %v must be finite and not negative", c.ServerCapacity))
+	}
+	for _, m := range c.Modes {
+		if !slices.Contains(modeOrder, m) {
+			errs = append(errs, fmt.Errorf("unknown mode %q (want %q or %q)", m, NoCache, DistCache))
+		}
+	}
+	if f := c.Failure; f != nil {
+		switch {
+		case f.Member == "":
+			errs = append(errs, errors.New("failure without a member"))
+		case f.At < 0 || f.DownFor < 0:
+			errs = append(errs, errors.New("failure times must not be negative"))
+		case !slices.Contains(c.Modes, DistCache):
+			errs = append(errs, errors.New("a failure is injected into the distcache mode, which is not run"))
+		}
+	}
+	if c.Client.Registerer != nil {
+		errs = append(errs, errors.New("client template with a Registerer: every client needs its own"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid benchmark configuration: %w", err)
+	}
+	return nil
+}

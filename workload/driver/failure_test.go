@@ -1,0 +1,142 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// fakeCluster records the driver's calls and reports growing work; it
+// kills and restarts nothing.
+type fakeCluster struct {
+	mu         sync.Mutex // guards calls and units
+	calls      []string
+	units      uint64
+	killErr    error
+	restartErr error
+}
+
+func (f *fakeCluster) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
+func (f *fakeCluster) Work(context.Context) ([]Work, error) {
+	f.record("work")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.units += 100
+	return []Work{
+		{Name: "fake-spine-0", Node: true, Layer: "spine", Units: f.units / 2},
+		{Name: "fake-rack-0-0", Units: f.units, Coherence: f.units / 10},
+	}, nil
+}
+
+func (f *fakeCluster) Kill(_ context.Context, member string) error {
+	f.record("kill " + member)
+	return f.killErr
+}
+
+func (f *fakeCluster) Restart(_ context.Context, member string) error {
+	f.record("restart " + member)
+	return f.restartErr
+}
+
+// blackHoleMap writes a map whose one node and one shard are a UDP socket
+// that never answers, and returns the file.
+func blackHoleMap(t *testing.T) string {
+	t.Helper()
+	var lc net.ListenConfig
+	hole, err := lc.ListenPacket(t.Context(), "udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hole.Close() })
+	m, err := partmap.Build(partmap.Spec{Cluster: "fake", Racks: 1, ShardsPerRack: 1,
+		Layers: []partmap.LayerSpec{{Name: "spine", Nodes: 1}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Layers[0].Members[0].Address = hole.LocalAddr().String()
+	m.Storage.Racks[0].Shards[0].Address = hole.LocalAddr().String()
+	path := filepath.Join(t.TempDir(), "map.json")
+	if err := mapwatch.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestFailureOrder checks, on a fake cluster, that the failure path reads
+// the work, kills the member, then restarts it: after DownFor, or at the
+// window's end, or not at all if the window ends before the kill; and that
+// a failed Kill or Restart fails the run.
+func TestFailureOrder(t *testing.T) {
+	const m = "fake-spine-0"
+	tests := []struct {
+		name          string
+		at, downFor   time.Duration
+		killErr       error
+		restartErr    error
+		wantCalls     []string
+		wantErr       bool
+		wantRestarted bool
+	}{
+		{name: "restart after the down time", at: 100 * time.Millisecond, downFor: 200 * time.Millisecond,
+			wantCalls: []string{"work", "work", "work", "kill " + m, "restart " + m, "work"}, wantRestarted: true},
+		{name: "restart at the window's end", at: 100 * time.Millisecond, downFor: time.Hour,
+			wantCalls: []string{"work", "work", "work", "kill " + m, "work", "restart " + m}, wantRestarted: true},
+		{name: "window ends before the kill", at: time.Hour, downFor: time.Second,
+			wantCalls: []string{"work", "work", "work"}},
+		{name: "kill fails", at: 100 * time.Millisecond, downFor: time.Second, killErr: errors.New("no such process"),
+			wantCalls: []string{"work", "work", "work", "kill " + m}, wantErr: true},
+		{name: "restart fails, retried once as the run ends", at: 100 * time.Millisecond, downFor: 100 * time.Millisecond,
+			restartErr: errors.New("cannot exec"),
+			wantCalls:  []string{"work", "work", "work", "kill " + m, "restart " + m, "restart " + m}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := &fakeCluster{killErr: tt.killErr, restartErr: tt.restartErr}
+			cfg := Config{
+				MapFile: blackHoleMap(t), Keys: 100, Modes: []Mode{DistCache}, Rate: 100,
+				Duration: 600 * time.Millisecond, Concurrency: 4, Clients: 1, Preload: -1, Warmup: -1,
+				OpTimeout: 50 * time.Millisecond, Client: client.Config{AttemptTimeout: 20 * time.Millisecond},
+				Failure: &Failure{Member: m, At: tt.at, DownFor: tt.downFor},
+			}
+			rep, err := Run(testContext(t), cfg, fake)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Run: error %v, want error %v", err, tt.wantErr)
+			}
+			fake.mu.Lock()
+			calls := slices.Clone(fake.calls)
+			fake.mu.Unlock()
+			if !slices.Equal(calls, tt.wantCalls) {
+				t.Fatalf("calls %q, want %q", calls, tt.wantCalls)
+			}
+			if err != nil {
+				return
+			}
+			f := rep.Failure
+			wantKilled := slices.Contains(tt.wantCalls, "kill "+m)
+			if f == nil || f.Killed != wantKilled || f.Restarted != tt.wantRestarted ||
+				(f.Restarted && f.KilledAt >= f.RestartedAt) {
+				t.Fatalf("failure %+v, want killed %v, restarted %v, in that order", f, wantKilled, tt.wantRestarted)
+			}
+			// Every operation timed out: nothing was answered, so there is
+			// no throughput to normalise.
+			if mr := rep.Modes[0]; mr.Errors != mr.Ops || mr.AchievedRate != 0 || mr.NormalizedThroughput != 0 {
+				t.Errorf("%d errors in %d ops, achieved %v, normalized %v; want only errors and no throughput",
+					mr.Errors, mr.Ops, mr.AchievedRate, mr.NormalizedThroughput)
+			}
+		})
+	}
+}
