@@ -135,14 +135,16 @@ bench: ## Run all benchmarks, output also written to out/bench.txt
 # (hack/demo/cluster.yaml: 8 racks × 4 Redis shards, 4 spine + 8 leaf cache
 # nodes), a Zipf-0.99 workload with 5 % writes for NoCache and DistCache, one
 # cache-node failure, and a report. Server capacities are emulated by rate
-# limits (DistCache §6.1): DEMO_SHARD_CAPACITY work units per second per shard.
+# limits (DistCache §6.1): DEMO_SHARD_CAPACITY work units per second per shard;
+# DEMO_RATE operations per second are offered to both modes (0: probed per mode).
 DEMO_DIR ?= out/demo
 DEMO_RUN_DIR ?= $(DEMO_DIR)/run
 DEMO_JSON ?=
 DEMO_SHARD_CAPACITY ?= 200
 DEMO_FLAGS ?=
+DEMO_RATE ?= 0
 DEMO_BENCH = bin/distcache bench --run-dir '$(DEMO_RUN_DIR)' --keys 100000 --skew 0.99 --write-ratio 0.05 \
-	--duration 20s --fail-node demo-spine-1@8s --down-for 6s --out '$(DEMO_DIR)' \
+	--rate $(DEMO_RATE) --duration 20s --warmup 15s --fail-node demo-spine-1@8s --down-for 6s --out '$(DEMO_DIR)' \
 	$(if $(DEMO_JSON),--json '$(DEMO_JSON)') $(DEMO_FLAGS)
 
 demo: redis-server build ## Run DistCache standalone on local processes, benchmark NoCache vs DistCache with a failure, report (DEMO_JSON=path for JSON)
