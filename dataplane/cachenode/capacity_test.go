@@ -65,14 +65,17 @@ func TestWorkCost(t *testing.T) {
 				for _, step := range tt.setup {
 					step(h, &s)
 				}
-				before := h.node.Stats().Work
+				before, resendsBefore := h.node.Stats().Work, h.client.Stats().Retransmits
 				req := tt.req
 				rep := h.call(&req)
+				// A request the harness resent (a slow machine) may be
+				// served, and charged, once per copy that arrives.
+				resent := h.client.Stats().Retransmits - resendsBefore
 				if rep.Op != tt.req.Op.Reply() {
 					t.Fatalf("reply %s to %s", rep.Op, tt.req.Op)
 				}
-				if got := h.node.Stats().Work - before; got != tt.wantWork {
-					t.Errorf("%s cost %d work units, want %d", tt.req.Op, got, tt.wantWork)
+				if got := h.node.Stats().Work - before; got < tt.wantWork || got > tt.wantWork*(1+resent) {
+					t.Errorf("%s cost %d work units, want %d (the request was resent %d times)", tt.req.Op, got, tt.wantWork, resent)
 				}
 				if hit := rep.Has(wire.FlagHit); hit != tt.wantHit {
 					t.Errorf("%s reply FlagHit = %v, want %v", rep.Op, hit, tt.wantHit)
