@@ -47,9 +47,16 @@ func TestRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			target := hitServer(t, tt.drop)
+			// Only dropped requests may count as lost: without drops the
+			// timeout is far longer than any reply can take on a loaded
+			// machine; with drops it is short so the run replaces them.
+			timeout := 10 * time.Second
+			if tt.wantLost {
+				timeout = 20 * time.Millisecond
+			}
 			res, err := loadgen.Run(context.Background(), loadgen.Config{
 				Target: target, Keys: []string{"a", "b", "c"}, Concurrency: 16, Batch: tt.batch,
-				Requests: 2000, Duration: time.Minute, Timeout: 20 * time.Millisecond,
+				Requests: 2000, Duration: time.Minute, Timeout: timeout,
 			})
 			if err != nil {
 				t.Fatal(err)
