@@ -75,7 +75,7 @@ func TestLinearizableAcrossNodeRemovalAndRestore(t *testing.T) {
 	if tl.hits.Load() == 0 {
 		t.Fatal("no read was served from a cache node")
 	}
-	if v := c.p.Version(); v != 3 {
+	if v := c.Placement().Version(); v != 3 {
 		t.Fatalf("map version %d after removal and restore, want 3", v)
 	}
 }
@@ -103,7 +103,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 			enough.Do(func() { close(restartNow) })
 		}
 	}
-	victim := c.redis[c.shardOf(keyName(0))] // the hottest key's shard
+	victim := c.Redis[c.ShardOf(keyName(0))] // the hottest key's shard
 	wait := start(t, c, h, cfg)
 	<-killNow
 	victim.Stop()
@@ -124,13 +124,11 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 
 // sendGarbage sends malformed datagrams to every node and shim.
 func (c *cluster) sendGarbage(t *testing.T) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	var addrs []string
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes() {
 		addrs = append(addrs, n.Addr().String())
 	}
-	for _, s := range c.shims {
+	for _, s := range c.Shims {
 		addrs = append(addrs, s.Addr().String())
 	}
 	for _, a := range addrs {

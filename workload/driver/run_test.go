@@ -222,9 +222,7 @@ func TestRunWithFailure(t *testing.T) {
 	if m := rep.Modes[0]; m.NormalizedThroughput <= 0 || m.Bottleneck == "" {
 		t.Errorf("normalized throughput %v (%q) before the kill", m.NormalizedThroughput, m.Bottleneck)
 	}
-	c.mu.Lock()
-	_, running := c.nodes[member]
-	c.mu.Unlock()
+	running := c.Running(member)
 	if !running {
 		t.Errorf("%s is not running after the benchmark", member)
 	}
