@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone"
@@ -39,18 +40,6 @@ func TestMain(m *testing.M) {
 		}
 		return m.Run()
 	}())
-}
-
-// waitFor polls cond until it holds; it fails the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronising on time
-	}
 }
 
 // startCluster runs a 2-rack cluster (1 shard each, a 2-node spine and a
@@ -139,7 +128,7 @@ func TestFailoverAndShutdown(t *testing.T) {
 	if err := c.Kill(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, victim+" failed in the map", func() bool {
+	poll.Until(t, victim+" failed in the map", func() bool {
 		return process(t, status(t, c), victim).MemberState == string(partmap.Failed)
 	})
 	st = status(t, c)
@@ -154,7 +143,7 @@ func TestFailoverAndShutdown(t *testing.T) {
 	if err := c.Restart(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, victim+" restored", func() bool {
+	poll.Until(t, victim+" restored", func() bool {
 		return process(t, status(t, c), victim).MemberState == string(partmap.Active)
 	})
 	st = status(t, c)

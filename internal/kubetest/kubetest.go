@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-	"time"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -126,27 +125,4 @@ func run(m *testing.M, env **Env) int {
 		}
 	}
 	return code
-}
-
-// Eventually polls cond until it holds and fails the test after a generous
-// bound: tests synchronise on what the API server shows, never on a sleep.
-// The last error cond returned is part of the failure.
-func Eventually(t testing.TB, what string, cond func() (bool, error)) {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(30 * time.Second)
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		last = err
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("%s: not reached (last error: %v)", what, last)
-		}
-	}
 }

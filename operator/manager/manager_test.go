@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/manager"
 )
@@ -21,10 +22,10 @@ var env *kubetest.Env
 
 func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
-// eventually waits until cond holds (see kubetest.Eventually).
+// eventually waits until cond holds (see poll.Eventually).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	kubetest.Eventually(t, what, func() (bool, error) { return cond(), nil })
+	poll.Eventually(t, what, func() (bool, error) { return cond(), nil })
 }
 
 func condition(conds []metav1.Condition, t v1alpha1.ConditionType) *metav1.Condition {

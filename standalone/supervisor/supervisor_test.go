@@ -10,20 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/standalone/supervisor"
 )
-
-// waitFor polls cond until it holds; it fails the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not synchronising on time
-	}
-}
 
 // sh is a process running script under /bin/sh.
 func sh(t *testing.T, name, script string) supervisor.Spec {
@@ -66,7 +55,7 @@ func TestKillHoldsUntilRestart(t *testing.T) {
 	if err := s.Kill("p"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the killed process to be held", func() bool { return status(t, s, "p").State == supervisor.Held })
+	poll.Until(t, "the killed process to be held", func() bool { return status(t, s, "p").State == supervisor.Held })
 	if !gone(first.PID) {
 		t.Fatalf("pid %d still exists after Kill", first.PID)
 	}
@@ -76,7 +65,7 @@ func TestKillHoldsUntilRestart(t *testing.T) {
 	if err := s.Restart("p"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the restart", func() bool { return status(t, s, "p").State == supervisor.Running })
+	poll.Until(t, "the restart", func() bool { return status(t, s, "p").State == supervisor.Running })
 	if st := status(t, s, "p"); st.PID == 0 || st.PID == first.PID || st.Restarts != 1 {
 		t.Fatalf("restarted: %+v, want a new pid and 1 restart", st)
 	}
@@ -87,7 +76,7 @@ func TestExitedProcessIsRestarted(t *testing.T) {
 	if err := s.Start(sh(t, "crash", "exit 3")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two restarts", func() bool { return status(t, s, "crash").Restarts >= 2 })
+	poll.Until(t, "two restarts", func() bool { return status(t, s, "crash").Restarts >= 2 })
 	if st := status(t, s, "crash"); !strings.Contains(st.LastExit, "exit status 3") {
 		t.Fatalf("LastExit = %q, want exit status 3", st.LastExit)
 	}
@@ -99,7 +88,7 @@ func TestOutputGoesToLogFile(t *testing.T) {
 	if err := s.Start(spec); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the log line", func() bool {
+	poll.Until(t, "the log line", func() bool {
 		b, _ := os.ReadFile(spec.LogFile)
 		return strings.Contains(string(b), "hello from p")
 	})

@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
@@ -112,10 +113,10 @@ func newCluster(t *testing.T, name string, opts ...clusterOption) *v1alpha1.Cach
 	return cc
 }
 
-// eventually waits until cond holds (see kubetest.Eventually).
+// eventually waits until cond holds (see poll.Eventually).
 func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	kubetest.Eventually(t, what, cond)
+	poll.Eventually(t, what, cond)
 }
 
 func get(t *testing.T, obj client.Object, ns, name string) error {
