@@ -112,14 +112,15 @@ func (n *Node) handleInvalidate(out transport.Sender, src netip.AddrPort, req *w
 	n.reqs.Observe(wire.OpInvalidate, metrics.ResultOK, time.Since(start))
 }
 
-// handleUpdate serves UPDATE, phase 2: it ends the pending write and, for a
-// PUT (StatusOK), refreshes the cached copy. A DEL's phase 2 carries
+// handleUpdate serves UPDATE, phase 2: it ends the pending write, for a
+// PUT (StatusOK) refreshes the cached copy, and answers the readers parked
+// on the write. A DEL's phase 2 carries
 // StatusNotFound and a failed write's another status; their copies stay
 // invalid. Always acknowledged; an UPDATE of a key the node holds an entry
 // for costs a work unit, whether it applies or not.
 func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	key := bytesView(req.Key)
-	n.endWrite(req.Key, req.ValueVersion)
+	parked, digest := n.endWrite(req.Key, req.ValueVersion)
 	var outcome updateOutcome
 	switch {
 	case req.Status == wire.StatusOK:
@@ -144,6 +145,7 @@ func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.
 		n.log.Debug("dropped entry: update over the byte capacity",
 			"key", string(req.Key), "bytes", len(req.Value), "capacity_bytes", n.cfg.CapacityBytes)
 	}
+	n.answerParked(out, req, v, parked, digest, outcome == updateApplied, start)
 	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
 	n.reqs.Observe(wire.OpUpdate, metrics.ResultOK, time.Since(start))
 }

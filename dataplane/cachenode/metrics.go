@@ -38,6 +38,8 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_evictions_total", "Cache entries evicted to make room for hotter keys.", n.stats.evictions.Load),
 		counter("distcache_insertions_total", "Hot keys inserted into the cache (placeholders added).", n.stats.inserts.Load),
 		counter("distcache_coalesced_requests_total", "Misses that joined a pending backend read of the same key.", n.stats.coalesced.Load),
+		counter("distcache_parked_requests_total", "Misses that waited for a pending write's phase 2 instead of reading the shim.", n.stats.parked.Load),
+		counter("distcache_parked_forwarded_total", "Parked misses sent to the shim after all: the write's phase 2 was late, lost or failed.", n.stats.parkForwarded.Load),
 		counter("distcache_work_units_total", "Work units taken from the emulated capacity: 1 per hit, 1 per INVALIDATE and per UPDATE of a held key.", n.work.Used),
 		gauge("distcache_work_capacity", "Emulated capacity in work units per second (0: unlimited).", n.work.Rate),
 	); err != nil {

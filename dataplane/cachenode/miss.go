@@ -36,7 +36,8 @@ type flight struct {
 }
 
 // miss serves a GET without a valid copy: it counts the key for the hot-key
-// detector and joins or starts the key's flight.
+// detector and joins or starts the key's flight or, while a write of the key
+// is pending, parks the reader until the write's phase 2 (park.go).
 func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryState, start time.Time) {
 	n.stats.misses.Add(1)
 	key := bytesView(req.Key)
@@ -52,6 +53,21 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 	id := waiterID{src, req.Seq}
 	n.missMu.Lock()
 	joinable := !n.pending.active(key, start)
+	if !joinable && n.cfg.ParkTimeout > 0 {
+		if pv, ok := n.pending.version(key); ok {
+			switch n.park(req, w, pv) {
+			case parkedNew:
+				n.missMu.Unlock()
+				n.stats.parked.Add(1)
+				return
+			case parkedDuplicate:
+				n.missMu.Unlock()
+				n.stats.duplicates.Add(1) // a retransmission; the write's phase 2 answers it
+				return
+			case parkFull: // start a backend read of its own
+			}
+		}
+	}
 	if f := n.flights[key]; f != nil && joinable {
 		if _, dup := f.seen[id]; dup {
 			n.missMu.Unlock()
@@ -89,11 +105,13 @@ func (n *Node) beginWrite(key []byte, v uint64, now time.Time) {
 	n.missMu.Unlock()
 }
 
-// endWrite records phase 2 of the write of version v to key.
-func (n *Node) endWrite(key []byte, v uint64) {
+// endWrite records phase 2 of the write of version v to key and returns
+// the readers it releases (unpark) with their requests' digest.
+func (n *Node) endWrite(key []byte, v uint64) ([]waiter, hashing.Digest) {
 	n.missMu.Lock()
+	defer n.missMu.Unlock()
 	n.pending.end(key, v)
-	n.missMu.Unlock()
+	return n.unpark(key, v)
 }
 
 // finish removes f from the flight table (unless sealed already) and

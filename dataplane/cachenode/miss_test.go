@@ -33,8 +33,10 @@ func TestConcurrentMissesCoalesce(t *testing.T) {
 	}
 }
 
+// TestInvalidateSealsFlight runs without parking (park_test.go), so that
+// every reader during the write starts a backend read of its own.
 func TestInvalidateSealsFlight(t *testing.T) {
-	h := newHarness(t, withStub(holding(wire.OpGet)))
+	h := newHarness(t, withConfig(func(c *Config) { c.ParkTimeout = -1 }), withStub(holding(wire.OpGet)))
 	before := h.getAsync("k")
 	first := h.shim.nextHeld(h.ctx, t)
 

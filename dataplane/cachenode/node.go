@@ -30,6 +30,7 @@ const (
 	DefaultInterval       = time.Second
 	DefaultLoadWindow     = 100 * time.Millisecond
 	DefaultBackendTimeout = time.Second
+	DefaultParkTimeout    = 100 * time.Millisecond
 	// fetchParallelism bounds the FETCH calls of one insertion interval.
 	fetchParallelism = 64
 )
@@ -68,6 +69,12 @@ type Config struct {
 	// BackendTimeout bounds each backend call: a forwarded miss or a FETCH
 	// (default DefaultBackendTimeout).
 	BackendTimeout time.Duration
+	// ParkTimeout bounds how long a read of a key whose write is pending
+	// (phase 1 seen, phase 2 not) waits for the write's UPDATE, which
+	// answers it, before it is sent to the shim (default
+	// DefaultParkTimeout; negative: reads never wait, each starts its own
+	// backend read). Keep it below the clients' attempt timeout.
+	ParkTimeout time.Duration
 	// EmulatedRate is the node's emulated capacity in work units per
 	// second (package capacity; DistCache §6.1); 0 means unlimited. A hit
 	// costs 1 unit, and so does each INVALIDATE and each UPDATE of a key
@@ -94,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BackendTimeout == 0 {
 		c.BackendTimeout = DefaultBackendTimeout
+	}
+	if c.ParkTimeout == 0 {
+		c.ParkTimeout = DefaultParkTimeout
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -169,9 +179,10 @@ type Node struct {
 	// insertMu serialises the plan-and-apply phase of InsertHot.
 	insertMu sync.Mutex
 
-	missMu  sync.Mutex // guards flights, the waiters of every flight, and pending
+	missMu  sync.Mutex // guards flights, the waiters of every flight, pending and parked
 	flights map[string]*flight
 	pending pendingWrites
+	parked  map[string]*parkedReads
 
 	ctx     context.Context // cancelled by Close; bounds background calls
 	cancel  context.CancelFunc
@@ -213,6 +224,7 @@ func New(cfg Config) (*Node, error) {
 		store:   newStore(cfg.CapacityBytes),
 		work:    capacity.New(cfg.EmulatedRate),
 		flights: make(map[string]*flight),
+		parked:  make(map[string]*parkedReads),
 		pending: newPendingWrites(),
 		ctx:     ctx,
 		cancel:  cancel,

@@ -64,6 +64,13 @@ func (p *pendingWrites) active(key string, now time.Time) bool {
 	return ok
 }
 
+// version returns the version of key's pending write, if the table has
+// one (active may also report a write when the table is saturated).
+func (p *pendingWrites) version(key string) (uint64, bool) {
+	w, ok := p.m[key]
+	return w.version, ok
+}
+
 // prune drops the entries older than pendingTTL.
 func (p *pendingWrites) prune(now time.Time) {
 	for k, w := range p.m {

@@ -13,7 +13,9 @@ type Stats struct {
 	Hits           uint64 // GETs served from a valid copy
 	Misses         uint64 // GETs forwarded (joined or started a flight)
 	Coalesced      uint64 // misses that joined a pending flight
-	Duplicates     uint64 // retransmitted GETs already waiting on a flight
+	Duplicates     uint64 // retransmitted GETs already waiting on a flight or parked
+	Parked         uint64 // misses parked on a pending write, answered by its phase 2
+	ParkForwarded  uint64 // parked misses sent to the shim after all (phase 2 late, lost or failed)
 	NotFound       uint64 // GETs answered not found by the shim
 	BackendErrors  uint64 // backend calls (GET or FETCH) that got no reply
 	Invalidations  uint64 // INVALIDATE requests
@@ -39,7 +41,7 @@ type counters struct {
 	gets, hits, misses, coalesced, duplicates, notFound, backendErrors atomic.Uint64
 	invalidations, updates, updatesIgnored                             atomic.Uint64
 	fills, fillsIgnored, fillsFailed, refused, inserts, evictions      atomic.Uint64
-	dropped, notOwner                                                  atomic.Uint64
+	dropped, notOwner, parked, parkForwarded                           atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters. They are read one at a time, so
@@ -49,6 +51,7 @@ func (n *Node) Stats() Stats {
 	return Stats{
 		Gets: c.gets.Load(), Hits: c.hits.Load(), Misses: c.misses.Load(),
 		Coalesced: c.coalesced.Load(), Duplicates: c.duplicates.Load(),
+		Parked: c.parked.Load(), ParkForwarded: c.parkForwarded.Load(),
 		NotFound: c.notFound.Load(), BackendErrors: c.backendErrors.Load(),
 		Invalidations: c.invalidations.Load(), Updates: c.updates.Load(),
 		UpdatesIgnored: c.updatesIgnored.Load(), Fills: c.fills.Load(),

@@ -1,0 +1,170 @@
+package cachenode
+
+import (
+	"time"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/placement/hashing"
+)
+
+// parkCap bounds the readers parked on one key; more start their own
+// backend read, as they would without parking.
+const parkCap = 1024
+
+// parkedWaiter is a reader parked on a pending write.
+type parkedWaiter struct {
+	waiter
+	// version is the version of the key's pending write when the reader
+	// parked: only the phase 2 of that write or of a later one answers it.
+	version uint64
+}
+
+// parkedReads are the readers of one key that arrived while a write of the
+// key was pending (between its INVALIDATE and its UPDATE). A backend read
+// started then could precede the write's Redis write and still be answered
+// after the write is acknowledged, so they cannot share one; instead they
+// wait for the write's phase 2, which carries the written value (DistCache
+// §4.3: the UPDATE brings the new value to the caches). Guarded by
+// Node.missMu.
+type parkedReads struct {
+	key     string
+	digest  hashing.Digest
+	waiters []parkedWaiter
+	seen    map[waiterID]struct{}
+	timer   *time.Timer // forwards the readers still parked after ParkTimeout
+}
+
+// parkResult is the outcome of park.
+type parkResult uint8
+
+const (
+	parkedNew       parkResult = iota // parked
+	parkedDuplicate                   // a retransmission of a parked reader: dropped
+	parkFull                          // parkCap readers parked already: not parked
+)
+
+// park parks the reader w of req's key on the pending write of version v.
+// The caller holds Node.missMu.
+func (n *Node) park(req *wire.Message, w waiter, v uint64) parkResult {
+	key := bytesView(req.Key)
+	id := waiterID{w.src, w.seq}
+	p := n.parked[key]
+	if p == nil {
+		p = &parkedReads{key: string(req.Key), digest: req.Digest, seen: make(map[waiterID]struct{})}
+		p.timer = time.AfterFunc(n.cfg.ParkTimeout, func() { n.parkExpired(p) })
+		n.parked[p.key] = p
+	}
+	if _, dup := p.seen[id]; dup {
+		return parkedDuplicate
+	}
+	if len(p.waiters) >= parkCap {
+		return parkFull
+	}
+	p.seen[id] = struct{}{}
+	p.waiters = append(p.waiters, parkedWaiter{waiter: w, version: v})
+	return parkedNew
+}
+
+// unpark removes and returns the readers of key that the phase 2 of the
+// write of version v answers, those parked under version v or earlier,
+// with the digest of their requests. The caller holds Node.missMu.
+func (n *Node) unpark(key []byte, v uint64) ([]waiter, hashing.Digest) {
+	p := n.parked[bytesView(key)]
+	if p == nil {
+		return nil, hashing.Digest{}
+	}
+	var ready []waiter
+	rest := p.waiters[:0]
+	for _, w := range p.waiters {
+		if w.version <= v {
+			ready = append(ready, w.waiter)
+			delete(p.seen, waiterID{w.src, w.seq})
+		} else {
+			rest = append(rest, w)
+		}
+	}
+	p.waiters = rest
+	if len(rest) == 0 {
+		p.timer.Stop()
+		delete(n.parked, p.key)
+	}
+	return ready, p.digest
+}
+
+// parkExpired forwards the readers still parked on p when ParkTimeout
+// passes without the phase 2 that answers them (lost, or the write is slow):
+// they share one backend read, started now, after every one of them
+// arrived, so it is as recent as each of them needs.
+func (n *Node) parkExpired(p *parkedReads) {
+	n.missMu.Lock()
+	if n.parked[p.key] == p {
+		delete(n.parked, p.key)
+	}
+	ws := make([]waiter, len(p.waiters))
+	for i, w := range p.waiters {
+		ws[i] = w.waiter
+	}
+	p.waiters, p.seen = nil, nil
+	n.missMu.Unlock()
+	n.forwardParked(p.key, p.digest, ws)
+}
+
+// forwardParked sends key's parked readers ws to the shim as one backend
+// read that no later reader joins.
+func (n *Node) forwardParked(key string, digest hashing.Digest, ws []waiter) {
+	if len(ws) == 0 {
+		return
+	}
+	n.stats.parkForwarded.Add(uint64(len(ws)))
+	seen := make(map[waiterID]struct{}, len(ws))
+	for _, w := range ws {
+		seen[waiterID{w.src, w.seq}] = struct{}{}
+	}
+	f := &flight{key: key, digest: digest, waiters: ws, seen: seen}
+	v := n.view.Load()
+	n.spawn(func() { n.forward(f, v) }) // closing: nobody will be answered
+}
+
+// answerParked answers the readers ws released by upd, the phase 2 of a
+// write, through out (the reader's reply batch): a PUT's UPDATE answers
+// them with its value and version, a DEL's with StatusNotFound; a failed
+// write's sends them to the shim. When the UPDATE refreshed the node's copy
+// (applied) the answers are hits and cost a work unit each; otherwise they
+// are relayed misses, free like one.
+func (n *Node) answerParked(out transport.Sender, upd *wire.Message, v *view, ws []waiter, digest hashing.Digest,
+	applied bool, start time.Time) {
+	if len(ws) == 0 {
+		return
+	}
+	if upd.Status != wire.StatusOK && upd.Status != wire.StatusNotFound {
+		n.forwardParked(string(upd.Key), digest, ws)
+		return
+	}
+	var flags wire.Flag
+	result := metrics.ResultMiss
+	if upd.Status == wire.StatusNotFound {
+		result = metrics.StatusResult(wire.StatusNotFound)
+		n.stats.notFound.Add(uint64(len(ws)))
+	}
+	if applied {
+		n.work.Take(len(ws))
+		flags, result = wire.FlagHit, metrics.ResultHit
+	}
+	reply := wire.Message{
+		Header: wire.Header{
+			Op: wire.OpGetReply, Status: upd.Status, Flags: flags | wire.FlagTelemetry, Digest: digest,
+			NodeID: v.id, Load: n.loadAt(n.now(start)), ValueVersion: upd.ValueVersion, MapVersion: v.version,
+		},
+		Key:   upd.Key,
+		Value: upd.Value,
+	}
+	for _, w := range ws {
+		reply.Seq = w.seq
+		if err := out.Send(w.src, &reply); err != nil {
+			n.log.Debug("cannot answer parked read", "key", string(upd.Key), "to", w.src, "err", err)
+		}
+		n.reqs.Observe(wire.OpGet, result, time.Since(w.arrived))
+	}
+}
