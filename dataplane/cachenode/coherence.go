@@ -120,7 +120,7 @@ func (n *Node) handleInvalidate(out transport.Sender, src netip.AddrPort, req *w
 // for costs a work unit, whether it applies or not.
 func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	key := bytesView(req.Key)
-	parked, digest := n.endWrite(req.Key, req.ValueVersion)
+	parked := n.endWrite(req.Key, req.ValueVersion)
 	var outcome updateOutcome
 	switch {
 	case req.Status == wire.StatusOK:
@@ -145,7 +145,7 @@ func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.
 		n.log.Debug("dropped entry: update over the byte capacity",
 			"key", string(req.Key), "bytes", len(req.Value), "capacity_bytes", n.cfg.CapacityBytes)
 	}
-	n.answerParked(out, req, v, parked, digest, outcome == updateApplied, start)
+	n.answerParked(out, req, v, parked, outcome == updateApplied, start)
 	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
 	n.reqs.Observe(wire.OpUpdate, metrics.ResultOK, time.Since(start))
 }

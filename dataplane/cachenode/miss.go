@@ -106,8 +106,8 @@ func (n *Node) beginWrite(key []byte, v uint64, now time.Time) {
 }
 
 // endWrite records phase 2 of the write of version v to key and returns
-// the readers it releases (unpark) with their requests' digest.
-func (n *Node) endWrite(key []byte, v uint64) ([]waiter, hashing.Digest) {
+// the readers it releases (unpark).
+func (n *Node) endWrite(key []byte, v uint64) []waiter {
 	n.missMu.Lock()
 	defer n.missMu.Unlock()
 	n.pending.end(key, v)

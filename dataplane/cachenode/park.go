@@ -6,7 +6,6 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/placement/hashing"
 )
 
 // parkCap bounds the readers parked on one key; more start their own
@@ -30,7 +29,6 @@ type parkedWaiter struct {
 // Node.missMu.
 type parkedReads struct {
 	key     string
-	digest  hashing.Digest
 	waiters []parkedWaiter
 	seen    map[waiterID]struct{}
 	timer   *time.Timer // forwards the readers still parked after ParkTimeout
@@ -52,7 +50,7 @@ func (n *Node) park(req *wire.Message, w waiter, v uint64) parkResult {
 	id := waiterID{w.src, w.seq}
 	p := n.parked[key]
 	if p == nil {
-		p = &parkedReads{key: string(req.Key), digest: req.Digest, seen: make(map[waiterID]struct{})}
+		p = &parkedReads{key: string(req.Key), seen: make(map[waiterID]struct{})}
 		p.timer = time.AfterFunc(n.cfg.ParkTimeout, func() { n.parkExpired(p) })
 		n.parked[p.key] = p
 	}
@@ -68,12 +66,12 @@ func (n *Node) park(req *wire.Message, w waiter, v uint64) parkResult {
 }
 
 // unpark removes and returns the readers of key that the phase 2 of the
-// write of version v answers, those parked under version v or earlier,
-// with the digest of their requests. The caller holds Node.missMu.
-func (n *Node) unpark(key []byte, v uint64) ([]waiter, hashing.Digest) {
+// write of version v answers: those parked under version v or earlier.
+// The caller holds Node.missMu.
+func (n *Node) unpark(key []byte, v uint64) []waiter {
 	p := n.parked[bytesView(key)]
 	if p == nil {
-		return nil, hashing.Digest{}
+		return nil
 	}
 	var ready []waiter
 	rest := p.waiters[:0]
@@ -90,7 +88,7 @@ func (n *Node) unpark(key []byte, v uint64) ([]waiter, hashing.Digest) {
 		p.timer.Stop()
 		delete(n.parked, p.key)
 	}
-	return ready, p.digest
+	return ready
 }
 
 // parkExpired forwards the readers still parked on p when ParkTimeout
@@ -108,12 +106,12 @@ func (n *Node) parkExpired(p *parkedReads) {
 	}
 	p.waiters, p.seen = nil, nil
 	n.missMu.Unlock()
-	n.forwardParked(p.key, p.digest, ws)
+	n.forwardParked(p.key, ws)
 }
 
 // forwardParked sends key's parked readers ws to the shim as one backend
 // read that no later reader joins.
-func (n *Node) forwardParked(key string, digest hashing.Digest, ws []waiter) {
+func (n *Node) forwardParked(key string, ws []waiter) {
 	if len(ws) == 0 {
 		return
 	}
@@ -122,7 +120,7 @@ func (n *Node) forwardParked(key string, digest hashing.Digest, ws []waiter) {
 	for _, w := range ws {
 		seen[waiterID{w.src, w.seq}] = struct{}{}
 	}
-	f := &flight{key: key, digest: digest, waiters: ws, seen: seen}
+	f := &flight{key: key, waiters: ws, seen: seen} // the digest is computed from the key
 	v := n.view.Load()
 	n.spawn(func() { n.forward(f, v) }) // closing: nobody will be answered
 }
@@ -133,13 +131,12 @@ func (n *Node) forwardParked(key string, digest hashing.Digest, ws []waiter) {
 // write's sends them to the shim. When the UPDATE refreshed the node's copy
 // (applied) the answers are hits and cost a work unit each; otherwise they
 // are relayed misses, free like one.
-func (n *Node) answerParked(out transport.Sender, upd *wire.Message, v *view, ws []waiter, digest hashing.Digest,
-	applied bool, start time.Time) {
+func (n *Node) answerParked(out transport.Sender, upd *wire.Message, v *view, ws []waiter, applied bool, start time.Time) {
 	if len(ws) == 0 {
 		return
 	}
 	if upd.Status != wire.StatusOK && upd.Status != wire.StatusNotFound {
-		n.forwardParked(string(upd.Key), digest, ws)
+		n.forwardParked(string(upd.Key), ws)
 		return
 	}
 	var flags wire.Flag
@@ -154,7 +151,7 @@ func (n *Node) answerParked(out transport.Sender, upd *wire.Message, v *view, ws
 	}
 	reply := wire.Message{
 		Header: wire.Header{
-			Op: wire.OpGetReply, Status: upd.Status, Flags: flags | wire.FlagTelemetry, Digest: digest,
+			Op: wire.OpGetReply, Status: upd.Status, Flags: flags | wire.FlagTelemetry,
 			NodeID: v.id, Load: n.loadAt(n.now(start)), ValueVersion: upd.ValueVersion, MapVersion: v.version,
 		},
 		Key:   upd.Key,

@@ -16,10 +16,15 @@
 //
 // The rate is set far below what the machine can do, so a whole cluster
 // runs as local processes on a few cores and the bottleneck is the emulated
-// capacity, not the CPU. Take blocks on purpose: its caller is a reader
-// goroutine of the UDP socket, so while an emulated server is busy the
-// requests that wait for it queue in the kernel's socket buffer, exactly
-// like requests waiting for a busy server.
+// capacity, not the CPU. Take blocks on purpose: a cache node calls it on
+// a reader goroutine of its UDP socket, so while the emulated switch is busy
+// the requests that wait for it queue in the kernel's socket buffer, like
+// packets waiting for a busy switch. A storage shim queues its requests on
+// their own goroutines instead and calls TakeBy with a deadline: its reader
+// keeps reading the acknowledgements of the shim's own coherence calls, and
+// a read that could only be served after its client has given up is shed
+// rather than served late — a busy server that kept serving abandoned
+// requests would never catch up (a retransmission storm).
 //
 // Every unit taken is counted (Used), also by an unlimited Limiter, so the
 // work a process did can be compared with the model whatever the rate.
@@ -151,6 +156,40 @@ func (l *Limiter) wait(n int) {
 			l.clk.sleep(d, l.done)
 		}
 	}
+}
+
+// TakeBy takes n work units if they are available by deadline: it waits
+// for them and reports true. When the units already promised to earlier
+// callers leave none for this one before deadline, it takes nothing,
+// returns false at once and leaves the queue as it was — a server sheds a
+// request it could only serve after its client has given up. n <= 0, an
+// unlimited Limiter and a closed one always succeed at once; successes are
+// counted as Take's.
+func (l *Limiter) TakeBy(n int, deadline time.Time) bool {
+	if l == nil || n <= 0 {
+		return true
+	}
+	if l.lim != nil && !l.closed.Load() {
+		now := l.clk.now()
+		var rs []*rate.Reservation
+		var wait time.Duration
+		for left := n; left > 0; left -= l.burst {
+			r := l.lim.ReserveN(now, min(left, l.burst))
+			rs = append(rs, r)
+			wait = r.DelayFrom(now)
+		}
+		if now.Add(wait).After(deadline) {
+			for i := len(rs) - 1; i >= 0; i-- {
+				rs[i].CancelAt(now)
+			}
+			return false
+		}
+		if wait > 0 {
+			l.clk.sleep(wait, l.done)
+		}
+	}
+	l.used.Add(uint64(n))
+	return true
 }
 
 // Used is the number of work units taken so far.

@@ -281,3 +281,54 @@ func BenchmarkTake(b *testing.B) {
 		})
 	}
 }
+
+func TestTakeBy(t *testing.T) {
+	tests := []struct {
+		name      string
+		rate      float64
+		idle      bool          // the bucket is full (else empty)
+		queued    int           // units promised to earlier callers
+		n         int           // units asked for
+		within    time.Duration // deadline after now
+		want      bool
+		wantSlept time.Duration
+	}{
+		{name: "idle: within the burst at once", rate: 100, idle: true, n: 1, within: 0, want: true},
+		{name: "queue clears before the deadline", rate: 100, queued: 10, n: 1, within: time.Second,
+			want: true, wantSlept: 110 * time.Millisecond},
+		{name: "queue too long: shed", rate: 100, queued: 10, n: 1, within: 50 * time.Millisecond},
+		{name: "more than a burst", rate: 100, n: 3, within: time.Second, want: true, wantSlept: 30 * time.Millisecond},
+		{name: "unlimited", rate: 0, queued: 1000, n: 5, within: 0, want: true},
+		{name: "nothing asked", rate: 100, queued: 1000, n: 0, within: 0, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			l := newLimiter(tt.rate, clk)
+			if l.lim != nil && !tt.idle {
+				l.lim.ReserveN(clk.now(), l.burst) // empty the bucket
+				for range tt.queued {
+					l.lim.ReserveN(clk.now(), 1)
+				}
+			}
+			before := l.Used()
+			got := l.TakeBy(tt.n, clk.now().Add(tt.within))
+			slept, _ := clk.sleepStats()
+			if got != tt.want {
+				t.Fatalf("TakeBy = %v, want %v", got, tt.want)
+			}
+			if tt.rate > 0 && tt.queued > 0 && !got {
+				// The shed request left the queue as it was: the next
+				// unit comes right after the queued ones.
+				if ok := l.TakeBy(1, clk.now().Add(time.Duration(tt.queued+1)*10*time.Millisecond)); !ok || l.Used() != 1 {
+					t.Errorf("after shedding, a caller willing to wait for the queue was refused")
+				}
+				return
+			}
+			wantUsed := uint64(max(tt.n, 0))
+			if l.Used()-before != wantUsed || slept != tt.wantSlept {
+				t.Errorf("used %d units after sleeping %v, want %d after %v", l.Used()-before, slept, wantUsed, tt.wantSlept)
+			}
+		})
+	}
+}

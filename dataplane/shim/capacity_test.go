@@ -284,3 +284,63 @@ func callNode(t *testing.T, e *env, addr netip.AddrPort, op wire.Op, key string)
 	}
 	return r
 }
+
+func encodeGet(t *testing.T, seq uint64, key string) []byte {
+	t.Helper()
+	b, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpGet, Seq: seq}, Key: []byte(key)}, wire.DefaultDatagram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRetransmittedReadServedOnce checks that a read retransmitted while it
+// waits for the emulated capacity is dropped, not queued and charged again:
+// at 1 unit/s the second GET waits a second for its unit, and its copy
+// arrives right behind it.
+func TestRetransmittedReadServedOnce(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *Config) { c.EmulatedRate = 1; c.QueueTimeout = patience }))
+	key := e.key(0, "resent")
+	if err := e.rdb.Set(context.Background(), key, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	raw := newRawConn(t)
+	raw.send(e.shim.Addr(), encodeGet(t, 1, key)) // takes the idle unit
+	if r := raw.receive(); r.Status != wire.StatusOK || r.Seq != 1 {
+		t.Fatalf("first GET: %s seq %d", r.Status, r.Seq)
+	}
+	dg := encodeGet(t, 2, key)
+	raw.send(e.shim.Addr(), dg)
+	raw.send(e.shim.Addr(), dg)
+	if r := raw.receive(); r.Status != wire.StatusOK || r.Seq != 2 || string(r.Value) != "v" {
+		t.Fatalf("queued GET: %s seq %d %q", r.Status, r.Seq, r.Value)
+	}
+	if st := e.shim.Stats(); st.Gets != 2 || st.DuplicateRequests != 1 || st.Work != 2 {
+		t.Fatalf("stats: %d GETs served, %d duplicates, %d units; want 2, 1 and 2", st.Gets, st.DuplicateRequests, st.Work)
+	}
+}
+
+// TestReadShedPastQueueTimeout checks that a read whose work unit is
+// further away than QueueTimeout is answered StatusOverloaded at once and
+// costs nothing: at 0.1 unit/s the unit after the idle one is 10 s away.
+func TestReadShedPastQueueTimeout(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *Config) { c.EmulatedRate = 0.1 }))
+	key := e.key(0, "shed")
+	raw := newRawConn(t)
+	raw.send(e.shim.Addr(), encodeGet(t, 1, key))
+	if r := raw.receive(); r.Status != wire.StatusNotFound {
+		t.Fatalf("first GET: %s, want %s", r.Status, wire.StatusNotFound)
+	}
+	raw.send(e.shim.Addr(), encodeGet(t, 2, key))
+	if r := raw.receive(); r.Status != wire.StatusOverloaded || r.Seq != 2 {
+		t.Fatalf("second GET: %s seq %d, want %s", r.Status, r.Seq, wire.StatusOverloaded)
+	}
+	if st := e.shim.Stats(); st.Shed != 1 || st.Work != 1 || st.Gets != 1 {
+		t.Fatalf("stats: %d shed, %d units, %d served; want 1, 1 and 1", st.Shed, st.Work, st.Gets)
+	}
+	// Shed again when resent: a shed read is not remembered.
+	raw.send(e.shim.Addr(), encodeGet(t, 2, key))
+	if r := raw.receive(); r.Status != wire.StatusOverloaded {
+		t.Fatalf("resent GET: %s, want %s", r.Status, wire.StatusOverloaded)
+	}
+}

@@ -39,7 +39,8 @@ const (
 	dedupDone                          // a retransmit of a completed write: resend the reply
 )
 
-// dedupTable makes writes execute at most once per request: re-executing a
+// dedupTable makes a request run at most once at a time, and a write at
+// most once per request: re-executing a
 // retransmitted PUT after another client's later write would undo that write
 // and break linearizability. Completed replies are kept for ttl; expired ones
 // are swept lazily on every begin, so the table needs no goroutine.
@@ -83,8 +84,9 @@ func (d *dedupTable) complete(k dedupKey, reply wire.Message, now time.Time) {
 	d.expiry = append(d.expiry, expiring{key: k, entry: e})
 }
 
-// abandon forgets request k, begun earlier and not executed, so that a
-// retransmit is served afresh.
+// abandon forgets request k, begun earlier and not completed — a write that
+// was not executed, or a read once answered (reads are never completed) —
+// so that a later retransmit is served afresh.
 func (d *dedupTable) abandon(k dedupKey) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

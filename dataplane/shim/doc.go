@@ -38,10 +38,12 @@
 //     effort because an invalid copy is safe (it is a miss).
 //
 // Requests are retransmitted by the transport with the same sequence
-// number, so a write is executed at most once per (sender, sequence number,
-// op): dedup.go keeps the replies of completed writes for DedupTTL and drops
-// retransmits of writes still in progress. Re-executing a retransmitted PUT
-// after a later write would silently undo that write.
+// number, so a request is served at most once per (sender, sequence number,
+// op) while it is in progress, and a write at most once at all: dedup.go
+// drops retransmits of requests still being served and keeps the replies of
+// completed writes for DedupTTL. Re-executing a retransmitted PUT after a
+// later write would silently undo that write; serving a retransmitted read
+// again would only cost the emulated capacity a second unit for nothing.
 //
 // Every request is served on its own goroutine, at most MaxInFlight at a
 // time; beyond that the shim sheds load with StatusOverloaded. Requests for
@@ -51,17 +53,18 @@
 // throughput of an emulated storage server in work units per second
 // (package capacity), as the paper's testbed rate limits its storage
 // servers. The cost model is the simulator's (sim, CoherenceCost 1): a GET,
-// FETCH, PUT or DEL costs 1 unit, taken on the reader goroutine after the
-// cheap refusals (not owner, retransmitted write, overload) and before the
-// request is handed to its goroutine, so at the limit the reader waits and
-// later requests queue in the socket buffer, as at a busy server; a write
-// costs 1 more per owner whose INVALIDATE acknowledgement carried FlagHit
-// (a copy it invalidates and updates), taken after phase 1 and before Redis
-// is written, on the write's goroutine but from the same capacity. Refused
-// requests and retransmits are free. Stats.Work and
-// distcache_work_units_total count the units, distcache_work_capacity is
-// the rate (0: unlimited, the default), distcache_coherence_copies_total
-// the copies. Note that the acknowledgements of phase 1 arrive on the same
-// socket as the requests: at the limit they wait behind the requests queued
-// before them.
+// FETCH, PUT or DEL costs 1 unit, and a write 1 more per owner whose
+// INVALIDATE acknowledgement carried FlagHit (a copy it invalidates and
+// updates), taken after phase 1 and before Redis is written. Units are
+// taken on the request's goroutine, in arrival order, never on the reader:
+// the reader keeps reading the acknowledgements of the shim's own phase 1
+// and phase 2 calls at any load, so a write's coherence round trips do not
+// wait behind the requests queued for the capacity. A read (GET, FETCH)
+// whose unit is further away than QueueTimeout (the clients' attempt
+// timeout) is shed with StatusOverloaded at no cost: its requester has
+// given up on it, and a server that served abandoned requests would fall
+// ever further behind its retransmissions. Refused requests and retransmits
+// are free. Stats.Work and distcache_work_units_total count the units,
+// distcache_work_capacity is the rate (0: unlimited, the default),
+// distcache_coherence_copies_total the copies, Stats.Shed the shed reads.
 package shim

@@ -25,6 +25,9 @@ type mapView struct {
 	cur     *mapState
 	prev    *mapState // nil before the first change
 	changed time.Time // when cur replaced prev
+	// replaced is closed when SetMap installs the next view: a write
+	// waiting for phase 1 then re-reads the owners (invalidate.go).
+	replaced chan struct{}
 }
 
 // owner is a cache node that may hold a copy of a key.
@@ -51,8 +54,9 @@ func (s *Shim) SetMap(p *partmap.Placement) error {
 	}
 	s.mapMu.Lock()
 	defer s.mapMu.Unlock()
-	next := &mapView{cur: st, changed: time.Now()}
-	if old := s.view.Load(); old != nil {
+	next := &mapView{cur: st, changed: time.Now(), replaced: make(chan struct{})}
+	old := s.view.Load()
+	if old != nil {
 		switch {
 		case st.version < old.cur.version:
 			return fmt.Errorf("cannot set partition map version %d: older than the current version %d", st.version, old.cur.version)
@@ -63,8 +67,11 @@ func (s *Shim) SetMap(p *partmap.Placement) error {
 		}
 	}
 	s.view.Store(next)
+	if old != nil {
+		close(old.replaced)
+	}
 	s.metrics.mapVersion.Set(float64(st.version))
-	s.log.Info("partition map set", "shard", s.cfg.Shard, "version", st.version)
+	s.log.Info("partition map set", "version", st.version)
 	return nil
 }
 

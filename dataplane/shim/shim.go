@@ -27,6 +27,7 @@ const (
 	DefaultPrevMapGrace      = 2 * time.Minute
 	DefaultMaxInFlight       = 4096
 	DefaultDedupTTL          = 30 * time.Second
+	DefaultQueueTimeout      = 250 * time.Millisecond
 
 	// Redis client defaults, applied to zero fields of Config.Redis: fail
 	// fast, because a request's client retransmits and a write must not
@@ -65,6 +66,11 @@ type Config struct {
 	// DedupTTL is how long the replies of completed writes are kept for
 	// retransmitted requests (default 30s).
 	DedupTTL time.Duration
+	// QueueTimeout bounds how long a read (GET or FETCH) waits for the
+	// emulated capacity; one that would wait longer is shed with
+	// StatusOverloaded, as its requester has given up on it (default
+	// 250ms, the clients' attempt timeout). Unused without EmulatedRate.
+	QueueTimeout time.Duration
 	// EmulatedRate is the shim's emulated capacity, the storage server's
 	// throughput in work units per second (package capacity; DistCache
 	// §6.1); 0 means unlimited. A GET, FETCH, PUT or DEL costs 1 unit, and
@@ -91,6 +97,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DedupTTL <= 0 {
 		c.DedupTTL = DefaultDedupTTL
+	}
+	if c.QueueTimeout <= 0 {
+		c.QueueTimeout = DefaultQueueTimeout
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -246,9 +255,12 @@ func (s *Shim) Healthy(ctx context.Context) error {
 
 // handle runs on the transport's readers: it answers what needs no Redis
 // at once, through the reader's reply batch out, and hands the rest,
-// copied, to a goroutine. A request it hands on first takes its work unit
-// from the emulated capacity: at the rate limit the reader waits here, on
-// purpose, and later requests queue in the socket buffer.
+// copied, to a goroutine. It never waits, so the reader keeps reading the
+// acknowledgements of the shim's own coherence calls however busy the
+// emulated capacity is: requests wait for their work unit on their
+// goroutines (serve). A retransmission of a request still being served is
+// dropped, its reply will answer it; one of a completed write gets the
+// stored reply.
 func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	now := time.Now()
 	switch req.Op {
@@ -269,25 +281,20 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		s.replyNow(out, src, req, wire.StatusNotOwner)
 		return
 	}
-	write := req.Op == wire.OpPut || req.Op == wire.OpDel
 	dk := dedupKey{src: src, seq: req.Seq, op: req.Op}
-	if write {
-		switch res, stored := s.dedup.begin(dk, now); res {
-		case dedupInProgress:
-			s.stats.duplicateWrites.Add(1)
-			return // the reply will come when the write completes
-		case dedupDone:
-			s.stats.duplicateWrites.Add(1)
-			s.sendVia(out, src, &stored)
-			return
-		}
+	switch res, stored := s.dedup.begin(dk, now); res {
+	case dedupInProgress:
+		s.stats.duplicates.Add(1)
+		return // the reply will come when the request is served
+	case dedupDone:
+		s.stats.duplicates.Add(1)
+		s.sendVia(out, src, &stored)
+		return
 	}
 	select {
 	case s.sem <- struct{}{}:
 	default:
-		if write {
-			s.dedup.abandon(dk)
-		}
+		s.dedup.abandon(dk)
 		s.stats.overloaded.Add(1)
 		s.metrics.requests.Observe(req.Op, metrics.StatusResult(wire.StatusOverloaded), time.Since(now))
 		s.replyNow(out, src, req, wire.StatusOverloaded)
@@ -297,15 +304,32 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	if req.Op == wire.OpPut {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 	}
-	s.work.Take(1) // the request's own unit; a write's copies are charged after phase 1
 	s.wg.Add(1)
 	go s.serve(r)
 }
 
-// serve runs one request on its own goroutine.
+// serve runs one request on its own goroutine. The request first takes its
+// work unit from the emulated capacity (a write's copies are charged after
+// its phase 1). A read that would get it only after QueueTimeout is shed
+// with StatusOverloaded: its client has given up on it by then. A write
+// always waits: it is at most once, and its client retransmits it.
 func (s *Shim) serve(r *request) {
 	defer s.wg.Done()
 	defer func() { <-s.sem }()
+	dk := dedupKey{src: r.src, seq: r.seq, op: r.op}
+	switch r.op {
+	case wire.OpGet, wire.OpFetch:
+		defer s.dedup.abandon(dk) // a read is not remembered once answered
+		if !s.work.TakeBy(1, r.start.Add(s.cfg.QueueTimeout)) {
+			s.stats.shed.Add(1)
+			s.metrics.requests.Observe(r.op, metrics.StatusResult(wire.StatusOverloaded), time.Since(r.start))
+			reply := s.replyTo(r, wire.StatusOverloaded, 0, nil)
+			s.send(r.src, &reply)
+			return
+		}
+	default:
+		s.work.Take(1)
+	}
 	switch r.op {
 	case wire.OpGet:
 		s.serveGet(r)

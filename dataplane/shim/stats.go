@@ -19,9 +19,11 @@ type Stats struct {
 	Invalidations     uint64 // INVALIDATE calls sent (one per owner and write)
 	CopiesInvalidated uint64 // acknowledged INVALIDATEs that reported a cached copy (FlagHit), of writes that passed phase 1
 	CoherenceFailures uint64 // writes refused because phase 1 was not acknowledged
+	Released          uint64 // phase 1 calls no longer waited for: a new map removed their owner
 	UpdatesSent       uint64 // UPDATE calls sent (one per owner and PUT)
 	UpdateFailures    uint64 // UPDATE calls not acknowledged in time
-	DuplicateRequests uint64 // retransmitted writes not executed again
+	DuplicateRequests uint64 // retransmitted requests not served again (reads in progress, writes)
+	Shed              uint64 // reads shed with StatusOverloaded: the emulated capacity was QueueTimeout away
 	Work              uint64 // work units taken from the emulated capacity (requests, and copies of writes)
 	MapVersion        int64  // version of the current partition map (0: none)
 	Transport         transport.Stats
@@ -29,10 +31,11 @@ type Stats struct {
 
 // counters are the atomic counters behind Stats.
 type counters struct {
-	gets, getMisses, puts, dels, fetches         atomic.Uint64
-	notOwner, overloaded, redisErrors            atomic.Uint64
-	invalidations, coherenceFailures, copies     atomic.Uint64
-	updatesSent, updateFailures, duplicateWrites atomic.Uint64
+	gets, getMisses, puts, dels, fetches          atomic.Uint64
+	notOwner, overloaded, redisErrors             atomic.Uint64
+	invalidations, coherenceFailures, copies      atomic.Uint64
+	invalidationsReleased                         atomic.Uint64
+	updatesSent, updateFailures, duplicates, shed atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -44,11 +47,11 @@ func (s *Shim) Stats() Stats {
 		NotOwner: c.notOwner.Load(), Overloaded: c.overloaded.Load(),
 		RedisErrors:   c.redisErrors.Load(),
 		Invalidations: c.invalidations.Load(), CoherenceFailures: c.coherenceFailures.Load(),
-		CopiesInvalidated: c.copies.Load(),
-		UpdatesSent:       c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
-		DuplicateRequests: c.duplicateWrites.Load(),
-		Work:              s.work.Used(),
-		Transport:         s.ep.Stats(),
+		CopiesInvalidated: c.copies.Load(), Released: c.invalidationsReleased.Load(),
+		UpdatesSent: c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
+		DuplicateRequests: c.duplicates.Load(), Shed: c.shed.Load(),
+		Work:      s.work.Used(),
+		Transport: s.ep.Stats(),
 	}
 	if v := s.view.Load(); v != nil {
 		st.MapVersion = v.cur.version

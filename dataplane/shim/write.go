@@ -2,7 +2,6 @@ package shim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -75,7 +74,7 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 	}
 	now := time.Now()
 	v := s.clock.next(now)
-	owners, copies, err := s.invalidate(r.key, v, s.view.Load().owners(r.key, now, s.cfg.PrevMapGrace))
+	owners, copies, err := s.invalidate(r.key, v)
 	if err != nil {
 		s.stats.coherenceFailures.Add(1)
 		s.metrics.coherenceFailures.Inc()
@@ -100,63 +99,6 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 		return wire.StatusUnavailable, v, owners
 	}
 	return wire.StatusOK, v, owners
-}
-
-// invalidate is phase 1: INVALIDATE(key, v) to every owner in parallel,
-// each retransmitted until acknowledged or InvalidateTimeout. It fails
-// unless every owner acknowledged with StatusOK; best-effort owners get one
-// datagram and are not waited for. It returns the owners phase 2 updates
-// (those that acknowledged) and how many of them held a copy of the key:
-// their acknowledgement carried FlagHit.
-func (s *Shim) invalidate(key string, v uint64, owners []owner) ([]owner, int, error) {
-	if len(owners) == 0 {
-		return nil, 0, nil
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
-	defer cancel()
-	mv := s.mapVersion()
-	errs := make([]error, len(owners))
-	held := make([]bool, len(owners))
-	var wg sync.WaitGroup
-	for i, o := range owners {
-		m := wire.Message{Header: wire.Header{Op: wire.OpInvalidate, ValueVersion: v, MapVersion: mv}, Key: []byte(key)}
-		s.stats.invalidations.Add(1)
-		if o.bestEffort {
-			m.Seq = s.ep.NextSeq()
-			s.metrics.invalidationsBestEffort.Inc()
-			if err := s.ep.Send(o.addr, &m); err != nil {
-				s.log.Debug("best-effort invalidation not sent", "key", key, "owner", o.name, "err", err)
-			}
-			continue
-		}
-		wg.Go(func() {
-			reply, err := s.call(ctx, o, &m)
-			if err != nil {
-				s.metrics.invalidationsFail.Inc()
-				s.log.Warn("invalidation not acknowledged", "key", key, "version", v, "owner", o.name, "addr", o.addr, "err", err)
-				errs[i] = err
-				return
-			}
-			s.metrics.invalidationsOK.Inc()
-			held[i] = reply.Has(wire.FlagHit)
-		})
-	}
-	wg.Wait()
-	acked, copies := owners[:0:0], 0
-	for i, o := range owners {
-		if !o.bestEffort {
-			acked = append(acked, o)
-		}
-		if held[i] {
-			copies++
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, 0, err
-	}
-	s.stats.copies.Add(uint64(copies))
-	s.metrics.copies.Add(float64(copies))
-	return acked, copies, nil
 }
 
 // update is phase 2 of write r of version v, which ended with status: an
