@@ -15,7 +15,8 @@ type failureRun struct {
 	done  chan struct{} // closed when the goroutine has returned
 
 	killed, restarted     bool
-	workAt                time.Time // when workAtKill was read, just before the kill
+	workAt                time.Time // when workAtKill was read (the scrape's midpoint), just before the kill
+	answeredAtWork        uint64    // the phase's answered operations at workAt
 	killedAt, restartedAt time.Time
 	workAtKill            []Work
 	atKill, atRestart     tallyTotals // the phase's counters then
@@ -31,12 +32,18 @@ func (r *runner) startFailure(ctx context.Context, cancel context.CancelCauseFun
 			return
 		}
 		var err error
-		fr.workAt = time.Now()
+		before, t0 := t.load(), time.Now()
 		if fr.workAtKill, err = r.cluster.Work(ctx); err != nil {
 			cancel(fmt.Errorf("cannot read the cluster's work before killing %s: %w", f.Member, err))
 			return
 		}
 		fr.atKill, fr.killedAt = t.load(), time.Now()
+		// Each process's work was read at some moment of the scrape, which
+		// takes a while on a loaded machine: take its midpoint, and the
+		// operations answered by then interpolated, so that the capacity
+		// window's rate and loads cover the same time.
+		fr.workAt = t0.Add(fr.killedAt.Sub(t0) / 2)
+		fr.answeredAtWork = (before.answered() + fr.atKill.answered()) / 2
 		if err := r.cluster.Kill(ctx, f.Member); err != nil {
 			cancel(fmt.Errorf("cannot kill cache node %s: %w", f.Member, err))
 			return

@@ -140,7 +140,7 @@ func (r *runner) modeResult(mode Mode, ph *phaseResult, w0, w1 []Work, st client
 	capNodes, capShards, achieved := nodes, shards, out.AchievedRate
 	if fr := ph.fail; fr != nil && fr.killed && fr.workAt.Sub(ph.start) >= r.cfg.Interval {
 		capNodes, capShards, _ = loadWindow(w0, fr.workAtKill, fr.workAt.Sub(ph.start), m)
-		achieved = perSecond(fr.atKill.answered(), fr.workAt.Sub(ph.start).Seconds())
+		achieved = perSecond(fr.answeredAtWork, fr.workAt.Sub(ph.start).Seconds())
 	}
 	out.Bottleneck, out.MaxUtilization = busiest(capNodes, capShards)
 	if out.MaxUtilization > 0 && r.serverCapacity > 0 {
