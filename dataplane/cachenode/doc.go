@@ -25,10 +25,22 @@
 // flight, later misses of the key join it as waiters instead of sending
 // their own, and the one reply is relayed to every waiter with its own
 // sequence number. A flight never spans a write: INVALIDATE seals the key's
-// current flight (removes it from the flight table), so readers that arrive
-// after a write's invalidation start a fresh backend request, while readers
-// that arrived before keep the older one — their reads were concurrent with
-// the write.
+// current flight (removes it from the flight table), so readers that arrived
+// before the write's invalidation keep the older read — they were
+// concurrent with the write — and no later reader joins it.
+//
+// Readers that arrive while a write of the key is pending (its INVALIDATE
+// seen, its UPDATE not) are parked instead (park.go): a backend read started
+// then could precede the write's Redis write yet be answered after the write
+// is acknowledged. The write's UPDATE answers them — with its value and
+// version for a PUT, StatusNotFound for a DEL — as a hit (FlagHit, a work
+// unit each) when it refreshed the node's copy, else like a relayed miss; a
+// reader parked under a write is answered only by the UPDATE of that write
+// or a later one, never by an older write's. A failed write's UPDATE, or
+// none within Config.ParkTimeout, sends the parked readers to the shim as
+// one backend read, started after all of them arrived. So a hot key's reads
+// during its writes stay at the cache layer, as the simulator assumes,
+// instead of each reaching the storage shard the key is hot on.
 //
 // # Cache updates (§4.3, NetCache §4.4)
 //
