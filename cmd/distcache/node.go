@@ -35,12 +35,12 @@ func newNodeCommand() *cobra.Command {
 			cfg.Layer, cfg.Member = m.Layers[l].Name, member
 			cfg.Transport = o.transport(m.Layers[l].Members[i].Address, log)
 			reg, wrapped := metrics.Registry("node", member)
-			cfg.Registerer, cfg.Logger = wrapped, log.With("member", member)
+			cfg.Registerer, cfg.Logger = wrapped, log // the node adds its layer and member
 			n, err := cachenode.New(cfg)
 			if err != nil {
 				return err
 			}
-			return serve(cmd, &o, w, n, reg, nil, cfg.Logger, "addr", n.Addr(), "layer", cfg.Layer)
+			return serve(cmd, &o, w, n, reg, nil, log.With("member", member), "addr", n.Addr(), "layer", cfg.Layer)
 		},
 	}
 	o.addFlags(cmd)

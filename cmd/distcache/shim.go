@@ -38,8 +38,11 @@ func newShimCommand() *cobra.Command {
 			cfg.Transport = o.transport(m.Storage.Racks[r].Shards[i].Address, log)
 			cfg.Redis = &redis.Options{Addr: redisAddr}
 			reg, wrapped := metrics.Registry("shim", shard)
-			cfg.Registerer, cfg.Logger = wrapped, log.With("shard", shard)
-			redis.SetLogger(redisLogger{cfg.Logger})
+			// The shim adds its shard to its own logs; the process's logs
+			// and Redis's get it here.
+			cfg.Registerer, cfg.Logger = wrapped, log
+			log = log.With("shard", shard)
+			redis.SetLogger(redisLogger{log})
 			s, err := shim.New(cfg)
 			if err != nil {
 				return err
@@ -49,7 +52,7 @@ func newShimCommand() *cobra.Command {
 				defer cancel()
 				return s.Healthy(ctx)
 			}
-			return serve(cmd, &o, w, s, reg, healthy, cfg.Logger, "addr", s.Addr(), "redis", redisAddr)
+			return serve(cmd, &o, w, s, reg, healthy, log, "addr", s.Addr(), "redis", redisAddr)
 		},
 	}
 	o.addFlags(cmd)
