@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,14 +15,33 @@ import (
 	"github.com/distcache/distcache/standalone/supervisor"
 )
 
-// sh is a process running script under /bin/sh.
+// sh is a process running script under /bin/sh, logging into logDir(t).
 func sh(t *testing.T, name, script string) supervisor.Spec {
 	return supervisor.Spec{Name: name, Path: "/bin/sh", Args: []string{"-c", script},
-		LogFile: filepath.Join(t.TempDir(), "logs", name+".log")}
+		LogFile: filepath.Join(logDir(t), "logs", name+".log")}
+}
+
+// logDirs holds each test's log directory, by *testing.T.
+var logDirs sync.Map
+
+// logDir is the test's log directory, created on first use. newSupervisor
+// creates it before it registers the supervisor's Stop, so that Stop runs
+// first at cleanup (cleanups run last-registered first): a process the
+// supervisor keeps restarting would otherwise recreate its log file while
+// the directory is being removed.
+func logDir(t *testing.T) string {
+	if d, ok := logDirs.Load(t); ok {
+		return d.(string)
+	}
+	d := t.TempDir()
+	logDirs.Store(t, d)
+	t.Cleanup(func() { logDirs.Delete(t) })
+	return d
 }
 
 func newSupervisor(t *testing.T) *supervisor.Supervisor {
 	t.Helper()
+	logDir(t)
 	s := supervisor.New(supervisor.Config{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
