@@ -109,6 +109,8 @@ func writeSummary(b *strings.Builder, r *driver.Report) {
 		row(tw, cells)
 	}
 	_ = tw.Flush() // writes to a strings.Builder
+	fmt.Fprintf(b, "late: operations issued behind the open loop's schedule (%d already outstanding); "+
+		"errors: operations that failed after the client's own retries\n", r.Config.Concurrency)
 	for _, m := range r.Modes {
 		if m.Bottleneck != "" {
 			fmt.Fprintf(b, "%s: busiest member %s at %s of its capacity", m.Mode, m.Bottleneck, percent(m.MaxUtilization))
