@@ -390,6 +390,7 @@ func TestDefaultsOfOmittedSections(t *testing.T) {
 	if err := env.Client.Create(ctx, u); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) }) // the name is reused under -count > 1
 	cc := &v1alpha1.CacheCluster{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), cc); err != nil {
 		t.Fatal(err)
