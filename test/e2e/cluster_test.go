@@ -93,13 +93,14 @@ func (c *cluster) newClient() *client.Client {
 func (c *cluster) spineMember(i int) string { return c.Members(0)[i] }
 
 // nodeStats sums the node counters.
-func (c *cluster) nodeStats() (hits, malformed uint64) {
+func (c *cluster) nodeStats() (hits, parked, malformed uint64) {
 	for _, n := range c.Nodes() {
 		st := n.Stats()
 		hits += st.Hits
+		parked += st.Parked
 		malformed += st.Transport.Malformed
 	}
-	return hits, malformed
+	return hits, parked, malformed
 }
 
 func (c *cluster) String() string {
