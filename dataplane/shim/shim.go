@@ -316,28 +316,28 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 func (s *Shim) serve(r *request) {
 	defer s.wg.Done()
 	defer func() { <-s.sem }()
-	dk := dedupKey{src: r.src, seq: r.seq, op: r.op}
-	switch r.op {
-	case wire.OpGet, wire.OpFetch:
-		defer s.dedup.abandon(dk) // a read is not remembered once answered
-		if !s.work.TakeBy(1, r.start.Add(s.cfg.QueueTimeout)) {
-			s.stats.shed.Add(1)
-			s.metrics.requests.Observe(r.op, metrics.StatusResult(wire.StatusOverloaded), time.Since(r.start))
-			reply := s.replyTo(r, wire.StatusOverloaded, 0, nil)
-			s.send(r.src, &reply)
-			return
-		}
-	default:
+	if r.op == wire.OpPut || r.op == wire.OpDel {
 		s.work.Take(1)
-	}
-	switch r.op {
-	case wire.OpGet:
-		s.serveGet(r)
-	case wire.OpFetch:
-		s.serveFetch(r)
-	case wire.OpPut, wire.OpDel:
 		s.serveWrite(r)
+		return
 	}
+	// A read is not remembered once answered: a retransmission that
+	// arrives later is served again.
+	dk := dedupKey{src: r.src, seq: r.seq, op: r.op}
+	if !s.work.TakeBy(1, r.start.Add(s.cfg.QueueTimeout)) {
+		s.stats.shed.Add(1)
+		s.metrics.requests.Observe(r.op, metrics.StatusResult(wire.StatusOverloaded), time.Since(r.start))
+		s.dedup.abandon(dk)
+		reply := s.replyTo(r, wire.StatusOverloaded, 0, nil)
+		s.send(r.src, &reply)
+		return
+	}
+	if r.op == wire.OpGet {
+		s.serveGet(r)
+	} else {
+		s.serveFetch(r)
+	}
+	s.dedup.abandon(dk)
 }
 
 // mapVersion is the current map's version, for reply headers.
