@@ -77,6 +77,7 @@ type CacheLayerSpec struct {
 	VirtualNodes int32 `json:"virtualNodes,omitempty"`
 
 	// Capacity bounds what each member caches.
+	// +kubebuilder:default={}
 	// +optional
 	Capacity NodeCapacity `json:"capacity,omitempty"`
 

@@ -397,7 +397,8 @@ func TestDefaultsOfOmittedSections(t *testing.T) {
 	}
 	s := cc.Spec
 	if s.Storage.Mode != v1alpha1.StorageManaged || s.Storage.Racks != 1 || s.Failover.GracePeriod == nil ||
-		s.Failover.GracePeriod.Duration != 30*time.Second || s.HotKeys.Threshold != 128 || s.Images.Redis == "" {
+		s.Failover.GracePeriod.Duration != 30*time.Second || s.HotKeys.Threshold != 128 || s.Images.Redis == "" ||
+		s.Layers[0].Capacity.Entries != 10000 || s.Layers[0].Capacity.Bytes == nil || s.Layers[0].Capacity.Bytes.String() != "64Mi" {
 		t.Fatalf("sections left out of the YAML were not defaulted: %+v", s)
 	}
 }
