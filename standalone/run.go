@@ -1,6 +1,7 @@
 package standalone
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,8 +39,8 @@ type Config struct {
 	RunDir string
 	// Policy is the failover policy (the spec's failover section).
 	Policy failover.Policy
-	// ProbeInterval is the control loop's period (default
-	// controlloop.DefaultInterval).
+	// ProbeInterval is the control loop's period, and that of the storage
+	// processes' re-probes (default controlloop.DefaultInterval).
 	ProbeInterval time.Duration
 	// StartTimeout bounds the wait for every process to be ready (default
 	// DefaultStartTimeout); StopTimeout the wait for them to exit on
@@ -82,6 +83,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.loop.Run(runCtx) })
 	wg.Go(func() { c.scrapeEvery(runCtx, DefaultScrapeEvery) })
+	wg.Go(func() { c.probeStorageEvery(runCtx, cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval)) })
 	defer wg.Wait()
 	defer cancel()
 
@@ -230,6 +232,27 @@ type memberProber struct{ c *cluster }
 func (m memberProber) Ready(ctx context.Context, member string) bool {
 	pr, ok := m.c.cfg.Plan.Process(member)
 	return ok && m.c.probe(ctx, pr)
+}
+
+// probeStorageEvery probes every redis-server and shim every period until
+// ctx ends, so that the status shows a shard whose Redis died (its shim's
+// health check pings Redis) as not ready and the cluster Degraded. Cache
+// nodes are probed by the control loop, which fails them over.
+func (c *cluster) probeStorageEvery(ctx context.Context, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, pr := range c.cfg.Plan.Processes {
+			if pr.Kind != plan.Node {
+				c.probe(ctx, pr)
+			}
+		}
+	}
 }
 
 // scrapeEvery scrapes every process's load every period until ctx ends.

@@ -193,3 +193,27 @@ func TestWorkScrapesEveryProcess(t *testing.T) {
 		t.Fatalf("work of %v, want 2 shims and 4 nodes", kinds)
 	}
 }
+
+// TestStorageReadinessFollowsRedis kills a shard's redis-server through the
+// control API: the status shows it and its shim (whose health check pings
+// Redis) not ready and the cluster Degraded, and Ready again once Redis is
+// restarted.
+func TestStorageReadinessFollowsRedis(t *testing.T) {
+	c, _, _ := startCluster(t)
+	ctx := context.Background()
+	const shim, redis = "run-rack-0-0", "run-rack-0-0-redis"
+	if err := c.Kill(ctx, redis); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the shard shown not ready", func() bool {
+		st := status(t, c)
+		return !process(t, st, shim).Ready && !process(t, st, redis).Ready && st.Phase == control.Degraded
+	})
+	if err := c.Restart(ctx, redis); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the shard shown ready again", func() bool {
+		st := status(t, c)
+		return process(t, st, shim).Ready && process(t, st, redis).Ready && st.Phase == control.Ready
+	})
+}
