@@ -10,14 +10,18 @@ import (
 
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/controlloop"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/standalone/supervisor"
 )
 
+// pending is the state shown for a process the cluster has not started yet.
+const pending supervisor.State = "Pending"
+
 // Status implements control.Backend.
 func (c *cluster) Status(_ context.Context) control.Status {
 	p := c.cfg.Plan
-	m := c.loop.Map()
+	m := c.currentMap()
 	st := control.Status{
 		Cluster: p.Cluster.Name, RunDir: c.cfg.RunDir, MapFile: p.MapFile, MapVersion: m.Version,
 		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate,
@@ -28,7 +32,7 @@ func (c *cluster) Status(_ context.Context) control.Status {
 			Name: l.Name, Nodes: p.Cluster.Nodes(l), BoundToRacks: l.Spec.BoundToRacks, Entries: int(l.Spec.Capacity.Entries),
 		})
 	}
-	for _, e := range c.loop.Events() {
+	for _, e := range c.events() {
 		st.Events = append(st.Events, control.Event{
 			Time: e.Time, Layer: e.Layer, Member: e.Member, From: string(e.From), To: string(e.To), MapVersion: e.MapVersion,
 		})
@@ -50,6 +54,29 @@ func (c *cluster) Status(_ context.Context) control.Status {
 	return st
 }
 
+// controlLoop is the control loop, nil while the cluster starts.
+func (c *cluster) controlLoop() *controlloop.Loop {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loop
+}
+
+// currentMap is the map last published: map version 1 while starting.
+func (c *cluster) currentMap() *partmap.Map {
+	if l := c.controlLoop(); l != nil {
+		return l.Map()
+	}
+	return c.cfg.Plan.Map
+}
+
+// events are the control loop's state changes, none while starting.
+func (c *cluster) events() []controlloop.Event {
+	if l := c.controlLoop(); l != nil {
+		return l.Events()
+	}
+	return nil
+}
+
 // processes describes every process with what was last probed and scraped.
 func (c *cluster) processes(m *partmap.Map) []control.Process {
 	sups := map[string]supervisor.Status{}
@@ -60,7 +87,10 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 	defer c.mu.Unlock()
 	out := make([]control.Process, 0, len(c.cfg.Plan.Processes))
 	for _, pr := range c.cfg.Plan.Processes {
-		s := sups[pr.Name]
+		s, ok := sups[pr.Name]
+		if !ok {
+			s.State = pending // not started yet
+		}
 		cp := control.Process{
 			Name: pr.Name, Kind: string(pr.Kind), Layer: pr.Layer, Shard: pr.Shard,
 			State: string(s.State), Ready: c.ready[pr.Name] && s.State == supervisor.Running,
@@ -121,7 +151,7 @@ func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
 	c.scraped = now
 	c.mu.Unlock()
 	var out []control.Process
-	for _, pr := range c.processes(c.loop.Map()) {
+	for _, pr := range c.processes(c.currentMap()) {
 		if pr.Kind != string(plan.Redis) {
 			out = append(out, pr)
 		}

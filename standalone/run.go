@@ -65,9 +65,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	c.sup = supervisor.New(supervisor.Config{Logger: cfg.Logger})
 	defer c.stop()
-	if err := c.start(ctx); err != nil {
-		return err
+	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
+		return fmt.Errorf("cannot create run directory: %w", err)
 	}
+	// The control API serves from the start: `distcache status` shows the
+	// processes coming up, and `distcache down` stops a start that hangs.
 	srv, err := control.Listen(cfg.RunDir, c, cfg.Logger)
 	if err != nil {
 		return err
@@ -77,11 +79,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("cannot write the pid file: %w", err)
 	}
 	defer os.Remove(filepath.Join(cfg.RunDir, PIDFile))
+	if started, err := c.startUnlessShutdown(ctx); !started {
+		return err
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { c.loop.Run(runCtx) })
+	wg.Go(func() { c.controlLoop().Run(runCtx) })
 	wg.Go(func() { c.scrapeEvery(runCtx, DefaultScrapeEvery) })
 	wg.Go(func() { c.probeStorageEvery(runCtx, cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval)) })
 	defer wg.Wait()
@@ -118,11 +123,11 @@ func (cfg Config) withDefaults() Config {
 type cluster struct {
 	cfg     Config
 	sup     *supervisor.Supervisor
-	loop    *controlloop.Loop
 	prober  *httpProber
 	started time.Time
 
 	mu       sync.Mutex         // guards the fields below
+	loop     *controlloop.Loop  // nil while starting
 	phase    control.Phase      // Starting until every process was ready once
 	ready    map[string]bool    // by process name, as last probed
 	samples  map[string]sample  // last scrape by process name
@@ -134,13 +139,33 @@ type cluster struct {
 	shutdown     chan struct{} // closed by Shutdown
 }
 
+// startUnlessShutdown runs start, which a shutdown request cancels. It
+// reports whether the cluster started; if not, the error of start, or nil
+// after a shutdown request (Run then stops what was started).
+func (c *cluster) startUnlessShutdown(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.shutdown:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := c.start(ctx)
+	select {
+	case <-c.shutdown:
+		c.cfg.Logger.Info("shutdown requested while starting", "cluster", c.cfg.Plan.Cluster.Name)
+		return false, nil
+	default:
+		return err == nil, err
+	}
+}
+
 // start publishes map version 1, starts every process in plan order and
 // waits until each group is ready: Redis servers, then shims, then nodes.
 func (c *cluster) start(ctx context.Context) error {
 	p := c.cfg.Plan
-	if err := os.MkdirAll(c.cfg.RunDir, 0o755); err != nil {
-		return fmt.Errorf("cannot create run directory: %w", err)
-	}
 	if err := mapwatch.WriteFile(p.MapFile, p.Map); err != nil {
 		return err
 	}
@@ -170,9 +195,8 @@ func (c *cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.loop = loop
 	c.mu.Lock()
-	c.phase = control.Ready
+	c.loop, c.phase = loop, control.Ready
 	c.mu.Unlock()
 	return nil
 }

@@ -51,6 +51,20 @@ func startCluster(t *testing.T) (*control.Client, string, <-chan error) {
 	if err != nil {
 		t.Fatalf("redis-server not on PATH (%v): run `make test-deps`, which installs it", err)
 	}
+	runDir := t.TempDir()
+	ready, done := runCluster(t, testPlan(t, runDir, redis), runDir)
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the cluster did not start: %v", err)
+	}
+	return control.Dial(runDir), runDir, done
+}
+
+// testPlan lays out the test cluster in runDir with redisServer as the
+// storage servers' binary.
+func testPlan(t *testing.T, runDir, redisServer string) *plan.Plan {
+	t.Helper()
 	spec := v1alpha1.CacheClusterSpec{
 		Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 1},
 		Layers: []v1alpha1.NamedLayer{
@@ -66,27 +80,28 @@ func startCluster(t *testing.T) (*control.Client, string, <-chan error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runDir := t.TempDir()
-	p, err := plan.New(topo, plan.Options{RunDir: runDir, Binary: distcacheBinary, RedisServer: redis, MapPoll: 20 * time.Millisecond})
+	p, err := plan.New(topo, plan.Options{RunDir: runDir, Binary: distcacheBinary, RedisServer: redisServer, MapPoll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// runCluster runs p in the background: ready is closed once it is ready,
+// done receives Run's result.
+func runCluster(t *testing.T, p *plan.Plan, runDir string) (ready <-chan struct{}, done <-chan error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
+	readyc := make(chan struct{})
+	donec := make(chan error, 1)
 	go func() {
-		done <- standalone.Run(ctx, standalone.Config{
+		donec <- standalone.Run(ctx, standalone.Config{
 			Plan: p, RunDir: runDir, Policy: failover.Policy{Grace: 100 * time.Millisecond, HoldDown: 200 * time.Millisecond},
-			ProbeInterval: 20 * time.Millisecond, Ready: func() { close(ready) },
+			ProbeInterval: 20 * time.Millisecond, Ready: func() { close(readyc) },
 		})
 	}()
 	t.Cleanup(cancel)
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the cluster did not start: %v", err)
-	}
-	return control.Dial(runDir), runDir, done
+	return readyc, donec
 }
 
 func process(t *testing.T, st control.Status, name string) control.Process {
@@ -216,4 +231,41 @@ func TestStorageReadinessFollowsRedis(t *testing.T) {
 		st := status(t, c)
 		return process(t, st, shim).Ready && process(t, st, redis).Ready && st.Phase == control.Ready
 	})
+}
+
+// TestStatusAndShutdownWhileStarting runs a cluster whose storage servers
+// never listen: the control API already serves while it starts, shows the
+// phase Starting and the processes not started yet as Pending, and a
+// shutdown request ends the start with nothing left running.
+func TestStatusAndShutdownWhileStarting(t *testing.T) {
+	runDir := t.TempDir()
+	stuck := filepath.Join(t.TempDir(), "stuck-redis")
+	if err := os.WriteFile(stuck, []byte("#!/bin/sh\nexec sleep 300\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, done := runCluster(t, testPlan(t, runDir, stuck), runDir)
+	c := control.Dial(runDir)
+	var st control.Status
+	poll.Until(t, "the storage servers running, not ready", func() bool {
+		s, err := c.Status(context.Background())
+		if err != nil {
+			return false // not listening yet
+		}
+		st = s
+		return process(t, st, "run-rack-0-0-redis").State == "Running" && process(t, st, "run-rack-1-0-redis").State == "Running"
+	})
+	if st.Phase != control.Starting || process(t, st, "run-rack-0-0-redis").Ready || process(t, st, "run-spine-0").State != "Pending" {
+		t.Fatalf("while starting: phase %s, %+v, %+v; want Starting, a Redis not ready, nodes Pending",
+			st.Phase, process(t, st, "run-rack-0-0-redis"), process(t, st, "run-spine-0"))
+	}
+	pid := process(t, st, "run-rack-0-0-redis").PID
+	if err := c.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Run after a shutdown while starting: %v, want nil", err)
+	}
+	if !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		t.Errorf("pid %d still exists after shutdown", pid)
+	}
 }
