@@ -355,6 +355,22 @@ func (e *env) tryCall(ep *transport.Endpoint, op wire.Op, key string, value []by
 	return ep.Call(ctx, e.shim.Addr(), &m)
 }
 
+// putAsync sends PUT key=value from the client endpoint on a goroutine and
+// delivers the reply; a call that fails is an error of the test and is
+// delivered as StatusInternal.
+func (e *env) putAsync(key, value string) <-chan wire.Message {
+	done := make(chan wire.Message, 1)
+	go func() {
+		r, err := e.tryCall(e.client, wire.OpPut, key, []byte(value))
+		if err != nil {
+			e.t.Error(err)
+			r.Status = wire.StatusInternal
+		}
+		done <- r
+	}()
+	return done
+}
+
 // call sends a request from the client endpoint.
 func (e *env) call(op wire.Op, key string, value []byte) wire.Message {
 	e.t.Helper()

@@ -18,14 +18,7 @@ func TestWriteWaitsForTheFailoverMap(t *testing.T) {
 	dead := e.owners(key)[0]
 	dead.setSilent(true)
 
-	done := make(chan wire.Message, 1)
-	go func() {
-		r, err := e.tryCall(e.client, wire.OpPut, key, []byte("v"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.putAsync(key, "v")
 	eventually(t, "the dead owner's invalidation", func() bool { return len(dead.recorded(wire.OpInvalidate, key)) > 0 })
 
 	next, changed, err := e.m.WithState(dead.name, partmap.Failed)
@@ -60,14 +53,7 @@ func TestPhaseOneKeepsWaitingForActiveOwners(t *testing.T) {
 	key := e.key(0, "kept")
 	slow := e.owners(key)[0]
 	slow.setSilent(true)
-	done := make(chan wire.Message, 1)
-	go func() {
-		r, err := e.tryCall(e.client, wire.OpPut, key, []byte("v"))
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
+	done := e.putAsync(key, "v")
 	eventually(t, "the slow owner's invalidation", func() bool { return len(slow.recorded(wire.OpInvalidate, key)) > 0 })
 	next := e.m.Clone()
 	next.Version++

@@ -168,11 +168,7 @@ func TestOverloaded(t *testing.T) {
 	for _, n := range e.owners(key) {
 		n.setHook(wire.OpInvalidate, func(*nodeEvent) { arrived <- struct{}{}; g.wait() })
 	}
-	done := make(chan wire.Message, 1)
-	go func() {
-		r, _ := e.tryCall(e.client, wire.OpPut, key, []byte("v"))
-		done <- r
-	}()
+	done := e.putAsync(key, "v")
 	receive(t, arrived) // the PUT holds the only slot until the gate opens
 	e.mustStatus(wire.OpGet, e.key(0, "other"), nil, wire.StatusOverloaded)
 	g.release()

@@ -211,20 +211,9 @@ func TestWritesSerialisedPerKey(t *testing.T) {
 			g.wait()
 		})
 	}
-	put := func(value string) <-chan wire.Message {
-		done := make(chan wire.Message, 1)
-		go func() {
-			r, err := e.tryCall(e.client, wire.OpPut, key, []byte(value))
-			if err != nil {
-				r.Status = wire.StatusInternal
-			}
-			done <- r
-		}()
-		return done
-	}
-	doneA := put("a")
+	doneA := e.putAsync(key, "a")
 	first := receive(t, arrived) // A is in phase 1, blocked at a node
-	doneB := put("b")
+	doneB := e.putAsync(key, "b")
 	eventually(t, "the second PUT waiting for the key's lock", func() bool { return e.shim.locks.waiters(key) == 2 })
 	for len(arrived) > 0 {
 		if ev := <-arrived; ev.version != first.version {
