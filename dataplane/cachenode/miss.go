@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/hashing"
 )
@@ -148,13 +149,20 @@ func (n *Node) forward(f *flight, v *view) {
 	if status != wire.StatusOK {
 		result = metrics.StatusResult(status)
 	}
-	if status == wire.StatusNotFound {
+	n.answerWaiters(n.out, &reply, ws, result, now)
+}
+
+// answerWaiters sends reply to every waiter of ws, each with its own
+// sequence number, through out, and records each request's result and
+// latency up to now.
+func (n *Node) answerWaiters(out transport.Sender, reply *wire.Message, ws []waiter, result string, now time.Time) {
+	if reply.Status == wire.StatusNotFound {
 		n.stats.notFound.Add(uint64(len(ws)))
 	}
 	for _, w := range ws {
 		reply.Seq = w.seq
-		if err := n.out.Send(w.src, &reply); err != nil {
-			n.log.Debug("cannot relay miss reply", "key", f.key, "to", w.src, "err", err)
+		if err := out.Send(w.src, reply); err != nil {
+			n.log.Debug("cannot answer a waiting read", "key", string(reply.Key), "to", w.src, "err", err)
 		}
 		n.reqs.Observe(wire.OpGet, result, now.Sub(w.arrived))
 	}

@@ -116,11 +116,9 @@ func (n *Node) forwardParked(key string, ws []waiter) {
 		return
 	}
 	n.stats.parkForwarded.Add(uint64(len(ws)))
-	seen := make(map[waiterID]struct{}, len(ws))
-	for _, w := range ws {
-		seen[waiterID{w.src, w.seq}] = struct{}{}
-	}
-	f := &flight{key: key, waiters: ws, seen: seen} // the digest is computed from the key
+	// Never in Node.flights, so nobody joins it and it needs no seen set;
+	// the digest is computed from the key.
+	f := &flight{key: key, waiters: ws}
 	v := n.view.Load()
 	n.spawn(func() { n.forward(f, v) }) // closing: nobody will be answered
 }
@@ -143,7 +141,6 @@ func (n *Node) answerParked(out transport.Sender, upd *wire.Message, v *view, ws
 	result := metrics.ResultMiss
 	if upd.Status == wire.StatusNotFound {
 		result = metrics.StatusResult(wire.StatusNotFound)
-		n.stats.notFound.Add(uint64(len(ws)))
 	}
 	if applied {
 		n.work.Take(len(ws))
@@ -157,11 +154,5 @@ func (n *Node) answerParked(out transport.Sender, upd *wire.Message, v *view, ws
 		Key:   upd.Key,
 		Value: upd.Value,
 	}
-	for _, w := range ws {
-		reply.Seq = w.seq
-		if err := out.Send(w.src, &reply); err != nil {
-			n.log.Debug("cannot answer parked read", "key", string(upd.Key), "to", w.src, "err", err)
-		}
-		n.reqs.Observe(wire.OpGet, result, time.Since(w.arrived))
-	}
+	n.answerWaiters(out, &reply, ws, result, time.Now())
 }
