@@ -87,8 +87,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { c.controlLoop().Run(runCtx) })
-	wg.Go(func() { c.scrapeEvery(runCtx, DefaultScrapeEvery) })
-	wg.Go(func() { c.probeStorageEvery(runCtx, cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval)) })
+	wg.Go(func() { every(runCtx, DefaultScrapeEvery, c.scrape) })
+	wg.Go(func() { every(runCtx, cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval), c.probeStorage) })
 	defer wg.Wait()
 	defer cancel()
 
@@ -258,35 +258,31 @@ func (m memberProber) Ready(ctx context.Context, member string) bool {
 	return ok && m.c.probe(ctx, pr)
 }
 
-// probeStorageEvery probes every redis-server and shim every period until
-// ctx ends, so that the status shows a shard whose Redis died (its shim's
-// health check pings Redis) as not ready and the cluster Degraded. Cache
-// nodes are probed by the control loop, which fails them over.
-func (c *cluster) probeStorageEvery(ctx context.Context, period time.Duration) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		for _, pr := range c.cfg.Plan.Processes {
-			if pr.Kind != plan.Node {
-				c.probe(ctx, pr)
-			}
+// probeStorage probes every redis-server and shim, so that the status
+// shows a shard whose Redis died (its shim's health check pings Redis) as
+// not ready and the cluster Degraded. Cache nodes are probed by the control
+// loop, which fails them over.
+func (c *cluster) probeStorage(ctx context.Context) {
+	for _, pr := range c.cfg.Plan.Processes {
+		if pr.Kind != plan.Node {
+			c.probe(ctx, pr)
 		}
 	}
 }
 
-// scrapeEvery scrapes every process's load every period until ctx ends.
-func (c *cluster) scrapeEvery(ctx context.Context, period time.Duration) {
+// scrape scrapes every process's load.
+func (c *cluster) scrape(ctx context.Context) {
+	if _, err := c.Work(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		c.cfg.Logger.Debug("cannot scrape every process", "err", err)
+	}
+}
+
+// every runs f now and then every period until ctx ends.
+func every(ctx context.Context, period time.Duration, f func(context.Context)) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		if _, err := c.Work(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			c.cfg.Logger.Debug("cannot scrape every process", "err", err)
-		}
+		f(ctx)
 		select {
 		case <-ctx.Done():
 			return
