@@ -164,13 +164,17 @@ func (l *Limiter) wait(n int) {
 // returns false at once and leaves the queue as it was — a server sheds a
 // request it could only serve after its client has given up. n <= 0, an
 // unlimited Limiter and a closed one always succeed at once; successes are
-// counted as Take's.
+// counted as Take's. Like Take, it does not allocate unless it has to wait.
 func (l *Limiter) TakeBy(n int, deadline time.Time) bool {
 	if l == nil || n <= 0 {
 		return true
 	}
 	if l.lim != nil && !l.closed.Load() {
 		now := l.clk.now()
+		if n <= l.burst && l.lim.AllowN(now, n) { // no allocation: the common unsaturated case, as in Take
+			l.used.Add(uint64(n))
+			return true
+		}
 		var rs []*rate.Reservation
 		var wait time.Duration
 		for left := n; left > 0; left -= l.burst {

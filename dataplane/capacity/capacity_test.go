@@ -332,3 +332,17 @@ func TestTakeBy(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeByUnsaturatedDoesNotAllocate checks the shim's read path under an
+// emulated capacity with room to spare: no allocation per request.
+func TestTakeByUnsaturatedDoesNotAllocate(t *testing.T) {
+	l := New(1e12)
+	deadline := time.Now().Add(time.Hour)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if !l.TakeBy(1, deadline) {
+			t.Fatal("TakeBy refused a unit of an idle limiter")
+		}
+	}); allocs != 0 {
+		t.Fatalf("TakeBy allocates %v times per call, want 0", allocs)
+	}
+}
