@@ -172,6 +172,9 @@ type request struct {
 	start time.Time
 }
 
+// dedupKey is r's identity in the dedup table.
+func (r *request) dedupKey() dedupKey { return dedupKey{src: r.src, seq: r.seq, op: r.op} }
+
 // New binds the UDP endpoint and creates the Redis client; Redis need not
 // be up. Serve with SetMap then Start.
 func New(cfg Config) (*Shim, error) {
@@ -323,7 +326,7 @@ func (s *Shim) serve(r *request) {
 	}
 	// A read is not remembered once answered: a retransmission that
 	// arrives later is served again.
-	dk := dedupKey{src: r.src, seq: r.seq, op: r.op}
+	dk := r.dedupKey()
 	if !s.work.TakeBy(1, r.start.Add(s.cfg.QueueTimeout)) {
 		s.stats.shed.Add(1)
 		s.metrics.requests.Observe(r.op, metrics.StatusResult(wire.StatusOverloaded), time.Since(r.start))

@@ -42,7 +42,7 @@ func (c *versionClock) current() uint64 { return c.last.Load() }
 // §4.3) under the key's lock, replies, stores the reply for retransmits,
 // releases the lock and then runs phase 2.
 func (s *Shim) serveWrite(r *request) {
-	dk := dedupKey{src: r.src, seq: r.seq, op: r.op}
+	dk := r.dedupKey()
 	var (
 		status  = wire.StatusInternal
 		version uint64
