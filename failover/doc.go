@@ -1,5 +1,5 @@
-// Package failover decides when a cache member is marked Failed in the
-// partition map and when it is restored to Active.
+// Package failover decides when a cache member is fenced and marked Failed
+// in the partition map and when it is restored to Active.
 //
 // DistCache (FAST '19, §4.4) handles a cache node failure in the controller:
 // the failed switch or node is removed from its layer's consistent-hash ring,
@@ -18,8 +18,13 @@
 // lastTransitionTime, or when the controller first saw it so). Decide then
 // applies a two-threshold hysteresis:
 //
-//   - an Active member that has not been Ready for at least Policy.Grace is
-//     marked Failed;
+//   - an Active member that has not been Ready for the grace period less
+//     Policy.FenceLead (at most half of it) is marked Fenced: it keeps its
+//     keys, so writes still invalidate it, but it serves no cached value and
+//     readers leave it; a Fenced member that is Ready again is Active at
+//     once;
+//   - a member that has not been Ready for at least Policy.Grace is marked
+//     Failed;
 //   - a Failed member that has been Ready for at least Policy.HoldDown is
 //     marked Active again;
 //   - otherwise the state is kept, and Decision.Recheck says when the running
@@ -29,6 +34,15 @@
 // itself when nothing changed) and the transitions for events and logs. It
 // never fails the last active member of a layer: a layer without active
 // members owns no keys, and every read of the layer would find no owner.
+//
+// # Why fence first
+//
+// A shim may stop waiting for a member's acknowledgement of an invalidation
+// only once the member can no longer serve a cached value (docs/dataplane.md,
+// Fencing): a member serves only under a lease it renews by reading the map,
+// so the shim waits for the lease to run out after it learns that the member
+// left. Fencing the member that long before failing it moves that wait into
+// the grace period, where the member is being waited for anyway.
 //
 // # Why hysteresis
 //

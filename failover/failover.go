@@ -7,11 +7,20 @@ import (
 	"github.com/distcache/distcache/placement/partmap"
 )
 
-// Policy is when members are failed and restored.
+// Policy is when members are fenced, failed and restored.
 type Policy struct {
 	// Grace is how long an Active member must be continuously not Ready
 	// before it is marked Failed.
 	Grace time.Duration
+	// FenceLead is how long before the grace period ends a member that is
+	// not Ready is marked Fenced: it stops serving cached values and
+	// readers leave it, while it keeps its keys. Storage shims stop waiting
+	// for a member's acknowledgements once it has been fenced for the
+	// serving lease (plus the map's delivery lag), so a lead of at least
+	// that much lets writes of its keys go on as soon as it is Failed. The
+	// lead is capped at half the grace period, so one missed probe never
+	// fences a member; 0 fails members without fencing them first.
+	FenceLead time.Duration
 	// HoldDown is how long a Failed member must be continuously Ready before
 	// it is marked Active again.
 	HoldDown time.Duration
@@ -57,29 +66,45 @@ func (p Policy) Validate() error {
 	if p.HoldDown <= 0 {
 		return fmt.Errorf("cannot use failover policy: hold-down period must be positive, got %v", p.HoldDown)
 	}
+	if p.FenceLead < 0 {
+		return fmt.Errorf("cannot use failover policy: fence lead must not be negative, got %v", p.FenceLead)
+	}
 	return nil
 }
 
+// fenceAfter is how long a member must be not Ready to be fenced.
+func (p Policy) fenceAfter() time.Duration { return p.Grace - min(p.FenceLead, p.Grace/2) }
+
 // Decide returns the state a member in state current should have at now
-// given its observation o. An Active member not Ready for at least p.Grace
-// fails; a Failed member Ready for at least p.HoldDown is restored; otherwise
-// the state is kept and Recheck is the time left of the running period, if
-// any. A Since after now counts as no time elapsed, and a current state other
-// than Failed is treated as Active. p is assumed valid (see Validate).
+// given its observation o. A member that owns keys (Active or Fenced) and
+// has not been Ready for at least p.Grace fails; an Active one not Ready
+// for the grace period less the fence lead is fenced first; a Fenced
+// member that is Ready again is Active at once (it never lost its keys); a
+// Failed member Ready for at least p.HoldDown is restored; otherwise the
+// state is kept and Recheck is the time left until the next threshold, if
+// any. A Since after now counts as no time elapsed, and an unknown current
+// state is treated as Active. p is assumed valid (see Validate).
 func (p Policy) Decide(current partmap.MemberState, o Observation, now time.Time) Decision {
-	state := partmap.Active
-	if current == partmap.Failed {
-		state = partmap.Failed
+	state := current
+	if !state.Valid() {
+		state = partmap.Active
 	}
 	d := Decision{State: state}
 	elapsed := elapsedSince(o, now)
 	switch {
-	case state == partmap.Active && !o.Ready:
-		if elapsed >= p.Grace {
+	case state.Owns() && !o.Ready:
+		switch {
+		case elapsed >= p.Grace:
 			d.State = partmap.Failed
-		} else {
+		case state == partmap.Active && p.FenceLead > 0 && elapsed >= p.fenceAfter():
+			d.State, d.Recheck = partmap.Fenced, p.Grace-elapsed
+		case state == partmap.Active && p.FenceLead > 0:
+			d.Recheck = p.fenceAfter() - elapsed
+		default:
 			d.Recheck = p.Grace - elapsed
 		}
+	case state == partmap.Fenced && o.Ready:
+		d.State = partmap.Active
 	case state == partmap.Failed && o.Ready:
 		if elapsed >= p.HoldDown {
 			d.State = partmap.Active
@@ -98,11 +123,12 @@ func (p Policy) Decide(current partmap.MemberState, o Observation, now time.Time
 // caller is expected to record when it first saw each member and pass that
 // as Since, so that the grace period survives a controller restart.
 //
-// Apply never fails the last active member of a layer: when every member of
-// a layer that is Active now would fail, the one that has been not Ready the
-// shortest (the latest Since; the first in member order on a tie) stays
-// Active with no recheck pending, since a layer without active members would
-// own no keys. It fails once another member of the layer is restored.
+// Apply never fences or fails the last active member of a layer: when no
+// member of a layer would stay Active, the owning member (Active or Fenced)
+// that has been not Ready the shortest (the latest Since; the first in
+// member order on a tie) is kept or made Active with no recheck pending,
+// since a layer without active members would serve none of its keys. It is
+// fenced or fails once another member of the layer is restored.
 //
 // Apply returns the next map (m itself when nothing changed, else a copy
 // whose Version is m's plus one), the changes in map order (layers, then
@@ -155,12 +181,13 @@ func (p Policy) decideLayer(layer *partmap.Layer, obs map[string]Observation, no
 	if active > 0 {
 		return decisions
 	}
-	// No member stays Active, so every member not Failed now was decided
-	// Failed: keep the one that has been not Ready the shortest.
+	// No member stays Active, so every member that owns keys now was
+	// decided Fenced or Failed: keep the one that has been not Ready the
+	// shortest.
 	keep := -1
 	var latest time.Time
 	for i, mb := range layer.Members {
-		if mb.State == partmap.Failed {
+		if !mb.State.Owns() {
 			continue
 		}
 		since := observe(obs, mb.Name, now).Since

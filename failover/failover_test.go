@@ -97,6 +97,7 @@ func TestValidate(t *testing.T) {
 		{HoldDown: time.Second}:            "grace period must be positive",
 		{Grace: -1, HoldDown: time.Second}: "grace period must be positive",
 		{Grace: time.Second}:               "hold-down period must be positive",
+		{Grace: time.Second, HoldDown: time.Second, FenceLead: -1}: "fence lead must not be negative",
 	} {
 		err := p.Validate()
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "cannot ")) {
@@ -134,6 +135,50 @@ func TestDecide(t *testing.T) {
 		if got := policy.Decide(tc.current, tc.o, now); got != tc.want {
 			t.Errorf("%s: Decide(%q, %+v) = %+v, want %+v", tc.name, tc.current, tc.o, got, tc.want)
 		}
+	}
+}
+
+func TestDecideFencing(t *testing.T) {
+	const active, fenced, failed = partmap.Active, partmap.Fenced, partmap.Failed
+	lead := 5 * time.Second
+	fencing := failover.Policy{Grace: grace, HoldDown: holdDown, FenceLead: lead}
+	for _, tc := range []struct {
+		name    string
+		p       failover.Policy
+		current partmap.MemberState
+		o       failover.Observation
+		want    failover.Decision
+	}{
+		{"active ready", fencing, active, up(time.Hour), failover.Decision{State: active}},
+		{"active down before the fence", fencing, active, down(10 * time.Second), failover.Decision{State: active, Recheck: 15 * time.Second}},
+		{"active down 1ns short of the fence", fencing, active, down(grace - lead - 1), failover.Decision{State: active, Recheck: 1}},
+		{"active down exactly at the fence", fencing, active, down(grace - lead), failover.Decision{State: fenced, Changed: true, Recheck: lead}},
+		{"active down past grace fails at once", fencing, active, down(time.Hour), failover.Decision{State: failed, Changed: true}},
+		{"fenced down within grace", fencing, fenced, down(grace - time.Second), failover.Decision{State: fenced, Recheck: time.Second}},
+		{"fenced down exactly grace", fencing, fenced, down(grace), failover.Decision{State: failed, Changed: true}},
+		{"fenced ready again is active at once", fencing, fenced, up(0), failover.Decision{State: active, Changed: true}},
+		{"failed ready still waits the hold-down", fencing, failed, up(time.Second), failover.Decision{State: failed, Recheck: holdDown - time.Second}},
+		{"lead capped at half the grace", failover.Policy{Grace: grace, HoldDown: holdDown, FenceLead: time.Hour}, active, down(grace/2 - 1), failover.Decision{State: active, Recheck: 1}},
+		{"capped lead fences at half the grace", failover.Policy{Grace: grace, HoldDown: holdDown, FenceLead: time.Hour}, active, down(grace / 2), failover.Decision{State: fenced, Changed: true, Recheck: grace / 2}},
+		{"no lead: fenced member still fails", policy, fenced, down(grace), failover.Decision{State: failed, Changed: true}},
+		{"no lead: fenced member down keeps waiting", policy, fenced, down(time.Second), failover.Decision{State: fenced, Recheck: grace - time.Second}},
+	} {
+		if got := tc.p.Decide(tc.current, tc.o, now); got != tc.want {
+			t.Errorf("%s: Decide(%q, %+v) = %+v, want %+v", tc.name, tc.current, tc.o, got, tc.want)
+		}
+	}
+}
+
+// TestApplyNeverFencesLastActive checks that fencing counts as leaving the
+// layer's active members: the last one is kept Active.
+func TestApplyNeverFencesLastActive(t *testing.T) {
+	fencing := failover.Policy{Grace: grace, HoldDown: holdDown, FenceLead: 5 * time.Second}
+	m := newMap(t, "c-spine-0")
+	obs := observe(m, obsMap{"c-spine-0": down(time.Hour), "c-spine-1": down(26 * time.Second), "c-spine-2": down(27 * time.Second)})
+	next, changes, _ := fencing.Apply(m, obs, now)
+	got := states(next)
+	if got["c-spine-1"] != partmap.Active || got["c-spine-2"] != partmap.Fenced {
+		t.Fatalf("states = %v, want c-spine-1 kept Active (down the shortest) and c-spine-2 Fenced; changes %+v", got, changes)
 	}
 }
 

@@ -11,10 +11,15 @@
 // as the leaf switches of §4.1 do. Storage maps a key to a rack and a shard
 // within the rack.
 //
-// When a cache member fails, the controller marks it Failed and publishes the
-// next version: the member leaves its layer's ring, so only its share of keys
-// moves, spread over the survivors (§4.4). When it returns it is marked Active
-// again and takes back exactly that share.
+// When a cache member fails, the controller first marks it Fenced — it keeps
+// its share of the keys, so writes still invalidate it, but it serves no
+// cached value and readers go to the key's other candidates — and then
+// Failed, publishing a new version each time: a Failed member leaves its
+// layer's ring, so only its share of keys moves, spread over the survivors
+// (§4.4). When it returns it is marked Active again and takes back exactly
+// that share. The fencing step is what lets storage shims stop waiting for a
+// dead member's acknowledgements without a stale read (docs/dataplane.md,
+// Fencing).
 //
 // Compile turns a Map into a Placement, the immutable lookup structure; it is
 // the only place that interprets a map, so every component places keys alike.
@@ -36,11 +41,22 @@ const FormatVersion = 1
 type MemberState string
 
 const (
-	// Active members own a share of their layer's keys.
+	// Active members own a share of their layer's keys and serve it.
 	Active MemberState = "Active"
+	// Fenced members still own their share (writes invalidate them) but
+	// serve no cached value, and readers do not choose them: a member the
+	// controller is about to fail.
+	Fenced MemberState = "Fenced"
 	// Failed members own nothing; their share is remapped to the survivors.
 	Failed MemberState = "Failed"
 )
+
+// Valid reports whether s is a known state.
+func (s MemberState) Valid() bool { return s == Active || s == Fenced || s == Failed }
+
+// Owns reports whether a member in state s is on its layer's ring: Active
+// and Fenced members own a share of the keys, Failed ones none.
+func (s MemberState) Owns() bool { return s == Active || s == Fenced }
 
 // Map is the partition map document.
 type Map struct {
@@ -147,7 +163,7 @@ func (m *Map) StorageShard(name string) (rack, shard int, ok bool) {
 // WithState returns the next version of m with member name in state, or m
 // itself (and changed=false) when the member already is in that state.
 func (m *Map) WithState(name string, state MemberState) (next *Map, changed bool, err error) {
-	if state != Active && state != Failed {
+	if !state.Valid() {
 		return nil, false, fmt.Errorf("cannot set state of member %q: unknown state %q", name, state)
 	}
 	l, i, ok := m.Member(name)
@@ -210,7 +226,7 @@ func (l *Layer) validate(racks map[string]bool, ids map[uint32]string, names map
 			return fmt.Errorf("members %q and %q share id %d", other, mb.Name, mb.ID)
 		}
 		ids[mb.ID] = mb.Name
-		if mb.State != Active && mb.State != Failed {
+		if !mb.State.Valid() {
 			return fmt.Errorf("member %q: unknown state %q", mb.Name, mb.State)
 		}
 		if mb.Capacity < 0 || math.IsNaN(mb.Capacity) || math.IsInf(mb.Capacity, 0) {

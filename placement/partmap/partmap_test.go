@@ -214,6 +214,39 @@ func TestFailureMovesOnlyTheFailedShare(t *testing.T) {
 	}
 }
 
+// TestFencedKeepsItsShare checks that a Fenced member stays on its ring
+// (writes still invalidate it) and is marked in the candidates it owns.
+func TestFencedKeepsItsShare(t *testing.T) {
+	m := mustBuild(t, newSpec(), nil)
+	before := mustCompile(t, m)
+	for _, name := range []string{"demo-spine-1", "demo-leaf-3"} {
+		next, _, err := m.WithState(name, partmap.Fenced)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := mustCompile(t, next)
+		layer, member, _ := m.Member(name)
+		owned := 0
+		for k := range 5000 {
+			key := "key:" + itoa(k)
+			if o1, o2 := before.Owner(layer, key), after.Owner(layer, key); o1 != o2 {
+				t.Fatalf("%s fenced: key %q moved from member %d to %d", name, key, o1, o2)
+			}
+			for _, c := range after.Candidates(key, nil) {
+				if want := c.Layer == layer && c.Member == member; c.Fenced != want {
+					t.Fatalf("%s fenced: candidate %+v of %q has Fenced=%v, want %v", name, c, key, c.Fenced, want)
+				}
+				if c.Layer == layer && c.Member == member {
+					owned++
+				}
+			}
+		}
+		if owned == 0 {
+			t.Fatalf("%s owns none of 5000 keys", name)
+		}
+	}
+}
+
 func TestBoundLayerFollowsStorageRack(t *testing.T) {
 	p := mustCompile(t, mustBuild(t, newSpec(), nil))
 	m := p.Map()

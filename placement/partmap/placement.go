@@ -18,9 +18,9 @@ type Placement struct {
 }
 
 type compiledLayer struct {
-	ring     *ring.Ring // active members only
+	ring     *ring.Ring // owning members (Active and Fenced) only
 	byRing   []int      // ring member index -> index in Layer.Members
-	byRack   []int      // bound layers: rack index -> active member index, or -1
+	byRack   []int      // bound layers: rack index -> owning member index, or -1
 	capacity []float64  // per member, defaulted to 1
 }
 
@@ -31,6 +31,9 @@ type Candidate struct {
 	Node   uint32 // the member's ID
 	// Capacity is the member's relative throughput (1 by default).
 	Capacity float64
+	// Fenced reports that the owner is Fenced: it still takes the key's
+	// invalidations but serves no reads.
+	Fenced bool
 }
 
 // Compile validates m and builds its lookup structure. m must not be
@@ -73,7 +76,7 @@ func compileLayer(l Layer, rackIndex map[string]int, racks int) (compiledLayer, 
 		if cl.capacity[i] == 0 {
 			cl.capacity[i] = 1
 		}
-		if mb.State != Active {
+		if !mb.State.Owns() {
 			continue
 		}
 		names = append(names, mb.Name)
@@ -106,8 +109,8 @@ func (p *Placement) Shard(key string) (rack, shard int) {
 	return rack, shard
 }
 
-// Owner returns the index of key's owner in layer, or -1 when the layer has
-// no active member.
+// Owner returns the index of key's owner in layer (an Active or Fenced
+// member), or -1 when the layer has no such member.
 func (p *Placement) Owner(layer int, key string) int {
 	cl := &p.layers[layer]
 	if cl.byRack != nil {
@@ -125,8 +128,9 @@ func (p *Placement) Owner(layer int, key string) int {
 	return cl.byRing[i]
 }
 
-// Candidates appends to dst key's owner in every layer that has an active
-// member, upper layers first, and returns the extended slice. With a dst of
+// Candidates appends to dst key's owner in every layer that has an owning
+// member, upper layers first, and returns the extended slice; a Fenced owner
+// is marked so (readers skip it, writes invalidate it). With a dst of
 // sufficient capacity it does not allocate.
 func (p *Placement) Candidates(key string, dst []Candidate) []Candidate {
 	for l := range p.layers {
@@ -134,11 +138,13 @@ func (p *Placement) Candidates(key string, dst []Candidate) []Candidate {
 		if m < 0 {
 			continue
 		}
+		mb := &p.m.Layers[l].Members[m]
 		dst = append(dst, Candidate{
 			Layer:    l,
 			Member:   m,
-			Node:     p.m.Layers[l].Members[m].ID,
+			Node:     mb.ID,
 			Capacity: p.layers[l].capacity[m],
+			Fenced:   mb.State == Fenced,
 		})
 	}
 	return dst
@@ -160,7 +166,7 @@ func jump(key uint64, n int) int32 {
 	return int32(b)
 }
 
-// Replicas appends to dst the indexes of up to n distinct active members of
+// Replicas appends to dst the indexes of up to n distinct owning members of
 // layer that hold key when it is replicated n times within the layer: its
 // owner first, then the next members clockwise on the layer's ring. A bound
 // layer has one member per rack and is not replicated: it yields the owner.
