@@ -49,6 +49,12 @@ type Config struct {
 	FailBackoff time.Duration
 	// Seed seeds the routers' tie-breaking.
 	Seed uint64
+	// Maps, when set, is where the client reads a newer partition map when
+	// a node or shim replies with a newer version than the client's: in
+	// the background, and before routing a read again that a node refused
+	// because of its map. Without it the client learns new maps only from
+	// SetMap.
+	Maps MapSource
 	// Bypass is the NoCache baseline: every read goes straight to the
 	// key's storage shim (FlagDirect), skipping the cache layers, and is
 	// counted in Stats.DirectReads; writes are unchanged.
@@ -108,6 +114,8 @@ type Client struct {
 	backoffMu sync.Mutex
 	backoff   map[routing.NodeID]int64
 
+	refresh refresher // reads Config.Maps
+
 	stats     counters
 	requests  *metrics.Requests
 	layerHits *layerHits
@@ -141,6 +149,7 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 		table:   table,
 		epoch:   time.Now(),
 		backoff: make(map[routing.NodeID]int64),
+		refresh: refresher{src: cfg.Maps},
 	}
 	c.now = func() int64 { return int64(time.Since(c.epoch)) }
 	c.routers.New = func() any {
@@ -165,13 +174,23 @@ func (c *Client) Placement() *partmap.Placement { return c.view.Load().p }
 
 // SetMap makes the client route by p from now on (an atomic swap; requests
 // in flight finish under the map they started with). Failure marks are
-// kept: they expire after FailBackoff. A nil p is ignored.
+// kept: they expire after FailBackoff. A nil p, or one not newer than the
+// current map, is ignored.
 func (c *Client) SetMap(p *partmap.Placement) {
 	if p == nil {
 		return
 	}
-	old := c.view.Swap(c.compile(p))
-	c.cfg.Logger.Info("partition map changed", "from", old.version, "to", p.Version())
+	next := c.compile(p)
+	for {
+		old := c.view.Load()
+		if next.version <= old.version {
+			return
+		}
+		if c.view.CompareAndSwap(old, next) {
+			c.cfg.Logger.Info("partition map changed", "from", old.version, "to", p.Version())
+			return
+		}
+	}
 }
 
 // Close closes the client's endpoint; operations in flight fail.

@@ -45,6 +45,7 @@ type nodeBehaviour struct {
 	telemetry bool
 	load      uint32
 	silent    bool
+	mapVer    uint64 // the map version stamped into replies
 }
 
 type nodeOpt func(*nodeBehaviour)
@@ -53,6 +54,7 @@ func nodeStatus(s wire.Status) nodeOpt { return func(b *nodeBehaviour) { b.statu
 func nodeLoad(l uint32) nodeOpt        { return func(b *nodeBehaviour) { b.telemetry, b.load = true, l } }
 func nodeSilent(s bool) nodeOpt        { return func(b *nodeBehaviour) { b.silent = s } }
 func nodeHit(h bool) nodeOpt           { return func(b *nodeBehaviour) { b.hit = h } }
+func nodeMapVersion(v uint64) nodeOpt  { return func(b *nodeBehaviour) { b.mapVer = v } }
 
 func startFakeNode(t *testing.T, name string, id uint32) *fakeNode {
 	t.Helper()
@@ -94,7 +96,7 @@ func (n *fakeNode) serve(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	if b.silent {
 		return
 	}
-	r := wire.Message{Header: wire.Header{Op: wire.OpGetReply, Seq: req.Seq, Status: b.status, ValueVersion: 7}, Key: req.Key}
+	r := wire.Message{Header: wire.Header{Op: wire.OpGetReply, Seq: req.Seq, Status: b.status, ValueVersion: 7, MapVersion: b.mapVer}, Key: req.Key}
 	if b.status == wire.StatusOK {
 		r.Value = b.value
 		if b.hit {

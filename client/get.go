@@ -64,11 +64,15 @@ func (c *Client) GetResult(ctx context.Context, key string) (Result, error) {
 type step int
 
 const (
-	stepDone  step = iota // answered (value or final error)
-	stepRetry             // try another candidate or the shim
+	stepDone    step = iota // answered (value or final error)
+	stepRetry               // try another candidate or the shim
+	stepRefresh             // the map changed under the read: route it again
 )
 
-// get runs the read attempts; label is the metrics result.
+// get runs the read attempts; label is the metrics result. A node that
+// refuses the read because its map is newer than the client's makes the
+// client refresh its map (Config.Maps) and route the read again, once per
+// read, without counting the refusal as an attempt.
 func (c *Client) get(ctx context.Context, key string) (res Result, label string, err error) {
 	if err := checkKey(key); err != nil {
 		return res, metrics.StatusResult(wire.StatusTooLarge), err
@@ -78,6 +82,7 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 	cands := v.p.Candidates(key, buf[:0])
 	kb := []byte(key)
 	var tried uint64 // bit i: cands[i] was tried by this read
+	refreshed := false
 	label, err = metrics.ResultTimeout, errors.New("no attempt made")
 	for attempt := 0; attempt < c.cfg.Attempts; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -93,12 +98,18 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 		}
 		if i >= 0 {
 			tried |= 1 << i
-			res, label, s, err = c.getFromNode(ctx, v, cands[i], kb)
+			res, label, s, err = c.getFromNode(ctx, v, cands[i], kb, !refreshed)
 		} else {
 			res, label, s, err = c.getDirect(ctx, v, key, kb)
 		}
-		if s == stepDone {
+		switch s {
+		case stepDone:
 			return res, label, err
+		case stepRefresh:
+			refreshed = true
+			attempt--
+			v = c.view.Load()
+			cands, tried = v.p.Candidates(key, buf[:0]), 0
 		}
 	}
 	return res, label, fmt.Errorf("%d attempts failed, last: %w", c.cfg.Attempts, err)
@@ -116,7 +127,7 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
 		if i >= 64 {
 			break // tried is a 64-bit set; no real map has more layers
 		}
-		if tried&(1<<i) != 0 || !v.addrs.Member(cd.Layer, cd.Member).IsValid() || c.inBackoff(routing.NodeID(cd.Node), now) {
+		if tried&(1<<i) != 0 || cd.Fenced || !v.addrs.Member(cd.Layer, cd.Member).IsValid() || c.inBackoff(routing.NodeID(cd.Node), now) {
 			continue
 		}
 		rc = append(rc, routing.Candidate{Node: routing.NodeID(cd.Node), Capacity: cd.Capacity})
@@ -138,8 +149,11 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
 	return idx[j]
 }
 
-// getFromNode is one GET attempt at cache candidate cd.
-func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate, kb []byte) (Result, string, step, error) {
+// getFromNode is one GET attempt at cache candidate cd. A reply from a
+// node with a newer map starts a refresh of the client's; when the node
+// refused the read for it and mayRefresh, the read waits for the refresh
+// and is routed again (stepRefresh).
+func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate, kb []byte, mayRefresh bool) (Result, string, step, error) {
 	addr := v.addrs.Member(cd.Layer, cd.Member)
 	node := routing.NodeID(cd.Node)
 	m := wire.Message{Header: wire.Header{Op: wire.OpGet, MapVersion: v.version}, Key: kb}
@@ -155,6 +169,14 @@ func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate,
 	}
 	if r.Has(wire.FlagTelemetry) {
 		c.table.Observe(routing.NodeID(r.NodeID), float64(r.Load), c.now())
+	}
+	if r.MapVersion > v.version {
+		wait := mayRefresh && r.Status == wire.StatusNotOwner
+		if c.seen(r.MapVersion, wait) && wait {
+			c.cfg.Logger.Debug("cache node has a newer map; routing the read again", "node", cd.Node,
+				"addr", addr, "map_version", r.MapVersion)
+			return Result{}, metrics.StatusResult(r.Status), stepRefresh, fmt.Errorf("node %d at %s: %w", cd.Node, addr, statusError(r.Status))
+		}
 	}
 	switch r.Status {
 	case wire.StatusOK:
@@ -191,6 +213,9 @@ func (c *Client) getDirect(ctx context.Context, v *view, key string, kb []byte) 
 	if err != nil {
 		label, s := c.callFailed(ctx, err)
 		return Result{}, label, s, fmt.Errorf("shim at %s: %w", addr, err)
+	}
+	if r.MapVersion > v.version {
+		c.seen(r.MapVersion, false)
 	}
 	switch r.Status {
 	case wire.StatusOK:

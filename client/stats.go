@@ -34,6 +34,9 @@ type Stats struct {
 	DirectReads uint64
 	// Ties counts routing decisions among equally loaded candidates.
 	Ties uint64
+	// Refreshes counts reads of Config.Maps: a reply carried a newer map
+	// version than the client's.
+	Refreshes uint64
 	// LayerHits counts hits per cache layer, indexed like the map's
 	// layers (as long as the largest map seen).
 	LayerHits []uint64
@@ -45,7 +48,7 @@ type Stats struct {
 type counters struct {
 	gets, hits, misses, notFound, puts, deletes atomic.Uint64
 	retries, timeouts, errors, directReads      atomic.Uint64
-	ties                                        atomic.Uint64
+	ties, refreshes                             atomic.Uint64
 }
 
 // layerHits holds the per-layer hit counters. The counters are pointers, so
@@ -106,7 +109,7 @@ func (c *Client) Stats() Stats {
 		Gets: s.gets.Load(), Hits: s.hits.Load(), Misses: s.misses.Load(),
 		NotFound: s.notFound.Load(), Puts: s.puts.Load(), Deletes: s.deletes.Load(),
 		Retries: s.retries.Load(), Timeouts: s.timeouts.Load(), Errors: s.errors.Load(),
-		DirectReads: s.directReads.Load(), Ties: s.ties.Load(),
+		DirectReads: s.directReads.Load(), Ties: s.ties.Load(), Refreshes: s.refreshes.Load(),
 		LayerHits: c.layerHits.snapshot(),
 		Transport: c.ep.Stats(),
 	}

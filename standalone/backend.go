@@ -45,7 +45,7 @@ func (c *cluster) Status(_ context.Context) control.Status {
 	c.mu.Unlock()
 	if st.Phase == control.Ready {
 		for _, pr := range st.Processes {
-			if !pr.Ready || pr.MemberState == string(partmap.Failed) {
+			if !pr.Ready || pr.MemberState != "" && pr.MemberState != string(partmap.Active) {
 				st.Phase = control.Degraded
 				break
 			}

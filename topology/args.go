@@ -12,6 +12,18 @@ import (
 // templates and standalone mode's local processes, so that a spec setting
 // reaches a cache node or shim the same way in both.
 
+// Map delivery lags: how old the map a data-plane process reads can be
+// (the shims' --map-delivery-lag, docs/dataplane.md, Fencing).
+const (
+	// LocalMapDeliveryLag is that of a map file the control plane writes
+	// on the processes' own host (standalone mode): none.
+	LocalMapDeliveryLag = 0
+	// MountedMapDeliveryLag is that of a ConfigMap mounted into pods: the
+	// kubelet refreshes a mounted ConfigMap on its sync period (1 minute by
+	// default) plus jitter, so a pod may read a copy this old.
+	MountedMapDeliveryLag = 90 * time.Second
+)
+
 // NodeArgs are the `distcache node` arguments of member of layer l,
 // serving on listen. The caller adds --map and --metrics-addr.
 func (c *Cluster) NodeArgs(l Layer, member, listen string) []string {
@@ -19,6 +31,7 @@ func (c *Cluster) NodeArgs(l Layer, member, listen string) []string {
 		"node", "--member=" + member,
 		"--listen=" + listen,
 		"--capacity=" + strconv.Itoa(int(max(l.Spec.Capacity.Entries, 0))),
+		"--serving-lease=" + ServingLease(&c.Spec).String(),
 	}
 	if b := l.Spec.Capacity.Bytes; b != nil {
 		args = append(args, "--capacity-bytes="+strconv.FormatInt(b.Value(), 10))
@@ -33,22 +46,43 @@ func (c *Cluster) NodeArgs(l Layer, member, listen string) []string {
 }
 
 // ShimArgs are the `distcache shim` arguments of shard in front of the
-// Redis at redisAddr, serving on listen. The caller adds --map and
-// --metrics-addr.
-func (c *Cluster) ShimArgs(shard, redisAddr, listen string) []string {
-	return ShimArgs(&c.Spec, shard, redisAddr, listen)
+// Redis at redisAddr, serving on listen, for processes that read their map
+// with mapLag (LocalMapDeliveryLag or MountedMapDeliveryLag). The caller
+// adds --map and --metrics-addr.
+func (c *Cluster) ShimArgs(shard, redisAddr, listen string, mapLag time.Duration) []string {
+	return ShimArgs(&c.Spec, shard, redisAddr, listen, mapLag)
 }
 
-// ShimArgs is Cluster.ShimArgs for a spec that has not been laid out.
-func ShimArgs(spec *v1alpha1.CacheClusterSpec, shard, redisAddr, listen string) []string {
-	args := []string{"shim", "--shard=" + shard, "--redis=" + redisAddr, "--listen=" + listen}
+// ShimArgs is Cluster.ShimArgs for a spec that has not been laid out. The
+// previous-map grace is raised to the lease plus mapLag when the spec's is
+// shorter: a shim must remember a replaced map at least as long as it may
+// wait for that map's owners.
+func ShimArgs(spec *v1alpha1.CacheClusterSpec, shard, redisAddr, listen string, mapLag time.Duration) []string {
+	lease := ServingLease(spec)
+	args := []string{"shim", "--shard=" + shard, "--redis=" + redisAddr, "--listen=" + listen,
+		"--serving-lease=" + lease.String()}
+	if mapLag > 0 {
+		args = append(args, "--map-delivery-lag="+mapLag.String())
+	}
 	if d := spec.Coherence.InvalidateTimeout; d != nil {
 		args = append(args, "--invalidate-timeout="+d.Duration.String())
 	}
-	if d := spec.Coherence.PreviousMapGrace; d != nil {
-		args = append(args, "--prev-map-grace="+d.Duration.String())
+	if d := spec.Coherence.PreviousMapGrace; d != nil || mapLag > 0 {
+		grace := DefaultPreviousMapGrace
+		if d != nil {
+			grace = d.Duration
+		}
+		args = append(args, "--prev-map-grace="+max(grace, lease+mapLag).String())
 	}
 	return args
+}
+
+// ServingLease is the spec's coherence.servingLease with the API's default.
+func ServingLease(spec *v1alpha1.CacheClusterSpec) time.Duration {
+	if d := spec.Coherence.ServingLease; d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return DefaultServingLease
 }
 
 // RedisArgs are the redis-server arguments of a storage shard on port,
@@ -62,16 +96,23 @@ func RedisArgs(spec *v1alpha1.CacheClusterSpec, port int, dir string) []string {
 	return args
 }
 
-// Failover defaults: the API's documented defaults of spec.failover.
+// Failover and lease defaults: the API's documented defaults of
+// spec.failover and spec.coherence.servingLease.
 const (
-	DefaultGracePeriod = 30 * time.Second
-	DefaultHoldDown    = 60 * time.Second
+	DefaultGracePeriod  = 30 * time.Second
+	DefaultHoldDown     = 60 * time.Second
+	DefaultServingLease = time.Second
+	// DefaultPreviousMapGrace is spec.coherence.previousMapGrace's.
+	DefaultPreviousMapGrace = 2 * time.Minute
 )
 
 // FailoverPolicy is the spec's failover section with the API's defaults,
-// as the operator and the standalone control loop apply it.
-func FailoverPolicy(spec *v1alpha1.CacheClusterSpec) failover.Policy {
-	p := failover.Policy{Grace: DefaultGracePeriod, HoldDown: DefaultHoldDown}
+// as the operator and the standalone control loop apply it, for processes
+// that read their map with mapLag: members are fenced the serving lease
+// plus mapLag before they fail (capped by failover.Policy), so that the
+// shims may stop waiting for them as soon as they fail.
+func FailoverPolicy(spec *v1alpha1.CacheClusterSpec, mapLag time.Duration) failover.Policy {
+	p := failover.Policy{Grace: DefaultGracePeriod, HoldDown: DefaultHoldDown, FenceLead: ServingLease(spec) + mapLag}
 	if d := spec.Failover.GracePeriod; d != nil && d.Duration > 0 {
 		p.Grace = d.Duration
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +12,10 @@ import (
 
 // emulatedCapacityHelp documents --emulated-capacity of node and shim.
 const emulatedCapacityHelp = "work units per second this process may do, emulating a slower server as the paper's testbed does (§6.1); 0 = unlimited"
+
+// servingLeaseHelp documents --serving-lease of node and shim, which must
+// agree.
+const servingLeaseHelp = "how long a cache node serves cached values after a read of its map found it Active; shims stop waiting for a node that left a key after it (every node and shim of a cluster must use the same value)"
 
 func newNodeCommand() *cobra.Command {
 	var (
@@ -36,10 +41,15 @@ func newNodeCommand() *cobra.Command {
 			cfg.Transport = o.transport(m.Layers[l].Members[i].Address, log)
 			reg, wrapped := metrics.Registry("node", member)
 			cfg.Registerer, cfg.Logger = wrapped, log // the node adds its layer and member
+			if o.mapPoll*3 > cfg.Lease {
+				return fmt.Errorf("cannot run node: --map-poll %v must be at most a third of --serving-lease %v: the node renews its lease by reading the map",
+					o.mapPoll, cfg.Lease)
+			}
 			n, err := cachenode.New(cfg)
 			if err != nil {
 				return err
 			}
+			w.OnRead(func(at time.Time, version int64) { n.Renew(at, version) })
 			return serve(cmd, &o, w, n, reg, nil, log.With("member", member), "addr", n.Addr(), "layer", cfg.Layer)
 		},
 	}
@@ -51,6 +61,7 @@ func newNodeCommand() *cobra.Command {
 	f.DurationVar(&cfg.Interval, "interval", 0, "hot-key insertion period (default 1s)")
 	f.Uint32Var(&cfg.Detector.Threshold, "hot-threshold", 0, "misses in an interval that make a key a candidate (default 128)")
 	f.Float64Var(&cfg.EmulatedRate, "emulated-capacity", 0, emulatedCapacityHelp)
+	f.DurationVar(&cfg.Lease, "serving-lease", cachenode.DefaultLease, servingLeaseHelp)
 	_ = cmd.MarkFlagRequired("member")
 	return cmd
 }

@@ -85,6 +85,10 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 		return err
 	}
 	w.Subscribe(r.SetMap)
+	// The first read: a cache node's serving lease starts from it.
+	if _, err := w.Reload(); err != nil {
+		log.Warn("keeping the current partition map", "path", o.mapFile, "err", err)
+	}
 	if err := r.Start(); err != nil {
 		return err
 	}

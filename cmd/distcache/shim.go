@@ -60,7 +60,10 @@ func newShimCommand() *cobra.Command {
 	f.StringVar(&shard, "shard", "", "this shim's storage shard name in the partition map")
 	f.StringVar(&redisAddr, "redis", "127.0.0.1:6379", "address of the redis-server this shim fronts")
 	f.DurationVar(&cfg.InvalidateTimeout, "invalidate-timeout", 0, "phase-1 budget of a write (default 2s)")
-	f.DurationVar(&cfg.PrevMapGrace, "prev-map-grace", 0, "how long owners under the previous map are still invalidated (default 2m)")
+	f.DurationVar(&cfg.PrevMapGrace, "prev-map-grace", 0, "how long owners under replaced maps are still invalidated (default 2m; at least --serving-lease plus --map-delivery-lag)")
+	f.DurationVar(&cfg.Lease, "serving-lease", shim.DefaultLease, servingLeaseHelp)
+	f.DurationVar(&cfg.MapDeliveryLag, "map-delivery-lag", 0,
+		"how old a cache node's copy of the map can be when it reads it: 0 for a file written on the node's host, the kubelet's refresh delay for a mounted ConfigMap")
 	f.Float64Var(&cfg.EmulatedRate, "emulated-capacity", 0, emulatedCapacityHelp)
 	_ = cmd.MarkFlagRequired("shard")
 	return cmd

@@ -123,7 +123,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return standalone.Run(ctx, standalone.Config{
-		Plan: p, RunDir: runDir, Policy: topology.FailoverPolicy(&topo.Spec),
+		Plan: p, RunDir: runDir, Policy: topology.FailoverPolicy(&topo.Spec, topology.LocalMapDeliveryLag),
 		ProbeInterval: o.probeInterval, StartTimeout: o.startTimeout, Logger: log,
 		Ready: func() {
 			cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir)

@@ -57,6 +57,7 @@ func hitFixtureWith(tb testing.TB, cfg Config) (*Node, wire.Message) {
 	if err := n.SetMap(p); err != nil {
 		tb.Fatal(err)
 	}
+	n.Renew(time.Now(), m.Version) // cfg.Lease outlasts the test
 	// Longer than the 32 bytes a string conversion may keep on the stack.
 	key := strings.Repeat("hot-key/", 8)
 	e, _ := n.store.addPlaceholder(key)

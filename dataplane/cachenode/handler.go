@@ -40,13 +40,26 @@ func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	}
 }
 
-// handleGet serves a GET: a hit from the cache, otherwise a coalesced miss.
+// handleGet serves a GET: a hit from the cache when the node holds a valid
+// copy and its serving lease, otherwise a miss (lease.go). A node that is
+// not Active in its map refuses with StatusNotOwner and its map version, so
+// that a reader routing by an older map reads elsewhere and refreshes it.
 // The hit path does not allocate.
 func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	now := n.now(start)
 	n.meter.Add(1, now)
 	n.stats.gets.Add(1)
+	if !v.active {
+		n.stats.refused.Add(1)
+		n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusNotOwner, 0, 0, nil)
+		n.reqs.Observe(wire.OpGet, metrics.StatusResult(wire.StatusNotOwner), time.Since(start))
+		return
+	}
 	value, version, st := n.store.lookup(req.Key)
+	if st == stateValid && !n.lease.valid(now) {
+		n.stats.unleased.Add(1) // fenced: the copy may have missed a write
+		st = stateInvalid
+	}
 	if st != stateValid {
 		n.miss(src, req, v, st, start)
 		return

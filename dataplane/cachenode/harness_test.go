@@ -70,6 +70,7 @@ func testConfig() Config {
 		Interval:       -1,
 		Detector:       hotkey.Config{Threshold: testThreshold, SketchWidth: 1024, BloomBits: 4096},
 		BackendTimeout: testDeadline, // held requests must not time out
+		Lease:          testDeadline, // renewed by setMap; it outlasts the test
 	}
 }
 
@@ -121,16 +122,19 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	return h
 }
 
-// setMap compiles m and gives it to the node.
+// setMap compiles m, gives it to the node and renews the node's serving
+// lease with it, as a read of the map source that found m would.
 func (h *harness) setMap(m *partmap.Map) *partmap.Placement {
 	h.t.Helper()
 	p, err := partmap.Compile(m)
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	at := time.Now()
 	if err := h.node.SetMap(p); err != nil {
 		h.t.Fatal(err)
 	}
+	h.node.Renew(at, m.Version)
 	h.m = m
 	return p
 }

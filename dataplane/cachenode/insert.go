@@ -166,7 +166,7 @@ func (n *Node) fetch(ctx context.Context, j *fetchJob) fetchOutcome {
 		return fetchStale
 	default: // fillRefused: the entry is gone
 		n.stats.fillsFailed.Add(1)
-		n.stats.refused.Add(1)
+		n.stats.fillsRefused.Add(1)
 		n.det.Untrack(j.key)
 		n.log.Debug("refused fill over the byte capacity", "key", j.key,
 			"bytes", len(rep.Value), "capacity_bytes", n.cfg.CapacityBytes)

@@ -27,22 +27,34 @@ type waiterID struct {
 // flight is one backend read of a key shared by every miss of the key that
 // arrives while it is pending (CableCache's request coalescing). Its waiters
 // are guarded by Node.missMu; once removed from Node.flights (sealed by an
-// invalidation, or done) it takes no new waiters. A flight started while a
-// write of its key is pending (pendingWrites) is never in Node.flights.
+// invalidation or a map change, or done) it takes no new waiters. A flight
+// started while a write of its key is pending (pendingWrites), or that
+// others may not share (see miss), is never in Node.flights.
 type flight struct {
 	key     string
 	digest  hashing.Digest
 	waiters []waiter
 	seen    map[waiterID]struct{}
+	// shared marks a flight entered in Node.flights: readers after the
+	// first may have joined after its request left, so they need a reply
+	// the shim marked FlagTracked (see forward).
+	shared bool
 }
 
-// miss serves a GET without a valid copy: it counts the key for the hot-key
-// detector and joins or starts the key's flight or, while a write of the key
-// is pending, parks the reader until the write's phase 2 (park.go).
+// miss serves a GET without a valid copy (or without the lease to serve
+// it): it counts the key for the hot-key detector and joins or starts the
+// key's flight or, while a write of the key is pending, parks the reader
+// until the write's phase 2 (park.go). A reader shares another's backend
+// read or waits for a write's phase 2 only for a key the node owns and
+// while the node holds its serving lease: only then does every write of
+// the key that completes before the reader arrived invalidate this node
+// first, which seals the flight and records the pending write (Fencing in
+// docs/dataplane.md). Any other reader starts a backend read of its own.
 func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryState, start time.Time) {
 	n.stats.misses.Add(1)
 	key := bytesView(req.Key)
-	if v.owns(key) {
+	owned := v.owns(key)
+	if owned {
 		n.det.RecordMiss(key)
 	}
 	if st == stateInvalid {
@@ -53,8 +65,9 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 	w := waiter{src: src, seq: req.Seq, arrived: start}
 	id := waiterID{src, req.Seq}
 	n.missMu.Lock()
-	joinable := !n.pending.active(key, start)
-	if !joinable && n.cfg.ParkTimeout > 0 {
+	shared := owned && n.leased(start)
+	joinable := shared && !n.pending.active(key, start)
+	if shared && !joinable && n.cfg.ParkTimeout > 0 {
 		if pv, ok := n.pending.version(key); ok {
 			switch n.park(req, w, pv) {
 			case parkedNew:
@@ -86,6 +99,7 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 		digest:  req.Digest,
 		waiters: []waiter{w},
 		seen:    map[waiterID]struct{}{id: {}},
+		shared:  joinable,
 	}
 	if joinable {
 		n.flights[f.key] = f
@@ -94,6 +108,14 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 	if !n.spawn(func() { n.forward(f, v) }) {
 		n.finish(f) // closing: nobody will be answered
 	}
+}
+
+// sealFlights removes every flight from the table: readers arriving from
+// now on start new backend reads (a map change).
+func (n *Node) sealFlights() {
+	n.missMu.Lock()
+	clear(n.flights)
+	n.missMu.Unlock()
 }
 
 // beginWrite records phase 1 of the write of version v to key and seals the
@@ -131,10 +153,22 @@ func (n *Node) finish(f *flight) []waiter {
 // forward reads f's key from its storage shim and relays the outcome to
 // every waiter: the shim's status, value and version with this node's
 // telemetry (no FlagHit); StatusUnavailable when the shim does not answer
-// within BackendTimeout.
+// within BackendTimeout. The readers that joined a shared flight take the
+// shim's answer only if it carries FlagTracked — the shim read the key
+// while it invalidates this node for every later write of it, so a write
+// that completed before a reader joined sealed the flight first; otherwise
+// they are sent to the shim again, in a read that starts after they all
+// arrived.
 func (n *Node) forward(f *flight, v *view) {
-	status, value, version := n.backendGet(f, v)
+	status, value, version, tracked := n.backendGet(f, v)
 	ws := n.finish(f)
+	answered := status == wire.StatusOK || status == wire.StatusNotFound
+	if f.shared && !tracked && answered && len(ws) > 1 {
+		n.stats.untracked.Add(uint64(len(ws) - 1))
+		again := &flight{key: f.key, digest: f.digest, waiters: ws[1:]}
+		ws = ws[:1]
+		n.spawn(func() { n.forward(again, n.view.Load()) }) // closing: nobody will be answered
+	}
 	cur := n.view.Load()
 	now := time.Now()
 	reply := wire.Message{
@@ -168,13 +202,14 @@ func (n *Node) answerWaiters(out transport.Sender, reply *wire.Message, ws []wai
 	}
 }
 
-// backendGet sends GET for f's key to its shim under v.
-func (n *Node) backendGet(f *flight, v *view) (wire.Status, []byte, uint64) {
+// backendGet sends GET for f's key to its shim under v. tracked reports
+// that the reply carried FlagTracked.
+func (n *Node) backendGet(f *flight, v *view) (status wire.Status, value []byte, version uint64, tracked bool) {
 	dst, ok := v.shim(f.key)
 	if !ok {
 		n.stats.backendErrors.Add(1)
 		n.log.Debug("no shim address for key", "key", f.key, "map_version", v.version)
-		return wire.StatusUnavailable, nil, 0
+		return wire.StatusUnavailable, nil, 0, false
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.BackendTimeout)
 	defer cancel()
@@ -186,7 +221,7 @@ func (n *Node) backendGet(f *flight, v *view) (wire.Status, []byte, uint64) {
 	if err != nil {
 		n.stats.backendErrors.Add(1)
 		n.log.Debug("cannot read key from shim", "key", f.key, "shim", dst, "err", err)
-		return wire.StatusUnavailable, nil, 0
+		return wire.StatusUnavailable, nil, 0, false
 	}
-	return rep.Status, rep.Value, rep.ValueVersion
+	return rep.Status, rep.Value, rep.ValueVersion, rep.Has(wire.FlagTracked)
 }

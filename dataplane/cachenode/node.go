@@ -31,6 +31,7 @@ const (
 	DefaultLoadWindow     = 100 * time.Millisecond
 	DefaultBackendTimeout = time.Second
 	DefaultParkTimeout    = 100 * time.Millisecond
+	DefaultLease          = time.Second
 	// fetchParallelism bounds the FETCH calls of one insertion interval.
 	fetchParallelism = 64
 )
@@ -75,6 +76,12 @@ type Config struct {
 	// DefaultParkTimeout; negative: reads never wait, each starts its own
 	// backend read). Keep it below the clients' attempt timeout.
 	ParkTimeout time.Duration
+	// Lease is the serving lease (default DefaultLease): after a read of
+	// its map source that found it Active (Renew), the node serves cached
+	// values for this long and no longer; storage shims stop waiting for a
+	// node that left the ring only after the same time. Renew it several
+	// times per Lease.
+	Lease time.Duration
 	// EmulatedRate is the node's emulated capacity in work units per
 	// second (package capacity; DistCache §6.1); 0 means unlimited. A hit
 	// costs 1 unit, and so does each INVALIDATE and each UPDATE of a key
@@ -105,6 +112,9 @@ func (c Config) withDefaults() Config {
 	if c.ParkTimeout == 0 {
 		c.ParkTimeout = DefaultParkTimeout
 	}
+	if c.Lease == 0 {
+		c.Lease = DefaultLease
+	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}
@@ -127,6 +137,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("capacity bytes %d must not be negative", c.CapacityBytes)
 	case c.LoadWindow < 0 || c.BackendTimeout < 0:
 		return errors.New("load window and backend timeout must not be negative")
+	case c.Lease < 0:
+		return fmt.Errorf("serving lease %v must not be negative", c.Lease)
 	case !(c.EmulatedRate >= 0) || math.IsInf(c.EmulatedRate, 1):
 		return fmt.Errorf("emulated rate %v must be a finite number of work units per second, 0 for unlimited", c.EmulatedRate)
 	}
@@ -172,9 +184,11 @@ type Node struct {
 	reqs  *metrics.Requests
 	stats counters
 	view  atomic.Pointer[view]
+	lease lease // the serving lease (lease.go)
 
 	// mapMu serialises SetMap with InsertHot's ownership checks and
-	// placeholder insertions, so no key is inserted under a superseded map.
+	// placeholder insertions, so no key is inserted under a superseded map,
+	// and with Renew, so a lease is granted only for the map in use.
 	mapMu sync.Mutex
 	// insertMu serialises the plan-and-apply phase of InsertHot.
 	insertMu sync.Mutex
@@ -295,14 +309,17 @@ func (n *Node) spawn(f func()) bool {
 	return true
 }
 
-// SetMap switches the node to p. A node that is Failed in p, or absent from
-// it, drops every entry (shims no longer invalidate it) and caches nothing
-// until a map makes it Active again, when it starts empty; otherwise the
-// entries of keys that moved to another member are dropped. A map older
-// than the current one is rejected (ErrStaleMap) and changes nothing. When p
-// has no member Config.Member in layer Config.Layer, the map is still
-// applied — the node drops its cache and only forwards misses — and the
-// error wraps ErrNotMember.
+// SetMap switches the node to p. A node that is not Active in p (Fenced,
+// Failed, or absent) drops every entry and its lease and serves no cached
+// value until a map makes it Active again, when it starts empty; a map more
+// than one version ahead of the current one also empties the cache, since a
+// map the node never saw may have moved its keys away and back while shims
+// stopped invalidating it (docs/dataplane.md, Fencing); otherwise the
+// entries of keys that moved to another member are dropped. Every backend
+// read in flight is sealed: readers arriving from now on start a new one. A
+// map older than the current one is rejected (ErrStaleMap) and changes
+// nothing. When p has no member Config.Member in layer Config.Layer, the map
+// is still applied and the error wraps ErrNotMember.
 func (n *Node) SetMap(p *partmap.Placement) error {
 	if p == nil {
 		return fmt.Errorf("cannot set partition map of %s: nil map", n.cfg.Member)
@@ -316,10 +333,14 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 	}
 	v := newView(p, n.cfg.Layer, n.cfg.Member, prev, n.log)
 	n.view.Store(v)
+	if !v.active {
+		n.revoke()
+	}
+	n.sealFlights()
 
 	var dropped []string
 	switch {
-	case !v.active || prev == nil || !prev.active:
+	case !v.active || prev == nil || !prev.active || v.version > prev.version+1:
 		dropped = n.store.dropIf(nil)
 	default:
 		dropped = n.store.dropIf(func(key string) bool { return !v.owns(key) })

@@ -205,11 +205,17 @@ func TestSetMap(t *testing.T) {
 			if tt.name == "member joins: moved keys dropped" && (kept == 0 || kept == len(keys)) {
 				t.Fatalf("kept %d of %d keys: the test needs keys on both members", kept, len(keys))
 			}
-			// Whatever the change, the node still answers and, when
-			// active, caches again.
+			// Whatever the change, the node still answers: with the value
+			// when Active, with not_owner and its map version otherwise, so
+			// that a reader with an older map reads elsewhere.
 			k := keys[0]
-			if rep := h.get(k); rep.Status != wire.StatusOK || string(rep.Value) != "v-"+k {
+			rep := h.get(k)
+			active := h.m.Layers[0].Members[0].State == partmap.Active
+			switch {
+			case active && (rep.Status != wire.StatusOK || string(rep.Value) != "v-"+k):
 				t.Errorf("GET after map change: %s %q", rep.Status, rep.Value)
+			case !active && (rep.Status != wire.StatusNotOwner || rep.MapVersion != uint64(h.m.Version)):
+				t.Errorf("GET of a node not Active: %s, map version %d; want not_owner, %d", rep.Status, rep.MapVersion, h.m.Version)
 			}
 		})
 	}

@@ -24,11 +24,17 @@ type Stats struct {
 	Fills          uint64 // FETCH replies applied
 	FillsIgnored   uint64 // FETCH replies not applied (stale)
 	FillsFailed    uint64 // FETCHes that failed: entry removed
-	Refused        uint64 // fills over CapacityBytes (also in FillsFailed)
+	FillsRefused   uint64 // fills over CapacityBytes (also in FillsFailed)
 	Inserts        uint64 // placeholders added by the insertion loop
 	Evictions      uint64 // entries evicted (plan or update over CapacityBytes)
 	Dropped        uint64 // entries dropped by map changes
 	NotOwner       uint64 // requests of another role (PUT, DEL, FETCH)
+	Refused        uint64 // GETs refused with not_owner: the node is not Active in its map
+	Unleased       uint64 // GETs of a valid copy served as misses: the serving lease had run out
+	Untracked      uint64 // coalesced readers read again: the shim no longer invalidated this node for the key
+	Renewals       uint64 // serving lease renewals
+	LeaseStarts    uint64 // renewals that started a new lease (the previous one had run out)
+	Leased         bool   // the serving lease is valid now
 	Work           uint64 // work units taken from the emulated capacity (hits, coherence of held keys)
 	Items          int64  // entries now, placeholders included
 	Bytes          int64  // value bytes now
@@ -40,8 +46,9 @@ type Stats struct {
 type counters struct {
 	gets, hits, misses, coalesced, duplicates, notFound, backendErrors atomic.Uint64
 	invalidations, updates, updatesIgnored                             atomic.Uint64
-	fills, fillsIgnored, fillsFailed, refused, inserts, evictions      atomic.Uint64
+	fills, fillsIgnored, fillsFailed, fillsRefused, inserts, evictions atomic.Uint64
 	dropped, notOwner, parked, parkForwarded                           atomic.Uint64
+	refused, unleased, untracked                                       atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters. They are read one at a time, so
@@ -56,8 +63,11 @@ func (n *Node) Stats() Stats {
 		Invalidations: c.invalidations.Load(), Updates: c.updates.Load(),
 		UpdatesIgnored: c.updatesIgnored.Load(), Fills: c.fills.Load(),
 		FillsIgnored: c.fillsIgnored.Load(), FillsFailed: c.fillsFailed.Load(),
-		Refused: c.refused.Load(), Inserts: c.inserts.Load(), Evictions: c.evictions.Load(),
+		FillsRefused: c.fillsRefused.Load(), Inserts: c.inserts.Load(), Evictions: c.evictions.Load(),
 		Dropped: c.dropped.Load(), NotOwner: c.notOwner.Load(), Work: n.work.Used(),
+		Refused: c.refused.Load(), Unleased: c.unleased.Load(), Untracked: c.untracked.Load(),
+		Renewals: n.lease.renewals.Load(), LeaseStarts: n.lease.expiries.Load(),
+		Leased: n.leased(time.Now()),
 		Items: n.store.items.Load(), Bytes: n.store.bytes.Load(),
 		Load:      n.loadAt(n.now(time.Now())),
 		Transport: n.ep.Stats(),

@@ -18,15 +18,18 @@ import (
 // request is delivered on held and answered only when the test releases it.
 // Retransmissions of a request (same source and sequence number) are not
 // counted again: they are ignored while the request is held and get the same
-// reply afterwards.
+// reply afterwards. Its GET replies carry FlagTracked, as the real shim's do
+// for the key's Active owner when no write is in progress, unless
+// untracked.
 type stubShim struct {
 	t  testing.TB
 	ep *transport.Endpoint
 	// held receives every new request of a held op.
 	held chan *heldRequest
 
-	mu       sync.Mutex // guards everything below
-	values   map[string][]byte
+	mu        sync.Mutex // guards everything below
+	untracked bool       // GET replies without FlagTracked
+	values    map[string][]byte
 	counter  uint64 // ValueVersion of every reply (C in FETCH replies)
 	hold     map[wire.Op]bool
 	requests map[wire.Op]int // distinct requests received, by op
@@ -53,6 +56,10 @@ type stubOption func(*stubShim)
 func withValue(key, value string) stubOption {
 	return func(s *stubShim) { s.values[key] = []byte(value) }
 }
+
+// untracked leaves FlagTracked off GET replies: the shim does not promise
+// to invalidate the node for the key.
+func untracked() stubOption { return func(s *stubShim) { s.untracked = true } }
 
 // withCounter sets the version counter.
 func withCounter(c uint64) stubOption { return func(s *stubShim) { s.counter = c } }
@@ -139,6 +146,9 @@ func (s *stubShim) answer(src netip.AddrPort, req *wire.Message, status wire.Sta
 	}
 	id := requestID{src, req.Op, req.Seq}
 	s.mu.Lock()
+	if req.Op == wire.OpGet && !s.untracked {
+		r.Flags = wire.FlagTracked
+	}
 	delete(s.pending, id)
 	s.replied[id] = r
 	s.mu.Unlock()

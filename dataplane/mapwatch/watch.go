@@ -7,6 +7,12 @@
 //
 // The file is polled rather than watched with inotify: Kubernetes updates a
 // mounted ConfigMap by swapping a symlink, which polling sees reliably.
+//
+// Every poll that finds the current map (unchanged, or newer and installed)
+// is also reported to the read observers with the time the read started:
+// a cache node renews its serving lease from it (docs/dataplane.md,
+// Fencing), so a node that stops reading its map stops serving cached
+// values.
 package mapwatch
 
 import (
@@ -24,10 +30,14 @@ import (
 )
 
 // DefaultInterval is the polling period of Run.
-const DefaultInterval = time.Second
+const DefaultInterval = 200 * time.Millisecond
 
 // Subscriber receives every newer map.
 type Subscriber func(*partmap.Placement) error
+
+// ReadObserver learns of every read of the file that found the current
+// map: when the read started and the map's version.
+type ReadObserver func(at time.Time, version int64)
 
 // Watcher holds the current map of one file.
 type Watcher struct {
@@ -38,6 +48,7 @@ type Watcher struct {
 	cur  *partmap.Placement
 	raw  []byte
 	subs []Subscriber
+	obs  []ReadObserver
 }
 
 // Load reads and compiles the map at path; it fails when the file does not
@@ -76,6 +87,13 @@ func (w *Watcher) Current() *partmap.Placement {
 	return w.cur
 }
 
+// Refresh reads the file now (Reload) and returns the current map: the
+// newer one if the file had it. A client uses it as its map source.
+func (w *Watcher) Refresh() (*partmap.Placement, error) {
+	_, err := w.Reload()
+	return w.Current(), err
+}
+
 // Subscribe adds fn, which is called with every newer map (not the current
 // one).
 func (w *Watcher) Subscribe(fn Subscriber) {
@@ -84,16 +102,28 @@ func (w *Watcher) Subscribe(fn Subscriber) {
 	w.mu.Unlock()
 }
 
+// OnRead adds fn, which is called after every read that found the current
+// map, once the subscribers have applied it.
+func (w *Watcher) OnRead(fn ReadObserver) {
+	w.mu.Lock()
+	w.obs = append(w.obs, fn)
+	w.mu.Unlock()
+}
+
 // Reload reads the file once. It reports whether a newer map was installed;
 // subscribers run before it returns, in order, and their errors are joined.
+// When the file holds the current map (unchanged, or newer and applied by
+// every subscriber) the read observers learn when the read started.
 func (w *Watcher) Reload() (bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	at := time.Now()
 	raw, err := os.ReadFile(w.path)
 	if err != nil {
 		return false, fmt.Errorf("cannot read partition map: %w", err)
 	}
 	if bytes.Equal(raw, w.raw) {
+		w.observe(at)
 		return false, nil
 	}
 	_, p, err := read(w.path)
@@ -117,7 +147,16 @@ func (w *Watcher) Reload() (bool, error) {
 	if len(errs) > 0 {
 		return true, fmt.Errorf("cannot apply partition map version %d: %w", p.Version(), errors.Join(errs...))
 	}
+	w.observe(at)
 	return true, nil
+}
+
+// observe tells the read observers that a read started at at found the
+// current map. The caller holds mu.
+func (w *Watcher) observe(at time.Time) {
+	for _, fn := range w.obs {
+		fn(at, w.cur.Version())
+	}
 }
 
 // Run polls the file every interval until ctx ends, logging failures.

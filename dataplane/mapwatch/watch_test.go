@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/placement/partmap"
@@ -38,12 +39,13 @@ func TestReload(t *testing.T) {
 		wantErr   string
 		wantVer   int64
 		notifyVer int64
+		readVer   int64 // the version read observers learn of; 0: not told
 	}{
-		{"same bytes", func(string) error { return nil }, false, "", 1, 0},
-		{"newer version", func(p string) error { return mapwatch.WriteFile(p, m2) }, true, "", 2, 2},
-		{"garbage", func(p string) error { return os.WriteFile(p, []byte("{"), 0o600) }, false, "cannot load partition map", 1, 0},
-		{"content without a version bump", func(p string) error { return mapwatch.WriteFile(p, bumped) }, false, "without a version bump", 1, 0},
-		{"missing file", os.Remove, false, "cannot read partition map", 1, 0},
+		{"same bytes", func(string) error { return nil }, false, "", 1, 0, 1},
+		{"newer version", func(p string) error { return mapwatch.WriteFile(p, m2) }, true, "", 2, 2, 2},
+		{"garbage", func(p string) error { return os.WriteFile(p, []byte("{"), 0o600) }, false, "cannot load partition map", 1, 0, 0},
+		{"content without a version bump", func(p string) error { return mapwatch.WriteFile(p, bumped) }, false, "without a version bump", 1, 0, 0},
+		{"missing file", os.Remove, false, "cannot read partition map", 1, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,12 +57,18 @@ func TestReload(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var notified int64
+			var notified, read int64
+			var readAt time.Time
 			w.Subscribe(func(p *partmap.Placement) error { notified = p.Version(); return nil })
+			w.OnRead(func(at time.Time, v int64) { readAt, read = at, v })
 			if err := tt.write(path); err != nil {
 				t.Fatal(err)
 			}
+			before := time.Now()
 			changed, err := w.Reload()
+			if read != tt.readVer || read != 0 && (readAt.Before(before) || readAt.After(time.Now())) {
+				t.Fatalf("read observer told version %d at %v, want %d during the Reload", read, readAt, tt.readVer)
+			}
 			if changed != tt.changed || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("Reload = %v, %v; want %v, error containing %q", changed, err, tt.changed, tt.wantErr)
 			}
@@ -115,9 +123,14 @@ func TestSubscriberErrorsAreReported(t *testing.T) {
 	if err := mapwatch.WriteFile(path, m2); err != nil {
 		t.Fatal(err)
 	}
+	read := false
+	w.OnRead(func(time.Time, int64) { read = true })
 	changed, err := w.Reload()
 	if !changed || !errors.Is(err, boom) {
 		t.Fatalf("Reload = %v, %v; want true and the subscriber's error", changed, err)
+	}
+	if read {
+		t.Fatal("a map a subscriber could not apply was reported as read")
 	}
 }
 

@@ -140,7 +140,8 @@ func TestRetransmittedWriteIsFree(t *testing.T) {
 }
 
 func TestBestEffortInvalidationsCounted(t *testing.T) {
-	e := newEnv(t)
+	// A lease of 1ns: the failed owner is released before the write starts.
+	e := newEnv(t, withConfig(func(c *Config) { c.Lease = time.Nanosecond }))
 	key := e.key(0, "moved")
 	old := e.nodes[e.m.Layers[0].Members[e.place.Owner(0, key)].Name]
 	next, changed, err := e.m.WithState(old.name, partmap.Failed)
@@ -205,7 +206,7 @@ func TestCopiesOfRealNodes(t *testing.T) {
 			n, err := cachenode.New(cachenode.Config{
 				Layer: l.Name, Member: name, Transport: transport.Config{Addr: "127.0.0.1:0"},
 				Interval: -1, Detector: hotkey.Config{Threshold: 1}, BackendTimeout: patience,
-				EmulatedRate: 1e9,
+				EmulatedRate: 1e9, Lease: patience, // renewed once below: it outlasts the test
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -223,6 +224,7 @@ func TestCopiesOfRealNodes(t *testing.T) {
 		if err := n.Start(); err != nil {
 			t.Fatal(err)
 		}
+		n.Renew(time.Now(), e.place.Version())
 	}
 	key := e.key(0, "copied")
 	var owners []*cachenode.Node // by layer

@@ -245,6 +245,9 @@ type env struct {
 
 const testCluster = "test"
 
+// testLease is the serving lease of test shims.
+const testLease = 10 * time.Millisecond
+
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
 	c := envConfig{shards: 1, layers: []partmap.LayerSpec{{Name: "upper", Nodes: 3}, {Name: "lower", Nodes: 2}}}
@@ -260,6 +263,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Transport:  transport.Config{Addr: "127.0.0.1:0"},
 		Redis:      &redis.Options{Addr: e.redis.Addr()},
 		Registerer: e.reg,
+		// A short serving lease: the first write waits it out, and owners
+		// that leave a key are released after it (tests that depend on the
+		// release set their own).
+		Lease: testLease,
 	}
 	for _, f := range c.shim {
 		f(&cfg)
@@ -341,6 +348,18 @@ func (e *env) owners(key string) []*recordingNode {
 func (e *env) callFrom(ep *transport.Endpoint, op wire.Op, key string, value []byte) wire.Message {
 	e.t.Helper()
 	reply, err := e.tryCall(ep, op, key, value)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return reply
+}
+
+// callFromWith sends m from ep to the shim and returns the reply.
+func (e *env) callFromWith(ep *transport.Endpoint, m wire.Message) wire.Message {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	reply, err := ep.Call(ctx, e.shim.Addr(), &m)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -15,8 +15,11 @@ type invalidation struct {
 	done     bool  // the call returned
 	held     bool  // the acknowledgement carried FlagHit
 	err      error // the call failed
-	released bool  // not waited for: a newer map removed the owner
+	released bool  // not waited for (any more): the owner can no longer serve the key
 }
+
+// waiting reports whether phase 1 still waits for c.
+func (c *invalidation) waiting() bool { return !c.done && !c.released }
 
 // invalidationResult is a finished call, by index.
 type invalidationResult struct {
@@ -27,33 +30,39 @@ type invalidationResult struct {
 
 // invalidate is phase 1 (DistCache §4.3): INVALIDATE(key, v) to every owner
 // in parallel, each retransmitted until acknowledged or InvalidateTimeout.
-// It fails unless every owner it waits for acknowledged with StatusOK;
-// best-effort owners get one datagram and are not waited for. It returns
-// the owners phase 2 updates (those that acknowledged) and how many of them
-// held a copy of the key: their acknowledgement carried FlagHit.
+// It fails unless every owner it waits for acknowledged with StatusOK. An
+// owner that can no longer serve the key from a copy — it left the key's
+// ownership, or was fenced, at least the serving lease (plus the map's
+// delivery lag) ago — is released: phase 1 stops waiting for it, and an
+// owner released before the write starts gets one best-effort datagram
+// (owners.go, docs/dataplane.md Fencing). It returns the owners phase 2
+// updates (those that acknowledged) and how many of them held a copy of the
+// key: their acknowledgement carried FlagHit.
 //
 // Phase 1 follows the partition map while it waits (§4.4): when a new map
-// arrives, the owners it no longer has as active members are released —
-// a failed node drops its copies when it loads the map and clients stop
-// reading from it, so waiting for a dead node's acknowledgement would only
-// refuse the write — and the key's owners under the new map are
-// invalidated too. So a write that starts while a cache node dies waits
-// for the failover's map, not for InvalidateTimeout.
+// arrives, the key's owners under it are invalidated too, and the release
+// times of the owners already called are recomputed from it. So a write
+// that starts while a cache node dies waits until the node is fenced for
+// the lease (the failover's fencing step lets that happen within the grace
+// period), not for InvalidateTimeout.
 func (s *Shim) invalidate(key string, v uint64) ([]owner, int, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
 	defer cancel()
 	p := &phaseOne{s: s, ctx: ctx, key: key, v: v, results: make(chan invalidationResult), stop: make(chan struct{})}
 	defer close(p.stop)
+	release := time.NewTimer(time.Hour)
+	defer release.Stop()
 	view := s.view.Load()
-	p.start(view, time.Now())
+	p.follow(view, time.Now(), release)
 	for p.waiting > 0 {
 		select {
 		case r := <-p.results:
 			p.finish(r)
+		case now := <-release.C:
+			p.follow(view, now, release)
 		case <-view.replaced:
 			view = s.view.Load()
-			p.release(view)
-			p.start(view, time.Now())
+			p.follow(view, time.Now(), release)
 		}
 	}
 	return p.outcome()
@@ -72,38 +81,67 @@ type phaseOne struct {
 	stop    chan struct{} // closed when invalidate returns: unread results are dropped
 }
 
-// start invalidates the owners of key under view that phase 1 has not
-// invalidated yet.
-func (p *phaseOne) start(view *mapView, now time.Time) {
-	mv := uint64(view.cur.version)
-	for _, o := range view.owners(p.key, now, p.s.cfg.PrevMapGrace) {
-		if p.has(o) {
+// follow brings phase 1 up to date with view at now: the calls in progress
+// take their owners' release times under view (an owner absent from it is
+// released), those due are released, the owners not called yet are
+// invalidated, and the timer is set for the next release.
+func (p *phaseOne) follow(view *mapView, now time.Time, timer *time.Timer) {
+	owners := view.owners(p.key, now, p.s.releaseAfter(), p.s.cfg.PrevMapGrace)
+	for _, c := range p.calls {
+		if !c.waiting() {
 			continue
 		}
-		m := wire.Message{Header: wire.Header{Op: wire.OpInvalidate, ValueVersion: p.v, MapVersion: mv}, Key: []byte(p.key)}
-		p.s.stats.invalidations.Add(1)
-		if o.bestEffort {
-			m.Seq = p.s.ep.NextSeq()
-			p.s.metrics.invalidationsBestEffort.Inc()
-			if err := p.s.ep.Send(o.addr, &m); err != nil {
-				p.s.log.Debug("best-effort invalidation not sent", "key", p.key, "owner", o.name, "err", err)
+		c.owner.releaseAt = now // not an owner under view any more
+		for _, o := range owners {
+			if o.addr == c.owner.addr {
+				c.owner.releaseAt = o.releaseAt
+				break
 			}
-			p.calls = append(p.calls, &invalidation{owner: o, released: true})
-			continue
 		}
-		ctx, cancel := context.WithCancel(p.ctx)
-		i := len(p.calls)
-		p.calls = append(p.calls, &invalidation{owner: o, cancel: cancel})
-		p.waiting++
-		go func() {
-			reply, err := p.s.call(ctx, o, &m)
-			select {
-			case p.results <- invalidationResult{i: i, held: err == nil && reply.Has(wire.FlagHit), err: err}:
-			case <-p.stop:
-			}
-			cancel()
-		}()
 	}
+	p.releaseDue(view, now)
+	for _, o := range owners {
+		if !p.has(o) {
+			p.start(view, o, now)
+		}
+	}
+	var next time.Time
+	for _, c := range p.calls {
+		if c.waiting() && !c.owner.releaseAt.IsZero() && (next.IsZero() || c.owner.releaseAt.Before(next)) {
+			next = c.owner.releaseAt
+		}
+	}
+	if !next.IsZero() {
+		timer.Reset(next.Sub(now))
+	}
+}
+
+// start invalidates owner o: a call, or one best-effort datagram when o is
+// released already.
+func (p *phaseOne) start(view *mapView, o owner, now time.Time) {
+	m := wire.Message{Header: wire.Header{Op: wire.OpInvalidate, ValueVersion: p.v, MapVersion: uint64(view.cur.version)}, Key: []byte(p.key)}
+	p.s.stats.invalidations.Add(1)
+	if !o.releaseAt.IsZero() && !now.Before(o.releaseAt) {
+		m.Seq = p.s.ep.NextSeq()
+		p.s.metrics.invalidationsBestEffort.Inc()
+		if err := p.s.ep.Send(o.addr, &m); err != nil {
+			p.s.log.Debug("best-effort invalidation not sent", "key", p.key, "owner", o.name, "err", err)
+		}
+		p.calls = append(p.calls, &invalidation{owner: o, released: true})
+		return
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	i := len(p.calls)
+	p.calls = append(p.calls, &invalidation{owner: o, cancel: cancel})
+	p.waiting++
+	go func() {
+		reply, err := p.s.call(ctx, o, &m)
+		select {
+		case p.results <- invalidationResult{i: i, held: err == nil && reply.Has(wire.FlagHit), err: err}:
+		case <-p.stop:
+		}
+		cancel()
+	}()
 }
 
 // has reports whether phase 1 has invalidated o's address already.
@@ -119,7 +157,7 @@ func (p *phaseOne) has(o owner) bool {
 // finish records a call's result.
 func (p *phaseOne) finish(r invalidationResult) {
 	c := p.calls[r.i]
-	if c.released || c.done {
+	if !c.waiting() {
 		return
 	}
 	c.done, c.held, c.err = true, r.held, r.err
@@ -133,17 +171,17 @@ func (p *phaseOne) finish(r invalidationResult) {
 	p.s.metrics.invalidationsOK.Inc()
 }
 
-// release stops waiting for the owners that view has no active member at.
-func (p *phaseOne) release(view *mapView) {
+// releaseDue stops waiting for the calls whose owners are released at now.
+func (p *phaseOne) releaseDue(view *mapView, now time.Time) {
 	for _, c := range p.calls {
-		if c.done || c.released || view.cur.active[c.owner.addr] {
+		if !c.waiting() || c.owner.releaseAt.IsZero() || now.Before(c.owner.releaseAt) {
 			continue
 		}
 		c.released = true
 		c.cancel()
 		p.waiting--
 		p.s.stats.invalidationsReleased.Add(1)
-		p.s.log.Info("invalidation released: owner removed by a new partition map", "key", p.key,
+		p.s.log.Info("invalidation released: the owner can no longer serve the key", "key", p.key,
 			"version", p.v, "owner", c.owner.name, "map_version", view.cur.version)
 	}
 }

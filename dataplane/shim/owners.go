@@ -14,17 +14,32 @@ import (
 type mapState struct {
 	p           *partmap.Placement
 	version     int64
-	rack, shard int                     // this shim's shard in Storage.Racks
-	addrs       *peers.Table            // members' addresses; unknown without a usable one
-	active      map[netip.AddrPort]bool // addresses of the Active members
+	rack, shard int          // this shim's shard in Storage.Racks
+	addrs       *peers.Table // members' addresses; unknown without a usable one
 }
 
-// mapView is what requests read: the current map and, for PrevMapGrace
-// after a change, the one it replaced. It is immutable; SetMap swaps it.
+// pastMap is a map that a newer one replaced, with when this shim installed
+// its successor: its owners of a key stopped owning it no earlier.
+type pastMap struct {
+	st       *mapState
+	replaced time.Time
+}
+
+// mapView is what requests read: the current map, the maps it replaced
+// within PrevMapGrace (newest first), and since when each member that is
+// not Active in the current map has been so in every map this shim
+// installed. It is immutable; SetMap swaps it.
 type mapView struct {
-	cur     *mapState
-	prev    *mapState // nil before the first change
-	changed time.Time // when cur replaced prev
+	cur  *mapState
+	past []pastMap
+	// inactiveSince maps the name of each member of cur that is not Active
+	// (Fenced or Failed) to when this shim first installed a map, of the
+	// unbroken run up to cur, in which it was not Active.
+	inactiveSince map[string]time.Time
+	// writesFrom is when the shim starts phase 1 of writes: releaseAfter
+	// after its first map, so that no node still serves under a map older
+	// than the first this shim knew, whose owners it cannot invalidate.
+	writesFrom time.Time
 	// replaced is closed when SetMap installs the next view: a write
 	// waiting for phase 1 then re-reads the owners (invalidate.go).
 	replaced chan struct{}
@@ -34,19 +49,20 @@ type mapView struct {
 type owner struct {
 	name string
 	addr netip.AddrPort
-	// bestEffort marks an owner under the previous map that is no longer an
-	// active member: it was removed as failed, so it is sent one
-	// INVALIDATE without waiting for its acknowledgement. A node the
-	// control plane removed drops its copies when it loads the map, and
-	// clients no longer route to it; waiting for a dead node would refuse
-	// every write of its keys for the whole grace period.
-	bestEffort bool
+	// releaseAt, when set, is when the shim stops waiting for the owner's
+	// acknowledgement: the owner left the key's ownership, or was fenced,
+	// at least the serving lease and the map's delivery lag earlier, so it
+	// can no longer serve the key from a copy (docs/dataplane.md,
+	// Fencing). A release time already past means one best-effort
+	// INVALIDATE, not awaited. Zero: an Active owner, waited for until
+	// InvalidateTimeout.
+	releaseAt time.Time
 }
 
 // SetMap installs partition map p. It fails when p has no shard named
-// Config.Shard or when p is older than the current map. The map it
-// replaces stays in use for invalidations for PrevMapGrace: a node that
-// owned a key under it may still hold a copy (DistCache §4.4).
+// Config.Shard or when p is older than the current map. The maps it
+// replaces stay in use for invalidations for PrevMapGrace: a node that
+// owned a key under one may still hold a copy (DistCache §4.4).
 func (s *Shim) SetMap(p *partmap.Placement) error {
 	st, err := s.compileMap(p)
 	if err != nil {
@@ -54,25 +70,52 @@ func (s *Shim) SetMap(p *partmap.Placement) error {
 	}
 	s.mapMu.Lock()
 	defer s.mapMu.Unlock()
-	next := &mapView{cur: st, changed: time.Now(), replaced: make(chan struct{})}
+	now := time.Now()
 	old := s.view.Load()
-	if old != nil {
-		switch {
-		case st.version < old.cur.version:
-			return fmt.Errorf("cannot set partition map version %d: older than the current version %d", st.version, old.cur.version)
-		case st.version == old.cur.version:
-			next.prev, next.changed = old.prev, old.changed
-		default:
-			next.prev = old.cur
-		}
+	next := &mapView{cur: st, replaced: make(chan struct{})}
+	switch {
+	case old == nil:
+		next.writesFrom = now.Add(s.releaseAfter())
+	case st.version < old.cur.version:
+		return fmt.Errorf("cannot set partition map version %d: older than the current version %d", st.version, old.cur.version)
+	case st.version == old.cur.version:
+		next.past, next.writesFrom = old.past, old.writesFrom
+	default:
+		next.past = append([]pastMap{{st: old.cur, replaced: now}}, old.past...)
+		next.writesFrom = old.writesFrom
 	}
+	for len(next.past) > 0 && now.Sub(next.past[len(next.past)-1].replaced) >= s.cfg.PrevMapGrace {
+		next.past = next.past[:len(next.past)-1]
+	}
+	next.inactiveSince = inactiveSince(st, old, now)
 	s.view.Store(next)
 	if old != nil {
 		close(old.replaced)
 	}
 	s.metrics.mapVersion.Set(float64(st.version))
-	s.log.Info("partition map set", "version", st.version)
+	s.log.Info("partition map set", "version", st.version, "replaced_maps_kept", len(next.past))
 	return nil
+}
+
+// inactiveSince records, for every member of st that is not Active, since
+// when this shim has seen it so: the time old recorded, or now.
+func inactiveSince(st *mapState, old *mapView, now time.Time) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, layer := range st.p.Map().Layers {
+		for _, mb := range layer.Members {
+			if mb.State == partmap.Active {
+				continue
+			}
+			since := now
+			if old != nil {
+				if t, ok := old.inactiveSince[mb.Name]; ok {
+					since = t
+				}
+			}
+			out[mb.Name] = since
+		}
+	}
+	return out
 }
 
 // compileMap finds this shim's shard in p and parses the members' addresses.
@@ -89,14 +132,6 @@ func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
 	// A member without a usable address can neither FETCH from this shim
 	// (its source matches no owner) nor be invalidated: it is skipped.
 	st.addrs = peers.Resolve(m, s.log)
-	st.active = make(map[netip.AddrPort]bool)
-	for l, layer := range m.Layers {
-		for i, mb := range layer.Members {
-			if a := st.addrs.Member(l, i); a.IsValid() && mb.State == partmap.Active {
-				st.active[a] = true
-			}
-		}
-	}
 	return st, nil
 }
 
@@ -106,26 +141,13 @@ func (st *mapState) ownsKey(key string) bool {
 	return r == st.rack && sh == st.shard
 }
 
-// appendOwners appends key's owner in every layer of st that has an address
-// and is not in dst yet.
-func (st *mapState) appendOwners(key string, dst []owner) []owner {
-	var buf [8]partmap.Candidate
-	m := st.p.Map()
-	for _, c := range st.p.Candidates(key, buf[:0]) {
-		a := st.addrs.Member(c.Layer, c.Member)
-		if !a.IsValid() || hasOwner(dst, a) {
-			continue
-		}
-		dst = append(dst, owner{name: m.Layers[c.Layer].Members[c.Member].Name, addr: a})
-	}
-	return dst
-}
-
-// isOwner reports whether src is key's owner in some layer of st.
-func (st *mapState) isOwner(key string, src netip.AddrPort) bool {
+// isServingOwner reports whether src is key's Active owner in some layer
+// of st: the node that may fetch the key, and that every write invalidates
+// and waits for.
+func (st *mapState) isServingOwner(key string, src netip.AddrPort) bool {
 	var buf [8]partmap.Candidate
 	for _, c := range st.p.Candidates(key, buf[:0]) {
-		if st.addrs.Member(c.Layer, c.Member) == src {
+		if !c.Fenced && st.addrs.Member(c.Layer, c.Member) == src {
 			return true
 		}
 	}
@@ -141,18 +163,54 @@ func hasOwner(os []owner, a netip.AddrPort) bool {
 	return false
 }
 
-// owners returns the nodes a write of key at now must invalidate: its
-// owners under the current map and, within grace of the last change, under
-// the previous one, each address once. Previous owners that are not active
-// members of the current map are best effort.
-func (v *mapView) owners(key string, now time.Time, grace time.Duration) []owner {
-	os := v.cur.appendOwners(key, make([]owner, 0, 4))
-	if v.prev != nil && now.Sub(v.changed) < grace {
-		n := len(os)
-		os = v.prev.appendOwners(key, os)
-		for i := n; i < len(os); i++ {
-			os[i].bestEffort = !v.cur.active[os[i].addr]
+// owners returns the nodes a write of key at now must invalidate, each
+// address once: its owners under the current map — Active ones waited for,
+// Fenced ones until they have been fenced for release — and its owners
+// under the maps replaced less than grace before now, waited for until
+// release after they stopped owning the key (or were fenced, if earlier).
+func (v *mapView) owners(key string, now time.Time, release, grace time.Duration) []owner {
+	var buf [8]partmap.Candidate
+	m := v.cur.p.Map()
+	os := make([]owner, 0, 4)
+	for _, c := range v.cur.p.Candidates(key, buf[:0]) {
+		a := v.cur.addrs.Member(c.Layer, c.Member)
+		if !a.IsValid() || hasOwner(os, a) {
+			continue
+		}
+		o := owner{name: m.Layers[c.Layer].Members[c.Member].Name, addr: a}
+		if since, ok := v.inactiveSince[o.name]; ok {
+			o.releaseAt = since.Add(release)
+		}
+		os = append(os, o)
+	}
+	for _, pm := range v.past { // newest first: the latest time each stopped owning key
+		if now.Sub(pm.replaced) >= grace {
+			break
+		}
+		pmm := pm.st.p.Map()
+		for _, c := range pm.st.p.Candidates(key, buf[:0]) {
+			a := pm.st.addrs.Member(c.Layer, c.Member)
+			if !a.IsValid() || hasOwner(os, a) {
+				continue
+			}
+			o := owner{name: pmm.Layers[c.Layer].Members[c.Member].Name, addr: a}
+			left := pm.replaced
+			if since, ok := v.inactiveSince[o.name]; ok && since.Before(left) {
+				left = since
+			}
+			o.releaseAt = left.Add(release)
+			os = append(os, o)
 		}
 	}
 	return os
+}
+
+// releaseAfter is how long after a node left a key's ownership, or was
+// fenced, the shim stops waiting for its acknowledgements: the node's
+// serving lease, plus how stale the node's map source may be when it reads
+// it (Config.MapDeliveryLag), plus a margin for clocks that run at
+// slightly different rates (1 % of the sum).
+func (s *Shim) releaseAfter() time.Duration {
+	d := s.cfg.Lease + s.cfg.MapDeliveryLag
+	return d + d/100
 }

@@ -25,8 +25,15 @@ func (s *Shim) redisGet(key string) (wire.Status, []byte) {
 }
 
 // serveGet answers a GET: a cache node's miss or a client's direct read.
+// A node's is marked FlagTracked when no write of the key is in progress
+// and the node is the key's Active owner, checked before Redis is read:
+// every write that has not started yet then invalidates the node before it
+// completes (or after the node has left the key's ownership for the
+// serving lease), so the readers the node coalesced onto this read may
+// take its value (wire.FlagTracked).
 func (s *Shim) serveGet(r *request) {
 	s.stats.gets.Add(1)
+	tracked := !r.direct && s.locks.waiters(r.key) == 0 && s.view.Load().cur.isServingOwner(r.key, r.src)
 	status, value := s.redisGet(r.key)
 	if status == wire.StatusNotFound {
 		s.stats.getMisses.Add(1)
@@ -37,6 +44,9 @@ func (s *Shim) serveGet(r *request) {
 	}
 	s.metrics.requests.Observe(r.op, result, time.Since(r.start))
 	reply := s.replyTo(r, status, 0, value)
+	if tracked {
+		reply.Flags |= wire.FlagTracked
+	}
 	s.send(r.src, &reply)
 }
 
@@ -45,7 +55,8 @@ func (s *Shim) serveGet(r *request) {
 // Redis value, it reads the version counter C and the value. Every write
 // acknowledged before has a version ≤ C and every later write gets one > C,
 // so the node fills its placeholder only if no invalidation newer than the
-// value reached it meanwhile. Only a current owner of the key may fetch it.
+// value reached it meanwhile. Only the key's current Active owner may fetch
+// it.
 func (s *Shim) serveFetch(r *request) {
 	unlock, err := s.locks.lock(s.ctx, r.key)
 	if err != nil { // shutting down
@@ -61,7 +72,7 @@ func (s *Shim) serveFetch(r *request) {
 	// Checked again under the lock: a map change since the handler's check
 	// may have taken the key from the sender, and later writes would not
 	// invalidate it once PrevMapGrace is over.
-	if s.view.Load().cur.isOwner(r.key, r.src) {
+	if s.view.Load().cur.isServingOwner(r.key, r.src) {
 		s.stats.fetches.Add(1)
 		c = s.clock.current()
 		status, value = s.redisGet(r.key)

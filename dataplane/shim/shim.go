@@ -28,6 +28,7 @@ const (
 	DefaultMaxInFlight       = 4096
 	DefaultDedupTTL          = 30 * time.Second
 	DefaultQueueTimeout      = 250 * time.Millisecond
+	DefaultLease             = time.Second
 
 	// Redis client defaults, applied to zero fields of Config.Redis: fail
 	// fast, because a request's client retransmits and a write must not
@@ -58,8 +59,20 @@ type Config struct {
 	// UpdateTimeout is phase 2's budget per write (default 1s).
 	UpdateTimeout time.Duration
 	// PrevMapGrace is how long after a map change the owners under the
-	// previous map are still invalidated (default 2m).
+	// maps it replaced are still invalidated (default 2m); it must be at
+	// least Lease plus MapDeliveryLag.
 	PrevMapGrace time.Duration
+	// Lease is the cache nodes' serving lease (default DefaultLease; it
+	// must equal theirs): once a node has been out of a key's ownership,
+	// or fenced, for Lease plus MapDeliveryLag by this shim's clock, it
+	// can no longer serve the key from a copy and phase 1 stops waiting
+	// for it (docs/dataplane.md, Fencing).
+	Lease time.Duration
+	// MapDeliveryLag bounds how old the map can be that a cache node reads
+	// from its map source: 0 for a file the control plane writes on the
+	// node's host (standalone mode), the kubelet's refresh delay for a
+	// mounted ConfigMap.
+	MapDeliveryLag time.Duration
 	// MaxInFlight bounds the requests being served; beyond it requests get
 	// StatusOverloaded (default 4096). A PUT keeps its slot through phase 2.
 	MaxInFlight int
@@ -100,6 +113,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.QueueTimeout <= 0 {
 		c.QueueTimeout = DefaultQueueTimeout
+	}
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -156,7 +172,7 @@ type Shim struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // request goroutines
 
-	mapMu   sync.Mutex              // serialises SetMap
+	mapMu   sync.Mutex              // serialises SetMap (view stores)
 	view    atomic.Pointer[mapView] // nil until the first SetMap
 	started atomic.Bool
 	closed  atomic.Bool
@@ -164,12 +180,13 @@ type Shim struct {
 
 // request is a request copied out of the transport's buffer.
 type request struct {
-	src   netip.AddrPort
-	op    wire.Op
-	seq   uint64
-	key   string
-	value []byte // PUT only
-	start time.Time
+	src    netip.AddrPort
+	op     wire.Op
+	seq    uint64
+	key    string
+	value  []byte // PUT only
+	direct bool   // a GET with FlagDirect: a client's, not a cache node's
+	start  time.Time
 }
 
 // dedupKey is r's identity in the dedup table.
@@ -184,6 +201,13 @@ func New(cfg Config) (*Shim, error) {
 	}
 	if cfg.Redis == nil {
 		return nil, fmt.Errorf("cannot create shim %s: no Redis options", cfg.Shard)
+	}
+	if cfg.MapDeliveryLag < 0 {
+		return nil, fmt.Errorf("cannot create shim %s: map delivery lag %v must not be negative", cfg.Shard, cfg.MapDeliveryLag)
+	}
+	if need := cfg.Lease + cfg.MapDeliveryLag; cfg.PrevMapGrace < need {
+		return nil, fmt.Errorf("cannot create shim %s: previous map grace %v must be at least the serving lease plus the map delivery lag (%v)",
+			cfg.Shard, cfg.PrevMapGrace, need)
 	}
 	if !(cfg.EmulatedRate >= 0) || math.IsInf(cfg.EmulatedRate, 1) {
 		return nil, fmt.Errorf("cannot create shim %s: emulated rate %v must be a finite number of work units per second, 0 for unlimited",
@@ -278,7 +302,7 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	}
 	key := string(req.Key) // a copy: req aliases the read buffer
 	cur := s.view.Load().cur
-	if !cur.ownsKey(key) || (req.Op == wire.OpFetch && !cur.isOwner(key, src)) {
+	if !cur.ownsKey(key) || (req.Op == wire.OpFetch && !cur.isServingOwner(key, src)) {
 		s.stats.notOwner.Add(1)
 		s.metrics.requests.Observe(req.Op, metrics.StatusResult(wire.StatusNotOwner), time.Since(now))
 		s.replyNow(out, src, req, wire.StatusNotOwner)
@@ -303,7 +327,7 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		s.replyNow(out, src, req, wire.StatusOverloaded)
 		return
 	}
-	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, start: now}
+	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, direct: req.Has(wire.FlagDirect), start: now}
 	if req.Op == wire.OpPut {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 	}

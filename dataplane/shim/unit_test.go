@@ -293,62 +293,94 @@ func TestOwners(t *testing.T) {
 				t.Fatal(err)
 			}
 			v := s.view.Load()
-			os := v.owners("k", time.Now(), time.Hour)
+			os := v.owners("k", time.Now(), time.Hour, time.Hour)
 			if len(os) != tt.want {
 				t.Fatalf("owners = %v, want %d", os, tt.want)
 			}
 			for _, o := range os {
-				if !v.cur.isOwner("k", o.addr) || o.addr.Addr().Is4In6() {
-					t.Errorf("owner %v: isOwner false or address mapped", o)
+				if !v.cur.isServingOwner("k", o.addr) || o.addr.Addr().Is4In6() || !o.releaseAt.IsZero() {
+					t.Errorf("owner %+v: not a serving owner, address mapped, or released", o)
 				}
 			}
-			if v.cur.isOwner("k", netip.MustParseAddrPort("127.0.0.1:1")) {
+			if v.cur.isServingOwner("k", netip.MustParseAddrPort("127.0.0.1:1")) {
 				t.Error("an unknown address owns the key")
 			}
 		})
 	}
 }
 
+// ownerSet is owners by name, with their release times.
+func ownerSet(os []owner) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, o := range os {
+		out[o.name] = o.releaseAt
+	}
+	return out
+}
+
+// TestOwnersAcrossMaps walks a member through Fenced, Failed and Active
+// again, and checks which nodes a write waits for and until when.
 func TestOwnersAcrossMaps(t *testing.T) {
 	addr := func(l, i int) string {
 		return netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(7000+10*l+i)).String()
 	}
+	const key, release = "k", 10 * time.Second
 	m1 := testMap(t, addr)
 	p1 := compile(t, m1)
-	key := "k"
-	old := m1.Layers[0].Members[p1.Owner(0, key)].Name
-	m2, _, err := m1.WithState(old, partmap.Failed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := m1.Layers[0].Members[p1.Owner(0, key)].Name
+	leaf := m1.Layers[1].Members[p1.Owner(1, key)].Name
 	s := newBareShim(t, Config{})
-	for _, p := range []*partmap.Placement{p1, compile(t, m2)} {
-		if err := s.SetMap(p); err != nil {
+	install := func(m *partmap.Map) (before, after time.Time) {
+		t.Helper()
+		before = time.Now()
+		if err := s.SetMap(compile(t, m)); err != nil {
 			t.Fatal(err)
 		}
+		return before, time.Now()
 	}
+	within := func(what string, got, lo, hi time.Time) {
+		t.Helper()
+		if got.Before(lo.Add(release)) || got.After(hi.Add(release)) {
+			t.Errorf("%s released at %v, want within [%v, %v] + %v", what, got, lo, hi, release)
+		}
+	}
+	install(m1)
+	if got := ownerSet(s.view.Load().owners(key, time.Now(), release, time.Hour)); len(got) != 2 || !got[x].IsZero() || !got[leaf].IsZero() {
+		t.Fatalf("all Active: owners %v, want %s and %s waited for", got, x, leaf)
+	}
+
+	m2, _, _ := m1.WithState(x, partmap.Fenced)
+	fencedLo, fencedHi := install(m2)
+	got := ownerSet(s.view.Load().owners(key, time.Now(), release, time.Hour))
+	if len(got) != 2 || !got[leaf].IsZero() {
+		t.Fatalf("fenced: owners %v, want %s and %s", got, x, leaf)
+	}
+	within("fenced owner", got[x], fencedLo, fencedHi)
+
+	m3, _, _ := m2.WithState(x, partmap.Failed)
+	install(m3)
+	z := m3.Layers[0].Members[compile(t, m3).Owner(0, key)].Name
+	got = ownerSet(s.view.Load().owners(key, time.Now(), release, time.Hour))
+	if len(got) != 3 || !got[z].IsZero() || !got[leaf].IsZero() {
+		t.Fatalf("failed: owners %v, want %s (new owner) and %s waited for, and %s", got, z, leaf, x)
+	}
+	within("failed owner, released from when it was fenced", got[x], fencedLo, fencedHi)
+
+	// Re-installing the current version keeps the replaced maps and times.
 	v := s.view.Load()
-	tests := []struct {
-		name  string
-		at    time.Duration // after the change
-		grace time.Duration
-		want  int
-	}{
-		{name: "within grace: both maps", at: time.Second, grace: time.Minute, want: 3},
-		{name: "grace over: current map", at: time.Minute, grace: time.Minute, want: 2},
+	install(m3)
+	if w := s.view.Load(); len(w.past) != len(v.past) || !w.inactiveSince[x].Equal(v.inactiveSince[x]) {
+		t.Error("re-setting the same version changed the replaced maps or the fencing times")
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if os := v.owners(key, v.changed.Add(tt.at), tt.grace); len(os) != tt.want {
-				t.Errorf("owners = %v, want %d", os, tt.want)
-			}
-		})
+
+	m4, _, _ := m3.WithState(x, partmap.Active)
+	restoredLo, restoredHi := install(m4)
+	got = ownerSet(s.view.Load().owners(key, time.Now(), release, time.Hour))
+	if len(got) != 3 || !got[x].IsZero() || !got[leaf].IsZero() {
+		t.Fatalf("restored: owners %v, want %s and %s waited for, and %s", got, x, leaf, z)
 	}
-	// Re-installing the current version keeps the previous map and its time.
-	if err := s.SetMap(compile(t, m2)); err != nil {
-		t.Fatal(err)
-	}
-	if w := s.view.Load(); w.prev != v.prev || !w.changed.Equal(v.changed) {
-		t.Error("re-setting the same version replaced the previous map")
+	within("owner that gave the key back", got[z], restoredLo, restoredHi)
+	if _, ok := s.view.Load().inactiveSince[x]; ok {
+		t.Errorf("restored member %s still recorded as inactive", x)
 	}
 }

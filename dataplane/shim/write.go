@@ -72,6 +72,9 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 	} else {
 		s.stats.dels.Add(1)
 	}
+	if err := s.waitWritable(); err != nil {
+		return wire.StatusInternal, 0, nil
+	}
 	now := time.Now()
 	v := s.clock.next(now)
 	owners, copies, err := s.invalidate(r.key, v)
@@ -99,6 +102,24 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 		return wire.StatusUnavailable, v, owners
 	}
 	return wire.StatusOK, v, owners
+}
+
+// waitWritable waits until the shim may start phase 1 (mapView.writesFrom):
+// a node that cached keys under a map older than the shim's first cannot
+// serve them any more. It fails only when the shim closes.
+func (s *Shim) waitWritable() error {
+	d := time.Until(s.view.Load().writesFrom)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-s.ctx.Done():
+		return fmt.Errorf("cannot write: %w", s.ctx.Err())
+	}
 }
 
 // update is phase 2 of write r of version v, which ended with status: an

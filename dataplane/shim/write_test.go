@@ -145,16 +145,19 @@ func TestPreviousMapOwners(t *testing.T) {
 	tests := []struct {
 		name      string
 		grace     time.Duration
+		lease     time.Duration
 		wantOld   bool
-		oldSilent bool // the failed member is dead: it must not block writes
+		oldSilent bool // the failed member is dead: it must not block writes past the lease
 	}{
-		{name: "within grace", grace: 0 /* default 2m */, wantOld: true},
-		{name: "within grace, failed member dead", grace: 0, wantOld: true, oldSilent: true},
-		{name: "grace over", grace: time.Nanosecond, wantOld: false},
+		{name: "within grace", grace: 0 /* default 2m */, lease: testLease, wantOld: true},
+		{name: "within grace, failed member dead", grace: 0, lease: testLease, wantOld: true, oldSilent: true},
+		{name: "grace over", grace: time.Nanosecond, lease: time.Nanosecond, wantOld: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, withConfig(func(c *Config) { c.PrevMapGrace = tt.grace; c.InvalidateTimeout = patience }))
+			e := newEnv(t, withConfig(func(c *Config) {
+				c.PrevMapGrace, c.Lease, c.InvalidateTimeout = tt.grace, tt.lease, patience
+			}))
 			key := e.key(0, "moved")
 			old := e.nodes[e.m.Layers[0].Members[e.place.Owner(0, key)].Name]
 			old.setSilent(tt.oldSilent)
@@ -173,8 +176,8 @@ func TestPreviousMapOwners(t *testing.T) {
 					t.Errorf("current owner %s not invalidated", n.name)
 				}
 			}
-			// The failed previous owner gets one best-effort datagram that
-			// the write does not wait for.
+			// The failed previous owner is invalidated; the write waits for
+			// it only until the serving lease has run out since it failed.
 			if tt.wantOld {
 				old.waitFor(t, wire.OpInvalidate, key, r.ValueVersion)
 			} else if _, ok := old.find(wire.OpInvalidate, key, r.ValueVersion); ok {

@@ -37,5 +37,9 @@
 // key (a valid copy, or a placeholder waiting for its fill), so the write
 // has a copy to invalidate and then update — the coherence work the shim
 // accounts for (DistCache §4.3). An INVALIDATE_ACK without FlagHit means
-// the node had nothing to invalidate. Other ops do not set it.
+// the node had nothing to invalidate. Other ops do not set it. FlagTracked
+// appears only on a shim's GET_REPLY to a cache node: the shim will
+// invalidate that node before any later write of the key completes, so the
+// node may hand the reply to readers that joined its request (see
+// FlagTracked).
 package wire

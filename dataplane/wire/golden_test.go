@@ -46,6 +46,8 @@ func goldenVectors(t testing.TB) []golden {
 			msg(withOp(wire.OpGetReply), withSeq(1), withValue([]byte("hello")), withFlags(wire.FlagHit), withTelemetry(7, 1234), withVersion(99), withMapVersion(3))},
 		{"get_reply_miss_not_found", `GET_REPLY key "key:42" seq 1, status not_found, map version 3`,
 			msg(withOp(wire.OpGetReply), withSeq(1), withStatus(wire.StatusNotFound), withMapVersion(3))},
+		{"get_reply_tracked", `GET_REPLY key "key:42" seq 1, value "hello", FlagTracked (a shim's reply to a cache node that it keeps invalidating), map version 3`,
+			msg(withOp(wire.OpGetReply), withSeq(1), withValue([]byte("hello")), withFlags(wire.FlagTracked), withMapVersion(3))},
 		{"put", `PUT key "key:42" seq 2, value 100 bytes of 0xab, map version 3`,
 			msg(withOp(wire.OpPut), withSeq(2), withValue(repeat(0xAB, 100)), withMapVersion(3))},
 		{"put_reply_unavailable", `PUT_REPLY key "key:42" seq 2, status unavailable, map version 3`,

@@ -88,7 +88,13 @@ const (
 	// FlagDirect marks a GET a client sent straight to the storage shim
 	// (no cache layer on the path).
 	FlagDirect Flag = 1 << 3
-	flagMask        = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect
+	// FlagTracked marks a storage shim's GET_REPLY to a cache node that
+	// the shim read while no write of the key was in progress and while
+	// every later write of the key invalidates that node first: readers
+	// that joined the node's backend read after it left may take the
+	// reply (CableCache's coalescing, made safe across map changes).
+	FlagTracked Flag = 1 << 4
+	flagMask         = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect | FlagTracked
 )
 
 // Status is a reply's outcome.

@@ -4,7 +4,9 @@
 // (DistCache §3), all on loopback UDP. Tests publish partition map versions
 // to every component (and optionally to a map file, as standalone mode
 // does), stop and restart cache nodes, and create clients that follow the
-// map.
+// map. The published map is the nodes' map source: every running node
+// renews its serving lease from it every RenewEvery, as a node process does
+// from its map file.
 package clustertest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,6 +26,9 @@ import (
 	"github.com/distcache/distcache/internal/redistest"
 	"github.com/distcache/distcache/placement/partmap"
 )
+
+// RenewEvery is how often the cluster renews its nodes' serving leases.
+const RenewEvery = 50 * time.Millisecond
 
 // Config shapes a cluster.
 type Config struct {
@@ -109,7 +115,37 @@ func Start(t *testing.T, cfg Config) *Cluster {
 			t.Fatal(err)
 		}
 	}
+	done := make(chan struct{})
+	var renewing sync.WaitGroup
+	renewing.Go(func() { c.renewLoop(done) })
+	t.Cleanup(func() { close(done); renewing.Wait() })
 	return c
+}
+
+// renewLoop renews every running node's lease every RenewEvery until done
+// is closed.
+func (c *Cluster) renewLoop(done <-chan struct{}) {
+	t := time.NewTicker(RenewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			c.renew()
+		}
+	}
+}
+
+// renew reads the published map, as a node reads its map file, and renews
+// every running node's lease from that read.
+func (c *Cluster) renew() {
+	at := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.nodes {
+		n.Renew(at, c.p.Version())
+	}
 }
 
 // newNode creates (but does not start) the cache node of member and
@@ -146,6 +182,7 @@ func (c *Cluster) publish(m *partmap.Map) error {
 	if err != nil {
 		return err
 	}
+	at := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.p = p
@@ -158,6 +195,7 @@ func (c *Cluster) publish(m *partmap.Map) error {
 		if err := n.SetMap(p); err != nil {
 			return fmt.Errorf("node %s: %w", name, err)
 		}
+		n.Renew(at, p.Version())
 	}
 	for _, cl := range c.clients {
 		cl.SetMap(p)
@@ -192,6 +230,7 @@ func (c *Cluster) StopNode(member string) (netip.AddrPort, error) {
 // StartNode starts a fresh node (empty cache) for member on addr with the
 // current map.
 func (c *Cluster) StartNode(member string, addr netip.AddrPort) error {
+	at := time.Now() // the lease starts no later than the read of the map
 	p := c.Placement()
 	l, _, ok := p.Map().Member(member)
 	if !ok {
@@ -204,6 +243,7 @@ func (c *Cluster) StartNode(member string, addr netip.AddrPort) error {
 	if err := n.SetMap(p); err != nil {
 		return err
 	}
+	n.Renew(at, p.Version())
 	return n.Start()
 }
 

@@ -154,7 +154,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			a.shards = append(a.shards, shimAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: shard, Kind: Shim, Shard: shard, Path: o.Binary,
-				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr), addr(tcp[0]), p.MapFile, o.ShardRate),
+				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, topology.LocalMapDeliveryLag), addr(tcp[0]), p.MapFile, o.ShardRate),
 				Addr:    shimAddr,
 				LogFile: o.log(shard), MetricsAddr: addr(tcp[0]), EmulatedRate: o.ShardRate,
 			})

@@ -89,6 +89,11 @@ func withRouting(f func(*v1alpha1.RoutingSpec)) clusterOption {
 	return func(c *v1alpha1.CacheCluster) { f(&c.Spec.Routing) }
 }
 
+// withCoherence changes the cluster's coherence spec.
+func withCoherence(f func(*v1alpha1.CoherenceSpec)) clusterOption {
+	return func(c *v1alpha1.CacheCluster) { f(&c.Spec.Coherence) }
+}
+
 // withFailover changes the cluster's failover spec.
 func withFailover(f func(*v1alpha1.FailoverSpec)) clusterOption {
 	return func(c *v1alpha1.CacheCluster) { f(&c.Spec.Failover) }

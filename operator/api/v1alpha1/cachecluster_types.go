@@ -96,6 +96,9 @@ type RoutingSpec struct {
 }
 
 // CoherenceSpec tunes the two-phase write protocol (DistCache §4.3).
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.servingLease) || duration(self.servingLease) >= duration('100ms')",message="coherence.servingLease must be at least 100ms"
+// +kubebuilder:validation:XValidation:rule="!has(self.servingLease) || !has(self.previousMapGrace) || duration(self.previousMapGrace) >= duration(self.servingLease)",message="coherence.previousMapGrace must be at least coherence.servingLease"
 type CoherenceSpec struct {
 	// InvalidateTimeout bounds phase 1: a write whose invalidations are not
 	// all acknowledged in time is refused and not applied.
@@ -105,12 +108,25 @@ type CoherenceSpec struct {
 	// +optional
 	InvalidateTimeout *metav1.Duration `json:"invalidateTimeout,omitempty"`
 	// PreviousMapGrace is how long after a map change writes also
-	// invalidate the owners under the previous map.
+	// invalidate the owners under the maps it replaced.
 	// +kubebuilder:default="2m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	PreviousMapGrace *metav1.Duration `json:"previousMapGrace,omitempty"`
+	// ServingLease is how long a cache node serves cached values after it
+	// last read the partition map and found itself Active. A node that is
+	// paused, partitioned or slow stops serving when its lease runs out;
+	// storage shims stop waiting for a node that left a key's ownership, or
+	// was fenced, only after the lease (plus the map's delivery lag), and
+	// the failover fences a member that long before failing it. Shorter
+	// leases free writes of a dead node's keys sooner; every node reads its
+	// map several times per lease.
+	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +optional
+	ServingLease *metav1.Duration `json:"servingLease,omitempty"`
 }
 
 // HotKeySpec tunes hot-key detection and insertion (NetCache §4.4).
@@ -224,12 +240,15 @@ type CacheClusterSpec struct {
 }
 
 // MemberState is a member's state in the published partition map.
-// +kubebuilder:validation:Enum=Active;Failed
+// +kubebuilder:validation:Enum=Active;Fenced;Failed
 type MemberState string
 
 const (
 	// MemberActive members own their share of the layer's keys.
 	MemberActive MemberState = "Active"
+	// MemberFenced members keep their share but serve no cached value:
+	// the operator fences a member that is not Ready before it fails it.
+	MemberFenced MemberState = "Fenced"
 	// MemberFailed members own no keys; their share is remapped.
 	MemberFailed MemberState = "Failed"
 )

@@ -31,6 +31,8 @@ const (
 	msgPersistenceOnly = "storage.persistence is only for mode: managed"
 	msgGracePeriod     = "failover.gracePeriod must be at least 1s"
 	msgHoldDown        = "failover.holdDown must be at least 1s"
+	msgServingLease    = "coherence.servingLease must be at least 100ms"
+	msgGraceOverLease  = "coherence.previousMapGrace must be at least coherence.servingLease"
 	msgSwitchOnly      = "switch is only for a layer with backend: switch"
 	msgSwitchNeeded    = "a layer with backend: switch needs switch.fabricRef and switch.role"
 	msgBoundNoNodes    = "a layer bound to storage racks has one node per rack: leave nodes unset"
@@ -114,6 +116,10 @@ func celRuleCases() []ruleCase {
 		})), "spec.storage", msgPersistenceOnly},
 		{"gracePeriod under 1s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.GracePeriod = duration("999ms") })), "spec.failover", msgGracePeriod},
 		{"holdDown of 0s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.HoldDown = duration("0s") })), "spec.failover", msgHoldDown},
+		{"servingLease under 100ms", newCluster(withCoherence(func(c *v1alpha1.CoherenceSpec) { c.ServingLease = duration("99ms") })), "spec.coherence", msgServingLease},
+		{"previousMapGrace under servingLease", newCluster(withCoherence(func(c *v1alpha1.CoherenceSpec) {
+			c.ServingLease, c.PreviousMapGrace = duration("5s"), duration("4s")
+		})), "spec.coherence", msgGraceOverLease},
 		{"CacheCluster name of 31 characters", newCluster(withName(uniqueNameOfLength("cc", 31))), "<nil>", msgClusterName},
 		{"CacheLayer name of 21 characters", longLayer, "<nil>", msgLayerName},
 		{"onos driver without onos", newFabric(withDriver(v1alpha1.DriverONOS)), "spec", msgONOSNeeded},
@@ -294,6 +300,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"routing.telemetryStaleAfter", durationOf(s.Routing.TelemetryStaleAfter), time.Second},
 		{"coherence.invalidateTimeout", durationOf(s.Coherence.InvalidateTimeout), 2 * time.Second},
 		{"coherence.previousMapGrace", durationOf(s.Coherence.PreviousMapGrace), 2 * time.Minute},
+		{"coherence.servingLease", durationOf(s.Coherence.ServingLease), time.Second},
 		{"hotKeys.interval", durationOf(s.HotKeys.Interval), time.Second},
 		{"hotKeys.threshold", s.HotKeys.Threshold, int32(128)},
 		{"failover.gracePeriod", durationOf(s.Failover.GracePeriod), 30 * time.Second},

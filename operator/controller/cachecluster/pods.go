@@ -113,5 +113,5 @@ func mapVolume(cc *v1alpha1.CacheCluster) corev1.Volume {
 
 // shimArgs are the storage shim's flags for a Redis at redisAddr.
 func shimArgs(cc *v1alpha1.CacheCluster, shard, redisAddr string) []string {
-	return topology.ShimArgs(&cc.Spec, shard, redisAddr, "0.0.0.0:"+strconv.Itoa(ShimPort))
+	return topology.ShimArgs(&cc.Spec, shard, redisAddr, "0.0.0.0:"+strconv.Itoa(ShimPort), topology.MountedMapDeliveryLag)
 }

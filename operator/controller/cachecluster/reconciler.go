@@ -194,7 +194,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 	if err != nil {
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
-	policy := topology.FailoverPolicy(&s.cc.Spec)
+	policy := topology.FailoverPolicy(&s.cc.Spec, topology.MountedMapDeliveryLag)
 	s.obs = r.observations(s, next)
 	next, changes, recheck := policy.Apply(next, s.obs, s.now)
 	s.requeue = recheck
@@ -224,7 +224,14 @@ func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, ch
 	for _, c := range changes {
 		reason, kind := "MemberFailed", corev1.EventTypeWarning
 		note := "member %s of layer %s not Ready for %s: marked failed, its keys remapped (partition map v%d)"
-		if c.To == partmap.Active {
+		switch {
+		case c.To == partmap.Fenced:
+			reason = "MemberFenced"
+			note = "member %s of layer %s not Ready for %s: fenced, it serves no cached value and readers leave it (partition map v%d)"
+		case c.To == partmap.Active && c.From == partmap.Fenced:
+			reason, kind = "MemberUnfenced", corev1.EventTypeNormal
+			note = "member %s of layer %s Ready again after %s: serving again, its keys never moved (partition map v%d)"
+		case c.To == partmap.Active:
 			reason, kind = "MemberRestored", corev1.EventTypeNormal
 			note = "member %s of layer %s Ready for %s: restored, its keys given back (partition map v%d)"
 		}
