@@ -68,7 +68,7 @@ func (n *Node) Stats() Stats {
 		Refused: c.refused.Load(), Unleased: c.unleased.Load(), Untracked: c.untracked.Load(),
 		Renewals: n.lease.renewals.Load(), LeaseStarts: n.lease.expiries.Load(),
 		Leased: n.leased(time.Now()),
-		Items: n.store.items.Load(), Bytes: n.store.bytes.Load(),
+		Items:  n.store.items.Load(), Bytes: n.store.bytes.Load(),
 		Load:      n.loadAt(n.now(time.Now())),
 		Transport: n.ep.Stats(),
 	}

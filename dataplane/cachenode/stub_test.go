@@ -30,11 +30,11 @@ type stubShim struct {
 	mu        sync.Mutex // guards everything below
 	untracked bool       // GET replies without FlagTracked
 	values    map[string][]byte
-	counter  uint64 // ValueVersion of every reply (C in FETCH replies)
-	hold     map[wire.Op]bool
-	requests map[wire.Op]int // distinct requests received, by op
-	pending  map[requestID]bool
-	replied  map[requestID]*wire.Message
+	counter   uint64 // ValueVersion of every reply (C in FETCH replies)
+	hold      map[wire.Op]bool
+	requests  map[wire.Op]int // distinct requests received, by op
+	pending   map[requestID]bool
+	replied   map[requestID]*wire.Message
 }
 
 type requestID struct {
