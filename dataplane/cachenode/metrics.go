@@ -40,6 +40,17 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_coalesced_requests_total", "Misses that joined a pending backend read of the same key.", n.stats.coalesced.Load),
 		counter("distcache_parked_requests_total", "Misses that waited for a pending write's phase 2 instead of reading the shim.", n.stats.parked.Load),
 		counter("distcache_parked_forwarded_total", "Parked misses sent to the shim after all: the write's phase 2 was late, lost or failed.", n.stats.parkForwarded.Load),
+		gauge("distcache_lease_valid", "1 while the node holds its serving lease (it serves cached values), else 0.",
+			func() float64 {
+				if n.leased(time.Now()) {
+					return 1
+				}
+				return 0
+			}),
+		counter("distcache_lease_starts_total", "Serving leases started after the previous one had run out (or at start): a node that stops reading its map stops serving.", n.lease.expiries.Load),
+		counter("distcache_unleased_reads_total", "Reads of a valid copy served from storage because the serving lease had run out.", n.stats.unleased.Load),
+		counter("distcache_refused_reads_total", "Reads refused with not_owner because the node is not Active (Fenced or Failed) in its map.", n.stats.refused.Load),
+		counter("distcache_untracked_rereads_total", "Coalesced readers sent to storage again: the shim's reply did not promise to keep invalidating this node for the key.", n.stats.untracked.Load),
 		counter("distcache_work_units_total", "Work units taken from the emulated capacity: 1 per hit, 1 per INVALIDATE and per UPDATE of a held key.", n.work.Used),
 		gauge("distcache_work_capacity", "Emulated capacity in work units per second (0: unlimited).", n.work.Rate),
 	); err != nil {

@@ -284,6 +284,8 @@ func TestMetricsRegistered(t *testing.T) {
 		"distcache_cache_items": 1, "distcache_cache_bytes": 1, "distcache_map_version": 1,
 		"distcache_insertions_total": 1, "distcache_evictions_total": 0,
 		"distcache_coalesced_requests_total": 0, "distcache_requests_total": testThreshold + 1,
+		"distcache_lease_valid": 1, "distcache_lease_starts_total": 1, "distcache_unleased_reads_total": 0,
+		"distcache_refused_reads_total": 0, "distcache_untracked_rereads_total": 0,
 	}
 	for name, v := range want {
 		if g, ok := got[name]; !ok || g != v {

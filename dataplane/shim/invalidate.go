@@ -181,6 +181,7 @@ func (p *phaseOne) releaseDue(view *mapView, now time.Time) {
 		c.cancel()
 		p.waiting--
 		p.s.stats.invalidationsReleased.Add(1)
+		p.s.metrics.invalidationsReleased.Inc()
 		p.s.log.Info("invalidation released: the owner can no longer serve the key", "key", p.key,
 			"version", p.v, "owner", c.owner.name, "map_version", view.cur.version)
 	}

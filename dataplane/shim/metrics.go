@@ -17,6 +17,7 @@ type shimMetrics struct {
 	invalidationsOK         prometheus.Counter
 	invalidationsFail       prometheus.Counter
 	invalidationsBestEffort prometheus.Counter
+	invalidationsReleased   prometheus.Counter
 	copies                  prometheus.Counter
 	updatesOK               prometheus.Counter
 	updatesFail             prometheus.Counter
@@ -31,7 +32,7 @@ type shimMetrics struct {
 func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *capacity.Limiter) (*shimMetrics, error) {
 	invalidations := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "distcache_coherence_invalidations_total",
-		Help: "Phase-1 INVALIDATEs sent, by result (ok: acknowledged, failed: not in time, best_effort: sent once to a removed previous owner, not awaited).",
+		Help: "Phase-1 INVALIDATEs sent, by result (ok: acknowledged, failed: not in time, released: no longer awaited once the owner's serving lease ran out after it was removed or fenced, best_effort: sent once to such an owner, not awaited).",
 	}, []string{"result"})
 	copies := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "distcache_coherence_copies_total",
@@ -78,6 +79,7 @@ func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *cap
 		invalidationsOK:         invalidations.WithLabelValues("ok"),
 		invalidationsFail:       invalidations.WithLabelValues("failed"),
 		invalidationsBestEffort: invalidations.WithLabelValues("best_effort"),
+		invalidationsReleased:   invalidations.WithLabelValues("released"),
 		copies:                  copies,
 		updatesOK:               updates.WithLabelValues("ok"),
 		updatesFail:             updates.WithLabelValues("failed"),

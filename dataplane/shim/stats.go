@@ -19,7 +19,7 @@ type Stats struct {
 	Invalidations     uint64 // INVALIDATE calls sent (one per owner and write)
 	CopiesInvalidated uint64 // acknowledged INVALIDATEs that reported a cached copy (FlagHit), of writes that passed phase 1
 	CoherenceFailures uint64 // writes refused because phase 1 was not acknowledged
-	Released          uint64 // phase 1 calls no longer waited for: a new map removed their owner
+	Released          uint64 // phase 1 calls no longer waited for: the owner's lease ran out after it was removed or fenced
 	UpdatesSent       uint64 // UPDATE calls sent (one per owner and PUT)
 	UpdateFailures    uint64 // UPDATE calls not acknowledged in time
 	DuplicateRequests uint64 // retransmitted requests not served again (reads in progress, writes)
