@@ -69,8 +69,9 @@ one machine can show the load balancing of many servers.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "log level of the cluster's processes")
 	f.StringVar(&o.redisServer, "redis-server", "redis-server", "the redis-server program")
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
-	f.DurationVar(&o.probeInterval, "probe-interval", 500*time.Millisecond, "health-check period of the control loop")
-	f.DurationVar(&o.mapPoll, "map-poll", 200*time.Millisecond, "how often processes check the map file for a new version")
+	f.DurationVar(&o.probeInterval, "probe-interval", 250*time.Millisecond, "health-check period of the control loop")
+	f.DurationVar(&o.mapPoll, "map-poll", 100*time.Millisecond,
+		"how often processes check the map file for a new version (at most a quarter of spec.coherence.servingLease: cache nodes renew their lease by reading it)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -115,7 +116,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	}
 	p, err := plan.New(topo, plan.Options{
 		RunDir: runDir, Binary: self, RedisServer: redisPath,
-		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: o.mapPoll, LogLevel: o.logLevel,
+		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: min(o.mapPoll, topology.ServingLease(&topo.Spec)/4), LogLevel: o.logLevel,
 	})
 	if err != nil {
 		return err
