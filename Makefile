@@ -34,8 +34,10 @@ TEST_FLAGS ?=
 # Each entry is a target that must be idempotent (do nothing when the thing is
 # already present): redis-server (with redis-benchmark and redis-cli) for the
 # tests that run a real Redis through internal/redistest; the envtest control
-# plane for the operator's tests; controller-gen for the test that keeps crds/
-# in sync with the API types.
+# plane for the operator's tests; controller-gen for the tests that keep crds/
+# in sync with the API types and the Chaos Mesh CRDs in sync with their pin
+# (the tests of chaos/ also build hack/chaosmesh, a module of its own whose
+# dependencies come from the Go module proxy on first use).
 TEST_DEPS ?= redis-server envtest controller-gen
 
 # Simulator.
@@ -46,7 +48,7 @@ SIM_FLAGS ?=
 FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean manifests envtest controller-gen
+.PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean manifests chaos-crds envtest controller-gen
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -120,6 +122,15 @@ envtest: ## Build kube-apiserver, kubectl and etcd for envtest into TOOLS_DIR (i
 manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code and the CRDs in crds/ from operator/api
 	'$(CONTROLLER_GEN)' object paths=./operator/api/...
 	'$(CONTROLLER_GEN)' crd paths=./operator/api/... output:crd:artifacts:config=crds
+
+# The Chaos Mesh CRDs that the tests of chaos/ install into the envtest API
+# server, generated from the Chaos Mesh API module pinned in
+# hack/chaosmesh/go.mod (a module of its own: it needs other Kubernetes
+# versions than the root module).
+CHAOS_MESH_CRDS_DIR := internal/kubetest/testdata/chaosmesh
+
+chaos-crds: $(CONTROLLER_GEN) ## Regenerate the Chaos Mesh CRDs the chaos/ tests install, from the pin in hack/chaosmesh
+	CONTROLLER_GEN='$(CONTROLLER_GEN)' hack/chaosmesh/crds.sh '$(CHAOS_MESH_CRDS_DIR)'
 
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (installed into TOOLS_DIR if missing)
 	'$(GOLANGCI_LINT)' run $(LINT_FLAGS) ./...

@@ -7,6 +7,9 @@
 // OT-Container-Kit redis-operator's CRD: that project's Go module is not
 // served here. Its schema covers the fields the operator sets, so the API
 // server still checks them.
+//
+// WithChaosMesh also installs Chaos Mesh's CRDs (testdata/chaosmesh, from
+// `make chaos-crds`), for the tests that apply the experiments of chaos/.
 package kubetest
 
 import (
@@ -64,8 +67,29 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// Option changes what Start installs.
+type Option func(*options)
+
+type options struct {
+	crdDirs []string
+}
+
+// ChaosMeshCRDDir holds the Chaos Mesh CRDs that `make chaos-crds` generates.
+func ChaosMeshCRDDir() string {
+	return filepath.Join(RepoRoot(), "internal", "kubetest", "testdata", "chaosmesh")
+}
+
+// WithChaosMesh installs Chaos Mesh's CRDs (ChaosMeshCRDDir) as well.
+func WithChaosMesh() Option {
+	return func(o *options) { o.crdDirs = append(o.crdDirs, ChaosMeshCRDDir()) }
+}
+
 // Start starts the control plane and installs the CRDs.
-func Start() (*Env, error) {
+func Start(opts ...Option) (*Env, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	assets, err := Assets()
 	if err != nil {
 		return nil, err
@@ -77,10 +101,10 @@ func Start() (*Env, error) {
 	root := RepoRoot()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths: []string{
+		CRDDirectoryPaths: append([]string{
 			filepath.Join(root, "crds"),
 			filepath.Join(root, "internal", "kubetest", "testdata"),
-		},
+		}, o.crdDirs...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
 	}
@@ -103,15 +127,16 @@ func (e *Env) Stop() error {
 	return nil
 }
 
-// Main runs a test package against one control plane: it starts it, stores
-// it in *env, runs the tests and stops it. A control plane that cannot
-// start fails the package with the reason, rather than skipping its tests.
-func Main(m *testing.M, env **Env) {
-	os.Exit(run(m, env))
+// Main runs a test package against one control plane: it starts it with
+// opts, stores it in *env, runs the tests and stops it. A control plane that
+// cannot start fails the package with the reason, rather than skipping its
+// tests.
+func Main(m *testing.M, env **Env, opts ...Option) {
+	os.Exit(run(m, env, opts))
 }
 
-func run(m *testing.M, env **Env) int {
-	e, err := Start()
+func run(m *testing.M, env **Env, opts []Option) int {
+	e, err := Start(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
