@@ -24,7 +24,8 @@ const (
 	DefaultStaleAfter     = int64(time.Second)
 	DefaultHalfLife       = int64(200 * time.Millisecond)
 	DefaultAttemptTimeout = 250 * time.Millisecond
-	DefaultAttempts       = 3
+	DefaultAttempts       = 6
+	DefaultRoundPause     = 25 * time.Millisecond
 	DefaultFailBackoff    = 2 * time.Second
 )
 
@@ -41,9 +42,14 @@ type Config struct {
 	// 250ms; the caller's deadline still applies).
 	AttemptTimeout time.Duration
 	// Attempts bounds the requests of one read across its candidates and
-	// the shim, and the calls of one write retried after
-	// COHERENCE_TIMEOUT (default 3).
+	// the shim, round after round, and the calls of one write retried
+	// after COHERENCE_TIMEOUT (default 6: two rounds of two layers and the
+	// shim). The caller's context bounds both too.
 	Attempts int
+	// RoundPause is the pause before a read's second round of attempts,
+	// once every candidate and the shim failed; it doubles for each later
+	// round up to 8 times (default 25ms).
+	RoundPause time.Duration
 	// FailBackoff is how long a node that timed out is skipped (default
 	// 2s); afterwards reads may choose it again, which probes it.
 	FailBackoff time.Duration
@@ -79,6 +85,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Attempts <= 0 {
 		c.Attempts = DefaultAttempts
+	}
+	if c.RoundPause <= 0 {
+		c.RoundPause = DefaultRoundPause
 	}
 	if c.FailBackoff <= 0 {
 		c.FailBackoff = DefaultFailBackoff

@@ -23,9 +23,19 @@
 // chooses it). A reply NOT_OWNER (the node has another map version),
 // OVERLOADED or UNAVAILABLE makes the read try another candidate without
 // marking the node. When no cache candidate is left, the read goes straight
-// to the key's storage shim (FlagDirect), which answers from Redis. Attempts
-// bounds the number of requests a read sends in total, the direct read
-// included. NOT_FOUND is an answer, not a failure: it is never retried.
+// to the key's storage shim (FlagDirect), which answers from Redis. When the
+// shim fails too, the read starts another round after a short pause
+// (RoundPause, doubling): the candidates that are not in FailBackoff, then
+// the shim. Attempts bounds the number of requests a read sends in total, the
+// direct reads included, and the caller's context bounds its time. NOT_FOUND
+// is an answer, not a failure: it is never retried.
+//
+// A node that is not Active in its own map refuses reads with NOT_OWNER and
+// its map version. Every reply carries the replier's map version; a newer
+// one than the client's makes the client read its map source (Config.Maps)
+// in the background, and a refusal from a node with a newer map makes the
+// read wait for that and route again under the new map (docs/dataplane.md,
+// Fencing). Readers never choose a Fenced member.
 //
 // Config.Bypass is the NoCache baseline of the paper's evaluation (§6): every
 // read goes straight to the key's storage shim (FlagDirect), as if there

@@ -131,7 +131,10 @@ type fakeShim struct {
 	// coherenceFails is the number of distinct writes still to answer
 	// COHERENCE_TIMEOUT.
 	coherenceFails int
-	silent         bool
+	// unavailableGets is the number of GETs still to answer UNAVAILABLE
+	// (Redis down behind the shim).
+	unavailableGets int
+	silent          bool
 }
 
 // shimRequest is one datagram a fakeShim received.
@@ -174,6 +177,9 @@ func (s *fakeShim) serve(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	switch st, seen := s.done[req.Seq]; {
 	case seen:
 		r.Status = st
+	case req.Op == wire.OpGet && s.unavailableGets > 0:
+		s.unavailableGets--
+		r.Status = wire.StatusUnavailable
 	case req.Op == wire.OpGet:
 		v, ok := s.data[key]
 		if !ok {

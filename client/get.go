@@ -69,10 +69,15 @@ const (
 	stepRefresh             // the map changed under the read: route it again
 )
 
-// get runs the read attempts; label is the metrics result. A node that
-// refuses the read because its map is newer than the client's makes the
-// client refresh its map (Config.Maps) and route the read again, once per
-// read, without counting the refusal as an attempt.
+// get runs the read attempts; label is the metrics result. A read tries
+// the key's candidates, the least loaded first, and then its storage shim:
+// a round. When every one of them failed, it starts another round after a
+// pause (RoundPause, doubling each round) — a node that timed out is skipped
+// for FailBackoff, so the next round goes to the others — until it has sent
+// Config.Attempts requests or ctx ends. A node that refuses the read because
+// its map is newer than the client's makes the client refresh its map
+// (Config.Maps) and route the read again, once per read, without counting
+// the refusal as an attempt.
 func (c *Client) get(ctx context.Context, key string) (res Result, label string, err error) {
 	if err := checkKey(key); err != nil {
 		return res, metrics.StatusResult(wire.StatusTooLarge), err
@@ -81,25 +86,40 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 	var buf [maxInline]partmap.Candidate
 	cands := v.p.Candidates(key, buf[:0])
 	kb := []byte(key)
-	var tried uint64 // bit i: cands[i] was tried by this read
-	refreshed := false
+	var (
+		tried     uint64 // bit i: cands[i] was tried in this round
+		shimTried bool   // the shim was tried in this round
+		round     int
+		refreshed bool
+	)
 	label, err = metrics.ResultTimeout, errors.New("no attempt made")
 	for attempt := 0; attempt < c.cfg.Attempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return res, metrics.ResultTimeout, err
 		}
-		if attempt > 0 {
-			c.stats.retries.Add(1)
-		}
-		var s step
 		i := -1 // the shim
 		if !c.cfg.Bypass {
 			i = c.choose(v, cands, tried)
 		}
+		if i < 0 && shimTried { // every candidate and the shim failed: a new round
+			round++
+			if err := c.pause(ctx, round); err != nil {
+				return res, metrics.ResultTimeout, err
+			}
+			tried, shimTried = 0, false
+			if !c.cfg.Bypass {
+				i = c.choose(v, cands, tried)
+			}
+		}
+		if attempt > 0 {
+			c.stats.retries.Add(1)
+		}
+		var s step
 		if i >= 0 {
 			tried |= 1 << i
 			res, label, s, err = c.getFromNode(ctx, v, cands[i], kb, !refreshed)
 		} else {
+			shimTried = true
 			res, label, s, err = c.getDirect(ctx, v, key, kb)
 		}
 		switch s {
@@ -113,6 +133,20 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 		}
 	}
 	return res, label, fmt.Errorf("%d attempts failed, last: %w", c.cfg.Attempts, err)
+}
+
+// pause waits before round (1 for the second): RoundPause doubled for each
+// round after the second, at most 8 times RoundPause, or until ctx ends.
+func (c *Client) pause(ctx context.Context, round int) error {
+	d := c.cfg.RoundPause << min(round-1, 3)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // choose returns the index in cands of the candidate to read from: the least

@@ -239,6 +239,25 @@ func TestGetReplyStatuses(t *testing.T) {
 	}
 }
 
+// TestGetTriesAnotherRound checks that a read whose candidates and shim all
+// failed once tries again after a pause, skipping the node that timed out,
+// instead of failing while its context allows.
+func TestGetTriesAnotherRound(t *testing.T) {
+	cl := newCluster(t, withLayers(1))
+	cl.store("k", "stored")
+	cl.nodes[0][0].set(nodeSilent(true)) // dead
+	sh := cl.shimFor("k")
+	sh.do(func(s *fakeShim) { s.unavailableGets = 1 }) // Redis back after one refusal
+	c := newTestClient(t, cl.p)
+	v, err := c.Get(testCtx(t), "k")
+	if err != nil || string(v) != "stored" {
+		t.Fatalf("Get = %q, %v; want the value from the second round", v, err)
+	}
+	if n, shim := cl.nodes[0][0].requests(), distinctSeqs(sh.requests()); n != 1 || shim != 2 {
+		t.Errorf("GETs: %d to the dead node, %d to the shim; want 1 (then skipped) and 2", n, shim)
+	}
+}
+
 func TestGetAttemptsBoundRequests(t *testing.T) {
 	tests := []struct {
 		name      string
