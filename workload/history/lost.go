@@ -88,7 +88,7 @@ type LostWrite struct {
 }
 
 func (l LostWrite) String() string {
-	return fmt.Sprintf("%s: read %s, want %s", l.Key, l.Got, l.Allowed)
+	return fmt.Sprintf("%s: read %s, but only %s could be last", l.Key, l.Got, l.Allowed)
 }
 
 // LostWrites checks the final read of every key in finals against the

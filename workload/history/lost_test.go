@@ -128,7 +128,7 @@ func TestLostWrites(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("LostWrites = %v\nwant %v", got, want)
 	}
-	if s, w := got[1].String(), `lost: read "a", want "b"`; s != w {
+	if s, w := got[1].String(), `lost: read "a", but only "b" could be last`; s != w {
 		t.Fatalf("String() = %s, want %s", s, w)
 	}
 }
