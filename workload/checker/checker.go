@@ -84,7 +84,9 @@ func New(cfg Config) (*Checker, error) {
 }
 
 // Run runs the checked workload (see the package documentation) and
-// returns its verdict; an error means the check could not run: no verdict.
+// returns its verdict. An error without a verdict means the check could
+// not run; when only writing Config.OutDir failed, the verdict comes with
+// the error.
 func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 	c, err := New(cfg)
 	if err != nil {
@@ -168,7 +170,8 @@ func (c *Checker) staleVersion() int64 {
 	return c.clients[0].Placement().Version()
 }
 
-// Run runs the checked workload once.
+// Run runs the checked workload once; its results are Run's (the
+// package-level function's).
 func (c *Checker) Run(ctx context.Context) (*Verdict, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -217,6 +220,6 @@ func (c *Checker) Run(ctx context.Context) (*Verdict, error) {
 // progress reports the phase to Config.Progress.
 func (c *Checker) progress(ph Phase, elapsed time.Duration) {
 	if c.cfg.Progress != nil {
-		c.cfg.Progress(Progress{Phase: ph, Elapsed: elapsed, Duration: c.cfg.Duration, Counts: c.count.snapshot()})
+		c.cfg.Progress(Progress{Phase: ph, Elapsed: elapsed, Duration: c.cfg.Duration, Counts: c.count.snapshot(), MapVersion: c.MapVersion()})
 	}
 }

@@ -41,6 +41,8 @@ type Progress struct {
 	Elapsed, Duration time.Duration
 	// Counts are the counts so far.
 	Counts Counts
+	// MapVersion is the newest partition map version seen.
+	MapVersion int64
 }
 
 // Verdict is what a run found.
