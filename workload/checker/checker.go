@@ -99,10 +99,11 @@ func Run(ctx context.Context, cfg Config) (*Verdict, error) {
 // Close closes the clients.
 func (c *Checker) Close() error {
 	var errs []error
-	for _, cl := range append(c.clients, c.control) {
-		if cl != nil {
-			errs = append(errs, cl.Close())
-		}
+	for _, cl := range c.clients {
+		errs = append(errs, cl.Close())
+	}
+	if c.control != nil {
+		errs = append(errs, c.control.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cannot close the checker's clients: %w", err)
