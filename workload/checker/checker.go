@@ -68,6 +68,7 @@ func New(cfg Config) (*Checker, error) {
 		cc := cfg.Client
 		cc.Seed = cfg.Seed<<8 + uint64(i)
 		cc.Logger = cfg.Logger.With("client", i)
+		cc.Maps = mapSource{c: c, client: i}
 		cl, err := client.New(cc, c.latest)
 		if err != nil {
 			_ = c.Close()
@@ -123,6 +124,26 @@ func (c *Checker) setMap(p *partmap.Placement) error {
 		}
 	}
 	return nil
+}
+
+// mapSource is a client's map source: a read of the map file, except that
+// a stale client keeps the map it has while the stale clients are frozen,
+// even when a node tells it that its map is old.
+type mapSource struct {
+	c      *Checker
+	client int // index in Checker.clients; Config.Clients for the control client
+}
+
+func (s mapSource) Refresh() (*partmap.Placement, error) {
+	if _, err := s.c.watch.Reload(); err != nil {
+		return nil, fmt.Errorf("cannot refresh the partition map: %w", err)
+	}
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if s.c.frozen && s.client < s.c.cfg.StaleClients {
+		return s.c.clients[s.client].Placement(), nil
+	}
+	return s.c.latest, nil
 }
 
 // Freeze keeps the stale clients on the map they have until Thaw.
