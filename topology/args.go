@@ -52,14 +52,11 @@ func ShimArgs(spec *v1alpha1.CacheClusterSpec, shard, redisAddr, listen string) 
 }
 
 // RedisArgs are the redis-server arguments of a storage shard on port,
-// keeping its append-only file in dir when the spec asks for persistence
-// (no snapshots either way).
+// working in dir, with the spec's append-only setting (AppendOnly) and no
+// snapshots.
 func RedisArgs(spec *v1alpha1.CacheClusterSpec, port int, dir string) []string {
-	args := []string{"--port", strconv.Itoa(port), "--save", ""}
-	if spec.Storage.Persistence != nil {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir)
-	}
-	return args
+	args := []string{"--port", strconv.Itoa(port), "--save", "", "--dir", dir}
+	return append(args, AppendOnlyArgs(AppendOnly(spec))...)
 }
 
 // Failover defaults: the API's documented defaults of spec.failover.
