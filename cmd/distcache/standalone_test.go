@@ -66,13 +66,15 @@ func TestUpStatusDown(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
-	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 8 {
-		t.Fatalf("status: %s %s with %d processes, want cli Ready with 8", st.Cluster, st.Phase, len(st.Processes))
+	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 8 || st.Persistence != "aof-everysec" {
+		t.Fatalf("status: %s %s with %d processes, persistence %q; want cli Ready with 8, aof-everysec (the default)",
+			st.Cluster, st.Phase, len(st.Processes), st.Persistence)
 	}
 	if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err == nil || !strings.Contains(out, "already running") {
 		t.Fatalf("a second up: %v\n%s", err, out)
 	}
-	if out, err := run(t, bin, "status", "--run-dir", runDir); err != nil || !strings.Contains(out, "cli-spine-1") {
+	if out, err := run(t, bin, "status", "--run-dir", runDir); err != nil || !strings.Contains(out, "cli-spine-1") ||
+		!strings.Contains(out, "persistence aof-everysec: append-only files in "+filepath.Join(runDir, "redis", "<shard>")) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
 	out, err = run(t, bin, "down", "--run-dir", runDir)
