@@ -47,6 +47,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.mode) || self.mode == 'managed'",message="storage.persistence is only for mode: managed"
 // +kubebuilder:validation:XValidation:rule="!has(self.appendOnly) || !has(self.mode) || self.mode == 'managed'",message="storage.appendOnly is only for mode: managed"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.appendOnly) || self.appendOnly != 'disabled'",message="storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
+// +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence)",message="storage.persistence cannot be added or removed once the cluster exists: the volume claims of a StatefulSet cannot change"
 type StorageSpec struct {
 	// Mode says who runs the Redis servers (default managed).
 	// +kubebuilder:default=managed
