@@ -33,8 +33,9 @@ const (
 	// AppendOnlyAlways logs every write and fsyncs the file before Redis
 	// acknowledges the write.
 	AppendOnlyAlways AppendOnly = "always"
-	// AppendOnlyEverySec logs every write, hands it to the kernel before
-	// Redis acknowledges it, and fsyncs the file once a second.
+	// AppendOnlyEverySec logs every write, normally handing it to the
+	// kernel before Redis acknowledges it (not while a background fsync
+	// is still running), and fsyncs the file once a second.
 	AppendOnlyEverySec AppendOnly = "everysec"
 	// AppendOnlyDisabled keeps the data in memory only.
 	AppendOnlyDisabled AppendOnly = "disabled"
