@@ -3,6 +3,7 @@ package standalone_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/utils/ptr"
 
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/redistest"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone"
@@ -212,11 +215,33 @@ func TestWorkScrapesEveryProcess(t *testing.T) {
 // TestStorageReadinessFollowsRedis kills a shard's redis-server through the
 // control API: the status shows it and its shim (whose health check pings
 // Redis) not ready and the cluster Degraded, and Ready again once Redis is
-// restarted.
+// restarted, with the writes it had written to its append-only file before
+// the kill (the default, everysec, in its directory of the run directory).
 func TestStorageReadinessFollowsRedis(t *testing.T) {
-	c, _, _ := startCluster(t)
+	c, runDir, _ := startCluster(t)
 	ctx := context.Background()
 	const shim, redis = "run-rack-0-0", "run-rack-0-0-redis"
+	st := status(t, c)
+	if st.Persistence != "aof-everysec" {
+		t.Fatalf("status persistence %q, want aof-everysec (the default)", st.Persistence)
+	}
+	rdb := goredis.NewClient(&goredis.Options{Addr: process(t, st, redis).Addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	const writes = 100
+	for i := range writes {
+		if err := rdb.Set(ctx, fmt.Sprint("k", i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "redis", "run-rack-0-0", "appendonlydir")); err != nil {
+		t.Fatalf("no append-only file in the shard's directory: %v", err)
+	}
+	// With everysec Redis may postpone writing the file while a
+	// background fsync runs (docs/durability.md); the kill comes once it
+	// has written every write.
+	poll.Eventually(t, "the writes in the append-only file", func() (bool, error) {
+		return redistest.AppendOnlyWritten(process(t, st, redis).Addr)
+	})
 	if err := c.Kill(ctx, redis); err != nil {
 		t.Fatal(err)
 	}
@@ -231,6 +256,9 @@ func TestStorageReadinessFollowsRedis(t *testing.T) {
 		st := status(t, c)
 		return process(t, st, shim).Ready && process(t, st, redis).Ready && st.Phase == control.Ready
 	})
+	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != writes {
+		t.Fatalf("after the kill and restart: %d keys (%v), want the %d written", n, err, writes)
+	}
 }
 
 // TestStatusAndShutdownWhileStarting runs a cluster whose storage servers

@@ -86,14 +86,11 @@ func ServingLease(spec *v1alpha1.CacheClusterSpec) time.Duration {
 }
 
 // RedisArgs are the redis-server arguments of a storage shard on port,
-// keeping its append-only file in dir when the spec asks for persistence
-// (no snapshots either way).
+// working in dir, with the spec's append-only setting (AppendOnly) and no
+// snapshots.
 func RedisArgs(spec *v1alpha1.CacheClusterSpec, port int, dir string) []string {
-	args := []string{"--port", strconv.Itoa(port), "--save", ""}
-	if spec.Storage.Persistence != nil {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "everysec", "--dir", dir)
-	}
-	return args
+	args := []string{"--port", strconv.Itoa(port), "--save", "", "--dir", dir}
+	return append(args, AppendOnlyArgs(AppendOnly(spec))...)
 }
 
 // Failover and lease defaults: the API's documented defaults of

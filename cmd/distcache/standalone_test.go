@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/distcache/distcache/standalone/control"
 )
 
@@ -66,13 +68,15 @@ func TestUpStatusDown(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
-	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 8 {
-		t.Fatalf("status: %s %s with %d processes, want cli Ready with 8", st.Cluster, st.Phase, len(st.Processes))
+	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 8 || st.Persistence != "aof-everysec" {
+		t.Fatalf("status: %s %s with %d processes, persistence %q; want cli Ready with 8, aof-everysec (the default)",
+			st.Cluster, st.Phase, len(st.Processes), st.Persistence)
 	}
 	if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err == nil || !strings.Contains(out, "already running") {
 		t.Fatalf("a second up: %v\n%s", err, out)
 	}
-	if out, err := run(t, bin, "status", "--run-dir", runDir); err != nil || !strings.Contains(out, "cli-spine-1") {
+	if out, err := run(t, bin, "status", "--run-dir", runDir); err != nil || !strings.Contains(out, "cli-spine-1") ||
+		!strings.Contains(out, "persistence aof-everysec: append-only files in "+filepath.Join(runDir, "redis", "<shard>")) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
 	out, err = run(t, bin, "down", "--run-dir", runDir)
@@ -86,6 +90,52 @@ func TestUpStatusDown(t *testing.T) {
 	}
 	if alive(st.PID) {
 		t.Errorf("the cluster's own process (pid %d) still running after down", st.PID)
+	}
+}
+
+// TestDownUpKeepsRedisData writes to a shard's redis-server, stops the
+// cluster with `distcache down` and starts it again with `up` on the same
+// run directory: the append-only file (appendOnly everysec by default)
+// brings the data back.
+func TestDownUpKeepsRedisData(t *testing.T) {
+	bin := buildDistcache(t)
+	dir := t.TempDir()
+	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
+	if err := os.WriteFile(file, []byte(smallCluster), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
+	redisOf := func() *redis.Client {
+		t.Helper()
+		if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err != nil {
+			t.Fatalf("up: %v\n%s", err, out)
+		}
+		out, err := run(t, bin, "status", "--run-dir", runDir, "--json")
+		if err != nil {
+			t.Fatalf("status: %v\n%s", err, out)
+		}
+		var st control.Status
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		for _, p := range st.Processes {
+			if p.Name == "cli-rack-1-0-redis" {
+				rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})
+				t.Cleanup(func() { _ = rdb.Close() })
+				return rdb
+			}
+		}
+		t.Fatalf("no process cli-rack-1-0-redis in %+v", st.Processes)
+		return nil
+	}
+	if err := redisOf().Set(t.Context(), "k", "before down", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, bin, "down", "--run-dir", runDir); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	if got, err := redisOf().Get(t.Context(), "k").Result(); err != nil || got != "before down" {
+		t.Fatalf("GET k after down and up: %q, %v; want %q", got, err, "before down")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/topology"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -50,6 +52,7 @@ func printStatus(w io.Writer, st control.Status) {
 	fmt.Fprintf(w, "cluster %s: %s, map version %d, up %s (pid %d)\n", st.Cluster, st.Phase, st.MapVersion,
 		time.Since(st.Started).Round(time.Second), st.PID)
 	fmt.Fprintf(w, "run directory %s\n", st.RunDir)
+	fmt.Fprintln(w, persistenceLine(st))
 	if st.ShardRate > 0 {
 		fmt.Fprintf(w, "emulated capacity: %.0f units/s per storage shard, %.0f per cache node (DistCache §6.1)\n", st.ShardRate, st.NodeRate)
 	}
@@ -102,8 +105,24 @@ func printSummary(w io.Writer, st control.Status) {
 	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s), map version %d\n",
 		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), st.MapVersion)
 	fmt.Fprintf(w, "run directory %s (map.json, logs/)\n", st.RunDir)
+	fmt.Fprintln(w, persistenceLine(st))
 	if st.ShardRate > 0 {
 		fmt.Fprintf(w, "emulated capacity: %.0f units/s per storage shard, %.0f per cache node (DistCache §6.1)\n", st.ShardRate, st.NodeRate)
+	}
+}
+
+// persistenceLine says what the cluster's Redis servers keep across
+// crashes, and where (docs/durability.md has what each setting loses).
+func persistenceLine(st control.Status) string {
+	switch p := st.Persistence; p {
+	case topology.PersistenceNone:
+		return "persistence none: Redis data in memory only, lost when a redis-server exits"
+	case topology.PersistenceUnmanaged:
+		return "persistence unmanaged: external Redis servers, their own configuration decides"
+	case "":
+		return "persistence unknown"
+	default:
+		return fmt.Sprintf("persistence %s: append-only files in %s", p, filepath.Join(st.RunDir, "redis", "<shard>"))
 	}
 }
 

@@ -6,7 +6,8 @@
 // failures end to end.
 //
 // The package uses the standard library only; it speaks just enough RESP to
-// check that the server is up.
+// check that the server is up and, for tests of durability, whether it has
+// written its append-only file (AppendOnlyWritten).
 package redistest
 
 import (

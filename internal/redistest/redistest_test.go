@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/distcache/distcache/internal/poll"
 )
 
 // do sends one command to addr in raw RESP and returns the reply: the line of
@@ -124,5 +126,19 @@ func TestWithArgs(t *testing.T) {
 	}
 	if got := do(t, s.Addr(), "SELECT", "2"); got != "+OK" {
 		t.Errorf("SELECT 2 with 3 databases = %q, want +OK", got)
+	}
+}
+
+func TestAppendOnlyWritten(t *testing.T) {
+	t.Parallel()
+	s := Start(t, WithArgs("--appendonly", "yes", "--appendfsync", "everysec"))
+	if got := do(t, s.Addr(), "SET", "k", "v"); got != "+OK" {
+		t.Fatalf("SET = %q, want +OK", got)
+	}
+	poll.Eventually(t, "the SET written to the append-only file", func() (bool, error) { return AppendOnlyWritten(s.Addr()) })
+
+	off := Start(t)
+	if _, err := AppendOnlyWritten(off.Addr()); !errors.Is(err, errNoAppendOnly) {
+		t.Errorf("AppendOnlyWritten without an append-only file: err = %v, want %v", err, errNoAppendOnly)
 	}
 }

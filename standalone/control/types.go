@@ -47,11 +47,16 @@ type Status struct {
 	Started    time.Time `json:"started"`
 	// ShardRate and NodeRate are the emulated capacities in work units per
 	// second (0: not emulated).
-	ShardRate float64   `json:"shardRate,omitempty"`
-	NodeRate  float64   `json:"nodeRate,omitempty"`
-	Layers    []Layer   `json:"layers"`
-	Processes []Process `json:"processes"`
-	Events    []Event   `json:"events,omitempty"`
+	ShardRate float64 `json:"shardRate,omitempty"`
+	NodeRate  float64 `json:"nodeRate,omitempty"`
+	// Persistence is what the Redis servers keep across crashes:
+	// "aof-always" or "aof-everysec" (each redis-server's append-only file
+	// in the run directory's redis/<shard>/), "none" (memory only) or
+	// "unmanaged" (external Redis servers).
+	Persistence string    `json:"persistence"`
+	Layers      []Layer   `json:"layers"`
+	Processes   []Process `json:"processes"`
+	Events      []Event   `json:"events,omitempty"`
 }
 
 // Layer is one cache layer's shape.

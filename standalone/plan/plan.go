@@ -56,7 +56,7 @@ type Process struct {
 	// MetricsAddr is the /metrics and /healthz address of a shim or node.
 	MetricsAddr string
 	// Dir is the working directory (a Redis keeps its append-only file
-	// there).
+	// there, and finds it there again when restarted).
 	Dir string
 	// LogFile receives the process's output.
 	LogFile string
@@ -99,6 +99,11 @@ type Plan struct {
 	Processes []Process
 	// ShardRate and NodeRate are the emulated capacities (0: none).
 	ShardRate, NodeRate float64
+	// Persistence is what the Redis servers keep across crashes, as
+	// topology.Persistence summarises it: "aof-always" or "aof-everysec"
+	// (the append-only file in each Redis's Dir), "none", or "unmanaged"
+	// (external Redis servers).
+	Persistence string
 }
 
 // ErrUnsupported is wrapped when a spec asks for something only a
@@ -118,6 +123,10 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	}
 	p := &Plan{Cluster: c, MapFile: filepath.Join(o.RunDir, "map.json"), ShardRate: o.ShardRate, NodeRate: o.NodeRate}
 	external := c.Spec.Storage.External
+	p.Persistence = topology.Persistence(topology.AppendOnly(&c.Spec))
+	if len(external) > 0 {
+		p.Persistence = topology.PersistenceUnmanaged
+	}
 	shards := c.Racks() * c.ShardsPerRack()
 	redises := shards
 	if len(external) > 0 {
@@ -240,12 +249,12 @@ func (o Options) roleArgs(args []string, metricsAddr, mapFile string, rate float
 	return args
 }
 
-// redisArgs are a local Redis's arguments: the operator's, bound to
-// loopback, without protected mode's refusals and in the foreground.
+// redisArgs are a local Redis's arguments: the operator's (with the
+// append-only file in dir), bound to host and in the foreground.
 func redisArgs(c *topology.Cluster, host, addr, dir string) []string {
 	_, port := splitPort(addr)
 	args := topology.RedisArgs(&c.Spec, port, dir)
-	return append(args, "--bind", host, "--dir", dir, "--daemonize", "no", "--appendfilename", "appendonly.aof")
+	return append(args, "--bind", host, "--daemonize", "no")
 }
 
 // addresser places the planned addresses into the map.

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +21,10 @@ func withExternal(addrs ...string) specOption {
 	return func(s *v1alpha1.CacheClusterSpec) {
 		s.Storage.Mode, s.Storage.External = v1alpha1.StorageExternal, addrs
 	}
+}
+
+func withAppendOnly(a v1alpha1.AppendOnly) specOption {
+	return func(s *v1alpha1.CacheClusterSpec) { s.Storage.AppendOnly = a }
 }
 
 func withSwitchLayer() specOption {
@@ -187,6 +192,56 @@ func checkMap(t *testing.T, p *plan.Plan, c *topology.Cluster) {
 			}
 		}
 	}
+}
+
+// TestNewAppendOnly checks that every local Redis gets the spec's
+// append-only setting, with its file in its own directory under the run
+// directory, and that the plan summarises it.
+func TestNewAppendOnly(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        []specOption
+		wantArgs    []string // in every Redis's arguments
+		persistence string
+	}{
+		{"unset: everysec", nil, []string{"--appendonly", "yes", "--appendfsync", "everysec"}, "aof-everysec"},
+		{"always", []specOption{withAppendOnly(v1alpha1.AppendOnlyAlways)}, []string{"--appendonly", "yes", "--appendfsync", "always"}, "aof-always"},
+		{"disabled", []specOption{withAppendOnly(v1alpha1.AppendOnlyDisabled)}, []string{"--appendonly", "no"}, "none"},
+		{"external storage", []specOption{withExternal("a:1", "b:2", "c:3", "d:4")}, nil, "unmanaged"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			runDir := t.TempDir()
+			p, err := plan.New(newCluster(t, tc.opts...), plan.Options{RunDir: runDir, Ports: sequentialPorts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Persistence != tc.persistence {
+				t.Errorf("Persistence = %q, want %q", p.Persistence, tc.persistence)
+			}
+			for _, pr := range p.Processes {
+				if pr.Kind != plan.Redis {
+					continue
+				}
+				if want := filepath.Join(runDir, "redis", pr.Shard); pr.Dir != want || !containsRun(pr.Args, "--dir", want) {
+					t.Errorf("%s: dir %q, args %q, want --dir %s", pr.Name, pr.Dir, pr.Args, want)
+				}
+				if !containsRun(pr.Args, tc.wantArgs...) {
+					t.Errorf("%s: args %q lack %q", pr.Name, pr.Args, tc.wantArgs)
+				}
+			}
+		})
+	}
+}
+
+// containsRun says whether args hold run as consecutive elements.
+func containsRun(args []string, run ...string) bool {
+	for i := range len(args) - len(run) + 1 {
+		if slices.Equal(args[i:i+len(run)], run) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestNewRefusesSwitchLayers(t *testing.T) {

@@ -22,11 +22,33 @@ const (
 	StorageExternal StorageMode = "external"
 )
 
+// AppendOnly says whether a Redis logs every write to its append-only file
+// (AOF) and how often it fsyncs the file: what the Redis servers keep across
+// a crash. docs/durability.md tells, for each value, what a Redis process
+// crash and a machine crash lose.
+// +kubebuilder:validation:Enum=always;everysec;disabled
+type AppendOnly string
+
+const (
+	// AppendOnlyAlways logs every write and fsyncs the file before Redis
+	// acknowledges the write.
+	AppendOnlyAlways AppendOnly = "always"
+	// AppendOnlyEverySec logs every write, normally handing it to the
+	// kernel before Redis acknowledges it (not while a background fsync
+	// is still running), and fsyncs the file once a second.
+	AppendOnlyEverySec AppendOnly = "everysec"
+	// AppendOnlyDisabled keeps the data in memory only.
+	AppendOnlyDisabled AppendOnly = "disabled"
+)
+
 // StorageSpec is the Redis backend, sharded into racks × shardsPerRack.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'external' || (has(self.external) && size(self.external) == (has(self.racks) ? self.racks : 1) * (has(self.shardsPerRack) ? self.shardsPerRack : 1))",message="storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
 // +kubebuilder:validation:XValidation:rule="!has(self.external) || (has(self.mode) && self.mode == 'external')",message="storage.external is only for mode: external"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.mode) || self.mode == 'managed'",message="storage.persistence is only for mode: managed"
+// +kubebuilder:validation:XValidation:rule="!has(self.appendOnly) || !has(self.mode) || self.mode == 'managed'",message="storage.appendOnly is only for mode: managed"
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.appendOnly) || self.appendOnly != 'disabled'",message="storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
+// +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence)",message="storage.persistence cannot be added or removed once the cluster exists: the volume claims of a StatefulSet cannot change"
 type StorageSpec struct {
 	// Mode says who runs the Redis servers (default managed).
 	// +kubebuilder:default=managed
@@ -50,8 +72,15 @@ type StorageSpec struct {
 	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}$`
 	// +optional
 	External []string `json:"external,omitempty"`
-	// Persistence gives each managed Redis a volume; without it Redis keeps
-	// its data in memory only.
+	// AppendOnly is whether each managed Redis logs writes to an
+	// append-only file and how often it fsyncs it: always, everysec or
+	// disabled. Unset means everysec.
+	// +optional
+	AppendOnly AppendOnly `json:"appendOnly,omitempty"`
+	// Persistence gives each managed Redis a PersistentVolumeClaim for its
+	// append-only file, which then outlives the pod. Without it the file
+	// is in an emptyDir volume: it survives a restart of the Redis
+	// container, not the loss of the pod.
 	// +optional
 	Persistence *PersistenceSpec `json:"persistence,omitempty"`
 	// Resources of each Redis container (managed and redisOperator modes).
@@ -59,7 +88,7 @@ type StorageSpec struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
-// PersistenceSpec is the volume of a managed Redis.
+// PersistenceSpec is the volume of a managed Redis's append-only file.
 type PersistenceSpec struct {
 	// Size of each shard's volume.
 	Size resource.Quantity `json:"size"`
@@ -315,6 +344,14 @@ type CacheClusterStatus struct {
 	// ReadyShards counts storage shards that are Ready.
 	// +optional
 	ReadyShards int32 `json:"readyShards,omitempty"`
+	// Persistence is what the storage keeps across crashes:
+	// "aof-always/pvc", "aof-everysec/pvc" (append-only file on a
+	// PersistentVolumeClaim), "aof-always/emptyDir", "aof-everysec/emptyDir"
+	// (on an emptyDir volume: for the pod's lifetime), "none" (memory
+	// only), or "unmanaged" (redisOperator and external modes: the Redis
+	// servers' own configuration decides).
+	// +optional
+	Persistence string `json:"persistence,omitempty"`
 }
 
 // CacheCluster is a multi-layer cache in front of a sharded Redis backend.
@@ -327,6 +364,7 @@ type CacheClusterStatus struct {
 // +kubebuilder:printcolumn:name="Layers",type=integer,JSONPath=`.status.layerCount`
 // +kubebuilder:printcolumn:name="Map",type=integer,JSONPath=`.status.mapVersion`,description="Published partition map version"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Persistence",type=string,JSONPath=`.status.persistence`,priority=1,description="What the storage keeps across crashes"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 30",message="a CacheCluster's name is part of its pods' names: at most 30 characters"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([a-z0-9-]*[a-z0-9])?$')",message="a CacheCluster's name is part of its pods' names: lower-case letters, digits and '-', starting with a letter"

@@ -252,15 +252,35 @@ spec:
 	}
 }
 
+// sampleFiles are the repository's cluster files, relative to its root:
+// the sample manifests (config/samples, one per storage mode), the demo
+// cluster and the sample files of package manifest.
+func sampleFiles(t *testing.T) []string {
+	t.Helper()
+	root := kubetest.RepoRoot()
+	samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "distcache_*.yaml"))
+	if err != nil || len(samples) == 0 {
+		t.Fatalf("no sample manifests in config/samples (%v)", err)
+	}
+	files := []string{"hack/demo/cluster.yaml", "standalone/manifest/testdata/cluster.yaml", "standalone/manifest/testdata/invalid.yaml"}
+	for _, s := range samples {
+		rel, err := filepath.Rel(root, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, rel)
+	}
+	return files
+}
+
 // TestStandaloneSamplesLikeAPIServer admits every document of the sample
-// files of package manifest both ways, and checks that manifest.Load
-// reports the API server's message for the first one it refuses.
+// files both ways, and checks that manifest.Load reports the API server's
+// message for the first one it refuses.
 func TestStandaloneSamplesLikeAPIServer(t *testing.T) {
 	v := newManifestValidator(t)
-	dir := filepath.Join(kubetest.RepoRoot(), "standalone", "manifest", "testdata")
-	for _, name := range []string{"cluster.yaml", "invalid.yaml"} {
+	for _, name := range sampleFiles(t) {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(dir, name)
+			path := filepath.Join(kubetest.RepoRoot(), name)
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -305,6 +325,31 @@ func TestStandaloneSamplesLikeAPIServer(t *testing.T) {
 				t.Errorf("manifest.Load: %v", err)
 			case firstRefusal != nil && (err == nil || !strings.HasSuffix(err.Error(), ": "+firstRefusal.Error())):
 				t.Errorf("manifest.Load: got %v, want the API server's %q", err, firstRefusal)
+			}
+		})
+	}
+}
+
+// TestSamplesTurnOnAppendOnly checks that every sample cluster whose Redis
+// servers DistCache runs (mode managed) says explicitly that they log
+// writes to an append-only file.
+func TestSamplesTurnOnAppendOnly(t *testing.T) {
+	v := newManifestValidator(t)
+	for _, name := range sampleFiles(t) {
+		if strings.HasSuffix(name, "invalid.yaml") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			b, err := manifest.Load(t.Context(), v, filepath.Join(kubetest.RepoRoot(), name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := b.Cluster.Spec.Storage
+			if s.Mode != v1alpha1.StorageManaged {
+				return
+			}
+			if s.AppendOnly != v1alpha1.AppendOnlyEverySec && s.AppendOnly != v1alpha1.AppendOnlyAlways {
+				t.Errorf("storage.appendOnly %q, want everysec or always written out", s.AppendOnly)
 			}
 		})
 	}

@@ -29,6 +29,8 @@ const (
 	msgExternalCount   = "storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
 	msgExternalOnly    = "storage.external is only for mode: external"
 	msgPersistenceOnly = "storage.persistence is only for mode: managed"
+	msgAppendOnlyOnly  = "storage.appendOnly is only for mode: managed"
+	msgPersistenceAOF  = "storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
 	msgGracePeriod     = "failover.gracePeriod must be at least 1s"
 	msgHoldDown        = "failover.holdDown must be at least 1s"
 	msgServingLease    = "coherence.servingLease must be at least 100ms"
@@ -114,6 +116,15 @@ func celRuleCases() []ruleCase {
 		{"persistence in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Mode, s.Persistence = v1alpha1.StorageRedisOperator, persistence()
 		})), "spec.storage", msgPersistenceOnly},
+		{"appendOnly in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode, s.AppendOnly = v1alpha1.StorageRedisOperator, v1alpha1.AppendOnlyEverySec
+		})), "spec.storage", msgAppendOnlyOnly},
+		{"appendOnly in external mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode, s.External, s.AppendOnly = v1alpha1.StorageExternal, external(1), v1alpha1.AppendOnlyAlways
+		})), "spec.storage", msgAppendOnlyOnly},
+		{"persistence with appendOnly disabled", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.AppendOnly, s.Persistence = v1alpha1.AppendOnlyDisabled, persistence()
+		})), "spec.storage", msgPersistenceAOF},
 		{"gracePeriod under 1s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.GracePeriod = duration("999ms") })), "spec.failover", msgGracePeriod},
 		{"holdDown of 0s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.HoldDown = duration("0s") })), "spec.failover", msgHoldDown},
 		{"servingLease under 100ms", newCluster(withCoherence(func(c *v1alpha1.CoherenceSpec) { c.ServingLease = duration("99ms") })), "spec.coherence", msgServingLease},
@@ -169,6 +180,8 @@ func schemaCases(t *testing.T) []schemaCase {
 			[]string{"spec.storage.racks", "should be less than or equal to 4096"}},
 		{"shardsPerRack 0", withRawField(t, newCluster(), int64(0), "spec", "storage", "shardsPerRack"), "spec.storage.shardsPerRack",
 			[]string{"spec.storage.shardsPerRack", "should be greater than or equal to 1"}},
+		{"unknown appendOnly", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.AppendOnly = "no" })), "spec.storage.appendOnly",
+			[]string{`Unsupported value: "no"`, `supported values: "always", "everysec", "disabled"`}},
 		{"unknown storage mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Mode = "sentinel" })), "spec.storage.mode",
 			[]string{`Unsupported value: "sentinel"`, `supported values: "managed", "redisOperator", "external"`}},
 		{"external endpoint without port", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
@@ -243,6 +256,11 @@ func validCases() []validCase {
 		}))},
 		{"redisOperator storage", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Mode = v1alpha1.StorageRedisOperator }))},
 		{"managed storage with persistence", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Persistence = persistence() }))},
+		{"managed storage with appendOnly always on a volume", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.AppendOnly, s.Persistence = v1alpha1.AppendOnlyAlways, persistence()
+		}))},
+		{"managed storage with appendOnly everysec", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.AppendOnly = v1alpha1.AppendOnlyEverySec }))},
+		{"managed storage with appendOnly disabled", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.AppendOnly = v1alpha1.AppendOnlyDisabled }))},
 		{"bound lowest layer", newCluster(withLayers(newLayer("spine"), newLayer("leaf", withBoundToRacks())))},
 		{"only layer bound", newCluster(withLayers(newLayer("leaf", withBoundToRacks())))},
 		{"distinct hashSeeds", newCluster(withLayers(newLayer("a", withHashSeed(1)), newLayer("b", withHashSeed(2)), newLayer("c")))},

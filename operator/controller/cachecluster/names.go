@@ -33,6 +33,14 @@ const (
 	RedisPort   = 6379
 )
 
+// Where a managed Redis keeps its append-only file: the volume mounted at
+// RedisDataPath, a PersistentVolumeClaim with storage.persistence, else an
+// emptyDir.
+const (
+	RedisDataVolume = "data"
+	RedisDataPath   = "/data"
+)
+
 // Where pods find the partition map.
 const (
 	MapKey       = "map.json"

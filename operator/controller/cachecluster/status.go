@@ -18,6 +18,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, base *v1alpha1.CacheCluste
 	cc := s.cc
 	cc.Status.ObservedGeneration = cc.Generation
 	cc.Status.MapConfigMap = MapConfigMapName(cc.Name)
+	cc.Status.Persistence = persistence(cc)
 	switch {
 	case s.blocked != nil:
 		setCondition(cc, v1alpha1.ConditionReady, false, s.blocked.Reason, s.blocked.Message)

@@ -69,12 +69,13 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 
 func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl map[string]string, sts *appsv1.StatefulSet) {
 	image, redisImage, pull := images(cc)
-	redisArgs := topology.RedisArgs(&cc.Spec, RedisPort, "/data")
+	redisArgs := topology.RedisArgs(&cc.Spec, RedisPort, RedisDataPath)
 	redis := corev1.Container{
 		Name: "redis", Image: redisImage, ImagePullPolicy: pull,
-		Command:   append([]string{"redis-server"}, redisArgs...),
-		Ports:     []corev1.ContainerPort{{Name: "redis", ContainerPort: RedisPort}},
-		Resources: cc.Spec.Storage.Resources,
+		Command:      append([]string{"redis-server"}, redisArgs...),
+		Ports:        []corev1.ContainerPort{{Name: "redis", ContainerPort: RedisPort}},
+		Resources:    cc.Spec.Storage.Resources,
+		VolumeMounts: []corev1.VolumeMount{{Name: RedisDataVolume, MountPath: RedisDataPath}},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(RedisPort)},
 		}},
@@ -90,19 +91,43 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 	sts.Spec.Template.Labels = lbl
 	sts.Spec.Template.Spec.Containers = []corev1.Container{redis, shim}
 	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(cc)}
-	if p := cc.Spec.Storage.Persistence; p != nil {
-		sts.Spec.Template.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
-		if len(sts.Spec.VolumeClaimTemplates) == 0 { // immutable once created
-			sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
-				ObjectMeta: metav1.ObjectMeta{Name: "data"},
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: p.StorageClassName,
-					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: p.Size}},
-				},
-			}}
-		}
+	// The data volume: a claim per pod with storage.persistence (a
+	// StatefulSet's claims cannot change once it exists, and the API does
+	// not let persistence come or go), else an emptyDir that lives as long
+	// as the pod.
+	if p := cc.Spec.Storage.Persistence; p != nil && len(sts.Spec.VolumeClaimTemplates) == 0 {
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{
+			ObjectMeta: metav1.ObjectMeta{Name: RedisDataVolume},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: p.StorageClassName,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: p.Size}},
+			},
+		}}
 	}
+	if len(sts.Spec.VolumeClaimTemplates) == 0 {
+		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes, corev1.Volume{
+			Name: RedisDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		})
+	}
+}
+
+// persistence is the status summary of what the cluster's storage keeps
+// across crashes: the append-only setting and where its file is ("/pvc",
+// "/emptyDir"), "none", or "unmanaged" when the operator does not run the
+// Redis servers.
+func persistence(cc *v1alpha1.CacheCluster) string {
+	if m := cc.Spec.Storage.Mode; m != "" && m != v1alpha1.StorageManaged {
+		return topology.PersistenceUnmanaged
+	}
+	a := topology.AppendOnly(&cc.Spec)
+	if a == v1alpha1.AppendOnlyDisabled {
+		return topology.PersistenceNone
+	}
+	if cc.Spec.Storage.Persistence != nil {
+		return topology.Persistence(a) + "/pvc"
+	}
+	return topology.Persistence(a) + "/emptyDir"
 }
 
 // reconcileExternal fronts each given Redis endpoint with a shim
