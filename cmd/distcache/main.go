@@ -23,6 +23,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: false,
 	}
 	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newLoadgenCommand(), newOperatorCommand(),
-		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand())
+		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand(), newControlLoopCommand())
 	return root
 }
