@@ -45,7 +45,8 @@ SIM_OUT ?= out/sim
 SIM_FLAGS ?=
 
 # Fuzzing: every decoder's fuzz target as Target:package.
-FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/
+FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/ \
+	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/
 FUZZ_TIME ?= 30s
 
 .PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean manifests chaos-crds envtest controller-gen

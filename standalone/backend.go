@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/controlloop"
@@ -54,27 +55,39 @@ func (c *cluster) Status(_ context.Context) control.Status {
 	return st
 }
 
-// controlLoop is the control loop, nil while the cluster starts.
-func (c *cluster) controlLoop() *controlloop.Loop {
+// mapWatcher follows the published map, nil while the cluster starts.
+func (c *cluster) mapWatcher() *mapwatch.Watcher {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.loop
+	return c.maps
 }
 
-// currentMap is the map last published: map version 1 while starting.
+// currentMap is the map last published, as read from the map file (the
+// control loop runs in a process of its own): map version 1 while
+// starting. A file that cannot be read leaves the last one read.
 func (c *cluster) currentMap() *partmap.Map {
-	if l := c.controlLoop(); l != nil {
-		return l.Map()
+	w := c.mapWatcher()
+	if w == nil {
+		return c.cfg.Plan.Map
 	}
-	return c.cfg.Plan.Map
+	p, err := w.Refresh()
+	if err != nil {
+		c.cfg.Logger.Debug("cannot read the published map", "path", c.cfg.Plan.MapFile, "err", err)
+	}
+	return p.Map()
 }
 
-// events are the control loop's state changes, none while starting.
+// events are the control loop's state changes, read from its events file,
+// so that they outlive a restart of the loop; none while starting.
 func (c *cluster) events() []controlloop.Event {
-	if l := c.controlLoop(); l != nil {
-		return l.Events()
+	if c.mapWatcher() == nil {
+		return nil
 	}
-	return nil
+	events, err := controlloop.ReadEvents(c.cfg.Plan.EventsFile)
+	if err != nil {
+		c.cfg.Logger.Warn("cannot read every failover event", "err", err)
+	}
+	return events
 }
 
 // processes describes every process with what was last probed and scraped.
@@ -121,7 +134,7 @@ func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
 		wg   sync.WaitGroup
 	)
 	for _, pr := range c.cfg.Plan.Processes {
-		if pr.Kind == plan.Redis {
+		if !scraped(pr.Kind) {
 			continue
 		}
 		wg.Go(func() {
@@ -152,7 +165,7 @@ func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
 	c.mu.Unlock()
 	var out []control.Process
 	for _, pr := range c.processes(c.currentMap()) {
-		if pr.Kind != string(plan.Redis) {
+		if scraped(plan.Kind(pr.Kind)) {
 			out = append(out, pr)
 		}
 	}
@@ -161,6 +174,10 @@ func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
 	}
 	return out, ctx.Err()
 }
+
+// scraped reports whether processes of kind do work the scrape reads:
+// shims and cache nodes.
+func scraped(kind plan.Kind) bool { return kind == plan.Shim || kind == plan.Node }
 
 // Kill implements control.Backend.
 func (c *cluster) Kill(name string) error { return c.supervise(name, c.sup.Kill) }

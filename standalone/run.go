@@ -37,10 +37,11 @@ type Config struct {
 	Plan *plan.Plan
 	// RunDir holds the map, the logs, the control socket and the pid file.
 	RunDir string
-	// Policy is the failover policy (the spec's failover section).
+	// Policy is the control loop's failover policy (the spec's failover
+	// section).
 	Policy failover.Policy
-	// ProbeInterval is the control loop's period, and that of the storage
-	// processes' re-probes (default controlloop.DefaultInterval).
+	// ProbeInterval is the control loop's period, and that of the status's
+	// probes of every process (default controlloop.DefaultInterval).
 	ProbeInterval time.Duration
 	// StartTimeout bounds the wait for every process to be ready (default
 	// DefaultStartTimeout); StopTimeout the wait for them to exit on
@@ -86,9 +87,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { c.controlLoop().Run(runCtx) })
 	wg.Go(func() { every(runCtx, DefaultScrapeEvery, c.scrape) })
-	wg.Go(func() { every(runCtx, cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval), c.probeStorage) })
+	wg.Go(func() { every(runCtx, cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval), c.probeAll) })
 	defer wg.Wait()
 	defer cancel()
 
@@ -127,7 +127,7 @@ type cluster struct {
 	started time.Time
 
 	mu       sync.Mutex         // guards the fields below
-	loop     *controlloop.Loop  // nil while starting
+	maps     *mapwatch.Watcher  // the published map; nil while starting
 	phase    control.Phase      // Starting until every process was ready once
 	ready    map[string]bool    // by process name, as last probed
 	samples  map[string]sample  // last scrape by process name
@@ -162,16 +162,28 @@ func (c *cluster) startUnlessShutdown(ctx context.Context) (bool, error) {
 	}
 }
 
-// start publishes map version 1, starts every process in plan order and
-// waits until each group is ready: Redis servers, then shims, then nodes.
+// start publishes map version 1, writes the control loop's configuration,
+// starts every process in plan order and waits until each group is ready:
+// Redis servers, then shims, then nodes, then the control loop.
 func (c *cluster) start(ctx context.Context) error {
 	p := c.cfg.Plan
 	if err := mapwatch.WriteFile(p.MapFile, p.Map); err != nil {
 		return err
 	}
+	// Events of an earlier run refer to maps that are gone.
+	if err := os.Remove(p.EventsFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("cannot clear the events of an earlier run: %w", err)
+	}
+	if err := controlloop.WriteConfig(p.ControlLoopConfig, c.loopConfig()); err != nil {
+		return err
+	}
+	maps, err := mapwatch.Load(p.MapFile, c.cfg.Logger)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
-	for _, kind := range []plan.Kind{plan.Redis, plan.Shim, plan.Node} {
+	for _, kind := range []plan.Kind{plan.Redis, plan.Shim, plan.Node, plan.ControlLoop} {
 		var group []plan.Process
 		for _, pr := range p.Processes {
 			if pr.Kind == kind {
@@ -188,17 +200,26 @@ func (c *cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
-	loop, err := controlloop.New(controlloop.Config{
-		Policy: c.cfg.Policy, MapFile: p.MapFile, Prober: memberProber{c}, Interval: c.cfg.ProbeInterval,
-		Logger: c.cfg.Logger,
-	}, p.Map)
-	if err != nil {
-		return err
-	}
 	c.mu.Lock()
-	c.loop, c.phase = loop, control.Ready
+	c.maps, c.phase = maps, control.Ready
 	c.mu.Unlock()
 	return nil
+}
+
+// loopConfig is the control loop's configuration: the plan's files, the
+// policy and period, and every cache node's health address.
+func (c *cluster) loopConfig() controlloop.FileConfig {
+	p := c.cfg.Plan
+	lc := controlloop.FileConfig{
+		MapFile: p.MapFile, EventsFile: p.EventsFile, Interval: controlloop.Duration(c.cfg.ProbeInterval),
+		Policy: controlloop.PolicyOf(c.cfg.Policy),
+	}
+	for _, pr := range p.Processes {
+		if pr.Kind == plan.Node {
+			lc.Members = append(lc.Members, controlloop.MemberConfig{Name: pr.Name, HealthAddr: pr.MetricsAddr})
+		}
+	}
+	return lc
 }
 
 // waitReady polls the group's processes until all are ready.
@@ -250,24 +271,16 @@ func (c *cluster) stop() {
 	c.sup.Stop(ctx)
 }
 
-// memberProber is the control loop's view of the cache nodes.
-type memberProber struct{ c *cluster }
-
-func (m memberProber) Ready(ctx context.Context, member string) bool {
-	pr, ok := m.c.cfg.Plan.Process(member)
-	return ok && m.c.probe(ctx, pr)
-}
-
-// probeStorage probes every redis-server and shim, so that the status
-// shows a shard whose Redis died (its shim's health check pings Redis) as
-// not ready and the cluster Degraded. Cache nodes are probed by the control
-// loop, which fails them over.
-func (c *cluster) probeStorage(ctx context.Context) {
+// probeAll probes every process in parallel, for the status: a shard
+// whose Redis died shows as not ready (its shim's health check pings
+// Redis), and so does a stopped cache node or control loop. The control
+// loop probes the cache nodes on its own to fail them over.
+func (c *cluster) probeAll(ctx context.Context) {
+	var wg sync.WaitGroup
 	for _, pr := range c.cfg.Plan.Processes {
-		if pr.Kind != plan.Node {
-			c.probe(ctx, pr)
-		}
+		wg.Go(func() { c.probe(ctx, pr) })
 	}
+	wg.Wait()
 }
 
 // scrape scrapes every process's load.

@@ -134,8 +134,8 @@ func TestFailoverAndShutdown(t *testing.T) {
 	c, runDir, done := startCluster(t)
 	ctx := context.Background()
 	st := status(t, c)
-	if st.Phase != control.Ready || st.MapVersion != 1 || len(st.Processes) != 2+2+4 {
-		t.Fatalf("started: phase %s, map v%d, %d processes; want Ready, v1, 8", st.Phase, st.MapVersion, len(st.Processes))
+	if st.Phase != control.Ready || st.MapVersion != 1 || len(st.Processes) != 2+2+4+1 {
+		t.Fatalf("started: phase %s, map v%d, %d processes; want Ready, v1, 9", st.Phase, st.MapVersion, len(st.Processes))
 	}
 	for _, p := range st.Processes {
 		if !p.Ready || p.PID == 0 || p.State != "Running" {
@@ -296,4 +296,52 @@ func TestStatusAndShutdownWhileStarting(t *testing.T) {
 	if !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
 		t.Errorf("pid %d still exists after shutdown", pid)
 	}
+}
+
+// TestControlLoopKilledAndRestarted holds the control loop down through
+// the control API after it failed a node: the status still shows the map
+// and the event it published (read from the run directory), the loop not
+// ready and the cluster Degraded; a node that comes back meanwhile stays
+// Failed, since nobody restores it; and the restarted loop resumes from the
+// published map, restoring the node in version 3, not 2.
+func TestControlLoopKilledAndRestarted(t *testing.T) {
+	c, _, _ := startCluster(t)
+	ctx := context.Background()
+	const loop, victim = "run-controlloop", "run-leaf-1"
+	if p := process(t, status(t, c), loop); p.Kind != string(plan.ControlLoop) || !p.Ready || p.PID == 0 {
+		t.Fatalf("control loop %+v, want a ready controlloop process", p)
+	}
+	if err := c.Kill(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, victim+" failed", func() bool { return process(t, status(t, c), victim).MemberState == string(partmap.Failed) })
+	if err := c.Kill(ctx, loop); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the control loop held down", func() bool {
+		p := process(t, status(t, c), loop)
+		return p.State == "Held" && !p.Ready
+	})
+	if err := c.Restart(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, victim+" ready again", func() bool { return process(t, status(t, c), victim).Ready })
+	st := status(t, c)
+	if st.Phase != control.Degraded || st.MapVersion != 2 || process(t, st, victim).MemberState != string(partmap.Failed) ||
+		len(st.Events) != 1 || st.Events[0].Member != victim || st.Events[0].To != string(partmap.Failed) {
+		t.Fatalf("with the loop held: phase %s, map v%d, %s %s, events %+v; want Degraded, v2, Failed, its failure",
+			st.Phase, st.MapVersion, victim, process(t, st, victim).MemberState, st.Events)
+	}
+	if err := c.Restart(ctx, loop); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, victim+" restored by the restarted loop", func() bool {
+		return process(t, status(t, c), victim).MemberState == string(partmap.Active)
+	})
+	st = status(t, c)
+	if st.MapVersion != 3 || len(st.Events) != 2 || st.Events[1].MapVersion != 3 || process(t, st, loop).Restarts != 1 {
+		t.Fatalf("after the loop's restart: map v%d, events %+v, %d restarts of the loop; want v3, the failure and the restoration, 1",
+			st.MapVersion, st.Events, process(t, st, loop).Restarts)
+	}
+	poll.Until(t, "the cluster Ready", func() bool { return status(t, c).Phase == control.Ready })
 }

@@ -30,6 +30,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: false,
 	}
 	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newLoadgenCommand(), newOperatorCommand(),
-		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand(), newCheckCommand())
+		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand(), newCheckCommand(), newControlLoopCommand())
 	return root
 }

@@ -41,10 +41,14 @@ func (o *serveOptions) addFlags(cmd *cobra.Command) {
 	_ = cmd.MarkFlagRequired("map")
 }
 
-func (o *serveOptions) logger() (*slog.Logger, error) {
+func (o *serveOptions) logger() (*slog.Logger, error) { return newLogger(o.logLevel) }
+
+// newLogger is a role's logger: text on stderr (its log file under `up`)
+// at level ("debug", "info", "warn" or "error").
+func newLogger(level string) (*slog.Logger, error) {
 	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return nil, fmt.Errorf("cannot parse --log-level %q: %w", o.logLevel, err)
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("cannot parse --log-level %q: %w", level, err)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
 }

@@ -57,7 +57,7 @@ func TestUpStatusDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "cluster cli Ready: 2 redis-servers, 2 storage shims, 4 cache nodes (spine 2, leaf 2), map version 1") {
+	if !strings.Contains(out, "cluster cli Ready: 2 redis-servers, 2 storage shims, 4 cache nodes (spine 2, leaf 2), 1 control loop, map version 1") {
 		t.Fatalf("up printed:\n%s", out)
 	}
 	out, err = run(t, bin, "status", "--run-dir", runDir, "--json")
@@ -68,8 +68,8 @@ func TestUpStatusDown(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
-	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 8 || st.Persistence != "aof-everysec" {
-		t.Fatalf("status: %s %s with %d processes, persistence %q; want cli Ready with 8, aof-everysec (the default)",
+	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 9 || st.Persistence != "aof-everysec" {
+		t.Fatalf("status: %s %s with %d processes, persistence %q; want cli Ready with 9, aof-everysec (the default)",
 			st.Cluster, st.Phase, len(st.Processes), st.Persistence)
 	}
 	if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err == nil || !strings.Contains(out, "already running") {

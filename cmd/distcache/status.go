@@ -64,16 +64,22 @@ func printStatus(w io.Writer, st control.Status) {
 		if p.Kind != "node" {
 			where = p.Shard
 		}
+		// Redis servers and the control loop do no work the scrape reads.
+		working := p.Kind == "shim" || p.Kind == "node"
 		util := "-"
-		if p.Capacity > 0 && p.Kind != "redis" {
+		if p.Capacity > 0 && working {
 			util = fmt.Sprintf("%.0f%%", 100*p.Load/p.Capacity)
 		}
 		load := "-"
-		if p.Kind != "redis" {
+		if working {
 			load = fmt.Sprintf("%.0f", p.Load)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\n", p.Kind, p.Name, where, p.State,
-			orDash(p.MemberState), p.Ready, pidOrDash(p.PID), p.Restarts, load, util, p.Addr)
+		addr := p.Addr
+		if p.Kind == "controlloop" {
+			addr = p.MetricsAddr // it has no data-plane address
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\n", p.Kind, p.Name, orDash(where), p.State,
+			orDash(p.MemberState), p.Ready, pidOrDash(p.PID), p.Restarts, load, util, orDash(addr))
 	}
 	_ = tw.Flush()
 	if len(st.Events) > 0 {
@@ -102,8 +108,8 @@ func printSummary(w io.Writer, st control.Status) {
 	for _, l := range order {
 		ls = append(ls, fmt.Sprintf("%s %d", l, layers[l]))
 	}
-	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s), map version %d\n",
-		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), st.MapVersion)
+	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s), %d control loop, map version %d\n",
+		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), kinds["controlloop"], st.MapVersion)
 	fmt.Fprintf(w, "run directory %s (map.json, logs/)\n", st.RunDir)
 	fmt.Fprintln(w, persistenceLine(st))
 	if st.ShardRate > 0 {

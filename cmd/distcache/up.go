@@ -44,9 +44,9 @@ func newUpCommand() *cobra.Command {
 files, defaults and validates them exactly as the Kubernetes API server would,
 and runs the cluster on this host: a redis-server and a storage shim per
 storage shard and a cache node per layer member, on loopback ports, with their
-logs and the partition map in the run directory. A control loop health-checks
-the cache nodes, remaps a failed one and restores it when it is back, with the
-spec's failover settings.
+logs and the partition map in the run directory. A control loop, a supervised
+process of its own like the others, health-checks the cache nodes, remaps a
+failed one and restores it when it is back, with the spec's failover settings.
 
 up returns once every process is ready and leaves the cluster running in the
 background; see it with 'distcache status', stop it with 'distcache down'.

@@ -32,7 +32,7 @@ type Phase string
 const (
 	Starting Phase = "Starting" // processes starting, not all ready yet
 	Ready    Phase = "Ready"    // every process ready, every member active
-	Degraded Phase = "Degraded" // a process is not ready or a member failed
+	Degraded Phase = "Degraded" // a process (or the control loop) is not ready, or a member is not active
 	Stopping Phase = "Stopping" // shutting down
 )
 
@@ -71,13 +71,13 @@ type Layer struct {
 // Process is one process of the cluster.
 type Process struct {
 	Name  string `json:"name"`
-	Kind  string `json:"kind"` // redis, shim or node
+	Kind  string `json:"kind"` // redis, shim, node or controlloop
 	Layer string `json:"layer,omitempty"`
 	Shard string `json:"shard,omitempty"`
 	// State is the supervisor's: Running, Backoff, Held or Stopped.
 	State string `json:"state"`
-	// MemberState is a node's state in the published map: Active or
-	// Failed.
+	// MemberState is a node's state in the published map: Active, Fenced
+	// or Failed.
 	MemberState string `json:"memberState,omitempty"`
 	Ready       bool   `json:"ready"`
 	PID         int    `json:"pid,omitempty"`
@@ -95,7 +95,8 @@ type Process struct {
 	Coherence uint64  `json:"coherence,omitempty"`
 }
 
-// Event is a member state change published in the map.
+// Event is a member state change the control loop published in the map,
+// as recorded in the run directory's events file.
 type Event struct {
 	Time       time.Time `json:"time"`
 	Layer      string    `json:"layer"`

@@ -1,27 +1,43 @@
 // Package controlloop is standalone mode's controller: for local processes
 // it does what the operator's CacheCluster reconciler does for pods. Every
 // interval it probes every cache member, feeds what it saw to the shared
-// failover policy (package failover: a grace period before a member is
-// marked Failed, a hold-down before it is restored, never the last active
-// member of a layer), and when a member changes state publishes the next
-// partition map version to the map file that every process and client
-// watches. Compiling that map removes a failed member from its layer's
-// consistent-hash ring, so only its share of the keys moves to the
-// survivors, and restoring it gives back exactly that share (DistCache
-// §4.4).
+// failover policy (package failover: a member not Ready is fenced, then
+// marked Failed after a grace period, and restored after a hold-down, never
+// the last active member of a layer), and when a member changes state
+// publishes the next partition map version to the map file that every
+// process and client watches. Compiling that map removes a failed member
+// from its layer's consistent-hash ring, so only its share of the keys
+// moves to the survivors, and restoring it gives back exactly that share
+// (DistCache §4.4).
 //
+// In a standalone cluster the loop is a process of its own, `distcache
+// controlloop`, which `distcache up` supervises like the data-plane
+// processes, so that it can be killed or paused on its own as the
+// operator's pod can. Open builds it from the configuration file (FileConfig)
+// that `up` writes into the run directory: it probes each member's /healthz
+// over HTTP (HTTPProber), appends every state change as one JSON line to an
+// events file (AppendEvents, ReadEvents), and exports
+// distcache_controlloop_* metrics. While it is down the data plane keeps
+// serving with the map last published, and nobody fails members over.
+//
+// A loop starts from the map version published in the map file, and adopts
+// any newer version it finds there, so it never publishes an older one.
 // Observations are kept in memory: a member first seen when the loop starts
-// begins its grace period then, as a pod first seen by a restarted operator
-// does.
+// begins its grace period (or hold-down) then, as a pod first seen by a
+// restarted operator does.
 package controlloop
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/failover"
@@ -43,10 +59,15 @@ type Config struct {
 	Policy failover.Policy
 	// MapFile is where every new map version is written (atomically).
 	MapFile string
+	// EventsFile, when set, receives every state change as one JSON line,
+	// appended once the map version that carries it is published.
+	EventsFile string
 	// Prober checks the members.
 	Prober Prober
 	// Interval is the probe period (default DefaultInterval).
 	Interval time.Duration
+	// Registerer, when set, receives the loop's metrics.
+	Registerer prometheus.Registerer
 	// Logger receives the state changes (default: discarded).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now).
@@ -63,12 +84,16 @@ type Event struct {
 
 // Loop is the control loop of one cluster. It is safe for concurrent use.
 type Loop struct {
-	cfg Config
+	cfg     Config
+	metrics *loopMetrics
 
-	mu     sync.Mutex                      // guards m, obs and events
-	m      *partmap.Map                    // the map last published
-	obs    map[string]failover.Observation // by member name
-	events []Event                         // in publication order
+	mu      sync.Mutex                      // guards the fields below
+	m       *partmap.Map                    // the map last published or adopted
+	raw     []byte                          // the map file's content as last read
+	obs     map[string]failover.Observation // by member name
+	events  []Event                         // published by this loop, in order
+	stepped bool                            // a step has completed
+	lastErr error                           // the last step's error
 }
 
 // New returns a loop that starts from m, which is already published at
@@ -89,7 +114,13 @@ func New(cfg Config, m *partmap.Map) (*Loop, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Loop{cfg: cfg, m: m, obs: map[string]failover.Observation{}}, nil
+	l := &Loop{cfg: cfg, m: m, obs: map[string]failover.Observation{}}
+	lm, err := newLoopMetrics(cfg.Registerer, m, func() float64 { return float64(l.Map().Version) })
+	if err != nil {
+		return nil, err
+	}
+	l.metrics = lm
+	return l, nil
 }
 
 // Run steps every Interval until ctx ends.
@@ -108,11 +139,21 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
-// Step probes every member once, decides with the policy and publishes the
-// next map version if a member changed state. It fails only when the new
-// version cannot be written; the loop then keeps the old one and tries
-// again at the next step.
+// Step adopts a newer map from the map file if there is one, probes every
+// member once, decides with the policy and publishes the next map version
+// if a member changed state. It fails only when the new version cannot be
+// written; the loop then keeps the old one and tries again at the next
+// step.
 func (l *Loop) Step(ctx context.Context) error {
+	err := l.step(ctx)
+	l.mu.Lock()
+	l.stepped, l.lastErr = true, err
+	l.mu.Unlock()
+	return err
+}
+
+func (l *Loop) step(ctx context.Context) error {
+	l.adoptPublished()
 	l.mu.Lock()
 	m := l.m
 	l.mu.Unlock()
@@ -131,15 +172,51 @@ func (l *Loop) Step(ctx context.Context) error {
 		return nil
 	}
 	if err := mapwatch.WriteFile(l.cfg.MapFile, next); err != nil {
+		l.metrics.publishFailures.Inc()
 		return fmt.Errorf("cannot publish map version %d: %w", next.Version, err)
 	}
 	l.m = next
+	l.metrics.published(changes)
+	events := make([]Event, 0, len(changes))
 	for _, c := range changes {
-		l.events = append(l.events, Event{Time: now, Change: c, MapVersion: next.Version})
+		events = append(events, Event{Time: now, Change: c, MapVersion: next.Version})
 		l.cfg.Logger.Info("member state changed", "layer", c.Layer, "member", c.Member,
 			"from", c.From, "to", c.To, "after", c.After.Round(time.Millisecond), "map_version", next.Version)
 	}
+	l.events = append(l.events, events...)
+	if l.cfg.EventsFile != "" {
+		// The map is published: a lost event line must not undo it.
+		if err := AppendEvents(l.cfg.EventsFile, events); err != nil {
+			l.cfg.Logger.Error("cannot record member state changes", "path", l.cfg.EventsFile, "map_version", next.Version, "err", err)
+		}
+	}
 	return nil
+}
+
+// adoptPublished makes a newer version found in the map file the loop's
+// current map, so that the next version it publishes follows it. A file
+// that cannot be read or decoded, or holds an older version, is ignored.
+func (l *Loop) adoptPublished() {
+	b, err := os.ReadFile(l.cfg.MapFile)
+	if err != nil {
+		l.cfg.Logger.Debug("cannot read the published map", "path", l.cfg.MapFile, "err", err)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if bytes.Equal(b, l.raw) {
+		return
+	}
+	l.raw = b
+	m, err := partmap.Decode(b)
+	if err != nil {
+		l.cfg.Logger.Warn("ignoring a map file that does not decode", "path", l.cfg.MapFile, "err", err)
+		return
+	}
+	if m.Version > l.m.Version {
+		l.cfg.Logger.Info("adopting a newer published map", "path", l.cfg.MapFile, "map_version", m.Version, "was", l.m.Version)
+		l.m = m
+	}
 }
 
 // probe checks every member of m in parallel.
@@ -153,6 +230,9 @@ func (l *Loop) probe(ctx context.Context, m *partmap.Map) map[string]bool {
 		for _, mb := range layer.Members {
 			wg.Go(func() {
 				r := l.cfg.Prober.Ready(ctx, mb.Name)
+				if !r && ctx.Err() == nil {
+					l.metrics.probeFailed(mb.Name)
+				}
 				mu.Lock()
 				ready[mb.Name] = r
 				mu.Unlock()
@@ -163,7 +243,10 @@ func (l *Loop) probe(ctx context.Context, m *partmap.Map) map[string]bool {
 	return ready
 }
 
-// Map returns the map last published.
+// Interval is the probe period.
+func (l *Loop) Interval() time.Duration { return l.cfg.Interval }
+
+// Map returns the map last published or adopted.
 func (l *Loop) Map() *partmap.Map {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -178,9 +261,21 @@ func (l *Loop) Observation(member string) (failover.Observation, bool) {
 	return o, ok
 }
 
-// Events returns the state changes published so far.
+// Events returns the state changes this loop published.
 func (l *Loop) Events() []Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]Event(nil), l.events...)
+}
+
+// Healthy reports whether the loop works: nil once a step has completed
+// and the last one published what it decided, else why not. It is the
+// loop process's /healthz.
+func (l *Loop) Healthy() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.stepped {
+		return errors.New("control loop has not probed its members yet")
+	}
+	return l.lastErr
 }

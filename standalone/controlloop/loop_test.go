@@ -4,10 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone/controlloop"
@@ -134,5 +139,234 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		if _, err := controlloop.New(cfg, m); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+// withVersion is a copy of m at version v.
+func withVersion(m *partmap.Map, v int64) *partmap.Map {
+	c := m.Clone()
+	c.Version = v
+	return c
+}
+
+// TestResumesFromThePublishedMap starts a loop from one map while the map
+// file holds another: a newer version in the file is adopted, so the next
+// version follows it; an older one or a file that does not decode is
+// ignored.
+func TestResumesFromThePublishedMap(t *testing.T) {
+	base := newMap(t)
+	victim := base.Layers[0].Members[0].Name
+	tests := []struct {
+		name        string
+		start       int64  // the loop's map version
+		file        []byte // the map file's content when the loop steps (nil: encode fileVersion)
+		fileVersion int64
+		want        int64 // the version published when the victim fails
+	}{
+		{name: "newer file", start: 1, fileVersion: 5, want: 6},
+		{name: "same version", start: 3, fileVersion: 3, want: 4},
+		{name: "older file", start: 3, fileVersion: 2, want: 4},
+		{name: "file that does not decode", start: 3, file: []byte("{not a map"), want: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "map.json")
+			if tc.file != nil {
+				if err := os.WriteFile(path, tc.file, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := mapwatch.WriteFile(path, withVersion(base, tc.fileVersion)); err != nil {
+				t.Fatal(err)
+			}
+			probe := &readiness{notReady: map[string]bool{victim: true}}
+			clk := &clock{now: time.Unix(1000, 0)}
+			loop, err := controlloop.New(controlloop.Config{
+				Policy: failover.Policy{Grace: time.Second, HoldDown: time.Second}, MapFile: path, Prober: probe, Now: clk.Now,
+			}, withVersion(base, tc.start))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // first seen not ready, then past the grace period
+				if err := loop.Step(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				clk.advance(time.Second)
+			}
+			got := published(t, path)
+			if got.Version != tc.want || stateOf(t, got, victim) != partmap.Failed || loop.Map().Version != tc.want {
+				t.Fatalf("published v%d with %s %s (loop at v%d), want v%d Failed",
+					got.Version, victim, stateOf(t, got, victim), loop.Map().Version, tc.want)
+			}
+		})
+	}
+}
+
+// TestEventsAreAppendedToTheEventsFile fails and restores a member with
+// two loops in turn, as with a loop that was restarted in between: the
+// events file holds every change of both, in order, as the loops
+// published them.
+func TestEventsAreAppendedToTheEventsFile(t *testing.T) {
+	m := newMap(t)
+	victim := m.Layers[1].Members[0].Name
+	dir := t.TempDir()
+	path, events := filepath.Join(dir, "map.json"), filepath.Join(dir, "events.jsonl")
+	if err := mapwatch.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	probe := &readiness{notReady: map[string]bool{victim: true}}
+	clk := &clock{now: time.Unix(1000, 0)}
+	policy := failover.Policy{Grace: time.Second, FenceLead: 500 * time.Millisecond, HoldDown: time.Second}
+	newLoop := func() *controlloop.Loop {
+		l, err := controlloop.New(controlloop.Config{Policy: policy, MapFile: path, EventsFile: events, Prober: probe, Now: clk.Now}, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	step := func(l *controlloop.Loop, advance time.Duration) {
+		t.Helper()
+		clk.advance(advance)
+		if err := l.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := newLoop()
+	step(first, 0)                    // first seen not ready
+	step(first, 500*time.Millisecond) // fenced
+	step(first, 500*time.Millisecond) // failed
+	second := newLoop()               // restarted: starts from the map v1 it is given, adopts v3 from the file
+	probe.set(victim, true)
+	step(second, 0)           // first seen ready
+	step(second, time.Second) // restored
+	want := append(first.Events(), second.Events()...)
+	got, err := controlloop.ReadEvents(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTo := []partmap.MemberState{partmap.Fenced, partmap.Failed, partmap.Active}
+	if len(got) != len(wantTo) || len(want) != len(wantTo) {
+		t.Fatalf("events file has %d events, the loops %d; want %d", len(got), len(want), len(wantTo))
+	}
+	for i, e := range got {
+		if !e.Time.Equal(want[i].Time) || e.Change != want[i].Change || e.MapVersion != want[i].MapVersion {
+			t.Errorf("event %d in the file = %+v, the loop published %+v", i, e, want[i])
+		}
+		if e.To != wantTo[i] || e.Member != victim || e.MapVersion != m.Version+int64(i)+1 {
+			t.Errorf("event %d = %s %s in v%d, want %s in v%d", i, e.Member, e.To, e.MapVersion, wantTo[i], m.Version+int64(i)+1)
+		}
+	}
+}
+
+// TestMetrics checks the loop's series after a member fails: the remap
+// by the state entered, the published version and the failed probes of
+// the member (one per step).
+func TestMetrics(t *testing.T) {
+	m := newMap(t)
+	victim := m.Layers[0].Members[2].Name
+	path := filepath.Join(t.TempDir(), "map.json")
+	probe := &readiness{notReady: map[string]bool{victim: true}}
+	clk := &clock{now: time.Unix(1000, 0)}
+	reg := prometheus.NewRegistry()
+	loop, err := controlloop.New(controlloop.Config{
+		Policy: failover.Policy{Grace: time.Second, HoldDown: time.Second}, MapFile: path, Prober: probe, Now: clk.Now, Registerer: reg,
+	}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := loop.Step(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		clk.advance(time.Second)
+	}
+	want := `
+# HELP distcache_controlloop_map_version Version of the partition map the control loop last published or resumed from.
+# TYPE distcache_controlloop_map_version gauge
+distcache_controlloop_map_version 2
+# HELP distcache_controlloop_publish_failures_total Map versions that could not be written to the map file (retried at the next step).
+# TYPE distcache_controlloop_publish_failures_total counter
+distcache_controlloop_publish_failures_total 0
+# HELP distcache_controlloop_remaps_total Member state changes published, by the state entered (Fenced, Failed, or Active when restored).
+# TYPE distcache_controlloop_remaps_total counter
+distcache_controlloop_remaps_total{to="Active"} 0
+distcache_controlloop_remaps_total{to="Failed"} 1
+distcache_controlloop_remaps_total{to="Fenced"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "distcache_controlloop_map_version",
+		"distcache_controlloop_publish_failures_total", "distcache_controlloop_remaps_total"); err != nil {
+		t.Fatal(err)
+	}
+	failures, err := probeFailures(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(failures) != 5 || failures[victim] != 3 {
+		t.Fatalf("probe failures = %v, want 3 for %s and 0 for the 4 others", failures, victim)
+	}
+}
+
+// probeFailures gathers distcache_controlloop_probe_failures_total by
+// member.
+func probeFailures(g prometheus.Gatherer) (map[string]float64, error) {
+	families, err := g.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "distcache_controlloop_probe_failures_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "member" {
+					out[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// TestHealthy checks the loop's health: not before its first step, then
+// whether its last step could publish what it decided.
+func TestHealthy(t *testing.T) {
+	m := newMap(t)
+	victim := m.Layers[0].Members[0].Name
+	dir := t.TempDir()
+	path := filepath.Join(dir, "maps", "map.json") // its directory comes later
+	probe := &readiness{notReady: map[string]bool{}}
+	clk := &clock{now: time.Unix(1000, 0)}
+	loop, err := controlloop.New(controlloop.Config{
+		Policy: failover.Policy{Grace: time.Second, HoldDown: time.Second}, MapFile: path, Prober: probe, Now: clk.Now,
+	}, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	steps := []struct {
+		name    string
+		do      func()
+		healthy bool
+	}{
+		{"before the first step", func() {}, false},
+		{"nothing to publish", func() { _ = loop.Step(ctx) }, true},
+		{"the member down", func() { probe.set(victim, false); _ = loop.Step(ctx) }, true},
+		{"cannot publish its failure", func() { clk.advance(time.Second); _ = loop.Step(ctx) }, false},
+		{"published once the directory exists", func() {
+			if err := os.Mkdir(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_ = loop.Step(ctx)
+		}, true},
+	}
+	for _, s := range steps {
+		s.do()
+		if err := loop.Healthy(); (err == nil) != s.healthy {
+			t.Fatalf("%s: Healthy() = %v, want healthy %v", s.name, err, s.healthy)
+		}
+	}
+	if got := published(t, path); got.Version != m.Version+1 || stateOf(t, got, victim) != partmap.Failed {
+		t.Fatalf("published v%d, want v%d with %s Failed", got.Version, m.Version+1, victim)
 	}
 }

@@ -1,7 +1,8 @@
 // Package plan lays out a cache cluster as processes on one host: a
-// redis-server, a storage shim and its Redis per storage shard, and a cache
-// node per member of every software layer, each on loopback ports chosen
-// here, with the partition map (version 1) that addresses them.
+// redis-server and a storage shim per storage shard, a cache node per
+// member of every software layer, and the control loop that fails them
+// over, each on loopback ports chosen here, with the partition map (version
+// 1) that addresses them.
 //
 // It starts from the shared topology (package topology), so the members,
 // seeds and ring of a standalone cluster are those the operator would
@@ -36,12 +37,16 @@ const (
 	Redis Kind = "redis" // redis-server of one storage shard
 	Shim  Kind = "shim"  // storage shim of one shard
 	Node  Kind = "node"  // cache node of one layer member
+	// ControlLoop is the cluster's control loop (`distcache controlloop`):
+	// it probes the nodes and publishes new map versions.
+	ControlLoop Kind = "controlloop"
 )
 
 // Process is one local process of the cluster.
 type Process struct {
 	// Name is unique in the plan: the member name of a node, the shard name
-	// of a shim, the shard name + "-redis" of a Redis.
+	// of a shim, the shard name + "-redis" of a Redis, the cluster name +
+	// "-controlloop" of the control loop.
 	Name string
 	Kind Kind
 	// Shard is the storage shard of a shim or Redis; Layer the layer of a
@@ -53,7 +58,8 @@ type Process struct {
 	// Addr is the data-plane UDP address of a shim or node, or the TCP
 	// address of a Redis.
 	Addr string
-	// MetricsAddr is the /metrics and /healthz address of a shim or node.
+	// MetricsAddr is the /metrics and /healthz address of a shim, node or
+	// the control loop.
 	MetricsAddr string
 	// Dir is the working directory (a Redis keeps its append-only file
 	// there, and finds it there again when restarted).
@@ -95,7 +101,12 @@ type Plan struct {
 	Map *partmap.Map
 	// MapFile is where the map is published; every process reads it.
 	MapFile string
-	// Processes in start order: Redis servers, shims, cache nodes.
+	// ControlLoopConfig is the control loop's configuration file, which
+	// the cluster writes before starting it; EventsFile is where the loop
+	// records member state changes.
+	ControlLoopConfig, EventsFile string
+	// Processes in start order: Redis servers, shims, cache nodes, the
+	// control loop.
 	Processes []Process
 	// ShardRate and NodeRate are the emulated capacities (0: none).
 	ShardRate, NodeRate float64
@@ -121,7 +132,10 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	if o.NodeRate == 0 {
 		o.NodeRate = o.ShardRate * float64(c.ShardsPerRack())
 	}
-	p := &Plan{Cluster: c, MapFile: filepath.Join(o.RunDir, "map.json"), ShardRate: o.ShardRate, NodeRate: o.NodeRate}
+	p := &Plan{
+		Cluster: c, MapFile: filepath.Join(o.RunDir, "map.json"), ShardRate: o.ShardRate, NodeRate: o.NodeRate,
+		ControlLoopConfig: filepath.Join(o.RunDir, "controlloop.json"), EventsFile: filepath.Join(o.RunDir, "events.jsonl"),
+	}
 	external := c.Spec.Storage.External
 	p.Persistence = topology.Persistence(topology.AppendOnly(&c.Spec))
 	if len(external) > 0 {
@@ -136,9 +150,9 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	for _, l := range c.SoftwareLayers() {
 		members += c.Nodes(l)
 	}
-	// TCP: a port per Redis and a metrics port per shim and node; UDP: a
-	// data-plane port per shim and node.
-	tcp, udp, err := o.Ports(o.Host, redises+shards+members, shards+members)
+	// TCP: a port per Redis and a metrics port per shim, node and the
+	// control loop; UDP: a data-plane port per shim and node.
+	tcp, udp, err := o.Ports(o.Host, redises+shards+members+1, shards+members)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lay out %s: %w", c.Name, err)
 	}
@@ -185,6 +199,12 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			tcp, udp = tcp[1:], udp[1:]
 		}
 	}
+	loop := c.Name + "-controlloop"
+	p.Processes = append(p.Processes, Process{
+		Name: loop, Kind: ControlLoop, Path: o.Binary,
+		Args:    []string{"controlloop", "--config=" + p.ControlLoopConfig, "--metrics-addr=" + addr(tcp[0]), "--log-level=" + o.LogLevel},
+		LogFile: o.log(loop), MetricsAddr: addr(tcp[0]),
+	})
 	if p.Map, err = c.Map(nil, a); err != nil {
 		return nil, err
 	}
@@ -194,10 +214,16 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	return p, nil
 }
 
-// checkNames verifies that the map names every shim and node as the plan
-// does: the processes find themselves in the map by these names.
+// checkNames verifies that every process has a name of its own and that
+// the map names every shim and node as the plan does: the processes find
+// themselves in the map by these names.
 func (p *Plan) checkNames() error {
+	seen := map[string]bool{}
 	for _, pr := range p.Processes {
+		if seen[pr.Name] {
+			return fmt.Errorf("cannot lay out %s: two processes are named %s", p.Cluster.Name, pr.Name)
+		}
+		seen[pr.Name] = true
 		switch pr.Kind {
 		case Node:
 			if _, _, ok := p.Map.Member(pr.Name); !ok {

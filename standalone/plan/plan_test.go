@@ -117,9 +117,10 @@ func TestNew(t *testing.T) {
 					addrs[string(pr.Kind)+a] = true
 				}
 			}
-			if count[plan.Redis] != tc.redis || count[plan.Shim] != tc.shims || count[plan.Node] != tc.nodes {
-				t.Errorf("processes = %v, want %d redis, %d shims, %d nodes", count, tc.redis, tc.shims, tc.nodes)
+			if count[plan.Redis] != tc.redis || count[plan.Shim] != tc.shims || count[plan.Node] != tc.nodes || count[plan.ControlLoop] != 1 {
+				t.Errorf("processes = %v, want %d redis, %d shims, %d nodes, 1 control loop", count, tc.redis, tc.shims, tc.nodes)
 			}
+			checkControlLoop(t, p, o.RunDir)
 			if p.ShardRate != tc.shardRate || p.NodeRate != tc.nodeRate {
 				t.Errorf("rates = %v/%v, want %v/%v", p.ShardRate, p.NodeRate, tc.shardRate, tc.nodeRate)
 			}
@@ -143,6 +144,24 @@ func TestNew(t *testing.T) {
 			checkFlag(t, spine.Args, "--emulated-capacity", tc.nodeCapacityFlag)
 			checkMap(t, p, tc.cluster)
 		})
+	}
+}
+
+// checkControlLoop checks that the control loop is started last, reads
+// its configuration from the run directory and serves its metrics on the
+// planned address.
+func checkControlLoop(t *testing.T, p *plan.Plan, runDir string) {
+	t.Helper()
+	last := p.Processes[len(p.Processes)-1]
+	if last.Kind != plan.ControlLoop || last.Name != "t-controlloop" || last.MetricsAddr == "" {
+		t.Fatalf("last process %+v, want the control loop t-controlloop with a metrics address", last)
+	}
+	if filepath.Dir(p.ControlLoopConfig) != runDir || filepath.Dir(p.EventsFile) != runDir {
+		t.Errorf("control loop files %s, %s; want them in %s", p.ControlLoopConfig, p.EventsFile, runDir)
+	}
+	want := []string{"controlloop", "--config=" + p.ControlLoopConfig, "--metrics-addr=" + last.MetricsAddr, "--log-level=info"}
+	if !slices.Equal(last.Args, want) {
+		t.Errorf("control loop args %v, want %v", last.Args, want)
 	}
 }
 

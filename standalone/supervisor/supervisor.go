@@ -186,7 +186,8 @@ func (s *Supervisor) StatusOf(name string) (Status, error) {
 	return p.status(), nil
 }
 
-// Stop stops every process, the last started first: SIGTERM, then SIGKILL
+// Stop stops every process, the last started first: SIGTERM followed by
+// SIGCONT (so that a process paused with SIGSTOP handles it), then SIGKILL
 // for those still running when ctx ends. It returns when all have exited.
 func (s *Supervisor) Stop(ctx context.Context) {
 	s.cancel()
@@ -199,6 +200,7 @@ func (s *Supervisor) Stop(ctx context.Context) {
 	for _, p := range procs {
 		p.mu.Lock()
 		p.signal(syscall.SIGTERM)
+		p.signal(syscall.SIGCONT)
 		p.mu.Unlock()
 	}
 	done := make(chan struct{})

@@ -1,10 +1,12 @@
 package supervisor_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -142,6 +144,41 @@ func TestStopEndsEverything(t *testing.T) {
 	if err := s.Start(sh(t, "late", "exec sleep 300")); err == nil {
 		t.Error("Start after Stop succeeded")
 	}
+}
+
+// TestStopEndsAPausedProcessWithSIGTERM pauses a process with SIGSTOP (as
+// a failure experiment does) and stops the supervisor: the process must
+// end by the SIGTERM, which it can only handle once it is continued, and
+// not by the SIGKILL that comes when ctx ends.
+func TestStopEndsAPausedProcessWithSIGTERM(t *testing.T) {
+	s := supervisor.New(supervisor.Config{})
+	if err := s.Start(sh(t, "paused", "exec sleep 300")); err != nil {
+		t.Fatal(err)
+	}
+	pid := status(t, s, "paused").PID
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the process stopped", func() bool { return processState(pid) == 'T' })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.Stop(ctx)
+	if st := status(t, s, "paused"); st.LastExit != "signal: terminated" {
+		t.Fatalf("the paused process ended with %q, want signal: terminated", st.LastExit)
+	}
+}
+
+// processState is the state letter of process pid in /proc (0 if gone).
+func processState(pid int) byte {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
 }
 
 func TestStartErrors(t *testing.T) {

@@ -1,0 +1,200 @@
+package controlloop
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// FileConfig is the control loop process's configuration file, which
+// `distcache up` writes into the run directory and `distcache controlloop
+// --config` reads (JSON, see testdata/config.golden.json).
+type FileConfig struct {
+	// MapFile is the partition map the loop resumes from and publishes to.
+	MapFile string `json:"mapFile"`
+	// EventsFile receives every member state change as one JSON line
+	// (empty: none are written).
+	EventsFile string `json:"eventsFile,omitempty"`
+	// Interval is the probe period (zero: DefaultInterval).
+	Interval Duration `json:"interval,omitempty"`
+	// Policy is the failover policy.
+	Policy PolicyConfig `json:"policy"`
+	// Members are the cache members to probe, by their name in the map.
+	Members []MemberConfig `json:"members"`
+}
+
+// PolicyConfig is a failover.Policy in the configuration file.
+type PolicyConfig struct {
+	Grace     Duration `json:"grace"`
+	FenceLead Duration `json:"fenceLead,omitempty"`
+	HoldDown  Duration `json:"holdDown"`
+}
+
+// MemberConfig is a cache member and where its health check answers.
+type MemberConfig struct {
+	// Name is the member's name in the partition map.
+	Name string `json:"name"`
+	// HealthAddr is the host:port that serves its /healthz.
+	HealthAddr string `json:"healthAddr"`
+}
+
+// Duration is a time.Duration written as Go duration text ("250ms").
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("cannot parse duration: %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// PolicyOf is p as written in the configuration file.
+func PolicyOf(p failover.Policy) PolicyConfig {
+	return PolicyConfig{Grace: Duration(p.Grace), FenceLead: Duration(p.FenceLead), HoldDown: Duration(p.HoldDown)}
+}
+
+// Policy is the failover policy p describes.
+func (p PolicyConfig) Policy() failover.Policy {
+	return failover.Policy{Grace: time.Duration(p.Grace), FenceLead: time.Duration(p.FenceLead), HoldDown: time.Duration(p.HoldDown)}
+}
+
+// Validate reports the first problem that makes c unusable.
+func (c FileConfig) Validate() error {
+	if c.MapFile == "" {
+		return errors.New("cannot use control loop configuration: mapFile is empty")
+	}
+	if c.Interval < 0 {
+		return fmt.Errorf("cannot use control loop configuration: interval %v is negative", time.Duration(c.Interval))
+	}
+	if err := c.Policy.Policy().Validate(); err != nil {
+		return fmt.Errorf("cannot use control loop configuration: %w", err)
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Members {
+		switch {
+		case m.Name == "":
+			return fmt.Errorf("cannot use control loop configuration: member %d has no name", i)
+		case m.HealthAddr == "":
+			return fmt.Errorf("cannot use control loop configuration: member %s has no healthAddr", m.Name)
+		case seen[m.Name]:
+			return fmt.Errorf("cannot use control loop configuration: member %s is listed twice", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return nil
+}
+
+// DecodeConfig decodes and validates a configuration file's content;
+// unknown fields are an error.
+func DecodeConfig(data []byte) (FileConfig, error) {
+	var c FileConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return FileConfig{}, fmt.Errorf("cannot decode control loop configuration: %w", err)
+	}
+	if dec.More() {
+		return FileConfig{}, errors.New("cannot decode control loop configuration: data after the object")
+	}
+	return c, c.Validate()
+}
+
+// EncodeConfig encodes c as the configuration file's content.
+func EncodeConfig(c FileConfig) ([]byte, error) {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("cannot encode control loop configuration: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// LoadConfig reads the configuration file at path.
+func LoadConfig(path string) (FileConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return FileConfig{}, fmt.Errorf("cannot read control loop configuration: %w", err)
+	}
+	c, err := DecodeConfig(b)
+	if err != nil {
+		return FileConfig{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// WriteConfig validates c and writes it to path atomically (a temporary
+// file renamed over it).
+func WriteConfig(path string, c FileConfig) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	b, err := EncodeConfig(c)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".controlloop-*")
+	if err != nil {
+		return fmt.Errorf("cannot write control loop configuration: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("cannot write control loop configuration: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("cannot write control loop configuration: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("cannot write control loop configuration: %w", err)
+	}
+	return nil
+}
+
+// Open returns the loop c describes, starting from the map currently
+// published at c.MapFile (so a restarted loop never publishes an older
+// version), probing every member's /healthz over HTTP. Every member of
+// that map must have a health address. reg, when not nil, receives the
+// loop's metrics.
+func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(c.MapFile)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the control loop: %w", err)
+	}
+	m, err := partmap.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the control loop: %s: %w", c.MapFile, err)
+	}
+	addrs := make(map[string]string, len(c.Members))
+	for _, mb := range c.Members {
+		addrs[mb.Name] = mb.HealthAddr
+	}
+	for _, l := range m.Layers {
+		for _, mb := range l.Members {
+			if addrs[mb.Name] == "" {
+				return nil, fmt.Errorf("cannot start the control loop: member %s of %s has no health address in the configuration", mb.Name, c.MapFile)
+			}
+		}
+	}
+	return New(Config{
+		Policy: c.Policy.Policy(), MapFile: c.MapFile, EventsFile: c.EventsFile, Prober: NewHTTPProber(addrs),
+		Interval: time.Duration(c.Interval), Logger: logger, Registerer: reg,
+	}, m)
+}

@@ -1,0 +1,66 @@
+package controlloop
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// loopMetrics are the loop's distcache_controlloop_* series. Their labels
+// are bounded: the member states, and the members of the cluster.
+type loopMetrics struct {
+	remaps          *prometheus.CounterVec // by the state a member entered
+	probeFailures   *prometheus.CounterVec // by member
+	publishFailures prometheus.Counter
+}
+
+// newLoopMetrics creates the metrics and registers them with reg (nil: not
+// exposed); version reads the map version last published.
+func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, version func() float64) (*loopMetrics, error) {
+	lm := &loopMetrics{
+		remaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "distcache_controlloop_remaps_total",
+			Help: "Member state changes published, by the state entered (Fenced, Failed, or Active when restored).",
+		}, []string{"to"}),
+		probeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "distcache_controlloop_probe_failures_total",
+			Help: "Health checks of a cache member that failed or timed out.",
+		}, []string{"member"}),
+		publishFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "distcache_controlloop_publish_failures_total",
+			Help: "Map versions that could not be written to the map file (retried at the next step).",
+		}),
+	}
+	for _, s := range []partmap.MemberState{partmap.Active, partmap.Fenced, partmap.Failed} {
+		lm.remaps.WithLabelValues(string(s))
+	}
+	for _, l := range m.Layers {
+		for _, mb := range l.Members {
+			lm.probeFailures.WithLabelValues(mb.Name)
+		}
+	}
+	if reg == nil {
+		return lm, nil
+	}
+	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "distcache_controlloop_map_version",
+		Help: "Version of the partition map the control loop last published or resumed from.",
+	}, version)
+	for _, c := range []prometheus.Collector{lm.remaps, lm.probeFailures, lm.publishFailures, gauge} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("cannot register control loop metrics: %w", err)
+		}
+	}
+	return lm, nil
+}
+
+func (lm *loopMetrics) probeFailed(member string) { lm.probeFailures.WithLabelValues(member).Inc() }
+
+func (lm *loopMetrics) published(changes []failover.Change) {
+	for _, c := range changes {
+		lm.remaps.WithLabelValues(string(c.To)).Inc()
+	}
+}
