@@ -141,6 +141,22 @@ func TestCreateFailRestoreDelete(t *testing.T) {
 		t.Fatalf("map version %d within the grace period, want 1", got.Version)
 	}
 
+	// Not Ready for more than half the grace period (the fence lead, the
+	// serving lease plus the mounted map's delivery lag, is capped there):
+	// fenced, its keys unmoved, event.
+	setPodReady(t, cc, victim, false, now.Add(-16*time.Second))
+	var fenced *partmap.Map
+	eventually(t, "member fenced", func() (bool, error) {
+		var err error
+		fenced, err = publishedMap(t, cc)
+		return err == nil && memberState(fenced, victim) == partmap.Fenced, err
+	})
+	if fenced.Version != 2 {
+		t.Fatalf("map version %d after fencing, want 2", fenced.Version)
+	}
+	assertSamePlacement(t, m, fenced)
+	eventually(t, "MemberFenced event", func() (bool, error) { return hasEvent(t, cc, "MemberFenced", victim) })
+
 	// Not Ready past the grace period: failed, map bumped, only its share moved, event.
 	setPodReady(t, cc, victim, false, now.Add(-31*time.Second))
 	var failed *partmap.Map
@@ -149,8 +165,8 @@ func TestCreateFailRestoreDelete(t *testing.T) {
 		failed, err = publishedMap(t, cc)
 		return err == nil && memberState(failed, victim) == partmap.Failed, err
 	})
-	if failed.Version != 2 {
-		t.Fatalf("map version %d after one failure, want 2", failed.Version)
+	if failed.Version != 3 {
+		t.Fatalf("map version %d after one failure, want 3", failed.Version)
 	}
 	assertOnlyShareMoved(t, m, failed, 0, 1)
 	eventually(t, "MemberFailed event", func() (bool, error) { return hasEvent(t, cc, "MemberFailed", victim) })
@@ -168,15 +184,15 @@ func TestCreateFailRestoreDelete(t *testing.T) {
 		ms, _ := memberStatus(stored, victim)
 		return err == nil && ms.Ready, err
 	})
-	if got, _ := publishedMap(t, cc); got.Version != 2 || memberState(got, victim) != partmap.Failed {
-		t.Fatalf("after restart within the hold-down: map v%d state %s, want v2 Failed", got.Version, memberState(got, victim))
+	if got, _ := publishedMap(t, cc); got.Version != 3 || memberState(got, victim) != partmap.Failed {
+		t.Fatalf("after restart within the hold-down: map v%d state %s, want v3 Failed", got.Version, memberState(got, victim))
 	}
 
 	// Ready past the hold-down: restored with exactly its old share.
 	setPodReady(t, cc, victim, true, now.Add(-61*time.Second))
 	eventually(t, "member restored", func() (bool, error) {
 		got, err := publishedMap(t, cc)
-		return err == nil && got.Version == 3 && memberState(got, victim) == partmap.Active, err
+		return err == nil && got.Version == 4 && memberState(got, victim) == partmap.Active, err
 	})
 	restored, _ := publishedMap(t, cc)
 	assertSamePlacement(t, m, restored)
