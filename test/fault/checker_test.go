@@ -1,0 +1,152 @@
+package fault
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/internal/poll"
+)
+
+// checkOptions are the flags of one `distcache check` run.
+type checkOptions struct {
+	duration     time.Duration
+	staleClients int
+	seed         uint64
+}
+
+// checkerRun is a `distcache check` running in the cluster's namespace.
+type checkerRun struct {
+	pid      int
+	out      string // its --out directory
+	ready    string // its --ready-file
+	log      string // its stdout and stderr
+	duration time.Duration
+	exited   chan struct{}
+	exitCode int // valid once exited is closed
+	waitErr  error
+}
+
+// startChecker starts a checked workload against c; its files go to dir.
+func startChecker(t *testing.T, c *cluster, dir string, o checkOptions) *checkerRun {
+	t.Helper()
+	r := &checkerRun{
+		out: filepath.Join(dir, "check"), ready: filepath.Join(dir, "check.ready"), log: filepath.Join(dir, "check.log"),
+		duration: o.duration, exited: make(chan struct{}),
+	}
+	logf, err := os.Create(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	args := []string{"check", "--run-dir", c.runDir,
+		"--duration", o.duration.String(), "--max-ops", "200000",
+		"--keys", "32", "--skew", "1.0", "--write-ratio", "0.3", "--delete-share", "0.1",
+		"--clients", "4", "--workers", "16", "--stale-clients", strconv.Itoa(o.staleClients),
+		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", "2s", "--map-poll", "100ms",
+		"--out", r.out, "--ready-file", r.ready}
+	cmd := c.ns.Command(context.WithoutCancel(t.Context()), c.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("cannot start distcache check: %v", err)
+	}
+	r.pid = cmd.Process.Pid
+	c.track(r.pid, "checker")
+	go func() {
+		defer close(r.exited)
+		r.waitErr = cmd.Wait()
+		r.exitCode = cmd.ProcessState.ExitCode()
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-r.exited
+		}
+	})
+	return r
+}
+
+// waitReady waits until the checker's preload is done and its timed
+// workload runs (its ready file exists); it fails the test if the checker
+// exits first.
+func (r *checkerRun) waitReady(t *testing.T) time.Time {
+	t.Helper()
+	poll.Eventually(t, "the checker's workload starts", func() (bool, error) {
+		select {
+		case <-r.exited:
+			t.Fatalf("distcache check exited with %d before its workload started:\n%s", r.exitCode, readFileTail(r.log, 4096))
+		default:
+		}
+		_, err := os.Stat(r.ready)
+		return err == nil, err
+	})
+	return time.Now()
+}
+
+// wait waits for the checker to end (bounded by its duration and generous
+// read-back and check times) and returns its exit code: 0 pass, 1
+// violations or lost writes, 2 could not run.
+func (r *checkerRun) wait() (int, error) {
+	select {
+	case <-r.exited:
+		var exitErr *exec.ExitError
+		if r.waitErr != nil && !errors.As(r.waitErr, &exitErr) {
+			return -1, fmt.Errorf("distcache check: %w", r.waitErr)
+		}
+		return r.exitCode, nil
+	case <-time.After(r.duration + 5*time.Minute):
+		return -1, fmt.Errorf("distcache check did not end within %v of its duration", 5*time.Minute)
+	}
+}
+
+// verdict is what the suite reads of the checker's verdict.json.
+type verdict struct {
+	Result string `json:"result"`
+	Counts struct {
+		Operations   int64 `json:"operations"`
+		Acknowledged int64 `json:"acknowledged"`
+	} `json:"counts"`
+	FirstMap        int64 `json:"firstMapVersion"`
+	LastMap         int64 `json:"lastMapVersion"`
+	Linearizability struct {
+		Violations []struct {
+			Key           string          `json:"key"`
+			Operations    int             `json:"operations"`
+			Tail          json.RawMessage `json:"tail"`
+			Visualization string          `json:"visualization"`
+		} `json:"violations"`
+		Unchecked []string `json:"unchecked"`
+	} `json:"linearizability"`
+	Routed    readBack          `json:"routed"`
+	Direct    *readBack         `json:"direct"`
+	Histories map[string]string `json:"histories"`
+}
+
+// readBack is one final read-back of the verdict.
+type readBack struct {
+	Read   int               `json:"read"`
+	Unread []string          `json:"unread"`
+	Lost   []json.RawMessage `json:"lost"`
+}
+
+// readVerdict reads the checker's verdict.json.
+func (r *checkerRun) readVerdict() (verdict, error) {
+	var v verdict
+	b, err := os.ReadFile(filepath.Join(r.out, "verdict.json"))
+	if err != nil {
+		return v, fmt.Errorf("cannot read the checker's verdict: %w", err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("cannot decode the checker's verdict: %w", err)
+	}
+	return v, nil
+}

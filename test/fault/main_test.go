@@ -1,0 +1,71 @@
+package fault
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/distcache/distcache/internal/faultinject"
+)
+
+// Flags of TestChaosLocal (go test ./test/fault -args -schedules=N ...).
+var (
+	flagSchedules = flag.Int("schedules", 0, "TestChaosLocal: how many random schedules to run (0: skip the test)")
+	flagSeed      = flag.Uint64("seed", 1, "TestChaosLocal: seed of the first schedule; schedule i uses seed+i")
+	flagReport    = flag.String("report", "", "TestChaosLocal: report directory (default: a temporary one)")
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+	buildOut  []byte
+	buildDir  string
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// requireEnv skips the test where network namespaces cannot be created,
+// and fails it when a program the suite needs is missing (make test-deps
+// installs them).
+func requireEnv(t *testing.T) {
+	t.Helper()
+	if err := faultinject.Supported(); err != nil {
+		t.Skipf("skipping the fault-injection suite: %v (it needs root to create network namespaces)", err)
+	}
+	for _, prog := range []string{"redis-server", faultinject.IPTables} {
+		if _, err := exec.LookPath(prog); err != nil {
+			t.Fatalf("%s not on PATH: run make test-deps: %v", prog, err)
+		}
+	}
+}
+
+// distcache builds the distcache binary once per test run: `up` starts
+// the cluster by running its own executable, which a test binary is not.
+func distcache(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "distcache-fault-")
+		if buildErr != nil {
+			return
+		}
+		builtBin = filepath.Join(buildDir, "distcache")
+		cmd := exec.CommandContext(context.Background(), "go", "build", "-o", builtBin, "../../cmd/distcache")
+		buildOut, buildErr = cmd.CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("cannot build distcache: %v\n%s", buildErr, buildOut)
+	}
+	return builtBin
+}
