@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,12 @@ import (
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
+		// A command may choose its exit status (check: 1 fail, 2 could
+		// not run); any other error is 1.
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			os.Exit(coded.ExitCode())
+		}
 		os.Exit(1)
 	}
 }
@@ -23,6 +30,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: false,
 	}
 	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newLoadgenCommand(), newOperatorCommand(),
-		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand())
+		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand(), newCheckCommand())
 	return root
 }

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+
+	"github.com/distcache/distcache/workload/history"
 )
 
 // standard is the workload of the end-to-end tests: 16 workers over 4
@@ -19,7 +21,7 @@ func standard() workloadConfig {
 // the hottest key is served from the cache.
 func TestLinearizableWithHotKeysCached(t *testing.T) {
 	c := newCluster(t)
-	h := newHistory()
+	h := history.NewRecorder()
 	preload(t, h, c.newClient(), 200)
 	cfg := standard()
 	var once sync.Once
@@ -49,7 +51,7 @@ func TestLinearizableWithHotKeysCached(t *testing.T) {
 // active): the history stays linearizable and hot keys stay cached.
 func TestLinearizableAcrossNodeRemovalAndRestore(t *testing.T) {
 	c := newCluster(t)
-	h := newHistory()
+	h := history.NewRecorder()
 	preload(t, h, c.newClient(), 200)
 	cfg := standard()
 	total := int64(cfg.workers * cfg.opsPerWork)
@@ -90,7 +92,7 @@ func TestLinearizableAcrossNodeRemovalAndRestore(t *testing.T) {
 // linearizable).
 func TestRedisKilledAndRestarted(t *testing.T) {
 	c := newCluster(t, withAppendOnlyRedis())
-	h := newHistory()
+	h := history.NewRecorder()
 	cl := c.newClient()
 	preload(t, h, cl, 200)
 	cfg := standard()

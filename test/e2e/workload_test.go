@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
-
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/workload"
+	"github.com/distcache/distcache/workload/history"
 )
 
 // workloadConfig is a bounded Zipf workload with writes.
@@ -44,24 +42,24 @@ func keyName(id uint64) string { return workload.Key(id) }
 
 // preload writes every key once (recorded, so the history starts from
 // known values).
-func preload(t *testing.T, h *history, cl *client.Client, keys int) {
+func preload(t *testing.T, h *history.Recorder, cl *client.Client, keys int) {
 	t.Helper()
 	for id := range uint64(keys) {
 		k := keyName(id)
 		v := "init-" + k
-		call := h.now()
+		call := h.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := cl.Put(ctx, k, []byte(v))
 		cancel()
 		if err != nil {
 			t.Fatalf("cannot preload %s: %v", k, err)
 		}
-		h.add(0, kvInput{op: "put", key: k, value: v}, kvOutput{}, call, h.now())
+		h.Add(history.Operation{Client: 0, Kind: history.Put, Key: k, Value: v, Call: call, Return: h.Now()})
 	}
 }
 
 // run drives the workload and records every operation in h.
-func run(t *testing.T, c *cluster, h *history, cfg workloadConfig) *tally {
+func run(t *testing.T, c *cluster, h *history.Recorder, cfg workloadConfig) *tally {
 	t.Helper()
 	return start(t, c, h, cfg)()
 }
@@ -69,7 +67,7 @@ func run(t *testing.T, c *cluster, h *history, cfg workloadConfig) *tally {
 // start starts the workload on new clients and returns a function that
 // waits for it to end. Only the returned function may be called from
 // another goroutine than the test's.
-func start(t *testing.T, c *cluster, h *history, cfg workloadConfig) func() *tally {
+func start(t *testing.T, c *cluster, h *history.Recorder, cfg workloadConfig) func() *tally {
 	t.Helper()
 	zipf, err := workload.NewZipf(uint64(cfg.keys), cfg.skew)
 	if err != nil {
@@ -95,9 +93,9 @@ func start(t *testing.T, c *cluster, h *history, cfg workloadConfig) func() *tal
 				r := rng.Float64()
 				switch {
 				case r < cfg.writeRatio/10:
-					write(h, &tl, cl, w+1, kvInput{op: "del", key: k})
+					write(h, &tl, cl, history.Operation{Client: w + 1, Kind: history.Delete, Key: k})
 				case r < cfg.writeRatio:
-					write(h, &tl, cl, w+1, kvInput{op: "put", key: k, value: fmt.Sprintf("w%d-%d", w, n)})
+					write(h, &tl, cl, history.Operation{Client: w + 1, Kind: history.Put, Key: k, Value: fmt.Sprintf("w%d-%d", w, n)})
 				default:
 					read(h, &tl, cl, w+1, k, id == 0)
 				}
@@ -115,7 +113,7 @@ func start(t *testing.T, c *cluster, h *history, cfg workloadConfig) func() *tal
 
 // readBack reads every key once more after the workload, recorded in h:
 // with the history it proves that no acknowledged write was lost.
-func readBack(t *testing.T, h *history, cl *client.Client, keys int) {
+func readBack(t *testing.T, h *history.Recorder, cl *client.Client, keys int) {
 	t.Helper()
 	var tl tally
 	for id := range uint64(keys) {
@@ -126,18 +124,19 @@ func readBack(t *testing.T, h *history, cl *client.Client, keys int) {
 	}
 }
 
-func write(h *history, tl *tally, cl *client.Client, worker int, in kvInput) {
+// write runs op (a put or delete without its times) and records it.
+func write(h *history.Recorder, tl *tally, cl *client.Client, op history.Operation) {
 	tl.puts.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	call := h.now()
+	op.Call = h.Now()
 	var err error
-	if in.op == "put" {
-		err = cl.Put(ctx, in.key, []byte(in.value))
+	if op.Kind == history.Put {
+		err = cl.Put(ctx, op.Key, []byte(op.Value))
 	} else {
-		err = cl.Delete(ctx, in.key)
+		err = cl.Delete(ctx, op.Key)
 	}
-	ret := h.now()
+	op.Return = h.Now()
 	switch {
 	case err == nil:
 	case errors.Is(err, client.ErrCoherence):
@@ -150,23 +149,22 @@ func write(h *history, tl *tally, cl *client.Client, worker int, in kvInput) {
 		if errors.Is(err, client.ErrOutcomeUnknown) {
 			tl.timeouts.Add(1)
 		}
-		ret = unknown
+		op.Return = history.Unknown
 	}
-	h.add(worker, in, kvOutput{}, call, ret)
+	h.Add(op)
 }
 
-func read(h *history, tl *tally, cl *client.Client, worker int, key string, hottest bool) {
+func read(h *history.Recorder, tl *tally, cl *client.Client, worker int, key string, hottest bool) {
 	tl.gets.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	call := h.now()
+	op := history.Operation{Client: worker, Kind: history.Get, Key: key, Call: h.Now()}
 	res, err := cl.GetResult(ctx, key)
-	ret := h.now()
-	out := kvOutput{value: string(res.Value), found: true}
+	op.Return = h.Now()
 	switch {
 	case err == nil:
+		op.Value, op.Found = string(res.Value), true
 	case errors.Is(err, client.ErrNotFound):
-		out = kvOutput{}
 	default:
 		tl.failedReads.Add(1) // observed nothing
 		return
@@ -180,78 +178,39 @@ func read(h *history, tl *tally, cl *client.Client, worker int, key string, hott
 			tl.hotHits.Add(1)
 		}
 	}
-	h.add(worker, kvInput{op: "get", key: key}, out, call, ret)
+	h.Add(op)
 }
 
 // checkLinearizable fails the test unless h is linearizable per key; on
-// failure it writes porcupine's visualization next to the test output.
-func checkLinearizable(t *testing.T, h *history) {
+// failure it writes porcupine's visualization of each failing key next to
+// the test output and logs the end of its shortest failing history.
+func checkLinearizable(t *testing.T, h *history.Recorder) {
 	t.Helper()
-	ops := withoutUnobservedUnknownPuts(h.operations())
-	start := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(kvModel, ops, 2*time.Minute)
-	switch res {
-	case porcupine.Ok:
-		t.Logf("history of %d operations is linearizable (checked in %v)", len(ops), time.Since(start).Round(time.Millisecond))
-	case porcupine.Unknown:
-		t.Fatalf("linearizability check of %d operations timed out", len(ops))
-	default:
-		if f, err := os.CreateTemp("", "distcache-e2e-*.html"); err == nil {
-			_ = f.Close()
-			if err := porcupine.VisualizePath(kvModel, info, f.Name()); err == nil {
-				t.Logf("visualization: %s", f.Name())
-			}
+	res := history.Check(h.Operations(), 2*time.Minute)
+	switch {
+	case len(res.Violations) > 0:
+		for i := range res.Violations {
+			logViolation(t, &res.Violations[i])
 		}
-		logFailingKey(t, ops)
-		t.Fatalf("history of %d operations is NOT linearizable", len(ops))
+		t.Fatalf("history of %d operations is NOT linearizable (%d of %d keys)", res.Operations, len(res.Violations), res.Keys)
+	case len(res.Unchecked) > 0:
+		t.Fatalf("linearizability check of %d operations timed out (%d of %d keys unchecked)", res.Operations, len(res.Unchecked), res.Keys)
 	}
+	t.Logf("history of %d operations is linearizable (checked in %v)", res.Operations, res.Elapsed.Round(time.Millisecond))
 }
 
-// logFailingKey logs the operations of the first key whose own history is
-// not linearizable, in call order.
-func logFailingKey(t *testing.T, ops []porcupine.Operation) {
+// logViolation writes v's visualization to a temporary file and logs the
+// last operations of its shortest failing prefix, in call order.
+func logViolation(t *testing.T, v *history.Violation) {
 	t.Helper()
-	for _, part := range kvModel.Partition(ops) {
-		if porcupine.CheckOperations(kvModel, part) {
-			continue
-		}
-		sort.Slice(part, func(i, j int) bool { return part[i].Call < part[j].Call })
-		// The shortest failing prefix (by call time) ends at the culprit.
-		n := sort.Search(len(part), func(n int) bool { return !porcupine.CheckOperations(kvModel, part[:n+1]) }) + 1
-		t.Logf("key %s: %d operations; the first %d are not linearizable, the last of them:", part[0].Input.(kvInput).key, len(part), n)
-		for _, op := range part[max(0, n-40):n] {
-			ret := "unknown"
-			if op.Return != unknown {
-				ret = time.Duration(op.Return).String()
-			}
-			t.Logf("  client %2d [%v, %s] %s", op.ClientId, time.Duration(op.Call), ret, kvModel.DescribeOperation(op.Input, op.Output))
-		}
-		return
-	}
-}
-
-// withoutUnobservedUnknownPuts drops the puts whose outcome is unknown and
-// whose value no read returned. This keeps the check exact and fast: such a
-// put can always be linearized after every other operation (its interval
-// never closes), where it changes nothing any read saw, so a history is
-// linearizable with it iff it is without it. (Values are unique per put;
-// deletes carry no value and are kept.)
-func withoutUnobservedUnknownPuts(ops []porcupine.Operation) []porcupine.Operation {
-	seen := map[string]bool{}
-	for _, op := range ops {
-		if in := op.Input.(kvInput); in.op == "get" {
-			if out := op.Output.(kvOutput); out.found {
-				seen[in.key+"\x00"+out.value] = true
-			}
+	if f, err := os.CreateTemp("", "distcache-e2e-*.html"); err == nil {
+		_ = f.Close()
+		if err := v.WriteVisualization(f.Name()); err == nil {
+			t.Logf("visualization: %s", f.Name())
 		}
 	}
-	kept := ops[:0]
-	for _, op := range ops {
-		in := op.Input.(kvInput)
-		if op.Return == unknown && in.op == "put" && !seen[in.key+"\x00"+in.value] {
-			continue
-		}
-		kept = append(kept, op)
+	t.Logf("key %s: %d operations; the first %d are not linearizable, the last of them:", v.Key, v.Operations, v.PrefixLength)
+	for _, op := range v.Tail {
+		t.Logf("  %s", op)
 	}
-	return kept
 }

@@ -1,0 +1,187 @@
+package history
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// TailLength is how many operations of a violation's failing prefix its
+// Tail keeps.
+const TailLength = 40
+
+// visualizationBudget is the least time given to the check that computes a
+// violation's visualization, even past Check's deadline: the prefix is the
+// shortest failing one, so porcupine usually rejects it at once.
+const visualizationBudget = 10 * time.Second
+
+// Result is what Check found.
+type Result struct {
+	// Keys is the number of keys in the history, Operations the number of
+	// operations checked, LeftOut the puts of unknown outcome that no read
+	// observed (left out: see the package documentation).
+	Keys       int `json:"keys"`
+	Operations int `json:"operations"`
+	LeftOut    int `json:"leftOutUnknownPuts"`
+	// Linearizable is the number of keys whose history is linearizable.
+	Linearizable int `json:"linearizable"`
+	// Violations are the keys whose history is not linearizable, by key.
+	Violations []Violation `json:"violations,omitempty"`
+	// Unchecked are the keys porcupine did not decide in time, sorted.
+	Unchecked []string `json:"unchecked,omitempty"`
+	// Elapsed is how long the check took.
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// Pass reports whether every key was checked and found linearizable.
+func (r *Result) Pass() bool { return len(r.Violations) == 0 && len(r.Unchecked) == 0 }
+
+// Violation is a key whose history is not linearizable.
+type Violation struct {
+	Key string `json:"key"`
+	// Operations is the number of the key's operations checked.
+	Operations int `json:"operations"`
+	// Prefix is the shortest prefix of the key's history (in call order)
+	// that is not linearizable: its last operation is the culprit.
+	Prefix []Operation `json:"-"`
+	// PrefixLength is len(Prefix); Tail its last TailLength operations.
+	PrefixLength int         `json:"prefixLength"`
+	Tail         []Operation `json:"tail"`
+	// Visualization is the path WriteVisualization wrote, if any.
+	Visualization string `json:"visualization,omitempty"`
+
+	info porcupine.LinearizationInfo // of Prefix
+}
+
+// WriteVisualization writes porcupine's visualization of the failing
+// prefix (an HTML page) to path and records path in v.Visualization.
+func (v *Violation) WriteVisualization(path string) error {
+	if err := porcupine.VisualizePath(Model, v.info, path); err != nil {
+		return fmt.Errorf("cannot write the visualization of key %s: %w", v.Key, err)
+	}
+	v.Visualization = path
+	return nil
+}
+
+// outcome is one key's result.
+type outcome struct {
+	checked   bool
+	violation *Violation
+}
+
+// Check checks, key by key, that ops is linearizable (see the package
+// documentation), using up to GOMAXPROCS keys at a time. Keys not decided
+// within timeout are unchecked; timeout <= 0 means no limit.
+func Check(ops []Operation, timeout time.Duration) Result {
+	start := time.Now()
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = start.Add(timeout)
+	}
+	kept := withoutUnobservedUnknownPuts(ops)
+	byKey := ByKey(kept)
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	outcomes := make([]outcome, len(keys))
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(runtime.GOMAXPROCS(0), len(keys)) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(keys); i = int(next.Add(1)) - 1 {
+				outcomes[i] = checkKey(keys[i], byKey[keys[i]], deadline)
+			}
+		})
+	}
+	wg.Wait()
+	res := Result{Keys: len(keys), Operations: len(kept), LeftOut: len(ops) - len(kept)}
+	for i, o := range outcomes {
+		switch {
+		case !o.checked:
+			res.Unchecked = append(res.Unchecked, keys[i])
+		case o.violation != nil:
+			res.Violations = append(res.Violations, *o.violation)
+		default:
+			res.Linearizable++
+		}
+	}
+	res.Elapsed = time.Since(start)
+	return res
+}
+
+// checkKey checks one key's operations (sorted by call time).
+func checkKey(key string, ops []Operation, deadline time.Time) outcome {
+	switch checkBy(ops, deadline) {
+	case porcupine.Ok:
+		return outcome{checked: true}
+	case porcupine.Unknown:
+		return outcome{}
+	}
+	n := shortestFailingPrefix(ops, deadline)
+	prefix := ops[:n]
+	var budget time.Duration // no limit without a deadline
+	if !deadline.IsZero() {
+		budget = max(visualizationBudget, time.Until(deadline))
+	}
+	_, info := porcupine.CheckOperationsVerbose(Model, porcupineOps(prefix), budget)
+	return outcome{checked: true, violation: &Violation{
+		Key: key, Operations: len(ops),
+		Prefix: prefix, PrefixLength: n, Tail: prefix[max(0, n-TailLength):],
+		info: info,
+	}}
+}
+
+// checkBy checks ops with whatever time is left before deadline (no limit
+// for a zero deadline).
+func checkBy(ops []Operation, deadline time.Time) porcupine.CheckResult {
+	var left time.Duration
+	if !deadline.IsZero() {
+		if left = time.Until(deadline); left <= 0 {
+			return porcupine.Unknown
+		}
+	}
+	return porcupine.CheckOperationsTimeout(Model, porcupineOps(ops), left)
+}
+
+// shortestFailingPrefix bisects for the shortest prefix of ops (a history
+// known not to be linearizable) that is not linearizable. A prefix
+// porcupine does not decide in time counts as linearizable, so the prefix
+// returned is always one that was shown to fail.
+func shortestFailingPrefix(ops []Operation, deadline time.Time) int {
+	i := sort.Search(len(ops), func(i int) bool { return checkBy(ops[:i+1], deadline) == porcupine.Illegal })
+	return min(i+1, len(ops))
+}
+
+// withoutUnobservedUnknownPuts drops the puts whose outcome is unknown and
+// whose value no read returned. Such a put can always be linearized after
+// every other operation (its interval never closes), where it changes
+// nothing any read saw, so a history is linearizable with it iff it is
+// without it. (Values are unique per put; deletes carry no value and are
+// kept.)
+func withoutUnobservedUnknownPuts(ops []Operation) []Operation {
+	type keyValue struct{ key, value string }
+	seen := map[keyValue]bool{}
+	for _, op := range ops {
+		if op.Kind == Get && op.Found {
+			seen[keyValue{op.Key, op.Value}] = true
+		}
+	}
+	kept := make([]Operation, 0, len(ops))
+	for _, op := range ops {
+		if op.Kind == Put && op.OutcomeUnknown() && !seen[keyValue{op.Key, op.Value}] {
+			continue
+		}
+		kept = append(kept, op)
+	}
+	return kept
+}

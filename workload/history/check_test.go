@@ -1,0 +1,189 @@
+package history
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		ops  []Operation
+		// violation, when set, is the last operation of the key's
+		// shortest failing prefix.
+		violation *Operation
+		leftOut   int
+	}{
+		{
+			name: "sequential put and get",
+			ops:  []Operation{put("a", at(0, 10)), read("a", at(20, 30))},
+		},
+		{
+			name: "a stale read after an acknowledged write",
+			ops: []Operation{
+				put("a", at(0, 10)), put("b", at(20, 30)), read("a", at(40, 50), byClient(2)),
+				read("b", at(60, 70)), put("c", at(80, 90)),
+			},
+			violation: new(read("a", at(40, 50), byClient(2))),
+		},
+		{
+			name: "a read overlapping a write sees the old value",
+			ops:  []Operation{put("a", at(0, 10)), put("b", at(20, 30)), read("a", at(25, 35), byClient(2))},
+		},
+		{
+			name: "a read overlapping a write sees the new value",
+			ops:  []Operation{put("a", at(0, 10)), put("b", at(20, 30)), read("b", at(15, 25), byClient(2))},
+		},
+		{
+			name: "two overlapping reads see the new then the old value",
+			ops: []Operation{
+				put("a", at(0, 10)), put("b", at(20, 60)),
+				read("b", at(25, 35), byClient(2)), read("a", at(40, 50), byClient(3)),
+			},
+			violation: new(read("a", at(40, 50), byClient(3))),
+		},
+		{
+			name:      "a read of a value never written",
+			ops:       []Operation{put("a", at(0, 10)), read("x", at(20, 30))},
+			violation: new(read("x", at(20, 30))),
+		},
+		{
+			name: "a read of nothing before any write",
+			ops:  []Operation{readNotFound(at(0, 10)), put("a", at(20, 30)), read("a", at(40, 50))},
+		},
+		{
+			name:      "a read of nothing after an acknowledged put",
+			ops:       []Operation{put("a", at(0, 10)), readNotFound(at(20, 30))},
+			violation: new(readNotFound(at(20, 30))),
+		},
+		{
+			name: "a read of nothing after an acknowledged delete",
+			ops:  []Operation{put("a", at(0, 10)), del(at(20, 30)), readNotFound(at(40, 50))},
+		},
+		{
+			name:      "a read of the deleted value after an acknowledged delete",
+			ops:       []Operation{put("a", at(0, 10)), del(at(20, 30)), read("a", at(40, 50))},
+			violation: new(read("a", at(40, 50))),
+		},
+		{
+			name: "an unknown put observed long after its call",
+			ops:  []Operation{put("a", at(0, 10)), put("b", unknownFrom(20)), read("a", at(30, 40)), read("b", at(100, 110))},
+		},
+		{
+			name: "an unknown put applied after a later acknowledged put",
+			ops:  []Operation{put("a", at(0, 10)), put("b", unknownFrom(20), byClient(2)), put("c", at(30, 40)), read("b", at(100, 110))},
+		},
+		{
+			name: "an unknown put observed, then the older value again",
+			ops: []Operation{
+				put("a", at(0, 10)), put("b", unknownFrom(20), byClient(2)),
+				read("b", at(100, 110)), read("a", at(120, 130)),
+			},
+			violation: new(read("a", at(120, 130))),
+		},
+		{
+			name:    "an unknown put no read observed is left out",
+			ops:     []Operation{put("a", at(0, 10)), put("b", unknownFrom(20), byClient(2)), read("a", at(100, 110))},
+			leftOut: 1,
+		},
+		{
+			name: "an unknown delete may take effect late",
+			ops: []Operation{
+				put("a", at(0, 10)), del(unknownFrom(20), byClient(2)),
+				read("a", at(30, 40)), readNotFound(at(100, 110)),
+			},
+		},
+		{
+			name: "an unknown delete cannot undo itself",
+			ops: []Operation{
+				put("a", at(0, 10)), del(unknownFrom(20), byClient(2)),
+				readNotFound(at(30, 40)), read("a", at(100, 110)),
+			},
+			violation: new(read("a", at(100, 110))),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Check(tc.ops, time.Minute)
+			if res.Keys != 1 || res.LeftOut != tc.leftOut || res.Operations != len(tc.ops)-tc.leftOut || len(res.Unchecked) != 0 {
+				t.Fatalf("result %+v, want 1 key, %d operations, %d left out, none unchecked", res, len(tc.ops)-tc.leftOut, tc.leftOut)
+			}
+			if tc.violation == nil {
+				if !res.Pass() || res.Linearizable != 1 {
+					t.Fatalf("not linearizable: %+v", res.Violations)
+				}
+				return
+			}
+			if res.Pass() || len(res.Violations) != 1 || res.Linearizable != 0 {
+				t.Fatalf("result %+v, want one violation", res)
+			}
+			v := res.Violations[0]
+			if last := v.Prefix[len(v.Prefix)-1]; last != *tc.violation {
+				t.Fatalf("the shortest failing prefix ends with %s, want %s", last, *tc.violation)
+			}
+			if v.Key != "k" || v.Operations != len(tc.ops) || v.PrefixLength != len(v.Prefix) || len(v.Tail) != v.PrefixLength {
+				t.Fatalf("violation %+v", v)
+			}
+		})
+	}
+}
+
+func TestCheckSeparatesKeys(t *testing.T) {
+	ops := []Operation{
+		put("a", at(0, 10), onKey("ok")), read("a", at(20, 30), onKey("ok")),
+		put("a", at(0, 10), onKey("bad")), put("b", at(20, 30), onKey("bad")), read("a", at(40, 50), onKey("bad")),
+		put("a", at(0, 10), onKey("also-ok")),
+	}
+	res := Check(ops, time.Minute)
+	if res.Keys != 3 || res.Linearizable != 2 || len(res.Violations) != 1 || res.Violations[0].Key != "bad" {
+		t.Fatalf("result %+v, want 2 linearizable keys and a violation of key bad", res)
+	}
+}
+
+func TestCheckTailIsTheEndOfTheFailingPrefix(t *testing.T) {
+	var ops []Operation
+	for i := range int64(2 * TailLength) {
+		ops = append(ops, put(string(rune('A'+i)), at(100*i, 100*i+10)))
+	}
+	stale := read("A", at(100*2*TailLength, 100*2*TailLength+10))
+	ops = append(ops, stale, put("z", at(1e6, 1e6+10)))
+	res := Check(ops, time.Minute)
+	if len(res.Violations) != 1 {
+		t.Fatalf("result %+v, want one violation", res)
+	}
+	v := res.Violations[0]
+	if v.PrefixLength != 2*TailLength+1 || len(v.Tail) != TailLength || v.Tail[TailLength-1] != stale {
+		t.Fatalf("prefix %d operations, tail %d ending with %s; want %d, %d ending with the stale read",
+			v.PrefixLength, len(v.Tail), v.Tail[len(v.Tail)-1], 2*TailLength+1, TailLength)
+	}
+}
+
+func TestCheckOutOfTimeIsUnchecked(t *testing.T) {
+	ops := []Operation{put("a", at(0, 10), onKey("x")), read("a", at(20, 30), onKey("x")), put("a", at(0, 10), onKey("y"))}
+	res := Check(ops, time.Nanosecond)
+	if res.Pass() || res.Linearizable != 0 || len(res.Violations) != 0 || strings.Join(res.Unchecked, ",") != "x,y" {
+		t.Fatalf("result %+v, want x and y unchecked and no pass", res)
+	}
+}
+
+func TestWriteVisualization(t *testing.T) {
+	res := Check([]Operation{put("a", at(0, 10)), put("b", at(20, 30)), read("a", at(40, 50))}, time.Minute)
+	if len(res.Violations) != 1 {
+		t.Fatalf("result %+v, want one violation", res)
+	}
+	v := &res.Violations[0]
+	path := filepath.Join(t.TempDir(), "k.html")
+	if err := v.WriteVisualization(path); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Visualization != path || !strings.Contains(string(page), "<html") || !strings.Contains(string(page), `get(k) -\u003e \"a\"`) {
+		t.Fatalf("visualization %s (%d bytes) does not show the stale read", v.Visualization, len(page))
+	}
+}

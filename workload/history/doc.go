@@ -1,0 +1,39 @@
+// Package history records the operations clients run on a key-value store
+// and checks what they observed: per key, that the history is linearizable
+// (with porcupine, against a register with deletes), and that the value a
+// key holds once every operation has ended is one its writes could have
+// left (no acknowledged write lost).
+//
+// # Operations and unknown outcomes
+//
+// An Operation is a get, put or delete of one key by one client, with its
+// call and return times in nanoseconds since the Recorder started. Values
+// must be unique per put, so a read names the write it observed. A write
+// that got no answer (a timeout, a lost reply, a failed storage call) may or
+// may not have been applied, and may still be applied later: it is recorded
+// with Return == Unknown, so it can be linearized at any point after its
+// call, or never. A write the store refused and guarantees it did not apply
+// is not an operation and is not recorded.
+//
+// # Linearizability
+//
+// Check partitions a history by key and checks every key on its own within
+// a time bound. A key's result is one of: linearizable; a violation, with
+// the shortest prefix of its history (by call time) that is already not
+// linearizable, whose last operation is where it goes wrong, and porcupine's
+// visualization of that prefix; or unchecked, when porcupine did not decide
+// in time, which is never a pass. Puts whose outcome is unknown and whose
+// value no read returned are left out before checking: such a put can
+// always be linearized after every other operation, where it changes
+// nothing any read saw, so the history is linearizable with it exactly when
+// it is without it, and the check is much faster.
+//
+// # Lost writes
+//
+// PossibleFinals computes, from one key's history, the values the key may
+// hold once every operation has ended. A write w could be the last one
+// unless some acknowledged write started after w returned; a write whose
+// outcome is unknown may be last or may never have been applied; "not
+// found" is possible when a delete could be last, or when no write was
+// acknowledged. LostWrites compares final reads against that set.
+package history
