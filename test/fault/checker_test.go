@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/workload/checker"
 )
 
 // checkOptions are the flags of one `distcache check` run.
@@ -108,45 +109,15 @@ func (r *checkerRun) wait() (int, error) {
 	}
 }
 
-// verdict is what the suite reads of the checker's verdict.json.
-type verdict struct {
-	Result string `json:"result"`
-	Counts struct {
-		Operations   int64 `json:"operations"`
-		Acknowledged int64 `json:"acknowledged"`
-	} `json:"counts"`
-	FirstMap        int64 `json:"firstMapVersion"`
-	LastMap         int64 `json:"lastMapVersion"`
-	Linearizability struct {
-		Violations []struct {
-			Key           string          `json:"key"`
-			Operations    int             `json:"operations"`
-			Tail          json.RawMessage `json:"tail"`
-			Visualization string          `json:"visualization"`
-		} `json:"violations"`
-		Unchecked []string `json:"unchecked"`
-	} `json:"linearizability"`
-	Routed    readBack          `json:"routed"`
-	Direct    *readBack         `json:"direct"`
-	Histories map[string]string `json:"histories"`
-}
-
-// readBack is one final read-back of the verdict.
-type readBack struct {
-	Read   int               `json:"read"`
-	Unread []string          `json:"unread"`
-	Lost   []json.RawMessage `json:"lost"`
-}
-
 // readVerdict reads the checker's verdict.json.
-func (r *checkerRun) readVerdict() (verdict, error) {
-	var v verdict
-	b, err := os.ReadFile(filepath.Join(r.out, "verdict.json"))
+func (r *checkerRun) readVerdict() (*checker.Verdict, error) {
+	b, err := os.ReadFile(filepath.Join(r.out, checker.VerdictJSON))
 	if err != nil {
-		return v, fmt.Errorf("cannot read the checker's verdict: %w", err)
+		return nil, fmt.Errorf("cannot read the checker's verdict: %w", err)
 	}
+	var v checker.Verdict
 	if err := json.Unmarshal(b, &v); err != nil {
-		return v, fmt.Errorf("cannot decode the checker's verdict: %w", err)
+		return nil, fmt.Errorf("cannot decode the checker's verdict: %w", err)
 	}
-	return v, nil
+	return &v, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/test/fault/schedule"
+	"github.com/distcache/distcache/workload/checker"
 )
 
 // result is what one schedule's run found.
@@ -56,33 +57,32 @@ type violation struct {
 type lostWrite struct {
 	// ReadBack is routed (through the cache) or direct (from Redis).
 	ReadBack string          `json:"readBack"`
+	Key      string          `json:"key"`
 	Detail   json.RawMessage `json:"detail"`
 	History  string          `json:"history,omitempty"`
 }
 
 // fromVerdict fills r from the checker's verdict.
-func (r *result) fromVerdict(v verdict) {
-	r.Verdict, r.Operations = v.Result, v.Counts.Operations
+func (r *result) fromVerdict(v *checker.Verdict) {
+	r.Verdict, r.Operations = string(v.Result), v.Counts.Operations
 	r.Unchecked = v.Linearizability.Unchecked
 	for _, vi := range v.Linearizability.Violations {
+		tail, _ := json.Marshal(vi.Tail)
 		r.Violations = append(r.Violations, violation{
-			Key: vi.Key, Operations: vi.Operations, Tail: vi.Tail,
+			Key: vi.Key, Operations: vi.Operations, Tail: tail,
 			History: v.Histories[vi.Key], Visualization: vi.Visualization,
 		})
 	}
 	for _, rb := range []struct {
 		name string
-		rb   *readBack
+		rb   *checker.ReadBack
 	}{{"routed", &v.Routed}, {"direct", v.Direct}} {
 		if rb.rb == nil {
 			continue
 		}
 		for _, l := range rb.rb.Lost {
-			var k struct {
-				Key string `json:"key"`
-			}
-			_ = json.Unmarshal(l, &k)
-			r.LostWrites = append(r.LostWrites, lostWrite{ReadBack: rb.name, Detail: l, History: v.Histories[k.Key]})
+			detail, _ := json.Marshal(l)
+			r.LostWrites = append(r.LostWrites, lostWrite{ReadBack: rb.name, Key: l.Key, Detail: detail, History: v.Histories[l.Key]})
 		}
 	}
 }
