@@ -17,6 +17,7 @@ var (
 	flagSchedules = flag.Int("schedules", 0, "TestChaosLocal: how many random schedules to run (0: skip the test)")
 	flagSeed      = flag.Uint64("seed", 1, "TestChaosLocal: seed of the first schedule; schedule i uses seed+i")
 	flagReport    = flag.String("report", "", "TestChaosLocal: report directory (default: a temporary one)")
+	flagKeep      = flag.Bool("keep", false, "keep the clusters' and checkers' files of the short tests (logged) instead of removing them")
 )
 
 var (
@@ -68,4 +69,19 @@ func distcache(t *testing.T) string {
 		t.Fatalf("cannot build distcache: %v\n%s", buildErr, buildOut)
 	}
 	return builtBin
+}
+
+// testDir is a directory for a test's cluster and checker files: removed
+// after the test, or kept (and logged) with -keep.
+func testDir(t *testing.T) string {
+	t.Helper()
+	if !*flagKeep {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("", "distcache-fault-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("files kept in %s", dir)
+	return dir
 }

@@ -41,7 +41,7 @@ func TestZombie(t *testing.T) {
 		staleOn = 3 * time.Second
 	)
 	ctx := context.WithoutCancel(t.Context())
-	dir := t.TempDir()
+	dir := testDir(t)
 	file, err := filepath.Abs(clusterFile.File)
 	if err != nil {
 		t.Fatal(err)
