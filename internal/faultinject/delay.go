@@ -70,7 +70,7 @@ func DelayFlows(ns *Namespace, name string, d time.Duration, log *slog.Logger, f
 	}
 	q := uint16(nextQueue.Add(1))
 	dl := &Delay{ns: ns, name: name, d: d, queue: q, log: log}
-	pktMark := uint32(markBase | uint32(q))
+	pktMark := markBase | uint32(q)
 	dl.ipt = []string{"OUTPUT", "-m", "mark", "--mark", fmt.Sprintf("0x%x", pktMark),
 		"-j", "NFQUEUE", "--queue-num", strconv.Itoa(int(q)), "--queue-bypass"}
 	defer func() {
@@ -133,7 +133,9 @@ func (dl *Delay) listen() error {
 		if ctx.Err() != nil {
 			return 1
 		}
-		dl.log.Warn("NFQUEUE receive error", "fault", dl.name, "err", err)
+		// The kernel answers a verdict for a packet it no longer holds
+		// (ENOENT) on the socket; the delay goes on.
+		dl.log.Debug("NFQUEUE receive error", "fault", dl.name, "err", err)
 		return 0
 	}
 	if err := nfq.RegisterWithErrorFunc(ctx, hook, onErr); err != nil {

@@ -107,7 +107,7 @@ func TestDrop(t *testing.T) {
 					t.Fatalf("%s->%s: the rules dropped %d of %d packets, want %v", d.src, d.dst, dropped, n, d.want)
 				}
 				t.Logf("%s->%s: %d of %d dropped", d.src, d.dst, dropped, n)
-				expectArrivals(t, ps["fence"], src, dst, n-int(dropped), &seq)
+				expectArrivals(t, ps["fence"], src, dst, n-dropped, &seq)
 			}
 			if err := rules.Remove(); err != nil {
 				t.Fatal(err)

@@ -37,7 +37,7 @@ func TestPauseResumeKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	var exitErr *exec.ExitError
-	if err := <-exited; !errors.As(err, &exitErr) || exitErr.ProcessState.String() != "signal: killed" {
+	if err := <-exited; !errors.As(err, &exitErr) || exitErr.String() != "signal: killed" {
 		t.Fatalf("after Kill the process ended with %v, want signal: killed", err)
 	}
 	exited <- nil // for the cleanup
