@@ -21,6 +21,9 @@ type checkOptions struct {
 	duration     time.Duration
 	staleClients int
 	seed         uint64
+	// workers run operations concurrently (0: 16). Fewer workers make
+	// fewer operations per key for the linearizability check.
+	workers int
 }
 
 // checkerRun is a `distcache check` running in the cluster's namespace.
@@ -47,10 +50,14 @@ func startChecker(t *testing.T, c *cluster, dir string, o checkOptions) *checker
 		t.Fatal(err)
 	}
 	defer logf.Close()
+	workers := o.workers
+	if workers == 0 {
+		workers = 16
+	}
 	args := []string{"check", "--run-dir", c.runDir,
 		"--duration", o.duration.String(), "--max-ops", "200000",
 		"--keys", "32", "--skew", "1.0", "--write-ratio", "0.3", "--delete-share", "0.1",
-		"--clients", "4", "--workers", "16", "--stale-clients", strconv.Itoa(o.staleClients),
+		"--clients", "4", "--workers", strconv.Itoa(workers), "--stale-clients", strconv.Itoa(o.staleClients),
 		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", "2s", "--map-poll", "100ms",
 		"--out", r.out, "--ready-file", r.ready}
 	cmd := c.ns.Command(context.WithoutCancel(t.Context()), c.bin, args...)

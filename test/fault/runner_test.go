@@ -41,9 +41,10 @@ func scheduleConfig(seed uint64, d time.Duration, classes ...schedule.Class) sch
 }
 
 // runSchedule runs schedule s as schedule number n: a cluster in a fresh
-// namespace, the checker, the faults, the verdict, and the teardown (down,
-// nothing left running, namespace gone). Its files go to dir.
-func runSchedule(t *testing.T, n int, s schedule.Schedule, d time.Duration, dir string) result {
+// namespace, the checker (o, with 2 stale clients and the schedule's seed),
+// the faults, the verdict, and the teardown (down, nothing left running,
+// namespace gone). Its files go to dir.
+func runSchedule(t *testing.T, n int, s schedule.Schedule, o checkOptions, dir string) result {
 	t.Helper()
 	res := result{Number: n, Seed: s.Seed, Schedule: s, Dir: dir}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -56,7 +57,9 @@ func runSchedule(t *testing.T, n int, s schedule.Schedule, d time.Duration, dir 
 	}
 	c := startCluster(t, nsName, file, dir)
 	first := c.lastStatus().MapVersion
-	chk := startChecker(t, c, dir, checkOptions{duration: d, staleClients: 2, seed: s.Seed})
+	o.staleClients, o.seed = 2, s.Seed
+	d := o.duration
+	chk := startChecker(t, c, dir, o)
 	start := chk.waitReady(t)
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	in := newInjector(c, chk, log)
@@ -78,6 +81,7 @@ func runSchedule(t *testing.T, n int, s schedule.Schedule, d time.Duration, dir 
 	} else {
 		res.fromVerdict(v)
 	}
+	_, _ = c.status(context.WithoutCancel(t.Context()))
 	res.MapVersions = [2]int64{first, c.lastStatus().MapVersion}
 	for _, err := range c.teardown() {
 		res.Errors = append(res.Errors, "teardown: "+err.Error())

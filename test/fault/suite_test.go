@@ -36,7 +36,7 @@ func TestSchedules(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("schedule:\n%s", s)
-			r := runSchedule(t, i+1, s, d, filepath.Join(testDir(t), fmt.Sprintf("schedule-%d", i+1)))
+			r := runSchedule(t, i+1, s, checkOptions{duration: d}, filepath.Join(testDir(t), fmt.Sprintf("schedule-%d", i+1)))
 			t.Log(r.progressLine(len(tests)))
 			if !r.passed() {
 				var b strings.Builder
