@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files of the report"
 // -update rewrites it); report.json must decode to the same totals.
 func TestReportGolden(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	at := t0.Add
 	s := schedule.Schedule{Seed: 7, Cluster: clusterFile, HealBy: 18 * time.Second}
 	pass := result{
 		Number: 1, Seed: 7, Schedule: s, Dir: "out/chaos/schedule-001", FaultStart: t0, Verdict: "PASS",
