@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,10 +22,16 @@ type checkOptions struct {
 	duration     time.Duration
 	staleClients int
 	seed         uint64
-	// workers run operations concurrently (0: 16). Fewer workers make
-	// fewer operations per key for the linearizability check.
-	workers int
 }
+
+// The checker's settings beyond checkOptions. 8 workers keep the hottest
+// key's history short enough for the linearizability check (16 workers
+// left it undecided within minutes on a loaded 2-core machine); the check
+// may take up to checkTimeout before a key counts as unchecked.
+const (
+	checkWorkers = 8
+	checkTimeout = 5 * time.Minute
+)
 
 // checkerRun is a `distcache check` running in the cluster's namespace.
 type checkerRun struct {
@@ -50,18 +57,17 @@ func startChecker(t *testing.T, c *cluster, dir string, o checkOptions) *checker
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	workers := o.workers
-	if workers == 0 {
-		workers = 16
-	}
 	args := []string{"check", "--run-dir", c.runDir,
 		"--duration", o.duration.String(), "--max-ops", "200000",
 		"--keys", "32", "--skew", "1.0", "--write-ratio", "0.3", "--delete-share", "0.1",
-		"--clients", "4", "--workers", strconv.Itoa(workers), "--stale-clients", strconv.Itoa(o.staleClients),
-		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", "2s", "--map-poll", "100ms",
+		"--clients", "4", "--workers", strconv.Itoa(checkWorkers), "--stale-clients", strconv.Itoa(o.staleClients),
+		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", "2s", "--map-poll", "100ms", "--check-timeout", checkTimeout.String(),
 		"--out", r.out, "--ready-file", r.ready}
 	cmd := c.ns.Command(context.WithoutCancel(t.Context()), c.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The checker dies with the test process (`ip netns exec` execs it in
+	// place, keeping this).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("cannot start distcache check: %v", err)
 	}
@@ -111,8 +117,8 @@ func (r *checkerRun) wait() (int, error) {
 			return -1, fmt.Errorf("distcache check: %w", r.waitErr)
 		}
 		return r.exitCode, nil
-	case <-time.After(r.duration + 5*time.Minute):
-		return -1, fmt.Errorf("distcache check did not end within %v of its duration", 5*time.Minute)
+	case <-time.After(r.duration + checkTimeout + 5*time.Minute):
+		return -1, fmt.Errorf("distcache check did not end within %v of its duration", checkTimeout+5*time.Minute)
 	}
 }
 

@@ -28,7 +28,7 @@ func TestInjectorEffects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, fmt.Sprintf("dcfault-%d-inject", os.Getpid()), file, testDir(t))
+	c := startCluster(t, fmt.Sprintf("%s%d-inject", nsPrefix, os.Getpid()), file, testDir(t))
 	in := newInjector(c, nil, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 	find := func(name string) control.Process {
 		p, err := c.process(ctx, name)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -30,6 +32,7 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	reapStale()
 	code := m.Run()
 	if buildDir != "" {
 		_ = os.RemoveAll(buildDir)
@@ -84,4 +87,39 @@ func testDir(t *testing.T) string {
 	}
 	t.Logf("files kept in %s", dir)
 	return dir
+}
+
+// nsPrefix starts the name of every namespace the suite creates; the test
+// process's PID follows.
+const nsPrefix = "dcfault-"
+
+// reapStale removes what an earlier run of the suite left behind when it
+// was killed before its cleanup (a test binary past its -timeout): the
+// namespaces named after a test process that no longer exists, and every
+// process still running in them, which that run started.
+func reapStale() {
+	if faultinject.Supported() != nil {
+		return
+	}
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), nsPrefix)
+		if !ok {
+			continue
+		}
+		owner, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(owner)
+		if err != nil || faultinject.Alive(pid) {
+			continue
+		}
+		if pids, err := faultinject.PIDsIn(e.Name()); err == nil {
+			for _, p := range pids {
+				_ = faultinject.Kill(p)
+			}
+		}
+		_ = exec.CommandContext(context.Background(), "ip", "netns", "delete", e.Name()).Run()
+	}
 }

@@ -50,7 +50,7 @@ func runSchedule(t *testing.T, n int, s schedule.Schedule, o checkOptions, dir s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	nsName := fmt.Sprintf("dcfault-%d-%d", os.Getpid(), n)
+	nsName := fmt.Sprintf("%s%d-%d", nsPrefix, os.Getpid(), n)
 	file, err := filepath.Abs(s.Cluster.File)
 	if err != nil {
 		t.Fatal(err)

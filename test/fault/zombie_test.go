@@ -46,7 +46,7 @@ func TestZombie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, fmt.Sprintf("dcfault-%d-zombie", os.Getpid()), file, dir)
+	c := startCluster(t, fmt.Sprintf("%s%d-zombie", nsPrefix, os.Getpid()), file, dir)
 	chk := startChecker(t, c, dir, checkOptions{duration: d, staleClients: 2, seed: 42})
 	start := chk.waitReady(t)
 	in := newInjector(c, chk, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
