@@ -37,8 +37,9 @@ TEST_FLAGS ?=
 # plane for the operator's tests; controller-gen for the tests that keep crds/
 # in sync with the API types and the Chaos Mesh CRDs in sync with their pin
 # (the tests of chaos/ also build hack/chaosmesh, a module of its own whose
-# dependencies come from the Go module proxy on first use).
-TEST_DEPS ?= redis-server envtest controller-gen
+# dependencies come from the Go module proxy on first use); iptables-legacy
+# for the fault-injection suite's delays (test/fault, internal/faultinject).
+TEST_DEPS ?= redis-server envtest controller-gen iptables
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -49,7 +50,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean manifests chaos-crds envtest controller-gen
+.PHONY: help build test test-deps vet fmt lint sim bench demo fuzz clean manifests chaos-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -64,7 +65,7 @@ help: ## Show this help
 build: ## Build bin/distcache
 	$(GO) build -o bin/distcache ./cmd/distcache
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
@@ -93,6 +94,26 @@ redis-server:
 	echo 'Installing redis-server and redis-tools with apt-get'; \
 	"$${apt[@]}" install -y redis-server redis-tools \
 		|| { "$${apt[@]}" update && "$${apt[@]}" install -y redis-server redis-tools; }
+
+# Installs the Debian package iptables unless iptables-legacy is on PATH. The
+# fault-injection suite delays packets by queueing them to userspace with the
+# xtables NFQUEUE target of legacy iptables (the kernels it runs on have no
+# netem qdisc and no nftables queue expression); it waits up to 10 minutes for
+# another apt-get to release the dpkg lock, and runs apt-get update only if
+# the install fails.
+.PHONY: iptables
+iptables:
+	@if command -v iptables-legacy >/dev/null; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+		echo 'iptables: iptables-legacy not on PATH and no apt-get; install iptables by hand' >&2; \
+		exit 1; \
+	fi; \
+	sudo=; \
+	if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
+	apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600); \
+	echo 'Installing iptables with apt-get'; \
+	"$${apt[@]}" install -y iptables \
+		|| { "$${apt[@]}" update && "$${apt[@]}" install -y iptables; }
 
 test: test-deps ## Install test prerequisites, then run go vet and all tests with -race
 	$(GO) vet ./...
@@ -167,6 +188,19 @@ demo: redis-server build ## Run DistCache standalone on local processes, benchma
 	@echo '==> $(DEMO_BENCH)'
 	@trap "echo '==> bin/distcache down --run-dir $(DEMO_RUN_DIR)'; bin/distcache down --run-dir '$(DEMO_RUN_DIR)'" EXIT; \
 		$(DEMO_BENCH)
+
+# The long fault-injection run (test/fault, docs/reliability.md): SCHEDULES
+# random schedules drawn from SEED, each a cluster in a network namespace of
+# its own under a checked workload; a progress line per schedule and a report
+# in CHAOS_REPORT (report.txt, report.json). Needs root (network namespaces).
+SCHEDULES ?= 10
+SEED ?= 1
+CHAOS_REPORT ?= out/chaos
+CHAOS_TIMEOUT ?= 6h
+
+chaos-local: redis-server iptables ## Run SCHEDULES random fault schedules from SEED against local clusters, report in CHAOS_REPORT
+	$(GO) test -count=1 -run '^TestChaosLocal$$' -v -timeout $(CHAOS_TIMEOUT) ./test/fault \
+		-args -schedules=$(SCHEDULES) -seed=$(SEED) -report='$(abspath $(CHAOS_REPORT))'
 
 fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)
 	for t in $(FUZZ_TARGETS); do \

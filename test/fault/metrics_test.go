@@ -1,0 +1,40 @@
+package fault
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// sumMetric adds up the samples of family in a Prometheus text exposition
+// whose labels include labels.
+func sumMetric(r io.Reader, family string, labels map[string]string) (float64, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return 0, fmt.Errorf("cannot parse metrics: %w", err)
+	}
+	total := 0.0
+	for _, m := range families[family].GetMetric() {
+		match := 0
+		for _, lp := range m.GetLabel() {
+			if v, ok := labels[lp.GetName()]; ok && v == lp.GetValue() {
+				match++
+			}
+		}
+		if match != len(labels) {
+			continue
+		}
+		switch {
+		case m.GetCounter() != nil:
+			total += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			total += m.GetGauge().GetValue()
+		case m.GetUntyped() != nil:
+			total += m.GetUntyped().GetValue()
+		}
+	}
+	return total, nil
+}

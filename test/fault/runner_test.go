@@ -1,0 +1,101 @@
+package fault
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/test/fault/schedule"
+)
+
+// Timing of a schedule's run.
+const (
+	// faultStart is when the first fault may start, from the start of the
+	// timed workload.
+	faultStart = time.Second
+	// healMargin separates the last heal from the end of the timed
+	// workload, after which the checker reads every key back.
+	healMargin = 2 * time.Second
+	// grace is the failover grace period of testdata/cluster.yaml.
+	grace = time.Second
+)
+
+// clusterFile is the suite's cluster file and its processes' names.
+var clusterFile = schedule.Cluster{
+	File:   "testdata/cluster.yaml",
+	Nodes:  []string{"fault-spine-0", "fault-spine-1", "fault-spine-2", "fault-leaf-0", "fault-leaf-1"},
+	Shards: []string{"fault-rack-0-0", "fault-rack-0-1", "fault-rack-1-0", "fault-rack-1-1"},
+}
+
+// scheduleConfig is the generator's configuration for a workload of
+// duration d.
+func scheduleConfig(seed uint64, d time.Duration, classes ...schedule.Class) schedule.Config {
+	return schedule.Config{
+		Seed: seed, Clusters: []schedule.Cluster{clusterFile}, Classes: classes,
+		Start: faultStart, HealBy: d - healMargin, Grace: grace,
+	}
+}
+
+// runSchedule runs schedule s as schedule number n: a cluster in a fresh
+// namespace, the checker (o, with 2 stale clients and the schedule's seed),
+// the faults, the verdict, and the teardown (down, nothing left running,
+// namespace gone). Its files go to dir.
+func runSchedule(t *testing.T, n int, s schedule.Schedule, o checkOptions, dir string) result {
+	t.Helper()
+	res := result{Number: n, Seed: s.Seed, Schedule: s, Dir: dir}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nsName := fmt.Sprintf("%s%d-%d", nsPrefix, os.Getpid(), n)
+	file, err := filepath.Abs(s.Cluster.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startCluster(t, nsName, file, dir)
+	first := c.lastStatus().MapVersion
+	o.staleClients, o.seed = 2, s.Seed
+	d := o.duration
+	chk := startChecker(t, c, dir, o)
+	start := chk.waitReady(t)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	in := newInjector(c, chk, log)
+	if err := in.run(context.WithoutCancel(t.Context()), start, s); err != nil {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	if healed := time.Since(start); healed > d {
+		res.Errors = append(res.Errors, fmt.Sprintf("faults healed %v after the workload started, after its end (%v)", healed.Round(time.Millisecond), d))
+	}
+	res.Faults = in.rec.Records()
+	res.FaultStart = start
+	code, err := chk.wait()
+	res.ExitCode = code
+	if err != nil {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	if v, err := chk.readVerdict(); err != nil {
+		res.Errors = append(res.Errors, err.Error())
+	} else {
+		res.fromVerdict(v)
+	}
+	_, _ = c.status(context.WithoutCancel(t.Context()))
+	res.MapVersions = [2]int64{first, c.lastStatus().MapVersion}
+	for _, err := range c.teardown() {
+		res.Errors = append(res.Errors, "teardown: "+err.Error())
+	}
+	if code != 0 && code != 1 {
+		res.Errors = append(res.Errors, fmt.Sprintf("distcache check exited with %d:\n%s", code, readFileTail(chk.log, 2048)))
+	}
+	return res
+}
+
+// testWriter sends log lines to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
