@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/workload/checker"
 )
@@ -124,6 +125,8 @@ a key could not be read back).`,
 	f.IntVar(&c.StaleClients, "stale-clients", 0, "clients whose map SIGUSR1 freezes and SIGUSR2 thaws")
 	f.Uint64Var(&c.Seed, "seed", 1, "seed of the operation streams")
 	f.DurationVar(&c.OpTimeout, "op-timeout", checker.DefaultOpTimeout, "timeout of each operation")
+	f.DurationVar(&c.Client.FailBackoff, "fail-backoff", client.DefaultFailBackoff,
+		"how long a client skips a cache node that timed out; a short one makes clients try a paused node again soon after it resumes")
 	f.DurationVar(&c.MapPoll, "map-poll", checker.DefaultMapPoll, "how often the map file is polled")
 	f.DurationVar(&c.ReadBackTimeout, "read-back-timeout", checker.DefaultReadBackTimeout, "bound of the read-back's (and the preload's) retries")
 	f.DurationVar(&c.CheckTimeout, "check-timeout", checker.DefaultCheckTimeout, "bound of the linearizability check; keys not decided by then are unchecked")

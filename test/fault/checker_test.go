@@ -22,6 +22,7 @@ type checkOptions struct {
 	duration     time.Duration
 	staleClients int
 	seed         uint64
+	failBackoff  time.Duration // how long clients skip a node that timed out (0: the client's default)
 }
 
 // The checker's settings beyond checkOptions. 8 workers keep the hottest
@@ -63,6 +64,9 @@ func startChecker(t *testing.T, c *cluster, dir string, o checkOptions) *checker
 		"--clients", "4", "--workers", strconv.Itoa(checkWorkers), "--stale-clients", strconv.Itoa(o.staleClients),
 		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", "2s", "--map-poll", "100ms", "--check-timeout", checkTimeout.String(),
 		"--out", r.out, "--ready-file", r.ready}
+	if o.failBackoff > 0 {
+		args = append(args, "--fail-backoff", o.failBackoff.String())
+	}
 	cmd := c.ns.Command(context.WithoutCancel(t.Context()), c.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The checker dies with the test process (`ip netns exec` execs it in

@@ -36,9 +36,10 @@ type cluster struct {
 }
 
 // startCluster creates namespace nsName, starts the cluster of file in it
-// with its run directory in dir, and registers its teardown (which the
+// with its run directory in dir and upArgs as further flags of `distcache
+// up` (default: --map-poll 100ms), and registers its teardown (which the
 // caller may also run earlier, through teardown).
-func startCluster(t *testing.T, nsName, file, dir string) *cluster {
+func startCluster(t *testing.T, nsName, file, dir string, upArgs ...string) *cluster {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
 	ns, err := faultinject.CreateNamespace(ctx, nsName)
@@ -67,7 +68,10 @@ func startCluster(t *testing.T, nsName, file, dir string) *cluster {
 			t.Error(err)
 		}
 	})
-	out, err := ns.Run(ctx, c.bin, "up", "-f", file, "--run-dir", c.runDir, "--map-poll", "100ms")
+	if len(upArgs) == 0 {
+		upArgs = []string{"--map-poll", "100ms"}
+	}
+	out, err := ns.Run(ctx, c.bin, append([]string{"up", "-f", file, "--run-dir", c.runDir}, upArgs...)...)
 	if err != nil {
 		t.Fatalf("cannot start the cluster: %v\n%s", err, out)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/standalone/control"
 )
 
 // TestZombie is the fixed scenario of fencing failed cache nodes: no stale
@@ -21,33 +22,51 @@ import (
 //
 //  1. the checker's stale clients freeze their partition map (SIGUSR1);
 //  2. cache node X is paused (SIGSTOP) past the failover grace period,
-//     and 0.5–0.9 s after X another node Y of the same layer;
-//  3. the control loop fails both over: two new map versions;
-//  4. the workload writes (the shims acknowledge writes under the new
-//     maps, which no longer name X or Y as owners);
-//  5. X and Y continue (SIGCONT) with whatever they had cached, and the
-//     stale clients, still routing by the first map, keep reading from
-//     them for a few seconds;
+//     and 0.5–0.9 s after X another node Y of the same layer; the storage
+//     shims' datagrams to X and Y are dropped from then until the stale
+//     clients thaw, so the best-effort invalidations the shims keep
+//     sending them never arrive (without the cut they would wait in the
+//     paused nodes' socket buffers and invalidate the copies first thing
+//     after SIGCONT);
+//  3. the control loop fences and fails both over: new map versions;
+//  4. the workload writes, and the shims acknowledge writes of X's and Y's
+//     keys without them: they have released them (their serving leases
+//     ran out since they were fenced);
+//  5. X and Y continue (SIGCONT) with whatever they had cached and the map
+//     from before the pause, which they keep: the map file is hidden just
+//     before, as a node's map source can fail or lag (a kubelet that has
+//     not refreshed a mounted ConfigMap), until the stale period ends or
+//     the control loop publishes again; the stale clients, still routing
+//     by the first map and trying a node that timed out again after
+//     100 ms, read from them;
 //  6. the stale clients thaw (SIGUSR2) and the workload ends.
 //
 // The checker must find every key's history linearizable and no
-// acknowledged write lost.
+// acknowledged write lost. Without fencing — a node that serves its copies
+// whatever its lease, shims that stop waiting for a failed node at once —
+// the stale clients read values older than acknowledged writes from X or Y
+// in step 5, and the check fails.
 func TestZombie(t *testing.T) {
 	requireEnv(t)
 	const (
-		d       = 25 * time.Second
-		x, y    = "fault-spine-0", "fault-spine-1"
-		writes  = 200 // acknowledged writes to wait for after the remaps
-		staleOn = 3 * time.Second
+		d        = 25 * time.Second
+		x, y     = "fault-spine-0", "fault-spine-1"
+		writes   = 200 // acknowledged writes to wait for after the remaps
+		released = 20  // invalidations of X and Y the shims did not wait for
+		staleOn  = 3 * time.Second
 	)
 	ctx := context.WithoutCancel(t.Context())
 	dir := testDir(t)
-	file, err := filepath.Abs(clusterFile.File)
+	file, err := filepath.Abs("testdata/zombie.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, fmt.Sprintf("%s%d-zombie", nsPrefix, os.Getpid()), file, dir)
-	chk := startChecker(t, c, dir, checkOptions{duration: d, staleClients: 2, seed: 42})
+	c := startCluster(t, fmt.Sprintf("%s%d-zombie", nsPrefix, os.Getpid()), file, dir, "--map-poll", "1s")
+	// Clients try a node that timed out again after 100 ms, so the stale
+	// clients read from X and Y as soon as they continue, before the nodes
+	// have read the newer maps (with the default 2 s they might skip them
+	// until then, and the scenario would prove nothing).
+	chk := startChecker(t, c, dir, checkOptions{duration: d, staleClients: 2, seed: 42, failBackoff: 100 * time.Millisecond})
 	start := chk.waitReady(t)
 	in := newInjector(c, chk, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
 
@@ -78,32 +97,52 @@ func TestZombie(t *testing.T) {
 	gap := 500*time.Millisecond + time.Duration(rand.New(rand.NewPCG(42, 0)).Int64N(int64(400*time.Millisecond)))
 	sleepUntil(ctx, time.Now().Add(gap))
 	endY := pauseNode(t, in, py.Name, py.PID)
-	// 3. Two new map versions: X and Y failed over.
-	poll.Until(t, "two new map versions", func() bool { return c.mapVersion(ctx) >= v0+2 })
-	// 4. Writes under the new maps.
-	shimPuts := func() float64 {
+	heal := cutShimsFrom(t, c, in, px, py)
+	// 3. X and Y fenced and failed: new map versions.
+	poll.Until(t, "X and Y failed", func() bool {
+		failed := 0
+		for _, name := range []string{x, y} {
+			if p, err := c.process(ctx, name); err == nil && p.MemberState == "Failed" {
+				failed++
+			}
+		}
+		return failed == 2
+	})
+	// 4. Writes the shims acknowledge without waiting for X or Y.
+	shimSum := func(name string, labels map[string]string) float64 {
 		total := 0.0
 		for _, p := range c.lastStatus().Processes {
 			if p.Kind == "shim" {
-				n, err := c.metric(ctx, p.MetricsAddr, "distcache_requests_total", map[string]string{"op": "PUT", "result": "ok"})
-				if err == nil {
+				if n, err := c.metric(ctx, p.MetricsAddr, name, labels); err == nil {
 					total += n
 				}
 			}
 		}
 		return total
 	}
-	before := shimPuts()
-	poll.Until(t, "writes acknowledged after the remaps", func() bool { return shimPuts() >= before+writes })
+	without := func() float64 {
+		return shimSum("distcache_coherence_invalidations_total", map[string]string{"result": "released"}) +
+			shimSum("distcache_coherence_invalidations_total", map[string]string{"result": "best_effort"})
+	}
+	puts := func() float64 {
+		return shimSum("distcache_requests_total", map[string]string{"op": "PUT", "result": "ok"})
+	}
+	before := puts()
+	poll.Until(t, "writes of X's and Y's keys acknowledged without them", func() bool {
+		return without() >= released && puts() >= before+writes
+	})
 	// 5. X and Y come back; the stale clients keep reading by the first
 	// map for a while (the experiment's duration, not a synchronisation).
+	unhide := hideMap(t, c)
 	endX()
 	endY()
 	sleepUntil(ctx, time.Now().Add(staleOn))
-	// 6. Thaw.
+	unhide()
+	// 6. Thaw, and let the shims reach X and Y again.
 	if err := faultinject.Signal(chk.pid, syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
+	heal()
 	endStale(nil)
 	if elapsed := time.Since(start); elapsed > d-time.Second {
 		t.Fatalf("the scenario took %v, past the end of the %v workload: the checker read back before it was over", elapsed, d)
@@ -124,6 +163,64 @@ func TestZombie(t *testing.T) {
 		text, _ := os.ReadFile(filepath.Join(chk.out, "verdict.txt"))
 		t.Errorf("the zombie scenario: checker exit %d, verdict %s, %d violations, %d lost writes (want exit 0, PASS, none):\n%s",
 			code, v.Result, len(res.Violations), len(res.LostWrites), text)
+	}
+}
+
+// hideMap moves the cluster's map file aside, so that every process that
+// reads it keeps the map it has, and returns the function that puts it
+// back unless the control loop has published a newer one meanwhile.
+func hideMap(t *testing.T, c *cluster) (unhide func()) {
+	t.Helper()
+	path := filepath.Join(c.runDir, "map.json")
+	hidden := path + ".hidden"
+	if err := os.Rename(path, hidden); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := os.Stat(path); err == nil {
+			_ = os.Remove(hidden) // a newer version was published meanwhile
+			return
+		}
+		if err := os.Rename(hidden, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// cutShimsFrom drops every datagram from the storage shims to the nodes
+// until the returned function heals the cut; both are recorded.
+func cutShimsFrom(t *testing.T, c *cluster, in *injector, nodes ...control.Process) (heal func()) {
+	t.Helper()
+	var shims, dst []uint16
+	var names []string
+	for _, p := range c.lastStatus().Processes {
+		if p.Kind == "shim" {
+			port, err := portOf(p.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shims = append(shims, port)
+		}
+	}
+	for _, n := range nodes {
+		port, err := portOf(n.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, names = append(dst, port), append(names, n.Name)
+	}
+	fl := faultinject.Flow{Proto: faultinject.UDP, Src: faultinject.Ports{List: shims}, Dst: faultinject.Ports{List: dst}}
+	rules, err := faultinject.Drop(c.ns, "zombie_cut", 1, fl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := in.rec.Begin("partition-one-way", "shims -> "+fl.Dst.String(), names...)
+	return func() {
+		err := rules.Remove()
+		end(err)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
