@@ -139,9 +139,10 @@ func (in *injector) pause(ctx context.Context, kind, name string, pid int, d tim
 	return nil
 }
 
-// controlLoop stops the control loop for d: SIGKILL of its process if it
-// runs as one (its supervisor restarts it), else SIGSTOP of the daemon
-// that runs it (and the control API with it) for d.
+// controlLoop stops the control loop for d and then kills it (its
+// supervisor restarts it): SIGSTOP, SIGCONT and SIGKILL of its process, or,
+// for a daemon that runs the loop itself, SIGSTOP and SIGCONT of the daemon
+// (and of the control API with it).
 func (in *injector) controlLoop(ctx context.Context, d time.Duration) error {
 	st, err := in.c.status(ctx)
 	if err != nil {
@@ -149,6 +150,9 @@ func (in *injector) controlLoop(ctx context.Context, d time.Duration) error {
 	}
 	for _, p := range st.Processes {
 		if p.Kind == controlLoopKind {
+			if err := in.pause(ctx, string(schedule.ControlLoop), p.Name, p.PID, d); err != nil {
+				return err
+			}
 			return in.kill(ctx, string(schedule.ControlLoop), p.Name)
 		}
 	}

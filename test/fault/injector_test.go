@@ -19,8 +19,8 @@ import (
 // have on the cluster, as its status shows: a node cut off from the
 // control loop's health probes (but running) is failed over and restored
 // once the partition heals; a killed shim is restarted; a paused Redis
-// makes its shard not ready until it continues; a paused control loop
-// does not answer until it continues.
+// makes its shard not ready until it continues; a paused control loop is
+// not ready, and once killed it is restarted.
 func TestInjectorEffects(t *testing.T) {
 	requireEnv(t)
 	ctx := context.WithoutCancel(t.Context())
@@ -78,16 +78,15 @@ func TestInjectorEffects(t *testing.T) {
 		healed(done)
 		poll.Until(t, "the shim ready again", func() bool { return find(shard).Ready })
 	})
-	t.Run("control loop paused", func(t *testing.T) {
+	t.Run("control loop paused, then killed", func(t *testing.T) {
+		const loop = "fault-controlloop"
+		before := find(loop)
 		done := inject(schedule.Fault{Class: schedule.ControlLoop, For: 3 * time.Second})
-		poll.Until(t, "the control API stops answering", func() bool {
-			_, err := c.status(ctx)
-			return err != nil
-		})
+		poll.Until(t, "the paused control loop not ready", func() bool { return !find(loop).Ready })
 		healed(done)
-		poll.Eventually(t, "the control API answers again", func() (bool, error) {
-			_, err := c.status(ctx)
-			return err == nil, err
+		poll.Until(t, "the killed control loop restarted and ready", func() bool {
+			p := find(loop)
+			return p.Restarts > before.Restarts && p.PID != before.PID && p.Ready
 		})
 	})
 	for _, r := range in.rec.Records() {
