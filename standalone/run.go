@@ -25,6 +25,12 @@ const (
 	DefaultStartTimeout = time.Minute
 	DefaultStopTimeout  = 10 * time.Second
 	DefaultScrapeEvery  = time.Second
+	// StatusProbeEvery is the shortest period of the status's health
+	// checks of every process: they only feed `distcache status` (the
+	// control loop checks the cache nodes on its own, at ProbeInterval),
+	// and dozens of processes checked several times a second cost a
+	// visible share of a small machine.
+	StatusProbeEvery = time.Second
 )
 
 // PIDFile is the file in the run directory that holds the pid of the
@@ -40,8 +46,9 @@ type Config struct {
 	// Policy is the control loop's failover policy (the spec's failover
 	// section).
 	Policy failover.Policy
-	// ProbeInterval is the control loop's period, and that of the status's
-	// probes of every process (default controlloop.DefaultInterval).
+	// ProbeInterval is the control loop's period (default
+	// controlloop.DefaultInterval). The status probes every process at
+	// most every StatusProbeEvery.
 	ProbeInterval time.Duration
 	// StartTimeout bounds the wait for every process to be ready (default
 	// DefaultStartTimeout); StopTimeout the wait for them to exit on
@@ -88,7 +95,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { every(runCtx, DefaultScrapeEvery, c.scrape) })
-	wg.Go(func() { every(runCtx, cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval), c.probeAll) })
+	wg.Go(func() {
+		every(runCtx, max(cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval), StatusProbeEvery), c.probeAll)
+	})
 	defer wg.Wait()
 	defer cancel()
 
