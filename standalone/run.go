@@ -1,7 +1,6 @@
 package standalone
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,12 +24,12 @@ const (
 	DefaultStartTimeout = time.Minute
 	DefaultStopTimeout  = 10 * time.Second
 	DefaultScrapeEvery  = time.Second
-	// StatusProbeEvery is the shortest period of the status's health
-	// checks of every process: they only feed `distcache status` (the
-	// control loop checks the cache nodes on its own, at ProbeInterval),
-	// and dozens of processes checked several times a second cost a
-	// visible share of a small machine.
-	StatusProbeEvery = time.Second
+	// DefaultStatusProbeInterval is the default period of the status's
+	// health checks of every process: they only feed `distcache status`
+	// (the control loop checks the cache nodes on its own, at
+	// ProbeInterval), and dozens of processes checked several times a
+	// second cost a visible share of a small machine.
+	DefaultStatusProbeInterval = time.Second
 )
 
 // PIDFile is the file in the run directory that holds the pid of the
@@ -47,9 +46,11 @@ type Config struct {
 	// section).
 	Policy failover.Policy
 	// ProbeInterval is the control loop's period (default
-	// controlloop.DefaultInterval). The status probes every process at
-	// most every StatusProbeEvery.
+	// controlloop.DefaultInterval).
 	ProbeInterval time.Duration
+	// StatusProbeInterval is the period of the status's health checks of
+	// every process (default DefaultStatusProbeInterval).
+	StatusProbeInterval time.Duration
 	// StartTimeout bounds the wait for every process to be ready (default
 	// DefaultStartTimeout); StopTimeout the wait for them to exit on
 	// SIGTERM before SIGKILL (default DefaultStopTimeout).
@@ -95,9 +96,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { every(runCtx, DefaultScrapeEvery, c.scrape) })
-	wg.Go(func() {
-		every(runCtx, max(cmp.Or(cfg.ProbeInterval, controlloop.DefaultInterval), StatusProbeEvery), c.probeAll)
-	})
+	wg.Go(func() { every(runCtx, cfg.StatusProbeInterval, c.probeAll) })
 	defer wg.Wait()
 	defer cancel()
 
@@ -120,6 +119,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.StatusProbeInterval <= 0 {
+		cfg.StatusProbeInterval = DefaultStatusProbeInterval
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -100,7 +100,7 @@ func runCluster(t *testing.T, p *plan.Plan, runDir string) (ready <-chan struct{
 	go func() {
 		donec <- standalone.Run(ctx, standalone.Config{
 			Plan: p, RunDir: runDir, Policy: failover.Policy{Grace: 100 * time.Millisecond, HoldDown: 200 * time.Millisecond},
-			ProbeInterval: 20 * time.Millisecond, Ready: func() { close(readyc) },
+			ProbeInterval: 20 * time.Millisecond, StatusProbeInterval: 20 * time.Millisecond, Ready: func() { close(readyc) },
 		})
 	}()
 	t.Cleanup(cancel)
