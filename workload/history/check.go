@@ -84,7 +84,7 @@ func Check(ops []Operation, timeout time.Duration) Result {
 	if timeout > 0 {
 		deadline = start.Add(timeout)
 	}
-	kept := withoutUnobservedUnknownPuts(ops)
+	kept := reduceUnknownWrites(ops)
 	byKey := ByKey(kept)
 	keys := make([]string, 0, len(byKey))
 	for k := range byKey {
@@ -162,24 +162,56 @@ func shortestFailingPrefix(ops []Operation, deadline time.Time) int {
 	return min(i+1, len(ops))
 }
 
-// withoutUnobservedUnknownPuts drops the puts whose outcome is unknown and
-// whose value no read returned. Such a put can always be linearized after
-// every other operation (its interval never closes), where it changes
-// nothing any read saw, so a history is linearizable with it iff it is
-// without it. (Values are unique per put; deletes carry no value and are
-// kept.)
-func withoutUnobservedUnknownPuts(ops []Operation) []Operation {
+// reduceUnknownWrites simplifies the writes whose outcome is unknown (their
+// interval never closes, which makes the search for a linearization costly)
+// without changing whether the history is linearizable:
+//
+//   - a put whose value no read returned is dropped: it can always be
+//     linearized after every other operation, where it changes nothing any
+//     read saw, so a history is linearizable with it iff it is without it
+//     (values are unique per put);
+//   - a put whose value a read returned ends at the earliest return of such
+//     a read: every linearization places the put before the reads that
+//     returned its value;
+//   - a delete that no later read saw as not found (no get of its key
+//     called after the delete's call found nothing) is dropped: taking
+//     effect, it could only make a later read find nothing, so if the
+//     history is linearizable it is so without it, and without it
+//     linearizable means linearizable with it never applied.
+func reduceUnknownWrites(ops []Operation) []Operation {
 	type keyValue struct{ key, value string }
-	seen := map[keyValue]bool{}
+	firstRead := map[keyValue]int64{} // earliest return of a read of each value
+	lastMiss := map[string]int64{}    // latest call of a get that found nothing, by key
 	for _, op := range ops {
-		if op.Kind == Get && op.Found {
-			seen[keyValue{op.Key, op.Value}] = true
+		if op.Kind != Get {
+			continue
+		}
+		if !op.Found {
+			lastMiss[op.Key] = max(lastMiss[op.Key], op.Call)
+			continue
+		}
+		kv := keyValue{op.Key, op.Value}
+		if r, ok := firstRead[kv]; !ok || op.Return < r {
+			firstRead[kv] = op.Return
 		}
 	}
 	kept := make([]Operation, 0, len(ops))
 	for _, op := range ops {
-		if op.Kind == Put && op.OutcomeUnknown() && !seen[keyValue{op.Key, op.Value}] {
-			continue
+		if op.OutcomeUnknown() {
+			switch op.Kind {
+			case Put:
+				r, seen := firstRead[keyValue{op.Key, op.Value}]
+				if !seen {
+					continue
+				}
+				if r > op.Call {
+					op.Return = r
+				}
+			case Delete:
+				if last, ok := lastMiss[op.Key]; !ok || last <= op.Call {
+					continue
+				}
+			}
 		}
 		kept = append(kept, op)
 	}

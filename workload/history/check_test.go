@@ -90,6 +90,18 @@ func TestCheck(t *testing.T) {
 			leftOut: 1,
 		},
 		{
+			name:    "an unknown delete no later read saw is left out",
+			ops:     []Operation{put("a", at(0, 10)), del(unknownFrom(20), byClient(2)), read("a", at(100, 110))},
+			leftOut: 1,
+		},
+		{
+			name: "an unknown put observed early and again later",
+			ops: []Operation{
+				put("a", at(0, 10)), put("b", unknownFrom(20), byClient(2)),
+				read("b", at(30, 40)), read("b", at(100, 110)), put("c", at(120, 130)), read("c", at(140, 150)),
+			},
+		},
+		{
 			name: "an unknown delete may take effect late",
 			ops: []Operation{
 				put("a", at(0, 10)), del(unknownFrom(20), byClient(2)),
