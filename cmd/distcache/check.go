@@ -51,7 +51,9 @@ type checkOptions struct {
 	listen    string
 	readyFile string
 	out       string
-	cfg       checker.Config
+	// maxMemoryMiB bounds the heap (guardMemory).
+	maxMemoryMiB uint64
+	cfg          checker.Config
 }
 
 func newCheckCommand() *cobra.Command {
@@ -132,6 +134,8 @@ a key could not be read back).`,
 	f.DurationVar(&c.CheckTimeout, "check-timeout", checker.DefaultCheckTimeout, "bound of the linearizability check; keys not decided by then are unchecked")
 	f.StringVar(&o.out, "out", "", "directory for verdict.txt, verdict.json and the failing keys' files (default: a new temporary directory)")
 	f.StringVar(&o.readyFile, "ready-file", "", "file created when the preload is done and the timed workload starts")
+	f.Uint64Var(&o.maxMemoryMiB, "max-memory", 4096,
+		"MiB of heap the check may use; past it the process ends undecided (exit status 2) instead of exhausting the machine (0: no limit)")
 	return cmd
 }
 
@@ -150,6 +154,9 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	defer chk.Close()
 	stopSignals := staleSignals(chk, stderr)
 	defer stopSignals()
+	guardCtx, stopGuard := context.WithCancel(ctx)
+	defer stopGuard()
+	go guardMemory(guardCtx, o.maxMemoryMiB<<20, stderr, func() { os.Exit(exitUndecided) })
 	fmt.Fprintf(stderr, "check: map %s, %d keys, writing to %s\n", o.cfg.MapFile, o.cfg.Keys, o.out)
 	v, err := chk.Run(ctx)
 	if v == nil {

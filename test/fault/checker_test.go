@@ -29,9 +29,14 @@ type checkOptions struct {
 // key's history short enough for the linearizability check (16 workers
 // left it undecided within minutes on a loaded 2-core machine); the check
 // may take up to checkTimeout before a key counts as unchecked.
+// Operations time out after opTimeout: long enough that a write held up by
+// a fault (a paused shim, a partition, a killed Redis) mostly completes
+// after it heals instead of ending with an unknown outcome, which the
+// check must treat as concurrent with everything after it.
 const (
 	checkWorkers = 8
 	checkTimeout = 5 * time.Minute
+	opTimeout    = 10 * time.Second
 )
 
 // checkerRun is a `distcache check` running in the cluster's namespace.
@@ -62,7 +67,7 @@ func startChecker(t *testing.T, c *cluster, dir string, o checkOptions) *checker
 		"--duration", o.duration.String(), "--max-ops", "200000",
 		"--keys", "32", "--skew", "1.0", "--write-ratio", "0.3", "--delete-share", "0.1",
 		"--clients", "4", "--workers", strconv.Itoa(checkWorkers), "--stale-clients", strconv.Itoa(o.staleClients),
-		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", "2s", "--map-poll", "100ms", "--check-timeout", checkTimeout.String(),
+		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", opTimeout.String(), "--map-poll", "100ms", "--check-timeout", checkTimeout.String(),
 		"--out", r.out, "--ready-file", r.ready}
 	if o.failBackoff > 0 {
 		args = append(args, "--fail-backoff", o.failBackoff.String())

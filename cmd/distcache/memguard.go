@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/metrics"
+	"time"
+)
+
+// heapMetric is the bytes of live and not yet swept heap objects.
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+// guardMemory calls exit (which ends the process) when its heap grows past
+// limit bytes (0: no limit), after saying why on w. The search of a
+// linearizability check can need memory exponential in the concurrency of
+// a history (writes whose outcome is unknown are concurrent with
+// everything after them); a check that cannot be decided within the limit
+// ends as undecided instead of exhausting the machine. The guard stops
+// when ctx ends.
+func guardMemory(ctx context.Context, limit uint64, w io.Writer, exit func()) {
+	if limit == 0 {
+		return
+	}
+	sample := []metrics.Sample{{Name: heapMetric}}
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		if used := sample[0].Value.Uint64(); used > limit {
+			fmt.Fprintf(w, "check: the heap reached %d MiB, over --max-memory (%d MiB): the history is too hard to check within it; giving up undecided\n",
+				used>>20, limit>>20)
+			exit()
+			return
+		}
+	}
+}
