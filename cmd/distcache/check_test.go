@@ -69,7 +69,7 @@ func TestCheckStandaloneCluster(t *testing.T) {
 	}
 
 	checkDir, ready := filepath.Join(dir, "check"), filepath.Join(dir, "ready")
-	cmd := exec.CommandContext(t.Context(), bin, "check", "--run-dir", runDir, "--keys", "16", "--duration", "5s", "--max-ops", "1000000",
+	cmd := exec.CommandContext(t.Context(), bin, "check", "--run-dir", runDir, "--keys", "64", "--workers", "8", "--duration", "5s", "--max-ops", "1000000",
 		"--stale-clients", "1", "--ready-file", ready, "--out", checkDir)
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -93,7 +93,7 @@ func TestCheckStandaloneCluster(t *testing.T) {
 		t.Fatalf("check printed %q, want one PASS line", stdout.String())
 	}
 	v := readVerdict(t, checkDir)
-	if v.Result != checker.Pass || v.Direct == nil || v.Direct.Read != 16 || v.Routed.Read != 16 || len(v.Stale) != 2 || !v.Stale[0].Frozen || v.Stale[1].Frozen {
+	if v.Result != checker.Pass || v.Direct == nil || v.Direct.Read != 64 || v.Routed.Read != 64 || len(v.Stale) != 2 || !v.Stale[0].Frozen || v.Stale[1].Frozen {
 		t.Fatalf("verdict %s: %d keys read back routed, %+v direct, stale events %+v", v.Result, v.Routed.Read, v.Direct, v.Stale)
 	}
 	if _, err := os.Stat(filepath.Join(checkDir, checker.VerdictText)); err != nil {

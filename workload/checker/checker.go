@@ -219,6 +219,11 @@ func (c *Checker) Run(ctx context.Context) (*Verdict, error) {
 	}
 	c.progress(Checking, v.Elapsed)
 	ops := c.rec.Operations()
+	if c.cfg.OutDir != "" {
+		if err := writeHistory(c.cfg.OutDir, ops); err != nil {
+			return nil, err
+		}
+	}
 	v.Linearizability = history.Check(ops, c.cfg.CheckTimeout)
 	v.Routed = routed.verdict(ops)
 	if direct != nil {

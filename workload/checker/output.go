@@ -2,6 +2,7 @@ package checker
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,7 +21,33 @@ const (
 	// <key>.html (porcupine's visualization of the shortest failing
 	// prefix).
 	KeysDir = "keys"
+	// HistoryFile is every operation of the run, one JSON object a line in
+	// call order, gzip-compressed; it is written before the check, so an
+	// undecided or interrupted check keeps it too.
+	HistoryFile = "history.jsonl.gz"
 )
+
+// writeHistory writes ops to dir/HistoryFile.
+func writeHistory(dir string, ops []history.Operation) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot write the history: %w", err)
+	}
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	enc := json.NewEncoder(zw)
+	for _, op := range ops {
+		if err := enc.Encode(op); err != nil {
+			return fmt.Errorf("cannot encode the history: %w", err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("cannot compress the history: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, HistoryFile), b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("cannot write the history: %w", err)
+	}
+	return nil
+}
 
 // writeFiles writes the verdict and the failing keys' files into dir.
 func (v *Verdict) writeFiles(dir string, ops []history.Operation) error {

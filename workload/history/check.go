@@ -47,12 +47,20 @@ type Violation struct {
 	Key string `json:"key"`
 	// Operations is the number of the key's operations checked.
 	Operations int `json:"operations"`
-	// Prefix is the shortest prefix of the key's history (in call order)
-	// that is not linearizable: its last operation is the culprit.
-	Prefix []Operation `json:"-"`
-	// PrefixLength is len(Prefix); Tail its last TailLength operations.
+	// PrefixLength is the length of the shortest prefix of the key's
+	// history (in call order) that is not linearizable, together with the
+	// later writes its reads may have read from (a read may return the
+	// value of a put called after it): the prefix's last operation is the
+	// culprit. Tail is that prefix's last TailLength operations (the
+	// culprit last).
 	PrefixLength int         `json:"prefixLength"`
 	Tail         []Operation `json:"tail"`
+	// Prefix is what the visualization shows: the part of the failing
+	// prefix since the last instant none of the key's operations was in
+	// flight, after writes (by StateClient) of the states the key may have
+	// been in at that instant, and followed by the later writes its reads
+	// may have read from.
+	Prefix []Operation `json:"-"`
 	// Visualization is the path WriteVisualization wrote, if any.
 	Visualization string `json:"visualization,omitempty"`
 
@@ -119,24 +127,37 @@ func Check(ops []Operation, timeout time.Duration) Result {
 	return res
 }
 
-// checkKey checks one key's operations (sorted by call time).
+// checkKey checks one key's operations (sorted by call time), segment by
+// segment (see segment). It first checks them without the deletes of
+// unknown outcome: each is concurrent with everything after its call (so
+// nothing after it splits into segments), and a few of them make the
+// search space explode, yet a history that is linearizable with them never
+// applied is linearizable. Only a key that fails that way is checked with
+// them.
 func checkKey(key string, ops []Operation, deadline time.Time) outcome {
-	switch checkBy(ops, deadline) {
+	if fewer := withoutUnknownDeletes(ops); len(fewer) < len(ops) {
+		if res, _ := checkSegments(fewer, deadline); res == porcupine.Ok {
+			return outcome{checked: true}
+		}
+	}
+	res, seg := checkSegments(ops, deadline)
+	switch res {
 	case porcupine.Ok:
 		return outcome{checked: true}
 	case porcupine.Unknown:
 		return outcome{}
 	}
-	n := shortestFailingPrefix(ops, deadline)
-	prefix := ops[:n]
+	n := shortestFailingPrefix(seg, deadline)
+	prefix := seg.closedPrefix(n)
 	var budget time.Duration // no limit without a deadline
 	if !deadline.IsZero() {
 		budget = max(visualizationBudget, time.Until(deadline))
 	}
 	_, info := porcupine.CheckOperationsVerbose(Model, porcupineOps(prefix), budget)
+	length := seg.offset + n
 	return outcome{checked: true, violation: &Violation{
 		Key: key, Operations: len(ops),
-		Prefix: prefix, PrefixLength: n, Tail: prefix[max(0, n-TailLength):],
+		Prefix: prefix, PrefixLength: length, Tail: ops[max(0, length-TailLength):length],
 		info: info,
 	}}
 }
@@ -153,13 +174,27 @@ func checkBy(ops []Operation, deadline time.Time) porcupine.CheckResult {
 	return porcupine.CheckOperationsTimeout(Model, porcupineOps(ops), left)
 }
 
-// shortestFailingPrefix bisects for the shortest prefix of ops (a history
-// known not to be linearizable) that is not linearizable. A prefix
-// porcupine does not decide in time counts as linearizable, so the prefix
-// returned is always one that was shown to fail.
-func shortestFailingPrefix(ops []Operation, deadline time.Time) int {
-	i := sort.Search(len(ops), func(i int) bool { return checkBy(ops[:i+1], deadline) == porcupine.Illegal })
-	return min(i+1, len(ops))
+// shortestFailingPrefix bisects for the least n such that the closed
+// prefix of seg's first n own operations (see closedPrefix) is not
+// linearizable; seg is known not to be. Closed prefixes grow with n and a
+// closed part of a linearizable history is linearizable, so the search is
+// sound. A prefix porcupine does not decide in time counts as
+// linearizable, so the n returned is always one shown to fail.
+func shortestFailingPrefix(seg segment, deadline time.Time) int {
+	run := len(seg.ops) - seg.start
+	i := sort.Search(run, func(i int) bool { return checkBy(seg.closedPrefix(i+1), deadline) == porcupine.Illegal })
+	return min(i+1, run)
+}
+
+// withoutUnknownDeletes returns ops without the deletes of unknown outcome.
+func withoutUnknownDeletes(ops []Operation) []Operation {
+	out := make([]Operation, 0, len(ops))
+	for _, op := range ops {
+		if op.Kind != Delete || !op.OutcomeUnknown() {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 // reduceUnknownWrites simplifies the writes whose outcome is unknown (their

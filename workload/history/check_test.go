@@ -1,8 +1,10 @@
 package history
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +111,36 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name: "either of two overlapping puts may be in place after them",
+			ops: []Operation{
+				put("a", at(0, 10)), put("b", at(5, 15), byClient(2)),
+				read("a", at(20, 30)), read("a", at(40, 50)), put("c", at(60, 70)), read("c", at(80, 90)),
+			},
+		},
+		{
+			name: "a read after a quiescent point fixes which of two puts was last",
+			ops: []Operation{
+				put("a", at(0, 10)), put("b", at(5, 15), byClient(2)),
+				read("b", at(20, 30)), read("a", at(40, 50)),
+			},
+			violation: new(read("a", at(40, 50))),
+		},
+		{
+			name: "a read of a put called after it, then a stale read",
+			ops: []Operation{
+				put("a", at(0, 10)), read("b", at(20, 60)), put("b", at(30, 40), byClient(2)),
+				read("a", at(70, 80), byClient(3)),
+			},
+			violation: new(read("a", at(70, 80), byClient(3))),
+		},
+		{
+			name: "an unknown delete needed to explain a read",
+			ops: []Operation{
+				put("a", at(0, 10)), del(unknownFrom(20), byClient(2)),
+				read("a", at(30, 40)), readNotFound(at(100, 110)), readNotFound(at(120, 130)),
+			},
+		},
+		{
 			name: "an unknown delete cannot undo itself",
 			ops: []Operation{
 				put("a", at(0, 10)), del(unknownFrom(20), byClient(2)),
@@ -133,11 +165,57 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("result %+v, want one violation", res)
 			}
 			v := res.Violations[0]
-			if last := v.Prefix[len(v.Prefix)-1]; last != *tc.violation {
-				t.Fatalf("the shortest failing prefix ends with %s, want %s", last, *tc.violation)
+			if !slices.Contains(v.Prefix, *tc.violation) {
+				t.Fatalf("the visualized prefix %v does not show %s", v.Prefix, *tc.violation)
 			}
-			if v.Key != "k" || v.Operations != len(tc.ops) || v.PrefixLength != len(v.Prefix) || len(v.Tail) != v.PrefixLength {
+			if v.Key != "k" || v.Operations != len(tc.ops) || len(v.Tail) != v.PrefixLength || v.Tail[len(v.Tail)-1] != *tc.violation {
 				t.Fatalf("violation %+v", v)
+			}
+		})
+	}
+}
+
+func TestCheckStartsASegmentInTheStateThePreviousLeaves(t *testing.T) {
+	var ops []Operation
+	for i := range int64(minSegment) {
+		ops = append(ops, put(fmt.Sprint(i), at(10*i, 10*i+5)))
+	}
+	t0 := int64(10 * minSegment)
+	ops = append(ops, read("255", at(t0, t0+5)), read("254", at(t0+10, t0+15)))
+	res := Check(ops, time.Minute)
+	if len(res.Violations) != 1 {
+		t.Fatalf("result %+v, want one violation", res)
+	}
+	want := []Operation{{Client: StateClient, Kind: Put, Key: "k", Value: "255", Call: t0 - 2, Return: t0 - 1}, ops[len(ops)-2], ops[len(ops)-1]}
+	if v := res.Violations[0]; v.PrefixLength != len(ops) || !slices.Equal(v.Prefix, want) {
+		t.Fatalf("prefix of %d operations, visualized %v; want %d, %v", v.PrefixLength, v.Prefix, len(ops), want)
+	}
+}
+
+func TestSegments(t *testing.T) {
+	tests := []struct {
+		name   string
+		ops    []Operation
+		minLen int
+		want   []int // the segments' lengths, without their start operations
+	}{
+		{"sequential", []Operation{put("a", at(0, 10)), read("a", at(20, 30)), del(at(40, 50))}, 1, []int{1, 1, 1}},
+		{"sequential, two at least", []Operation{put("a", at(0, 10)), read("a", at(20, 30)), del(at(40, 50))}, 2, []int{2, 1}},
+		{"overlapping", []Operation{put("a", at(0, 10)), read("a", at(5, 30)), del(at(20, 50)), readNotFound(at(60, 70))}, 1, []int{3, 1}},
+		{"touching", []Operation{put("a", at(0, 10)), read("a", at(10, 30))}, 1, []int{2}},
+		{"either of two puts may be last", []Operation{put("a", at(0, 10)), put("b", at(5, 15)), read("b", at(20, 30)), read("b", at(40, 50))}, 1, []int{4}},
+		{"either of two deletes may be last", []Operation{del(at(0, 10)), del(at(5, 15)), readNotFound(at(20, 30))}, 1, []int{2, 1}},
+		{"a put after two overlapping ones", []Operation{put("a", at(0, 10)), put("b", at(5, 15)), put("c", at(20, 30)), read("c", at(40, 50))}, 1, []int{3, 1}},
+		{"a write of unknown outcome", []Operation{put("a", at(0, 10)), del(unknownFrom(20)), read("a", at(40, 50)), read("a", at(60, 70))}, 1, []int{1, 3}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			for _, s := range segments(tc.ops, tc.minLen) {
+				got = append(got, len(s.run()))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("segments of %v operations, want %v", got, tc.want)
 			}
 		})
 	}

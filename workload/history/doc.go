@@ -20,13 +20,24 @@
 // Check partitions a history by key and checks every key on its own within
 // a time bound. A key's result is one of: linearizable; a violation, with
 // the shortest prefix of its history (by call time) that is already not
-// linearizable, whose last operation is where it goes wrong, and porcupine's
-// visualization of that prefix; or unchecked, when porcupine did not decide
-// in time, which is never a pass. Puts whose outcome is unknown and whose
-// value no read returned are left out before checking: such a put can
-// always be linearized after every other operation, where it changes
-// nothing any read saw, so the history is linearizable with it exactly when
-// it is without it, and the check is much faster.
+// linearizable, taken together with the later writes its reads may have
+// read from (a read may return the value of a put called after it, and a
+// prefix without that put proves nothing), whose last operation is where
+// it goes wrong, and porcupine's visualization of it; or unchecked, when
+// porcupine did not decide in time, which is never a pass.
+//
+// Writes of unknown outcome are simplified first, without changing the
+// verdict: a put whose value no read returned is left out (it can always
+// be linearized after every other operation, where it changes nothing any
+// read saw); a put whose value a read returned ends at that read's return;
+// a delete no later read saw as "not found" is left out, and the others
+// are left out on a first try, a key being checked with them only if it is
+// not linearizable without them.
+//
+// Each key's history is then cut into segments (see segment) at instants
+// when no operation is in flight and one state is possible, and porcupine
+// searches each segment on its own, starting in the state the previous one
+// left: its memory grows with the length of the history it searches.
 //
 // # Lost writes
 //
