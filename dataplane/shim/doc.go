@@ -44,6 +44,13 @@
 // completed writes for DedupTTL. Re-executing a retransmitted PUT after a
 // later write would silently undo that write; serving a retransmitted read
 // again would only cost the emulated capacity a second unit for nothing.
+// The table dies with the process, so the Redis write itself is made once
+// across restarts too (applied.go): a script writes the value and a mark
+// of the request (AppliedPrefix, expiring after DedupTTL) atomically, and
+// does nothing where the mark exists. A restarted shim that receives the
+// retransmit of a write its previous run applied (and died before
+// acknowledging) acknowledges it without writing, and ends its phase 2
+// without a value.
 //
 // Every request is served on its own goroutine, at most MaxInFlight at a
 // time; beyond that the shim sheds load with StatusOverloaded. Requests for

@@ -236,6 +236,7 @@ type env struct {
 	redis  *redistest.Server
 	rdb    *redis.Client // the test's own Redis client
 	shim   *Shim
+	cfg    Config // the shim's
 	reg    *prometheus.Registry
 	m      *partmap.Map
 	place  *partmap.Placement
@@ -275,7 +276,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.shim = s
+	e.shim, e.cfg = s, cfg
 	t.Cleanup(func() { _ = s.Close() })
 
 	m, err := partmap.Build(partmap.Spec{Cluster: testCluster, Racks: 1, ShardsPerRack: c.shards, Layers: c.layers}, nil)
@@ -307,6 +308,29 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	e.client.Start(nil)
 	t.Cleanup(func() { _ = e.client.Close() })
 	return e
+}
+
+// restart closes the shim and starts a new one with the same
+// configuration (a new port, a registry of its own) on the same Redis and
+// map, as a supervisor restarts a shim that died.
+func (e *env) restart() {
+	e.t.Helper()
+	if err := e.shim.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	cfg := e.cfg
+	cfg.Registerer = prometheus.NewRegistry()
+	s, err := New(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = s.Close() })
+	e.shim = s
+	e.m.Storage.Racks[0].Shards[0].Address = s.Addr().String()
+	e.setMap(e.m)
+	if err := s.Start(); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // setMap compiles m and installs it in the shim.

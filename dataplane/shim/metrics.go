@@ -26,6 +26,7 @@ type shimMetrics struct {
 	phaseUpdate             prometheus.Observer
 	coherenceFailures       prometheus.Counter
 	redisErrors             prometheus.Counter
+	alreadyApplied          prometheus.Counter
 	mapVersion              prometheus.Gauge
 }
 
@@ -55,11 +56,15 @@ func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *cap
 		Name: "distcache_redis_errors_total",
 		Help: "Redis commands that failed.",
 	})
+	alreadyApplied := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "distcache_writes_already_applied_total",
+		Help: "Retransmitted writes that a previous run of the shim had applied before it died: acknowledged, not applied again.",
+	})
 	mapVersion := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "distcache_map_version",
 		Help: "Version of the partition map in use.",
 	})
-	if err := metrics.Register(reg, invalidations, copies, updates, phases, failures, redisErrors, mapVersion,
+	if err := metrics.Register(reg, invalidations, copies, updates, phases, failures, redisErrors, alreadyApplied, mapVersion,
 		metrics.CounterFunc("distcache_work_units_total",
 			"Work units taken from the emulated capacity: 1 per GET, FETCH, PUT and DEL served, 1 per cached copy a write invalidates and updates.",
 			work.Used),
@@ -88,6 +93,7 @@ func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *cap
 		phaseUpdate:             phases.WithLabelValues("update"),
 		coherenceFailures:       failures,
 		redisErrors:             redisErrors,
+		alreadyApplied:          alreadyApplied,
 		mapVersion:              mapVersion,
 	}, nil
 }

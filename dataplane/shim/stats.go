@@ -23,6 +23,7 @@ type Stats struct {
 	UpdatesSent       uint64 // UPDATE calls sent (one per owner and PUT)
 	UpdateFailures    uint64 // UPDATE calls not acknowledged in time
 	DuplicateRequests uint64 // retransmitted requests not served again (reads in progress, writes)
+	AlreadyApplied    uint64 // retransmitted writes a previous run of the shim had applied (Redis marks, applyScript): acknowledged, not applied again
 	Shed              uint64 // reads shed with StatusOverloaded: the emulated capacity was QueueTimeout away
 	Work              uint64 // work units taken from the emulated capacity (requests, and copies of writes)
 	MapVersion        int64  // version of the current partition map (0: none)
@@ -36,6 +37,7 @@ type counters struct {
 	invalidations, coherenceFailures, copies      atomic.Uint64
 	invalidationsReleased                         atomic.Uint64
 	updatesSent, updateFailures, duplicates, shed atomic.Uint64
+	alreadyApplied                                atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -49,7 +51,7 @@ func (s *Shim) Stats() Stats {
 		Invalidations: c.invalidations.Load(), CoherenceFailures: c.coherenceFailures.Load(),
 		CopiesInvalidated: c.copies.Load(), Released: c.invalidationsReleased.Load(),
 		UpdatesSent: c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
-		DuplicateRequests: c.duplicates.Load(), Shed: c.shed.Load(),
+		DuplicateRequests: c.duplicates.Load(), AlreadyApplied: c.alreadyApplied.Load(), Shed: c.shed.Load(),
 		Work:      s.work.Used(),
 		Transport: s.ep.Stats(),
 	}

@@ -44,13 +44,14 @@ func (c *versionClock) current() uint64 { return c.last.Load() }
 func (s *Shim) serveWrite(r *request) {
 	dk := r.dedupKey()
 	var (
-		status  = wire.StatusInternal
-		version uint64
-		owners  []owner
+		status   = wire.StatusInternal
+		version  uint64
+		owners   []owner
+		replayed bool
 	)
 	unlock, err := s.locks.lock(s.ctx, r.key)
 	if err == nil {
-		status, version, owners = s.applyWrite(r)
+		status, version, owners, replayed = s.applyWrite(r)
 	}
 	// Counted before the reply, so that whoever sees the reply sees it counted.
 	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
@@ -60,29 +61,35 @@ func (s *Shim) serveWrite(r *request) {
 	if unlock != nil {
 		unlock()
 	}
+	if replayed {
+		// Redis may hold a later write by now: phase 2 ends the write
+		// like a failed one, leaving the invalidated copies invalid.
+		status = wire.StatusUnavailable
+	}
 	s.update(r, status, version, owners)
 }
 
 // applyWrite runs phase 1 and the Redis write of r; the caller holds the
-// key's lock. It returns the reply status, the write's version and the
-// owners it invalidated.
-func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
+// key's lock. It returns the reply status, the write's version, the owners
+// it invalidated, and whether a previous run of the shim had applied the
+// write already (replayed: acknowledged, not applied again).
+func (s *Shim) applyWrite(r *request) (status wire.Status, v uint64, owners []owner, replayed bool) {
 	if r.op == wire.OpPut {
 		s.stats.puts.Add(1)
 	} else {
 		s.stats.dels.Add(1)
 	}
 	if err := s.waitWritable(); err != nil {
-		return wire.StatusInternal, 0, nil
+		return wire.StatusInternal, 0, nil, false
 	}
 	now := time.Now()
-	v := s.clock.next(now)
+	v = s.clock.next(now)
 	owners, copies, err := s.invalidate(r.key, v)
 	if err != nil {
 		s.stats.coherenceFailures.Add(1)
 		s.metrics.coherenceFailures.Inc()
 		s.log.Warn("write refused: invalidation not acknowledged", "op", r.op, "key", r.key, "version", v, "err", err)
-		return wire.StatusCoherence, 0, nil
+		return wire.StatusCoherence, 0, nil, false
 	}
 	s.metrics.phaseInvalidate.Observe(time.Since(now).Seconds())
 	// The coherence work of the copies (DistCache §4.3, the simulator's
@@ -91,17 +98,22 @@ func (s *Shim) applyWrite(r *request) (wire.Status, uint64, []owner) {
 	// capacity the readers share, so it delays the shim's other requests.
 	s.work.Take(copies)
 	t := time.Now()
-	if r.op == wire.OpPut {
-		err = s.rdb.Set(s.ctx, r.key, r.value, 0).Err()
-	} else {
-		err = s.rdb.Del(s.ctx, r.key).Err()
-	}
+	applied, err := s.applyToRedis(s.ctx, r)
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
-	if err != nil {
+	switch {
+	case err != nil:
 		s.redisError(r.op.String(), r.key, err)
-		return wire.StatusUnavailable, v, owners
+		return wire.StatusUnavailable, v, owners, false
+	case !applied:
+		// A previous run of the shim applied it and died before its reply
+		// reached the client: acknowledge it, and end phase 2 without a
+		// value (Redis may hold a later write by now).
+		s.stats.alreadyApplied.Add(1)
+		s.metrics.alreadyApplied.Inc()
+		s.log.Info("write already applied by a previous run of the shim; acknowledged again", "op", r.op, "key", r.key, "src", r.src)
+		return wire.StatusOK, v, owners, true
 	}
-	return wire.StatusOK, v, owners
+	return wire.StatusOK, v, owners, false
 }
 
 // waitWritable waits until the shim may start phase 1 (mapView.writesFrom):

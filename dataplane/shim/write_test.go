@@ -325,6 +325,34 @@ func TestDuplicateWrites(t *testing.T) {
 			t.Errorf("stats %+v: want 2 PUTs executed, 1 duplicate", st)
 		}
 	})
+	t.Run("retransmit of a write a previous run of the shim applied", func(t *testing.T) {
+		e := newEnv(t)
+		key := e.key(0, "dup-restart")
+		raw := newRawConn(t)
+		dg := encodePut(t, 42, key, "first")
+		raw.send(e.shim.Addr(), dg)
+		if r := raw.receive(); r.Status != wire.StatusOK { // as if it died before this reply went out
+			t.Fatalf("first PUT: %s", r.Status)
+		}
+		e.restart()
+		later := e.mustStatus(wire.OpPut, key, []byte("second"), wire.StatusOK)
+		raw.send(e.shim.Addr(), dg) // the client's retransmit reaches the new shim
+		r := raw.receive()
+		if r.Status != wire.StatusOK || r.Seq != 42 || r.ValueVersion <= later.ValueVersion {
+			t.Fatalf("retransmit answered %s seq %d version %d, want an acknowledgement after version %d", r.Status, r.Seq, r.ValueVersion, later.ValueVersion)
+		}
+		if got := e.redisValue(key); got != "second" {
+			t.Fatalf("the retransmit was applied again: Redis holds %q, want the later write", got)
+		}
+		for _, n := range e.owners(key) {
+			if up := n.waitFor(t, wire.OpUpdate, key, r.ValueVersion); up.status == wire.StatusOK || len(up.value) != 0 {
+				t.Errorf("owner %s: the retransmit's phase 2 %+v, want it ended without a value", n.name, up)
+			}
+		}
+		if st := e.shim.Stats(); st.AlreadyApplied != 1 {
+			t.Errorf("stats %+v: want 1 write already applied", st)
+		}
+	})
 	t.Run("retransmit of a write in progress", func(t *testing.T) {
 		e := newEnv(t, withConfig(func(c *Config) { c.InvalidateTimeout = patience }))
 		key := e.key(0, "dup-running")

@@ -1,0 +1,61 @@
+package shim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// AppliedPrefix starts the Redis keys that mark the writes a shim applied
+// (see applyScript); they expire after Config.DedupTTL. Keys of the store
+// must not start with it.
+const AppliedPrefix = "distcache:applied:"
+
+// applyScript applies a write and marks it applied, atomically, unless a
+// mark says it was applied already. The in-memory dedupTable keeps a
+// retransmitted write from running twice within one shim process; the mark
+// keeps it from running twice across a restart: a shim killed after its
+// Redis write but before its reply leaves the client retransmitting, and
+// the restarted shim, whose table is empty, would otherwise apply the old
+// value again after later writes of other clients.
+//
+// KEYS[1] is the key, KEYS[2] the mark; ARGV[1] is "put" or "del", ARGV[2]
+// the value, ARGV[3] the mark's lifetime in milliseconds. It returns 1 if
+// it applied the write, 0 if the mark was there.
+var applyScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if ARGV[1] == 'put' then redis.call('SET', KEYS[1], ARGV[2]) else redis.call('DEL', KEYS[1]) end
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
+return 1
+`)
+
+// appliedKey is the mark of request k.
+func appliedKey(k dedupKey) string {
+	b := make([]byte, 0, len(AppliedPrefix)+64)
+	b = append(b, AppliedPrefix...)
+	b = k.src.AppendTo(b)
+	b = append(b, '/')
+	b = strconv.AppendUint(b, k.seq, 16)
+	b = append(b, '/')
+	b = append(b, k.op.String()...)
+	return string(b)
+}
+
+// applyToRedis runs r's Redis write once: it reports whether this call
+// applied it (false: an earlier run of the shim already had).
+func (s *Shim) applyToRedis(ctx context.Context, r *request) (bool, error) {
+	op, value := "del", []byte(nil)
+	if r.op == wire.OpPut {
+		op, value = "put", r.value
+	}
+	n, err := applyScript.Run(ctx, s.rdb, []string{r.key, appliedKey(r.dedupKey())},
+		op, value, s.cfg.DedupTTL.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("cannot %s %q: %w", op, r.key, err)
+	}
+	return n == 1, nil
+}
