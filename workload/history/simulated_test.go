@@ -37,7 +37,6 @@ func newSimulation(opts ...simOption) simulation {
 }
 
 func withSeed(seed uint64) simOption     { return func(s *simulation) { s.seed = seed } }
-func withClients(n int) simOption        { return func(s *simulation) { s.clients = n } }
 func withSlow(share float64) simOption   { return func(s *simulation) { s.slowShare = share } }
 func withSlowFactor(f float64) simOption { return func(s *simulation) { s.slowFactor = f } }
 func withKeys(n int) simOption           { return func(s *simulation) { s.keys = n } }
