@@ -257,9 +257,13 @@ func TestControlLoopFaults(t *testing.T) {
 	if err := api.Kill(ctx, spine); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, spine+" failed", func() bool { return processNamed(t, statusOf(), spine).MemberState == string(partmap.Failed) })
-	st = statusOf()
+	// The loop publishes a map, then appends its events: wait for both.
 	wantEvents := []string{spine + " Active→Fenced v2", spine + " Fenced→Failed v3"}
+	poll.Until(t, spine+" failed", func() bool {
+		st := statusOf()
+		return processNamed(t, st, spine).MemberState == string(partmap.Failed) && len(st.Events) >= len(wantEvents)
+	})
+	st = statusOf()
 	if st.MapVersion != 3 || !equalEvents(st.Events, wantEvents) {
 		t.Fatalf("after killing %s: map v%d, events %v; want v3, %v", spine, st.MapVersion, eventStrings(st.Events), wantEvents)
 	}
@@ -294,11 +298,12 @@ func TestControlLoopFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	continued = true
+	wantEvents = append(wantEvents, leaf+" Active→Fenced v4", leaf+" Fenced→Failed v5")
 	poll.Until(t, leaf+" failed after the loop resumed", func() bool {
-		return processNamed(t, statusOf(), leaf).MemberState == string(partmap.Failed)
+		st := statusOf()
+		return processNamed(t, st, leaf).MemberState == string(partmap.Failed) && len(st.Events) >= len(wantEvents)
 	})
 	st = statusOf()
-	wantEvents = append(wantEvents, leaf+" Active→Fenced v4", leaf+" Fenced→Failed v5")
 	if l := processOfKind(t, st, "controlloop"); l.PID != loop.PID || l.Restarts != 1 || st.MapVersion != 5 || !equalEvents(st.Events, wantEvents) {
 		t.Fatalf("after SIGCONT: loop pid %d (was %d) with %d restarts, map v%d, events %v; want the same pid, 1 restart, v5, %v",
 			l.PID, loop.PID, l.Restarts, st.MapVersion, eventStrings(st.Events), wantEvents)

@@ -36,7 +36,7 @@ const (
 	DefaultClients       = 4
 	DefaultPreload       = 1000
 	DefaultWarmup        = 3 * time.Second
-	DefaultInterval      = 500 * time.Millisecond
+	DefaultInterval      = 250 * time.Millisecond
 	DefaultProbeDuration = 3 * time.Second
 	DefaultOpTimeout     = 2 * time.Second
 	DefaultCheckTimeout  = 2 * time.Minute

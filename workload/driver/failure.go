@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -117,6 +118,45 @@ func (fr *failureRun) result(start, end time.Time, total tallyTotals) *FailureRe
 	}
 	res.Down = perSecond(downAt.answered()-fr.atKill.answered(), downTo.Sub(fr.killedAt).Seconds())
 	return res
+}
+
+// RecoveryShare is the share of the rate before a failure that a timeline
+// bin must reach to count as recovered (FailureResult.RecoveredAfter).
+const RecoveryShare = 0.9
+
+// analyze fills the dip of res from the failure phase's timeline (bins of
+// interval) and map versions: the worst bin between the kill and the
+// restart, the time to the first map change and the time to recovery.
+func (res *FailureResult) analyze(timeline []Point, interval time.Duration) {
+	if !res.Killed {
+		return
+	}
+	res.Interval = interval.Seconds()
+	downTo := math.Inf(1)
+	if res.Restarted {
+		downTo = res.RestartedAt
+	}
+	first := true
+	for _, p := range timeline {
+		if p.T-res.Interval < res.KilledAt || p.T > downTo {
+			continue
+		}
+		if first || p.OpsPerSecond < res.Worst {
+			res.Worst, res.WorstAt, first = p.OpsPerSecond, p.T, false
+		}
+		if p.OpsPerSecond < RecoveryShare*res.Before {
+			res.RecoveredAfter = p.T - res.KilledAt
+		}
+	}
+	if res.Before > 0 {
+		res.WorstRatio = res.Worst / res.Before
+	}
+	for _, mv := range res.MapVersions {
+		if mv.At > res.KilledAt {
+			res.MapChangeAfter = mv.At - res.KilledAt
+			break
+		}
+	}
 }
 
 // perSecond is n per secs (0 for an empty interval).

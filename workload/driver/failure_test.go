@@ -140,3 +140,52 @@ func TestFailureOrder(t *testing.T) {
 		})
 	}
 }
+
+func TestFailureAnalyze(t *testing.T) {
+	// dip is what analyze fills.
+	type dip struct{ worst, at, ratio, recovered, mapChange float64 }
+	bins := func(rates ...float64) []Point {
+		var out []Point
+		for i, r := range rates {
+			out = append(out, Point{T: 0.25 * float64(i+1), OpsPerSecond: r})
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		res      FailureResult
+		timeline []Point
+		want     dip
+	}{
+		{
+			name: "a dip after the kill, recovered before the restart",
+			res: FailureResult{Killed: true, KilledAt: 0.5, Restarted: true, RestartedAt: 2, Before: 100,
+				MapVersions: []MapVersion{{Version: 2, At: 1.5}}},
+			// bins end at 0.25 … 2.5; 0.75 is the first that starts after the kill
+			timeline: bins(100, 100, 95, 40, 20, 70, 95, 100, 10, 100),
+			want:     dip{worst: 20, at: 1.25, ratio: 0.2, recovered: 1, mapChange: 1},
+		},
+		{
+			name:     "no dip, no map change",
+			res:      FailureResult{Killed: true, KilledAt: 0.5, Before: 100},
+			timeline: bins(100, 100, 95, 98, 96),
+			want:     dip{worst: 95, at: 0.75, ratio: 0.95},
+		},
+		{
+			name:     "not killed",
+			res:      FailureResult{Before: 100},
+			timeline: bins(100, 10),
+			want:     dip{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := tc.res
+			res.analyze(tc.timeline, 250*time.Millisecond)
+			got := dip{res.Worst, res.WorstAt, res.WorstRatio, res.RecoveredAfter, res.MapChangeAfter}
+			if got != tc.want {
+				t.Fatalf("analysed %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -145,13 +145,28 @@ type FailureResult struct {
 	Restarted   bool    `json:"restarted"`
 	RestartedAt float64 `json:"restarted_at"`
 	// Throughput before the kill, while down and after the restart (ops
-	// per second; after covers the rest of the window).
+	// per second; after covers the rest of the window). Down averages the
+	// dip away: Worst shows it.
 	Before float64 `json:"throughput_before"`
 	Down   float64 `json:"throughput_down"`
 	After  float64 `json:"throughput_after"`
 	// MapVersions are the partition map versions installed during the
 	// window.
 	MapVersions []MapVersion `json:"map_versions,omitempty"`
+	// Interval is the timeline's bin in seconds. Worst is the lowest
+	// completed ops/s of a bin that started after the kill and ended by
+	// the restart (or the window's end), the bin ending at WorstAt;
+	// WorstRatio is Worst / Before.
+	Interval   float64 `json:"interval_seconds,omitempty"`
+	Worst      float64 `json:"worst_bin_ops_per_second"`
+	WorstAt    float64 `json:"worst_bin_end"`
+	WorstRatio float64 `json:"worst_bin_ratio"`
+	// MapChangeAfter is the time from the kill to the first map version
+	// installed after it (0: none was). RecoveredAfter is the time from
+	// the kill to the end of the last bin before the restart whose rate
+	// was under RecoveryShare of Before (0: none was).
+	MapChangeAfter float64 `json:"map_change_after"`
+	RecoveredAfter float64 `json:"recovered_after"`
 }
 
 // MapVersion is a partition map version the driver installed, and when.

@@ -97,8 +97,11 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 	if rep.PreloadErrors, err = r.preload(ctx); err != nil {
 		return nil, err
 	}
-	var fail *failureRun
-	var failStart time.Time
+	var (
+		fail         *failureRun
+		failStart    time.Time
+		failTimeline []Point
+	)
 	for _, mode := range cfg.Modes {
 		res, ph, err := r.runMode(ctx, mode, shardSum)
 		if err != nil {
@@ -106,7 +109,7 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 		}
 		rep.Modes = append(rep.Modes, res)
 		if ph.fail != nil {
-			fail, failStart = ph.fail, ph.start
+			fail, failStart, failTimeline = ph.fail, ph.start, res.Timeline
 			rep.Failure = ph.fail.result(ph.start, ph.end, ph.totals)
 		}
 	}
@@ -119,6 +122,7 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 	}
 	if fail != nil && fail.killed {
 		rep.Failure.MapVersions = r.mapVersionsSince(failStart)
+		rep.Failure.analyze(failTimeline, r.cfg.Interval)
 	}
 	r.log.Info("benchmark done", "checked_keys", rep.CheckedKeys, "lost_writes", rep.LostWrites)
 	return rep, nil

@@ -84,7 +84,8 @@ func fixedReport() *driver.Report {
 		LostExamples: []driver.LostWrite{{Key: "key:42", Want: "distcache|key:42|17", Got: `"planted"`, Unknown: 1, Source: "storage"}},
 		Failure: &driver.FailureResult{Member: "demo-spine-0", Killed: true, KilledAt: 1, Restarted: true, RestartedAt: 2,
 			Before: 492.5, Down: 305, After: 485,
-			MapVersions: []driver.MapVersion{{Version: 2, At: 1.25}, {Version: 3, At: 2.5}}},
+			MapVersions: []driver.MapVersion{{Version: 2, At: 1.25}, {Version: 3, At: 2.5}},
+			Interval:    0.5, Worst: 300, WorstAt: 1.5, WorstRatio: 300 / 492.5, MapChangeAfter: 0.25, RecoveredAfter: 1},
 	}
 }
 

@@ -212,7 +212,18 @@ func writeFailure(b *strings.Builder, r *driver.Report) {
 		fmt.Fprintf(b, ", restarted at %s", seconds(f.RestartedAt))
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(b, "  throughput: %s ops/s before, %s while down", num(f.Before), num(f.Down))
+	fmt.Fprintf(b, "  throughput: %s ops/s before the kill; worst %s bin after it %s ops/s (%s of before), ending at %s\n",
+		num(f.Before), binText(f.Interval), num(f.Worst), percent(f.WorstRatio), seconds(f.WorstAt))
+	if f.RecoveredAfter > 0 {
+		fmt.Fprintf(b, "  recovered to %s of before %s after the kill", percent(driver.RecoveryShare), seconds(f.RecoveredAfter))
+	} else {
+		fmt.Fprintf(b, "  never under %s of before", percent(driver.RecoveryShare))
+	}
+	if f.MapChangeAfter > 0 {
+		fmt.Fprintf(b, "; first map change %s after the kill", seconds(f.MapChangeAfter))
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(b, "  averages: %s ops/s from the kill to the restart", num(f.Down))
 	if f.After > 0 {
 		fmt.Fprintf(b, ", %s after the restart", num(f.After))
 	}
@@ -224,6 +235,56 @@ func writeFailure(b *strings.Builder, r *driver.Report) {
 		}
 		fmt.Fprintf(b, "  partition map versions installed: %s\n", strings.Join(vs, ", "))
 	}
+	writeBins(b, r)
+}
+
+// failureBinsBefore and failureBinsAfter bound the bins writeBins shows:
+// from a second before the kill to two seconds after the recovery (or the
+// map change, or the kill).
+const (
+	failureBinsBefore = 1.0
+	failureBinsAfter  = 2.0
+)
+
+// writeBins writes the completed ops/s of every timeline bin of the
+// failure's mode around the failure, eight to a line.
+func writeBins(b *strings.Builder, r *driver.Report) {
+	f := r.Failure
+	var timeline []driver.Point
+	for _, m := range r.Modes {
+		if m.Mode == driver.DistCache {
+			timeline = m.Timeline
+		}
+	}
+	from := f.KilledAt - failureBinsBefore
+	to := f.KilledAt + max(f.RecoveredAfter, f.MapChangeAfter) + failureBinsAfter
+	var line []string
+	flush := func() {
+		if len(line) > 0 {
+			fmt.Fprintf(b, "    %s\n", strings.Join(line, " "))
+			line = line[:0]
+		}
+	}
+	fmt.Fprintf(b, "  completed ops/s per %s bin (end of bin: rate; * after the kill):\n", binText(f.Interval))
+	for _, p := range timeline {
+		if p.T < from || p.T > to {
+			continue
+		}
+		mark := ""
+		if p.T-f.Interval >= f.KilledAt {
+			mark = "*"
+		}
+		line = append(line, fmt.Sprintf("%s:%s%s", seconds(p.T), num(p.OpsPerSecond), mark))
+		if len(line) == 8 {
+			flush()
+		}
+	}
+	flush()
+}
+
+// binText is a bin of secs seconds, e.g. "250 ms".
+func binText(secs float64) string {
+	return strconv.FormatFloat(secs*1000, 'f', -1, 64) + " ms"
 }
 
 // writeCheck writes the consistency check's result.
