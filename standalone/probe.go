@@ -11,6 +11,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/distcache/distcache/dataplane/metrics"
 )
 
 // probeTimeout bounds one health check or scrape.
@@ -107,14 +109,7 @@ func sum(f *dto.MetricFamily) float64 {
 	}
 	total := 0.0
 	for _, m := range f.GetMetric() {
-		switch {
-		case m.GetCounter() != nil:
-			total += m.GetCounter().GetValue()
-		case m.GetGauge() != nil:
-			total += m.GetGauge().GetValue()
-		case m.GetUntyped() != nil:
-			total += m.GetUntyped().GetValue()
-		}
+		total += metrics.Value(m)
 	}
 	return total
 }

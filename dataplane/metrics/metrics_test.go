@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
@@ -49,5 +50,26 @@ func TestRegisterTransportAndRequests(t *testing.T) {
 	hit, err := testutil.GatherAndCount(reg, "distcache_request_duration_seconds")
 	if err != nil || hit != 7 {
 		t.Fatalf("duration series %d (%v), want 7", hit, err)
+	}
+}
+
+func TestValue(t *testing.T) {
+	v := func(f float64) *float64 { return &f }
+	tests := []struct {
+		name string
+		m    *dto.Metric
+		want float64
+	}{
+		{"counter", &dto.Metric{Counter: &dto.Counter{Value: v(3)}}, 3},
+		{"gauge", &dto.Metric{Gauge: &dto.Gauge{Value: v(-1.5)}}, -1.5},
+		{"untyped", &dto.Metric{Untyped: &dto.Untyped{Value: v(7)}}, 7},
+		{"histogram", &dto.Metric{Histogram: &dto.Histogram{SampleSum: v(9)}}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := metrics.Value(tc.m); got != tc.want {
+				t.Fatalf("Value = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/distcache/distcache/dataplane/metrics"
 )
 
 // sumMetric adds up the samples of family in a Prometheus text exposition
@@ -27,14 +29,7 @@ func sumMetric(r io.Reader, family string, labels map[string]string) (float64, e
 		if match != len(labels) {
 			continue
 		}
-		switch {
-		case m.GetCounter() != nil:
-			total += m.GetCounter().GetValue()
-		case m.GetGauge() != nil:
-			total += m.GetGauge().GetValue()
-		case m.GetUntyped() != nil:
-			total += m.GetUntyped().GetValue()
-		}
+		total += metrics.Value(m)
 	}
 	return total, nil
 }

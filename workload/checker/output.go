@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,11 +35,8 @@ func writeHistory(dir string, ops []history.Operation) error {
 	}
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
-	enc := json.NewEncoder(zw)
-	for _, op := range ops {
-		if err := enc.Encode(op); err != nil {
-			return fmt.Errorf("cannot encode the history: %w", err)
-		}
+	if err := encodeJSONLines(zw, ops); err != nil {
+		return err
 	}
 	if err := zw.Close(); err != nil {
 		return fmt.Errorf("cannot compress the history: %w", err)
@@ -103,14 +101,22 @@ func (v *Verdict) writeFiles(dir string, ops []history.Operation) error {
 
 func writeJSONLines(path string, ops []history.Operation) error {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+	if err := encodeJSONLines(&b, ops); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("cannot write a key's history: %w", err)
+	}
+	return nil
+}
+
+// encodeJSONLines writes ops to w, one JSON object a line.
+func encodeJSONLines(w io.Writer, ops []history.Operation) error {
+	enc := json.NewEncoder(w)
 	for _, op := range ops {
 		if err := enc.Encode(op); err != nil {
 			return fmt.Errorf("cannot encode the history of %s: %w", op.Key, err)
 		}
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("cannot write a key's history: %w", err)
 	}
 	return nil
 }

@@ -55,11 +55,10 @@ type Violation struct {
 	// culprit last).
 	PrefixLength int         `json:"prefixLength"`
 	Tail         []Operation `json:"tail"`
-	// Prefix is what the visualization shows: the part of the failing
-	// prefix since the last instant none of the key's operations was in
-	// flight, after writes (by StateClient) of the states the key may have
-	// been in at that instant, and followed by the later writes its reads
-	// may have read from.
+	// Prefix is what the visualization shows: the failing prefix from the
+	// start of its segment (see segment), after a write (by StateClient)
+	// of the state the key held there, followed by the later writes its
+	// reads may have read from.
 	Prefix []Operation `json:"-"`
 	// Visualization is the path WriteVisualization wrote, if any.
 	Visualization string `json:"visualization,omitempty"`

@@ -119,12 +119,10 @@ func leftBy(mayBeLast []Operation, start register) (register, bool) {
 	return left, true
 }
 
-// leaves is the state the write w leaves.
+// leaves is the state the write w leaves (whatever the state before it).
 func leaves(w Operation) register {
-	if w.Kind == Put {
-		return register{value: w.Value, found: true}
-	}
-	return register{}
+	_, s := step(register{}, w)
+	return s
 }
 
 // startingIn returns run as a segment starting in state: after a write of
