@@ -27,6 +27,7 @@ const (
 	DefaultAttempts       = 6
 	DefaultRoundPause     = 25 * time.Millisecond
 	DefaultFailBackoff    = 2 * time.Second
+	DefaultHedgeDelay     = 20 * time.Millisecond
 )
 
 // Config configures a Client.
@@ -42,7 +43,8 @@ type Config struct {
 	// 250ms; the caller's deadline still applies).
 	AttemptTimeout time.Duration
 	// Attempts bounds the requests of one read across its candidates and
-	// the shim, round after round, and the calls of one write retried
+	// the shim, round after round (each attempt at a node may add one
+	// cache-only hedge, see HedgeDelay), and the calls of one write retried
 	// after COHERENCE_TIMEOUT (default 6: two rounds of two layers and the
 	// shim). The caller's context bounds both too.
 	Attempts int
@@ -53,6 +55,14 @@ type Config struct {
 	// FailBackoff is how long a node that timed out is skipped (default
 	// 2s); afterwards reads may choose it again, which probes it.
 	FailBackoff time.Duration
+	// HedgeDelay is how long a read waits for a cache node before it also
+	// asks the key's other candidate (a hedged read; the first answer
+	// wins), and how long a node may leave this client's requests
+	// unanswered before reads pass over it while another candidate is not
+	// stalled (routing.WithStallAfter): a dead, paused or slow node costs a
+	// read about HedgeDelay, not AttemptTimeout, and stops being chosen
+	// within it (default 20ms; negative: no hedging, no stall tracking).
+	HedgeDelay time.Duration
 	// Seed seeds the routers' tie-breaking.
 	Seed uint64
 	// Maps, when set, is where the client reads a newer partition map when
@@ -91,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FailBackoff <= 0 {
 		c.FailBackoff = DefaultFailBackoff
+	}
+	if c.HedgeDelay == 0 {
+		c.HedgeDelay = DefaultHedgeDelay
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -144,7 +157,11 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 		return nil, errors.New("cannot create client: nil placement")
 	}
 	cfg = cfg.withDefaults()
-	table, err := routing.NewLoadTable(cfg.Aging)
+	var opts []routing.TableOption
+	if cfg.HedgeDelay > 0 {
+		opts = append(opts, routing.WithStallAfter(int64(cfg.HedgeDelay)))
+	}
+	table, err := routing.NewLoadTable(cfg.Aging, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create client: %w", err)
 	}

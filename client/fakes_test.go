@@ -45,7 +45,8 @@ type nodeBehaviour struct {
 	telemetry bool
 	load      uint32
 	silent    bool
-	mapVer    uint64 // the map version stamped into replies
+	mapVer    uint64        // the map version stamped into replies
+	hold      chan struct{} // when set, replies wait until it is closed
 }
 
 type nodeOpt func(*nodeBehaviour)
@@ -55,6 +56,7 @@ func nodeLoad(l uint32) nodeOpt        { return func(b *nodeBehaviour) { b.telem
 func nodeSilent(s bool) nodeOpt        { return func(b *nodeBehaviour) { b.silent = s } }
 func nodeHit(h bool) nodeOpt           { return func(b *nodeBehaviour) { b.hit = h } }
 func nodeMapVersion(v uint64) nodeOpt  { return func(b *nodeBehaviour) { b.mapVer = v } }
+func nodeHold(c chan struct{}) nodeOpt { return func(b *nodeBehaviour) { b.hold = c } }
 
 func startFakeNode(t *testing.T, name string, id uint32) *fakeNode {
 	t.Helper()
@@ -97,6 +99,9 @@ func (n *fakeNode) serve(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		return
 	}
 	r := wire.Message{Header: wire.Header{Op: wire.OpGetReply, Seq: req.Seq, Status: b.status, ValueVersion: 7, MapVersion: b.mapVer}, Key: req.Key}
+	if req.Has(wire.FlagCacheOnly) && !b.hit {
+		r.Status = wire.StatusUnavailable // a hedge finds no copy
+	}
 	if b.status == wire.StatusOK {
 		r.Value = b.value
 		if b.hit {
@@ -106,6 +111,14 @@ func (n *fakeNode) serve(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	if b.telemetry {
 		r.Flags |= wire.FlagTelemetry
 		r.NodeID, r.Load = n.id, b.load
+	}
+	if b.hold != nil {
+		r.Key = append([]byte(nil), req.Key...) // req aliases the read buffer
+		go func() {
+			<-b.hold
+			_ = n.ep.Send(src, &r)
+		}()
+		return
 	}
 	_ = out.Send(src, &r) // Send copies Key (aliasing the read buffer) before returning
 }
@@ -385,3 +398,5 @@ func testCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func withHedgeDelay(d time.Duration) clientOpt { return func(c *Config) { c.HedgeDelay = d } }

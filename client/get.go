@@ -116,8 +116,7 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 		}
 		var s step
 		if i >= 0 {
-			tried |= 1 << i
-			res, label, s, err = c.getFromNode(ctx, v, cands[i], kb, !refreshed)
+			res, label, s, err = c.readNode(ctx, v, cands, i, &tried, kb, !refreshed)
 		} else {
 			shimTried = true
 			res, label, s, err = c.getDirect(ctx, v, key, kb)
@@ -183,16 +182,24 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
 	return idx[j]
 }
 
-// getFromNode is one GET attempt at cache candidate cd. A reply from a
+// getFromNode is one GET attempt at cache candidate cd, with flags (a
+// hedge's wire.FlagCacheOnly). A reply from a
 // node with a newer map starts a refresh of the client's; when the node
 // refused the read for it and mayRefresh, the read waits for the refresh
 // and is routed again (stepRefresh).
-func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate, kb []byte, mayRefresh bool) (Result, string, step, error) {
+func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate, kb []byte, mayRefresh bool, flags wire.Flag) (Result, string, step, error) {
 	addr := v.addrs.Member(cd.Layer, cd.Member)
 	node := routing.NodeID(cd.Node)
-	m := wire.Message{Header: wire.Header{Op: wire.OpGet, MapVersion: v.version}, Key: kb}
+	m := wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: flags, MapVersion: v.version}, Key: kb}
+	sent := c.now()
+	c.table.Sent(node, sent)
 	r, err := c.call(ctx, addr, &m)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errWentElsewhere) {
+			c.abandonLater(node, sent)
+		} else {
+			c.table.Abandoned(node)
+		}
 		label, s := c.callFailed(ctx, err)
 		if s == stepRetry && errors.Is(err, context.DeadlineExceeded) {
 			c.markFailed(node)
@@ -201,6 +208,7 @@ func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate,
 		}
 		return Result{}, label, s, fmt.Errorf("node %d at %s: %w", cd.Node, addr, err)
 	}
+	c.table.Answered(node, sent)
 	if r.Has(wire.FlagTelemetry) {
 		c.table.Observe(routing.NodeID(r.NodeID), float64(r.Load), c.now())
 	}

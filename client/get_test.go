@@ -98,14 +98,40 @@ func TestGetTieUsesBothCandidates(t *testing.T) {
 	}
 }
 
+// TestGetSkipsSilentNode checks that a read the dead node does not answer
+// is answered elsewhere, and that later reads leave the node alone: a read
+// hedged to the other candidate after HedgeDelay keeps the dead node's
+// request in flight (stalled) until its AttemptTimeout, and a read without
+// a hedge times out and marks the node failed for FailBackoff.
 func TestGetSkipsSilentNode(t *testing.T) {
 	tests := []struct {
 		name      string
 		layers    int
-		wantLayer int // layer (or -1, the shim) that answers
+		opts      []clientOpt
+		other     []nodeOpt // how the other layer's node answers
+		wantLayer int       // layer (or -1, the shim) that answers
+		want      Stats
 	}{
-		{name: "other layer serves", layers: 2, wantLayer: 1},
-		{name: "shim serves when no candidate is left", layers: 1, wantLayer: -1},
+		{
+			name: "hedged to the other layer", layers: 2, wantLayer: 1,
+			opts: []clientOpt{withAttemptTimeout(time.Hour)},
+			want: Stats{Hedges: 1, HedgeWins: 1},
+		},
+		{
+			name: "hedge finds no copy: the other layer is read in full", layers: 2, wantLayer: 1,
+			opts:  []clientOpt{withAttemptTimeout(time.Hour)},
+			other: []nodeOpt{nodeHit(false)},
+			want:  Stats{Hedges: 1, Retries: 1},
+		},
+		{
+			name: "other layer serves after a timeout", layers: 2, wantLayer: 1,
+			opts: []clientOpt{withHedgeDelay(-1)},
+			want: Stats{Timeouts: 1, Retries: 1},
+		},
+		{
+			name: "shim serves when no candidate is left", layers: 1, wantLayer: -1,
+			want: Stats{Timeouts: 1, Retries: 1},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,9 +139,12 @@ func TestGetSkipsSilentNode(t *testing.T) {
 			cl.store("k", "stored")
 			dead := cl.nodes[0][0]
 			dead.set(nodeSilent(true))
-			c := newTestClient(t, cl.p)
+			if tt.layers > 1 {
+				cl.nodes[1][0].set(tt.other...)
+			}
+			c := newTestClient(t, cl.p, tt.opts...)
 			// Ties are random: read until the dead node was tried once.
-			for i := 0; i < 100 && c.Stats().Timeouts == 0; i++ {
+			for i := 0; i < 100 && dead.requests() == 0; i++ {
 				r, err := c.GetResult(testCtx(t), "k")
 				if err != nil {
 					t.Fatalf("Get: %v", err)
@@ -123,9 +152,6 @@ func TestGetSkipsSilentNode(t *testing.T) {
 				if r.Layer != tt.wantLayer {
 					t.Fatalf("Get answered by layer %d, want %d", r.Layer, tt.wantLayer)
 				}
-			}
-			if s := c.Stats(); s.Timeouts != 1 || s.Retries != 1 {
-				t.Fatalf("after the dead node was tried: stats %+v, want 1 timeout and 1 retry", s)
 			}
 			seen := dead.requests()
 			for range 20 {
@@ -138,10 +164,13 @@ func TestGetSkipsSilentNode(t *testing.T) {
 				}
 			}
 			if got := dead.requests(); got != seen {
-				t.Errorf("node in FailBackoff got %d new GETs, want 0", got-seen)
+				t.Errorf("the dead node got %d new GETs after it was tried, want 0", got-seen)
 			}
-			if s := c.Stats(); s.Timeouts != 1 || s.Errors != 0 {
-				t.Errorf("stats %+v, want 1 timeout and no errors", s)
+			s := c.Stats()
+			got := Stats{Timeouts: s.Timeouts, Retries: s.Retries, Hedges: s.Hedges, HedgeWins: s.HedgeWins, Errors: s.Errors}
+			if got.Timeouts != tt.want.Timeouts || got.Retries != tt.want.Retries || got.Hedges != tt.want.Hedges ||
+				got.HedgeWins != tt.want.HedgeWins || got.Errors != 0 {
+				t.Errorf("stats %+v, want %+v", got, tt.want)
 			}
 		})
 	}
@@ -278,7 +307,7 @@ func TestGetAttemptsBoundRequests(t *testing.T) {
 			for l := range tt.layers {
 				cl.nodes[l][0].set(nodeSilent(true))
 			}
-			c := newTestClient(t, cl.p, withAttempts(tt.attempts))
+			c := newTestClient(t, cl.p, withAttempts(tt.attempts), withHedgeDelay(-1))
 			_, err := c.Get(testCtx(t), "k")
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Get error = %v, want error %v", err, tt.wantErr)
@@ -294,5 +323,36 @@ func TestGetAttemptsBoundRequests(t *testing.T) {
 				t.Errorf("timeouts = %d, want %d", s.Timeouts, tt.wantNodes)
 			}
 		})
+	}
+}
+
+// TestHedgeTakesFirstFinalAnswer reads from two candidates of which one
+// answers only once the test lets it and the other never: whichever the
+// read asked first, it hedges to the other after HedgeDelay and returns the
+// held node's answer, with no error, once it is released.
+func TestHedgeTakesFirstFinalAnswer(t *testing.T) {
+	cl := newCluster(t)
+	cl.store("k", "stored")
+	release := make(chan struct{})
+	cl.nodes[0][0].set(nodeHold(release))
+	cl.nodes[1][0].set(nodeSilent(true))
+	c := newTestClient(t, cl.p, withAttemptTimeout(time.Hour), withHedgeDelay(time.Millisecond))
+	type result struct {
+		r   Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := c.GetResult(testCtx(t), "k")
+		done <- result{r, err}
+	}()
+	waitFor(t, "the hedge", func() bool { return c.Stats().Hedges == 1 })
+	close(release)
+	got := <-done
+	if got.err != nil || got.r.Layer != 0 || string(got.r.Value) != "cached:"+cl.nodes[0][0].name {
+		t.Fatalf("GetResult = %+v, %v; want the held node's value", got.r, got.err)
+	}
+	if s := c.Stats(); s.Hedges != 1 || s.Errors != 0 || s.Timeouts != 0 {
+		t.Errorf("stats %+v: want 1 hedge, no error, no timeout", s)
 	}
 }

@@ -34,6 +34,9 @@ type Stats struct {
 	DirectReads uint64
 	// Ties counts routing decisions among equally loaded candidates.
 	Ties uint64
+	// Hedges counts reads that also asked a second candidate after
+	// HedgeDelay; HedgeWins those the second candidate answered first.
+	Hedges, HedgeWins uint64
 	// Refreshes counts reads of Config.Maps: a reply carried a newer map
 	// version than the client's.
 	Refreshes uint64
@@ -48,7 +51,7 @@ type Stats struct {
 type counters struct {
 	gets, hits, misses, notFound, puts, deletes atomic.Uint64
 	retries, timeouts, errors, directReads      atomic.Uint64
-	ties, refreshes                             atomic.Uint64
+	ties, refreshes, hedges, hedgeWins          atomic.Uint64
 }
 
 // layerHits holds the per-layer hit counters. The counters are pointers, so
@@ -110,6 +113,7 @@ func (c *Client) Stats() Stats {
 		NotFound: s.notFound.Load(), Puts: s.puts.Load(), Deletes: s.deletes.Load(),
 		Retries: s.retries.Load(), Timeouts: s.timeouts.Load(), Errors: s.errors.Load(),
 		DirectReads: s.directReads.Load(), Ties: s.ties.Load(), Refreshes: s.refreshes.Load(),
+		Hedges: s.hedges.Load(), HedgeWins: s.hedgeWins.Load(),
 		LayerHits: c.layerHits.snapshot(),
 		Transport: c.ep.Stats(),
 	}

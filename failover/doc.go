@@ -19,7 +19,8 @@
 // applies a two-threshold hysteresis:
 //
 //   - an Active member that has not been Ready for the grace period less
-//     Policy.FenceLead (at most half of it) is marked Fenced: it keeps its
+//     Policy.FenceLead (at most half of it), or for Policy.FenceAfter if
+//     that is shorter, is marked Fenced: it keeps its
 //     keys, so writes still invalidate it, but it serves no cached value and
 //     readers leave it; a Fenced member that is Ready again is Active at
 //     once;
@@ -42,7 +43,11 @@
 // Fencing): a member serves only under a lease it renews by reading the map,
 // so the shim waits for the lease to run out after it learns that the member
 // left. Fencing the member that long before failing it moves that wait into
-// the grace period, where the member is being waited for anyway.
+// the grace period, where the member is being waited for anyway. A
+// controller that probes often does better with FenceAfter: it fences a
+// member a few missed probes after it stopped answering, so writes of the
+// member's keys stall for about that plus the lease, not the grace period,
+// while the keys stay where they are until the grace period is over.
 //
 // # Why hysteresis
 //

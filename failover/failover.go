@@ -21,6 +21,15 @@ type Policy struct {
 	// lead is capped at half the grace period, so one missed probe never
 	// fences a member; 0 fails members without fencing them first.
 	FenceLead time.Duration
+	// FenceAfter, when positive, fences a member that has not been Ready
+	// for this long, if that is earlier than the fence lead does: a
+	// controller that probes often fences a member a few missed probes
+	// after it stopped answering, so writes of its keys wait for it only
+	// that long plus the serving lease (docs/dataplane.md, Fencing), long
+	// before the grace period moves its keys. Fencing costs little: the
+	// member is Active again as soon as it is Ready. 0 leaves fencing to
+	// FenceLead alone.
+	FenceAfter time.Duration
 	// HoldDown is how long a Failed member must be continuously Ready before
 	// it is marked Active again.
 	HoldDown time.Duration
@@ -69,11 +78,23 @@ func (p Policy) Validate() error {
 	if p.FenceLead < 0 {
 		return fmt.Errorf("cannot use failover policy: fence lead must not be negative, got %v", p.FenceLead)
 	}
+	if p.FenceAfter < 0 {
+		return fmt.Errorf("cannot use failover policy: fence-after must not be negative, got %v", p.FenceAfter)
+	}
 	return nil
 }
 
 // fenceAfter is how long a member must be not Ready to be fenced.
-func (p Policy) fenceAfter() time.Duration { return p.Grace - min(p.FenceLead, p.Grace/2) }
+func (p Policy) fenceAfter() time.Duration {
+	d := p.Grace - min(p.FenceLead, p.Grace/2)
+	if p.FenceAfter > 0 {
+		d = min(d, p.FenceAfter)
+	}
+	return d
+}
+
+// fences reports whether the policy fences members before failing them.
+func (p Policy) fences() bool { return p.FenceLead > 0 || p.FenceAfter > 0 }
 
 // Decide returns the state a member in state current should have at now
 // given its observation o. A member that owns keys (Active or Fenced) and
@@ -96,9 +117,9 @@ func (p Policy) Decide(current partmap.MemberState, o Observation, now time.Time
 		switch {
 		case elapsed >= p.Grace:
 			d.State = partmap.Failed
-		case state == partmap.Active && p.FenceLead > 0 && elapsed >= p.fenceAfter():
+		case state == partmap.Active && p.fences() && elapsed >= p.fenceAfter():
 			d.State, d.Recheck = partmap.Fenced, p.Grace-elapsed
-		case state == partmap.Active && p.FenceLead > 0:
+		case state == partmap.Active && p.fences():
 			d.Recheck = p.fenceAfter() - elapsed
 		default:
 			d.Recheck = p.Grace - elapsed

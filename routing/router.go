@@ -26,6 +26,11 @@ type Stats struct {
 	// AllFailed counts Choose calls that returned -1: every candidate was
 	// failed, or cands was empty.
 	AllFailed uint64
+	// PassedStalled counts Choose calls that passed over a stalled
+	// candidate (outstanding.go) for one that was not; AllStalled those
+	// whose every non-failed candidate was stalled (the one caught up most
+	// recently was chosen).
+	PassedStalled, AllStalled uint64
 	// IgnoredObservations counts Observe calls that were dropped: NaN,
 	// negative or infinite load, or node >= MaxNodes.
 	IgnoredObservations uint64
@@ -61,20 +66,29 @@ func NewRouter(table *LoadTable, seed uint64) *Router {
 
 // Choose returns the index in cands of the candidate with the lowest
 // normalised load (aged load at now, divided by capacity), skipping failed
-// nodes. Ties (normalised loads within a relative 1e-12) are broken uniformly
+// nodes and, while any candidate is not stalled, stalled ones (a table
+// made WithStallAfter; outstanding.go); when every candidate left is
+// stalled it returns the one caught up most recently. Ties (normalised loads within a relative 1e-12) are broken uniformly
 // at random among the tied candidates. It returns -1 if cands is empty or every
 // candidate is failed. Choose does not allocate.
 func (r *Router) Choose(cands []Candidate, now int64) int {
 	t := r.table
 	d := t.chunks()
-	best := -1
+	best, stalled := -1, -1
 	var bestLoad float64
-	var tied uint64 // candidates sharing the current minimum
+	var stalledAt int64 // caught-up time of cands[stalled]
+	var tied uint64     // candidates sharing the current minimum
 	for i := range cands {
 		c := &cands[i]
 		var load float64
 		if e := lookup(d, c.Node); e != nil {
 			if e.failed.Load() != 0 {
+				continue
+			}
+			if t.stalled(e, now) {
+				if at := e.caughtUp.Load(); stalled < 0 || at > stalledAt {
+					stalled, stalledAt = i, at
+				}
 				continue
 			}
 			// Hand-inlined copies of entry.read's fast path and of
@@ -109,9 +123,16 @@ func (r *Router) Choose(cands []Candidate, now int64) int {
 			best, bestLoad, tied = i, load, 1
 		}
 	}
-	if best < 0 {
+	switch {
+	case best < 0 && stalled < 0:
 		r.stats.AllFailed++
 		return -1
+	case best < 0:
+		r.stats.Choices++
+		r.stats.AllStalled++
+		return stalled
+	case stalled >= 0:
+		r.stats.PassedStalled++
 	}
 	r.stats.Choices++
 	if tied > 1 {

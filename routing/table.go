@@ -61,7 +61,7 @@ const (
 	spinLimit = 64
 )
 
-// entry is the per-node state: 32 bytes, two entries per cache line.
+// entry is the per-node state: 40 bytes.
 //
 // load and stamp form one logical value published with a sequence lock: a
 // writer moves seq from even to odd with a CAS (which also excludes other
@@ -69,13 +69,15 @@ const (
 // is odd or changed across its two loads. All fields are atomics, so under the
 // Go memory model (sequentially consistent atomics) a reader that sees the
 // same even seq before and after has read a pair from one single write.
-// failed is independent of the seqlock.
+// failed, inflight and caughtUp are independent of the seqlock
+// (outstanding.go).
 type entry struct {
-	seq    atomic.Uint64
-	load   atomic.Uint64 // math.Float64bits of the last observed load
-	stamp  atomic.Int64  // "now" of the last Observe
-	failed atomic.Uint32 // 1 while marked failed
-	_      uint32
+	seq      atomic.Uint64
+	load     atomic.Uint64 // math.Float64bits of the last observed load
+	stamp    atomic.Int64  // "now" of the last Observe
+	failed   atomic.Uint32 // 1 while marked failed
+	inflight atomic.Int32  // requests sent and neither answered nor abandoned
+	caughtUp atomic.Int64  // see LoadTable.Sent
 }
 
 // read returns a consistent (load, stamp) pair. Router.Choose carries a
@@ -137,6 +139,7 @@ type chunk [chunkSize]entry
 type LoadTable struct {
 	aging      AgingConfig
 	decayPerNs float64 // ln 2 / HalfLife
+	stallAfter int64   // ns; 0: stalls are not tracked (WithStallAfter)
 	dir        atomic.Pointer[[]*chunk]
 	// mu guards growth of dir only: it serialises grow so that two writers
 	// never publish diverging directories (a directory built from a stale
@@ -146,13 +149,21 @@ type LoadTable struct {
 	ignored atomic.Uint64 // Stats.IgnoredObservations
 }
 
+// TableOption configures a LoadTable beyond its aging.
+type TableOption func(*LoadTable) error
+
 // NewLoadTable returns an empty table that ages loads according to aging. The
 // first 64 NodeIDs are preallocated.
-func NewLoadTable(aging AgingConfig) (*LoadTable, error) {
+func NewLoadTable(aging AgingConfig, opts ...TableOption) (*LoadTable, error) {
 	if err := aging.validate(); err != nil {
 		return nil, fmt.Errorf("cannot create load table: %w", err)
 	}
 	t := &LoadTable{aging: aging}
+	for _, o := range opts {
+		if err := o(t); err != nil {
+			return nil, fmt.Errorf("cannot create load table: %w", err)
+		}
+	}
 	if aging.StaleAfter > 0 {
 		t.decayPerNs = math.Ln2 / float64(aging.HalfLife)
 	}

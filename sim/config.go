@@ -76,6 +76,15 @@ type RoutingConfig struct {
 	// zero (0 disables aging).
 	StaleAfter int
 	HalfLife   int
+	// StallAfter is the client's hedge delay (client.Config.HedgeDelay):
+	// a read its node has not answered after it is also sent to the key's
+	// other candidate, and a node that has answered nothing sent in the
+	// last StallAfter is passed over (routing.WithStallAfter). 0 disables
+	// both: a read sent to a dead node is lost.
+	StallAfter int
+	// AttemptTimeout is how long a client counts a read its node never
+	// answers as in flight (client.Config.AttemptTimeout).
+	AttemptTimeout int
 }
 
 // Default returns the paper's default setup (§6.2): 32 spine nodes, 32 racks
@@ -100,6 +109,10 @@ func Default() Config {
 			LoadWindow:     16_384,
 			StaleAfter:     65_536,
 			HalfLife:       65_536,
+			// The data plane's ratios: a hedge after 40 round trips (20 ms
+			// against 0.5 ms), an attempt timeout 12.5 hedge delays later.
+			StallAfter:     2_560,
+			AttemptTimeout: 32_000,
 		},
 		Seed: 1,
 	}
@@ -143,6 +156,8 @@ func (c Config) Validate() error {
 	case c.Routing.Clients < 1 || c.Routing.TelemetryDelay < 0 || c.Routing.LoadWindow < 1:
 		return fmt.Errorf("invalid simulation: routing needs clients >= 1, delay >= 0, window >= 1 (got %d, %d, %d)",
 			c.Routing.Clients, c.Routing.TelemetryDelay, c.Routing.LoadWindow)
+	case c.Routing.StallAfter < 0 || (c.Routing.StallAfter > 0 && c.Routing.AttemptTimeout < c.Routing.StallAfter):
+		return fmt.Errorf("invalid simulation: stall-after %d needs an attempt timeout at least as long (got %d)", c.Routing.StallAfter, c.Routing.AttemptTimeout)
 	case c.Routing.StaleAfter < 0 || (c.Routing.StaleAfter > 0 && c.Routing.HalfLife < 1):
 		return fmt.Errorf("invalid simulation: aging stale-after %d needs a positive half-life (got %d)", c.Routing.StaleAfter, c.Routing.HalfLife)
 	}

@@ -38,8 +38,10 @@ func runFailure(base Config, quick bool, progress func(string)) ([]Result, error
 	return RunFailure(base, DefaultTimeline(quick), progress)
 }
 
-// RunFailure replays t: queries sent to a failed node are lost until the
-// controller remaps the node's partition by consistent hashing (the next map
+// RunFailure replays t: queries sent to a failed node get no answer; the
+// client hedges them to the key's other holder after StallAfter and stops
+// choosing the node (streamer.run), and without a live other holder they
+// are lost, until the controller remaps the node's partition by consistent hashing (the next map
 // version marks it Failed), after which its hot keys are cached by the
 // surviving nodes that own them now. The result's throughput at each step is
 // the rate of queries answered, in units of one server's throughput.
@@ -77,7 +79,7 @@ func RunFailure(base Config, t FailureTimeline, progress func(string)) ([]Result
 		tl := s.run(p, t.StepQueries, 0, func(v int32) bool { return down[v] })
 		served := offered * (1 - float64(tl.lost)/float64(t.StepQueries))
 		out = append(out, Result{Experiment: "failure", X: float64(step), Strategy: DistCache, Throughput: served,
-			Bottleneck: fmt.Sprintf("map v%d, %d spine nodes down", m.pmap.Version, len(down))})
+			Bottleneck: fmt.Sprintf("map v%d, %d spine nodes down, %d reads hedged", m.pmap.Version, len(down), tl.hedged)})
 	}
 	return out, nil
 }

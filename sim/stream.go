@@ -24,6 +24,8 @@ type streamer struct {
 	meters  []*routing.LoadMeter // per cache node
 	pending []telemetry          // replies in flight from index head on, in due order
 	head    int
+	expiry  []telemetry // reads to dead nodes, abandoned at due, from index expHead on
+	expHead int
 	now     int64
 	cands   []routing.Candidate
 }
@@ -31,6 +33,7 @@ type streamer struct {
 // telemetry is a reply on its way back to a client.
 type telemetry struct {
 	due    int64
+	sent   int64
 	client int32
 	node   uint32
 	load   float64
@@ -45,8 +48,12 @@ func newStreamer(m *model, seed uint64) (*streamer, error) {
 		cands: make([]routing.Candidate, 0, 4),
 	}
 	aging := routing.AgingConfig{StaleAfter: int64(rc.StaleAfter), HalfLife: int64(rc.HalfLife)}
+	var opts []routing.TableOption
+	if rc.StallAfter > 0 {
+		opts = append(opts, routing.WithStallAfter(int64(rc.StallAfter)))
+	}
 	for c := range rc.Clients {
-		t, err := routing.NewLoadTable(aging)
+		t, err := routing.NewLoadTable(aging, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("cannot start simulated client: %w", err)
 		}
@@ -64,17 +71,23 @@ func newStreamer(m *model, seed uint64) (*streamer, error) {
 }
 
 // tally counts, per exact rank with several holders, how many of the
-// measured reads went to each holder, and how many reads went to a failed
-// node and were lost.
+// measured reads went to each holder, how many reads went to a failed
+// node and were lost, and how many of those a hedge to another holder
+// saved.
 type tally struct {
 	counts [][]float64
 	reads  int
 	lost   int
+	hedged int
 }
 
 // run streams queries through the router under plan p. Reads to nodes for
-// which dead returns true get no reply: they are lost, and their sender
-// learns nothing. The first warmup queries are not counted.
+// which dead returns true get no reply, and their sender learns nothing;
+// with StallAfter set the sender counts them in flight until
+// AttemptTimeout and hedges them to the least loaded other holder that is
+// alive (the router's choice among the rest), which serves them; without
+// it, or without such a holder, they are lost. The first warmup queries are
+// not counted.
 func (s *streamer) run(p *plan, queries, warmup int, dead func(v int32) bool) tally {
 	t := tally{counts: make([][]float64, len(p.holders))}
 	for k, h := range p.holders {
@@ -106,19 +119,50 @@ func (s *streamer) run(p *plan, queries, warmup int, dead func(v int32) bool) ta
 				t.counts[rank][i]++
 			}
 		}
+		s.tables[client].Sent(routing.NodeID(s.m.member(int(v)).ID), s.now)
 		if dead != nil && dead(v) {
-			if q >= warmup {
-				t.lost++
+			s.expiry = append(s.expiry, telemetry{due: s.now + int64(s.cfg.AttemptTimeout), client: client, node: s.m.member(int(v)).ID})
+			if v = s.hedge(client, h, i, dead); v < 0 {
+				if q >= warmup {
+					t.lost++
+				}
+				continue
 			}
-			continue
+			if q >= warmup {
+				t.hedged++
+			}
+			s.tables[client].Sent(routing.NodeID(s.m.member(int(v)).ID), s.now)
 		}
-		s.meters[v].Add(1, s.now)
-		s.pending = append(s.pending, telemetry{
-			due: s.now + int64(s.cfg.TelemetryDelay), client: client,
-			node: s.m.member(int(v)).ID, load: s.meters[v].Rate(s.now),
-		})
+		s.reply(client, v)
 	}
 	return t
+}
+
+// reply serves a read at node v and sends its telemetry back to client.
+func (s *streamer) reply(client, v int32) {
+	s.meters[v].Add(1, s.now)
+	s.pending = append(s.pending, telemetry{
+		due: s.now + int64(s.cfg.TelemetryDelay), sent: s.now, client: client,
+		node: s.m.member(int(v)).ID, load: s.meters[v].Rate(s.now),
+	})
+}
+
+// hedge is the holder of h other than h[first] that client's hedge goes
+// to, -1 if hedging is off or none is alive.
+func (s *streamer) hedge(client int32, h []int32, first int, dead func(v int32) bool) int32 {
+	if s.cfg.StallAfter == 0 || len(h) < 2 {
+		return -1
+	}
+	rest := make([]int32, 0, len(h)-1)
+	for i, v := range h {
+		if i != first && !dead(v) {
+			rest = append(rest, v)
+		}
+	}
+	if len(rest) == 0 {
+		return -1
+	}
+	return rest[s.choose(client, rest)]
 }
 
 // choose asks client's router for one of the holders h.
@@ -141,8 +185,18 @@ func (s *streamer) choose(client int32, h []int32) int {
 func (s *streamer) deliver() {
 	for s.head < len(s.pending) && s.pending[s.head].due <= s.now {
 		r := s.pending[s.head]
+		s.tables[r.client].Answered(routing.NodeID(r.node), r.sent)
 		s.tables[r.client].Observe(routing.NodeID(r.node), r.load, s.now)
 		s.head++
+	}
+	for s.expHead < len(s.expiry) && s.expiry[s.expHead].due <= s.now {
+		r := s.expiry[s.expHead]
+		s.tables[r.client].Abandoned(routing.NodeID(r.node))
+		s.expHead++
+	}
+	if s.expHead > 1024 && s.expHead > len(s.expiry)/2 {
+		s.expiry = s.expiry[:copy(s.expiry, s.expiry[s.expHead:])]
+		s.expHead = 0
 	}
 	if s.head > 1024 && s.head > len(s.pending)/2 {
 		s.pending = s.pending[:copy(s.pending, s.pending[s.head:])]

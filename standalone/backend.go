@@ -110,6 +110,9 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 			PID: s.PID, Restarts: s.Restarts, Addr: pr.Addr, MetricsAddr: pr.MetricsAddr, LogFile: pr.LogFile,
 			Capacity: pr.EmulatedRate,
 		}
+		if d, ok := c.slowed[pr.Name]; ok {
+			cp.Slowed = d.String()
+		}
 		if sm, ok := c.samples[pr.Name]; ok {
 			cp.WorkUnits, cp.Coherence, cp.Load = sm.work, sm.coherence, c.loads[pr.Name]
 		}
@@ -184,6 +187,13 @@ func (c *cluster) Kill(name string) error { return c.supervise(name, c.sup.Kill)
 
 // Restart implements control.Backend.
 func (c *cluster) Restart(name string) error { return c.supervise(name, c.sup.Restart) }
+
+// Pause implements control.Backend: SIGSTOP to the process (supervisor
+// Pause), which the supervisor neither restarts nor counts as exited.
+func (c *cluster) Pause(name string) error { return c.supervise(name, c.sup.Pause) }
+
+// Resume implements control.Backend: SIGCONT to a paused process.
+func (c *cluster) Resume(name string) error { return c.supervise(name, c.sup.Resume) }
 
 func (c *cluster) supervise(name string, f func(string) error) error {
 	if err := f(name); err != nil {

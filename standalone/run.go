@@ -13,6 +13,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/controlloop"
 	"github.com/distcache/distcache/standalone/plan"
@@ -70,6 +71,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	c := &cluster{
 		cfg: cfg, prober: newHTTPProber(), started: time.Now(), phase: control.Starting,
 		ready: map[string]bool{}, samples: map[string]sample{}, loads: map[string]float64{},
+		slowed: map[string]time.Duration{}, delays: map[string]*faultinject.Delay{},
 		shutdown: make(chan struct{}),
 	}
 	c.sup = supervisor.New(supervisor.Config{Logger: cfg.Logger})
@@ -137,14 +139,22 @@ type cluster struct {
 	prober  *httpProber
 	started time.Time
 
-	mu       sync.Mutex         // guards the fields below
-	maps     *mapwatch.Watcher  // the published map; nil while starting
-	phase    control.Phase      // Starting until every process was ready once
-	ready    map[string]bool    // by process name, as last probed
-	samples  map[string]sample  // last scrape by process name
-	loads    map[string]float64 // work units per second between the last two scrapes
-	scraped  time.Time          // when samples were taken
+	mu       sync.Mutex               // guards the fields below
+	maps     *mapwatch.Watcher        // the published map; nil while starting
+	phase    control.Phase            // Starting until every process was ready once
+	ready    map[string]bool          // by process name, as last probed
+	samples  map[string]sample        // last scrape by process name
+	loads    map[string]float64       // work units per second between the last two scrapes
+	scraped  time.Time                // when samples were taken
+	slowed   map[string]time.Duration // delays of slowed processes, for the status
 	stopping bool
+
+	// slowMu serializes Slow, Unslow and their removal at the end (each
+	// runs iptables and may wait for held datagrams); it guards delays
+	// and slowClosed.
+	slowMu     sync.Mutex
+	delays     map[string]*faultinject.Delay // by process name
+	slowClosed bool                          // the cluster is stopping: no new delays
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed by Shutdown
@@ -218,7 +228,8 @@ func (c *cluster) start(ctx context.Context) error {
 }
 
 // loopConfig is the control loop's configuration: the plan's files, the
-// policy and period, and every cache node's health address.
+// policy and period, and every cache node's health and data-plane
+// addresses.
 func (c *cluster) loopConfig() controlloop.FileConfig {
 	p := c.cfg.Plan
 	lc := controlloop.FileConfig{
@@ -227,7 +238,7 @@ func (c *cluster) loopConfig() controlloop.FileConfig {
 	}
 	for _, pr := range p.Processes {
 		if pr.Kind == plan.Node {
-			lc.Members = append(lc.Members, controlloop.MemberConfig{Name: pr.Name, HealthAddr: pr.MetricsAddr})
+			lc.Members = append(lc.Members, controlloop.MemberConfig{Name: pr.Name, HealthAddr: pr.MetricsAddr, DataAddr: pr.Addr})
 		}
 	}
 	return lc
@@ -272,11 +283,12 @@ func (c *cluster) probe(ctx context.Context, pr plan.Process) bool {
 	return ready
 }
 
-// stop stops every process.
+// stop removes every delay of a slowed process, then stops every process.
 func (c *cluster) stop() {
 	c.mu.Lock()
 	c.stopping = true
 	c.mu.Unlock()
+	c.unslowAll()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StopTimeout)
 	defer cancel()
 	c.sup.Stop(ctx)

@@ -22,19 +22,23 @@ import (
 
 // benchOptions are the flags of `distcache bench`.
 type benchOptions struct {
-	ref      clusterRef
-	mapFile  string
-	cfg      driver.Config
-	modes    []string
-	failNode string
-	downFor  time.Duration
-	out      string
-	jsonPath string
-	predict  bool
+	ref       clusterRef
+	mapFile   string
+	cfg       driver.Config
+	modes     []string
+	failNode  string
+	failMode  string
+	slowDelay time.Duration // of --fail-mode slow
+	downFor   time.Duration
+	out       string
+	jsonPath  string
+	predict   bool
 }
 
-func newBenchCommand() *cobra.Command {
-	o := &benchOptions{}
+func newBenchCommand() *cobra.Command { return benchCommand(&benchOptions{}) }
+
+// benchCommand is the command that parses its flags into o.
+func benchCommand(o *benchOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Drive a cluster with a Zipf workload: NoCache vs DistCache throughput, loads, hit ratios, latency, failures",
@@ -52,10 +56,20 @@ with --shard-capacity those capacities are emulated by rate limits (paper
 §6.1), and the report says so; the simulator's prediction for the same map
 and workload is shown next to the measurement.
 
---fail-node NAME@T kills that cache node T into DistCache's measured window
-and restarts it --down-for later; the report shows the throughput timeline
-(the paper's fig. 11).`,
+--fail-node NAME@T fails that cache node T into DistCache's measured window
+and recovers it --down-for later; the report shows the throughput timeline
+(the paper's fig. 11). --fail-mode says how it fails:
+
+  kill   SIGKILL, then a restart with an empty cache (a crash; the default)
+  pause  SIGSTOP, then SIGCONT: it hangs with its sockets, cache and queued
+         requests, and answers them late once continued
+  slow   every UDP datagram its data-plane socket sends (replies, requests
+         to the shims) is held --slow-delay before it leaves: a node that
+         answers everything, slowly (a gray failure). The cluster's own
+         process delays them on the host's loopback (NFQUEUE), which needs
+         it to run as root with iptables-legacy (make iptables).`,
 		Example: `  distcache bench --run-dir out/demo/run --write-ratio 0.05 --fail-node demo-spine-1@8s --out out/demo
+  distcache bench --run-dir out/demo/run --fail-node demo-spine-1@8s --fail-mode slow --slow-delay 50ms
   distcache bench --map /path/to/map.json --rate 5000 --modes distcache`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -76,8 +90,10 @@ and restarts it --down-for later; the report shows the throughput timeline
 	f.IntVar(&c.Preload, "preload", 10000, "hottest keys written before the runs")
 	f.DurationVar(&c.Warmup, "warmup", 8*time.Second, "unmeasured load before DistCache's window, for the caches to fill")
 	f.StringSliceVar(&o.modes, "modes", []string{string(driver.NoCache), string(driver.DistCache)}, "modes to run: nocache, distcache")
-	f.StringVar(&o.failNode, "fail-node", "", "NAME@T: kill cache node NAME T into DistCache's window, restart it --down-for later")
-	f.DurationVar(&o.downFor, "down-for", 5*time.Second, "how long --fail-node keeps the node down")
+	f.StringVar(&o.failNode, "fail-node", "", "NAME@T: fail cache node NAME T into DistCache's window (see --fail-mode), recover it --down-for later")
+	f.StringVar(&o.failMode, "fail-mode", string(driver.FailKill), "how --fail-node fails the node: kill (SIGKILL, then restart), pause (SIGSTOP, then SIGCONT) or slow (delay every datagram it sends by --slow-delay)")
+	f.DurationVar(&o.slowDelay, "slow-delay", 100*time.Millisecond, "delay of every data-plane datagram a node failed with --fail-mode slow sends")
+	f.DurationVar(&o.downFor, "down-for", 5*time.Second, "how long --fail-node keeps the node failed")
 	f.Float64Var(&c.ServerCapacity, "server-capacity", 0, "one storage server's capacity in work units/s, the unit of normalized throughput (default: the emulated one)")
 	f.Uint64Var(&c.Seed, "seed", 1, "seed of the key permutation (as the simulator's), operation streams and clients")
 	f.StringVar(&o.out, "out", "", "directory for report.txt, report.json and report.png")
@@ -92,7 +108,7 @@ func (o *benchOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := o.configure(st); err != nil {
+	if err := o.configure(st, cmd.Flags().Changed); err != nil {
 		return err
 	}
 	o.cfg.Progress = report.ProgressBar(cmd.ErrOrStderr())
@@ -136,26 +152,54 @@ func (o *benchOptions) cluster(ctx context.Context) (driver.Cluster, *control.St
 	return standaloneCluster{c}, &st, nil
 }
 
-// configure turns the flags into the driver's configuration.
-func (o *benchOptions) configure(st *control.Status) error {
+// configure turns the flags into the driver's configuration; changed
+// tells whether a flag was given.
+func (o *benchOptions) configure(st *control.Status, changed func(flag string) bool) error {
 	for _, m := range o.modes {
 		o.cfg.Modes = append(o.cfg.Modes, driver.Mode(strings.TrimSpace(m)))
 	}
 	if o.cfg.Skew == 0 {
 		o.cfg.Uniform = true
 	}
-	if o.failNode != "" {
-		name, at, ok := strings.Cut(o.failNode, "@")
-		d, err := time.ParseDuration(at)
-		if !ok || name == "" || err != nil || d < 0 {
-			return fmt.Errorf("cannot parse --fail-node %q: want NAME@T, e.g. demo-spine-1@8s", o.failNode)
-		}
-		if st != nil && !hasNode(st, name) {
-			return fmt.Errorf("cannot fail %s: no cache node of that name in cluster %s", name, st.Cluster)
-		}
-		o.cfg.Failure = &driver.Failure{Member: name, At: d, DownFor: o.downFor}
+	f, err := o.failure(st, changed)
+	if err != nil {
+		return err
 	}
+	o.cfg.Failure = f
 	return nil
+}
+
+// failure turns --fail-node, --fail-mode, --slow-delay and --down-for into
+// the failure to inject (nil without --fail-node); changed tells whether a
+// flag was given.
+func (o *benchOptions) failure(st *control.Status, changed func(flag string) bool) (*driver.Failure, error) {
+	mode, err := driver.ParseFailureMode(strings.TrimSpace(o.failMode))
+	if err != nil {
+		return nil, fmt.Errorf("cannot parse --fail-mode: %w", err)
+	}
+	switch {
+	case o.failNode == "" && (changed("fail-mode") || changed("slow-delay")):
+		return nil, errors.New("--fail-mode and --slow-delay need --fail-node")
+	case changed("slow-delay") && mode != driver.FailSlow:
+		return nil, fmt.Errorf("--slow-delay is the delay of --fail-mode slow, not of %s", mode)
+	case mode == driver.FailSlow && o.slowDelay <= 0:
+		return nil, fmt.Errorf("--slow-delay %v must be positive", o.slowDelay)
+	case o.failNode == "":
+		return nil, nil
+	}
+	name, at, ok := strings.Cut(o.failNode, "@")
+	d, err := time.ParseDuration(at)
+	if !ok || name == "" || err != nil || d < 0 {
+		return nil, fmt.Errorf("cannot parse --fail-node %q: want NAME@T, e.g. demo-spine-1@8s", o.failNode)
+	}
+	if st != nil && !hasNode(st, name) {
+		return nil, fmt.Errorf("cannot fail %s: no cache node of that name in cluster %s", name, st.Cluster)
+	}
+	f := &driver.Failure{Member: name, Mode: mode, At: d, DownFor: o.downFor}
+	if mode == driver.FailSlow {
+		f.Delay = o.slowDelay
+	}
+	return f, nil
 }
 
 func hasNode(st *control.Status, name string) bool {
@@ -266,14 +310,41 @@ func (s standaloneCluster) Kill(ctx context.Context, member string) error {
 func (s standaloneCluster) Restart(ctx context.Context, member string) error {
 	return s.c.Restart(ctx, member)
 }
+func (s standaloneCluster) Pause(ctx context.Context, member string) error {
+	return s.c.Pause(ctx, member)
+}
+func (s standaloneCluster) Resume(ctx context.Context, member string) error {
+	return s.c.Resume(ctx, member)
+}
+func (s standaloneCluster) Slow(ctx context.Context, member string, delay time.Duration) error {
+	return s.c.Slow(ctx, member, delay)
+}
+func (s standaloneCluster) Unslow(ctx context.Context, member string) error {
+	return s.c.Unslow(ctx, member)
+}
 
 // mapOnly is a cluster known only by its map file: no loads, no failures.
 type mapOnly struct{}
 
+// errNeedsStandalone is wrapped by every failure of a mapOnly cluster.
+var errNeedsStandalone = errors.New("--fail-node needs a standalone cluster (found by --run-dir, --cluster or -f), not --map")
+
 func (mapOnly) Work(context.Context) ([]driver.Work, error) { return nil, nil }
 func (mapOnly) Kill(_ context.Context, member string) error {
-	return fmt.Errorf("cannot kill %s: --fail-node needs a standalone cluster", member)
+	return fmt.Errorf("cannot kill %s: %w", member, errNeedsStandalone)
 }
 func (mapOnly) Restart(_ context.Context, member string) error {
-	return fmt.Errorf("cannot restart %s: --fail-node needs a standalone cluster", member)
+	return fmt.Errorf("cannot restart %s: %w", member, errNeedsStandalone)
+}
+func (mapOnly) Pause(_ context.Context, member string) error {
+	return fmt.Errorf("cannot pause %s: %w", member, errNeedsStandalone)
+}
+func (mapOnly) Resume(_ context.Context, member string) error {
+	return fmt.Errorf("cannot resume %s: %w", member, errNeedsStandalone)
+}
+func (mapOnly) Slow(_ context.Context, member string, _ time.Duration) error {
+	return fmt.Errorf("cannot slow %s: %w", member, errNeedsStandalone)
+}
+func (mapOnly) Unslow(_ context.Context, member string) error {
+	return fmt.Errorf("cannot unslow %s: %w", member, errNeedsStandalone)
 }

@@ -74,11 +74,15 @@ func printStatus(w io.Writer, st control.Status) {
 		if working {
 			load = fmt.Sprintf("%.0f", p.Load)
 		}
+		state := p.State
+		if p.Slowed != "" {
+			state += "+slowed:" + p.Slowed // every datagram it sends is delayed
+		}
 		addr := p.Addr
 		if p.Kind == "controlloop" {
 			addr = p.MetricsAddr // it has no data-plane address
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\n", p.Kind, p.Name, orDash(where), p.State,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\n", p.Kind, p.Name, orDash(where), state,
 			orDash(p.MemberState), p.Ready, pidOrDash(p.PID), p.Restarts, load, util, orDash(addr))
 	}
 	_ = tw.Flush()

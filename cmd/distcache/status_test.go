@@ -38,3 +38,27 @@ func TestPrintStatusPersistence(t *testing.T) {
 		})
 	}
 }
+
+// TestPrintStatusFailures checks the STATE column of a paused and of a
+// slowed process.
+func TestPrintStatusFailures(t *testing.T) {
+	st := control.Status{Cluster: "shop", Phase: control.Degraded, Started: time.Now(), Processes: []control.Process{
+		{Name: "shop-spine-0", Kind: "node", Layer: "spine", State: "Paused", PID: 42},
+		{Name: "shop-spine-1", Kind: "node", Layer: "spine", State: "Running", Slowed: "100ms", PID: 43},
+	}}
+	var b bytes.Buffer
+	printStatus(&b, st)
+	want := map[string]string{"shop-spine-0": "Paused", "shop-spine-1": "Running+slowed:100ms"}
+	for _, line := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && want[f[1]] != "" {
+			if f[3] != want[f[1]] {
+				t.Errorf("%s: state %q, want %q", f[1], f[3], want[f[1]])
+			}
+			delete(want, f[1])
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("status lacks the rows of %v:\n%s", want, b.String())
+	}
+}

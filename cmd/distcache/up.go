@@ -69,7 +69,8 @@ one machine can show the load balancing of many servers.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "log level of the cluster's processes")
 	f.StringVar(&o.redisServer, "redis-server", "redis-server", "the redis-server program")
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
-	f.DurationVar(&o.probeInterval, "probe-interval", 250*time.Millisecond, "health-check period of the control loop")
+	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
+		"health-check period of the control loop; a cache node that fails this many checks in a row (3) is fenced, well before spec.failover.gracePeriod fails it")
 	f.DurationVar(&o.mapPoll, "map-poll", 100*time.Millisecond,
 		"how often processes check the map file for a new version (at most a quarter of spec.coherence.servingLease: cache nodes renew their lease by reading it)")
 	_ = cmd.MarkFlagRequired("filename")
@@ -123,8 +124,13 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.probeInterval <= 0 {
+		return fmt.Errorf("cannot use --probe-interval %v: it must be positive", o.probeInterval)
+	}
+	policy := topology.FailoverPolicy(&topo.Spec, topology.LocalMapDeliveryLag)
+	policy.FenceAfter = fenceProbes * o.probeInterval
 	return standalone.Run(ctx, standalone.Config{
-		Plan: p, RunDir: runDir, Policy: topology.FailoverPolicy(&topo.Spec, topology.LocalMapDeliveryLag),
+		Plan: p, RunDir: runDir, Policy: policy,
 		ProbeInterval: o.probeInterval, StartTimeout: o.startTimeout, Logger: log,
 		Ready: func() {
 			cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir)
@@ -215,3 +221,7 @@ func tail(path string, n int64) string {
 	b, _ := io.ReadAll(f)
 	return string(b)
 }
+
+// fenceProbes is how many health checks in a row a cache node fails before
+// standalone mode's control loop fences it (failover.Policy.FenceAfter).
+const fenceProbes = 3

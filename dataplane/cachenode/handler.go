@@ -61,6 +61,12 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		st = stateInvalid
 	}
 	if st != stateValid {
+		if req.Has(wire.FlagCacheOnly) { // a hedged read: a copy or nothing
+			n.stats.cacheOnlyRefused.Add(1)
+			n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusUnavailable, 0, 0, nil)
+			n.reqs.Observe(wire.OpGet, metrics.StatusResult(wire.StatusUnavailable), time.Since(start))
+			return
+		}
 		n.miss(src, req, v, st, start)
 		return
 	}

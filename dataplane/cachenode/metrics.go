@@ -51,6 +51,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_unleased_reads_total", "Reads of a valid copy served from storage because the serving lease had run out.", n.stats.unleased.Load),
 		counter("distcache_refused_reads_total", "Reads refused with not_owner because the node is not Active (Fenced or Failed) in its map.", n.stats.refused.Load),
 		counter("distcache_untracked_rereads_total", "Coalesced readers sent to storage again: the shim's reply did not promise to keep invalidating this node for the key.", n.stats.untracked.Load),
+		counter("distcache_cache_only_misses_total", "Hedged reads (FlagCacheOnly) refused without a valid copy; the backend is not read for them.", n.stats.cacheOnlyRefused.Load),
 		counter("distcache_work_units_total", "Work units taken from the emulated capacity: 1 per hit, 1 per INVALIDATE and per UPDATE of a held key.", n.work.Used),
 		gauge("distcache_work_capacity", "Emulated capacity in work units per second (0: unlimited).", n.work.Rate),
 	); err != nil {

@@ -298,3 +298,37 @@ func TestMetricsRegistered(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheOnlyGet checks a client's hedged read (wire.FlagCacheOnly): a
+// valid copy is a hit, and without one the node refuses it with
+// StatusUnavailable and never reads the backend for it.
+func TestCacheOnlyGet(t *testing.T) {
+	tests := []struct {
+		name       string
+		cached     bool
+		wantStatus wire.Status
+		wantHit    bool
+	}{
+		{name: "copy: a hit", cached: true, wantStatus: wire.StatusOK, wantHit: true},
+		{name: "no copy: refused, storage not read", wantStatus: wire.StatusUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, withStub(withValue("k", "stored")))
+			if tt.cached {
+				h.cache("k", "cached", 42)
+			}
+			gets := h.shim.count(wire.OpGet)
+			rep := h.call(&wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: wire.FlagCacheOnly}, Key: []byte("k")})
+			if rep.Status != tt.wantStatus || rep.Has(wire.FlagHit) != tt.wantHit {
+				t.Fatalf("reply %s hit %v, want %s hit %v", rep.Status, rep.Has(wire.FlagHit), tt.wantStatus, tt.wantHit)
+			}
+			if n := h.shim.count(wire.OpGet) - gets; n != 0 {
+				t.Errorf("the shim got %d GETs for a cache-only read, want 0", n)
+			}
+			if s := h.node.Stats(); (s.CacheOnlyMiss == 1) == tt.cached {
+				t.Errorf("CacheOnlyMiss = %d with a copy %v", s.CacheOnlyMiss, tt.cached)
+			}
+		})
+	}
+}

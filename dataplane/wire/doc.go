@@ -41,5 +41,7 @@
 // appears only on a shim's GET_REPLY to a cache node: the shim will
 // invalidate that node before any later write of the key completes, so the
 // node may hand the reply to readers that joined its request (see
-// FlagTracked).
+// FlagTracked). FlagCacheOnly appears only on a client's GET to a cache
+// node, a hedged read: the node answers from its copy or refuses with
+// StatusUnavailable, and never reads the backend for it.
 package wire

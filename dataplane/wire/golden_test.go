@@ -44,6 +44,8 @@ func goldenVectors(t testing.TB) []golden {
 			msg(withOp(wire.OpGet), withSeq(1))},
 		{"get_reply_hit", `GET_REPLY key "key:42" seq 1, value "hello", FlagHit|FlagTelemetry, node 7 load 1234, version 99, map version 3`,
 			msg(withOp(wire.OpGetReply), withSeq(1), withValue([]byte("hello")), withFlags(wire.FlagHit), withTelemetry(7, 1234), withVersion(99), withMapVersion(3))},
+		{"get_cache_only", `GET key "key:42" seq 5, FlagCacheOnly (a client's hedged read: a cache node's copy or nothing), map version 3`,
+			msg(withOp(wire.OpGet), withSeq(5), withFlags(wire.FlagCacheOnly), withMapVersion(3))},
 		{"get_reply_miss_not_found", `GET_REPLY key "key:42" seq 1, status not_found, map version 3`,
 			msg(withOp(wire.OpGetReply), withSeq(1), withStatus(wire.StatusNotFound), withMapVersion(3))},
 		{"get_reply_tracked", `GET_REPLY key "key:42" seq 1, value "hello", FlagTracked (a shim's reply to a cache node that it keeps invalidating), map version 3`,

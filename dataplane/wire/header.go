@@ -94,7 +94,11 @@ const (
 	// that joined the node's backend read after it left may take the
 	// reply (CableCache's coalescing, made safe across map changes).
 	FlagTracked Flag = 1 << 4
-	flagMask         = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect | FlagTracked
+	// FlagCacheOnly marks a client's hedged GET to a cache node: answer it
+	// from a valid copy (FlagHit), or refuse it with StatusUnavailable
+	// without reading the backend, so a hedge never adds storage load.
+	FlagCacheOnly Flag = 1 << 5
+	flagMask           = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect | FlagTracked | FlagCacheOnly
 )
 
 // Status is a reply's outcome.

@@ -120,7 +120,7 @@ func TestParseErrors(t *testing.T) {
 		{"op 15", set(3, 15), wire.ErrOp},
 		{"op 16", set(3, 16), wire.ErrOp},
 		{"op 255", set(3, 255), wire.ErrOp},
-		{"flag 0x20", set(4, 0x20), wire.ErrFlags},
+		{"flag 0x40", set(4, 0x40), wire.ErrFlags},
 		{"flag 0x80 with known flags", set(4, 0x83), wire.ErrFlags},
 		{"status 8", set(5, 8), wire.ErrStatus},
 		{"status 255", set(5, 255), wire.ErrStatus},

@@ -34,6 +34,11 @@ const maxQueued = 16384
 // nextQueue hands out NFQUEUE numbers, one per delay.
 var nextQueue atomic.Uint32
 
+// queueAttempts bounds the queue numbers a delay in the current namespace
+// tries: other processes there (another cluster's supervisor) may have
+// bound the first ones.
+const queueAttempts = 64
+
 // Delay holds every packet of its flows for a fixed time before letting it
 // through, until removed.
 type Delay struct {
@@ -42,7 +47,7 @@ type Delay struct {
 	d     time.Duration
 	queue uint16
 	rules *Rules
-	ipt   []string // the iptables rule, without -A/-D
+	ipt   []string // the iptables rule, without -A/-I/-D
 	nfq   *nfqueue.Nfqueue
 	stop  context.CancelFunc
 	log   *slog.Logger
@@ -58,6 +63,11 @@ type Delay struct {
 // DelayFlows delays every packet of flows by d (see the package doc for
 // how) until the returned delay is removed. name identifies the fault (as
 // for Drop).
+//
+// In the current namespace (CurrentNamespace), which other programs share,
+// the NFQUEUE rule goes first in the OUTPUT chain (not last, behind rules
+// that might accept the packets first), and a queue number another process
+// has bound is skipped for the next one.
 func DelayFlows(ns *Namespace, name string, d time.Duration, log *slog.Logger, flows ...Flow) (_ *Delay, err error) {
 	if d <= 0 {
 		return nil, fmt.Errorf("cannot delay %s: delay %v is not positive", name, d)
@@ -68,23 +78,35 @@ func DelayFlows(ns *Namespace, name string, d time.Duration, log *slog.Logger, f
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	q := uint16(nextQueue.Add(1))
-	dl := &Delay{ns: ns, name: name, d: d, queue: q, log: log}
-	pktMark := markBase | uint32(q)
-	dl.ipt = []string{"OUTPUT", "-m", "mark", "--mark", fmt.Sprintf("0x%x", pktMark),
-		"-j", "NFQUEUE", "--queue-num", strconv.Itoa(int(q)), "--queue-bypass"}
+	dl := &Delay{ns: ns, name: name, d: d, log: log}
 	defer func() {
 		if err != nil {
 			_ = dl.Remove()
 		}
 	}()
-	if err := dl.listen(); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		dl.queue = uint16(nextQueue.Add(1))
+		err := dl.listen()
+		if err == nil {
+			break
+		}
+		taken := errors.Is(err, unix.EPERM) || errors.Is(err, unix.EBUSY)
+		if !ns.current || !taken || attempt == queueAttempts {
+			return nil, err
+		}
+		log.Debug("NFQUEUE taken by another process; trying the next", "fault", name, "queue", dl.queue)
 	}
-	if _, err := ns.Run(context.Background(), IPTables, append([]string{"-w", "-t", "filter", "-A"}, dl.ipt...)...); err != nil {
-		dl.ipt = nil
+	pktMark := markBase | uint32(dl.queue)
+	ipt := []string{"OUTPUT", "-m", "mark", "--mark", fmt.Sprintf("0x%x", pktMark),
+		"-j", "NFQUEUE", "--queue-num", strconv.Itoa(int(dl.queue)), "--queue-bypass"}
+	add := "-A"
+	if ns.current {
+		add = "-I"
+	}
+	if _, err := ns.Run(context.Background(), IPTables, append([]string{"-w", "-t", "filter", add}, ipt...)...); err != nil {
 		return nil, fmt.Errorf("cannot delay %s: %w", name, err)
 	}
+	dl.ipt = ipt
 	if dl.rules, err = mark(ns, name, pktMark, flows...); err != nil {
 		return nil, fmt.Errorf("cannot delay %s: %w", name, err)
 	}
@@ -92,8 +114,8 @@ func DelayFlows(ns *Namespace, name string, d time.Duration, log *slog.Logger, f
 }
 
 // listen binds the delay's queue in the namespace and holds every packet
-// queued there for d.
-func (dl *Delay) listen() error {
+// queued there for d. If it fails, it leaves nothing open.
+func (dl *Delay) listen() (err error) {
 	f, err := dl.ns.open()
 	if err != nil {
 		return err
@@ -105,14 +127,18 @@ func (dl *Delay) listen() error {
 		Flags: nfqueue.NfQaCfgFlagFailOpen, WriteTimeout: time.Second,
 	})
 	if err != nil {
-		return fmt.Errorf("cannot delay %s: cannot open NFQUEUE %d in %s: %w", dl.name, dl.queue, dl.ns.Name(), err)
+		return fmt.Errorf("cannot delay %s: cannot open NFQUEUE %d in %s: %w", dl.name, dl.queue, dl.ns, err)
 	}
-	dl.nfq = nfq
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			cancel()
+			_ = nfq.Close()
+		}
+	}()
 	if err := nfq.SetOption(netlink.NoENOBUFS, true); err != nil {
 		return fmt.Errorf("cannot delay %s: %w", dl.name, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	dl.stop = cancel
 	hook := func(a nfqueue.Attribute) int {
 		if a.PacketID == nil {
 			return 0
@@ -141,6 +167,7 @@ func (dl *Delay) listen() error {
 	if err := nfq.RegisterWithErrorFunc(ctx, hook, onErr); err != nil {
 		return fmt.Errorf("cannot delay %s: cannot bind NFQUEUE %d: %w", dl.name, dl.queue, err)
 	}
+	dl.nfq, dl.stop = nfq, cancel
 	return nil
 }
 
@@ -162,7 +189,7 @@ func (dl *Delay) remove() error {
 	if dl.rules != nil {
 		errs = append(errs, dl.rules.Remove())
 	}
-	if dl.ipt != nil && NamespaceExists(dl.ns.Name()) {
+	if dl.ipt != nil && dl.ns.exists() {
 		if _, err := dl.ns.Run(context.Background(), IPTables, append([]string{"-w", "-t", "filter", "-D"}, dl.ipt...)...); err != nil {
 			errs = append(errs, err)
 		}

@@ -83,7 +83,7 @@ func install(ns *Namespace, name string, act action, flows []Flow) (*Rules, erro
 		c.AddRule(&nftables.Rule{Table: table, Chain: r.chain, Exprs: exprs})
 	}
 	if err := c.Flush(); err != nil {
-		return nil, fmt.Errorf("cannot install fault %s in %s: %w", name, ns.Name(), err)
+		return nil, fmt.Errorf("cannot install fault %s in %s: %w", name, ns, err)
 	}
 	return r, nil
 }
@@ -183,7 +183,7 @@ func (r *Rules) Flows() []Flow { return r.flows }
 
 // Remove deletes the rules; it is a no-op once the namespace is gone.
 func (r *Rules) Remove() error {
-	if !NamespaceExists(r.ns.Name()) {
+	if !r.ns.exists() {
 		return nil
 	}
 	c, closeConn, err := conn(r.ns)
@@ -193,7 +193,7 @@ func (r *Rules) Remove() error {
 	defer closeConn()
 	c.DelTable(r.table)
 	if err := c.Flush(); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("cannot remove fault %s from %s: %w", r.table.Name, r.ns.Name(), err)
+		return fmt.Errorf("cannot remove fault %s from %s: %w", r.table.Name, r.ns, err)
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func Tables(ns *Namespace) ([]string, error) {
 	defer closeConn()
 	ts, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
 	if err != nil {
-		return nil, fmt.Errorf("cannot list the nftables tables of %s: %w", ns.Name(), err)
+		return nil, fmt.Errorf("cannot list the nftables tables of %s: %w", ns, err)
 	}
 	var names []string
 	for _, t := range ts {
@@ -228,7 +228,7 @@ func conn(ns *Namespace) (c *nftables.Conn, closeConn func(), err error) {
 	c, err = nftables.New(nftables.WithNetNSFd(int(f.Fd())))
 	if err != nil {
 		_ = f.Close()
-		return nil, nil, fmt.Errorf("cannot open nftables in %s: %w", ns.Name(), err)
+		return nil, nil, fmt.Errorf("cannot open nftables in %s: %w", ns, err)
 	}
 	return c, func() { _ = f.Close() }, nil
 }

@@ -18,10 +18,20 @@ import (
 const netnsDir = "/run/netns"
 
 // Namespace is a named network namespace (as `ip netns` names them) with
-// its loopback up.
+// its loopback up, or the network namespace this process runs in
+// (CurrentNamespace).
 type Namespace struct {
-	name string
+	name    string
+	current bool // the process's own namespace; name is ""
 }
+
+// CurrentNamespace is the network namespace this process runs in: faults
+// installed there act on the traffic of every process that shares it (on a
+// host, the host's own loopback), and the iptables rules of a delay go into
+// its firewall, so whoever installs one must remove it. Its commands run
+// directly (no `ip netns exec`), Do runs its function directly, and Delete
+// does nothing.
+func CurrentNamespace() *Namespace { return &Namespace{current: true} }
 
 // ErrUnsupported is wrapped when this process cannot create network
 // namespaces (not root, no ip command).
@@ -65,30 +75,60 @@ func NamespaceExists(name string) bool {
 	return err == nil
 }
 
-// Name is the namespace's name.
+// Name is the namespace's name ("" for the current namespace).
 func (n *Namespace) Name() string { return n.name }
+
+// Current reports whether n is the process's own namespace
+// (CurrentNamespace).
+func (n *Namespace) Current() bool { return n.current }
+
+// String names the namespace in messages.
+func (n *Namespace) String() string {
+	if n.current {
+		return "the current network namespace"
+	}
+	return n.name
+}
+
+// exists reports whether the namespace still exists (the current one
+// always does).
+func (n *Namespace) exists() bool { return n.current || NamespaceExists(n.name) }
 
 // Command returns a command that runs prog with args inside the namespace
 // (`ip netns exec`, which execs prog in place: the command's PID is
-// prog's).
+// prog's; in the current namespace, prog itself).
 func (n *Namespace) Command(ctx context.Context, prog string, args ...string) *exec.Cmd {
+	if n.current {
+		return exec.CommandContext(ctx, prog, args...)
+	}
 	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", n.name, prog}, args...)...)
 }
 
 // open opens the namespace's file, for the netlink sockets that are
-// opened in it.
+// opened in it. The current namespace is the calling thread's: a goroutine
+// that has not entered another namespace (Do locks its thread while it
+// has) runs on a thread of the process's own, whereas the process's main
+// thread, /proc/self, may be one that Do has lent to another namespace.
 func (n *Namespace) open() (*os.File, error) {
-	f, err := os.Open(filepath.Join(netnsDir, n.name))
+	path := filepath.Join(netnsDir, n.name)
+	if n.current {
+		path = "/proc/thread-self/ns/net"
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot open network namespace %s: %w", n.name, err)
+		return nil, fmt.Errorf("cannot open network namespace %s: %w", n, err)
 	}
 	return f, nil
 }
 
 // Do runs fn on an OS thread that has entered the namespace, so sockets fn
 // opens belong to it (they stay there after fn returns). The thread goes
-// back to its own namespace afterwards, or is discarded if it cannot.
+// back to its own namespace afterwards, or is discarded if it cannot. In
+// the current namespace fn runs directly.
 func (n *Namespace) Do(fn func() error) error {
+	if n.current {
+		return fn()
+	}
 	target, err := n.open()
 	if err != nil {
 		return err
@@ -121,9 +161,10 @@ func (n *Namespace) Do(fn func() error) error {
 }
 
 // Delete removes the namespace. Processes still running in it keep it
-// alive (without its name) until they exit: stop them first.
+// alive (without its name) until they exit: stop them first. The current
+// namespace is never deleted: Delete of it is a no-op.
 func (n *Namespace) Delete(ctx context.Context) error {
-	if !NamespaceExists(n.name) {
+	if n.current || !NamespaceExists(n.name) {
 		return nil
 	}
 	if err := runIP(ctx, "netns", "delete", n.name); err != nil {
@@ -137,7 +178,7 @@ func (n *Namespace) Delete(ctx context.Context) error {
 func (n *Namespace) Run(ctx context.Context, prog string, args ...string) (string, error) {
 	out, err := n.Command(ctx, prog, args...).CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("cannot run %s %s in %s: %w: %s", prog, strings.Join(args, " "), n.name, err, strings.TrimSpace(string(out)))
+		return string(out), fmt.Errorf("cannot run %s %s in %s: %w: %s", prog, strings.Join(args, " "), n, err, strings.TrimSpace(string(out)))
 	}
 	return string(out), nil
 }

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
+	"time"
 )
 
 // ErrNotRunning is wrapped when no cluster answers on the socket.
@@ -53,6 +55,29 @@ func (c *Client) Restart(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(name)+"/restart", nil)
 }
 
+// Pause stops process name (SIGSTOP) until Resume.
+func (c *Client) Pause(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(name)+"/pause", nil)
+}
+
+// Resume continues process name (SIGCONT); a no-op unless it is paused.
+func (c *Client) Resume(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(name)+"/resume", nil)
+}
+
+// Slow delays every datagram process name's data-plane socket sends by
+// delay, until Unslow.
+func (c *Client) Slow(ctx context.Context, name string, delay time.Duration) error {
+	q := url.Values{"delay": {delay.String()}}
+	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(name)+"/slow?"+q.Encode(), nil)
+}
+
+// Unslow stops delaying process name's datagrams; a no-op unless it is
+// slowed.
+func (c *Client) Unslow(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodPost, "/v1/processes/"+url.PathEscape(name)+"/unslow", nil)
+}
+
 // Shutdown asks the cluster to stop; it does not wait for it.
 func (c *Client) Shutdown(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/v1/shutdown", nil)
@@ -75,8 +100,11 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 	if resp.StatusCode != http.StatusOK {
 		var e apiError
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			if resp.StatusCode == http.StatusNotFound {
-				return fmt.Errorf("%s: %w", e.Error, ErrNotFound)
+			switch resp.StatusCode {
+			case http.StatusNotFound:
+				return rewrap(e.Error, ErrNotFound)
+			case http.StatusBadRequest:
+				return rewrap(e.Error, ErrBadRequest)
 			}
 			return errors.New(e.Error)
 		}
@@ -89,4 +117,10 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 		return fmt.Errorf("cannot decode the reply to %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// rewrap turns the message of a server's error that wrapped sentinel back
+// into an error that wraps it, without repeating its text.
+func rewrap(msg string, sentinel error) error {
+	return fmt.Errorf("%s: %w", strings.TrimSuffix(msg, ": "+sentinel.Error()), sentinel)
 }

@@ -17,8 +17,18 @@ type Backend interface {
 	Status(ctx context.Context) Status
 	// Work scrapes every shim's and node's load now.
 	Work(ctx context.Context) ([]Process, error)
+	// Kill kills process name and holds it down; Restart starts it again.
 	Kill(name string) error
 	Restart(name string) error
+	// Pause stops process name (SIGSTOP) until Resume, which is a no-op
+	// for a process that is not paused.
+	Pause(name string) error
+	Resume(name string) error
+	// Slow delays every datagram process name's data-plane socket sends by
+	// delay until Unslow, which is a no-op for a process that is not
+	// slowed.
+	Slow(name string, delay time.Duration) error
+	Unslow(name string) error
 	// Shutdown starts stopping the cluster; it returns at once.
 	Shutdown()
 }
@@ -26,6 +36,10 @@ type Backend interface {
 // ErrNotFound is what a Backend wraps for an unknown process; the server
 // answers it with 404.
 var ErrNotFound = errors.New("not found")
+
+// ErrBadRequest is wrapped for a malformed request; the server answers it
+// with 400.
+var ErrBadRequest = errors.New("bad request")
 
 // Server serves the control API on a Unix socket.
 type Server struct {
@@ -65,6 +79,24 @@ func Listen(runDir string, b Backend, log *slog.Logger) (*Server, error) {
 	mux.HandleFunc("POST /v1/processes/{name}/restart", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, struct{}{}, b.Restart(r.PathValue("name")))
 	})
+	mux.HandleFunc("POST /v1/processes/{name}/pause", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, struct{}{}, b.Pause(r.PathValue("name")))
+	})
+	mux.HandleFunc("POST /v1/processes/{name}/resume", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, struct{}{}, b.Resume(r.PathValue("name")))
+	})
+	mux.HandleFunc("POST /v1/processes/{name}/slow", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		delay, err := parseDelay(r.URL.Query().Get("delay"))
+		if err != nil {
+			reply(w, nil, fmt.Errorf("cannot slow %s: %w", name, err))
+			return
+		}
+		reply(w, struct{}{}, b.Slow(name, delay))
+	})
+	mux.HandleFunc("POST /v1/processes/{name}/unslow", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, struct{}{}, b.Unslow(r.PathValue("name")))
+	})
 	mux.HandleFunc("POST /v1/shutdown", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, struct{}{}, nil)
 		b.Shutdown()
@@ -90,12 +122,28 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
+// parseDelay parses the delay parameter of a slow request: a positive Go
+// duration.
+func parseDelay(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, fmt.Errorf("no delay parameter (e.g. ?delay=100ms): %w", ErrBadRequest)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("delay %q is not a positive duration (e.g. 100ms): %w", s, ErrBadRequest)
+	}
+	return d, nil
+}
+
 func reply(w http.ResponseWriter, v any, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
 		code := http.StatusInternalServerError
-		if errors.Is(err, ErrNotFound) {
+		switch {
+		case errors.Is(err, ErrNotFound):
 			code = http.StatusNotFound
+		case errors.Is(err, ErrBadRequest):
+			code = http.StatusBadRequest
 		}
 		w.WriteHeader(code)
 		v = apiError{Error: err.Error()}

@@ -2,16 +2,32 @@
 // `distcache up` serves it on a Unix socket in its run directory, and
 // `distcache status`, `down` and `bench` use it. It plays the part the
 // Kubernetes API plays for the operator: the cluster's status, and the
-// requests to kill a process (a crash, for failure experiments), restart it
-// and shut the cluster down.
+// requests to kill a process (a crash, for failure experiments), restart it,
+// pause and resume it (a hang), slow it down (a gray failure) and shut the
+// cluster down.
 //
 // Endpoints (JSON):
 //
-//	GET  /v1/status                    Status
-//	GET  /v1/work                      []Process, freshly scraped loads
-//	POST /v1/processes/{name}/kill     SIGKILL, held down until restart
-//	POST /v1/processes/{name}/restart  start it again
-//	POST /v1/shutdown                  stop every process and exit
+//	GET  /v1/status                              Status
+//	GET  /v1/work                                []Process, freshly scraped loads
+//	POST /v1/processes/{name}/kill               SIGKILL, held down until restart
+//	POST /v1/processes/{name}/restart            start it again
+//	POST /v1/processes/{name}/pause              SIGSTOP, neither exited nor restarted until resume
+//	POST /v1/processes/{name}/resume             SIGCONT (a no-op unless paused)
+//	POST /v1/processes/{name}/slow?delay=100ms   delay every UDP datagram its data-plane socket sends
+//	POST /v1/processes/{name}/unslow             stop delaying them (a no-op unless slowed)
+//	POST /v1/shutdown                            stop every process and exit
+//
+// A failed request answers {"error": "..."} with 404 for an unknown
+// process, 400 for a malformed request and 500 otherwise.
+//
+// Slowing a shim or cache node holds every datagram sent from its
+// data-plane port (replies and requests alike) for the delay before it
+// leaves, on the host's loopback: the cluster's own process queues them
+// (NFQUEUE; see internal/faultinject), which needs root and
+// iptables-legacy. Slowing a slowed process changes its delay; the delay
+// outlives restarts of the process (it follows its port) and ends with the
+// cluster.
 package control
 
 import (
@@ -74,8 +90,12 @@ type Process struct {
 	Kind  string `json:"kind"` // redis, shim, node or controlloop
 	Layer string `json:"layer,omitempty"`
 	Shard string `json:"shard,omitempty"`
-	// State is the supervisor's: Running, Backoff, Held or Stopped.
+	// State is the supervisor's: Running, Backoff, Held, Paused or
+	// Stopped.
 	State string `json:"state"`
+	// Slowed is the delay of every datagram the process's data-plane
+	// socket sends, e.g. "100ms", while it is slowed ("" otherwise).
+	Slowed string `json:"slowed,omitempty"`
 	// MemberState is a node's state in the published map: Active, Fenced
 	// or Failed.
 	MemberState string `json:"memberState,omitempty"`

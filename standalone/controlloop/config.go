@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -37,7 +38,9 @@ type FileConfig struct {
 type PolicyConfig struct {
 	Grace     Duration `json:"grace"`
 	FenceLead Duration `json:"fenceLead,omitempty"`
-	HoldDown  Duration `json:"holdDown"`
+	// FenceAfter is failover.Policy.FenceAfter.
+	FenceAfter Duration `json:"fenceAfter,omitempty"`
+	HoldDown   Duration `json:"holdDown"`
 }
 
 // MemberConfig is a cache member and where its health check answers.
@@ -46,6 +49,9 @@ type MemberConfig struct {
 	Name string `json:"name"`
 	// HealthAddr is the host:port that serves its /healthz.
 	HealthAddr string `json:"healthAddr"`
+	// DataAddr is its data-plane UDP address (IP:port), probed with a
+	// PING (PingProber); empty: not probed.
+	DataAddr string `json:"dataAddr,omitempty"`
 }
 
 // Duration is a time.Duration written as Go duration text ("250ms").
@@ -66,12 +72,12 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // PolicyOf is p as written in the configuration file.
 func PolicyOf(p failover.Policy) PolicyConfig {
-	return PolicyConfig{Grace: Duration(p.Grace), FenceLead: Duration(p.FenceLead), HoldDown: Duration(p.HoldDown)}
+	return PolicyConfig{Grace: Duration(p.Grace), FenceLead: Duration(p.FenceLead), FenceAfter: Duration(p.FenceAfter), HoldDown: Duration(p.HoldDown)}
 }
 
 // Policy is the failover policy p describes.
 func (p PolicyConfig) Policy() failover.Policy {
-	return failover.Policy{Grace: time.Duration(p.Grace), FenceLead: time.Duration(p.FenceLead), HoldDown: time.Duration(p.HoldDown)}
+	return failover.Policy{Grace: time.Duration(p.Grace), FenceLead: time.Duration(p.FenceLead), FenceAfter: time.Duration(p.FenceAfter), HoldDown: time.Duration(p.HoldDown)}
 }
 
 // Validate reports the first problem that makes c unusable.
@@ -167,8 +173,11 @@ func WriteConfig(path string, c FileConfig) error {
 
 // Open returns the loop c describes, starting from the map currently
 // published at c.MapFile (so a restarted loop never publishes an older
-// version), probing every member's /healthz over HTTP. Every member of
-// that map must have a health address. reg, when not nil, receives the
+// version), probing every member's /healthz over HTTP, bounded by the
+// shorter of ProbeTimeout and two intervals, and its data plane with a PING
+// (PingProber) answered within one and a half intervals: a member whose data
+// plane has answered later than that for patienceIntervals intervals (a
+// gray failure, not a burst of load) is not Ready. Every member of that map must have a health address. reg, when not nil, receives the
 // loop's metrics.
 func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, error) {
 	if err := c.Validate(); err != nil {
@@ -193,8 +202,48 @@ func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, 
 			}
 		}
 	}
-	return New(Config{
-		Policy: c.Policy.Policy(), MapFile: c.MapFile, EventsFile: c.EventsFile, Prober: NewHTTPProber(addrs),
+	interval := time.Duration(c.Interval)
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	data, err := c.dataAddrs()
+	if err != nil {
+		return nil, err
+	}
+	ping, err := NewPingProber("127.0.0.1:0", data, min(ProbeTimeout, interval*3/2), patienceIntervals*interval, logger)
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the control loop: %w", err)
+	}
+	l, err := New(Config{
+		Policy: c.Policy.Policy(), MapFile: c.MapFile, EventsFile: c.EventsFile,
+		Prober:   AllProbers{NewHTTPProber(addrs, min(ProbeTimeout, 2*interval), patienceIntervals*interval), ping},
 		Interval: time.Duration(c.Interval), Logger: logger, Registerer: reg,
 	}, m)
+	if err != nil {
+		_ = ping.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// patienceIntervals is how many intervals a member's checks may go
+// unanswered before it is not Ready (HTTPProber, PingProber): a dead
+// process refuses HTTP at once, a paused one or a gray failure is caught
+// after this, and a starved machine's hiccups are absorbed.
+const patienceIntervals = 10
+
+// dataAddrs returns the data-plane address of every member that has one.
+func (c FileConfig) dataAddrs() (map[string]netip.AddrPort, error) {
+	out := map[string]netip.AddrPort{}
+	for _, mb := range c.Members {
+		if mb.DataAddr == "" {
+			continue
+		}
+		a, err := netip.ParseAddrPort(mb.DataAddr)
+		if err != nil {
+			return nil, fmt.Errorf("cannot start the control loop: member %s: data address %q: %w", mb.Name, mb.DataAddr, err)
+		}
+		out[mb.Name] = a
+	}
+	return out, nil
 }

@@ -32,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -123,10 +124,14 @@ func New(cfg Config, m *partmap.Map) (*Loop, error) {
 	return l, nil
 }
 
-// Run steps every Interval until ctx ends.
+// Run steps every Interval until ctx ends, and then closes the prober if
+// it holds resources (io.Closer).
 func (l *Loop) Run(ctx context.Context) {
 	t := time.NewTicker(l.cfg.Interval)
 	defer t.Stop()
+	if c, ok := l.cfg.Prober.(io.Closer); ok {
+		defer c.Close()
+	}
 	for {
 		if err := l.Step(ctx); err != nil && ctx.Err() == nil {
 			l.cfg.Logger.Error("control loop step failed", "err", err)

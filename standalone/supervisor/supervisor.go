@@ -2,7 +2,8 @@
 // containers: it starts each one with its output in a log file, restarts it
 // with exponential backoff when it exits, and stops everything on request.
 // A process can also be killed on purpose (SIGKILL, as a crash) and held
-// down until it is explicitly restarted, which is how failures are injected.
+// down until it is explicitly restarted, or paused (SIGSTOP, as a process
+// that hangs) until it is resumed, which is how failures are injected.
 //
 // Each child runs in a process group of its own (so a stop also reaches
 // anything it forked, such as a Redis AOF rewrite) and, on Linux, is killed
@@ -56,6 +57,7 @@ const (
 	Running State = "Running" // started and not exited
 	Backoff State = "Backoff" // exited; waiting before the restart
 	Held    State = "Held"    // killed on request; not restarted until Restart
+	Paused  State = "Paused"  // stopped (SIGSTOP) on request; running again after Resume
 	Stopped State = "Stopped" // stopped with the supervisor
 )
 
@@ -149,8 +151,63 @@ func (s *Supervisor) Kill(name string) error {
 	return nil
 }
 
+// Pause stops name's running process with SIGSTOP (its whole process
+// group): it keeps its pid, sockets and memory but runs no more until
+// Resume. A paused process is neither exited nor restarted; Kill still
+// kills it, and Stop continues it so that it can exit. Pausing a paused
+// process is a no-op; a process that is not running cannot be paused.
+func (s *Supervisor) Pause(name string) error {
+	p, err := s.lookup(name)
+	if err != nil {
+		return err
+	}
+	if s.ctx.Err() != nil {
+		return fmt.Errorf("cannot pause %s: supervisor is stopping", name)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused {
+		return nil
+	}
+	if !p.running() {
+		return fmt.Errorf("cannot pause %s: not running (%s)", name, p.state)
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("cannot pause %s: %w", name, err)
+	}
+	p.paused = true
+	p.setState(Paused)
+	p.log.Info("paused on request (SIGSTOP)", "pid", p.cmd.Process.Pid)
+	return nil
+}
+
+// Resume continues name's paused process with SIGCONT. Resuming a process
+// that is not paused is a no-op.
+func (s *Supervisor) Resume(name string) error {
+	p, err := s.lookup(name)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.paused {
+		return nil
+	}
+	p.paused = false
+	if !p.running() {
+		return nil // killed meanwhile: its exit is being handled
+	}
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("cannot resume %s: %w", name, err)
+	}
+	p.setState(Running)
+	p.log.Info("resumed on request (SIGCONT)", "pid", p.cmd.Process.Pid)
+	return nil
+}
+
 // Restart ends a hold: a held process starts again at once, a process
-// waiting in backoff restarts now. A running process is left alone.
+// waiting in backoff restarts now. A running (or paused) process is left
+// alone.
 func (s *Supervisor) Restart(name string) error {
 	p, err := s.lookup(name)
 	if err != nil {
@@ -200,7 +257,8 @@ func (s *Supervisor) Stop(ctx context.Context) {
 	for _, p := range procs {
 		p.mu.Lock()
 		p.signal(syscall.SIGTERM)
-		p.signal(syscall.SIGCONT)
+		p.signal(syscall.SIGCONT) // a paused process handles the SIGTERM now
+		p.paused = false
 		p.mu.Unlock()
 	}
 	done := make(chan struct{})
@@ -235,7 +293,7 @@ func (s *Supervisor) supervise(p *proc) {
 		ran, exit := p.wait()
 		stopping := s.ctx.Err() != nil
 		p.mu.Lock()
-		p.lastExit, p.cmd = exit, nil
+		p.lastExit, p.cmd, p.paused = exit, nil, false
 		held := p.held
 		switch {
 		case stopping:
@@ -321,6 +379,7 @@ type proc struct {
 	exited   chan struct{} // closed when cmd has been waited for
 	waitErr  error         // cmd.Wait's result, set before exited closes
 	held     bool          // killed on request, not restarted until Restart
+	paused   bool          // stopped with SIGSTOP on request, until Resume
 	state    State
 	since    time.Time
 	restarts int
@@ -384,6 +443,20 @@ func (p *proc) wait() (time.Duration, string) {
 	return time.Since(started), how
 }
 
+// running reports whether a run of p is under way and not reaped yet;
+// p.mu is held.
+func (p *proc) running() bool {
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
 // signal sends sig to the running command's process group; p.mu is held.
 func (p *proc) signal(sig syscall.Signal) {
 	if p.cmd == nil {
@@ -408,7 +481,7 @@ func (p *proc) status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := Status{Name: p.spec.Name, State: p.state, Restarts: p.restarts, Since: p.since, LastExit: p.lastExit}
-	if p.cmd != nil && p.state == Running {
+	if p.cmd != nil && (p.state == Running || p.state == Paused) {
 		st.PID = p.cmd.Process.Pid
 	}
 	return st

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distcache/distcache/internal/errtest"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/standalone/supervisor"
 )
@@ -195,5 +196,116 @@ func TestStartErrors(t *testing.T) {
 	}
 	if err := s.Kill("nobody"); !errors.Is(err, supervisor.ErrUnknown) {
 		t.Errorf("Kill(nobody) = %v, want ErrUnknown", err)
+	}
+}
+
+// TestPauseAndResume pauses a real child with Pause and checks its state
+// in /proc: stopped ('T'), neither exited nor restarted, and running again
+// after Resume; pausing and resuming twice are no-ops.
+func TestPauseAndResume(t *testing.T) {
+	s := newSupervisor(t)
+	if err := s.Start(sh(t, "p", "exec sleep 300")); err != nil {
+		t.Fatal(err)
+	}
+	pid := status(t, s, "p").PID
+	if err := s.Resume("p"); err != nil {
+		t.Fatalf("Resume of a running process: %v, want a no-op", err)
+	}
+	for range 2 {
+		if err := s.Pause("p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Until(t, "the paused process stopped", func() bool { return processState(pid) == 'T' })
+	// Restart leaves a paused process alone.
+	if err := s.Restart("p"); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(t, s, "p"); st.State != supervisor.Paused || st.PID != pid || st.Restarts != 0 || st.LastExit != "" {
+		t.Fatalf("paused: %+v, want Paused, pid %d, no exit and no restart", st, pid)
+	}
+	if processState(pid) != 'T' {
+		t.Fatalf("pid %d in state %q after Restart, want still stopped", pid, processState(pid))
+	}
+	for range 2 {
+		if err := s.Resume("p"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll.Until(t, "the resumed process runs", func() bool {
+		st := processState(pid)
+		return st != 'T' && st != 0
+	})
+	if st := status(t, s, "p"); st.State != supervisor.Running || st.PID != pid || st.Restarts != 0 {
+		t.Fatalf("resumed: %+v, want Running, pid %d, no restart", st, pid)
+	}
+}
+
+// TestPauseErrorsAndKill covers Pause and Resume of processes that are not
+// running, and a paused process killed (it is held, not paused any more).
+func TestPauseErrorsAndKill(t *testing.T) {
+	s := newSupervisor(t)
+	if err := s.Start(sh(t, "p", "exec sleep 300")); err != nil {
+		t.Fatal(err)
+	}
+	pid := status(t, s, "p").PID
+	if err := s.Pause("p"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the paused process stopped", func() bool { return processState(pid) == 'T' })
+	if err := s.Kill("p"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the killed process held", func() bool { return status(t, s, "p").State == supervisor.Held })
+	tests := []struct {
+		name    string
+		call    func(string) error
+		process string
+		wantErr error // nil: no error; errtest.Any: some error
+	}{
+		{"pause unknown", s.Pause, "nobody", supervisor.ErrUnknown},
+		{"resume unknown", s.Resume, "nobody", supervisor.ErrUnknown},
+		{"pause held", s.Pause, "p", errtest.Any},
+		{"resume held (no-op)", s.Resume, "p", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call(tt.process)
+			errtest.Check(t, err, tt.wantErr)
+		})
+	}
+	if err := s.Restart("p"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the restart", func() bool { return status(t, s, "p").State == supervisor.Running })
+	if st := status(t, s, "p"); st.PID == pid || processState(st.PID) == 'T' {
+		t.Fatalf("restarted: %+v (state %q), want a new pid, not stopped", st, processState(st.PID))
+	}
+}
+
+// TestStopEndsAProcessPausedByPause stops a supervisor with a process
+// paused through Pause: it must end by the SIGTERM, continued, not by the
+// SIGKILL that comes when ctx ends.
+func TestStopEndsAProcessPausedByPause(t *testing.T) {
+	s := supervisor.New(supervisor.Config{})
+	if err := s.Start(sh(t, "paused", "exec sleep 300")); err != nil {
+		t.Fatal(err)
+	}
+	pid := status(t, s, "paused").PID
+	if err := s.Pause("paused"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the process stopped", func() bool { return processState(pid) == 'T' })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.Stop(ctx)
+	if st := status(t, s, "paused"); st.State != supervisor.Stopped || st.LastExit != "signal: terminated" {
+		t.Fatalf("after Stop: %+v, want Stopped by signal: terminated", st)
+	}
+	if !gone(pid) {
+		t.Fatalf("pid %d still exists after Stop", pid)
+	}
+	if err := s.Pause("paused"); err == nil {
+		t.Error("Pause after Stop succeeded")
 	}
 }

@@ -19,9 +19,17 @@ type Cluster interface {
 	// leaving it out).
 	Work(ctx context.Context) ([]Work, error)
 	// Kill stops a cache node abruptly (SIGKILL); Restart starts it again
-	// (empty cache).
+	// (empty cache). They inject a FailKill failure.
 	Kill(ctx context.Context, member string) error
 	Restart(ctx context.Context, member string) error
+	// Pause stops a cache node's process (SIGSTOP) without ending it;
+	// Resume continues it (SIGCONT). They inject a FailPause failure.
+	Pause(ctx context.Context, member string) error
+	Resume(ctx context.Context, member string) error
+	// Slow delays every datagram a cache node's data-plane socket sends by
+	// delay; Unslow ends the delay. They inject a FailSlow failure.
+	Slow(ctx context.Context, member string, delay time.Duration) error
+	Unslow(ctx context.Context, member string) error
 }
 
 // Work is one member's cumulative work.

@@ -40,7 +40,7 @@ const (
 	DefaultProbeDuration = 3 * time.Second
 	DefaultOpTimeout     = 2 * time.Second
 	DefaultCheckTimeout  = 2 * time.Minute
-	DefaultMapPoll       = 250 * time.Millisecond
+	DefaultMapPoll       = 50 * time.Millisecond
 )
 
 // Probe constants (package doc): the probe offers probeLoad × the storage
@@ -62,19 +62,68 @@ const bulkLoad = 0.5
 // progressEvery is the period of Config.Progress calls.
 const progressEvery = 100 * time.Millisecond
 
+// FailureMode is how a Failure fails its cache node.
+type FailureMode string
+
+// Failure modes.
+const (
+	// FailKill kills the node abruptly (Cluster.Kill, SIGKILL) and starts
+	// it again, with an empty cache, DownFor later (Cluster.Restart): a
+	// crash. It is the mode of a Failure without one.
+	FailKill FailureMode = "kill"
+	// FailPause stops the node's process (Cluster.Pause, SIGSTOP) and
+	// continues it DownFor later (Cluster.Resume, SIGCONT): a node that
+	// hangs, keeping its sockets, its cache and the requests queued to
+	// it, and answers them late once continued.
+	FailPause FailureMode = "pause"
+	// FailSlow delays every datagram the node's data-plane socket sends
+	// (its replies and its requests to the shims) by Failure.Delay
+	// (Cluster.Slow) until DownFor later (Cluster.Unslow): a slow node
+	// that still answers everything, a gray failure its health checks do
+	// not see.
+	FailSlow FailureMode = "slow"
+)
+
+// failureModes are the modes in the order the flags list them.
+var failureModes = []FailureMode{FailKill, FailPause, FailSlow}
+
+// ParseFailureMode parses a failure mode's name ("kill", "pause" or
+// "slow").
+func ParseFailureMode(s string) (FailureMode, error) {
+	m := FailureMode(s)
+	if !slices.Contains(failureModes, m) {
+		return "", fmt.Errorf("unknown failure mode %q (want %q, %q or %q)", s, FailKill, FailPause, FailSlow)
+	}
+	return m, nil
+}
+
 // Failure is a cache-node failure injected into DistCache's measured window
 // (the paper's fig. 11).
 type Failure struct {
-	// Member is the cache node to kill (its member name in the map).
+	// Member is the cache node to fail (its member name in the map).
 	Member string
-	// At is when, after the measured window starts, the member is killed.
-	// The capacity is measured before the kill, so At should leave room
-	// for it: with At under Config.Interval it is measured over the whole
-	// window instead.
+	// Mode is how it fails (default FailKill).
+	Mode FailureMode
+	// Delay is the delay of every datagram the member sends, for FailSlow
+	// (which needs it positive); other modes ignore it.
+	Delay time.Duration
+	// At is when, after the measured window starts, the member fails.
+	// The capacity is measured before the failure, so At should leave
+	// room for it: with At under Config.Interval it is measured over the
+	// whole window instead.
 	At time.Duration
-	// DownFor is how long it stays down before Cluster.Restart. If the
-	// window ends first it is restarted at the window's end.
+	// DownFor is how long it stays failed before it recovers (restarted,
+	// resumed or no longer slowed). If the window ends first it recovers
+	// at the window's end.
 	DownFor time.Duration
+}
+
+// mode is f's mode, FailKill by default.
+func (f Failure) mode() FailureMode {
+	if f.Mode == "" {
+		return FailKill
+	}
+	return f.Mode
 }
 
 // Progress is what Config.Progress is told about the phase running.
@@ -269,6 +318,10 @@ func (c Config) validate() error {
 			errs = append(errs, errors.New("failure without a member"))
 		case f.At < 0 || f.DownFor < 0:
 			errs = append(errs, errors.New("failure times must not be negative"))
+		case !slices.Contains(failureModes, f.mode()):
+			errs = append(errs, fmt.Errorf("unknown failure mode %q (want %q, %q or %q)", f.Mode, FailKill, FailPause, FailSlow))
+		case f.mode() == FailSlow && f.Delay <= 0:
+			errs = append(errs, fmt.Errorf("a slow failure needs a positive delay, not %v", f.Delay))
 		case !slices.Contains(c.Modes, DistCache):
 			errs = append(errs, errors.New("a failure is injected into the distcache mode, which is not run"))
 		}

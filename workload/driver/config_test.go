@@ -54,6 +54,15 @@ func TestConfigValidate(t *testing.T) {
 			c.Modes = []Mode{NoCache}
 			c.Failure = &Failure{Member: "x"}
 		}, "not run"},
+		{"failure modes", func(c *Config) {
+			c.Failure = &Failure{Member: "x", Mode: FailPause}
+		}, ""},
+		{"unknown failure mode", func(c *Config) { c.Failure = &Failure{Member: "x", Mode: "explode"} }, "unknown failure mode"},
+		{"slow without a delay", func(c *Config) { c.Failure = &Failure{Member: "x", Mode: FailSlow} }, "positive delay"},
+		{"slow with a delay", func(c *Config) {
+			c.Failure = &Failure{Member: "x", Mode: FailSlow, Delay: 100 * time.Millisecond}
+		}, ""},
+		{"kill ignores a delay", func(c *Config) { c.Failure = &Failure{Member: "x", Mode: FailKill, Delay: -1} }, ""},
 		{"shared registerer", func(c *Config) { c.Client.Registerer = prometheus.NewRegistry() }, "Registerer"},
 	}
 	for _, tt := range tests {
@@ -62,6 +71,27 @@ func TestConfigValidate(t *testing.T) {
 		err := c.withDefaults().validate()
 		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestParseFailureMode(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    FailureMode
+		wantErr bool
+	}{
+		{"kill", FailKill, false},
+		{"pause", FailPause, false},
+		{"slow", FailSlow, false},
+		{"", "", true},
+		{"Kill", "", true},
+		{"stop", "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseFailureMode(tt.in)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("ParseFailureMode(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
 }

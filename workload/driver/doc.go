@@ -48,7 +48,9 @@
 // turn (NoCache first): for DistCache an unmeasured warm-up so the nodes'
 // hot-key detectors fill their caches, the probe if needed, and the measured
 // window, with the failure of Config.Failure injected into DistCache's
-// window (Cluster.Kill, then Cluster.Restart, as the paper's fig. 11).
+// window (as the paper's fig. 11): Cluster.Kill then Cluster.Restart
+// (FailKill), Cluster.Pause then Cluster.Resume (FailPause), or Cluster.Slow
+// then Cluster.Unslow (FailSlow).
 // Before each mode and before the read-back below it waits, for a bounded
 // time, until no emulated server is still busy with what an earlier phase
 // left queued, and it paces the preload and the read-back to half the

@@ -7,26 +7,41 @@ import (
 	"time"
 )
 
-// failureRun injects a Failure into a measured phase: Kill at At after the
-// phase started, Restart at At + DownFor. Its goroutine owns every field but
-// stopc and done until done is closed; the runner reads them afterwards.
+// failureVerbs are what injecting and recovering from a failure of a mode
+// are called in errors.
+type failureVerbs struct {
+	inject, recover string
+}
+
+// verbsOf are the verbs of every mode.
+var verbsOf = map[FailureMode]failureVerbs{
+	FailKill:  {"kill", "restart"},
+	FailPause: {"pause", "resume"},
+	FailSlow:  {"slow", "restore"},
+}
+
+// failureRun injects a Failure into a measured phase: the failure at At
+// after the phase started, the recovery at At + DownFor. Its goroutine owns
+// every field but stopc and done until done is closed; the runner reads
+// them afterwards.
 type failureRun struct {
 	f     Failure
 	stopc chan struct{} // closed when the phase's window ends
 	done  chan struct{} // closed when the goroutine has returned
 
-	killed, restarted     bool
-	workAt                time.Time // when workAtKill was read (the scrape's midpoint), just before the kill
-	answeredAtWork        uint64    // the phase's answered operations at workAt
-	killedAt, restartedAt time.Time
-	workAtKill            []Work
-	atKill, atRestart     tallyTotals // the phase's counters then
+	injected, recovered     bool
+	workAt                  time.Time // when workAtFailure was read (the scrape's midpoint), just before the failure
+	answeredAtWork          uint64    // the phase's answered operations at workAt
+	injectedAt, recoveredAt time.Time
+	workAtFailure           []Work
+	atFailure, atRecovery   tallyTotals // the phase's counters then
 }
 
 // startFailure starts injecting f into the phase that started at start; a
 // failed Cluster call cancels the phase with the error as the cause.
 func (r *runner) startFailure(ctx context.Context, cancel context.CancelCauseFunc, f Failure, start time.Time, t *tally) *failureRun {
 	fr := &failureRun{f: f, stopc: make(chan struct{}), done: make(chan struct{})}
+	v := verbsOf[f.mode()]
 	go func() {
 		defer close(fr.done)
 		if !fr.sleepUntil(ctx, start.Add(f.At)) {
@@ -34,44 +49,74 @@ func (r *runner) startFailure(ctx context.Context, cancel context.CancelCauseFun
 		}
 		var err error
 		before, t0 := t.load(), time.Now()
-		if fr.workAtKill, err = r.cluster.Work(ctx); err != nil {
-			cancel(fmt.Errorf("cannot read the cluster's work before killing %s: %w", f.Member, err))
+		if fr.workAtFailure, err = r.cluster.Work(ctx); err != nil {
+			cancel(fmt.Errorf("cannot read the cluster's work before the %s of %s: %w", v.inject, f.Member, err))
 			return
 		}
-		fr.atKill, fr.killedAt = t.load(), time.Now()
+		fr.atFailure, fr.injectedAt = t.load(), time.Now()
 		// Each process's work was read at some moment of the scrape, which
 		// takes a while on a loaded machine: take its midpoint, and the
 		// operations answered by then interpolated, so that the capacity
 		// window's rate and loads cover the same time.
-		fr.workAt = t0.Add(fr.killedAt.Sub(t0) / 2)
-		fr.answeredAtWork = (before.answered() + fr.atKill.answered()) / 2
-		if err := r.cluster.Kill(ctx, f.Member); err != nil {
-			cancel(fmt.Errorf("cannot kill cache node %s: %w", f.Member, err))
+		fr.workAt = t0.Add(fr.injectedAt.Sub(t0) / 2)
+		fr.answeredAtWork = (before.answered() + fr.atFailure.answered()) / 2
+		if err := r.inject(ctx, f); err != nil {
+			cancel(fmt.Errorf("cannot %s cache node %s: %w", v.inject, f.Member, err))
 			return
 		}
-		fr.killed = true
-		r.pendingRestart = f.Member
-		r.log.Info("killed cache node", "member", f.Member, "at", fr.killedAt.Sub(start))
+		fr.injected = true
+		r.pending = &fr.f
+		r.log.Info("failed cache node", "member", f.Member, "mode", f.mode(), "at", fr.injectedAt.Sub(start))
 		if !fr.sleepUntil(ctx, start.Add(f.At+f.DownFor)) {
 			return
 		}
-		if err := r.restart(ctx, fr, t.load()); err != nil {
+		if err := r.recoverFailure(ctx, fr, t.load()); err != nil {
 			cancel(err)
 		}
 	}()
 	return fr
 }
 
-// restart restarts the killed member and records when, and the phase's
-// counters then.
-func (r *runner) restart(ctx context.Context, fr *failureRun, counters tallyTotals) error {
-	fr.atRestart, fr.restartedAt = counters, time.Now()
-	if err := r.cluster.Restart(ctx, fr.f.Member); err != nil {
-		return fmt.Errorf("cannot restart cache node %s: %w", fr.f.Member, err)
+// inject fails f's member as f's mode says.
+func (r *runner) inject(ctx context.Context, f Failure) error {
+	switch f.mode() {
+	case FailPause:
+		return r.cluster.Pause(ctx, f.Member)
+	case FailSlow:
+		return r.cluster.Slow(ctx, f.Member, f.Delay)
+	default:
+		return r.cluster.Kill(ctx, f.Member)
 	}
-	fr.restarted = true
-	r.pendingRestart = ""
-	r.log.Info("restarted cache node", "member", fr.f.Member)
+}
+
+// undo ends the failure f injected: restarts, resumes or restores its
+// member.
+func (r *runner) undo(ctx context.Context, f Failure) error {
+	var err error
+	switch f.mode() {
+	case FailPause:
+		err = r.cluster.Resume(ctx, f.Member)
+	case FailSlow:
+		err = r.cluster.Unslow(ctx, f.Member)
+	default:
+		err = r.cluster.Restart(ctx, f.Member)
+	}
+	if err != nil {
+		return fmt.Errorf("cannot %s cache node %s: %w", verbsOf[f.mode()].recover, f.Member, err)
+	}
+	return nil
+}
+
+// recoverFailure ends the failure of fr and records when, and the phase's
+// counters then.
+func (r *runner) recoverFailure(ctx context.Context, fr *failureRun, counters tallyTotals) error {
+	fr.atRecovery, fr.recoveredAt = counters, time.Now()
+	if err := r.undo(ctx, fr.f); err != nil {
+		return err
+	}
+	fr.recovered = true
+	r.pending = nil
+	r.log.Info("recovered cache node", "member", fr.f.Member, "mode", fr.f.mode())
 	return nil
 }
 
@@ -89,8 +134,8 @@ func (fr *failureRun) sleepUntil(ctx context.Context, at time.Time) bool {
 	}
 }
 
-// stop ends the injection (a nil fr is a phase without failure): a Kill or
-// Restart under way finishes, the rest is skipped.
+// stop ends the injection (a nil fr is a phase without failure): a
+// failure or recovery under way finishes, the rest is skipped.
 func (fr *failureRun) stop() {
 	if fr == nil {
 		return
@@ -102,21 +147,24 @@ func (fr *failureRun) stop() {
 // result summarises the injection of a phase that ran from start to end
 // with final counters total.
 func (fr *failureRun) result(start, end time.Time, total tallyTotals) *FailureResult {
-	res := &FailureResult{Member: fr.f.Member, Killed: fr.killed, Restarted: fr.restarted}
-	if !fr.killed {
+	res := &FailureResult{Member: fr.f.Member, Mode: fr.f.mode(), Killed: fr.injected, Restarted: fr.recovered}
+	if res.Mode == FailSlow {
+		res.DelaySeconds = fr.f.Delay.Seconds()
+	}
+	if !fr.injected {
 		return res
 	}
-	res.KilledAt = fr.killedAt.Sub(start).Seconds()
-	res.Before = perSecond(fr.atKill.answered(), res.KilledAt)
+	res.KilledAt = fr.injectedAt.Sub(start).Seconds()
+	res.Before = perSecond(fr.atFailure.answered(), res.KilledAt)
 	downTo, downAt := end, total
-	if fr.restarted {
-		res.RestartedAt = fr.restartedAt.Sub(start).Seconds()
-		if fr.restartedAt.Before(end) {
-			downTo, downAt = fr.restartedAt, fr.atRestart
-			res.After = perSecond(total.answered()-fr.atRestart.answered(), end.Sub(fr.restartedAt).Seconds())
+	if fr.recovered {
+		res.RestartedAt = fr.recoveredAt.Sub(start).Seconds()
+		if fr.recoveredAt.Before(end) {
+			downTo, downAt = fr.recoveredAt, fr.atRecovery
+			res.After = perSecond(total.answered()-fr.atRecovery.answered(), end.Sub(fr.recoveredAt).Seconds())
 		}
 	}
-	res.Down = perSecond(downAt.answered()-fr.atKill.answered(), downTo.Sub(fr.killedAt).Seconds())
+	res.Down = perSecond(downAt.answered()-fr.atFailure.answered(), downTo.Sub(fr.injectedAt).Seconds())
 	return res
 }
 
@@ -125,8 +173,8 @@ func (fr *failureRun) result(start, end time.Time, total tallyTotals) *FailureRe
 const RecoveryShare = 0.9
 
 // analyze fills the dip of res from the failure phase's timeline (bins of
-// interval) and map versions: the worst bin between the kill and the
-// restart, the time to the first map change and the time to recovery.
+// interval) and map versions: the worst bin between the failure and the
+// recovery, the time to the first map change and the time to recovery.
 func (res *FailureResult) analyze(timeline []Point, interval time.Duration) {
 	if !res.Killed {
 		return

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -16,13 +17,14 @@ import (
 )
 
 // fakeCluster records the driver's calls and reports growing work; it
-// kills and restarts nothing.
+// fails and recovers nothing. injectErr is the error of Kill, Pause and
+// Slow, recoverErr that of Restart, Resume and Unslow.
 type fakeCluster struct {
 	mu         sync.Mutex // guards calls and units
 	calls      []string
 	units      uint64
-	killErr    error
-	restartErr error
+	injectErr  error
+	recoverErr error
 }
 
 func (f *fakeCluster) record(call string) {
@@ -44,12 +46,32 @@ func (f *fakeCluster) Work(context.Context) ([]Work, error) {
 
 func (f *fakeCluster) Kill(_ context.Context, member string) error {
 	f.record("kill " + member)
-	return f.killErr
+	return f.injectErr
 }
 
 func (f *fakeCluster) Restart(_ context.Context, member string) error {
 	f.record("restart " + member)
-	return f.restartErr
+	return f.recoverErr
+}
+
+func (f *fakeCluster) Pause(_ context.Context, member string) error {
+	f.record("pause " + member)
+	return f.injectErr
+}
+
+func (f *fakeCluster) Resume(_ context.Context, member string) error {
+	f.record("resume " + member)
+	return f.recoverErr
+}
+
+func (f *fakeCluster) Slow(_ context.Context, member string, delay time.Duration) error {
+	f.record("slow " + member + " " + delay.String())
+	return f.injectErr
+}
+
+func (f *fakeCluster) Unslow(_ context.Context, member string) error {
+	f.record("unslow " + member)
+	return f.recoverErr
 }
 
 // blackHoleMap writes a map whose one node and one shard are a UDP socket
@@ -77,67 +99,89 @@ func blackHoleMap(t *testing.T) string {
 }
 
 // TestFailureOrder checks, on a fake cluster, that the failure path reads
-// the work, kills the member, then restarts it: after DownFor, or at the
-// window's end, or not at all if the window ends before the kill; and that
-// a failed Kill or Restart fails the run.
+// the work, fails the member, then recovers it: after DownFor, or at the
+// window's end, or not at all if the window ends before the failure; that
+// a failed injection or recovery fails the run; and that every mode calls
+// its own pair of Cluster methods and is reported as such.
 func TestFailureOrder(t *testing.T) {
 	const m = "fake-spine-0"
+	modes := []struct {
+		mode             FailureMode
+		delay            time.Duration
+		inject, recovery string // the calls
+	}{
+		{"", 0, "kill " + m, "restart " + m}, // FailKill by default
+		{FailPause, 0, "pause " + m, "resume " + m},
+		{FailSlow, 100 * time.Millisecond, "slow " + m + " 100ms", "unslow " + m},
+	}
+	type calls func(inject, recovery string) []string
 	tests := []struct {
 		name          string
 		at, downFor   time.Duration
-		killErr       error
-		restartErr    error
-		wantCalls     []string
+		injectErr     error
+		recoverErr    error
+		wantCalls     calls
 		wantErr       bool
-		wantRestarted bool
+		wantRecovered bool
 	}{
-		{name: "restart after the down time", at: 100 * time.Millisecond, downFor: 200 * time.Millisecond,
-			wantCalls: []string{"work", "work", "work", "kill " + m, "restart " + m, "work"}, wantRestarted: true},
-		{name: "restart at the window's end", at: 100 * time.Millisecond, downFor: time.Hour,
-			wantCalls: []string{"work", "work", "work", "kill " + m, "work", "restart " + m}, wantRestarted: true},
-		{name: "window ends before the kill", at: time.Hour, downFor: time.Second,
-			wantCalls: []string{"work", "work", "work"}},
-		{name: "kill fails", at: 100 * time.Millisecond, downFor: time.Second, killErr: errors.New("no such process"),
-			wantCalls: []string{"work", "work", "work", "kill " + m}, wantErr: true},
-		{name: "restart fails, retried once as the run ends", at: 100 * time.Millisecond, downFor: 100 * time.Millisecond,
-			restartErr: errors.New("cannot exec"),
-			wantCalls:  []string{"work", "work", "work", "kill " + m, "restart " + m, "restart " + m}, wantErr: true},
+		{name: "recovery after the down time", at: 100 * time.Millisecond, downFor: 200 * time.Millisecond,
+			wantCalls: func(i, r string) []string { return []string{"work", "work", "work", i, r, "work"} }, wantRecovered: true},
+		{name: "recovery at the window's end", at: 100 * time.Millisecond, downFor: time.Hour,
+			wantCalls: func(i, r string) []string { return []string{"work", "work", "work", i, "work", r} }, wantRecovered: true},
+		{name: "window ends before the failure", at: time.Hour, downFor: time.Second,
+			wantCalls: func(string, string) []string { return []string{"work", "work", "work"} }},
+		{name: "injection fails", at: 100 * time.Millisecond, downFor: time.Second, injectErr: errors.New("no such process"),
+			wantCalls: func(i, _ string) []string { return []string{"work", "work", "work", i} }, wantErr: true},
+		{name: "recovery fails, retried once as the run ends", at: 100 * time.Millisecond, downFor: 100 * time.Millisecond,
+			recoverErr: errors.New("cannot exec"),
+			wantCalls:  func(i, r string) []string { return []string{"work", "work", "work", i, r, r} }, wantErr: true},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fake := &fakeCluster{killErr: tt.killErr, restartErr: tt.restartErr}
-			cfg := Config{
-				MapFile: blackHoleMap(t), Keys: 100, Modes: []Mode{DistCache}, Rate: 100,
-				Duration: 600 * time.Millisecond, Concurrency: 4, Clients: 1, Preload: -1, Warmup: -1,
-				OpTimeout: 50 * time.Millisecond, Client: client.Config{AttemptTimeout: 20 * time.Millisecond},
-				Failure: &Failure{Member: m, At: tt.at, DownFor: tt.downFor},
-			}
-			rep, err := Run(testContext(t), cfg, fake)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Run: error %v, want error %v", err, tt.wantErr)
-			}
-			fake.mu.Lock()
-			calls := slices.Clone(fake.calls)
-			fake.mu.Unlock()
-			if !slices.Equal(calls, tt.wantCalls) {
-				t.Fatalf("calls %q, want %q", calls, tt.wantCalls)
-			}
-			if err != nil {
-				return
-			}
-			f := rep.Failure
-			wantKilled := slices.Contains(tt.wantCalls, "kill "+m)
-			if f == nil || f.Killed != wantKilled || f.Restarted != tt.wantRestarted ||
-				(f.Restarted && f.KilledAt >= f.RestartedAt) {
-				t.Fatalf("failure %+v, want killed %v, restarted %v, in that order", f, wantKilled, tt.wantRestarted)
-			}
-			// Every operation timed out: nothing was answered, so there is
-			// no throughput to normalise.
-			if mr := rep.Modes[0]; mr.Errors != mr.Ops || mr.AchievedRate != 0 || mr.NormalizedThroughput != 0 {
-				t.Errorf("%d errors in %d ops, achieved %v, normalized %v; want only errors and no throughput",
-					mr.Errors, mr.Ops, mr.AchievedRate, mr.NormalizedThroughput)
-			}
-		})
+	for _, md := range modes {
+		name := cmp.Or(string(md.mode), "default")
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				fake := &fakeCluster{injectErr: tt.injectErr, recoverErr: tt.recoverErr}
+				cfg := Config{
+					MapFile: blackHoleMap(t), Keys: 100, Modes: []Mode{DistCache}, Rate: 100,
+					Duration: 600 * time.Millisecond, Concurrency: 4, Clients: 1, Preload: -1, Warmup: -1,
+					OpTimeout: 50 * time.Millisecond, Client: client.Config{AttemptTimeout: 20 * time.Millisecond},
+					Failure: &Failure{Member: m, Mode: md.mode, Delay: md.delay, At: tt.at, DownFor: tt.downFor},
+				}
+				rep, err := Run(testContext(t), cfg, fake)
+				if (err != nil) != tt.wantErr {
+					t.Fatalf("Run: error %v, want error %v", err, tt.wantErr)
+				}
+				fake.mu.Lock()
+				calls := slices.Clone(fake.calls)
+				fake.mu.Unlock()
+				wantCalls := tt.wantCalls(md.inject, md.recovery)
+				if !slices.Equal(calls, wantCalls) {
+					t.Fatalf("calls %q, want %q", calls, wantCalls)
+				}
+				if err != nil {
+					return
+				}
+				f := rep.Failure
+				wantInjected := slices.Contains(wantCalls, md.inject)
+				if f == nil || f.Killed != wantInjected || f.Restarted != tt.wantRecovered ||
+					(f.Restarted && f.KilledAt >= f.RestartedAt) {
+					t.Fatalf("failure %+v, want failed %v, recovered %v, in that order", f, wantInjected, tt.wantRecovered)
+				}
+				wantMode := md.mode
+				if wantMode == "" {
+					wantMode = FailKill
+				}
+				if f.Mode != wantMode || f.DelaySeconds != md.delay.Seconds() {
+					t.Fatalf("failure mode %q, delay %vs; want %q, %vs", f.Mode, f.DelaySeconds, wantMode, md.delay.Seconds())
+				}
+				// Every operation timed out: nothing was answered, so there is
+				// no throughput to normalise.
+				if mr := rep.Modes[0]; mr.Errors != mr.Ops || mr.AchievedRate != 0 || mr.NormalizedThroughput != 0 {
+					t.Errorf("%d errors in %d ops, achieved %v, normalized %v; want only errors and no throughput",
+						mr.Errors, mr.Ops, mr.AchievedRate, mr.NormalizedThroughput)
+				}
+			})
+		}
 	}
 }
 

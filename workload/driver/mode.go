@@ -72,8 +72,8 @@ func (r *runner) runMode(ctx context.Context, mode Mode, shardSum float64) (Mode
 		return ModeResult{}, nil, fmt.Errorf("cannot read the cluster's work: %w", err)
 	}
 	st1 := sumStats(clients)
-	if fr := res.fail; fr != nil && fr.killed && !fr.restarted {
-		if err := r.restart(ctx, fr, res.totals); err != nil {
+	if fr := res.fail; fr != nil && fr.injected && !fr.recovered {
+		if err := r.recoverFailure(ctx, fr, res.totals); err != nil {
 			return ModeResult{}, nil, err
 		}
 	}
@@ -135,11 +135,11 @@ func (r *runner) modeResult(mode Mode, ph *phaseResult, w0, w1 []Work, st client
 		}
 		out.HitRatio[layer.Name] = ratio(hits, st.gets)
 	}
-	// Capacity: over the window, or up to the kill of a failure (unless
-	// that is shorter than a timeline interval: then over the window).
+	// Capacity: over the window, or up to a failure (unless that is
+	// shorter than a timeline interval: then over the window).
 	capNodes, capShards, achieved := nodes, shards, out.AchievedRate
-	if fr := ph.fail; fr != nil && fr.killed && fr.workAt.Sub(ph.start) >= r.cfg.Interval {
-		capNodes, capShards, _ = loadWindow(w0, fr.workAtKill, fr.workAt.Sub(ph.start), m)
+	if fr := ph.fail; fr != nil && fr.injected && fr.workAt.Sub(ph.start) >= r.cfg.Interval {
+		capNodes, capShards, _ = loadWindow(w0, fr.workAtFailure, fr.workAt.Sub(ph.start), m)
 		achieved = perSecond(fr.answeredAtWork, fr.workAt.Sub(ph.start).Seconds())
 	}
 	out.Bottleneck, out.MaxUtilization = busiest(capNodes, capShards)

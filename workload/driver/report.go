@@ -44,11 +44,20 @@ type ReportConfig struct {
 	Seed     uint64 `json:"seed"`
 }
 
+// EffectiveMode is the mode of the failure, FailKill for a report without
+// one (written before there were modes).
+func (f *FailureResult) EffectiveMode() FailureMode {
+	if f.Mode == "" {
+		return FailKill
+	}
+	return f.Mode
+}
+
 // ModeResult is one mode's measured window.
 type ModeResult struct {
 	Mode Mode `json:"mode"`
 	// NormalizedThroughput is AchievedRate / MaxUtilization /
-	// ServerCapacity, over the part of the window before a failure's kill
+	// ServerCapacity, over the part of the window before a failure
 	// (omitted without capacities).
 	NormalizedThroughput float64 `json:"normalized_throughput,omitempty"`
 	// Predicted is the simulator's prediction, filled in by the caller.
@@ -138,15 +147,26 @@ type LostWrite struct {
 
 // FailureResult is the failure injected into DistCache's window. Times are
 // seconds since the window started.
+//
+// The fields named after a kill predate the other modes and keep their
+// JSON names: whatever the mode, Killed and KilledAt say whether and when
+// the member failed (was killed, paused or slowed), Restarted and
+// RestartedAt whether and when it recovered (was restarted, resumed or no
+// longer slowed).
 type FailureResult struct {
-	Member      string  `json:"member"`
-	Killed      bool    `json:"killed"`
-	KilledAt    float64 `json:"killed_at"`
-	Restarted   bool    `json:"restarted"`
-	RestartedAt float64 `json:"restarted_at"`
-	// Throughput before the kill, while down and after the restart (ops
-	// per second; after covers the rest of the window). Down averages the
-	// dip away: Worst shows it.
+	Member string `json:"member"`
+	// Mode is how the member failed (a report without one is of a kill).
+	Mode FailureMode `json:"mode,omitempty"`
+	// DelaySeconds is the delay of every datagram a slowed member sent
+	// (FailSlow only).
+	DelaySeconds float64 `json:"delay_seconds,omitempty"`
+	Killed       bool    `json:"killed"`
+	KilledAt     float64 `json:"killed_at"`
+	Restarted    bool    `json:"restarted"`
+	RestartedAt  float64 `json:"restarted_at"`
+	// Throughput before the failure, while failed and after the recovery
+	// (ops per second; after covers the rest of the window). Down averages
+	// the dip away: Worst shows it.
 	Before float64 `json:"throughput_before"`
 	Down   float64 `json:"throughput_down"`
 	After  float64 `json:"throughput_after"`
@@ -154,17 +174,17 @@ type FailureResult struct {
 	// window.
 	MapVersions []MapVersion `json:"map_versions,omitempty"`
 	// Interval is the timeline's bin in seconds. Worst is the lowest
-	// completed ops/s of a bin that started after the kill and ended by
-	// the restart (or the window's end), the bin ending at WorstAt;
+	// completed ops/s of a bin that started after the failure and ended by
+	// the recovery (or the window's end), the bin ending at WorstAt;
 	// WorstRatio is Worst / Before.
 	Interval   float64 `json:"interval_seconds,omitempty"`
 	Worst      float64 `json:"worst_bin_ops_per_second"`
 	WorstAt    float64 `json:"worst_bin_end"`
 	WorstRatio float64 `json:"worst_bin_ratio"`
-	// MapChangeAfter is the time from the kill to the first map version
-	// installed after it (0: none was). RecoveredAfter is the time from
-	// the kill to the end of the last bin before the restart whose rate
-	// was under RecoveryShare of Before (0: none was).
+	// MapChangeAfter is the time from the failure to the first map
+	// version installed after it (0: none was). RecoveredAfter is the time
+	// from the failure to the end of the last bin before the recovery
+	// whose rate was under RecoveryShare of Before (0: none was).
 	MapChangeAfter float64 `json:"map_change_after"`
 	RecoveredAfter float64 `json:"recovered_after"`
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/distcache/distcache/workload"
 )
 
-// restartTimeout bounds the restart of a member left killed when Run ends
-// early.
+// restartTimeout bounds the recovery of a member left failed (killed,
+// paused or slowed) when Run ends early.
 const restartTimeout = 30 * time.Second
 
 // runner is the state of one Run.
@@ -40,10 +40,10 @@ type runner struct {
 	mapMu sync.Mutex   // guards maps
 	maps  []mapVersion // versions installed since the start
 
-	// pendingRestart is the member killed and not restarted yet (""
+	// pending is the failure injected and not recovered from yet (nil:
 	// none). The failure goroutine writes it while a phase runs; Run's
 	// goroutine reads it only between phases.
-	pendingRestart string
+	pending *Failure
 }
 
 // mapVersion is a map version installed at a time.
@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 		stopWatch()
 		wg.Wait()
 	}()
-	defer r.restartPending(ctx)
+	defer r.recoverPending(ctx)
 
 	w0, err := cluster.Work(ctx)
 	if err != nil {
@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cannot finish benchmark: %w", err)
 	}
-	if fail != nil && fail.killed {
+	if fail != nil && fail.injected {
 		rep.Failure.MapVersions = r.mapVersionsSince(failStart)
 		rep.Failure.analyze(failTimeline, r.cfg.Interval)
 	}
@@ -185,20 +185,21 @@ func (r *runner) close() {
 	}
 }
 
-// restartPending restarts a member a failure killed when Run ends before
-// restarting it, even if ctx has ended.
-func (r *runner) restartPending(ctx context.Context) {
-	if r.pendingRestart == "" {
+// recoverPending restarts, resumes or restores the member of a failure
+// when Run ends before it recovered, even if ctx has ended.
+func (r *runner) recoverPending(ctx context.Context) {
+	f := r.pending
+	if f == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restartTimeout)
 	defer cancel()
-	if err := r.cluster.Restart(ctx, r.pendingRestart); err != nil {
-		r.log.Error("cannot restart the killed cache node", "member", r.pendingRestart, "err", err)
+	if err := r.undo(ctx, *f); err != nil {
+		r.log.Error("cannot recover the failed cache node", "member", f.Member, "mode", f.mode(), "err", err)
 		return
 	}
-	r.log.Info("restarted cache node", "member", r.pendingRestart)
-	r.pendingRestart = ""
+	r.log.Info("recovered cache node", "member", f.Member, "mode", f.mode())
+	r.pending = nil
 }
 
 // reportConfig records the configuration.

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -104,6 +105,22 @@ func (c *testCluster) Restart(_ context.Context, member string) error {
 	}
 	return c.SetState(member, partmap.Active)
 }
+
+// errInProcess is the error of the failures an in-process node cannot
+// have.
+var errInProcess = errors.New("the in-process test cluster can only kill and restart nodes")
+
+// Pause implements Cluster: a node in the test process cannot be paused.
+func (c *testCluster) Pause(context.Context, string) error { return errInProcess }
+
+// Resume implements Cluster.
+func (c *testCluster) Resume(context.Context, string) error { return errInProcess }
+
+// Slow implements Cluster: a node in the test process cannot be slowed.
+func (c *testCluster) Slow(context.Context, string, time.Duration) error { return errInProcess }
+
+// Unslow implements Cluster.
+func (c *testCluster) Unslow(context.Context, string) error { return errInProcess }
 
 // insertHot runs one insertion interval on every running node.
 func (c *testCluster) insertHot(ctx context.Context) {

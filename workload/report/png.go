@@ -40,7 +40,7 @@ var (
 )
 
 // WritePNG draws r to the PNG file path: the throughput timeline of every
-// mode with the failure's kill and restart marked (the paper's fig. 11),
+// mode with the failure and the recovery marked (the paper's fig. 11),
 // then per mode a bar per cache node and storage shard showing its
 // utilisation over the window (work units per second without capacities).
 func WritePNG(path string, r *driver.Report) (err error) {
@@ -77,7 +77,7 @@ func WritePNG(path string, r *driver.Report) (err error) {
 }
 
 // timelinePlot draws each mode's completed operations per second over its
-// measured window, and the failure's kill and restart as vertical lines.
+// measured window, and the failure and its recovery as vertical lines.
 func timelinePlot(r *driver.Report) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "throughput over the measured window"
@@ -113,9 +113,10 @@ func timelinePlot(r *driver.Report) *plot.Plot {
 	}
 	top = math.Max(top, 1) * headroom
 	if f := r.Failure; f != nil && f.Killed {
-		addMarker(p, f.KilledAt, top, killColor, "kill "+f.Member)
+		w := wordsOf(f)
+		addMarker(p, f.KilledAt, top, killColor, w.mark+" "+f.Member)
 		if f.Restarted {
-			addMarker(p, f.RestartedAt, top, restartColor, "restart")
+			addMarker(p, f.RestartedAt, top, restartColor, w.unmark)
 		}
 	}
 	p.Y.Min, p.Y.Max = 0, top

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"image/png"
 	"os"
@@ -82,11 +83,19 @@ func fixedReport() *driver.Report {
 		},
 		LostWrites: 1, CheckedKeys: 1060, UncheckedKeys: 2,
 		LostExamples: []driver.LostWrite{{Key: "key:42", Want: "distcache|key:42|17", Got: `"planted"`, Unknown: 1, Source: "storage"}},
-		Failure: &driver.FailureResult{Member: "demo-spine-0", Killed: true, KilledAt: 1, Restarted: true, RestartedAt: 2,
+		Failure: &driver.FailureResult{Member: "demo-spine-0", Mode: driver.FailKill, Killed: true, KilledAt: 1, Restarted: true, RestartedAt: 2,
 			Before: 492.5, Down: 305, After: 485,
 			MapVersions: []driver.MapVersion{{Version: 2, At: 1.25}, {Version: 3, At: 2.5}},
 			Interval:    0.5, Worst: 300, WorstAt: 1.5, WorstRatio: 300 / 492.5, MapChangeAfter: 0.25, RecoveredAfter: 1},
 	}
+}
+
+// failedReport is fixedReport with a failure of mode m (and delay, for a
+// slow one).
+func failedReport(m driver.FailureMode, delay time.Duration) *driver.Report {
+	r := fixedReport()
+	r.Failure.Mode, r.Failure.DelaySeconds = m, delay.Seconds()
+	return r
 }
 
 // unlimitedReport is a NoCache run without emulated capacities.
@@ -108,7 +117,13 @@ func TestWriteText(t *testing.T) {
 		report *driver.Report
 		want   []string // also in the text
 	}{
-		{"emulated.txt.golden", fixedReport(), []string{"EMULATED", "1 LOST WRITE", "2.72×", "kill", "3 at 2.50s"}},
+		{"emulated.txt.golden", fixedReport(), []string{"EMULATED", "1 LOST WRITE", "2.72×", "kill", "3 at 2.50s",
+			"demo-spine-0 killed at 1.00s, restarted at 2.00s"}},
+		{"paused.txt.golden", failedReport(driver.FailPause, 0), []string{
+			"demo-spine-0 paused (SIGSTOP) at 1.00s, resumed at 2.00s", "before the pause", "* after the pause"}},
+		{"slowed.txt.golden", failedReport(driver.FailSlow, 100*time.Millisecond), []string{
+			"demo-spine-0 slowed (every data-plane datagram it sends delayed 100ms) at 1.00s, restored at 2.00s",
+			"from the slowdown to the end of the slowdown"}},
 		{"unlimited.txt.golden", unlimitedReport(), []string{"not emulated", "no lost writes", "200/s"}},
 	}
 	for _, tt := range tests {
@@ -124,6 +139,61 @@ func TestWriteText(t *testing.T) {
 			}
 			golden(t, tt.name, b.Bytes())
 		})
+	}
+}
+
+// TestFailureText covers the failure's first line for every mode, and a
+// failure the window ended before.
+func TestFailureText(t *testing.T) {
+	tests := []struct {
+		name string
+		f    driver.FailureResult
+		want string
+	}{
+		{"kill of an old report (no mode)", driver.FailureResult{Member: "n", Killed: true, KilledAt: 8.15, Restarted: true, RestartedAt: 14},
+			"failure (distcache window): n killed at 8.15s, restarted at 14.00s\n"},
+		{"kill", driver.FailureResult{Member: "n", Mode: driver.FailKill, Killed: true, KilledAt: 8.15},
+			"failure (distcache window): n killed at 8.15s\n"},
+		{"pause", driver.FailureResult{Member: "n", Mode: driver.FailPause, Killed: true, KilledAt: 8.15, Restarted: true, RestartedAt: 14},
+			"failure (distcache window): n paused (SIGSTOP) at 8.15s, resumed at 14.00s\n"},
+		{"slow", driver.FailureResult{Member: "n", Mode: driver.FailSlow, DelaySeconds: 0.0025, Killed: true, KilledAt: 8.15,
+			Restarted: true, RestartedAt: 14},
+			"failure (distcache window): n slowed (every data-plane datagram it sends delayed 2.5ms) at 8.15s, restored at 14.00s\n"},
+		{"pause not injected", driver.FailureResult{Member: "n", Mode: driver.FailPause},
+			"failure: n was not paused: the measured window ended first\n"},
+		{"slow not injected", driver.FailureResult{Member: "n", Mode: driver.FailSlow, DelaySeconds: 0.1},
+			"failure: n was not slowed: the measured window ended first\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			writeFailure(&b, &driver.Report{Failure: &tt.f})
+			if first, _, _ := strings.Cut(b.String(), "\n"); first+"\n" != tt.want {
+				t.Fatalf("first line %q, want %q", first+"\n", tt.want)
+			}
+		})
+	}
+}
+
+// TestFailureJSONCompatible checks that a report written before failure
+// modes (no mode) reads as a kill, and that a slow failure's mode and
+// delay are written next to the fields a kill always had.
+func TestFailureJSONCompatible(t *testing.T) {
+	var old driver.FailureResult
+	if err := json.Unmarshal([]byte(`{"member":"n","killed":true,"killed_at":1,"restarted":true,"restarted_at":2}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.EffectiveMode() != driver.FailKill || !old.Killed || old.RestartedAt != 2 {
+		t.Fatalf("old report read as %+v (mode %q), want a kill", old, old.EffectiveMode())
+	}
+	b, err := json.Marshal(failedReport(driver.FailSlow, 100*time.Millisecond).Failure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"mode":"slow"`, `"delay_seconds":0.1`, `"killed":true`, `"killed_at":1`, `"restarted_at":2`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("JSON %s lacks %s", b, want)
+		}
 	}
 }
 

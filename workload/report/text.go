@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,32 +201,67 @@ func loadText(ref driver.Load, v float64) string {
 	return num(v) + "/s"
 }
 
+// failureWords are how the report tells a failure of one mode.
+type failureWords struct {
+	// failed and recovered are what happened to the member, e.g.
+	// "paused" and "resumed"; how says how it failed, e.g. "(SIGSTOP)"
+	// ("" for a kill).
+	failed, how, recovered string
+	// failure and recovery are the events, e.g. "the kill" and "the
+	// restart".
+	failure, recovery string
+	// mark and unmark label the timeline's markers of the two events.
+	mark, unmark string
+}
+
+// wordsOf returns the words of f's mode.
+func wordsOf(f *driver.FailureResult) failureWords {
+	switch f.EffectiveMode() {
+	case driver.FailPause:
+		return failureWords{failed: "paused", how: "(SIGSTOP)", recovered: "resumed",
+			failure: "the pause", recovery: "the end of the pause", mark: "pause", unmark: "resume"}
+	case driver.FailSlow:
+		delay := time.Duration(math.Round(f.DelaySeconds * float64(time.Second)))
+		return failureWords{failed: "slowed", how: fmt.Sprintf("(every data-plane datagram it sends delayed %v)", delay),
+			recovered: "restored", failure: "the slowdown", recovery: "the end of the slowdown", mark: "slow", unmark: "restore"}
+	default:
+		// The kill keeps the words of the reports written before modes.
+		return failureWords{failed: "killed", recovered: "restarted",
+			failure: "the kill", recovery: "the restart", mark: "kill", unmark: "restart"}
+	}
+}
+
 // writeFailure summarises the failure timeline.
 func writeFailure(b *strings.Builder, r *driver.Report) {
 	f := r.Failure
+	w := wordsOf(f)
 	if !f.Killed {
-		fmt.Fprintf(b, "failure: %s was not killed: the measured window ended first\n", f.Member)
+		fmt.Fprintf(b, "failure: %s was not %s: the measured window ended first\n", f.Member, w.failed)
 		return
 	}
-	fmt.Fprintf(b, "failure (distcache window): %s killed at %s", f.Member, seconds(f.KilledAt))
+	fmt.Fprintf(b, "failure (distcache window): %s %s", f.Member, w.failed)
+	if w.how != "" {
+		fmt.Fprintf(b, " %s", w.how)
+	}
+	fmt.Fprintf(b, " at %s", seconds(f.KilledAt))
 	if f.Restarted {
-		fmt.Fprintf(b, ", restarted at %s", seconds(f.RestartedAt))
+		fmt.Fprintf(b, ", %s at %s", w.recovered, seconds(f.RestartedAt))
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(b, "  throughput: %s ops/s before the kill; worst %s bin after it %s ops/s (%s of before), ending at %s\n",
-		num(f.Before), binText(f.Interval), num(f.Worst), percent(f.WorstRatio), seconds(f.WorstAt))
+	fmt.Fprintf(b, "  throughput: %s ops/s before %s; worst %s bin after it %s ops/s (%s of before), ending at %s\n",
+		num(f.Before), w.failure, binText(f.Interval), num(f.Worst), percent(f.WorstRatio), seconds(f.WorstAt))
 	if f.RecoveredAfter > 0 {
-		fmt.Fprintf(b, "  recovered to %s of before %s after the kill", percent(driver.RecoveryShare), seconds(f.RecoveredAfter))
+		fmt.Fprintf(b, "  recovered to %s of before %s after %s", percent(driver.RecoveryShare), seconds(f.RecoveredAfter), w.failure)
 	} else {
 		fmt.Fprintf(b, "  never under %s of before", percent(driver.RecoveryShare))
 	}
 	if f.MapChangeAfter > 0 {
-		fmt.Fprintf(b, "; first map change %s after the kill", seconds(f.MapChangeAfter))
+		fmt.Fprintf(b, "; first map change %s after %s", seconds(f.MapChangeAfter), w.failure)
 	}
 	b.WriteString("\n")
-	fmt.Fprintf(b, "  averages: %s ops/s from the kill to the restart", num(f.Down))
+	fmt.Fprintf(b, "  averages: %s ops/s from %s to %s", num(f.Down), w.failure, w.recovery)
 	if f.After > 0 {
-		fmt.Fprintf(b, ", %s after the restart", num(f.After))
+		fmt.Fprintf(b, ", %s after %s", num(f.After), w.recovery)
 	}
 	b.WriteString("\n")
 	if len(f.MapVersions) > 0 {
@@ -235,12 +271,12 @@ func writeFailure(b *strings.Builder, r *driver.Report) {
 		}
 		fmt.Fprintf(b, "  partition map versions installed: %s\n", strings.Join(vs, ", "))
 	}
-	writeBins(b, r)
+	writeBins(b, r, w)
 }
 
 // failureBinsBefore and failureBinsAfter bound the bins writeBins shows:
-// from a second before the kill to two seconds after the recovery (or the
-// map change, or the kill).
+// from a second before the failure to two seconds after the recovery to
+// RecoveryShare (or the map change, or the failure).
 const (
 	failureBinsBefore = 1.0
 	failureBinsAfter  = 2.0
@@ -248,7 +284,7 @@ const (
 
 // writeBins writes the completed ops/s of every timeline bin of the
 // failure's mode around the failure, eight to a line.
-func writeBins(b *strings.Builder, r *driver.Report) {
+func writeBins(b *strings.Builder, r *driver.Report, w failureWords) {
 	f := r.Failure
 	var timeline []driver.Point
 	for _, m := range r.Modes {
@@ -265,7 +301,7 @@ func writeBins(b *strings.Builder, r *driver.Report) {
 			line = line[:0]
 		}
 	}
-	fmt.Fprintf(b, "  completed ops/s per %s bin (end of bin: rate; * after the kill):\n", binText(f.Interval))
+	fmt.Fprintf(b, "  completed ops/s per %s bin (end of bin: rate; * after %s):\n", binText(f.Interval), w.failure)
 	for _, p := range timeline {
 		if p.T < from || p.T > to {
 			continue
