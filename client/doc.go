@@ -30,6 +30,21 @@
 // direct reads included, and the caller's context bounds its time. NOT_FOUND
 // is an answer, not a failure: it is never retried.
 //
+// Dead, paused and slow nodes, before any map says so: the LoadTable also
+// counts this client's requests in flight per node, and a node that has
+// requests outstanding and has answered none of those sent in the last
+// HedgeDelay is stalled; the router passes over it while another candidate
+// is not (least-outstanding power-of-two-choices; routing.WithStallAfter).
+// A read whose node has not answered after HedgeDelay is hedged: the
+// client asks the least loaded candidate not tried yet for its copy
+// (FlagCacheOnly, answered from the cache or refused, never read from
+// storage) and takes whichever final answer comes first; if that candidate
+// has no copy and the first node is stalled, the read goes on at it in
+// full. An abandoned request stays counted in flight until AttemptTimeout,
+// so the node stays passed over instead of being probed by every read.
+// Writes cannot be hedged: the shim's phase 1 waits for the node until the
+// control plane fences it (docs/dataplane.md, Fencing).
+//
 // A node that is not Active in its own map refuses reads with NOT_OWNER and
 // its map version. Every reply carries the replier's map version; a newer
 // one than the client's makes the client read its map source (Config.Maps)

@@ -43,6 +43,19 @@
 // unrefreshed node eventually looks attractive again, receives a query, and
 // its real load is learned from the reply (§4.2, aging of stale loads).
 //
+// # Requests in flight
+//
+// Telemetry only arrives with replies, so a node that stopped answering
+// (dead, paused, or slow) sends none, and aging makes its last load decay
+// toward zero: by loads alone a silent node looks more attractive the
+// longer it is silent. A table made WithStallAfter also counts the
+// sender's requests in flight per node (Sent, Answered, Abandoned) and
+// keeps, per node, the send time of the latest request it answered (or
+// when it last became busy). A node with requests outstanding that has
+// answered nothing sent in the last StallAfter is stalled, and Choose
+// passes over it while any candidate is not — the least-outstanding
+// refinement of power-of-two-choices. outstanding.go explains the rule.
+//
 // # Tie-breaking
 //
 // Ties are common: every node starts at load 0, aged entries converge to 0,

@@ -74,6 +74,7 @@ func NewRouter(table *LoadTable, seed uint64) *Router {
 func (r *Router) Choose(cands []Candidate, now int64) int {
 	t := r.table
 	d := t.chunks()
+	stallAfter := t.stallAfter
 	best, stalled := -1, -1
 	var bestLoad float64
 	var stalledAt int64 // caught-up time of cands[stalled]
@@ -85,7 +86,7 @@ func (r *Router) Choose(cands []Candidate, now int64) int {
 			if e.failed.Load() != 0 {
 				continue
 			}
-			if t.stalled(e, now) {
+			if stallAfter != 0 && e.inflight.Load() > 0 && now-e.caughtUp.Load() > stallAfter { // LoadTable.stalled, inlined
 				if at := e.caughtUp.Load(); stalled < 0 || at > stalledAt {
 					stalled, stalledAt = i, at
 				}
