@@ -71,7 +71,7 @@ func TestProcessRequests(t *testing.T) {
 		name      string
 		do        func(ctx context.Context) error
 		wantCalls []string
-		wantErr   error // nil: none; errtest.Any: any
+		wantErr   error // nil: none; errtest.ErrAny: any
 	}{
 		{"kill", func(ctx context.Context) error { return c.Kill(ctx, "n1") }, []string{"kill n1"}, nil},
 		{"restart", func(ctx context.Context) error { return c.Restart(ctx, "n1") }, []string{"restart n1"}, nil},
@@ -87,9 +87,9 @@ func TestProcessRequests(t *testing.T) {
 		{"slow unknown", func(ctx context.Context) error { return c.Slow(ctx, "nobody", time.Second) },
 			[]string{"slow nobody 1s"}, ErrNotFound},
 		{"resume fails", func(ctx context.Context) error { return c.Resume(ctx, "broken") },
-			[]string{"resume broken"}, errtest.Any},
+			[]string{"resume broken"}, errtest.ErrAny},
 		{"unslow fails", func(ctx context.Context) error { return c.Unslow(ctx, "broken") },
-			[]string{"unslow broken"}, errtest.Any},
+			[]string{"unslow broken"}, errtest.ErrAny},
 		{"slow without a delay", func(ctx context.Context) error {
 			return c.do(ctx, http.MethodPost, "/v1/processes/n1/slow", nil)
 		}, nil, ErrBadRequest},
@@ -99,7 +99,7 @@ func TestProcessRequests(t *testing.T) {
 		}, nil, ErrBadRequest},
 		{"pause with GET", func(ctx context.Context) error {
 			return c.do(ctx, http.MethodGet, "/v1/processes/n1/pause", nil)
-		}, nil, errtest.Any},
+		}, nil, errtest.ErrAny},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

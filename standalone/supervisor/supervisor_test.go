@@ -261,11 +261,11 @@ func TestPauseErrorsAndKill(t *testing.T) {
 		name    string
 		call    func(string) error
 		process string
-		wantErr error // nil: no error; errtest.Any: some error
+		wantErr error // nil: no error; errtest.ErrAny: some error
 	}{
 		{"pause unknown", s.Pause, "nobody", supervisor.ErrUnknown},
 		{"resume unknown", s.Resume, "nobody", supervisor.ErrUnknown},
-		{"pause held", s.Pause, "p", errtest.Any},
+		{"pause held", s.Pause, "p", errtest.ErrAny},
 		{"resume held (no-op)", s.Resume, "p", nil},
 	}
 	for _, tt := range tests {
