@@ -42,3 +42,52 @@ func TestRecompileMatchesCompile(t *testing.T) {
 		m, prev = next, re
 	}
 }
+
+// demoShaped is the shape of the demo cluster's map (hack/demo/cluster.yaml):
+// 8 racks of 4 shards, 4 spine members and 8 rack-bound leaves, 2048 ring
+// points each.
+func demoShaped(tb testing.TB) *partmap.Map {
+	tb.Helper()
+	m, err := partmap.Build(partmap.Spec{
+		Cluster: "demo", Racks: 8, ShardsPerRack: 4, StorageSeed: 99,
+		Layers: []partmap.LayerSpec{
+			{Name: "spine", Nodes: 4, Seed: 1, VirtualNodes: 2048},
+			{Name: "leaf", BoundToRacks: true, Seed: 2, VirtualNodes: 2048},
+		},
+	}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// BenchmarkRecompile compiles the next version of a demo-shaped map from
+// scratch and from the previous placement, for a version that fences a
+// spine member (no ring changes) and one that fails it.
+func BenchmarkRecompile(b *testing.B) {
+	m := demoShaped(b)
+	prev, err := partmap.Compile(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, st := range []partmap.MemberState{partmap.Fenced, partmap.Failed} {
+		next, _, err := m.WithState("demo-spine-1", st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("compile/"+string(st), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := partmap.Compile(next); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("recompile/"+string(st), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := partmap.Recompile(prev, next); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
