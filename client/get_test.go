@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -336,7 +338,8 @@ func TestHedgeTakesFirstFinalAnswer(t *testing.T) {
 	release := make(chan struct{})
 	cl.nodes[0][0].set(nodeHold(release))
 	cl.nodes[1][0].set(nodeSilent(true))
-	c := newTestClient(t, cl.p, withAttemptTimeout(time.Hour), withHedgeDelay(time.Millisecond))
+	reg := prometheus.NewRegistry()
+	c := newTestClient(t, cl.p, withAttemptTimeout(time.Hour), withHedgeDelay(time.Millisecond), withRegisterer(reg))
 	type result struct {
 		r   Result
 		err error
@@ -352,7 +355,14 @@ func TestHedgeTakesFirstFinalAnswer(t *testing.T) {
 	if got.err != nil || got.r.Layer != 0 || string(got.r.Value) != "cached:"+cl.nodes[0][0].name {
 		t.Fatalf("GetResult = %+v, %v; want the held node's value", got.r, got.err)
 	}
-	if s := c.Stats(); s.Hedges != 1 || s.Errors != 0 || s.Timeouts != 0 {
+	s := c.Stats()
+	if s.Hedges != 1 || s.Errors != 0 || s.Timeouts != 0 {
 		t.Errorf("stats %+v: want 1 hedge, no error, no timeout", s)
+	}
+	if got := counterValue(t, reg, "distcache_client_hedged_reads_total", nil); got != 1 {
+		t.Errorf("distcache_client_hedged_reads_total = %v, want 1", got)
+	}
+	if got := counterValue(t, reg, "distcache_client_hedge_wins_total", nil); got != float64(s.HedgeWins) {
+		t.Errorf("distcache_client_hedge_wins_total = %v, want %d", got, s.HedgeWins)
 	}
 }

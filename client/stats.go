@@ -133,5 +133,13 @@ func (c *Client) registerMetrics(reg prometheus.Registerer) error {
 	if err := metrics.RegisterTransport(reg, c.ep); err != nil {
 		return fmt.Errorf("cannot register client metrics: %w", err)
 	}
+	if err := metrics.Register(reg,
+		metrics.CounterFunc("distcache_client_hedged_reads_total",
+			"Reads a cache node had not answered after HedgeDelay, also sent to another candidate for its copy.", c.stats.hedges.Load),
+		metrics.CounterFunc("distcache_client_hedge_wins_total",
+			"Hedged reads answered by the hedge first.", c.stats.hedgeWins.Load),
+	); err != nil {
+		return fmt.Errorf("cannot register client metrics: %w", err)
+	}
 	return nil
 }
