@@ -143,7 +143,7 @@ func (s *Supervisor) Kill(name string) error {
 	defer p.mu.Unlock()
 	p.held = true
 	if p.cmd != nil {
-		p.signal(syscall.SIGKILL)
+		_ = p.signal(syscall.SIGKILL)
 	} else {
 		p.setState(Held)
 	}
@@ -172,7 +172,7 @@ func (s *Supervisor) Pause(name string) error {
 	if !p.running() {
 		return fmt.Errorf("cannot pause %s: not running (%s)", name, p.state)
 	}
-	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+	if err := p.signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("cannot pause %s: %w", name, err)
 	}
 	p.paused = true
@@ -197,7 +197,7 @@ func (s *Supervisor) Resume(name string) error {
 	if !p.running() {
 		return nil // killed meanwhile: its exit is being handled
 	}
-	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+	if err := p.signal(syscall.SIGCONT); err != nil {
 		return fmt.Errorf("cannot resume %s: %w", name, err)
 	}
 	p.setState(Running)
@@ -256,8 +256,8 @@ func (s *Supervisor) Stop(ctx context.Context) {
 	s.mu.Unlock()
 	for _, p := range procs {
 		p.mu.Lock()
-		p.signal(syscall.SIGTERM)
-		p.signal(syscall.SIGCONT) // a paused process handles the SIGTERM now
+		_ = p.signal(syscall.SIGTERM)
+		_ = p.signal(syscall.SIGCONT) // a paused process handles the SIGTERM now
 		p.paused = false
 		p.mu.Unlock()
 	}
@@ -270,7 +270,7 @@ func (s *Supervisor) Stop(ctx context.Context) {
 	}
 	for _, p := range procs {
 		p.mu.Lock()
-		p.signal(syscall.SIGKILL)
+		_ = p.signal(syscall.SIGKILL)
 		p.mu.Unlock()
 	}
 	<-done
@@ -457,17 +457,13 @@ func (p *proc) running() bool {
 	}
 }
 
-// signal sends sig to the running command's process group; p.mu is held.
-func (p *proc) signal(sig syscall.Signal) {
-	if p.cmd == nil {
-		return
+// signal sends sig to the running command's process group and nothing
+// when no run is under way (running); p.mu is held.
+func (p *proc) signal(sig syscall.Signal) error {
+	if !p.running() {
+		return nil // none, or reaped: the pid may be reused
 	}
-	select {
-	case <-p.exited:
-		return // reaped: the pid may be reused
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
 // setState records a state change; p.mu is held.
