@@ -22,10 +22,8 @@ type streamer struct {
 	tables  []*routing.LoadTable
 	routers []*routing.Router
 	meters  []*routing.LoadMeter // per cache node
-	pending []telemetry          // replies in flight from index head on, in due order
-	head    int
-	expiry  []telemetry // reads to dead nodes, abandoned at due, from index expHead on
-	expHead int
+	pending dueQueue             // replies in flight
+	expiry  dueQueue             // reads to dead nodes, abandoned when due
 	now     int64
 	cands   []routing.Candidate
 }
@@ -121,7 +119,7 @@ func (s *streamer) run(p *plan, queries, warmup int, dead func(v int32) bool) ta
 		}
 		s.tables[client].Sent(routing.NodeID(s.m.member(int(v)).ID), s.now)
 		if dead != nil && dead(v) {
-			s.expiry = append(s.expiry, telemetry{due: s.now + int64(s.cfg.AttemptTimeout), client: client, node: s.m.member(int(v)).ID})
+			s.expiry.push(telemetry{due: s.now + int64(s.cfg.AttemptTimeout), client: client, node: s.m.member(int(v)).ID})
 			if v = s.hedge(client, h, i, dead); v < 0 {
 				if q >= warmup {
 					t.lost++
@@ -141,7 +139,7 @@ func (s *streamer) run(p *plan, queries, warmup int, dead func(v int32) bool) ta
 // reply serves a read at node v and sends its telemetry back to client.
 func (s *streamer) reply(client, v int32) {
 	s.meters[v].Add(1, s.now)
-	s.pending = append(s.pending, telemetry{
+	s.pending.push(telemetry{
 		due: s.now + int64(s.cfg.TelemetryDelay), sent: s.now, client: client,
 		node: s.m.member(int(v)).ID, load: s.meters[v].Rate(s.now),
 	})
@@ -183,24 +181,12 @@ func (s *streamer) choose(client int32, h []int32) int {
 
 // deliver hands every reply that has arrived to its client's load table.
 func (s *streamer) deliver() {
-	for s.head < len(s.pending) && s.pending[s.head].due <= s.now {
-		r := s.pending[s.head]
+	for r, ok := s.pending.pop(s.now); ok; r, ok = s.pending.pop(s.now) {
 		s.tables[r.client].Answered(routing.NodeID(r.node), r.sent)
 		s.tables[r.client].Observe(routing.NodeID(r.node), r.load, s.now)
-		s.head++
 	}
-	for s.expHead < len(s.expiry) && s.expiry[s.expHead].due <= s.now {
-		r := s.expiry[s.expHead]
+	for r, ok := s.expiry.pop(s.now); ok; r, ok = s.expiry.pop(s.now) {
 		s.tables[r.client].Abandoned(routing.NodeID(r.node))
-		s.expHead++
-	}
-	if s.expHead > 1024 && s.expHead > len(s.expiry)/2 {
-		s.expiry = s.expiry[:copy(s.expiry, s.expiry[s.expHead:])]
-		s.expHead = 0
-	}
-	if s.head > 1024 && s.head > len(s.pending)/2 {
-		s.pending = s.pending[:copy(s.pending, s.pending[s.head:])]
-		s.head = 0
 	}
 }
 
@@ -227,4 +213,26 @@ func (m *model) routedSplit(p *plan) error {
 		}
 	}
 	return nil
+}
+
+// dueQueue holds telemetry pushed in due order and hands it out once due.
+type dueQueue struct {
+	items []telemetry // from index head on
+	head  int
+}
+
+func (q *dueQueue) push(t telemetry) { q.items = append(q.items, t) }
+
+// pop returns the first item due by now, if any, and compacts the queue
+// once more than half of it is consumed.
+func (q *dueQueue) pop(now int64) (telemetry, bool) {
+	if q.head == len(q.items) || q.items[q.head].due > now {
+		if q.head > 1024 && q.head > len(q.items)/2 {
+			q.items = q.items[:copy(q.items, q.items[q.head:])]
+			q.head = 0
+		}
+		return telemetry{}, false
+	}
+	q.head++
+	return q.items[q.head-1], true
 }
