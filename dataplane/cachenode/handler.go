@@ -35,8 +35,7 @@ func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	default:
 		// PUT, DEL and FETCH belong to the storage shim.
 		n.stats.notOwner.Add(1)
-		n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusNotOwner, 0, 0, nil)
-		n.reqs.Observe(req.Op, metrics.StatusResult(wire.StatusNotOwner), time.Since(start))
+		n.refuse(out, src, req, v, n.now(start), wire.StatusNotOwner, start)
 	}
 }
 
@@ -51,8 +50,7 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	n.stats.gets.Add(1)
 	if !v.active {
 		n.stats.refused.Add(1)
-		n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusNotOwner, 0, 0, nil)
-		n.reqs.Observe(wire.OpGet, metrics.StatusResult(wire.StatusNotOwner), time.Since(start))
+		n.refuse(out, src, req, v, now, wire.StatusNotOwner, start)
 		return
 	}
 	value, version, st := n.store.lookup(req.Key)
@@ -63,8 +61,7 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	if st != stateValid {
 		if req.Has(wire.FlagCacheOnly) { // a hedged read: a copy or nothing
 			n.stats.cacheOnlyRefused.Add(1)
-			n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusUnavailable, 0, 0, nil)
-			n.reqs.Observe(wire.OpGet, metrics.StatusResult(wire.StatusUnavailable), time.Since(start))
+			n.refuse(out, src, req, v, now, wire.StatusUnavailable, start)
 			return
 		}
 		n.miss(src, req, v, st, start)
@@ -79,6 +76,14 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	n.work.Take(1)
 	n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusOK, wire.FlagHit, version, value)
 	n.reqs.Observe(wire.OpGet, metrics.ResultHit, time.Since(start))
+}
+
+// refuse answers req with status and no value, at now on the node's clock,
+// and observes it (arrived at start) under its op and status.
+func (n *Node) refuse(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, now int64, status wire.Status, start time.Time) {
+	op := req.Op // replyInPlace turns req into the reply
+	n.replyInPlace(out, src, req, v, n.loadAt(now), status, 0, 0, nil)
+	n.reqs.Observe(op, metrics.StatusResult(status), time.Since(start))
 }
 
 // replyInPlace turns req into its reply (same seq, key and digest) with
