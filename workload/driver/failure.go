@@ -7,17 +7,18 @@ import (
 	"time"
 )
 
-// failureVerbs are what injecting and recovering from a failure of a mode
-// are called in errors.
-type failureVerbs struct {
-	inject, recover string
-}
-
-// verbsOf are the verbs of every mode.
-var verbsOf = map[FailureMode]failureVerbs{
-	FailKill:  {"kill", "restart"},
-	FailPause: {"pause", "resume"},
-	FailSlow:  {"slow", "restore"},
+// Verbs are what injecting a failure of mode m and recovering from it are
+// called: "kill" and "restart", "pause" and "resume", "slow" and
+// "restore" (an unknown mode is a kill's).
+func (m FailureMode) Verbs() (failVerb, recoverVerb string) {
+	switch m {
+	case FailPause:
+		return "pause", "resume"
+	case FailSlow:
+		return "slow", "restore"
+	default:
+		return "kill", "restart"
+	}
 }
 
 // failureRun injects a Failure into a measured phase: the failure at At
@@ -41,7 +42,7 @@ type failureRun struct {
 // failed Cluster call cancels the phase with the error as the cause.
 func (r *runner) startFailure(ctx context.Context, cancel context.CancelCauseFunc, f Failure, start time.Time, t *tally) *failureRun {
 	fr := &failureRun{f: f, stopc: make(chan struct{}), done: make(chan struct{})}
-	v := verbsOf[f.mode()]
+	failVerb, _ := f.mode().Verbs()
 	go func() {
 		defer close(fr.done)
 		if !fr.sleepUntil(ctx, start.Add(f.At)) {
@@ -50,7 +51,7 @@ func (r *runner) startFailure(ctx context.Context, cancel context.CancelCauseFun
 		var err error
 		before, t0 := t.load(), time.Now()
 		if fr.workAtFailure, err = r.cluster.Work(ctx); err != nil {
-			cancel(fmt.Errorf("cannot read the cluster's work before the %s of %s: %w", v.inject, f.Member, err))
+			cancel(fmt.Errorf("cannot read the cluster's work before the %s of %s: %w", failVerb, f.Member, err))
 			return
 		}
 		fr.atFailure, fr.injectedAt = t.load(), time.Now()
@@ -61,7 +62,7 @@ func (r *runner) startFailure(ctx context.Context, cancel context.CancelCauseFun
 		fr.workAt = t0.Add(fr.injectedAt.Sub(t0) / 2)
 		fr.answeredAtWork = (before.answered() + fr.atFailure.answered()) / 2
 		if err := r.inject(ctx, f); err != nil {
-			cancel(fmt.Errorf("cannot %s cache node %s: %w", v.inject, f.Member, err))
+			cancel(fmt.Errorf("cannot %s cache node %s: %w", failVerb, f.Member, err))
 			return
 		}
 		fr.injected = true
@@ -102,7 +103,8 @@ func (r *runner) undo(ctx context.Context, f Failure) error {
 		err = r.cluster.Restart(ctx, f.Member)
 	}
 	if err != nil {
-		return fmt.Errorf("cannot %s cache node %s: %w", verbsOf[f.mode()].recover, f.Member, err)
+		_, recoverVerb := f.mode().Verbs()
+		return fmt.Errorf("cannot %s cache node %s: %w", recoverVerb, f.Member, err)
 	}
 	return nil
 }

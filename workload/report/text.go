@@ -210,24 +210,32 @@ type failureWords struct {
 	// failure and recovery are the events, e.g. "the kill" and "the
 	// restart".
 	failure, recovery string
-	// mark and unmark label the timeline's markers of the two events.
+	// mark and unmark label the timeline's markers of the two events
+	// (driver.FailureMode.Verbs).
 	mark, unmark string
 }
 
 // wordsOf returns the words of f's mode.
 func wordsOf(f *driver.FailureResult) failureWords {
+	w := wordsOfMode(f)
+	w.mark, w.unmark = f.EffectiveMode().Verbs()
+	return w
+}
+
+// wordsOfMode returns the words of f's mode but the markers'.
+func wordsOfMode(f *driver.FailureResult) failureWords {
 	switch f.EffectiveMode() {
 	case driver.FailPause:
 		return failureWords{failed: "paused", how: "(SIGSTOP)", recovered: "resumed",
-			failure: "the pause", recovery: "the end of the pause", mark: "pause", unmark: "resume"}
+			failure: "the pause", recovery: "the end of the pause"}
 	case driver.FailSlow:
 		delay := time.Duration(math.Round(f.DelaySeconds * float64(time.Second)))
 		return failureWords{failed: "slowed", how: fmt.Sprintf("(every data-plane datagram it sends delayed %v)", delay),
-			recovered: "restored", failure: "the slowdown", recovery: "the end of the slowdown", mark: "slow", unmark: "restore"}
+			recovered: "restored", failure: "the slowdown", recovery: "the end of the slowdown"}
 	default:
 		// The kill keeps the words of the reports written before modes.
 		return failureWords{failed: "killed", recovered: "restarted",
-			failure: "the kill", recovery: "the restart", mark: "kill", unmark: "restart"}
+			failure: "the kill", recovery: "the restart"}
 	}
 }
 
