@@ -53,11 +53,14 @@ func (p *PingProber) Ready(ctx context.Context, member string) bool {
 		return true
 	}
 	start := p.patience.now()
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	cctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	r, err := p.ep.Call(ctx, addr, &wire.Message{Header: wire.Header{Op: wire.OpPing}, Key: pingKey})
-	if err == nil && r.Status == wire.StatusOK {
+	r, err := p.ep.Call(cctx, addr, &wire.Message{Header: wire.Header{Op: wire.OpPing}, Key: pingKey})
+	switch {
+	case err == nil && r.Status == wire.StatusOK:
 		return p.patience.judge(member, start, answered)
+	case ctx.Err() != nil:
+		return false // cut short by the caller (AllProbers): no verdict
 	}
 	return p.patience.judge(member, start, unanswered)
 }

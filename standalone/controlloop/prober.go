@@ -54,6 +54,8 @@ func (p *HTTPProber) Ready(ctx context.Context, member string) bool {
 	resp, err := p.client.Do(req)
 	var nerr net.Error
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return false // cut short by the caller (AllProbers): no verdict
 	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &nerr) && nerr.Timeout()):
 		return p.patience.judge(member, start, unanswered)
 	case err != nil:

@@ -141,6 +141,14 @@ func TestHTTPProberOutcomes(t *testing.T) {
 			t.Errorf("Ready(%s) = %v, want %v", tt.member, got, tt.want)
 		}
 	}
+	// A check cut short by the caller (AllProbers, when another prober
+	// said not Ready) is no verdict: it neither ends nor restarts the run
+	// of unanswered checks.
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if p.Ready(cancelled, "hung") {
+		t.Error("a check cut short by the caller says Ready")
+	}
 	now = now.Add(time.Hour)
 	if p.Ready(context.Background(), "hung") {
 		t.Error("a member unanswered for the patience is still Ready")
