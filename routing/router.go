@@ -68,9 +68,10 @@ func NewRouter(table *LoadTable, seed uint64) *Router {
 // normalised load (aged load at now, divided by capacity), skipping failed
 // nodes and, while any candidate is not stalled, stalled ones (a table
 // made WithStallAfter; outstanding.go); when every candidate left is
-// stalled it returns the one caught up most recently. Ties (normalised loads within a relative 1e-12) are broken uniformly
-// at random among the tied candidates. It returns -1 if cands is empty or every
-// candidate is failed. Choose does not allocate.
+// stalled it returns the one caught up most recently. Ties (normalised
+// loads within a relative 1e-12) are broken uniformly at random among the
+// tied candidates. It returns -1 if cands is empty or every candidate is
+// failed. Choose does not allocate.
 func (r *Router) Choose(cands []Candidate, now int64) int {
 	t := r.table
 	d := t.chunks()
@@ -86,7 +87,7 @@ func (r *Router) Choose(cands []Candidate, now int64) int {
 			if e.failed.Load() != 0 {
 				continue
 			}
-			if stallAfter != 0 && e.inflight.Load() > 0 && now-e.caughtUp.Load() > stallAfter { // LoadTable.stalled, inlined
+			if stallAfter != 0 && e.inflight.Load() > 0 && now-e.caughtUp.Load() > stallAfter { // LoadTable.stalled, inlined: keep in sync
 				if at := e.caughtUp.Load(); stalled < 0 || at > stalledAt {
 					stalled, stalledAt = i, at
 				}

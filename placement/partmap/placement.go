@@ -44,9 +44,9 @@ func Compile(m *Map) (*Placement, error) { return Recompile(nil, m) }
 // Recompile compiles m like Compile, reusing from prev, a placement compiled
 // earlier (nil: none), the ring of every layer whose name, seed, virtual
 // nodes and owning members are unchanged. Building the rings is nearly all
-// of Compile's cost (3.8 ms for the demo cluster's 12 members of 2048
-// points), paid by every process at every map version; a version that
-// fences a member, or fails one in another layer, needs none of it.
+// of Compile's cost, paid by every process at every map version; a version
+// that fences a member, or fails one in another layer, needs none of it
+// (BenchmarkRecompile, docs/benchmarks.md).
 func Recompile(prev *Placement, m *Map) (*Placement, error) {
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot compile partition map: %w", err)
