@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ type harness struct {
 	shim   *stubShim
 	client *transport.Endpoint
 	m      *partmap.Map // the map last given to the node
+	timers *parkTimers  // the node's park timeouts under withParkTimeoutsFiredByTest
 }
 
 type harnessConfig struct {
@@ -42,6 +44,7 @@ type harnessConfig struct {
 	failed   []int
 	noShim   bool // the storage shard has no address
 	stubOpts []stubOption
+	timers   bool // the test fires park timeouts (harness.timers)
 }
 
 type harnessOption func(*harnessConfig)
@@ -60,6 +63,43 @@ func withStub(opts ...stubOption) harnessOption {
 }
 
 // withoutShimAddress leaves the storage shard's address empty.
+// parkTimers holds the park timeouts the node started, for the test to fire.
+type parkTimers struct {
+	mu      sync.Mutex // guards expires
+	expires []func()
+}
+
+func (pt *parkTimers) after(_ time.Duration, expire func()) stopper {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	pt.expires = append(pt.expires, expire)
+	return stoppedTimer{}
+}
+
+// fire runs every timeout started so far, as if ParkTimeout had passed,
+// and reports how many there were.
+func (pt *parkTimers) fire() int {
+	pt.mu.Lock()
+	fs := pt.expires
+	pt.expires = nil
+	pt.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+	return len(fs)
+}
+
+// stoppedTimer is a timeout that only parkTimers.fire runs.
+type stoppedTimer struct{}
+
+func (stoppedTimer) Stop() bool { return true }
+
+// withParkTimeoutsFiredByTest makes park timeouts pass only when the test
+// calls harness.timers.fire, never by the clock: on a loaded machine a
+// timeout would otherwise forward parked reads before the phase 2 the test
+// sends, or split the readers a test parks into two backend reads.
+func withParkTimeoutsFiredByTest() harnessOption { return func(h *harnessConfig) { h.timers = true } }
+
 func withoutShimAddress() harnessOption { return func(h *harnessConfig) { h.noShim = true } }
 
 func testConfig() Config {
@@ -82,7 +122,7 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	t.Cleanup(cancel)
-	h := &harness{t: t, ctx: ctx, shim: newStubShim(t, hc.stubOpts...)}
+	h := &harness{t: t, ctx: ctx, shim: newStubShim(t, hc.stubOpts...), timers: &parkTimers{}}
 	n, err := New(hc.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +133,9 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		}
 	})
 	h.node = n
+	if hc.timers {
+		n.parkAfter = h.timers.after
+	}
 	m, err := partmap.Build(partmap.Spec{
 		Cluster: testCluster, Racks: 1, ShardsPerRack: 1, StorageSeed: 7,
 		Layers: []partmap.LayerSpec{{Name: testLayer, Nodes: hc.nodes, Seed: 11, VirtualNodes: 16}},

@@ -172,19 +172,22 @@ func (v *view) shim(key string) (netip.AddrPort, bool) {
 // Node is a cache node. Create it with New, give it a map with SetMap, then
 // Start it.
 type Node struct {
-	cfg   Config
-	log   *slog.Logger
-	ep    *transport.Endpoint
-	out   transport.Sender // replies sent off the reader goroutines; tests replace it
-	det   *hotkey.Detector
-	meter *routing.LoadMeter
-	epoch time.Time // origin of the meter's monotonic clock
-	store *store
-	work  *capacity.Limiter // the emulated capacity; Take blocks the reader on purpose
-	reqs  *metrics.Requests
-	stats counters
-	view  atomic.Pointer[view]
-	lease lease // the serving lease (lease.go)
+	cfg Config
+	log *slog.Logger
+	ep  *transport.Endpoint
+	out transport.Sender // replies sent off the reader goroutines; tests replace it
+	// parkAfter starts a parked key's ParkTimeout; tests replace it before
+	// Start to fire timeouts themselves.
+	parkAfter func(d time.Duration, expire func()) stopper
+	det       *hotkey.Detector
+	meter     *routing.LoadMeter
+	epoch     time.Time // origin of the meter's monotonic clock
+	store     *store
+	work      *capacity.Limiter // the emulated capacity; Take blocks the reader on purpose
+	reqs      *metrics.Requests
+	stats     counters
+	view      atomic.Pointer[view]
+	lease     lease // the serving lease (lease.go)
 
 	// mapMu serialises SetMap with InsertHot's ownership checks and
 	// placeholder insertions, so no key is inserted under a superseded map,
@@ -228,20 +231,21 @@ func New(cfg Config) (*Node, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		cfg:     cfg,
-		log:     cfg.Logger.With("layer", cfg.Layer, "member", cfg.Member),
-		ep:      ep,
-		out:     ep,
-		det:     det,
-		meter:   meter,
-		epoch:   time.Now(),
-		store:   newStore(cfg.CapacityBytes),
-		work:    capacity.New(cfg.EmulatedRate),
-		flights: make(map[string]*flight),
-		parked:  make(map[string]*parkedReads),
-		pending: newPendingWrites(),
-		ctx:     ctx,
-		cancel:  cancel,
+		cfg:       cfg,
+		log:       cfg.Logger.With("layer", cfg.Layer, "member", cfg.Member),
+		ep:        ep,
+		out:       ep,
+		parkAfter: func(d time.Duration, expire func()) stopper { return time.AfterFunc(d, expire) },
+		det:       det,
+		meter:     meter,
+		epoch:     time.Now(),
+		store:     newStore(cfg.CapacityBytes),
+		work:      capacity.New(cfg.EmulatedRate),
+		flights:   make(map[string]*flight),
+		parked:    make(map[string]*parkedReads),
+		pending:   newPendingWrites(),
+		ctx:       ctx,
+		cancel:    cancel,
 	}
 	if err := n.registerMetrics(cfg.Registerer); err != nil {
 		cancel()

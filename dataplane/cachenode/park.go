@@ -31,8 +31,11 @@ type parkedReads struct {
 	key     string
 	waiters []parkedWaiter
 	seen    map[waiterID]struct{}
-	timer   *time.Timer // forwards the readers still parked after ParkTimeout
+	timer   stopper // forwards the readers still parked after ParkTimeout
 }
+
+// stopper is a started timer, as time.AfterFunc returns.
+type stopper interface{ Stop() bool }
 
 // parkResult is the outcome of park.
 type parkResult uint8
@@ -51,7 +54,7 @@ func (n *Node) park(req *wire.Message, w waiter, v uint64) parkResult {
 	p := n.parked[key]
 	if p == nil {
 		p = &parkedReads{key: string(req.Key), seen: make(map[waiterID]struct{})}
-		p.timer = time.AfterFunc(n.cfg.ParkTimeout, func() { n.parkExpired(p) })
+		p.timer = n.parkAfter(n.cfg.ParkTimeout, func() { n.parkExpired(p) })
 		n.parked[p.key] = p
 	}
 	if _, dup := p.seen[id]; dup {

@@ -2,7 +2,6 @@ package cachenode
 
 import (
 	"testing"
-	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -40,7 +39,7 @@ func TestParkedReadsAnsweredByPhaseTwo(t *testing.T) {
 	const readers = 8
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, withStub(withValue("k", "shim"), withCounter(3)))
+			h := newHarness(t, withParkTimeoutsFiredByTest(), withStub(withValue("k", "shim"), withCounter(3)))
 			if tt.cached {
 				h.cache("k", "old", 3)
 			}
@@ -83,7 +82,7 @@ func TestParkedReadsAnsweredByPhaseTwo(t *testing.T) {
 }
 
 func TestParkedReadWaitsForTheWriteItArrivedUnder(t *testing.T) {
-	h := newHarness(t, withStub(withValue("k", "shim")))
+	h := newHarness(t, withParkTimeoutsFiredByTest(), withStub(withValue("k", "shim")))
 	h.invalidate("k", 10)
 	first := h.parkReads("k", 1)[0]
 	// A later write's invalidation: readers arriving now may have been
@@ -109,11 +108,13 @@ func TestParkedReadWaitsForTheWriteItArrivedUnder(t *testing.T) {
 }
 
 func TestParkedReadsForwardedWhenPhaseTwoIsLate(t *testing.T) {
-	h := newHarness(t,
-		withConfig(func(c *Config) { c.ParkTimeout = time.Millisecond }),
+	h := newHarness(t, withParkTimeoutsFiredByTest(),
 		withStub(holding(wire.OpGet), withValue("k", "shim"), withCounter(3)))
 	h.invalidate("k", 10)
 	replies := h.parkReads("k", 4)
+	if n := h.timers.fire(); n != 1 {
+		t.Fatalf("%d park timeouts started for one key, want 1", n)
+	}
 	held := h.shim.nextHeld(h.ctx, t) // one backend read for every parked reader
 	held.release()
 	for i, ch := range replies {
@@ -132,7 +133,7 @@ func TestParkedReadsForwardedWhenPhaseTwoIsLate(t *testing.T) {
 }
 
 func TestParkedRetransmissionAnsweredOnce(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, withParkTimeoutsFiredByTest())
 	h.invalidate("k", 10)
 	get, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpGet, Seq: 1}, Key: []byte("k")}, wire.DefaultDatagram)
 	if err != nil {
