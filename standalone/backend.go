@@ -131,41 +131,20 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 // sample; only a canceled ctx is an error.
 func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
 	var (
-		mu   sync.Mutex // guards got and errs
-		got  = map[string]sample{}
+		mu   sync.Mutex // guards errs
 		errs []error
 		wg   sync.WaitGroup
 	)
-	for _, pr := range c.cfg.Plan.Processes {
-		if !scraped(pr.Kind) {
-			continue
-		}
+	for _, pr := range c.scrapedProcesses() {
 		wg.Go(func() {
-			s, err := c.prober.scrape(ctx, pr.MetricsAddr)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", pr.Name, err))
-				return
+			if err := c.scrapeOne(ctx, pr); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
 			}
-			got[pr.Name] = s
 		})
 	}
 	wg.Wait()
-	now := time.Now()
-	c.mu.Lock()
-	if elapsed := now.Sub(c.scraped).Seconds(); !c.scraped.IsZero() && elapsed > 0 {
-		for name, s := range got {
-			if prev, ok := c.samples[name]; ok && s.work >= prev.work {
-				c.loads[name] = float64(s.work-prev.work) / elapsed
-			}
-		}
-	}
-	for name, s := range got {
-		c.samples[name] = s
-	}
-	c.scraped = now
-	c.mu.Unlock()
 	var out []control.Process
 	for _, pr := range c.processes(c.currentMap()) {
 		if scraped(plan.Kind(pr.Kind)) {
@@ -176,6 +155,35 @@ func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
 		c.cfg.Logger.Debug("some processes could not be scraped", "err", errors.Join(errs...))
 	}
 	return out, ctx.Err()
+}
+
+// scrapeOne scrapes pr's work counters and records them with the load
+// since its previous sample.
+func (c *cluster) scrapeOne(ctx context.Context, pr plan.Process) error {
+	s, err := c.prober.scrape(ctx, pr.MetricsAddr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pr.Name, err)
+	}
+	s.at = time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev, ok := c.samples[pr.Name]
+	if elapsed := s.at.Sub(prev.at).Seconds(); ok && elapsed > 0 && s.work >= prev.work {
+		c.loads[pr.Name] = float64(s.work-prev.work) / elapsed
+	}
+	c.samples[pr.Name] = s
+	return nil
+}
+
+// scrapedProcesses are the processes whose work the scrape reads.
+func (c *cluster) scrapedProcesses() []plan.Process {
+	var out []plan.Process
+	for _, pr := range c.cfg.Plan.Processes {
+		if scraped(pr.Kind) {
+			out = append(out, pr)
+		}
+	}
+	return out
 }
 
 // scraped reports whether processes of kind do work the scrape reads:

@@ -63,6 +63,7 @@ func listening(ctx context.Context, addr string) bool {
 
 // sample is what one scrape of a shim or node found.
 type sample struct {
+	at        time.Time // when it was read
 	work      uint64
 	capacity  float64
 	coherence uint64

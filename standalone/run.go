@@ -97,8 +97,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { every(runCtx, DefaultScrapeEvery, c.scrape) })
-	wg.Go(func() { every(runCtx, cfg.StatusProbeInterval, c.probeAll) })
+	wg.Go(func() { spread(runCtx, DefaultScrapeEvery, c.scrapedProcesses(), c.scrapeInBackground) })
+	wg.Go(func() { spread(runCtx, cfg.StatusProbeInterval, cfg.Plan.Processes, c.probeInBackground) })
 	defer wg.Wait()
 	defer cancel()
 
@@ -144,8 +144,7 @@ type cluster struct {
 	phase    control.Phase            // Starting until every process was ready once
 	ready    map[string]bool          // by process name, as last probed
 	samples  map[string]sample        // last scrape by process name
-	loads    map[string]float64       // work units per second between the last two scrapes
-	scraped  time.Time                // when samples were taken
+	loads    map[string]float64       // work units per second between a process's last two scrapes
 	slowed   map[string]time.Duration // delays of slowed processes, for the status
 	stopping bool
 
@@ -294,35 +293,15 @@ func (c *cluster) stop() {
 	c.sup.Stop(ctx)
 }
 
-// probeAll probes every process in parallel, for the status: a shard
-// whose Redis died shows as not ready (its shim's health check pings
-// Redis), and so does a stopped cache node or control loop. The control
-// loop probes the cache nodes on its own to fail them over.
-func (c *cluster) probeAll(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, pr := range c.cfg.Plan.Processes {
-		wg.Go(func() { c.probe(ctx, pr) })
-	}
-	wg.Wait()
-}
+// probeInBackground probes pr for the status: a shard whose Redis died
+// shows as not ready (its shim's health check pings Redis), and so does a
+// stopped cache node or control loop. The control loop probes the cache
+// nodes on its own to fail them over.
+func (c *cluster) probeInBackground(ctx context.Context, pr plan.Process) { c.probe(ctx, pr) }
 
-// scrape scrapes every process's load.
-func (c *cluster) scrape(ctx context.Context) {
-	if _, err := c.Work(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		c.cfg.Logger.Debug("cannot scrape every process", "err", err)
-	}
-}
-
-// every runs f now and then every period until ctx ends.
-func every(ctx context.Context, period time.Duration, f func(context.Context)) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		f(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// scrapeInBackground scrapes pr's load for the status.
+func (c *cluster) scrapeInBackground(ctx context.Context, pr plan.Process) {
+	if err := c.scrapeOne(ctx, pr); err != nil && ctx.Err() == nil {
+		c.cfg.Logger.Debug("cannot scrape a process", "err", err)
 	}
 }
