@@ -3,6 +3,7 @@ package cachenode
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -37,8 +38,17 @@ const (
 
 var errNoShim = errors.New("no shim address for the key's storage shard")
 
-// loop runs an insertion interval every Config.Interval until Close.
+// loop runs an insertion interval every Config.Interval until Close. The
+// first one comes after a random part of an interval, so nodes started
+// together (a standalone cluster, a rollout) do not all evict and fetch in
+// the same instant: each interval's misses and FETCHes would reach the
+// shims as one burst.
 func (n *Node) loop() {
+	select {
+	case <-n.ctx.Done():
+		return
+	case <-time.After(rand.N(n.cfg.Interval)):
+	}
 	t := time.NewTicker(n.cfg.Interval)
 	defer t.Stop()
 	for {
