@@ -126,6 +126,11 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 	return out
 }
 
+// scrapeParallelism bounds the processes Work scrapes at once: rendering
+// their metrics all at the same instant stalls a small machine's data plane
+// (see spread), and Work runs just before a benchmark injects a failure.
+const scrapeParallelism = 4
+
 // Work implements control.Backend: it scrapes every shim and node now. A
 // process that cannot be scraped (killed, restarting) keeps its last
 // sample; only a canceled ctx is an error.
@@ -135,8 +140,11 @@ func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
 		errs []error
 		wg   sync.WaitGroup
 	)
+	sem := make(chan struct{}, scrapeParallelism)
 	for _, pr := range c.scrapedProcesses() {
+		sem <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-sem }()
 			if err := c.scrapeOne(ctx, pr); err != nil {
 				mu.Lock()
 				errs = append(errs, err)

@@ -177,11 +177,17 @@ type HotKeySpec struct {
 
 // FailoverSpec is when a member is remapped away and given its keys back.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('1s')",message="failover.gracePeriod must be at least 1s"
+// +kubebuilder:validation:XValidation:rule="!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('100ms')",message="failover.gracePeriod must be at least 100ms"
 // +kubebuilder:validation:XValidation:rule="!has(self.holdDown) || duration(self.holdDown) >= duration('1s')",message="failover.holdDown must be at least 1s"
 type FailoverSpec struct {
 	// GracePeriod is how long a member's pod may be not Ready before the
-	// member is marked failed and its keys move to the survivors.
+	// member is marked failed and its keys move to the survivors. Until
+	// then each of its keys has one cache copy left, in the other layer,
+	// which takes all of the key's reads: a short grace period moves the
+	// hottest keys to a second copy sooner, a long one spares the
+	// survivors' caches when a member comes back quickly. Kubernetes sees
+	// a pod not Ready only after its readiness probe fails, so a grace
+	// period shorter than the probe period remaps at the first failed probe.
 	// +kubebuilder:default="30s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`

@@ -31,7 +31,7 @@ const (
 	msgPersistenceOnly = "storage.persistence is only for mode: managed"
 	msgAppendOnlyOnly  = "storage.appendOnly is only for mode: managed"
 	msgPersistenceAOF  = "storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
-	msgGracePeriod     = "failover.gracePeriod must be at least 1s"
+	msgGracePeriod     = "failover.gracePeriod must be at least 100ms"
 	msgHoldDown        = "failover.holdDown must be at least 1s"
 	msgServingLease    = "coherence.servingLease must be at least 100ms"
 	msgGraceOverLease  = "coherence.previousMapGrace must be at least coherence.servingLease"
@@ -125,7 +125,7 @@ func celRuleCases() []ruleCase {
 		{"persistence with appendOnly disabled", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.AppendOnly, s.Persistence = v1alpha1.AppendOnlyDisabled, persistence()
 		})), "spec.storage", msgPersistenceAOF},
-		{"gracePeriod under 1s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.GracePeriod = duration("999ms") })), "spec.failover", msgGracePeriod},
+		{"gracePeriod under 100ms", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.GracePeriod = duration("99ms") })), "spec.failover", msgGracePeriod},
 		{"holdDown of 0s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.HoldDown = duration("0s") })), "spec.failover", msgHoldDown},
 		{"servingLease under 100ms", newCluster(withCoherence(func(c *v1alpha1.CoherenceSpec) { c.ServingLease = duration("99ms") })), "spec.coherence", msgServingLease},
 		{"previousMapGrace under servingLease", newCluster(withCoherence(func(c *v1alpha1.CoherenceSpec) {
