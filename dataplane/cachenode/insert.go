@@ -42,7 +42,10 @@ var errNoShim = errors.New("no shim address for the key's storage shard")
 // first one comes after a random part of an interval, so nodes started
 // together (a standalone cluster, a rollout) do not all evict and fetch in
 // the same instant: each interval's misses and FETCHes would reach the
-// shims as one burst.
+// shims as one burst. After a map change (Node.remapped) the next interval
+// comes between a quarter and half an interval later instead: keys the
+// change gave the node are cold, and every read of them goes to storage
+// until an interval inserts them.
 func (n *Node) loop() {
 	select {
 	case <-n.ctx.Done():
@@ -51,17 +54,34 @@ func (n *Node) loop() {
 	}
 	t := time.NewTicker(n.cfg.Interval)
 	defer t.Stop()
+	early := false // t runs a shortened period until its next tick
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
+		case <-n.remapped:
+			t.Reset(earlyInterval(n.cfg.Interval))
+			early = true
+			continue
 		case <-t.C:
+		}
+		if early {
+			t.Reset(n.cfg.Interval)
+			early = false
 		}
 		if r := n.InsertHot(n.ctx); r != (InsertResult{}) {
 			n.log.Debug("insertion interval", "inserted", r.Inserted, "refreshed", r.Refreshed,
 				"evicted", r.Evicted, "failed", r.Failed, "stale", r.Stale)
 		}
 	}
+}
+
+// earlyInterval is how long after a map change the next insertion interval
+// comes: long enough for the detector to count the misses of the keys the
+// change moved, random so that the nodes that installed the change together
+// do not fetch together.
+func earlyInterval(interval time.Duration) time.Duration {
+	return interval/4 + rand.N(interval/4+1)
 }
 
 // InsertHot runs one insertion interval synchronously (NetCache §4.4,

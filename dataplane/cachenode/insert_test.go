@@ -157,3 +157,43 @@ func TestBackgroundInsertion(t *testing.T) {
 		t.Errorf("stats %+v, want an insertion and a fill", s)
 	}
 }
+
+func TestMapChangeBringsTheNextInsertionIntervalForward(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(h *harness)
+		want   bool
+	}{
+		{name: "first map only", change: func(*harness) {}},
+		{name: "newer version", want: true, change: func(h *harness) {
+			next := h.m.Clone()
+			next.Version++
+			h.setMap(next)
+		}},
+		{name: "another member failed: its keys may come here", want: true, change: func(h *harness) {
+			h.setState(1, partmap.Failed)
+		}},
+		{name: "this node failed", change: func(h *harness) { h.setState(0, partmap.Failed) }},
+		{name: "this node restored", want: true, change: func(h *harness) {
+			h.setState(0, partmap.Failed)
+			h.setState(0, partmap.Active)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, withMembers(2)) // Interval -1: nothing drains remapped
+			tt.change(h)
+			if got := len(h.node.remapped) == 1; got != tt.want {
+				t.Errorf("next interval brought forward: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEarlyIntervalIsAQuarterToHalfAnInterval(t *testing.T) {
+	for range 100 {
+		if d := earlyInterval(time.Second); d < 250*time.Millisecond || d > 500*time.Millisecond {
+			t.Fatalf("earlyInterval(1s) = %v, want within [250ms, 500ms]", d)
+		}
+	}
+}

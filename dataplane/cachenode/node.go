@@ -201,6 +201,12 @@ type Node struct {
 	pending pendingWrites
 	parked  map[string]*parkedReads
 
+	// remapped is signalled by SetMap when a newer map version keeps or
+	// makes the node Active: the version may have given it keys (a failed
+	// member's share, or its own back after a restore), cold in its cache,
+	// so the insertion loop runs its next interval early.
+	remapped chan struct{}
+
 	ctx     context.Context // cancelled by Close; bounds background calls
 	cancel  context.CancelFunc
 	started atomic.Bool
@@ -243,6 +249,7 @@ func New(cfg Config) (*Node, error) {
 		work:      capacity.New(cfg.EmulatedRate),
 		flights:   make(map[string]*flight),
 		parked:    make(map[string]*parkedReads),
+		remapped:  make(chan struct{}, 1),
 		pending:   newPendingWrites(),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -353,6 +360,12 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 		n.det.Untrack(k)
 	}
 	n.stats.dropped.Add(uint64(len(dropped)))
+	if v.active && prev != nil && v.version > prev.version {
+		select {
+		case n.remapped <- struct{}{}:
+		default: // already signalled
+		}
+	}
 	n.log.Info("partition map set", "version", v.version, "active", v.active, "dropped", len(dropped))
 	if v.layer < 0 {
 		return fmt.Errorf("cannot find %s in layer %s of partition map version %d: %w",
