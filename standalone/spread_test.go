@@ -22,7 +22,7 @@ func TestSpreadChecksEveryProcessAndSkipsAHungOne(t *testing.T) {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		spread(ctx, 3*time.Millisecond, procs, func(ctx context.Context, pr plan.Process) {
+		spread(ctx, 3*time.Millisecond, procs, func(_ context.Context, pr plan.Process) {
 			mu.Lock()
 			counts[pr.Name]++
 			if !closed && counts["a"] >= 3 && counts["b"] >= 3 {
