@@ -177,7 +177,8 @@ func WriteConfig(path string, c FileConfig) error {
 // shorter of ProbeTimeout and two intervals, and its data plane with a PING
 // (PingProber) answered within one and a half intervals: a member whose data
 // plane has answered later than that for patienceIntervals intervals (a
-// gray failure, not a burst of load) is not Ready. Every member of that map must have a health address. reg, when not nil, receives the
+// gray failure, not a burst of load), or whose /healthz has gone unanswered
+// for httpPatienceIntervals (a hung process), is not Ready. Every member of that map must have a health address. reg, when not nil, receives the
 // loop's metrics.
 func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, error) {
 	if err := c.Validate(); err != nil {
@@ -216,7 +217,7 @@ func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, 
 	}
 	l, err := New(Config{
 		Policy: c.Policy.Policy(), MapFile: c.MapFile, EventsFile: c.EventsFile,
-		Prober:   AllProbers{NewHTTPProber(addrs, min(ProbeTimeout, 2*interval), patienceIntervals*interval), ping},
+		Prober:   AllProbers{NewHTTPProber(addrs, min(ProbeTimeout, 2*interval), httpPatienceIntervals*interval), ping},
 		Interval: time.Duration(c.Interval), Logger: logger, Registerer: reg,
 	}, m)
 	if err != nil {
@@ -226,11 +227,19 @@ func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, 
 	return l, nil
 }
 
-// patienceIntervals is how many intervals a member's checks may go
-// unanswered before it is not Ready (HTTPProber, PingProber): a dead
-// process refuses HTTP at once, a paused one or a gray failure is caught
-// after this, and a starved machine's hiccups are absorbed.
+// patienceIntervals is how many intervals a member's data-plane PINGs may
+// go unanswered before it is not Ready (PingProber): a gray failure is
+// caught after this, while a node whose PINGs wait behind a burst of its
+// own traffic — a survivor taking a failed member's reads — and a starved
+// machine's hiccups are absorbed.
 const patienceIntervals = 10
+
+// httpPatienceIntervals is how many intervals a member's /healthz checks may
+// go unanswered before it is not Ready (HTTPProber). A node serves /healthz
+// apart from its data plane's queue, so an overloaded node still answers
+// it at once: checks left unanswered this long mean a hung or paused
+// process (a dead one refuses them at once).
+const httpPatienceIntervals = 4
 
 // dataAddrs returns the data-plane address of every member that has one.
 func (c FileConfig) dataAddrs() (map[string]netip.AddrPort, error) {
