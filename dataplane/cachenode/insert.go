@@ -47,28 +47,18 @@ var errNoShim = errors.New("no shim address for the key's storage shard")
 // change gave the node are cold, and every read of them goes to storage
 // until an interval inserts them.
 func (n *Node) loop() {
-	select {
-	case <-n.ctx.Done():
-		return
-	case <-time.After(rand.N(n.cfg.Interval)):
-	}
-	t := time.NewTicker(n.cfg.Interval)
+	t := time.NewTimer(rand.N(n.cfg.Interval))
 	defer t.Stop()
-	early := false // t runs a shortened period until its next tick
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
 		case <-n.remapped:
 			t.Reset(earlyInterval(n.cfg.Interval))
-			early = true
 			continue
 		case <-t.C:
 		}
-		if early {
-			t.Reset(n.cfg.Interval)
-			early = false
-		}
+		t.Reset(n.cfg.Interval)
 		if r := n.InsertHot(n.ctx); r != (InsertResult{}) {
 			n.log.Debug("insertion interval", "inserted", r.Inserted, "refreshed", r.Refreshed,
 				"evicted", r.Evicted, "failed", r.Failed, "stale", r.Stale)
