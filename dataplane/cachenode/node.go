@@ -30,7 +30,7 @@ const (
 	DefaultInterval       = time.Second
 	DefaultLoadWindow     = 100 * time.Millisecond
 	DefaultBackendTimeout = time.Second
-	DefaultParkTimeout    = 100 * time.Millisecond
+	DefaultParkTimeout    = 20 * time.Millisecond
 	DefaultLease          = time.Second
 	// fetchParallelism bounds the FETCH calls of one insertion interval.
 	fetchParallelism = 64
@@ -74,7 +74,11 @@ type Config struct {
 	// (phase 1 seen, phase 2 not) waits for the write's UPDATE, which
 	// answers it, before it is sent to the shim (default
 	// DefaultParkTimeout; negative: reads never wait, each starts its own
-	// backend read). Keep it below the clients' attempt timeout.
+	// backend read). A write's phase 2 normally follows its phase 1 within
+	// a millisecond or two; one that waits for a dead owner's release keeps
+	// its key's readers here, so this bounds what they pay for it (plus one
+	// backend read, shared by every reader parked meanwhile). Keep it below
+	// the clients' attempt timeout.
 	ParkTimeout time.Duration
 	// Lease is the serving lease (default DefaultLease): after a read of
 	// its map source that found it Active (Renew), the node serves cached
