@@ -82,6 +82,12 @@ type role interface {
 	Close() error
 }
 
+// utilizationReporter is a role with an emulated capacity whose
+// utilization /healthz reports (metrics.WithUtilization): a cache node.
+type utilizationReporter interface {
+	Utilization() (float64, bool)
+}
+
 // serve runs r until SIGINT or SIGTERM: it feeds r every new map version
 // from the map file and exposes reg on the metrics address.
 func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg *prometheus.Registry, healthy func() error, log *slog.Logger, attrs ...any) error {
@@ -101,7 +107,11 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 			log.Error("cannot stop cleanly", "err", err)
 		}
 	}()
-	ms, err := metrics.Listen(o.metricsAddr, reg, healthy)
+	var opts []metrics.ServerOption
+	if u, ok := r.(utilizationReporter); ok {
+		opts = append(opts, metrics.WithUtilization(u.Utilization))
+	}
+	ms, err := metrics.Listen(o.metricsAddr, reg, healthy, opts...)
 	if err != nil {
 		return err
 	}

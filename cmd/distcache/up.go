@@ -70,7 +70,7 @@ one machine can show the load balancing of many servers.`,
 	f.StringVar(&o.redisServer, "redis-server", "redis-server", "the redis-server program")
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
-		"health-check period of the control loop (/healthz and a data-plane PING); a cache node not ready for one period is fenced, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after ten)")
+		"health-check period of the control loop (/healthz and a data-plane PING); a cache node not ready for one period is fenced, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
 	f.DurationVar(&o.mapPoll, "map-poll", 100*time.Millisecond,
 		"how often processes check the map file for a new version (at most a quarter of spec.coherence.servingLease: cache nodes renew their lease by reading it)")
 	_ = cmd.MarkFlagRequired("filename")

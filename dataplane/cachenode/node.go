@@ -188,6 +188,7 @@ type Node struct {
 	epoch     time.Time // origin of the meter's monotonic clock
 	store     *store
 	work      *capacity.Limiter // the emulated capacity; Take blocks the reader on purpose
+	busy      *capacity.UtilizationMeter
 	reqs      *metrics.Requests
 	stats     counters
 	view      atomic.Pointer[view]
@@ -240,6 +241,7 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cannot create cache node: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	work := capacity.New(cfg.EmulatedRate)
 	n := &Node{
 		cfg:       cfg,
 		log:       cfg.Logger.With("layer", cfg.Layer, "member", cfg.Member),
@@ -250,7 +252,8 @@ func New(cfg Config) (*Node, error) {
 		meter:     meter,
 		epoch:     time.Now(),
 		store:     newStore(cfg.CapacityBytes),
-		work:      capacity.New(cfg.EmulatedRate),
+		work:      work,
+		busy:      capacity.NewUtilizationMeter(work, cfg.LoadWindow),
 		flights:   make(map[string]*flight),
 		parked:    make(map[string]*parkedReads),
 		remapped:  make(chan struct{}, 1),
@@ -268,6 +271,13 @@ func New(cfg Config) (*Node, error) {
 
 // Addr is the node's bound UDP address.
 func (n *Node) Addr() netip.AddrPort { return n.ep.Addr() }
+
+// Utilization is the fraction of its emulated capacity the node used over
+// the last load window (capacity.UtilizationMeter): about 1 when its
+// requests queue for it. ok is false without an emulated capacity. A
+// health check reports it, so that a node that answers late because it is
+// busy is told apart from one that is slow (a gray failure).
+func (n *Node) Utilization() (u float64, ok bool) { return n.busy.Utilization() }
 
 // Start starts serving and, unless Config.Interval < 0, the insertion loop.
 // It fails before the first SetMap.

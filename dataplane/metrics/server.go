@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,9 +19,32 @@ type Server struct {
 	ln  net.Listener
 }
 
+// UtilizationHeader is the /healthz response header that carries the
+// fraction of its emulated capacity a process used recently (WithUtilization),
+// as a decimal: a health checker tells a busy process (about 1) from a slow
+// one by it.
+const UtilizationHeader = "Distcache-Utilization"
+
+// ServerOption configures a Server.
+type ServerOption func(*serverConfig)
+
+type serverConfig struct {
+	utilization func() (float64, bool)
+}
+
+// WithUtilization makes every healthy /healthz answer carry u's value in
+// UtilizationHeader, when u reports one.
+func WithUtilization(u func() (float64, bool)) ServerOption {
+	return func(c *serverConfig) { c.utilization = u }
+}
+
 // Listen binds addr ("127.0.0.1:0" picks a port) and serves reg's metrics
 // until Close. healthy reports liveness for /healthz (nil: always healthy).
-func Listen(addr string, reg *prometheus.Registry, healthy func() error) (*Server, error) {
+func Listen(addr string, reg *prometheus.Registry, healthy func() error, opts ...ServerOption) (*Server, error) {
+	var cfg serverConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen for metrics on %s: %w", addr, err)
@@ -32,6 +56,11 @@ func Listen(addr string, reg *prometheus.Registry, healthy func() error) (*Serve
 			if err := healthy(); err != nil {
 				http.Error(w, err.Error(), http.StatusServiceUnavailable)
 				return
+			}
+		}
+		if cfg.utilization != nil {
+			if u, ok := cfg.utilization(); ok {
+				w.Header().Set(UtilizationHeader, strconv.FormatFloat(u, 'f', 3, 64))
 			}
 		}
 		_, _ = w.Write([]byte("ok\n"))

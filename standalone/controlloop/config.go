@@ -177,8 +177,10 @@ func WriteConfig(path string, c FileConfig) error {
 // shorter of ProbeTimeout and two intervals, and its data plane with a PING
 // (PingProber) answered within one and a half intervals: a member whose data
 // plane has answered later than that for patienceIntervals intervals (a
-// gray failure, not a burst of load), or whose /healthz has gone unanswered
-// for httpPatienceIntervals (a hung process), is not Ready. Every member of that map must have a health address. reg, when not nil, receives the
+// gray failure, not a burst of load; grayPatienceIntervals when its
+// /healthz reports capacity to spare, so it is not late for being busy),
+// or whose /healthz has gone unanswered for httpPatienceIntervals (a hung
+// process), is not Ready. Every member of that map must have a health address. reg, when not nil, receives the
 // loop's metrics.
 func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, error) {
 	if err := c.Validate(); err != nil {
@@ -215,9 +217,13 @@ func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, 
 	if err != nil {
 		return nil, fmt.Errorf("cannot start the control loop: %w", err)
 	}
+	reported := newUtilizations()
+	ping.gray = grayFailure{patience: grayPatienceIntervals * interval, reported: reported}
+	health := NewHTTPProber(addrs, min(ProbeTimeout, 2*interval), httpPatienceIntervals*interval)
+	health.reported = reported
 	l, err := New(Config{
 		Policy: c.Policy.Policy(), MapFile: c.MapFile, EventsFile: c.EventsFile,
-		Prober:   AllProbers{NewHTTPProber(addrs, min(ProbeTimeout, 2*interval), httpPatienceIntervals*interval), ping},
+		Prober:   AllProbers{health, ping},
 		Interval: time.Duration(c.Interval), Logger: logger, Registerer: reg,
 	}, m)
 	if err != nil {
@@ -240,6 +246,12 @@ const patienceIntervals = 10
 // it at once: checks left unanswered this long mean a hung or paused
 // process (a dead one refuses them at once).
 const httpPatienceIntervals = 4
+
+// grayPatienceIntervals is how many intervals the PINGs of a member whose
+// /healthz reports spare capacity may go unanswered before it is not Ready
+// (grayFailure): a node that is slow without being busy is fenced as soon
+// as a paused one.
+const grayPatienceIntervals = httpPatienceIntervals
 
 // dataAddrs returns the data-plane address of every member that has one.
 func (c FileConfig) dataAddrs() (map[string]netip.AddrPort, error) {

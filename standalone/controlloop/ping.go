@@ -21,12 +21,16 @@ import (
 // requests queued before it), and fencing it would only move its load and
 // empty its cache, so a member is not Ready only once its PINGs have failed
 // for Patience: longer than a burst of load lasts, far shorter than a gray
-// failure. A dead or paused member fails its HTTP check at once.
+// failure. A member whose /healthz reports spare capacity is not busy, so
+// its unanswered PINGs get the shorter gray failure patience (gray.go). A
+// dead member fails its HTTP check at once, a paused one after the HTTP
+// prober's patience.
 type PingProber struct {
 	ep       *transport.Endpoint
 	addrs    map[string]netip.AddrPort // member name → data-plane address
 	timeout  time.Duration
 	patience *patience
+	gray     grayFailure
 }
 
 // NewPingProber opens a UDP endpoint on bind (host:0) and probes the
@@ -62,7 +66,7 @@ func (p *PingProber) Ready(ctx context.Context, member string) bool {
 	case ctx.Err() != nil:
 		return false // cut short by the caller (AllProbers): no verdict
 	}
-	return p.patience.judge(member, start, unanswered)
+	return p.patience.judgeWithin(member, start, unanswered, p.gray.patienceFor(member, p.patience.d))
 }
 
 // Close closes the prober's endpoint.

@@ -26,6 +26,9 @@ type HTTPProber struct {
 	addrs    map[string]string // member name → health address
 	client   *http.Client
 	patience *patience
+	// reported, when set, records the utilization each answer carries
+	// (for the PING prober's gray failure patience).
+	reported *utilizations
 }
 
 // NewHTTPProber probes the members of addrs (member name → host:port),
@@ -66,6 +69,9 @@ func (p *HTTPProber) Ready(ctx context.Context, member string) bool {
 	if resp.StatusCode != http.StatusOK {
 		return p.patience.judge(member, start, refused)
 	}
+	if p.reported != nil {
+		p.reported.record(member, resp.Header)
+	}
 	return p.patience.judge(member, start, answered)
 }
 
@@ -96,6 +102,11 @@ func newPatience(d time.Duration) *patience {
 // reports whether the member is Ready: answered, or unanswered for less
 // than the patience so far.
 func (p *patience) judge(member string, start time.Time, o outcome) bool {
+	return p.judgeWithin(member, start, o, p.d)
+}
+
+// judgeWithin is judge with patience d for this check.
+func (p *patience) judgeWithin(member string, start time.Time, o outcome, d time.Duration) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if o != unanswered {
@@ -107,7 +118,7 @@ func (p *patience) judge(member string, start time.Time, o outcome) bool {
 		since = start
 		p.since[member] = since
 	}
-	return p.now().Sub(since) < p.d
+	return p.now().Sub(since) < d
 }
 
 // AllProbers is Ready when every one of its probers is. They are asked at

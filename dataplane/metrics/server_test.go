@@ -1,0 +1,49 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestHealthzUtilization(t *testing.T) {
+	tests := []struct {
+		name       string
+		healthy    func() error
+		opts       []ServerOption
+		wantStatus int
+		wantHeader string
+	}{
+		{name: "without a reporter", wantStatus: http.StatusOK},
+		{name: "reported", opts: []ServerOption{WithUtilization(func() (float64, bool) { return 0.4217, true })},
+			wantStatus: http.StatusOK, wantHeader: "0.422"},
+		{name: "nothing to report", opts: []ServerOption{WithUtilization(func() (float64, bool) { return 0, false })},
+			wantStatus: http.StatusOK},
+		{name: "unhealthy: no utilization", healthy: func() error { return errors.New("closing") },
+			opts:       []ServerOption{WithUtilization(func() (float64, bool) { return 1, true })},
+			wantStatus: http.StatusServiceUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), tt.healthy, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close(context.Background()) })
+			resp, err := http.Get("http://" + s.Addr() + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+			if got := resp.Header.Get(UtilizationHeader); got != tt.wantHeader {
+				t.Errorf("%s: %q, want %q", UtilizationHeader, got, tt.wantHeader)
+			}
+		})
+	}
+}
