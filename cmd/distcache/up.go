@@ -70,7 +70,7 @@ one machine can show the load balancing of many servers.`,
 	f.StringVar(&o.redisServer, "redis-server", "redis-server", "the redis-server program")
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
-		"health-check period of the control loop (/healthz and a data-plane PING); a cache node not ready for one period is fenced, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
+		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
 	f.DurationVar(&o.mapPoll, "map-poll", 100*time.Millisecond,
 		"how often processes check the map file for a new version (at most a quarter of spec.coherence.servingLease: cache nodes renew their lease by reading it)")
 	_ = cmd.MarkFlagRequired("filename")
@@ -128,7 +128,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 		return fmt.Errorf("cannot use --probe-interval %v: it must be positive", o.probeInterval)
 	}
 	policy := topology.FailoverPolicy(&topo.Spec, topology.LocalMapDeliveryLag)
-	policy.FenceAfter = fenceProbes * o.probeInterval
+	policy.FenceAfter = fenceAfter
 	return standalone.Run(ctx, standalone.Config{
 		Plan: p, RunDir: runDir, Policy: policy,
 		ProbeInterval: o.probeInterval, StartTimeout: o.startTimeout, Logger: log,
@@ -222,9 +222,11 @@ func tail(path string, n int64) string {
 	return string(b)
 }
 
-// fenceProbes is how many probe intervals a cache node must have been not
-// Ready before standalone mode's control loop fences it
-// (failover.Policy.FenceAfter). One is enough: a refused check is certain
-// (nothing listens on the node's port), and an unanswered one makes the
-// node not Ready only after the probers' patience.
-const fenceProbes = 1
+// fenceAfter is how long a cache node must have been not Ready before
+// standalone mode's control loop fences it (failover.Policy.FenceAfter):
+// less than any probe takes, so the step that finds it not Ready fences
+// it. Waiting longer would only delay the writes of its keys: a refused
+// check is certain (nothing listens on the node's port), an unanswered one
+// makes the node not Ready only after the probers' patience, and a fenced
+// node that is Ready again is Active at once (its keys never moved).
+const fenceAfter = time.Nanosecond

@@ -162,14 +162,19 @@ func (l *Loop) step(ctx context.Context) error {
 	l.mu.Lock()
 	m := l.m
 	l.mu.Unlock()
+	start := l.cfg.Now()
 	ready := l.probe(ctx, m)
 	now := l.cfg.Now()
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// A member whose readiness changed did so after the previous step's
+	// probe and before this one's answer: it counts from the start of this
+	// step, so a policy that fences at once (FenceAfter shorter than a
+	// probe) fences it in this step.
 	for name, r := range ready {
 		if o, ok := l.obs[name]; !ok || o.Ready != r {
-			l.obs[name] = failover.Observation{Ready: r, Since: now}
+			l.obs[name] = failover.Observation{Ready: r, Since: start}
 		}
 	}
 	next, changes, _ := l.cfg.Policy.Apply(l.m, l.obs, now)

@@ -370,3 +370,59 @@ func TestHealthy(t *testing.T) {
 		t.Fatalf("published v%d, want v%d with %s Failed", got.Version, m.Version+1, victim)
 	}
 }
+
+// probeTakes is a Prober whose every check takes d on its clock and finds
+// the members in down not Ready.
+type probeTakes struct {
+	mu   sync.Mutex // guards now
+	now  time.Time
+	d    time.Duration
+	down map[string]bool
+}
+
+func (p *probeTakes) Ready(_ context.Context, member string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.now = p.now.Add(p.d)
+	return !p.down[member]
+}
+
+func (p *probeTakes) Now() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.now
+}
+
+// TestNotReadySinceTheStepStarted checks that a member found not Ready
+// counts as not Ready from the start of the step whose probe found it, so
+// that a policy that fences at once fences it in that step, and one that
+// waits longer than the probe took does not.
+func TestNotReadySinceTheStepStarted(t *testing.T) {
+	tests := []struct {
+		name       string
+		fenceAfter time.Duration
+		want       partmap.MemberState
+	}{
+		{name: "fence at once", fenceAfter: time.Nanosecond, want: partmap.Fenced},
+		{name: "fence after longer than the probe", fenceAfter: time.Hour, want: partmap.Active},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMap(t)
+			victim := m.Layers[0].Members[1].Name
+			probe := &probeTakes{now: time.Unix(1000, 0), d: time.Millisecond, down: map[string]bool{victim: true}}
+			policy := failover.Policy{Grace: 2 * time.Hour, HoldDown: time.Second, FenceAfter: tt.fenceAfter}
+			loop, err := controlloop.New(controlloop.Config{Policy: policy, MapFile: filepath.Join(t.TempDir(), "map.json"),
+				Prober: probe, Now: probe.Now}, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := loop.Step(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := stateOf(t, loop.Map(), victim); got != tt.want {
+				t.Fatalf("after one step %s is %s, want %s", victim, got, tt.want)
+			}
+		})
+	}
+}
