@@ -282,7 +282,9 @@ func (c *cluster) probe(ctx context.Context, pr plan.Process) bool {
 	return ready
 }
 
-// stop removes every delay of a slowed process, then stops every process.
+// stop removes every delay of a slowed process, then stops every process,
+// the control loop first: it would otherwise see the cache nodes go and
+// fence them, publishing map versions for a cluster that is shutting down.
 func (c *cluster) stop() {
 	c.mu.Lock()
 	c.stopping = true
@@ -290,7 +292,13 @@ func (c *cluster) stop() {
 	c.unslowAll()
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.StopTimeout)
 	defer cancel()
-	c.sup.Stop(ctx)
+	var loops []string
+	for _, pr := range c.cfg.Plan.Processes {
+		if pr.Kind == plan.ControlLoop {
+			loops = append(loops, pr.Name)
+		}
+	}
+	c.sup.Stop(ctx, loops...)
 }
 
 // probeInBackground probes pr for the status: a shard whose Redis died

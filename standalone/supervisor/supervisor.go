@@ -245,9 +245,17 @@ func (s *Supervisor) StatusOf(name string) (Status, error) {
 
 // Stop stops every process, the last started first: SIGTERM followed by
 // SIGCONT (so that a process paused with SIGSTOP handles it), then SIGKILL
-// for those still running when ctx ends. It returns when all have exited.
-func (s *Supervisor) Stop(ctx context.Context) {
+// for those still running when ctx ends. The processes named in first are
+// stopped before the others, one by one, each waited for until it has
+// exited (or ctx ends): a controller that watches the others must not see
+// them go. It returns when all have exited.
+func (s *Supervisor) Stop(ctx context.Context, first ...string) {
 	s.cancel()
+	for _, name := range first {
+		if p, err := s.lookup(name); err == nil {
+			p.stopAndWait(ctx)
+		}
+	}
 	s.mu.Lock()
 	procs := make([]*proc, 0, len(s.order))
 	for i := len(s.order) - 1; i >= 0; i-- {
@@ -464,6 +472,24 @@ func (p *proc) signal(sig syscall.Signal) error {
 		return nil // none, or reaped: the pid may be reused
 	}
 	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// stopAndWait sends p's run SIGTERM (and SIGCONT) and waits until it has
+// exited or ctx ends.
+func (p *proc) stopAndWait(ctx context.Context) {
+	p.mu.Lock()
+	running, exited := p.running(), p.exited
+	_ = p.signal(syscall.SIGTERM)
+	_ = p.signal(syscall.SIGCONT)
+	p.paused = false
+	p.mu.Unlock()
+	if !running {
+		return
+	}
+	select {
+	case <-exited:
+	case <-ctx.Done():
+	}
 }
 
 // setState records a state change; p.mu is held.

@@ -147,6 +147,46 @@ func TestStopEndsEverything(t *testing.T) {
 	}
 }
 
+// TestStopEndsTheNamedProcessesFirst checks that the processes Stop is
+// asked to stop first have exited before any other is signalled: each
+// process records its SIGTERM in a file shared by all, and the one stopped
+// first takes its time to exit.
+func TestStopEndsTheNamedProcessesFirst(t *testing.T) {
+	s := supervisor.New(supervisor.Config{})
+	dir := t.TempDir()
+	record := filepath.Join(dir, "terminated")
+	script := func(name, exit string) string {
+		return `trap 'echo ` + name + ` >> ` + record + `; ` + exit + `; exit 0' TERM; touch ` +
+			filepath.Join(dir, name+".trapping") + `; while :; do sleep 0.01; done`
+	}
+	for _, spec := range []supervisor.Spec{
+		sh(t, "watched-1", script("watched-1", "true")),
+		sh(t, "watched-2", script("watched-2", "true")),
+		sh(t, "watcher", script("watcher", "sleep 0.2; echo watcher-exited >> "+record)),
+	} {
+		if err := s.Start(spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"watched-1", "watched-2", "watcher"} {
+		poll.Until(t, name+" to handle SIGTERM", func() bool {
+			_, err := os.Stat(filepath.Join(dir, name+".trapping"))
+			return err == nil
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s.Stop(ctx, "watcher", "no-such-process")
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(b))
+	if len(lines) != 4 || lines[0] != "watcher" || lines[1] != "watcher-exited" {
+		t.Fatalf("terminations recorded %q, want the watcher's exit before the others' SIGTERM", lines)
+	}
+}
+
 // TestStopEndsAPausedProcessWithSIGTERM pauses a process with SIGSTOP (as
 // a failure experiment does) and stops the supervisor: the process must
 // end by the SIGTERM, which it can only handle once it is continued, and
