@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -25,6 +26,12 @@ const (
 	metricInvalidations = "distcache_coherence_invalidations_total"
 	metricUpdates       = "distcache_coherence_updates_total"
 )
+
+// scrapePath asks for the work counters alone (promhttp's name[] filter):
+// a full scrape renders and parses every metric of every process, which on
+// a small machine stalls the data plane when a benchmark reads them all
+// just before it injects a failure.
+var scrapePath = "/metrics?" + url.Values{"name[]": {metricWork, metricCapacity, metricInvalidations, metricUpdates}}.Encode()
 
 // httpProber checks processes over their metrics endpoints.
 type httpProber struct {
@@ -71,7 +78,7 @@ type sample struct {
 
 // scrape reads the work counters from http://addr/metrics.
 func (p *httpProber) scrape(ctx context.Context, addr string) (sample, error) {
-	resp, err := p.get(ctx, addr, "/metrics")
+	resp, err := p.get(ctx, addr, scrapePath)
 	if err != nil {
 		return sample{}, err
 	}
