@@ -42,7 +42,11 @@ func TestScrapeReadsOnlyTheWorkCounters(t *testing.T) {
 	if got.work != 7 || got.capacity != 200 || got.coherence != 5 {
 		t.Fatalf("scraped %+v, want work 7, capacity 200, coherence 5", got)
 	}
-	resp, err := http.Get("http://" + s.Addr() + scrapePath)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.Addr()+scrapePath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

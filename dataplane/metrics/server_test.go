@@ -33,7 +33,11 @@ func TestHealthzUtilization(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close(context.Background()) })
-			resp, err := http.Get("http://" + s.Addr() + "/healthz")
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.Addr()+"/healthz", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
