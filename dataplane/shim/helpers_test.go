@@ -197,6 +197,7 @@ type envConfig struct {
 	layers []partmap.LayerSpec
 	redis  []redistest.Option
 	shim   []func(*Config)
+	hooks  []func(*Shim) // applied after New, before Start
 	// addrs are members served by something other than a recordingNode
 	// (a real cache node), by member name.
 	addrs map[string]netip.AddrPort
@@ -222,6 +223,11 @@ func withMemberAddress(name string, addr netip.AddrPort) envOption {
 		}
 		c.addrs[name] = addr
 	}
+}
+
+// withShimHook changes the shim after New, before Start (its test seams).
+func withShimHook(f func(*Shim)) envOption {
+	return func(c *envConfig) { c.hooks = append(c.hooks, f) }
 }
 
 // withConfig edits the shim's Config before New.
@@ -278,6 +284,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	e.shim, e.cfg = s, cfg
 	t.Cleanup(func() { _ = s.Close() })
+	for _, h := range c.hooks {
+		h(s)
+	}
 
 	m, err := partmap.Build(partmap.Spec{Cluster: testCluster, Racks: 1, ShardsPerRack: c.shards, Layers: c.layers}, nil)
 	if err != nil {

@@ -30,7 +30,7 @@ type shimMetrics struct {
 	mapVersion              prometheus.Gauge
 }
 
-func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *capacity.Limiter) (*shimMetrics, error) {
+func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *capacity.Limiter, coalesced func() uint64) (*shimMetrics, error) {
 	invalidations := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "distcache_coherence_invalidations_total",
 		Help: "Phase-1 INVALIDATEs sent, by result (ok: acknowledged, failed: not in time, released: no longer awaited once the owner's serving lease ran out after it was removed or fenced, best_effort: sent once to such an owner, not awaited).",
@@ -69,6 +69,8 @@ func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *cap
 			"Work units taken from the emulated capacity: 1 per GET, FETCH, PUT and DEL served, 1 per cached copy a write invalidates and updates.",
 			work.Used),
 		metrics.GaugeFunc("distcache_work_capacity", "Emulated capacity in work units per second (0: unlimited).", work.Rate),
+		metrics.CounterFunc("distcache_coalesced_requests_total",
+			"GETs answered by the Redis read of another GET of the key, which they joined while it waited for its work unit.", coalesced),
 	); err != nil {
 		return nil, fmt.Errorf("cannot register shim metrics: %w", err)
 	}

@@ -24,30 +24,38 @@ func (s *Shim) redisGet(key string) (wire.Status, []byte) {
 	return wire.StatusOK, v
 }
 
-// serveGet answers a GET: a cache node's miss or a client's direct read.
-// A node's is marked FlagTracked when no write of the key is in progress
-// and the node is the key's Active owner, checked before Redis is read:
-// every write that has not started yet then invalidates the node before it
-// completes (or after the node has left the key's ownership for the
-// serving lease), so the readers the node coalesced onto this read may
-// take its value (wire.FlagTracked).
-func (s *Shim) serveGet(r *request) {
-	s.stats.gets.Add(1)
-	tracked := !r.direct && s.locks.waiters(r.key) == 0 && s.view.Load().cur.isServingOwner(r.key, r.src)
-	status, value := s.redisGet(r.key)
-	if status == wire.StatusNotFound {
-		s.stats.getMisses.Add(1)
+// serveGets answers GETs of one key, each a cache node's miss or a
+// client's direct read, with one Redis read that started after all of them
+// arrived (queuedReads). A node's is marked FlagTracked when no write of
+// the key is in progress and the node is the key's Active owner, checked
+// before Redis is read: every write that has not started yet then
+// invalidates the node before it completes (or after the node has left the
+// key's ownership for the serving lease), so the readers the node
+// coalesced onto this read may take its value (wire.FlagTracked).
+func (s *Shim) serveGets(reads []*request) {
+	key := reads[0].key
+	noWrite, cur := s.locks.waiters(key) == 0, s.view.Load().cur
+	tracked := make([]bool, len(reads))
+	for i, r := range reads {
+		tracked[i] = !r.direct && noWrite && cur.isServingOwner(key, r.src)
 	}
+	status, value := s.redisGet(key)
 	result := metrics.StatusResult(status)
 	if status == wire.StatusOK {
 		result = metrics.ResultMiss // served by storage, not by a cache
 	}
-	s.metrics.requests.Observe(r.op, result, time.Since(r.start))
-	reply := s.replyTo(r, status, 0, value)
-	if tracked {
-		reply.Flags |= wire.FlagTracked
+	for i, r := range reads {
+		s.stats.gets.Add(1)
+		if status == wire.StatusNotFound {
+			s.stats.getMisses.Add(1)
+		}
+		s.metrics.requests.Observe(r.op, result, time.Since(r.start))
+		reply := s.replyTo(r, status, 0, value)
+		if tracked[i] {
+			reply.Flags |= wire.FlagTracked
+		}
+		s.send(r.src, &reply)
 	}
-	s.send(r.src, &reply)
 }
 
 // serveFetch answers a cache node's insertion (DistCache §4.3): under the

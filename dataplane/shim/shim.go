@@ -166,6 +166,10 @@ type Shim struct {
 	clock   versionClock
 	sem     chan struct{}     // a token per request being served
 	work    *capacity.Limiter // the emulated capacity, shared by readers and writes
+	queued  *queuedReads      // GETs waiting for their work unit, which later GETs of the key join
+	// takeUnit takes a read's work unit if it is available by deadline
+	// (capacity.Limiter.TakeBy); tests replace it before Start.
+	takeUnit func(deadline time.Time) bool
 
 	// ctx ends when Close starts; it aborts calls and lock waits.
 	ctx    context.Context
@@ -218,17 +222,19 @@ func New(cfg Config) (*Shim, error) {
 		return nil, fmt.Errorf("cannot create shim %s: %w", cfg.Shard, err)
 	}
 	s := &Shim{
-		cfg:   cfg,
-		log:   cfg.Logger.With("shard", cfg.Shard),
-		ep:    ep,
-		rdb:   redis.NewClient(redisOptions(cfg.Redis)),
-		locks: newKeyLocks(),
-		dedup: newDedupTable(cfg.DedupTTL),
-		sem:   make(chan struct{}, cfg.MaxInFlight),
-		work:  capacity.New(cfg.EmulatedRate),
+		cfg:    cfg,
+		log:    cfg.Logger.With("shard", cfg.Shard),
+		ep:     ep,
+		rdb:    redis.NewClient(redisOptions(cfg.Redis)),
+		locks:  newKeyLocks(),
+		dedup:  newDedupTable(cfg.DedupTTL),
+		sem:    make(chan struct{}, cfg.MaxInFlight),
+		work:   capacity.New(cfg.EmulatedRate),
+		queued: newQueuedReads(),
 	}
+	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
 	s.clock.start(time.Now())
-	if s.metrics, err = newShimMetrics(cfg.Registerer, ep, s.work); err != nil {
+	if s.metrics, err = newShimMetrics(cfg.Registerer, ep, s.work, s.stats.coalescedGets.Load); err != nil {
 		_ = ep.Close()
 		_ = s.rdb.Close()
 		return nil, err
@@ -337,9 +343,11 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 
 // serve runs one request on its own goroutine. The request first takes its
 // work unit from the emulated capacity (a write's copies are charged after
-// its phase 1). A read that would get it only after QueueTimeout is shed
-// with StatusOverloaded: its client has given up on it by then. A write
-// always waits: it is at most once, and its client retransmits it.
+// its phase 1); a GET of a key whose read already waits for its unit joins
+// that read instead (queuedReads). A read that would get its unit only
+// after QueueTimeout is shed with StatusOverloaded, with the GETs that
+// joined it: its client has given up on it by then. A write always waits:
+// it is at most once, and its client retransmits it.
 func (s *Shim) serve(r *request) {
 	defer s.wg.Done()
 	defer func() { <-s.sem }()
@@ -348,23 +356,42 @@ func (s *Shim) serve(r *request) {
 		s.serveWrite(r)
 		return
 	}
-	// A read is not remembered once answered: a retransmission that
-	// arrives later is served again.
-	dk := r.dedupKey()
-	if !s.work.TakeBy(1, r.start.Add(s.cfg.QueueTimeout)) {
-		s.stats.shed.Add(1)
-		s.metrics.requests.Observe(r.op, metrics.StatusResult(wire.StatusOverloaded), time.Since(r.start))
-		s.dedup.abandon(dk)
-		reply := s.replyTo(r, wire.StatusOverloaded, 0, nil)
-		s.send(r.src, &reply)
-		return
-	}
+	reads := []*request{r}
+	var qr *queuedRead
 	if r.op == wire.OpGet {
-		s.serveGet(r)
-	} else {
+		var joined bool
+		if qr, joined = s.queued.join(r); joined {
+			s.stats.coalescedGets.Add(1)
+			return // answered by the read it joined
+		}
+	}
+	ok := s.takeUnit(r.start.Add(s.cfg.QueueTimeout))
+	if qr != nil {
+		reads = append(reads, s.queued.start(r.key, qr)...)
+	}
+	switch {
+	case !ok:
+		s.shed(reads)
+	case r.op == wire.OpGet:
+		s.serveGets(reads)
+	default:
 		s.serveFetch(r)
 	}
-	s.dedup.abandon(dk)
+	// A read is not remembered once answered: a retransmission that
+	// arrives later is served again.
+	for _, r := range reads {
+		s.dedup.abandon(r.dedupKey())
+	}
+}
+
+// shed answers reads with StatusOverloaded.
+func (s *Shim) shed(reads []*request) {
+	for _, r := range reads {
+		s.stats.shed.Add(1)
+		s.metrics.requests.Observe(r.op, metrics.StatusResult(wire.StatusOverloaded), time.Since(r.start))
+		reply := s.replyTo(r, wire.StatusOverloaded, 0, nil)
+		s.send(r.src, &reply)
+	}
 }
 
 // mapVersion is the current map's version, for reply headers.

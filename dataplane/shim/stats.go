@@ -25,6 +25,7 @@ type Stats struct {
 	DuplicateRequests uint64 // retransmitted requests not served again (reads in progress, writes)
 	AlreadyApplied    uint64 // retransmitted writes a previous run of the shim had applied (Redis marks, applyScript): acknowledged, not applied again
 	Shed              uint64 // reads shed with StatusOverloaded: the emulated capacity was QueueTimeout away
+	CoalescedGets     uint64 // GETs answered by the Redis read of another GET of the key, which they joined while it waited for its work unit
 	Work              uint64 // work units taken from the emulated capacity (requests, and copies of writes)
 	MapVersion        int64  // version of the current partition map (0: none)
 	Transport         transport.Stats
@@ -37,7 +38,7 @@ type counters struct {
 	invalidations, coherenceFailures, copies      atomic.Uint64
 	invalidationsReleased                         atomic.Uint64
 	updatesSent, updateFailures, duplicates, shed atomic.Uint64
-	alreadyApplied                                atomic.Uint64
+	alreadyApplied, coalescedGets                 atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -52,8 +53,9 @@ func (s *Shim) Stats() Stats {
 		CopiesInvalidated: c.copies.Load(), Released: c.invalidationsReleased.Load(),
 		UpdatesSent: c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
 		DuplicateRequests: c.duplicates.Load(), AlreadyApplied: c.alreadyApplied.Load(), Shed: c.shed.Load(),
-		Work:      s.work.Used(),
-		Transport: s.ep.Stats(),
+		CoalescedGets: c.coalescedGets.Load(),
+		Work:          s.work.Used(),
+		Transport:     s.ep.Stats(),
 	}
 	if v := s.view.Load(); v != nil {
 		st.MapVersion = v.cur.version
