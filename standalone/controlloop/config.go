@@ -180,8 +180,8 @@ func WriteConfig(path string, c FileConfig) error {
 // gray failure, not a burst of load; grayPatienceIntervals when its
 // /healthz reports capacity to spare, so it is not late for being busy),
 // or whose /healthz has gone unanswered for httpPatienceIntervals (a hung
-// process), is not Ready. Every member of that map must have a health address. reg, when not nil, receives the
-// loop's metrics.
+// process), is not Ready. Every member of that map must have a health
+// address. reg, when not nil, receives the loop's metrics.
 func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
