@@ -105,11 +105,13 @@ func (n *Node) handleInvalidate(out transport.Sender, src netip.AddrPort, req *w
 	n.stats.invalidations.Add(1)
 	var flags wire.Flag
 	if held {
-		n.work.Take(1)
 		flags = wire.FlagHit
 	}
 	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, flags, req.ValueVersion, nil)
 	n.reqs.Observe(wire.OpInvalidate, metrics.ResultOK, time.Since(start))
+	if held {
+		n.spend(out, 1) // after the acknowledgement: the writer does not wait for the node's queue
+	}
 }
 
 // handleUpdate serves UPDATE, phase 2: it ends the pending write, for a
@@ -130,9 +132,6 @@ func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.
 	default:
 		outcome = updateAbsent
 	}
-	if outcome != updateAbsent {
-		n.work.Take(1)
-	}
 	switch outcome {
 	case updateApplied:
 		n.stats.updates.Add(1)
@@ -148,4 +147,7 @@ func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.
 	n.answerParked(out, req, v, parked, outcome == updateApplied, start)
 	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, req.ValueVersion, nil)
 	n.reqs.Observe(wire.OpUpdate, metrics.ResultOK, time.Since(start))
+	if outcome != updateAbsent {
+		n.spend(out, 1) // after the acknowledgement, as an INVALIDATE's
+	}
 }

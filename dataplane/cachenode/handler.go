@@ -73,7 +73,7 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	// whose invalidation is applied meanwhile linearises after this read,
 	// whose linearisation point is the lookup (the read was invoked before
 	// it, and the write completes only after its invalidation).
-	n.work.Take(1)
+	n.spend(out, 1)
 	n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusOK, wire.FlagHit, version, value)
 	n.reqs.Observe(wire.OpGet, metrics.ResultHit, time.Since(start))
 }
@@ -115,3 +115,30 @@ func (n *Node) loadAt(now int64) uint32 {
 	}
 	return uint32(q)
 }
+
+// flusher is the reader's reply batch (transport.Handler): Flush sends the
+// replies it holds.
+type flusher interface{ Flush() }
+
+// spend takes units of the node's emulated capacity. When they are not
+// there yet, it first sends the replies out holds, so that the requests
+// the reader has served do not wait for the ones behind them in its batch:
+// a server sends each reply when it is done with it.
+func (n *Node) spend(out transport.Sender, units int) {
+	if n.work.TryTake(units) {
+		return
+	}
+	if f, ok := out.(flusher); ok {
+		f.Flush()
+	}
+	n.work.Take(units)
+}
+
+// urgent is the node's control traffic, which its readers serve ahead of
+// the reads in each receive batch (transport.Config.Urgent): the coherence
+// of writes (INVALIDATE, UPDATE), which a writer waits for and which keeps
+// the key uncacheable until it ends; health probes (PING), which must
+// measure whether the node is alive rather than how long its queue is;
+// and the shims' replies to the node's fetches, which readers wait for.
+// Only reads queue for the emulated capacity behind one another.
+func urgent(op wire.Op) bool { return op != wire.OpGet }

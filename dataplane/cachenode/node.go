@@ -236,7 +236,9 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create cache node: %w", err)
 	}
-	ep, err := transport.Listen(cfg.Transport)
+	tc := cfg.Transport
+	tc.Urgent = urgent
+	ep, err := transport.Listen(tc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create cache node: %w", err)
 	}

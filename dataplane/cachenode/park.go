@@ -146,7 +146,7 @@ func (n *Node) answerParked(out transport.Sender, upd *wire.Message, v *view, ws
 		result = metrics.StatusResult(wire.StatusNotFound)
 	}
 	if applied {
-		n.work.Take(len(ws))
+		n.spend(out, len(ws))
 		flags, result = wire.FlagHit, metrics.ResultHit
 	}
 	reply := wire.Message{

@@ -136,6 +136,23 @@ func (l *Limiter) Take(n int) {
 	l.used.Add(uint64(n))
 }
 
+// TryTake takes n work units and reports true if they are available now;
+// otherwise it takes nothing and reports false at once. A caller that
+// must not hold finished work while it waits (a reader with replies
+// queued) tries first, hands its finished work on, and then Takes. n <= 0,
+// an unlimited Limiter and a closed one always succeed; successes are
+// counted as Take's. It does not allocate.
+func (l *Limiter) TryTake(n int) bool {
+	if l == nil || n <= 0 {
+		return true
+	}
+	if l.lim != nil && !l.closed.Load() && (n > l.burst || !l.lim.AllowN(l.clk.now(), n)) {
+		return false
+	}
+	l.used.Add(uint64(n))
+	return true
+}
+
 // wait waits for n units, a burst at a time.
 func (l *Limiter) wait(n int) {
 	for n > 0 {

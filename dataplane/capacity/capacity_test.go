@@ -346,3 +346,45 @@ func TestTakeByUnsaturatedDoesNotAllocate(t *testing.T) {
 		t.Fatalf("TakeBy allocates %v times per call, want 0", allocs)
 	}
 }
+
+func TestTryTake(t *testing.T) {
+	tests := []struct {
+		name   string
+		rate   float64
+		idle   bool // the bucket is full (else empty)
+		closed bool
+		n      int
+		want   bool
+	}{
+		{name: "idle: within the burst", rate: 100, idle: true, n: 1, want: true},
+		{name: "busy: refused without waiting", rate: 100, n: 1},
+		{name: "idle but more than a burst", rate: 100, idle: true, n: 2},
+		{name: "unlimited", rate: 0, n: 5, want: true},
+		{name: "closed", rate: 100, closed: true, n: 1, want: true},
+		{name: "nothing asked", rate: 100, n: 0, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			l := newLimiter(tt.rate, clk)
+			if l.lim != nil && !tt.idle {
+				l.lim.ReserveN(clk.now(), l.burst) // empty the bucket
+			}
+			if tt.closed {
+				l.Close()
+			}
+			got := l.TryTake(tt.n)
+			slept, sleeps := clk.sleepStats()
+			if got != tt.want || sleeps != 0 {
+				t.Fatalf("TryTake(%d) = %v after %d sleeps (%v), want %v without sleeping", tt.n, got, sleeps, slept, tt.want)
+			}
+			wantUsed := uint64(0)
+			if got {
+				wantUsed = uint64(max(tt.n, 0))
+			}
+			if l.Used() != wantUsed {
+				t.Errorf("used %d units, want %d", l.Used(), wantUsed)
+			}
+		})
+	}
+}

@@ -159,7 +159,7 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 	}
 	for off := 0; ; {
 		if r.queued == len(r.out) {
-			r.flush()
+			r.Flush()
 		}
 		i := r.queued
 		b, next, err := wire.AppendDatagram(r.outBuf[i][:0], m, off, r.e.cfg.Datagram)
@@ -178,7 +178,8 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 	}
 }
 
-func (r *mmsgReader) flush() {
+// Flush sends the replies queued since the last flush.
+func (r *mmsgReader) Flush() {
 	if r.queued == 0 {
 		return
 	}

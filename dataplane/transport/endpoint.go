@@ -59,8 +59,11 @@ type Sender interface {
 // run on the reader goroutines, concurrently when Config.Readers > 1.
 //
 // Replies sent through out are encoded at once and sent with the rest of
-// the reader's batch when the handler of the batch's last datagram returns;
-// out belongs to the reader goroutine and must not be kept or handed to
+// the reader's batch when the handler of the batch's last datagram returns,
+// or earlier when a handler calls out's Flush method (out has one: assert
+// an interface with Flush()), as one about to block on purpose does so that
+// the replies already finished do not wait for it. out belongs to the
+// reader goroutine and must not be kept or handed to
 // another goroutine (use the Endpoint there). Kernel send errors of queued
 // replies are counted in Stats.SendErrors, not returned.
 type Handler func(out Sender, src netip.AddrPort, req *wire.Message)
@@ -85,6 +88,14 @@ type Config struct {
 	Retransmit, MaxRetransmit time.Duration
 	// SocketBuffer is the requested SO_RCVBUF and SO_SNDBUF in bytes.
 	SocketBuffer int
+	// Urgent, when set, marks the requests a reader serves ahead of the
+	// others of its receive batch: it handles the batch's datagrams whose
+	// op is urgent first, then the rest in the order they arrived. A
+	// server whose handler blocks on purpose (an emulated capacity) keeps
+	// its control traffic, such as coherence and health probes, from
+	// queueing behind the requests it serves, as a switch serves control
+	// packets from a queue of higher priority.
+	Urgent func(wire.Op) bool
 	// Reassembly bounds the multi-datagram messages held.
 	Reassembly wire.ReassemblyConfig
 	// Logger receives debug records about dropped datagrams.
@@ -314,7 +325,8 @@ func (e *Endpoint) Stats() Stats {
 func (e *Endpoint) read(h Handler) {
 	defer e.wg.Done()
 	r := e.newReader()
-	msg := new(wire.Message) // reused for every datagram this reader hands out
+	msg := new(wire.Message)             // reused for every datagram this reader hands out
+	served := make([]bool, e.cfg.Batch) // the batch's datagrams served ahead of the rest (Config.Urgent)
 	for {
 		n, err := r.recv()
 		if err != nil {
@@ -325,14 +337,31 @@ func (e *Endpoint) read(h Handler) {
 			continue
 		}
 		e.stats.receives.Add(1)
+		if e.cfg.Urgent != nil && n > 1 {
+			for i := range n {
+				b, src := r.datagram(i)
+				if served[i] = e.urgent(b); served[i] {
+					e.receive(h, r, src, b, msg)
+				}
+			}
+		}
 		for i := range n {
+			if served[i] {
+				served[i] = false
+				continue
+			}
 			b, src := r.datagram(i)
-			e.stats.datagramsIn.Add(1)
-			e.stats.bytesIn.Add(uint64(len(b)))
 			e.receive(h, r, src, b, msg)
 		}
-		r.flush()
+		r.Flush()
 	}
+}
+
+// urgent reports whether datagram b carries an op Config.Urgent serves
+// first. A malformed datagram is not urgent (receive counts it).
+func (e *Endpoint) urgent(b []byte) bool {
+	p, err := wire.Parse(b)
+	return err == nil && e.cfg.Urgent(p.Op)
 }
 
 // reader is one reader goroutine's socket access: it receives datagrams
@@ -344,8 +373,8 @@ type reader interface {
 	// datagram is the i-th datagram of the last recv and its unmapped
 	// source; the bytes are valid until the next recv.
 	datagram(i int) ([]byte, netip.AddrPort)
-	// flush sends the replies queued since the last flush.
-	flush()
+	// Flush sends the replies queued since the last flush.
+	Flush()
 }
 
 // singleReader reads and sends one datagram per system call.
@@ -373,15 +402,19 @@ func (r *singleReader) datagram(int) ([]byte, netip.AddrPort) { return r.buf[:r.
 
 func (r *singleReader) Send(dst netip.AddrPort, m *wire.Message) error { return r.e.Send(dst, m) }
 
-func (r *singleReader) flush() {}
+// Flush does nothing: every reply is sent at once.
+func (r *singleReader) Flush() {}
 
 // unmapped reports an IPv4 peer of a dual-stack socket as IPv4.
 func unmapped(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
-// receive dispatches one datagram, decoding a complete message into msg.
+// receive counts and dispatches one datagram, decoding a complete message
+// into msg.
 func (e *Endpoint) receive(h Handler, out Sender, src netip.AddrPort, b []byte, msg *wire.Message) {
+	e.stats.datagramsIn.Add(1)
+	e.stats.bytesIn.Add(uint64(len(b)))
 	p, err := wire.Parse(b)
 	if err != nil {
 		e.stats.malformed.Add(1)
