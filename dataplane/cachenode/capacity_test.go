@@ -2,11 +2,13 @@ package cachenode
 
 import (
 	"math"
+	"net/netip"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/distcache/distcache/dataplane/capacity"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -182,5 +184,46 @@ func TestEmulatedRateValidated(t *testing.T) {
 				t.Fatalf("New with EmulatedRate %v: err %v, want ok %v", tt.rate, err, tt.ok)
 			}
 		})
+	}
+}
+
+// countingBatch is a reader's reply batch that counts its flushes.
+type countingBatch struct{ sent, flushes int }
+
+func (b *countingBatch) Send(netip.AddrPort, *wire.Message) error { b.sent++; return nil }
+func (b *countingBatch) Flush()                                   { b.flushes++ }
+
+// TestSpendFlushesBeforeItWaits checks that the reader sends the replies it
+// has finished before it waits for the emulated capacity, and only then.
+func TestSpendFlushesBeforeItWaits(t *testing.T) {
+	n := &Node{work: capacity.New(100)} // a burst of 1 unit
+	out := &countingBatch{}
+	n.spend(out, 1)
+	if out.flushes != 0 {
+		t.Fatalf("spending an available unit flushed the batch %d times, want 0", out.flushes)
+	}
+	n.spend(out, 1) // the bucket is empty: 10 ms to wait
+	if out.flushes != 1 || n.work.Used() != 2 {
+		t.Fatalf("spending a unit that is not there yet: %d flushes and %d units used, want 1 and 2", out.flushes, n.work.Used())
+	}
+}
+
+// TestUrgentOps checks which requests a node's reader serves ahead of the
+// reads of its batch: everything but reads.
+func TestUrgentOps(t *testing.T) {
+	for _, tt := range []struct {
+		op   wire.Op
+		want bool
+	}{
+		{wire.OpGet, false},
+		{wire.OpInvalidate, true},
+		{wire.OpUpdate, true},
+		{wire.OpPing, true},
+		{wire.OpFetchReply, true},
+		{wire.OpPut, true}, // refused at once
+	} {
+		if got := urgent(tt.op); got != tt.want {
+			t.Errorf("urgent(%s) = %v, want %v", tt.op, got, tt.want)
+		}
 	}
 }

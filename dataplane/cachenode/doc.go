@@ -95,11 +95,17 @@
 // an INVALIDATE or an UPDATE of a key the node holds an entry for costs 1,
 // and everything else is free — a miss is forwarded to the shim and
 // relayed back at line rate, an INVALIDATE or UPDATE of a key the node does
-// not hold finds nothing to do. The unit is taken on the reader goroutine
-// before the reply: at the rate limit the reader waits, and the requests
-// behind it wait in the socket buffer. So do misses and the shim's replies
-// to forwarded misses (one socket, read in order): at the limit a miss is
-// free but not faster than the hits queued ahead of it. Stats.Work and
+// not hold finds nothing to do. A hit's unit is taken on the reader
+// goroutine before its reply: at the rate limit the reader waits, and the
+// reads behind it wait in the socket buffer, as packets at a busy switch.
+// Before it waits, the reader sends the replies of its batch it has
+// finished, so a reply waits for its own unit, not for those of the reads
+// received with it. The rest is control traffic, which the reader serves
+// ahead of the reads of each receive batch (transport.Config.Urgent): an
+// INVALIDATE or UPDATE is acknowledged before its unit is spent, so a
+// writer waits for neither the node's queue of reads nor the unit; a PING
+// measures whether the node is alive, not how long its queue is; misses
+// are forwarded and the shim's replies relayed at once. Stats.Work and
 // distcache_work_units_total count the units; distcache_work_capacity is
 // the rate (0: unlimited, the default, where the hit path still does not
 // allocate).

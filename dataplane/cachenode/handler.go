@@ -14,9 +14,10 @@ import (
 // the reader's reply batch. req's Key and Value alias the receive buffer:
 // every path that keeps them copies them first. No path blocks on the
 // network or on another request, but the emulated capacity (Config.
-// EmulatedRate) blocks the reader on purpose: a hit, or an INVALIDATE or
-// UPDATE of a held key, waits for its work unit, and the requests behind it
-// queue in the socket buffer as they would at a busy server.
+// EmulatedRate) blocks the reader on purpose: a hit waits for its work
+// unit, and the requests behind it queue in the socket buffer as they
+// would at a busy server; an INVALIDATE or UPDATE of a held key spends its
+// unit after its acknowledgement (spend, urgent).
 func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	start := time.Now()
 	v := n.view.Load()

@@ -19,7 +19,8 @@
 // capacity, not the CPU. Take blocks on purpose: a cache node calls it on
 // a reader goroutine of its UDP socket, so while the emulated switch is busy
 // the requests that wait for it queue in the kernel's socket buffer, like
-// packets waiting for a busy switch. A storage shim queues its requests on
+// packets waiting for a busy switch (it tries TryTake first, and sends the
+// replies it has finished before it waits). A storage shim queues its requests on
 // their own goroutines instead and calls TakeBy with a deadline: its reader
 // keeps reading the acknowledgements of the shim's own coherence calls, and
 // a read that could only be served after its client has given up is shed
@@ -91,6 +92,11 @@ type Limiter struct {
 	closeOnce sync.Once
 	done      chan struct{} // closed by Close; nil in the zero Limiter
 	closed    atomic.Bool
+
+	aheadMu sync.Mutex // guards aheadFree
+	// aheadFree is when the units TakeAhead has handed out so far are
+	// all due: the next TakeAhead waits until then.
+	aheadFree time.Time
 }
 
 // New returns a Limiter of rate work units per second, with a burst of
@@ -132,6 +138,39 @@ func (l *Limiter) Take(n int) {
 	}
 	if l.lim != nil {
 		l.wait(n)
+	}
+	l.used.Add(uint64(n))
+}
+
+// TakeAhead takes n work units ahead of the callers of Take and TakeBy: it
+// waits only for the units earlier TakeAhead calls took, at the rate, and
+// the units it takes are owed by the bucket, so the callers that reserve
+// after it wait for them. It is a queue of higher priority on the same
+// capacity: over any long interval the units taken, by every method
+// together, still follow the rate; in the short run the callers already
+// waiting keep the times they were promised. A storage shim takes its
+// writes' units this way: a write holds its key's lock while its readers
+// wait for it, so the reads queued ahead of it should not make it wait
+// too. Like Take it counts the units, and after Close it no longer waits.
+func (l *Limiter) TakeAhead(n int) {
+	if l == nil || n <= 0 {
+		return
+	}
+	if l.lim != nil && !l.closed.Load() {
+		now := l.clk.now()
+		l.aheadMu.Lock()
+		start := now
+		if l.aheadFree.After(start) {
+			start = l.aheadFree
+		}
+		l.aheadFree = start.Add(time.Duration(float64(n) / l.rate * float64(time.Second)))
+		l.aheadMu.Unlock()
+		for left := n; left > 0; left -= l.burst {
+			l.lim.ReserveN(now, min(left, l.burst)) // owed: later callers wait for it
+		}
+		if d := start.Sub(now); d > 0 {
+			l.clk.sleep(d, l.done)
+		}
 	}
 	l.used.Add(uint64(n))
 }

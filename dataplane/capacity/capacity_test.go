@@ -388,3 +388,63 @@ func TestTryTake(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeAhead checks the queue of higher priority: TakeAhead does not wait
+// for the units promised to Take's callers, waits for those of earlier
+// TakeAhead calls, and the units it takes delay the callers after it.
+func TestTakeAhead(t *testing.T) {
+	tests := []struct {
+		name       string
+		queued     int           // units promised to Take's callers (rate 100: 10 ms each)
+		ahead      []int         // successive TakeAhead calls
+		wantSlept  time.Duration // by the TakeAhead calls together
+		wantDone   time.Duration // when a unit Taken after them is there
+	}{
+		{name: "ahead of a queue of reads", queued: 10, ahead: []int{1}, wantSlept: 0, wantDone: 120 * time.Millisecond},
+		{name: "behind an earlier write", ahead: []int{1, 1}, wantSlept: 10 * time.Millisecond, wantDone: 30 * time.Millisecond},
+		{name: "more than a burst", ahead: []int{3, 1}, wantSlept: 30 * time.Millisecond, wantDone: 50 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			l := newLimiter(100, clk)
+			l.lim.ReserveN(clk.now(), l.burst) // empty the bucket
+			for range tt.queued {
+				l.lim.ReserveN(clk.now(), 1)
+			}
+			want := 0
+			for _, n := range tt.ahead {
+				l.TakeAhead(n)
+				want += n
+			}
+			slept, _ := clk.sleepStats()
+			if slept != tt.wantSlept || l.Used() != uint64(want) {
+				t.Fatalf("TakeAhead slept %v and used %d units, want %v and %d", slept, l.Used(), tt.wantSlept, want)
+			}
+			// The units TakeAhead took are owed: a caller after them waits
+			// for the queue, for them and for its own unit.
+			l.Take(1)
+			if done, _ := clk.sleepStats(); done != tt.wantDone {
+				t.Errorf("a unit taken after them was there after %v, want %v", done, tt.wantDone)
+			}
+		})
+	}
+}
+
+func TestTakeAheadUnlimitedOrClosed(t *testing.T) {
+	for _, l := range []*Limiter{newLimiter(0, newFakeClock()), closedLimiter()} {
+		l.TakeAhead(5)
+		l.TakeAhead(5)
+		if l.Used() != 10 {
+			t.Errorf("used %d units, want 10", l.Used())
+		}
+	}
+	var nilLimiter *Limiter
+	nilLimiter.TakeAhead(1) // does not panic
+}
+
+func closedLimiter() *Limiter {
+	l := newLimiter(100, newFakeClock())
+	l.Close()
+	return l
+}

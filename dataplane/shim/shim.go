@@ -346,13 +346,17 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 // its phase 1); a GET of a key whose read already waits for its unit joins
 // that read instead (queuedReads). A read that would get its unit only
 // after QueueTimeout is shed with StatusOverloaded, with the GETs that
-// joined it: its client has given up on it by then. A write always waits:
-// it is at most once, and its client retransmits it.
+// joined it: its client has given up on it by then. A write takes its
+// units ahead of the queued reads (capacity.Limiter.TakeAhead), waiting
+// only for other writes: while it runs, its key's later writes wait for
+// its lock and its key's readers are parked at the owners it invalidated,
+// so every read it waited behind would make them all wait. It is
+// never shed: it is at most once, and its client retransmits it.
 func (s *Shim) serve(r *request) {
 	defer s.wg.Done()
 	defer func() { <-s.sem }()
 	if r.op == wire.OpPut || r.op == wire.OpDel {
-		s.work.Take(1)
+		s.work.TakeAhead(1)
 		s.serveWrite(r)
 		return
 	}

@@ -95,8 +95,9 @@ func (s *Shim) applyWrite(r *request) (status wire.Status, v uint64, owners []ow
 	// The coherence work of the copies (DistCache §4.3, the simulator's
 	// CoherenceCost): a unit per owner that held a copy, which this write
 	// invalidated and will update. Taken on the write's goroutine from the
-	// capacity the readers share, so it delays the shim's other requests.
-	s.work.Take(copies)
+	// capacity the readers share, ahead of them (serve), so it delays the
+	// shim's reads rather than the write.
+	s.work.TakeAhead(copies)
 	t := time.Now()
 	applied, err := s.applyToRedis(s.ctx, r)
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())

@@ -325,7 +325,7 @@ func (e *Endpoint) Stats() Stats {
 func (e *Endpoint) read(h Handler) {
 	defer e.wg.Done()
 	r := e.newReader()
-	msg := new(wire.Message)             // reused for every datagram this reader hands out
+	msg := new(wire.Message)            // reused for every datagram this reader hands out
 	served := make([]bool, e.cfg.Batch) // the batch's datagrams served ahead of the rest (Config.Urgent)
 	for {
 		n, err := r.recv()
