@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
@@ -126,33 +125,20 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 	return out
 }
 
-// scrapeParallelism bounds the processes Work scrapes at once: rendering
-// their metrics all at the same instant stalls a small machine's data plane
-// (see spread), and Work runs just before a benchmark injects a failure.
-const scrapeParallelism = 4
-
-// Work implements control.Backend: it scrapes every shim and node now. A
-// process that cannot be scraped (killed, restarting) keeps its last
-// sample; only a canceled ctx is an error.
+// Work implements control.Backend: it scrapes every shim and node now, one
+// at a time. A scrape costs the scraped process about a millisecond of CPU
+// (its metrics are gathered, then filtered) and the scraper about as much;
+// scraping several at once stalled a small machine's data plane for tens
+// of milliseconds (see spread), and Work runs just before a benchmark
+// injects a failure. A process that cannot be scraped (killed,
+// restarting) keeps its last sample; only a canceled ctx is an error.
 func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
-	var (
-		mu   sync.Mutex // guards errs
-		errs []error
-		wg   sync.WaitGroup
-	)
-	sem := make(chan struct{}, scrapeParallelism)
+	var errs []error
 	for _, pr := range c.scrapedProcesses() {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := c.scrapeOne(ctx, pr); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
+		if err := c.scrapeOne(ctx, pr); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	wg.Wait()
 	var out []control.Process
 	for _, pr := range c.processes(c.currentMap()) {
 		if scraped(plan.Kind(pr.Kind)) {

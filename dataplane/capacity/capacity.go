@@ -20,12 +20,14 @@
 // a reader goroutine of its UDP socket, so while the emulated switch is busy
 // the requests that wait for it queue in the kernel's socket buffer, like
 // packets waiting for a busy switch (it tries TryTake first, and sends the
-// replies it has finished before it waits). A storage shim queues its requests on
-// their own goroutines instead and calls TakeBy with a deadline: its reader
-// keeps reading the acknowledgements of the shim's own coherence calls, and
-// a read that could only be served after its client has given up is shed
-// rather than served late — a busy server that kept serving abandoned
-// requests would never catch up (a retransmission storm).
+// replies it has finished before it waits). A storage shim queues its
+// requests on their own goroutines instead and calls TakeBy with a
+// deadline: its reader keeps reading the acknowledgements of the shim's own
+// coherence calls, and a read that could only be served after its client
+// has given up is shed rather than served late — a busy server that kept
+// serving abandoned requests would never catch up (a retransmission
+// storm). Its writes use TakeAhead, a queue of higher priority on the same
+// capacity.
 //
 // Every unit taken is counted (Used), also by an unlimited Limiter, so the
 // work a process did can be compared with the model whatever the rate.

@@ -394,11 +394,11 @@ func TestTryTake(t *testing.T) {
 // TakeAhead calls, and the units it takes delay the callers after it.
 func TestTakeAhead(t *testing.T) {
 	tests := []struct {
-		name       string
-		queued     int           // units promised to Take's callers (rate 100: 10 ms each)
-		ahead      []int         // successive TakeAhead calls
-		wantSlept  time.Duration // by the TakeAhead calls together
-		wantDone   time.Duration // when a unit Taken after them is there
+		name      string
+		queued    int           // units promised to Take's callers (rate 100: 10 ms each)
+		ahead     []int         // successive TakeAhead calls
+		wantSlept time.Duration // by the TakeAhead calls together
+		wantDone  time.Duration // when a unit Taken after them is there
 	}{
 		{name: "ahead of a queue of reads", queued: 10, ahead: []int{1}, wantSlept: 0, wantDone: 120 * time.Millisecond},
 		{name: "behind an earlier write", ahead: []int{1, 1}, wantSlept: 10 * time.Millisecond, wantDone: 30 * time.Millisecond},
