@@ -358,10 +358,11 @@ func (e *Endpoint) read(h Handler) {
 }
 
 // urgent reports whether datagram b carries an op Config.Urgent serves
-// first. A malformed datagram is not urgent (receive counts it).
+// first, by its op alone (wire.PeekOp): the datagram is parsed, and a
+// malformed one counted, when it is received.
 func (e *Endpoint) urgent(b []byte) bool {
-	p, err := wire.Parse(b)
-	return err == nil && e.cfg.Urgent(p.Op)
+	op := wire.PeekOp(b)
+	return op != 0 && e.cfg.Urgent(op)
 }
 
 // reader is one reader goroutine's socket access: it receives datagrams

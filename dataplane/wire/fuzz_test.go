@@ -63,6 +63,9 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 
+		if op := wire.PeekOp(b); op != p.Op {
+			t.Fatalf("PeekOp() = %v, Parse() op %v", op, p.Op)
+		}
 		keyLen := int(binary.BigEndian.Uint16(b[6:]))
 		switch {
 		case len(p.Key) != keyLen || keyLen == 0 || keyLen > wire.MaxKeyLen:

@@ -176,6 +176,17 @@ func (p *Packet) Complete() bool {
 	return p.FragOffset == 0 && uint32(len(p.Fragment)) == p.ValueLen
 }
 
+// PeekOp returns the op of datagram b without decoding the rest: 0 when b
+// is too short for a header or has another magic or protocol version. It
+// checks nothing else — Parse decides whether the datagram is valid — so a
+// reader can order the datagrams it received by op before it parses them.
+func PeekOp(b []byte) Op {
+	if len(b) < HeaderLen || binary.BigEndian.Uint16(b[0:]) != Magic || b[2] != ProtocolVersion {
+		return 0
+	}
+	return Op(b[3])
+}
+
 // Parse decodes one datagram. It checks every field, the key digest and that
 // the fragment lies within the value; it never panics on any input.
 func Parse(b []byte) (Packet, error) {

@@ -426,3 +426,26 @@ func TestParseCompleteWithFragmentedFlag(t *testing.T) {
 		t.Errorf("Parse() = %+v, %v; want ErrValue for a complete packet with FlagFragmented", p.Header, err)
 	}
 }
+
+// TestPeekOp checks that PeekOp reads the op of any datagram with a whole
+// header of this protocol, valid or not, and 0 of anything else.
+func TestPeekOp(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []byte
+		want wire.Op
+	}{
+		{"valid", valid(), wire.OpGetReply},
+		{"invalid after the op", set(16, valid()[16]^1), wire.OpGetReply},
+		{"unknown op", set(3, 15), wire.Op(15)},
+		{"nil", nil, 0},
+		{"short header", valid()[:wire.HeaderLen-1], 0},
+		{"magic zero", set(0, 0, 0), 0},
+		{"version 2", set(2, 2), 0},
+	}
+	for _, tt := range tests {
+		if got := wire.PeekOp(tt.in); got != tt.want {
+			t.Errorf("%s: PeekOp = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
