@@ -44,6 +44,19 @@ func (c *fakeClock) sleepStats() (time.Duration, int) {
 	return c.slept, c.sleeps
 }
 
+// queuedLimiter is a Limiter of rate on clk whose bucket is full (idle) or
+// empty with queued units promised to earlier callers.
+func queuedLimiter(rate float64, clk *fakeClock, idle bool, queued int) *Limiter {
+	l := newLimiter(rate, clk)
+	if l.lim != nil && !idle {
+		l.lim.ReserveN(clk.now(), l.burst) // empty the bucket
+		for range queued {
+			l.lim.ReserveN(clk.now(), 1)
+		}
+	}
+	return l
+}
+
 func TestBurst(t *testing.T) {
 	tests := []struct {
 		rate float64
@@ -304,13 +317,7 @@ func TestTakeBy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newFakeClock()
-			l := newLimiter(tt.rate, clk)
-			if l.lim != nil && !tt.idle {
-				l.lim.ReserveN(clk.now(), l.burst) // empty the bucket
-				for range tt.queued {
-					l.lim.ReserveN(clk.now(), 1)
-				}
-			}
+			l := queuedLimiter(tt.rate, clk, tt.idle, tt.queued)
 			before := l.Used()
 			got := l.TakeBy(tt.n, clk.now().Add(tt.within))
 			slept, _ := clk.sleepStats()
@@ -366,10 +373,7 @@ func TestTryTake(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newFakeClock()
-			l := newLimiter(tt.rate, clk)
-			if l.lim != nil && !tt.idle {
-				l.lim.ReserveN(clk.now(), l.burst) // empty the bucket
-			}
+			l := queuedLimiter(tt.rate, clk, tt.idle, 0)
 			if tt.closed {
 				l.Close()
 			}
@@ -407,11 +411,7 @@ func TestTakeAhead(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newFakeClock()
-			l := newLimiter(100, clk)
-			l.lim.ReserveN(clk.now(), l.burst) // empty the bucket
-			for range tt.queued {
-				l.lim.ReserveN(clk.now(), 1)
-			}
+			l := queuedLimiter(100, clk, false, tt.queued)
 			want := 0
 			for _, n := range tt.ahead {
 				l.TakeAhead(n)
