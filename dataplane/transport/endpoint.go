@@ -63,9 +63,9 @@ type Sender interface {
 // or earlier when a handler calls out's Flush method (out has one: assert
 // an interface with Flush()), as one about to block on purpose does so that
 // the replies already finished do not wait for it. out belongs to the
-// reader goroutine and must not be kept or handed to
-// another goroutine (use the Endpoint there). Kernel send errors of queued
-// replies are counted in Stats.SendErrors, not returned.
+// reader goroutine and must not be kept or handed to another goroutine (use
+// the Endpoint there). Kernel send errors of queued replies are counted in
+// Stats.SendErrors, not returned.
 type Handler func(out Sender, src netip.AddrPort, req *wire.Message)
 
 // Config configures an Endpoint.
