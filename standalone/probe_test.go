@@ -2,14 +2,13 @@ package standalone
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/internal/httpget"
 )
 
 // TestScrapeReadsOnlyTheWorkCounters checks that a scrape reads the work
@@ -42,20 +41,11 @@ func TestScrapeReadsOnlyTheWorkCounters(t *testing.T) {
 	if got.work != 7 || got.capacity != 200 || got.coherence != 5 {
 		t.Fatalf("scraped %+v, want work 7, capacity 200, coherence 5", got)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.Addr()+scrapePath, nil)
+	resp, err := httpget.Get(t.Context(), "http://"+s.Addr()+scrapePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(b), "distcache_unrelated_total") || !strings.Contains(string(b), metricWork) {
-		t.Fatalf("GET %s answered\n%s\nwant the work counters only", scrapePath, b)
+	if strings.Contains(resp.Body, "distcache_unrelated_total") || !strings.Contains(resp.Body, metricWork) {
+		t.Fatalf("GET %s answered\n%s\nwant the work counters only", scrapePath, resp.Body)
 	}
 }

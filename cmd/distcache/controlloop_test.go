@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/internal/httpget"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone/control"
@@ -73,23 +73,14 @@ func memberState(t *testing.T, m *partmap.Map, member string) partmap.MemberStat
 
 // httpGet returns the body of GET url, or an error unless it answers 200.
 func httpGet(ctx context.Context, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := httpget.Get(ctx, url)
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
+	if resp.Status != http.StatusOK {
+		return resp.Body, fmt.Errorf("GET %s: %d %s", url, resp.Status, http.StatusText(resp.Status))
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return string(b), fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return string(b), nil
+	return resp.Body, nil
 }
 
 // TestControlLoopCommand runs `distcache controlloop` on a configuration

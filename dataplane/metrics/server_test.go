@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/internal/httpget"
 )
 
 func TestHealthzUtilization(t *testing.T) {
@@ -33,17 +35,12 @@ func TestHealthzUtilization(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close(context.Background()) })
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+s.Addr()+"/healthz", nil)
+			resp, err := httpget.Get(t.Context(), "http://"+s.Addr()+"/healthz")
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != tt.wantStatus {
-				t.Errorf("status %d, want %d", resp.StatusCode, tt.wantStatus)
+			if resp.Status != tt.wantStatus {
+				t.Errorf("status %d, want %d", resp.Status, tt.wantStatus)
 			}
 			if got := resp.Header.Get(UtilizationHeader); got != tt.wantHeader {
 				t.Errorf("%s: %q, want %q", UtilizationHeader, got, tt.wantHeader)
