@@ -263,11 +263,7 @@ func (s *Supervisor) Stop(ctx context.Context, first ...string) {
 	}
 	s.mu.Unlock()
 	for _, p := range procs {
-		p.mu.Lock()
-		_ = p.signal(syscall.SIGTERM)
-		_ = p.signal(syscall.SIGCONT) // a paused process handles the SIGTERM now
-		p.paused = false
-		p.mu.Unlock()
+		p.terminate()
 	}
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -474,15 +470,23 @@ func (p *proc) signal(sig syscall.Signal) error {
 	return syscall.Kill(-p.cmd.Process.Pid, sig)
 }
 
-// stopAndWait sends p's run SIGTERM (and SIGCONT) and waits until it has
-// exited or ctx ends.
-func (p *proc) stopAndWait(ctx context.Context) {
+// terminate sends p's run SIGTERM, then SIGCONT so that a paused process
+// handles it now. It reports whether a run was going and returns the
+// channel closed when that run exits.
+func (p *proc) terminate() (running bool, exited <-chan struct{}) {
 	p.mu.Lock()
-	running, exited := p.running(), p.exited
+	defer p.mu.Unlock()
+	running, exited = p.running(), p.exited
 	_ = p.signal(syscall.SIGTERM)
 	_ = p.signal(syscall.SIGCONT)
 	p.paused = false
-	p.mu.Unlock()
+	return running, exited
+}
+
+// stopAndWait terminates p's run and waits until it has exited or ctx
+// ends.
+func (p *proc) stopAndWait(ctx context.Context) {
+	running, exited := p.terminate()
 	if !running {
 		return
 	}
