@@ -42,10 +42,12 @@ type Candidate struct {
 func Compile(m *Map) (*Placement, error) { return Recompile(nil, m) }
 
 // Recompile compiles m like Compile, reusing from prev, a placement compiled
-// earlier (nil: none), the ring of every layer whose name, seed, virtual
-// nodes and owning members are unchanged. Building the rings is nearly all
-// of Compile's cost, paid by every process at every map version; a version
-// that fences a member, or fails one in another layer, needs none of it
+// earlier (nil: none), the ring of every layer whose seed and virtual nodes
+// are unchanged: whole when its owning members are too, else the points of
+// the members it keeps. Building the rings is nearly all of Compile's cost,
+// paid by every process at every map version; a version that fences a
+// member, or fails one in another layer, needs none of it, and one that
+// fails or restores a member hashes and sorts only that member's points
 // (BenchmarkRecompile, docs/benchmarks.md).
 func Recompile(prev *Placement, m *Map) (*Placement, error) {
 	if err := m.Validate(); err != nil {
@@ -79,8 +81,9 @@ func (p *Placement) ringOf(i int) *ring.Ring {
 }
 
 // compileLayer compiles l, reusing prev (a ring compiled earlier, or nil)
-// when it was built with l's seed and virtual nodes for the members that own
-// keys in l now.
+// when it was built with l's seed and virtual nodes: as it is when its
+// members are those that own keys in l now, or for the points of the
+// members it keeps (ring.WithMembers) when some failed or were restored.
 func compileLayer(l Layer, rackIndex map[string]int, racks int, prev *ring.Ring) (compiledLayer, error) {
 	var cl compiledLayer
 	names := make([]string, 0, len(l.Members))
@@ -105,11 +108,18 @@ func compileLayer(l Layer, rackIndex map[string]int, racks int, prev *ring.Ring)
 			cl.byRack[rackIndex[mb.Rack]] = i
 		}
 	}
-	if prev != nil && prev.Seed() == l.Seed && prev.VirtualNodes() == l.VirtualNodes && slices.Equal(prev.Members(), names) {
-		cl.ring = prev
-		return cl, nil
+	var (
+		r   *ring.Ring
+		err error
+	)
+	switch {
+	case prev == nil || prev.Seed() != l.Seed || prev.VirtualNodes() != l.VirtualNodes:
+		r, err = ring.New(l.Seed, l.VirtualNodes, names)
+	case slices.Equal(prev.Members(), names):
+		r = prev
+	default: // members failed or restored: only their points change
+		r, err = prev.WithMembers(names)
 	}
-	r, err := ring.New(l.Seed, l.VirtualNodes, names)
 	if err != nil {
 		return cl, err
 	}

@@ -63,7 +63,8 @@ func demoShaped(tb testing.TB) *partmap.Map {
 
 // BenchmarkRecompile compiles the next version of a demo-shaped map from
 // scratch and from the previous placement, for a version that fences a
-// spine member (no ring changes) and one that fails it.
+// spine member (no ring changes), one that fails it, and one that restores
+// it after it failed.
 func BenchmarkRecompile(b *testing.B) {
 	m := demoShaped(b)
 	prev, err := partmap.Compile(m)
@@ -90,4 +91,19 @@ func BenchmarkRecompile(b *testing.B) {
 			}
 		})
 	}
+	failed, _, err := m.WithState("demo-spine-1", partmap.Failed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	before, err := partmap.Compile(failed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("recompile/restored", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := partmap.Recompile(before, m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -26,3 +26,12 @@ func BinarySearch(r *Ring) func(h uint64) int {
 		return int(r.owners[i])
 	}
 }
+
+// Points returns r's positions in order and the name of each one's owner.
+func Points(r *Ring) ([]uint64, []string) {
+	names := make([]string, len(r.owners))
+	for i, o := range r.owners {
+		names[i] = r.members[o]
+	}
+	return r.points, names
+}

@@ -54,19 +54,90 @@ func New(seed uint64, vnodes int, members []string) (*Ring, error) {
 	if vnodes < 1 || vnodes > MaxVirtualNodes {
 		return nil, fmt.Errorf("cannot build ring: virtual nodes %d out of range [1, %d]", vnodes, MaxVirtualNodes)
 	}
+	if err := checkMembers(members); err != nil {
+		return nil, err
+	}
+	r := &Ring{hash: hashing.New(seed), vnodes: vnodes, members: slices.Clone(members)}
+	pts := r.memberPoints(make([]point, 0, len(members)*vnodes), func(int) bool { return true })
+	r.points, r.owners = make([]uint64, 0, len(pts)), make([]int32, 0, len(pts))
+	for _, p := range pts {
+		r.add(p)
+	}
+	r.buildBuckets()
+	return r, nil
+}
+
+// WithMembers returns the ring New(r.Seed(), r.VirtualNodes(), members)
+// would build, reusing r's points: the points of the members r already has
+// keep their sorted order, and only those of the new members are hashed,
+// sorted and merged in. A map version that fails or restores one member
+// changes its layer's ring this way in every process at once, so the cost
+// is paid machine-wide in the same instant (BenchmarkWithMembers).
+func (r *Ring) WithMembers(members []string) (*Ring, error) {
+	if err := checkMembers(members); err != nil {
+		return nil, err
+	}
+	next := &Ring{hash: r.hash, vnodes: r.vnodes, members: slices.Clone(members)}
+	index := make(map[string]int32, len(members))
+	for i, m := range members {
+		index[m] = int32(i)
+	}
+	renamed := make([]int32, len(r.members)) // r's member index → next's, -1 if gone
+	had := make(map[string]bool, len(r.members))
+	for i, m := range r.members {
+		renamed[i] = -1
+		if j, ok := index[m]; ok {
+			renamed[i] = j
+		}
+		had[m] = true
+	}
+	isNew := func(i int) bool { return !had[members[i]] }
+	added := next.memberPoints(make([]point, 0, (len(members)-countKept(renamed))*r.vnodes), isNew)
+	n := len(members) * r.vnodes
+	next.points, next.owners = make([]uint64, 0, n), make([]int32, 0, n)
+	for i, pos := range r.points { // r's points of the members kept, merged with added
+		o := renamed[r.owners[i]]
+		if o < 0 {
+			continue
+		}
+		p := point{pos: pos, owner: o}
+		for len(added) > 0 && next.compare(added[0], p) < 0 {
+			next.add(added[0])
+			added = added[1:]
+		}
+		next.add(p)
+	}
+	for _, p := range added {
+		next.add(p)
+	}
+	next.buildBuckets()
+	return next, nil
+}
+
+// countKept counts the members a ring keeps: those renamed to an index.
+func countKept(renamed []int32) int {
+	n := 0
+	for _, j := range renamed {
+		if j >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// checkMembers rejects empty and duplicate member names.
+func checkMembers(members []string) error {
 	seen := make(map[string]struct{}, len(members))
 	for _, m := range members {
 		if m == "" {
-			return nil, errors.New("cannot build ring: empty member name")
+			return errors.New("cannot build ring: empty member name")
 		}
 		if _, dup := seen[m]; dup {
-			return nil, fmt.Errorf("cannot build ring: duplicate member %q", m)
+			return fmt.Errorf("cannot build ring: duplicate member %q", m)
 		}
 		seen[m] = struct{}{}
 	}
-	r := &Ring{hash: hashing.New(seed), vnodes: vnodes, members: slices.Clone(members)}
-	r.build()
-	return r, nil
+	return nil
 }
 
 type point struct {
@@ -74,34 +145,43 @@ type point struct {
 	owner int32
 }
 
-func (r *Ring) build() {
-	pts := make([]point, 0, len(r.members)*r.vnodes)
-	for i, m := range r.members {
-		base := r.hash.String(m)
-		for v := range r.vnodes {
-			pts = append(pts, point{pos: r.hash.Uint64(base + uint64(v)), owner: int32(i)})
-		}
-	}
-	// Ties between positions (vanishingly rare) are broken by member name so
-	// the ring does not depend on the order members were given in.
-	slices.SortFunc(pts, func(a, b point) int {
-		if a.pos != b.pos {
-			if a.pos < b.pos {
-				return -1
-			}
-			return 1
-		}
-		if r.members[a.owner] < r.members[b.owner] {
+// compare orders points by position. Ties between positions (vanishingly
+// rare) are broken by member name so the ring does not depend on the order
+// members were given in.
+func (r *Ring) compare(a, b point) int {
+	if a.pos != b.pos {
+		if a.pos < b.pos {
 			return -1
 		}
 		return 1
-	})
-	r.points = make([]uint64, len(pts))
-	r.owners = make([]int32, len(pts))
-	for i, p := range pts {
-		r.points[i], r.owners[i] = p.pos, p.owner
 	}
-	r.buildBuckets()
+	if r.members[a.owner] < r.members[b.owner] {
+		return -1
+	}
+	return 1
+}
+
+// memberPoints appends the points of the members i for which include(i)
+// holds to dst, sorted.
+func (r *Ring) memberPoints(dst []point, include func(i int) bool) []point {
+	for i, m := range r.members {
+		if !include(i) {
+			continue
+		}
+		base := r.hash.String(m)
+		for v := range r.vnodes {
+			dst = append(dst, point{pos: r.hash.Uint64(base + uint64(v)), owner: int32(i)})
+		}
+	}
+	slices.SortFunc(dst, r.compare)
+	return dst
+}
+
+// add appends p to the ring's positions and owners, which are built in
+// order.
+func (r *Ring) add(p point) {
+	r.points = append(r.points, p.pos)
+	r.owners = append(r.owners, p.owner)
 }
 
 func (r *Ring) buildBuckets() {
@@ -109,17 +189,18 @@ func (r *Ring) buildBuckets() {
 	for 1<<bits < len(r.points) && bits < 24 {
 		bits++
 	}
-	r.shift = 64 - bits
-	n := 1 << bits
-	r.buckets = make([]int32, n+1)
-	i := 0
-	for b := range n {
-		for i < len(r.points) && int(r.points[i]>>r.shift) < b {
-			i++
+	shift := 64 - bits
+	buckets := make([]int32, 1<<bits+1)
+	next := 0 // the first bucket not set yet
+	for i, p := range r.points {
+		for b := int(p >> shift); next <= b; next++ {
+			buckets[next] = int32(i)
 		}
-		r.buckets[b] = int32(i)
 	}
-	r.buckets[n] = int32(len(r.points))
+	for ; next < len(buckets); next++ {
+		buckets[next] = int32(len(r.points))
+	}
+	r.shift, r.buckets = shift, buckets
 }
 
 // Members returns the members in the order given to New.

@@ -244,3 +244,81 @@ func TestSuccessors(t *testing.T) {
 		t.Fatalf("asking for more successors than members gave %v", got)
 	}
 }
+
+// TestWithMembersMatchesNew changes a ring's members step by step —
+// removals, additions, both at once, a new order — and checks that the ring
+// WithMembers derives is the one New builds for the same members: the same
+// points, owned by the same members.
+func TestWithMembersMatchesNew(t *testing.T) {
+	steps := []struct {
+		name    string
+		members []string
+	}{
+		{"remove one", []string{"a", "c", "d"}},
+		{"add it back", []string{"a", "b", "c", "d"}},
+		{"remove two", []string{"b", "d"}},
+		{"add three, one of them new", []string{"a", "b", "c", "d", "e"}},
+		{"remove and add at once", []string{"a", "c", "e", "f"}},
+		{"reorder", []string{"f", "e", "c", "a"}},
+		{"to one", []string{"c"}},
+		{"to none", nil},
+		{"from none", []string{"b", "a"}},
+	}
+	r, err := ring.New(7, 256, []string{"a", "b", "c", "d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			next, err := r.WithMembers(st.members)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := ring.New(7, 256, st.members)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gp, go_ := ring.Points(next)
+			wp, wo := ring.Points(want)
+			if !slices.Equal(gp, wp) || !slices.Equal(go_, wo) {
+				t.Fatalf("WithMembers(%v) differs from New: %d points, want %d", st.members, len(gp), len(wp))
+			}
+			if !slices.Equal(owners(next, 10_000), owners(want, 10_000)) || !slices.Equal(next.Members(), want.Members()) {
+				t.Fatal("WithMembers places keys differently from New")
+			}
+			r = next
+		})
+	}
+	if _, err := r.WithMembers([]string{"a", "a"}); err == nil {
+		t.Error("WithMembers accepted a duplicate member")
+	}
+}
+
+// BenchmarkWithMembers derives a demo-sized spine ring (4 members of 2048
+// points) without one member and with it back, against New.
+func BenchmarkWithMembers(b *testing.B) {
+	all := memberNames(4)
+	full, _ := ring.New(1, ring.DefaultVirtualNodes, all)
+	less, _ := ring.New(1, ring.DefaultVirtualNodes, all[1:])
+	b.Run("new", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ring.New(1, ring.DefaultVirtualNodes, all[1:]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("remove", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := full.WithMembers(all[1:]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("restore", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := less.WithMembers(all); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
