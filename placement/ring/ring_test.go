@@ -278,10 +278,10 @@ func TestWithMembersMatchesNew(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gp, go_ := ring.Points(next)
-			wp, wo := ring.Points(want)
-			if !slices.Equal(gp, wp) || !slices.Equal(go_, wo) {
-				t.Fatalf("WithMembers(%v) differs from New: %d points, want %d", st.members, len(gp), len(wp))
+			gotPoints, gotOwners := ring.Points(next)
+			wantPoints, wantOwners := ring.Points(want)
+			if !slices.Equal(gotPoints, wantPoints) || !slices.Equal(gotOwners, wantOwners) {
+				t.Fatalf("WithMembers(%v) differs from New: %d points, want %d", st.members, len(gotPoints), len(wantPoints))
 			}
 			if !slices.Equal(owners(next, 10_000), owners(want, 10_000)) || !slices.Equal(next.Members(), want.Members()) {
 				t.Fatal("WithMembers places keys differently from New")
