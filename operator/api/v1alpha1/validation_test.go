@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
@@ -323,7 +324,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"hotKeys.threshold", s.HotKeys.Threshold, int32(128)},
 		{"failover.gracePeriod", durationOf(s.Failover.GracePeriod), 30 * time.Second},
 		{"failover.holdDown", durationOf(s.Failover.HoldDown), 60 * time.Second},
-		{"images.distcache", s.Images.DistCache, "ghcr.io/distcache/distcache:v0.1.0"},
+		{"images.distcache", s.Images.DistCache, buildinfo.Image}, // the image this tree releases
 		{"images.redis", s.Images.Redis, "redis:7.4"},
 		{"images.pullPolicy", s.Images.PullPolicy, corev1.PullIfNotPresent},
 	}

@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/topology"
 )
 
 // Defaults of the API, for specs the API server has not defaulted.
 const (
-	defaultImage      = "ghcr.io/distcache/distcache:v0.1.0"
+	defaultImage      = buildinfo.Image
 	defaultRedisImage = "redis:7.4"
 )
 
