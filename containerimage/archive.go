@@ -33,25 +33,33 @@ func WriteArchive(w io.Writer, img v1.Image, ref string, mtime time.Time) error 
 		return fmt.Errorf("cannot write image archive: image reference %q: %w", ref, err)
 	}
 	a := &archive{tw: tar.NewWriter(w), mtime: mtime}
+	if err := a.image(img, tag); err != nil {
+		return fmt.Errorf("cannot write image archive: %w", err)
+	}
+	return nil
+}
+
+// image writes img's blobs, the layout's index and Docker's manifest.
+func (a *archive) image(img v1.Image, tag name.Tag) error {
 	manifest, err := img.RawManifest()
 	if err != nil {
-		return fmt.Errorf("cannot write image archive: %w", err)
+		return err
 	}
 	mdigest, err := img.Digest()
 	if err != nil {
-		return fmt.Errorf("cannot write image archive: %w", err)
+		return err
 	}
 	config, err := img.RawConfigFile()
 	if err != nil {
-		return fmt.Errorf("cannot write image archive: %w", err)
+		return err
 	}
 	cdigest, err := img.ConfigName()
 	if err != nil {
-		return fmt.Errorf("cannot write image archive: %w", err)
+		return err
 	}
 	layers, err := img.Layers()
 	if err != nil {
-		return fmt.Errorf("cannot write image archive: %w", err)
+		return err
 	}
 	dm := dockerManifest{Config: blobPath(cdigest), RepoTags: []string{tag.Name()}}
 	a.file("oci-layout", []byte(ociLayout))
@@ -59,7 +67,7 @@ func WriteArchive(w io.Writer, img v1.Image, ref string, mtime time.Time) error 
 	for _, l := range layers {
 		d, err := l.Digest()
 		if err != nil {
-			return fmt.Errorf("cannot write image archive: %w", err)
+			return err
 		}
 		a.layer(blobPath(d), l)
 		dm.Layers = append(dm.Layers, blobPath(d))
@@ -79,21 +87,18 @@ func WriteArchive(w io.Writer, img v1.Image, ref string, mtime time.Time) error 
 		}},
 	})
 	if err != nil {
-		return fmt.Errorf("cannot write image archive: %w", err)
+		return err
 	}
 	a.file("index.json", index)
 	docker, err := json.Marshal([]dockerManifest{dm})
 	if err != nil {
-		return fmt.Errorf("cannot write image archive: %w", err)
+		return err
 	}
 	a.file("manifest.json", docker)
 	if a.err != nil {
-		return fmt.Errorf("cannot write image archive: %w", a.err)
+		return a.err
 	}
-	if err := a.tw.Close(); err != nil {
-		return fmt.Errorf("cannot write image archive: %w", err)
-	}
-	return nil
+	return a.tw.Close()
 }
 
 // archive writes tar entries, keeping the first error.

@@ -1,25 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/distcache/distcache/internal/buildinfo"
 )
-
-// runRoot runs the distcache command with args and returns its output.
-func runRoot(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	root := newRootCommand()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
-}
 
 func TestVersionCommand(t *testing.T) {
 	want := buildinfo.Get()
@@ -34,7 +21,7 @@ func TestVersionCommand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := runRoot(t, tc.args...)
+			out, err := runCommand(t, tc.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +30,7 @@ func TestVersionCommand(t *testing.T) {
 			}
 		})
 	}
-	out, _ := runRoot(t, "version", "-o", "json")
+	out, _ := runCommand(t, "version", "-o", "json")
 	var got buildinfo.Info
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("-o json printed %q: %v", out, err)
@@ -51,7 +38,7 @@ func TestVersionCommand(t *testing.T) {
 	if got != want {
 		t.Fatalf("-o json printed %+v, want %+v", got, want)
 	}
-	if _, err := runRoot(t, "version", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), `unknown --output "yaml"`) {
+	if _, err := runCommand(t, "version", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), `unknown --output "yaml"`) {
 		t.Fatalf("-o yaml: error %v, want one naming the output", err)
 	}
 }
