@@ -45,6 +45,10 @@ IMAGE_ARCHIVE ?= $(IMAGE_DIR)/distcache-$(VERSION)-linux-$(IMAGE_ARCH).tar
 # Tests.
 TEST_TIMEOUT ?= 25m
 TEST_FLAGS ?=
+# The allocation tests run again without the race detector, whose
+# instrumentation allocates (TestServeDoesNotAllocate skips under it).
+ALLOC_TESTS ?= DoesNotAllocate|Allocs
+ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./placement/...
 # Prerequisites that `make test` installs by itself before running the tests.
 # Each entry is a target that must be idempotent (do nothing when the thing is
 # already present): redis-server (with redis-benchmark and redis-cli) for the
@@ -136,9 +140,10 @@ iptables:
 	"$${apt[@]}" install -y iptables \
 		|| { "$${apt[@]}" update && "$${apt[@]}" install -y iptables; }
 
-test: test-deps ## Install test prerequisites, then run go vet and all tests with -race
+test: test-deps ## Install test prerequisites, then run go vet, all tests with -race, and the allocation tests without it
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(ALLOC_TESTS)' $(ALLOC_PACKAGES)
 
 vet: ## Run go vet
 	$(GO) vet ./...
