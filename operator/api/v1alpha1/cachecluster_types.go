@@ -49,18 +49,25 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.appendOnly) || !has(self.mode) || self.mode == 'managed'",message="storage.appendOnly is only for mode: managed"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.appendOnly) || self.appendOnly != 'disabled'",message="storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
 // +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence)",message="storage.persistence cannot be added or removed once the cluster exists: the volume claims of a StatefulSet cannot change"
+// +kubebuilder:validation:XValidation:rule="(has(self.mode) ? self.mode : 'managed') == (has(oldSelf.mode) ? oldSelf.mode : 'managed')",message="storage.mode cannot change once the cluster exists: the stored keys are in the Redis servers of the current mode, and the new ones would start empty; create a new CacheCluster and copy the data into it"
+// +kubebuilder:validation:XValidation:rule="(has(self.racks) ? self.racks : 1) == (has(oldSelf.racks) ? oldSelf.racks : 1)",message="storage.racks cannot change once the cluster exists: it decides which shard stores each key, so stored keys would no longer be found; create a new CacheCluster and copy the data into it"
+// +kubebuilder:validation:XValidation:rule="(has(self.shardsPerRack) ? self.shardsPerRack : 1) == (has(oldSelf.shardsPerRack) ? oldSelf.shardsPerRack : 1)",message="storage.shardsPerRack cannot change once the cluster exists: it decides which shard stores each key, so stored keys would no longer be found; create a new CacheCluster and copy the data into it"
 type StorageSpec struct {
-	// Mode says who runs the Redis servers (default managed).
+	// Mode says who runs the Redis servers (default managed). It cannot
+	// change once the cluster exists.
 	// +kubebuilder:default=managed
 	// +optional
 	Mode StorageMode `json:"mode,omitempty"`
-	// Racks is the number of storage racks.
+	// Racks is the number of storage racks. It cannot change once the
+	// cluster exists: with ShardsPerRack it decides where each key is
+	// stored.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4096
 	// +optional
 	Racks int32 `json:"racks,omitempty"`
-	// ShardsPerRack is the number of Redis shards in each rack.
+	// ShardsPerRack is the number of Redis shards in each rack. It cannot
+	// change once the cluster exists.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256

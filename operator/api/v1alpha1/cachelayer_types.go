@@ -41,6 +41,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.backend) || self.backend != 'switch' || has(self.switch)",message="a layer with backend: switch needs switch.fabricRef and switch.role"
 // +kubebuilder:validation:XValidation:rule="!(has(self.boundToRacks) && self.boundToRacks && has(self.nodes))",message="a layer bound to storage racks has one node per rack: leave nodes unset"
 // +kubebuilder:validation:XValidation:rule="(has(self.backend) && self.backend == 'switch') || (has(self.boundToRacks) && self.boundToRacks) || has(self.nodes)",message="nodes is required unless the layer is bound to storage racks (boundToRacks: true)"
+// +kubebuilder:validation:XValidation:rule="has(self.hashSeed) == has(oldSelf.hashSeed) && (!has(self.hashSeed) || self.hashSeed == oldSelf.hashSeed)",message="hashSeed cannot be set, changed or removed once the layer exists: it decides which node of the layer caches each key, so every cached key would move at once and the layer's caches would all start cold; create a new layer instead"
 type CacheLayerSpec struct {
 	// Backend says what serves the layer: software cache-node pods (the
 	// default) or the switches of a SwitchFabric.
@@ -63,7 +64,8 @@ type CacheLayerSpec struct {
 
 	// HashSeed seeds the layer's ring. Layers must partition keys
 	// independently, so each needs its own seed; when unset, one is
-	// derived from the cluster and layer names (shown in the status).
+	// derived from the cluster and layer names (shown in the status). It
+	// cannot be set, changed or removed once the layer exists.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	HashSeed *int64 `json:"hashSeed,omitempty"`
