@@ -119,6 +119,25 @@ func Start(opts ...Option) (*Env, error) {
 	return &Env{Config: cfg, Client: c, Scheme: s, env: env}, nil
 }
 
+// Kubectl returns the path of the control plane's kubectl and a kubeconfig
+// file in dir for an administrator (system:masters), for tests that run
+// kubectl as a user would.
+func (e *Env) Kubectl(dir string) (kubectl, kubeconfig string, err error) {
+	u, err := e.env.ControlPlane.AddUser(envtest.User{Name: "kubectl-admin", Groups: []string{"system:masters"}}, e.Config)
+	if err != nil {
+		return "", "", fmt.Errorf("cannot add a kubectl user: %w", err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		return "", "", fmt.Errorf("cannot write a kubeconfig: %w", err)
+	}
+	kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
+		return "", "", fmt.Errorf("cannot write a kubeconfig: %w", err)
+	}
+	return filepath.Join(e.env.BinaryAssetsDirectory, "kubectl"), kubeconfig, nil
+}
+
 // Stop stops the control plane.
 func (e *Env) Stop() error {
 	if err := e.env.Stop(); err != nil {

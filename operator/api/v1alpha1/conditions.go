@@ -10,10 +10,14 @@ import (
 type ConditionType string
 
 const (
-	// ConditionReady is True when the object's desired state is in place:
-	// for a CacheCluster, every storage shard and cache member exists and
-	// the partition map that lists them is published; members that failed
-	// and were remapped do not make it False (Degraded says so).
+	// ConditionReady is True when the object's desired state is in place
+	// and serving: for a CacheCluster, the partition map is published and
+	// every cache member and every storage shard is Ready (the pods the
+	// operator runs; in redisOperator mode the shards' Redis pods are not
+	// observed), and no layer is switch-backed (nothing programs switches
+	// yet). `kubectl wait --for=condition=Ready` therefore waits for the
+	// pods. A member that failed and whose keys were remapped is not Ready
+	// and makes Ready False too, with Degraded True saying why.
 	ConditionReady ConditionType = "Ready"
 	// ConditionProgressing is True while the operator is moving towards the
 	// desired state: objects being created or scaled, pods not yet ready, a
@@ -33,6 +37,9 @@ const (
 	ReasonCreating = "Creating"
 	// ReasonPodsNotReady: some pods are not Ready yet.
 	ReasonPodsNotReady = "PodsNotReady"
+	// ReasonShardsNotReady: a storage shard that was Ready is not any more:
+	// the writes and misses of its keys fail until it is back.
+	ReasonShardsNotReady = "ShardsNotReady"
 	// ReasonMembersFailed: members are marked failed in the partition map.
 	ReasonMembersFailed = "MembersFailed"
 	// ReasonMembersRecovering: failed members are Ready again and wait out

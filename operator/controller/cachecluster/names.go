@@ -16,6 +16,8 @@ const (
 	LabelComponent = "distcache.io/component"
 	LabelLayer     = "distcache.io/layer"
 	LabelRack      = "distcache.io/rack"
+	// LabelShard names the storage shard of an external shard's shim.
+	LabelShard = "distcache.io/shard"
 )
 
 // Components.

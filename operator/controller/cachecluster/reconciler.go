@@ -46,9 +46,13 @@ type state struct {
 	pods        map[string]*corev1.Pod          // the cluster's pods by name
 	obs         map[string]failover.Observation // members' readiness
 	published   *partmap.Map                    // the map in the ConfigMap after this reconcile
-	shardsReady int32
-	blocked     *metav1.Condition // a Ready=False condition that stopped the phases
-	requeue     time.Duration     // the earliest pending failover decision
+	shardsReady int32                           // storage shards whose pods are Ready
+	// shardsObserved is false where the operator does not run the shards'
+	// Redis pods itself (redisOperator mode): shardsReady means nothing.
+	shardsObserved bool
+	wasReady       bool              // the Ready condition was True before this reconcile
+	blocked        *metav1.Condition // a Ready=False condition that stopped the phases
+	requeue        time.Duration     // the earliest pending failover decision
 }
 
 // Reconcile fetches the cluster, handles deletion and the finalizer, runs
@@ -66,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return ctrl.Result{}, fmt.Errorf("cannot add finalizer to %s: %w", req, err)
 		}
 	}
-	s := &state{cc: cc, now: r.now()}
+	s := &state{cc: cc, now: r.now(), wasReady: wasReady(cc)}
 	base := cc.DeepCopy()
 	defer func() {
 		if err := r.patchStatus(ctx, base, s, retErr); err != nil {

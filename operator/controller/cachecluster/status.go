@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,26 +70,93 @@ func (r *Reconciler) memberStatus(s *state) {
 		cc.Status.Layers = append(cc.Status.Layers, ls)
 	}
 	cc.Status.Members, cc.Status.ReadyMembers = members, ready
-	msg := fmt.Sprintf("partition map v%d published: %d of %d members ready", m.Version, ready, members)
-	setCondition(cc, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled, msg)
+	c := counts{members: members, ready: ready, failed: failed, recovering: recovering,
+		shards: int32(s.topo.Racks() * s.topo.ShardsPerRack()), shardsReady: s.shardsReady,
+		shardsObserved: s.shardsObserved, switchLayers: len(s.topo.Layers) - len(s.topo.SoftwareLayers())}
+	setReady(cc, m.Version, c)
+	setProgressing(cc, c)
+	setDegraded(cc, c, s.wasReady)
+}
+
+// counts is what the conditions are computed from.
+type counts struct {
+	members, ready, failed, recovering int32
+	shards, shardsReady                int32
+	shardsObserved                     bool // false: shardsReady is unknown
+	switchLayers                       int
+}
+
+// shardsMissing is the number of shards known not to be Ready.
+func (c counts) shardsMissing() int32 {
+	if !c.shardsObserved {
+		return 0
+	}
+	return c.shards - c.shardsReady
+}
+
+func (c counts) shardsText() string {
+	if !c.shardsObserved {
+		return "storage shards not observed (redisOperator mode)"
+	}
+	return fmt.Sprintf("%d of %d storage shards ready", c.shardsReady, c.shards)
+}
+
+// setReady sets Ready: True once everything serves (v1alpha1.ConditionReady).
+func setReady(cc *v1alpha1.CacheCluster, version int64, c counts) {
+	msg := fmt.Sprintf("partition map v%d published: %d of %d members ready, %s", version, c.ready, c.members, c.shardsText())
 	switch {
-	case recovering > 0:
+	case c.switchLayers > 0:
+		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonSwitchLayersUnsupported,
+			fmt.Sprintf("%d switch-backed layers are not programmed by this operator version; %s", c.switchLayers, msg))
+	case c.ready < c.members || c.shardsMissing() > 0:
+		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonPodsNotReady, msg)
+	default:
+		setCondition(cc, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled, msg)
+	}
+}
+
+// setProgressing sets Progressing: True while pods start or members recover.
+func setProgressing(cc *v1alpha1.CacheCluster, c counts) {
+	switch {
+	case c.recovering > 0:
 		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonMembersRecovering,
-			fmt.Sprintf("%d failed members are Ready again and wait out the hold-down", recovering))
-	case ready < members:
+			fmt.Sprintf("%d failed members are Ready again and wait out the hold-down", c.recovering))
+	case c.ready < c.members || c.shardsMissing() > 0:
 		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonPodsNotReady,
-			fmt.Sprintf("%d of %d members not Ready", members-ready, members))
+			fmt.Sprintf("%d of %d members not Ready, %s", c.members-c.ready, c.members, c.shardsText()))
 	default:
-		setCondition(cc, v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "every member is Ready")
+		setCondition(cc, v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "every member and shard is Ready")
 	}
-	switch switchLayers := len(s.topo.Layers) - len(s.topo.SoftwareLayers()); {
-	case failed > 0:
+}
+
+// setDegraded sets Degraded: True while part of the cluster does not serve:
+// failed members, a shard that was Ready and is not (wasReady: the
+// cluster was Ready before this reconcile; a cluster still starting is
+// Progressing, not Degraded), or unprogrammed switch layers.
+func setDegraded(cc *v1alpha1.CacheCluster, c counts, wasReady bool) {
+	shardsLost := c.shardsMissing() > 0 && (wasReady || degradedBy(cc, v1alpha1.ReasonShardsNotReady))
+	switch {
+	case c.failed > 0:
 		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMembersFailed,
-			fmt.Sprintf("%d members marked failed; their keys are served by the survivors", failed))
-	case switchLayers > 0:
+			fmt.Sprintf("%d members marked failed; their keys are served by the survivors", c.failed))
+	case shardsLost:
+		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonShardsNotReady,
+			fmt.Sprintf("%d of %d storage shards not Ready: writes and misses of their keys fail", c.shardsMissing(), c.shards))
+	case c.switchLayers > 0:
 		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSwitchLayersUnsupported,
-			fmt.Sprintf("%d switch-backed layers are not programmed by this operator version; the map holds the software layers", switchLayers))
+			fmt.Sprintf("%d switch-backed layers are not programmed by this operator version; the map holds the software layers", c.switchLayers))
 	default:
-		setCondition(cc, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, "no member is failed")
+		setCondition(cc, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, "no member is failed and no shard lost")
 	}
+}
+
+// wasReady reports whether cc's Ready condition is True.
+func wasReady(cc *v1alpha1.CacheCluster) bool {
+	return meta.IsStatusConditionTrue(cc.Status.Conditions, string(v1alpha1.ConditionReady))
+}
+
+// degradedBy reports whether cc is Degraded for reason.
+func degradedBy(cc *v1alpha1.CacheCluster, reason string) bool {
+	d := meta.FindStatusCondition(cc.Status.Conditions, string(v1alpha1.ConditionDegraded))
+	return d != nil && d.Status == metav1.ConditionTrue && d.Reason == reason
 }

@@ -56,7 +56,7 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 			return err
 		}
 	}
-	s.shardsReady = 0
+	s.shardsReady, s.shardsObserved = 0, true
 	for rack := range s.topo.Racks() {
 		for shard := range s.topo.ShardsPerRack() {
 			if podReady(s.pods[s.topo.ShardName(rack, shard)]) {
@@ -65,6 +65,24 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 		}
 	}
 	return nil
+}
+
+// countExternalShardsReady counts the external shards whose shim has a
+// Ready pod (its Deployment's pods carry the shard's label).
+func countExternalShardsReady(s *state) {
+	ready := map[string]bool{}
+	for _, p := range s.pods {
+		if podReady(p) {
+			ready[p.Labels[LabelShard]] = true
+		}
+	}
+	s.shardsReady, s.shardsObserved = 0, true
+	for i := range s.cc.Spec.Storage.External {
+		per := s.topo.ShardsPerRack()
+		if ready[s.topo.ShardName(i/per, i%per)] {
+			s.shardsReady++
+		}
+	}
 }
 
 func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl map[string]string, sts *appsv1.StatefulSet) {
@@ -140,7 +158,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 		name := s.topo.ShardName(rack, shard)
 		lbl := labels(s.cc, ComponentShim)
 		lbl[LabelRack] = strconv.Itoa(rack)
-		lbl["distcache.io/shard"] = name
+		lbl[LabelShard] = name
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
 		if err := r.apply(ctx, s.cc, svc, func() {
 			svc.Labels = lbl
@@ -163,6 +181,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			return err
 		}
 	}
+	countExternalShardsReady(s)
 	return nil
 }
 

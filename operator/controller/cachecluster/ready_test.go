@@ -1,0 +1,100 @@
+package cachecluster_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+)
+
+// TestReadyWaitsForPods checks what `kubectl wait --for=condition=Ready`,
+// run for real against the API server, sees: a cluster whose map is
+// published but whose pods are missing is not Ready; it is not Ready either
+// with its members' pods Ready and its shards' missing; it is Ready once
+// every member and shard pod is, and a shard that then stops being Ready
+// makes it Degraded and not Ready.
+func TestReadyWaitsForPods(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	startOperator(t, clk)
+	cc := newCluster(t, "ready", withStorage(v1alpha1.StorageManaged, 1, 2), withLayer("spine", 2, false))
+	kubectl, kubeconfig, err := env.Kubectl(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := func(ctx context.Context, timeout string) (string, error) {
+		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "-n", cc.Namespace,
+			"wait", "--for=condition=Ready", "cacheclusters.distcache.io/"+cc.Name, "--timeout="+timeout).CombinedOutput()
+		return string(out), err
+	}
+	condition := func(ct v1alpha1.ConditionType) *metav1.Condition {
+		stored := &v1alpha1.CacheCluster{}
+		if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
+			return nil
+		}
+		return meta.FindStatusCondition(stored.Status.Conditions, string(ct))
+	}
+	isFalse := func(c *metav1.Condition, reason string) bool {
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == reason
+	}
+
+	eventually(t, "map published, not Ready: no pod runs", func() (bool, error) {
+		m, err := publishedMap(t, cc)
+		return err == nil && m.Version == 1 && isFalse(condition(v1alpha1.ConditionReady), v1alpha1.ReasonPodsNotReady), err
+	})
+	if out, err := wait(t.Context(), "1s"); err == nil {
+		t.Fatalf("kubectl wait returned while no pod runs:\n%s", out)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		out, err := wait(context.WithoutCancel(t.Context()), "2m")
+		if err != nil {
+			err = &waitError{err, out}
+		}
+		waited <- err
+	}()
+
+	now := clk.Now()
+	for _, name := range []string{"ready-spine-0", "ready-spine-1"} {
+		setPodReady(t, cc, name, true, now.Add(-time.Hour))
+	}
+	eventually(t, "members Ready, shards missing: not Ready", func() (bool, error) {
+		c := condition(v1alpha1.ConditionReady)
+		return isFalse(c, v1alpha1.ReasonPodsNotReady) && strings.Contains(c.Message, "2 of 2 members ready, 0 of 2 storage shards ready"), nil
+	})
+	select {
+	case err := <-waited:
+		t.Fatalf("kubectl wait returned (%v) while the shards' pods are missing", err)
+	default:
+	}
+
+	for _, name := range []string{"ready-rack-0-0", "ready-rack-0-1"} {
+		setPodReady(t, cc, name, true, now.Add(-time.Hour))
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("kubectl wait: %v", err)
+	}
+	if d := condition(v1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
+		t.Fatalf("Degraded = %+v, want False", d)
+	}
+
+	setPodReady(t, cc, "ready-rack-0-1", false, now)
+	eventually(t, "a shard lost: Degraded, not Ready", func() (bool, error) {
+		d := condition(v1alpha1.ConditionDegraded)
+		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == v1alpha1.ReasonShardsNotReady &&
+			isFalse(condition(v1alpha1.ConditionReady), v1alpha1.ReasonPodsNotReady), nil
+	})
+}
+
+// waitError is a failed kubectl wait and what it printed.
+type waitError struct {
+	err error
+	out string
+}
+
+func (e *waitError) Error() string { return e.err.Error() + ": " + e.out }
