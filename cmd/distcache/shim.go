@@ -10,15 +10,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/redisconn"
 	"github.com/distcache/distcache/dataplane/shim"
 )
 
 func newShimCommand() *cobra.Command {
 	var (
-		o         serveOptions
-		shard     string
-		redisAddr string
-		cfg       shim.Config
+		o     serveOptions
+		shard string
+		conn  redisconn.Settings
+		cfg   shim.Config
 	)
 	cmd := &cobra.Command{
 		Use:   "shim",
@@ -36,7 +37,9 @@ func newShimCommand() *cobra.Command {
 			}
 			cfg.Shard = shard
 			cfg.Transport = o.transport(m.Storage.Racks[r].Shards[i].Address, log)
-			cfg.Redis = &redis.Options{Addr: redisAddr}
+			if cfg.Redis, err = conn.Options(); err != nil {
+				return fmt.Errorf("cannot run shim: %w", err)
+			}
 			reg, wrapped := metrics.Registry("shim", shard)
 			// The shim adds its shard to its own logs; the process's logs
 			// and Redis's get it here.
@@ -52,13 +55,13 @@ func newShimCommand() *cobra.Command {
 				defer cancel()
 				return s.Healthy(ctx)
 			}
-			return serve(cmd, &o, w, s, reg, healthy, log, "addr", s.Addr(), "redis", redisAddr)
+			return serve(cmd, &o, w, s, reg, healthy, log, "addr", s.Addr(), "redis", conn.Addr, "redis_tls", conn.TLS)
 		},
 	}
 	o.addFlags(cmd)
 	f := cmd.Flags()
 	f.StringVar(&shard, "shard", "", "this shim's storage shard name in the partition map")
-	f.StringVar(&redisAddr, "redis", "127.0.0.1:6379", "address of the redis-server this shim fronts")
+	conn.AddFlags(f)
 	f.DurationVar(&cfg.InvalidateTimeout, "invalidate-timeout", 0, "phase-1 budget of a write (default 2s)")
 	f.DurationVar(&cfg.PrevMapGrace, "prev-map-grace", 0, "how long owners under replaced maps are still invalidated (default 2m; at least --serving-lease plus --map-delivery-lag)")
 	f.DurationVar(&cfg.Lease, "serving-lease", shim.DefaultLease, servingLeaseHelp)

@@ -69,7 +69,7 @@ func (s *Server) launch() error {
 	p := &proc{cmd: cmd, done: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 
-	if err := waitReady(s.addr, p); err != nil {
+	if err := waitReady(s.addr, p, s.cfg); err != nil {
 		p.kill()
 		out := s.output(off)
 		if strings.Contains(out, "Address already in use") {
@@ -85,11 +85,11 @@ func (s *Server) launch() error {
 }
 
 // waitReady polls addr until p answers PING, p exits, or readyTimeout passes.
-func waitReady(addr string, p *proc) error {
+func waitReady(addr string, p *proc, cfg config) error {
 	deadline := time.Now().Add(readyTimeout)
 	backoff := firstBackoff
 	for attempt := 1; ; attempt++ {
-		err := probe(addr, p.cmd.Process.Pid)
+		err := probe(addr, p.cmd.Process.Pid, cfg)
 		if err == nil {
 			return nil
 		}

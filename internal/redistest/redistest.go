@@ -43,6 +43,33 @@ type Option func(*config)
 type config struct {
 	appendOnly bool
 	args       []string
+	user, pass string // AUTH of the readiness probe ("" pass: none)
+	tls        *TLSFiles
+}
+
+// TLSFiles are the PEM files of a server that serves TLS only.
+type TLSFiles struct {
+	Cert, Key, CA string
+}
+
+// WithPassword makes the server require AUTH: with user "", the default
+// user's password (requirepass); otherwise an ACL user with every
+// permission, and the default user turned off, so only user can log in.
+func WithPassword(user, password string) Option {
+	return func(c *config) {
+		c.user, c.pass = user, password
+		if user == "" {
+			c.args = append(c.args, "--requirepass", password)
+			return
+		}
+		c.args = append(c.args, "--user", "default", "off", "--user", user, "on", ">"+password, "~*", "&*", "+@all")
+	}
+}
+
+// WithTLS makes the server serve TLS only, on the port Addr names, with
+// the certificate and key of files; clients are not asked for one.
+func WithTLS(files TLSFiles) Option {
+	return func(c *config) { c.tls = &files }
 }
 
 // WithAppendOnly turns on the append-only file with appendfsync always, so
@@ -121,14 +148,19 @@ func (s *Server) Restart() {
 // args returns redis-server's command line.
 func (s *Server) args() []string {
 	_, port, _ := net.SplitHostPort(s.addr)
+	ports := []string{"--port", port}
+	if f := s.cfg.tls; f != nil {
+		ports = []string{"--port", "0", "--tls-port", port, "--tls-cert-file", f.Cert, "--tls-key-file", f.Key,
+			"--tls-ca-cert-file", f.CA, "--tls-auth-clients", "no"}
+	}
 	args := []string{
 		"--bind", "127.0.0.1",
-		"--port", port,
 		"--dir", s.dir,
 		"--protected-mode", "no",
 		"--daemonize", "no",
 		"--save", "",
 	}
+	args = append(args, ports...)
 	if s.cfg.appendOnly {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	} else {
