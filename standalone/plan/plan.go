@@ -129,6 +129,9 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			return nil, fmt.Errorf("cannot run layer %s: switch-backed layers need a SwitchFabric: %w", l.Name, ErrUnsupported)
 		}
 	}
+	if st := c.Spec.Storage; st.Auth != nil || st.TLS != nil {
+		return nil, fmt.Errorf("cannot run storage with auth or tls: standalone mode does not pass a Redis password or TLS settings to its shims yet: %w", ErrUnsupported)
+	}
 	if o.NodeRate == 0 {
 		o.NodeRate = o.ShardRate * float64(c.ShardsPerRack())
 	}

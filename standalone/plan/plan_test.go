@@ -270,6 +270,23 @@ func TestNewRefusesSwitchLayers(t *testing.T) {
 	}
 }
 
+// TestNewRefusesRedisAuthAndTLS checks that a cluster file with a Redis
+// password or TLS is refused rather than run with shims that cannot log in.
+func TestNewRefusesRedisAuthAndTLS(t *testing.T) {
+	for name, edit := range map[string]specOption{
+		"auth": func(s *v1alpha1.CacheClusterSpec) { s.Storage.Auth = &v1alpha1.RedisAuthSpec{SecretName: "login"} },
+		"tls":  func(s *v1alpha1.CacheClusterSpec) { s.Storage.TLS = &v1alpha1.RedisTLSSpec{} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := plan.New(newCluster(t, withExternal("192.0.2.1:6379", "192.0.2.2:6379", "192.0.2.3:6379", "192.0.2.4:6379"), edit),
+				plan.Options{RunDir: t.TempDir(), Ports: sequentialPorts})
+			if !errors.Is(err, plan.ErrUnsupported) {
+				t.Fatalf("err = %v, want ErrUnsupported", err)
+			}
+		})
+	}
+}
+
 func TestFreePortsAreDistinct(t *testing.T) {
 	tcp, udp, err := plan.FreePorts("127.0.0.1", 20, 20)
 	if err != nil {

@@ -46,6 +46,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'external' || (has(self.external) && size(self.external) == (has(self.racks) ? self.racks : 1) * (has(self.shardsPerRack) ? self.shardsPerRack : 1))",message="storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
 // +kubebuilder:validation:XValidation:rule="!has(self.external) || (has(self.mode) && self.mode == 'external')",message="storage.external is only for mode: external"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.mode) || self.mode == 'managed'",message="storage.persistence is only for mode: managed"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || (has(self.mode) && self.mode == 'external')",message="storage.auth is only for mode: external (the operator starts managed Redis servers without a password)"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || (has(self.mode) && self.mode == 'external')",message="storage.tls is only for mode: external (the operator starts managed Redis servers without TLS)"
 // +kubebuilder:validation:XValidation:rule="!has(self.appendOnly) || !has(self.mode) || self.mode == 'managed'",message="storage.appendOnly is only for mode: managed"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.appendOnly) || self.appendOnly != 'disabled'",message="storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
 // +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence)",message="storage.persistence cannot be added or removed once the cluster exists: the volume claims of a StatefulSet cannot change"
@@ -93,6 +95,49 @@ type StorageSpec struct {
 	// Resources of each Redis container (managed and redisOperator modes).
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Auth is how the shims log in to external Redis servers: an ACL user
+	// and a password kept in a Secret, which the shims read from a mounted
+	// volume (never from their arguments). Mode external only.
+	// +optional
+	Auth *RedisAuthSpec `json:"auth,omitempty"`
+	// TLS makes the shims connect to external Redis servers with TLS.
+	// Mode external only.
+	// +optional
+	TLS *RedisTLSSpec `json:"tls,omitempty"`
+}
+
+// RedisAuthSpec is the login of the shims to their Redis servers.
+type RedisAuthSpec struct {
+	// SecretName names the Secret, in the cluster's namespace, that holds
+	// the password. A changed password reaches the shims as the kubelet
+	// refreshes the mounted Secret; they read it at every new connection.
+	// +kubebuilder:validation:MinLength=1
+	SecretName string `json:"secretName"`
+	// PasswordKey is the Secret's key of the password.
+	// +kubebuilder:default=password
+	// +optional
+	PasswordKey string `json:"passwordKey,omitempty"`
+	// Username is the Redis ACL user (unset: the default user, as with
+	// requirepass).
+	// +optional
+	Username string `json:"username,omitempty"`
+}
+
+// RedisTLSSpec is how the shims verify their Redis servers over TLS.
+type RedisTLSSpec struct {
+	// CASecretName names a Secret, in the cluster's namespace, with the PEM
+	// bundle of the CAs that sign the servers' certificates (unset: the
+	// image's system roots, which the distcache image does not have).
+	// +optional
+	CASecretName string `json:"caSecretName,omitempty"`
+	// CAKey is the Secret's key of the bundle.
+	// +kubebuilder:default=ca.crt
+	// +optional
+	CAKey string `json:"caKey,omitempty"`
+	// ServerName is the name the servers' certificates must carry (unset:
+	// the host of each endpoint).
+	// +optional
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // PersistenceSpec is the volume of a managed Redis's append-only file.

@@ -31,6 +31,8 @@ const (
 	msgExternalOnly    = "storage.external is only for mode: external"
 	msgPersistenceOnly = "storage.persistence is only for mode: managed"
 	msgAppendOnlyOnly  = "storage.appendOnly is only for mode: managed"
+	msgAuthOnly        = "storage.auth is only for mode: external"
+	msgTLSOnly         = "storage.tls is only for mode: external"
 	msgPersistenceAOF  = "storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
 	msgGracePeriod     = "failover.gracePeriod must be at least 100ms"
 	msgHoldDown        = "failover.holdDown must be at least 1s"
@@ -117,6 +119,12 @@ func celRuleCases() []ruleCase {
 		{"persistence in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Mode, s.Persistence = v1alpha1.StorageRedisOperator, persistence()
 		})), "spec.storage", msgPersistenceOnly},
+		{"auth in managed mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login"}
+		})), "spec.storage", msgAuthOnly},
+		{"tls in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode, s.TLS = v1alpha1.StorageRedisOperator, &v1alpha1.RedisTLSSpec{ServerName: "redis.example"}
+		})), "spec.storage", msgTLSOnly},
 		{"appendOnly in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Mode, s.AppendOnly = v1alpha1.StorageRedisOperator, v1alpha1.AppendOnlyEverySec
 		})), "spec.storage", msgAppendOnlyOnly},
@@ -254,6 +262,11 @@ func validCases() []validCase {
 		{"CacheCluster name of 30 characters", newCluster(withName(clusterName30))},
 		{"external storage with one endpoint per shard", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Mode, s.Racks, s.ShardsPerRack, s.External = v1alpha1.StorageExternal, 2, 3, external(6)
+		}))},
+		{"external storage with a password and TLS", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode, s.External = v1alpha1.StorageExternal, external(1)
+			s.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login", Username: "shim"}
+			s.TLS = &v1alpha1.RedisTLSSpec{CASecretName: "redis-ca"}
 		}))},
 		{"redisOperator storage", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Mode = v1alpha1.StorageRedisOperator }))},
 		{"managed storage with persistence", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Persistence = persistence() }))},

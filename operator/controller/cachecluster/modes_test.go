@@ -96,4 +96,41 @@ func TestStorageModes(t *testing.T) {
 			t.Fatalf("shim address %q", got)
 		}
 	})
+	t.Run("external with a password and TLS", func(t *testing.T) {
+		cc := newCluster(t, "sec", withStorage(v1alpha1.StorageExternal, 1, 1, "192.0.2.10:6380"), withLayer("spine", 1, false),
+			func(cc *v1alpha1.CacheCluster) {
+				cc.Spec.Storage.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login", Username: "shim"}
+				cc.Spec.Storage.TLS = &v1alpha1.RedisTLSSpec{CASecretName: "redis-ca", ServerName: "redis.example"}
+			})
+		eventually(t, "map published", func() (bool, error) { _, err := publishedMap(t, cc); return err == nil, err })
+		dep := &appsv1.Deployment{}
+		if err := get(t, dep, cc.Namespace, "sec-rack-0-0"); err != nil {
+			t.Fatal(err)
+		}
+		c := dep.Spec.Template.Spec.Containers[0]
+		for _, want := range []string{"--redis-password-file=/etc/distcache/redis-auth/password", "--redis-username=shim",
+			"--redis-tls", "--redis-tls-ca-file=/etc/distcache/redis-tls/ca.crt", "--redis-tls-server-name=redis.example"} {
+			if !slices.Contains(c.Args, want) {
+				t.Errorf("shim args %v, want %s", c.Args, want)
+			}
+		}
+		secrets := map[string]string{} // volume → Secret
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.Secret != nil {
+				secrets[v.Name] = v.Secret.SecretName
+			}
+		}
+		if secrets[cachecluster.RedisAuthVolume] != "redis-login" || secrets[cachecluster.RedisTLSVolume] != "redis-ca" {
+			t.Fatalf("Secret volumes %v, want the login and the CA bundle", secrets)
+		}
+		mounted := map[string]string{}
+		for _, m := range c.VolumeMounts {
+			if m.ReadOnly {
+				mounted[m.Name] = m.MountPath
+			}
+		}
+		if mounted[cachecluster.RedisAuthVolume] != cachecluster.RedisAuthMountPath || mounted[cachecluster.RedisTLSVolume] != cachecluster.RedisTLSMountPath {
+			t.Fatalf("read-only mounts %v, want the Secrets at %s and %s", mounted, cachecluster.RedisAuthMountPath, cachecluster.RedisTLSMountPath)
+		}
+	})
 }

@@ -168,15 +168,17 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			return err
 		}
 		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
+		access := redisAccessOf(&s.cc.Spec.Storage)
 		if err := r.apply(ctx, s.cc, dep, func() {
-			c := dataPlaneContainer(ComponentShim, image, pull, shimArgs(s.cc, name, endpoint), ShimPort)
+			c := dataPlaneContainer(ComponentShim, image, pull, append(shimArgs(s.cc, name, endpoint), access.args...), ShimPort)
 			c.Resources = s.cc.Spec.ShimResources
+			c.VolumeMounts = append(c.VolumeMounts, access.mounts...)
 			dep.Labels = lbl
 			dep.Spec.Replicas = ptr.To(int32(1))
 			dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 			dep.Spec.Template.Labels = lbl
 			dep.Spec.Template.Spec.Containers = []corev1.Container{c}
-			dep.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(s.cc)}
+			dep.Spec.Template.Spec.Volumes = append([]corev1.Volume{mapVolume(s.cc)}, access.volumes...)
 		}); err != nil {
 			return err
 		}
