@@ -160,15 +160,20 @@ type NamedLayer struct {
 	CacheLayerSpec `json:",inline"`
 }
 
-// RoutingSpec is how clients choose among a key's cache nodes.
+// RoutingSpec is how clients choose among a key's cache nodes. Its fields
+// are reserved: no component reads them yet (see each field).
 type RoutingSpec struct {
 	// Choices is k of power-of-k-choices: how many layers' owners of a key
 	// a read compares by load. 0 (the default) means every layer.
+	// Reserved: not read yet. Clients compare every layer's owner; an
+	// application sets its client's routing in the client's own
+	// configuration.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Choices int32 `json:"choices,omitempty"`
 	// TelemetryStaleAfter is the age after which a node's reported load is
-	// no longer trusted and decays towards unknown.
+	// no longer trusted and decays towards unknown. Reserved: not read yet;
+	// clients age loads by their own configuration.
 	// +kubebuilder:default="1s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`

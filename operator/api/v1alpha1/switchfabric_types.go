@@ -62,6 +62,10 @@ type LocalSecretReference struct {
 
 // SwitchFabricSpec is a set of programmable switches and how to reach them.
 //
+// Reserved: this version of the operator validates a SwitchFabric and
+// reports it (Ready False, reason DriverUnavailable), but no driver
+// connects to the switches, so none of these fields takes effect yet.
+//
 // +kubebuilder:validation:XValidation:rule="self.driver != 'onos' || has(self.onos)",message="the onos driver needs onos.endpoint"
 // +kubebuilder:validation:XValidation:rule="self.driver == 'onos' || !has(self.onos)",message="onos is only for driver: onos"
 // +kubebuilder:validation:XValidation:rule="self.driver != 'stratum' || self.switches.all(s, has(s.p4runtimeAddress))",message="the stratum driver needs a p4runtimeAddress for every switch"
