@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,11 @@ type Config struct {
 	// routing.AgingConfig). The zero value means StaleAfter 1s, HalfLife
 	// 200ms.
 	Aging routing.AgingConfig
+	// PeerRefresh is how often the map's DNS names of the members and
+	// shims are resolved again (peers.Table.Refresh; default
+	// peers.DefaultRefreshInterval, negative: never), so that a pod
+	// recreated with a new IP is reached at it without a new map.
+	PeerRefresh time.Duration
 	// AttemptTimeout bounds one GET attempt at one node or shim (default
 	// 250ms; the caller's deadline still applies).
 	AttemptTimeout time.Duration
@@ -138,6 +144,9 @@ type Client struct {
 
 	refresh refresher // reads Config.Maps
 
+	cancelRefresh context.CancelFunc // ends the peer refresh loop (nil: none)
+	stopRefresh   chan struct{}      // closed when it has ended
+
 	stats     counters
 	requests  *metrics.Requests
 	layerHits *layerHits
@@ -188,6 +197,15 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 	}
 	c.view.Store(c.compile(p))
 	ep.Start(nil) // the client serves no requests; replies go to calls
+	if cfg.PeerRefresh >= 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		c.stopRefresh = make(chan struct{})
+		c.cancelRefresh = cancel
+		go func() {
+			defer close(c.stopRefresh)
+			peers.RefreshEvery(ctx, cfg.PeerRefresh, func(ctx context.Context) { c.RefreshPeers(ctx) })
+		}()
+	}
 	cfg.Logger.Info("client started", "addr", ep.Addr(), "map_version", p.Version(), "layers", p.Layers())
 	return c, nil
 }
@@ -219,8 +237,17 @@ func (c *Client) SetMap(p *partmap.Placement) {
 	}
 }
 
+// RefreshPeers resolves the DNS names of the current map's members and
+// shims again; New runs it every Config.PeerRefresh. It returns how many
+// addresses changed.
+func (c *Client) RefreshPeers(ctx context.Context) int { return c.view.Load().addrs.Refresh(ctx) }
+
 // Close closes the client's endpoint; operations in flight fail.
 func (c *Client) Close() error {
+	if c.cancelRefresh != nil {
+		c.cancelRefresh()
+		<-c.stopRefresh
+	}
 	if err := c.ep.Close(); err != nil {
 		return fmt.Errorf("cannot close client: %w", err)
 	}

@@ -65,6 +65,10 @@ type Config struct {
 	// LoadWindow is the time constant of the load telemetry (default
 	// DefaultLoadWindow).
 	LoadWindow time.Duration
+	// PeerRefresh is how often the map's DNS names of the shims are
+	// resolved again (peers.Table.Refresh; default
+	// peers.DefaultRefreshInterval, negative: never).
+	PeerRefresh time.Duration
 	// Detector configures the hot-key detector.
 	Detector hotkey.Config
 	// BackendTimeout bounds each backend call: a forwarded miss or a FETCH
@@ -297,8 +301,24 @@ func (n *Node) Start() error {
 	if n.cfg.Interval > 0 {
 		n.spawn(n.loop)
 	}
+	if n.cfg.PeerRefresh >= 0 {
+		n.spawn(func() {
+			peers.RefreshEvery(n.ctx, n.cfg.PeerRefresh, func(ctx context.Context) { n.RefreshPeers(ctx) })
+		})
+	}
 	n.log.Info("cache node started", "addr", n.Addr(), "map_version", n.view.Load().version)
 	return nil
+}
+
+// RefreshPeers resolves the DNS names of the current map's shims again, so
+// that a shim pod recreated with a new IP is reached at it without a new
+// map version; Start runs it every Config.PeerRefresh. It returns how many
+// addresses changed.
+func (n *Node) RefreshPeers(ctx context.Context) int {
+	if v := n.view.Load(); v != nil {
+		return v.addrs.Refresh(ctx)
+	}
+	return 0
 }
 
 // Close stops the insertion loop, closes the endpoint and waits for the

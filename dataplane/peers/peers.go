@@ -1,78 +1,243 @@
 // Package peers resolves the data-plane addresses a partition map names —
-// every cache member's and every storage shard's — once per map version,
-// into the form the transport reports a datagram's source in (IPv4
-// unmapped), so that replies match the address a request was sent to and a
-// shim can recognise an owner by its source address. The cache node, the
-// shim and the client all route through one Table per map.
+// every cache member's and every storage shard's — into the form the
+// transport reports a datagram's source in (IPv4 unmapped), so that replies
+// match the address a request was sent to and a shim can recognise an owner
+// by its source address. The cache node, the shim and the client all route
+// through one Table per map.
+//
+// A map names pods by DNS name in Kubernetes (IP literals in standalone
+// mode). A pod recreated under the same name may come back with a new IP,
+// and a process may start before its peers have DNS records, neither of
+// which changes the map: Refresh resolves a table's names again, and every
+// process calls it periodically (RefreshEvery), so peers follow DNS within
+// a refresh interval. A table whose addresses are all IP literals has
+// nothing to refresh.
 package peers
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/distcache/distcache/placement/partmap"
 )
 
+// DefaultRefreshInterval is how often processes resolve their peers' names
+// again.
+const DefaultRefreshInterval = time.Second
+
 // Table holds a map's resolved addresses; an entry is the zero AddrPort
-// when the map gives no usable address. It is immutable.
+// when the map gives no usable address or its name does not resolve (yet).
+// Lookups are one atomic load; Refresh replaces the addresses whole.
 type Table struct {
-	members [][]netip.AddrPort // [layer][member]
-	shards  [][]netip.AddrPort // [rack][shard]
+	cur      atomic.Pointer[addrs]
+	names    addrText // the map's address text
+	hasNames bool     // some address is a name, not an IP literal
+	resolver *net.Resolver
+	log      *slog.Logger
+
+	refreshMu sync.Mutex // serialises Refresh
 }
 
+// addrs are resolved addresses, [layer][member] and [rack][shard].
+type addrs struct {
+	members, shards [][]netip.AddrPort
+}
+
+// addrText is the map's addresses as written.
+type addrText struct {
+	members, shards [][]string
+}
+
+// Option configures Resolve.
+type Option func(*Table)
+
+// WithResolver resolves names with r instead of net.DefaultResolver.
+func WithResolver(r *net.Resolver) Option { return func(t *Table) { t.resolver = r } }
+
 // Resolve resolves every address of m. Members and shards without an
-// address are left unknown; unusable addresses are logged and left unknown.
-func Resolve(m *partmap.Map, log *slog.Logger) *Table {
+// address are left unknown; unusable addresses are logged and left unknown
+// (a name that does not resolve is tried again by Refresh).
+func Resolve(m *partmap.Map, log *slog.Logger, opts ...Option) *Table {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	resolve := func(kind, name, addr string) netip.AddrPort {
-		if addr == "" {
-			return netip.AddrPort{}
-		}
-		a, err := ResolveAddr(addr)
-		if err != nil {
-			log.Warn("skipping an unusable address in the partition map", "kind", kind, "name", name, "addr", addr, "err", err)
-		}
-		return a
+	t := &Table{resolver: net.DefaultResolver, log: log}
+	for _, o := range opts {
+		o(t)
 	}
-	t := &Table{members: make([][]netip.AddrPort, len(m.Layers)), shards: make([][]netip.AddrPort, len(m.Storage.Racks))}
+	t.names.members = make([][]string, len(m.Layers))
 	for l, layer := range m.Layers {
-		t.members[l] = make([]netip.AddrPort, len(layer.Members))
+		t.names.members[l] = make([]string, len(layer.Members))
 		for i, mb := range layer.Members {
-			t.members[l][i] = resolve("member", mb.Name, mb.Address)
+			t.names.members[l][i] = mb.Address
 		}
 	}
+	t.names.shards = make([][]string, len(m.Storage.Racks))
 	for r, rack := range m.Storage.Racks {
-		t.shards[r] = make([]netip.AddrPort, len(rack.Shards))
+		t.names.shards[r] = make([]string, len(rack.Shards))
 		for s, sh := range rack.Shards {
-			t.shards[r][s] = resolve("shard", sh.Name, sh.Address)
+			t.names.shards[r][s] = sh.Address
 		}
 	}
+	t.hasNames = hasNames(t.names.members) || hasNames(t.names.shards)
+	a := &addrs{}
+	a.members = t.resolveAll(context.Background(), "member", t.names.members, nil)
+	a.shards = t.resolveAll(context.Background(), "shard", t.names.shards, nil)
+	t.cur.Store(a)
 	return t
 }
 
+// resolveAll resolves text, row by row. With prev, a name that fails to
+// resolve keeps its previous address, and IP literals are not parsed again.
+func (t *Table) resolveAll(ctx context.Context, kind string, text [][]string, prev [][]netip.AddrPort) [][]netip.AddrPort {
+	out := make([][]netip.AddrPort, len(text))
+	for r, row := range text {
+		out[r] = make([]netip.AddrPort, len(row))
+		for i, s := range row {
+			switch {
+			case s == "":
+			case prev != nil && isLiteral(s):
+				out[r][i] = prev[r][i]
+			default:
+				a, err := resolve(ctx, t.resolver, s)
+				if err != nil {
+					if prev != nil {
+						a = prev[r][i] // a lookup that fails keeps what worked
+					} else {
+						t.log.Warn("cannot use an address of the partition map yet", "kind", kind, "addr", s, "err", err)
+					}
+				}
+				out[r][i] = a
+			}
+		}
+	}
+	return out
+}
+
+// Refresh resolves the table's names again and installs what changed. It
+// returns how many addresses changed; a name that does not resolve keeps
+// its previous address.
+func (t *Table) Refresh(ctx context.Context) int {
+	if !t.hasNames {
+		return 0
+	}
+	t.refreshMu.Lock()
+	defer t.refreshMu.Unlock()
+	old := t.cur.Load()
+	next := &addrs{
+		members: t.resolveAll(ctx, "member", t.names.members, old.members),
+		shards:  t.resolveAll(ctx, "shard", t.names.shards, old.shards),
+	}
+	changed := diff(old.members, next.members, t.names.members, "member", t.log) +
+		diff(old.shards, next.shards, t.names.shards, "shard", t.log)
+	if changed > 0 {
+		t.cur.Store(next)
+	}
+	return changed
+}
+
+// diff counts and logs the addresses that differ between a and b.
+func diff(a, b [][]netip.AddrPort, text [][]string, kind string, log *slog.Logger) int {
+	n := 0
+	for r := range a {
+		for i := range a[r] {
+			if a[r][i] != b[r][i] {
+				n++
+				log.Info("peer address changed", "kind", kind, "name", text[r][i], "from", a[r][i], "to", b[r][i])
+			}
+		}
+	}
+	return n
+}
+
 // Member is the address of member i of layer l.
-func (t *Table) Member(l, i int) netip.AddrPort { return t.members[l][i] }
+func (t *Table) Member(l, i int) netip.AddrPort { return t.cur.Load().members[l][i] }
 
 // Shard is the address of shard s of rack r's storage shim.
-func (t *Table) Shard(r, s int) netip.AddrPort { return t.shards[r][s] }
+func (t *Table) Shard(r, s int) netip.AddrPort { return t.cur.Load().shards[r][s] }
 
-// ResolveAddr parses "ip:port", or resolves "host:port", into the form the
-// transport reports sources in (IPv4 unmapped). It fails without a port.
+// ResolveAddr parses "ip:port", or resolves "host:port" with the system's
+// resolver, into the form the transport reports sources in (IPv4
+// unmapped). It fails without a port.
 func ResolveAddr(s string) (netip.AddrPort, error) {
+	return resolve(context.Background(), net.DefaultResolver, s)
+}
+
+// hasNames reports whether some address of text is a name.
+func hasNames(text [][]string) bool {
+	for _, row := range text {
+		for _, s := range row {
+			if s != "" && !isLiteral(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isLiteral reports whether s is "ip:port".
+func isLiteral(s string) bool {
+	_, err := netip.ParseAddrPort(s)
+	return err == nil
+}
+
+func resolve(ctx context.Context, r *net.Resolver, s string) (netip.AddrPort, error) {
 	a, err := netip.ParseAddrPort(s)
 	if err != nil {
-		ua, rerr := net.ResolveUDPAddr("udp", s)
-		if rerr != nil {
-			return netip.AddrPort{}, fmt.Errorf("cannot resolve %q: %w", s, rerr)
+		host, port, serr := net.SplitHostPort(s)
+		if serr != nil {
+			return netip.AddrPort{}, fmt.Errorf("cannot resolve %q: %w", s, serr)
 		}
-		a = ua.AddrPort()
+		p, perr := strconv.ParseUint(port, 10, 16)
+		if perr != nil {
+			return netip.AddrPort{}, fmt.Errorf("cannot resolve %q: bad port: %w", s, perr)
+		}
+		ips, lerr := r.LookupNetIP(ctx, "ip", host)
+		if lerr != nil || len(ips) == 0 {
+			return netip.AddrPort{}, fmt.Errorf("cannot resolve %q: %w", s, lerr)
+		}
+		a = netip.AddrPortFrom(preferV4(ips), uint16(p))
 	}
 	if !a.IsValid() || a.Port() == 0 {
 		return netip.AddrPort{}, fmt.Errorf("cannot use address %q: no port", s)
 	}
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()), nil
+}
+
+// preferV4 picks the first IPv4 address, else the first, as
+// net.ResolveUDPAddr does for "udp".
+func preferV4(ips []netip.Addr) netip.Addr {
+	for _, ip := range ips {
+		if ip.Unmap().Is4() {
+			return ip
+		}
+	}
+	return ips[0]
+}
+
+// RefreshEvery calls refresh every interval (DefaultRefreshInterval if not
+// positive) until ctx ends.
+func RefreshEvery(ctx context.Context, interval time.Duration, refresh func(context.Context)) {
+	if interval <= 0 {
+		interval = DefaultRefreshInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, interval)
+			refresh(rctx)
+			cancel()
+		}
+	}
 }

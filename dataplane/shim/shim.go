@@ -16,6 +16,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/capacity"
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -73,6 +74,10 @@ type Config struct {
 	// node's host (standalone mode), the kubelet's refresh delay for a
 	// mounted ConfigMap.
 	MapDeliveryLag time.Duration
+	// PeerRefresh is how often the maps' DNS names of the cache members
+	// are resolved again (peers.Table.Refresh; default
+	// peers.DefaultRefreshInterval, negative: never).
+	PeerRefresh time.Duration
 	// MaxInFlight bounds the requests being served; beyond it requests get
 	// StatusOverloaded (default 4096). A PUT keeps its slot through phase 2.
 	MaxInFlight int
@@ -258,8 +263,30 @@ func (s *Shim) Start() error {
 		return fmt.Errorf("cannot start shim %s: already started", s.cfg.Shard)
 	}
 	s.ep.Start(s.handle)
+	if s.cfg.PeerRefresh >= 0 {
+		s.wg.Go(func() {
+			peers.RefreshEvery(s.ctx, s.cfg.PeerRefresh, func(ctx context.Context) { s.RefreshPeers(ctx) })
+		})
+	}
 	s.log.Info("shim serving", "addr", s.ep.Addr(), "redis", s.cfg.Redis.Addr)
 	return nil
+}
+
+// RefreshPeers resolves the DNS names of the cache members of the current
+// map, and of the maps it still invalidates under, again: a node pod
+// recreated with a new IP is invalidated, and recognised as an owner, at
+// its new address without a new map version. Start runs it every
+// Config.PeerRefresh. It returns how many addresses changed.
+func (s *Shim) RefreshPeers(ctx context.Context) int {
+	v := s.view.Load()
+	if v == nil {
+		return 0
+	}
+	n := v.cur.addrs.Refresh(ctx)
+	for _, pm := range v.past {
+		n += pm.st.addrs.Refresh(ctx)
+	}
+	return n
 }
 
 // Close stops serving: it closes the socket, aborts the requests in flight,
