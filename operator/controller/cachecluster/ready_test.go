@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 
 // TestReadyWaitsForPods checks what `kubectl wait --for=condition=Ready`,
@@ -82,6 +83,9 @@ func TestReadyWaitsForPods(t *testing.T) {
 	if d := condition(v1alpha1.ConditionDegraded); d == nil || d.Status != metav1.ConditionFalse {
 		t.Fatalf("Degraded = %+v, want False", d)
 	}
+	eventually(t, "a ClusterReady event", func() (bool, error) {
+		return hasEvent(t, cc, cachecluster.EventClusterReady, "2 of 2 storage shards ready")
+	})
 
 	setPodReady(t, cc, "ready-rack-0-1", false, now)
 	eventually(t, "a shard lost: Degraded, not Ready", func() (bool, error) {
@@ -89,6 +93,9 @@ func TestReadyWaitsForPods(t *testing.T) {
 		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == v1alpha1.ReasonShardsNotReady &&
 			isFalse(condition(v1alpha1.ConditionReady), v1alpha1.ReasonPodsNotReady), nil
 	})
+	for _, reason := range []string{cachecluster.EventClusterDegraded, cachecluster.EventClusterNotReady} {
+		eventually(t, "a "+reason+" event", func() (bool, error) { return hasEvent(t, cc, reason, "1 of 2 storage shards") })
+	}
 }
 
 // waitError is a failed kubectl wait and what it printed.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +31,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, base *v1alpha1.CacheCluste
 	case s.published != nil:
 		r.memberStatus(s)
 	}
+	r.recordConditionChanges(base.Status.Conditions, cc)
 	if err := r.Status().Patch(ctx, cc, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("cannot patch status of %s: %w", cc.Name, client.IgnoreNotFound(err))
 	}
@@ -159,4 +161,57 @@ func wasReady(cc *v1alpha1.CacheCluster) bool {
 func degradedBy(cc *v1alpha1.CacheCluster, reason string) bool {
 	d := meta.FindStatusCondition(cc.Status.Conditions, string(v1alpha1.ConditionDegraded))
 	return d != nil && d.Status == metav1.ConditionTrue && d.Reason == reason
+}
+
+// Events of the conditions' changes (recordConditionChanges).
+const (
+	EventClusterReady     = "ClusterReady"
+	EventClusterNotReady  = "ClusterNotReady"
+	EventClusterDegraded  = "ClusterDegraded"
+	EventClusterRecovered = "ClusterRecovered"
+)
+
+// recordConditionChanges emits an event when Ready or Degraded changes
+// status or reason against before, the conditions as fetched: Ready
+// (ClusterReady), not Ready any more or for another reason
+// (ClusterNotReady, with the reason and message), Degraded
+// (ClusterDegraded) and no longer Degraded (ClusterRecovered). A new
+// cluster's first conditions make an event only when they are news: Ready,
+// Degraded, or not Ready for a reason other than its pods starting.
+func (r *Reconciler) recordConditionChanges(before []metav1.Condition, cc *v1alpha1.CacheCluster) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, t := range []v1alpha1.ConditionType{v1alpha1.ConditionReady, v1alpha1.ConditionDegraded} {
+		cur := meta.FindStatusCondition(cc.Status.Conditions, string(t))
+		old := meta.FindStatusCondition(before, string(t))
+		switch {
+		case cur == nil:
+			continue
+		case old != nil && old.Status == cur.Status && old.Reason == cur.Reason:
+			continue
+		case old == nil && !firstIsNews(t, cur):
+			continue
+		}
+		isTrue := cur.Status == metav1.ConditionTrue
+		switch {
+		case t == v1alpha1.ConditionReady && isTrue:
+			r.Recorder.Eventf(cc, nil, corev1.EventTypeNormal, EventClusterReady, "Status", "%s", cur.Message)
+		case t == v1alpha1.ConditionReady:
+			r.Recorder.Eventf(cc, nil, corev1.EventTypeWarning, EventClusterNotReady, "Status", "%s: %s", cur.Reason, cur.Message)
+		case isTrue:
+			r.Recorder.Eventf(cc, nil, corev1.EventTypeWarning, EventClusterDegraded, "Status", "%s: %s", cur.Reason, cur.Message)
+		default:
+			r.Recorder.Eventf(cc, nil, corev1.EventTypeNormal, EventClusterRecovered, "Status", "%s", cur.Message)
+		}
+	}
+}
+
+// firstIsNews reports whether a new cluster's first condition c of type t
+// deserves an event.
+func firstIsNews(t v1alpha1.ConditionType, c *metav1.Condition) bool {
+	if c.Status == metav1.ConditionTrue {
+		return true
+	}
+	return t == v1alpha1.ConditionReady && c.Reason != v1alpha1.ReasonPodsNotReady && c.Reason != v1alpha1.ReasonCreating
 }
