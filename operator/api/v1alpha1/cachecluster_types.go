@@ -329,6 +329,24 @@ type CacheClusterSpec struct {
 	// ShimResources are the resources of each storage shim container.
 	// +optional
 	ShimResources corev1.ResourceRequirements `json:"shimResources,omitempty"`
+	// NetworkPolicy restricts who reaches the cluster's pods: the data
+	// plane (unauthenticated UDP) only from the cluster's own pods and
+	// from client pods, Redis from nobody else. Off when unset.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicySpec is the NetworkPolicy the operator keeps for a cluster.
+// It takes effect only where the cluster's network plugin enforces
+// NetworkPolicies.
+type NetworkPolicySpec struct {
+	// Enabled creates the policy (and deletes it when false).
+	Enabled bool `json:"enabled"`
+	// Clients selects the pods, in any namespace, that may send
+	// requests to the cache nodes and shims. Unset: pods labelled
+	// distcache.io/client=<cluster name>.
+	// +optional
+	Clients *metav1.LabelSelector `json:"clients,omitempty"`
 }
 
 // MemberState is a member's state in the published partition map.

@@ -83,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.observePods,
 		r.reconcileStorage,
 		r.reconcileLayers,
+		r.reconcileNetworkPolicy,
 		r.publishMap,
 	} {
 		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.blocked != nil {
