@@ -4,6 +4,7 @@ import (
 	"path"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
@@ -61,9 +62,7 @@ func redisAccessOf(st *v1alpha1.StorageSpec) redisAccess {
 // add mounts key of Secret secret read-only at dir.
 func (a *redisAccess) add(volume, dir, secret, key string) {
 	a.volumes = append(a.volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: key}}, DefaultMode: ptrMode(0o400),
+		SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: key}}, DefaultMode: ptr.To[int32](0o400),
 	}}})
 	a.mounts = append(a.mounts, corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: true})
 }
-
-func ptrMode(m int32) *int32 { return &m }
