@@ -144,9 +144,9 @@ const fuzzStep = 50 * time.Millisecond
 
 // fuzzSenders are the senders a FuzzReassemble record picks from.
 var fuzzSenders = [4]netip.AddrPort{
-	netip.MustParseAddrPort("10.0.0.1:7000"),
-	netip.MustParseAddrPort("10.0.0.1:7001"),
-	netip.MustParseAddrPort("10.0.0.2:7000"),
+	netip.MustParseAddrPort("198.18.0.1:7000"),
+	netip.MustParseAddrPort("198.18.0.1:7001"),
+	netip.MustParseAddrPort("198.18.0.2:7000"),
 	netip.MustParseAddrPort("[fd00::1]:7000"),
 }
 

@@ -15,8 +15,8 @@ import (
 
 var (
 	t0      = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	senderA = netip.MustParseAddrPort("10.0.0.1:7000")
-	senderB = netip.MustParseAddrPort("10.0.0.2:7000")
+	senderA = netip.MustParseAddrPort("198.18.0.1:7000")
+	senderB = netip.MustParseAddrPort("198.18.0.2:7000")
 )
 
 // packets parses every datagram of m at size.

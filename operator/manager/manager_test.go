@@ -105,8 +105,8 @@ func TestOperator(t *testing.T) {
 	})
 	fabric := &v1alpha1.SwitchFabric{ObjectMeta: metav1.ObjectMeta{Name: "fabric", Namespace: ns.Name},
 		Spec: v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", Switches: []v1alpha1.Switch{
-			{Name: "tor-0", DeviceID: 1, Role: v1alpha1.RoleStorageLeaf, P4RuntimeAddress: "10.0.0.1:9559", Rack: ptr.To[int32](0)},
-			{Name: "spine-0", DeviceID: 2, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "10.0.0.2:9559"},
+			{Name: "tor-0", DeviceID: 1, Role: v1alpha1.RoleStorageLeaf, P4RuntimeAddress: "192.0.2.1:9559", Rack: ptr.To[int32](0)},
+			{Name: "spine-0", DeviceID: 2, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "192.0.2.2:9559"},
 		}}}
 	if err := c.Create(ctx, fabric); err != nil {
 		t.Fatal(err)

@@ -225,7 +225,7 @@ kind: SwitchFabric
 spec:
   driver: stratum
   pipeline: distcache-v1model
-  switches: [{name: s1, deviceID: 1, role: spine, p4runtimeAddress: "10.0.0.1:9559"}]
+  switches: [{name: s1, deviceID: 1, role: spine, p4runtimeAddress: "192.0.2.1:9559"}]
 `},
 	}
 	for _, tc := range cases {

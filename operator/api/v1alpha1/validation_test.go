@@ -216,7 +216,7 @@ func schemaCases(t *testing.T) []schemaCase {
 			[]string{`Unsupported value: "core"`, `supported values: "spine", "storage-leaf", "client-leaf"`}},
 		{"unknown pull policy", newCluster(withImages(func(i *v1alpha1.ImagesSpec) { i.PullPolicy = "Sometimes" })), "spec.images.pullPolicy",
 			[]string{`Unsupported value: "Sometimes"`}},
-		{"p4runtimeAddress without port", newFabric(withSwitchEdit(0, func(s *v1alpha1.Switch) { s.P4RuntimeAddress = "10.0.0.1" })),
+		{"p4runtimeAddress without port", newFabric(withSwitchEdit(0, func(s *v1alpha1.Switch) { s.P4RuntimeAddress = "192.0.2.1" })),
 			"spec.switches[0].p4runtimeAddress", []string{"spec.switches[0].p4runtimeAddress", "should match"}},
 		{"duplicate switch name", newFabric(withSwitchEdit(1, func(s *v1alpha1.Switch) { s.Name = "spine-0" })), "spec.switches[1]",
 			[]string{"Duplicate value", `"name":"spine-0"`}},

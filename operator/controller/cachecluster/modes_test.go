@@ -79,13 +79,13 @@ func TestStorageModes(t *testing.T) {
 		}
 	})
 	t.Run("external", func(t *testing.T) {
-		cc := newCluster(t, "ext", withStorage(v1alpha1.StorageExternal, 2, 1, "10.0.0.1:6379", "10.0.0.2:6379"), withLayer("spine", 1, false))
+		cc := newCluster(t, "ext", withStorage(v1alpha1.StorageExternal, 2, 1, "192.0.2.1:6379", "192.0.2.2:6379"), withLayer("spine", 1, false))
 		eventually(t, "map published", func() (bool, error) { _, err := publishedMap(t, cc); return err == nil, err })
 		dep := &appsv1.Deployment{}
 		if err := get(t, dep, cc.Namespace, "ext-rack-1-0"); err != nil {
 			t.Fatal(err)
 		}
-		if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--redis=10.0.0.2:6379") || !slices.Contains(args, "--shard=ext-rack-1-0") {
+		if args := dep.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--redis=192.0.2.2:6379") || !slices.Contains(args, "--shard=ext-rack-1-0") {
 			t.Fatalf("shim args %v, want rack 1's endpoint and shard name", args)
 		}
 		if err := get(t, &corev1.Service{}, cc.Namespace, "ext-rack-1-0"); err != nil {
