@@ -54,7 +54,7 @@ func (s *Shim) serveGets(reads []*request) {
 		if tracked[i] {
 			reply.Flags |= wire.FlagTracked
 		}
-		s.send(r.src, &reply)
+		s.answerRead(r, &reply)
 	}
 }
 
@@ -69,7 +69,7 @@ func (s *Shim) serveFetch(r *request) {
 	unlock, err := s.locks.lock(s.ctx, r.key)
 	if err != nil { // shutting down
 		reply := s.replyTo(r, wire.StatusInternal, 0, nil)
-		s.send(r.src, &reply)
+		s.answerRead(r, &reply)
 		return
 	}
 	var (
@@ -93,5 +93,14 @@ func (s *Shim) serveFetch(r *request) {
 	}
 	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
 	reply := s.replyTo(r, status, c, value)
-	s.send(r.src, &reply)
+	s.answerRead(r, &reply)
+}
+
+// answerRead sends a read's reply. The read is forgotten first (a read is
+// not remembered once answered), so that a retransmission that arrives
+// right after the reply is served again rather than dropped as a
+// duplicate of a read that is over.
+func (s *Shim) answerRead(r *request, reply *wire.Message) {
+	s.dedup.abandon(r.dedupKey())
+	s.send(r.src, reply)
 }

@@ -408,11 +408,6 @@ func (s *Shim) serve(r *request) {
 	default:
 		s.serveFetch(r)
 	}
-	// A read is not remembered once answered: a retransmission that
-	// arrives later is served again.
-	for _, r := range reads {
-		s.dedup.abandon(r.dedupKey())
-	}
 }
 
 // shed answers reads with StatusOverloaded.
@@ -421,7 +416,7 @@ func (s *Shim) shed(reads []*request) {
 		s.stats.shed.Add(1)
 		s.metrics.requests.Observe(r.op, metrics.StatusResult(wire.StatusOverloaded), time.Since(r.start))
 		reply := s.replyTo(r, wire.StatusOverloaded, 0, nil)
-		s.send(r.src, &reply)
+		s.answerRead(r, &reply)
 	}
 }
 
