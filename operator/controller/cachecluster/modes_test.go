@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,7 +63,11 @@ func TestScaleLayer(t *testing.T) {
 func TestStorageModes(t *testing.T) {
 	startOperator(t, &clock{t: time.Now()})
 	t.Run("redisOperator", func(t *testing.T) {
-		cc := newCluster(t, "ot", withStorage(v1alpha1.StorageRedisOperator, 1, 2), withLayer("spine", 1, false))
+		cc := newCluster(t, "ot", withStorage(v1alpha1.StorageRedisOperator, 1, 2), withLayer("spine", 1, false),
+			func(cc *v1alpha1.CacheCluster) {
+				cc.Spec.Storage.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
+				cc.Spec.ShimResources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
+			})
 		eventually(t, "map published", func() (bool, error) { _, err := publishedMap(t, cc); return err == nil, err })
 		r := &unstructured.Unstructured{}
 		r.SetGroupVersionKind(cachecluster.RedisGVK)
@@ -72,6 +77,12 @@ func TestStorageModes(t *testing.T) {
 		sidecars, _, _ := unstructured.NestedSlice(r.Object, "spec", "sidecars")
 		if len(sidecars) != 1 || sidecars[0].(map[string]any)["name"] != "shim" {
 			t.Fatalf("sidecars %v, want the shim", sidecars)
+		}
+		if mem, _, _ := unstructured.NestedString(r.Object, "spec", "kubernetesConfig", "resources", "limits", "memory"); mem != "2Gi" {
+			t.Fatalf("Redis memory limit %q, want storage.resources' 2Gi", mem)
+		}
+		if cpu, _, _ := unstructured.NestedString(sidecars[0].(map[string]any), "resources", "requests", "cpu"); cpu != "250m" {
+			t.Fatalf("shim CPU request %q, want shimResources' 250m", cpu)
 		}
 		m, _ := publishedMap(t, cc)
 		if got, want := m.Storage.Racks[0].Shards[1].Address, "ot-rack-0-1-0.ot-rack-0-1-headless."+cc.Namespace+".svc:7000"; got != want {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -199,14 +200,22 @@ func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error
 			obj.SetName(name)
 			obj.SetNamespace(s.cc.Namespace)
 			shim := dataPlaneContainer(ComponentShim, image, pull, shimArgs(s.cc, name, fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort)
+			kubernetesConfig := map[string]any{"image": redisImage, "imagePullPolicy": string(pull)}
+			sidecar := map[string]any{
+				"name": shim.Name, "image": shim.Image, "imagePullPolicy": string(pull),
+				"command":   toAny(append([]string{"distcache"}, shim.Args...)),
+				"env":       []any{map[string]any{"name": "POD_NAME", "value": name}},
+				"mountPath": []any{map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true}},
+			}
+			if err := setResources(kubernetesConfig, s.cc.Spec.Storage.Resources); err != nil {
+				return err
+			}
+			if err := setResources(sidecar, s.cc.Spec.ShimResources); err != nil {
+				return err
+			}
 			spec := map[string]any{
-				"kubernetesConfig": map[string]any{"image": redisImage, "imagePullPolicy": string(pull)},
-				"sidecars": []any{map[string]any{
-					"name": shim.Name, "image": shim.Image, "imagePullPolicy": string(pull),
-					"command":   toAny(append([]string{"distcache"}, shim.Args...)),
-					"env":       []any{map[string]any{"name": "POD_NAME", "value": name}},
-					"mountPath": []any{map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true}},
-				}},
+				"kubernetesConfig": kubernetesConfig,
+				"sidecars":         []any{sidecar},
 				"storage": map[string]any{"volumeMount": map[string]any{
 					"volume": []any{map[string]any{"name": "partition-map", "configMap": map[string]any{"name": MapConfigMapName(s.cc.Name)}}},
 				}},
@@ -219,6 +228,19 @@ func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error
 			}
 		}
 	}
+	return nil
+}
+
+// setResources sets obj's "resources" to res, unless res is empty.
+func setResources(obj map[string]any, res corev1.ResourceRequirements) error {
+	if len(res.Limits) == 0 && len(res.Requests) == 0 {
+		return nil
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&res)
+	if err != nil {
+		return fmt.Errorf("cannot convert resources: %w", err)
+	}
+	obj["resources"] = u
 	return nil
 }
 
