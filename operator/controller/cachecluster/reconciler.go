@@ -50,7 +50,6 @@ type state struct {
 	// shardsObserved is false where the operator does not run the shards'
 	// Redis pods itself (redisOperator mode): shardsReady means nothing.
 	shardsObserved bool
-	wasReady       bool              // the Ready condition was True before this reconcile
 	blocked        *metav1.Condition // a Ready=False condition that stopped the phases
 	requeue        time.Duration     // the earliest pending failover decision
 }
@@ -70,7 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return ctrl.Result{}, fmt.Errorf("cannot add finalizer to %s: %w", req, err)
 		}
 	}
-	s := &state{cc: cc, now: r.now(), wasReady: wasReady(cc)}
+	s := &state{cc: cc, now: r.now()}
 	base := cc.DeepCopy()
 	defer func() {
 		if err := r.patchStatus(ctx, base, s, retErr); err != nil {

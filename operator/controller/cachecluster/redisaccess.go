@@ -1,6 +1,7 @@
 package cachecluster
 
 import (
+	"cmp"
 	"path"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,12 +33,7 @@ type redisAccess struct {
 func redisAccessOf(st *v1alpha1.StorageSpec) redisAccess {
 	var a redisAccess
 	if auth := st.Auth; auth != nil {
-		key := auth.PasswordKey
-		if key == "" {
-			key = "password"
-		}
-		a.add(RedisAuthVolume, RedisAuthMountPath, auth.SecretName, key)
-		a.args = append(a.args, "--redis-password-file="+path.Join(RedisAuthMountPath, key))
+		a.mount(RedisAuthVolume, RedisAuthMountPath, auth.SecretName, cmp.Or(auth.PasswordKey, "password"), "--redis-password-file")
 		if auth.Username != "" {
 			a.args = append(a.args, "--redis-username="+auth.Username)
 		}
@@ -45,12 +41,7 @@ func redisAccessOf(st *v1alpha1.StorageSpec) redisAccess {
 	if tls := st.TLS; tls != nil {
 		a.args = append(a.args, "--redis-tls")
 		if tls.CASecretName != "" {
-			key := tls.CAKey
-			if key == "" {
-				key = "ca.crt"
-			}
-			a.add(RedisTLSVolume, RedisTLSMountPath, tls.CASecretName, key)
-			a.args = append(a.args, "--redis-tls-ca-file="+path.Join(RedisTLSMountPath, key))
+			a.mount(RedisTLSVolume, RedisTLSMountPath, tls.CASecretName, cmp.Or(tls.CAKey, "ca.crt"), "--redis-tls-ca-file")
 		}
 		if tls.ServerName != "" {
 			a.args = append(a.args, "--redis-tls-server-name="+tls.ServerName)
@@ -59,8 +50,10 @@ func redisAccessOf(st *v1alpha1.StorageSpec) redisAccess {
 	return a
 }
 
-// add mounts key of Secret secret read-only at dir.
-func (a *redisAccess) add(volume, dir, secret, key string) {
+// mount mounts key of Secret secret read-only at dir, and points flag at
+// the file.
+func (a *redisAccess) mount(volume, dir, secret, key, flag string) {
+	a.args = append(a.args, flag+"="+path.Join(dir, key))
 	a.volumes = append(a.volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: key}}, DefaultMode: ptr.To[int32](0o400),
 	}}})

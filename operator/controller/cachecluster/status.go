@@ -29,7 +29,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, base *v1alpha1.CacheCluste
 	case reconcileErr != nil:
 		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonCreating, "retrying: "+reconcileErr.Error())
 	case s.published != nil:
-		r.memberStatus(s)
+		r.memberStatus(s, base.Status.Conditions)
 	}
 	r.recordConditionChanges(base.Status.Conditions, cc)
 	if err := r.Status().Patch(ctx, cc, client.MergeFrom(base)); err != nil {
@@ -39,8 +39,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, base *v1alpha1.CacheCluste
 }
 
 // memberStatus reports every member of the published map and sets the
-// conditions from their states.
-func (r *Reconciler) memberStatus(s *state) {
+// conditions from their states; before are the conditions as fetched.
+func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc, m := s.cc, s.published
 	cc.Status.MapVersion = m.Version
 	cc.Status.LayerCount = int32(len(s.topo.Layers))
@@ -77,7 +77,7 @@ func (r *Reconciler) memberStatus(s *state) {
 		shardsObserved: s.shardsObserved, switchLayers: len(s.topo.Layers) - len(s.topo.SoftwareLayers())}
 	setReady(cc, m.Version, c)
 	setProgressing(cc, c)
-	setDegraded(cc, c, s.wasReady)
+	setDegraded(cc, c, before)
 }
 
 // counts is what the conditions are computed from.
@@ -132,11 +132,12 @@ func setProgressing(cc *v1alpha1.CacheCluster, c counts) {
 }
 
 // setDegraded sets Degraded: True while part of the cluster does not serve:
-// failed members, a shard that was Ready and is not (wasReady: the
-// cluster was Ready before this reconcile; a cluster still starting is
-// Progressing, not Degraded), or unprogrammed switch layers.
-func setDegraded(cc *v1alpha1.CacheCluster, c counts, wasReady bool) {
-	shardsLost := c.shardsMissing() > 0 && (wasReady || degradedBy(cc, v1alpha1.ReasonShardsNotReady))
+// failed members, a shard that was Ready and is not (the cluster was Ready,
+// or Degraded for it, in before, the conditions as fetched; a cluster still
+// starting is Progressing, not Degraded), or unprogrammed switch layers.
+func setDegraded(cc *v1alpha1.CacheCluster, c counts, before []metav1.Condition) {
+	shardsLost := c.shardsMissing() > 0 &&
+		(meta.IsStatusConditionTrue(before, string(v1alpha1.ConditionReady)) || degradedBy(before, v1alpha1.ReasonShardsNotReady))
 	switch {
 	case c.failed > 0:
 		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMembersFailed,
@@ -152,14 +153,9 @@ func setDegraded(cc *v1alpha1.CacheCluster, c counts, wasReady bool) {
 	}
 }
 
-// wasReady reports whether cc's Ready condition is True.
-func wasReady(cc *v1alpha1.CacheCluster) bool {
-	return meta.IsStatusConditionTrue(cc.Status.Conditions, string(v1alpha1.ConditionReady))
-}
-
-// degradedBy reports whether cc is Degraded for reason.
-func degradedBy(cc *v1alpha1.CacheCluster, reason string) bool {
-	d := meta.FindStatusCondition(cc.Status.Conditions, string(v1alpha1.ConditionDegraded))
+// degradedBy reports whether conditions say Degraded for reason.
+func degradedBy(conditions []metav1.Condition, reason string) bool {
+	d := meta.FindStatusCondition(conditions, string(v1alpha1.ConditionDegraded))
 	return d != nil && d.Status == metav1.ConditionTrue && d.Reason == reason
 }
 

@@ -68,24 +68,6 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 	return nil
 }
 
-// countExternalShardsReady counts the external shards whose shim has a
-// Ready pod (its Deployment's pods carry the shard's label).
-func countExternalShardsReady(s *state) {
-	ready := map[string]bool{}
-	for _, p := range s.pods {
-		if podReady(p) {
-			ready[p.Labels[LabelShard]] = true
-		}
-	}
-	s.shardsReady, s.shardsObserved = 0, true
-	for i := range s.cc.Spec.Storage.External {
-		per := s.topo.ShardsPerRack()
-		if ready[s.topo.ShardName(i/per, i%per)] {
-			s.shardsReady++
-		}
-	}
-}
-
 func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl map[string]string, sts *appsv1.StatefulSet) {
 	image, redisImage, pull := images(cc)
 	redisArgs := topology.RedisArgs(&cc.Spec, RedisPort, RedisDataPath)
@@ -154,12 +136,23 @@ func persistence(cc *v1alpha1.CacheCluster) string {
 func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 	image, _, pull := images(s.cc)
 	per := s.topo.ShardsPerRack()
+	access := redisAccessOf(&s.cc.Spec.Storage)
+	ready := map[string]bool{} // shards whose shim has a Ready pod (its Deployment's pods carry the shard's label)
+	for _, p := range s.pods {
+		if podReady(p) {
+			ready[p.Labels[LabelShard]] = true
+		}
+	}
+	s.shardsReady, s.shardsObserved = 0, true
 	for i, endpoint := range s.cc.Spec.Storage.External {
 		rack, shard := i/per, i%per
 		name := s.topo.ShardName(rack, shard)
 		lbl := labels(s.cc, ComponentShim)
 		lbl[LabelRack] = strconv.Itoa(rack)
 		lbl[LabelShard] = name
+		if ready[name] {
+			s.shardsReady++
+		}
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
 		if err := r.apply(ctx, s.cc, svc, func() {
 			svc.Labels = lbl
@@ -169,7 +162,6 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			return err
 		}
 		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
-		access := redisAccessOf(&s.cc.Spec.Storage)
 		if err := r.apply(ctx, s.cc, dep, func() {
 			c := dataPlaneContainer(ComponentShim, image, pull, append(shimArgs(s.cc, name, endpoint), access.args...), ShimPort)
 			c.Resources = s.cc.Spec.ShimResources
@@ -184,7 +176,6 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			return err
 		}
 	}
-	countExternalShardsReady(s)
 	return nil
 }
 
