@@ -203,7 +203,7 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 		c.cancelRefresh = cancel
 		go func() {
 			defer close(c.stopRefresh)
-			peers.RefreshEvery(ctx, cfg.PeerRefresh, func(ctx context.Context) { c.RefreshPeers(ctx) })
+			peers.RefreshEvery(ctx, cfg.PeerRefresh, c.RefreshPeers)
 		}()
 	}
 	cfg.Logger.Info("client started", "addr", ep.Addr(), "map_version", p.Version(), "layers", p.Layers())

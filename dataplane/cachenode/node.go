@@ -302,9 +302,7 @@ func (n *Node) Start() error {
 		n.spawn(n.loop)
 	}
 	if n.cfg.PeerRefresh >= 0 {
-		n.spawn(func() {
-			peers.RefreshEvery(n.ctx, n.cfg.PeerRefresh, func(ctx context.Context) { n.RefreshPeers(ctx) })
-		})
+		n.spawn(func() { peers.RefreshEvery(n.ctx, n.cfg.PeerRefresh, n.RefreshPeers) })
 	}
 	n.log.Info("cache node started", "addr", n.Addr(), "map_version", n.view.Load().version)
 	return nil

@@ -222,9 +222,10 @@ func preferV4(ips []netip.Addr) netip.Addr {
 	return ips[0]
 }
 
-// RefreshEvery calls refresh every interval (DefaultRefreshInterval if not
-// positive) until ctx ends.
-func RefreshEvery(ctx context.Context, interval time.Duration, refresh func(context.Context)) {
+// RefreshEvery calls refresh (a RefreshPeers method: its count of changed
+// addresses is logged by Refresh already) every interval
+// (DefaultRefreshInterval if not positive) until ctx ends.
+func RefreshEvery(ctx context.Context, interval time.Duration, refresh func(context.Context) int) {
 	if interval <= 0 {
 		interval = DefaultRefreshInterval
 	}

@@ -264,9 +264,7 @@ func (s *Shim) Start() error {
 	}
 	s.ep.Start(s.handle)
 	if s.cfg.PeerRefresh >= 0 {
-		s.wg.Go(func() {
-			peers.RefreshEvery(s.ctx, s.cfg.PeerRefresh, func(ctx context.Context) { s.RefreshPeers(ctx) })
-		})
+		s.wg.Go(func() { peers.RefreshEvery(s.ctx, s.cfg.PeerRefresh, s.RefreshPeers) })
 	}
 	s.log.Info("shim serving", "addr", s.ep.Addr(), "redis", s.cfg.Redis.Addr)
 	return nil

@@ -84,15 +84,17 @@ func (r *Ring) WithMembers(members []string) (*Ring, error) {
 	}
 	renamed := make([]int32, len(r.members)) // r's member index → next's, -1 if gone
 	had := make(map[string]bool, len(r.members))
+	kept := 0
 	for i, m := range r.members {
 		renamed[i] = -1
 		if j, ok := index[m]; ok {
 			renamed[i] = j
+			kept++
 		}
 		had[m] = true
 	}
 	isNew := func(i int) bool { return !had[members[i]] }
-	added := next.memberPoints(make([]point, 0, (len(members)-countKept(renamed))*r.vnodes), isNew)
+	added := next.memberPoints(make([]point, 0, (len(members)-kept)*r.vnodes), isNew)
 	n := len(members) * r.vnodes
 	next.points, next.owners = make([]uint64, 0, n), make([]int32, 0, n)
 	for i, pos := range r.points { // r's points of the members kept, merged with added
@@ -112,17 +114,6 @@ func (r *Ring) WithMembers(members []string) (*Ring, error) {
 	}
 	next.buildBuckets()
 	return next, nil
-}
-
-// countKept counts the members a ring keeps: those renamed to an index.
-func countKept(renamed []int32) int {
-	n := 0
-	for _, j := range renamed {
-		if j >= 0 {
-			n++
-		}
-	}
-	return n
 }
 
 // checkMembers rejects empty and duplicate member names.
