@@ -167,9 +167,10 @@ $(CONTROLLER_GEN):
 envtest: ## Build kube-apiserver, kubectl and etcd for envtest into TOOLS_DIR (idempotent; minutes the first time)
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) DISTCACHE_CACHE='$(abspath $(TOOLS_DIR))' hack/envtest-assets.sh >/dev/null
 
-manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code and the CRDs in crds/ from operator/api
+manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and the operator's RBAC in config/rbac/ from operator/
 	'$(CONTROLLER_GEN)' object paths=./operator/api/...
 	'$(CONTROLLER_GEN)' crd paths=./operator/api/... output:crd:artifacts:config=crds
+	'$(CONTROLLER_GEN)' rbac:roleName=distcache-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 
 # The Chaos Mesh CRDs that the tests of chaos/ install into the envtest API
 # server, generated from the Chaos Mesh API module pinned in

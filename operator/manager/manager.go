@@ -22,6 +22,10 @@ import (
 	"github.com/distcache/distcache/operator/controller/switchfabric"
 )
 
+// The Lease of leader election, in the operator's own namespace (the chart
+// renders this Role there): acquire, read, renew.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=distcache-system
+
 // LeaderElectionID names the Lease the operator replicas compete for.
 const LeaderElectionID = "distcache-operator.distcache.io"
 
