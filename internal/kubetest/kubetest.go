@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -33,6 +34,10 @@ const (
 	K8sVersion  = "1.37.1"
 	EtcdVersion = "3.7.0"
 )
+
+// ServiceCIDR is the range the API server assigns Service IPs from: the
+// benchmarking range (RFC 2544), which no real network uses.
+const ServiceCIDR = "198.18.128.0/24"
 
 // Env is a running control plane.
 type Env struct {
@@ -71,7 +76,23 @@ func RepoRoot() string {
 type Option func(*options)
 
 type options struct {
-	crdDirs []string
+	crdDirs  []string
+	auditLog string
+	plugins  []string
+}
+
+// WithAdmissionPlugins turns on admission plugins besides the API server's
+// defaults (e.g. OwnerReferencesPermissionEnforcement, which many
+// production clusters run and envtest does not).
+func WithAdmissionPlugins(names ...string) Option {
+	return func(o *options) { o.plugins = append(o.plugins, names...) }
+}
+
+// WithAuditLog makes the API server write an audit event (metadata level:
+// who, verb, resource, response code) for every request it answers into
+// path, one JSON object per line; ReadAudit reads them.
+func WithAuditLog(path string) Option {
+	return func(o *options) { o.auditLog = path }
 }
 
 // ChaosMeshCRDDir holds the Chaos Mesh CRDs that `make chaos-crds` generates.
@@ -107,6 +128,19 @@ func Start(opts ...Option) (*Env, error) {
 		}, o.crdDirs...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+	}
+	api := env.ControlPlane.GetAPIServer().Configure()
+	// Service IPs from the benchmarking range, not envtest's 10.0.0.0/24.
+	api.Set("service-cluster-ip-range", ServiceCIDR)
+	if len(o.plugins) > 0 {
+		api.Set("enable-admission-plugins", strings.Join(o.plugins, ","))
+	}
+	if o.auditLog != "" {
+		policy, err := writeAuditPolicy(filepath.Dir(o.auditLog))
+		if err != nil {
+			return nil, err
+		}
+		api.Set("audit-policy-file", policy).Set("audit-log-path", o.auditLog).Set("audit-log-format", "json")
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -151,10 +185,12 @@ func (e *Env) Stop() error {
 // cannot start fails the package with the reason, rather than skipping its
 // tests.
 func Main(m *testing.M, env **Env, opts ...Option) {
-	os.Exit(run(m, env, opts))
+	os.Exit(Run(m, env, opts...))
 }
 
-func run(m *testing.M, env **Env, opts []Option) int {
+// Run is Main without the exit: it returns the tests' exit code, for a
+// TestMain that has more to clean up.
+func Run(m *testing.M, env **Env, opts ...Option) int {
 	e, err := Start(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -9,9 +9,14 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -23,8 +28,10 @@ import (
 )
 
 // The Lease of leader election, in the operator's own namespace (the chart
-// renders this Role there): acquire, read, renew.
+// renders this Role there): acquire, read, renew; and the events that say
+// which replica leads.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=distcache-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create,namespace=distcache-system
 
 // LeaderElectionID names the Lease the operator replicas compete for.
 const LeaderElectionID = "distcache-operator.distcache.io"
@@ -46,6 +53,25 @@ type Options struct {
 	SkipNameValidation bool
 }
 
+// cacheOptions limit what the operator keeps in memory: the objects of the
+// watched namespace (all when empty), and of the kinds it creates or whose
+// pods it watches, only those labelled with a cluster — not every pod,
+// Service and ConfigMap of the cluster.
+func cacheOptions(namespace string) (cache.Options, error) {
+	labelled, err := labels.Parse(cachecluster.LabelCluster) // the label exists
+	if err != nil {
+		return cache.Options{}, fmt.Errorf("cannot select the operator's objects: %w", err)
+	}
+	o := cache.Options{ByObject: map[client.Object]cache.ByObject{}}
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &appsv1.Deployment{}, &networkingv1.NetworkPolicy{}} {
+		o.ByObject[obj] = cache.ByObject{Label: labelled}
+	}
+	if namespace != "" {
+		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+	}
+	return o, nil
+}
+
 // Run runs the operator until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) error {
 	ctrl.SetLogger(log)
@@ -63,8 +89,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 		LeaderElectionReleaseOnCancel: true,
 	}
 	mo.Controller.SkipNameValidation = &o.SkipNameValidation
-	if o.Namespace != "" {
-		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}}
+	if mo.Cache, err = cacheOptions(o.Namespace); err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {

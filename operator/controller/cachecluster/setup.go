@@ -18,15 +18,20 @@ import (
 // layerRefIndex indexes CacheClusters by the CacheLayers they reference.
 const layerRefIndex = "spec.layerRefs"
 
-// +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/status,verbs=get;update;patch
+// The operator's permissions: exactly what it uses, which test/rbac checks
+// against the API server's audit log. Kinds it caches need list and watch
+// only (its reads are served by the cache); the redis-operator's Redis is
+// read uncached. Finalizers: setting blockOwnerDeletion owner references.
+// +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters,verbs=list;watch;update
+// +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/finalizers,verbs=update
-// +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=list;watch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=list;watch;create;update;deletecollection
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch;create;update;deletecollection
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;update;delete;deletecollection
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis,verbs=get;create;update;deletecollection
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the reconciler: it owns the cluster's sets,

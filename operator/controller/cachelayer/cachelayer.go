@@ -18,9 +18,9 @@ import (
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=distcache.io,resources=cachelayers/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics,verbs=get;list;watch
+// +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=list;watch
+// +kubebuilder:rbac:groups=distcache.io,resources=cachelayers/status,verbs=patch
+// +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics,verbs=list;watch
 
 // Reconciler reconciles CacheLayers.
 type Reconciler struct {

@@ -16,8 +16,8 @@ import (
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics,verbs=get;list;watch
-// +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics,verbs=list;watch
+// +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics/status,verbs=patch
 
 // Reconciler reconciles SwitchFabrics.
 type Reconciler struct {

@@ -1,0 +1,180 @@
+package rbac_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+)
+
+// window is when a named scenario ran.
+type window struct {
+	name       string
+	start, end time.Time
+}
+
+// TestOperatorRBAC runs the operator as its ServiceAccount through the
+// scenarios, then checks the audit log against the granted permissions.
+func TestOperatorRBAC(t *testing.T) {
+	ctx := t.Context()
+	cr, role, err := generatedRBAC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := env.ServiceAccountConfig(ctx, operatorNamespace, operatorAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := grant(ctx, env.Client, operatorAccount, cr, role); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rbac-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	s := &scenarios{ns: ns.Name}
+
+	var windows []window
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"start", func(t *testing.T) { s.start(t, cfg) }},
+		{"create", s.create},
+		{"failover", s.failover},
+		{"restore", s.restore},
+		{"scale", s.scale},
+		{"external", s.external},
+		{"redisOperator", s.redisOperator},
+		{"network policies", s.networkPolicies},
+		{"redis resources", s.redisResources},
+		{"layers and fabrics", s.layersAndFabrics},
+		{"delete", s.delete},
+	} {
+		w := window{name: sc.name, start: time.Now()}
+		if !t.Run(sc.name, sc.run) {
+			t.FailNow()
+		}
+		w.end = time.Now()
+		windows = append(windows, w)
+	}
+	s.stop()
+	checkAudit(t, windows, permissions(cr.Rules), permissions(role.Rules))
+}
+
+// TestWithoutFinalizersPermission: without update on
+// cacheclusters/finalizers, a cluster where OwnerReferencesPermissionEnforcement
+// runs refuses every object the operator creates for a CacheCluster, so the
+// "create" scenario cannot start.
+func TestWithoutFinalizersPermission(t *testing.T) {
+	ctx := t.Context()
+	const account = "operator-without-finalizers"
+	cr, role, err := generatedRBAC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	finalizers := permission{"distcache.io", "cacheclusters/finalizers", "update"}
+	cr.Rules = without(cr.Rules, finalizers)
+	cfg, err := env.ServiceAccountConfig(ctx, operatorNamespace, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := grant(ctx, env.Client, account, cr, role); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rbac-"}}
+	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	s := &scenarios{ns: ns.Name}
+	s.start(t, cfg)
+	defer s.stop()
+	s.newCluster(t, "shop", v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, 1)
+	user := kubetest.ServiceAccountUser(operatorNamespace, account)
+	eventually(t, "the operator's first object for the cluster refused", func() (bool, error) {
+		events, err := kubetest.ReadAudit(auditLog)
+		for _, e := range events {
+			if e.User.Username == user && e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Namespace == ns.Name &&
+				e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+}
+
+// checkedByAdmission are permissions the API server checks while admitting
+// another request rather than as a request of their own, so the audit log
+// cannot show their use; the named test shows what breaks without them.
+var checkedByAdmission = map[permission]string{
+	// OwnerReferencesPermissionEnforcement: owner references with
+	// blockOwnerDeletion on the objects the operator creates.
+	{"distcache.io", "cacheclusters/finalizers", "update"}: "TestWithoutFinalizersPermission",
+}
+
+// checkAudit reads what the operator's ServiceAccount asked for: nothing may
+// have been refused, and every granted permission must have been used.
+func checkAudit(t *testing.T, windows []window, granted ...[]permission) {
+	events, err := kubetest.ReadAudit(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := kubetest.ServiceAccountUser(operatorNamespace, operatorAccount)
+	usedIn := map[permission]string{} // the first scenario that used it
+	for _, e := range events {
+		if e.User.Username != user || e.ObjectRef == nil || e.ResponseStatus == nil {
+			continue
+		}
+		p := auditPermission(e)
+		sc := "after the scenarios"
+		for _, w := range windows {
+			if !e.RequestReceived.Before(w.start) && e.RequestReceived.Before(w.end) {
+				sc = w.name
+				break
+			}
+		}
+		switch {
+		case e.ResponseStatus.Code == 403:
+			t.Errorf("refused in scenario %q: %s (%s/%s): add it to the operator's +kubebuilder:rbac markers", sc, p, e.ObjectRef.Namespace, e.ObjectRef.Name)
+		case usedIn[p] == "":
+			usedIn[p] = sc
+			if p.verb == "watch" {
+				// client-go lists before it watches where the API server
+				// does not stream a watch's initial state (WatchList).
+				usedIn[permission{p.group, p.resource, "list"}] = sc
+			}
+		}
+	}
+	var unused []string
+	for _, ps := range granted {
+		for _, p := range ps {
+			if test, ok := checkedByAdmission[p]; ok {
+				t.Logf("%-50s checked by admission, not requested: %s", p, test)
+				continue
+			}
+			if sc, ok := usedIn[p]; ok {
+				t.Logf("%-50s first used in %q", p, sc)
+			} else {
+				unused = append(unused, p.String())
+			}
+		}
+	}
+	if len(unused) > 0 {
+		slices.Sort(unused)
+		t.Errorf("granted but used by no scenario (remove from the +kubebuilder:rbac markers, or add the scenario that needs it):\n  %s", strings.Join(unused, "\n  "))
+	}
+}
+
+// eventually waits until cond holds (see poll.Eventually).
+func eventually(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	poll.Eventually(t, what, cond)
+}
+

@@ -1,0 +1,327 @@
+package rbac_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
+	"github.com/distcache/distcache/operator/manager"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// scenarios drive one operator, running as its ServiceAccount, through what
+// users and kubelets do, with an administrator's client in namespace ns.
+type scenarios struct {
+	ns   string
+	stop func()
+}
+
+func (s *scenarios) get(obj client.Object, name string) error {
+	return env.Client.Get(context.Background(), client.ObjectKey{Namespace: s.ns, Name: name}, obj)
+}
+
+// start runs the whole operator with leader election in its namespace.
+func (s *scenarios) start(t *testing.T, cfg *rest.Config) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, cfg, manager.Options{
+			MetricsAddr: "0", ProbeAddr: "0", LeaderElection: true, LeaderElectionNamespace: operatorNamespace,
+			SkipNameValidation: true,
+		}, logr.Discard())
+	}()
+	s.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("operator: %v", err)
+		}
+	}
+	eventually(t, "leader Lease held", func() (bool, error) {
+		l := &coordinationv1.Lease{}
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: manager.LeaderElectionID}, l)
+		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", client.IgnoreNotFound(err)
+	})
+}
+
+// newCluster creates a CacheCluster with a 100 ms grace period and a 1 s
+// hold-down, so the failure scenarios need no waiting.
+func (s *scenarios) newCluster(t *testing.T, name string, storage v1alpha1.StorageSpec, spine int32) *v1alpha1.CacheCluster {
+	t.Helper()
+	cc := &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}, Spec: v1alpha1.CacheClusterSpec{
+		Storage:       storage,
+		Layers:        []v1alpha1.NamedLayer{{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Nodes: ptr.To(spine)}}},
+		Failover:      v1alpha1.FailoverSpec{GracePeriod: &metav1.Duration{Duration: 100 * time.Millisecond}, HoldDown: &metav1.Duration{Duration: time.Second}},
+		NetworkPolicy: &v1alpha1.NetworkPolicySpec{Enabled: true},
+	}}
+	if err := env.Client.Create(context.Background(), cc); err != nil {
+		t.Fatal(err)
+	}
+	return cc
+}
+
+// setPod creates or updates pod name of cluster cc, Ready or not since an
+// hour ago: past every grace period and hold-down.
+func (s *scenarios) setPod(t *testing.T, cc string, name string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{}
+	if err := s.get(pod, name); apierrors.IsNotFound(err) {
+		pod = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns, Labels: map[string]string{cachecluster.LabelCluster: cc}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "distcache", Image: "distcache"}}},
+		}
+		if err := env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *scenarios) publishedMap() (*partmap.Map, error) {
+	cm := &corev1.ConfigMap{}
+	if err := s.get(cm, cachecluster.MapConfigMapName("shop")); err != nil {
+		return nil, err
+	}
+	return partmap.Decode([]byte(cm.Data[cachecluster.MapKey]))
+}
+
+func (s *scenarios) memberState(name string) (partmap.MemberState, error) {
+	m, err := s.publishedMap()
+	if err != nil {
+		return "", err
+	}
+	for _, l := range m.Layers {
+		for _, mb := range l.Members {
+			if mb.Name == name {
+				return mb.State, nil
+			}
+		}
+	}
+	return "", nil
+}
+
+func (s *scenarios) hasEvent(reason, note string) (bool, error) {
+	var evs eventsv1.EventList
+	if err := env.Client.List(context.Background(), &evs, client.InNamespace(s.ns)); err != nil {
+		return false, err
+	}
+	for _, e := range evs.Items {
+		if e.Reason == reason && strings.Contains(e.Note, note) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// create: a managed cluster's objects, its pods become Ready, the cluster
+// reports Ready and says so in an event.
+func (s *scenarios) create(t *testing.T) {
+	cc := s.newCluster(t, "shop", v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 1}, 2)
+	eventually(t, "objects created", func() (bool, error) {
+		for _, n := range []string{"shop-spine", "shop-rack-0", "shop-rack-1"} {
+			if err := s.get(&appsv1.StatefulSet{}, n); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			if err := s.get(&corev1.Service{}, n); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		err := s.get(&networkingv1.NetworkPolicy{}, "shop-data-plane")
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	for _, p := range []string{"shop-spine-0", "shop-spine-1", "shop-rack-0-0", "shop-rack-1-0"} {
+		s.setPod(t, cc.Name, p, true)
+	}
+	eventually(t, "cluster Ready", func() (bool, error) {
+		err := s.get(cc, cc.Name)
+		return err == nil && meta.IsStatusConditionTrue(cc.Status.Conditions, string(v1alpha1.ConditionReady)), err
+	})
+	eventually(t, "ClusterReady event", func() (bool, error) { return s.hasEvent(cachecluster.EventClusterReady, "") })
+}
+
+// failover: a member's pod stops being Ready; it is failed in a new map.
+func (s *scenarios) failover(t *testing.T) {
+	s.setPod(t, "shop", "shop-spine-1", false)
+	eventually(t, "member failed", func() (bool, error) {
+		st, err := s.memberState("shop-spine-1")
+		return st == partmap.Failed, err
+	})
+	eventually(t, "MemberFailed event", func() (bool, error) { return s.hasEvent("MemberFailed", "shop-spine-1") })
+}
+
+// restore: the pod is Ready past the hold-down; the member is Active again.
+func (s *scenarios) restore(t *testing.T) {
+	s.setPod(t, "shop", "shop-spine-1", true)
+	eventually(t, "member restored", func() (bool, error) {
+		st, err := s.memberState("shop-spine-1")
+		return st == partmap.Active, err
+	})
+	eventually(t, "MemberRestored event", func() (bool, error) { return s.hasEvent("MemberRestored", "shop-spine-1") })
+}
+
+// scale: a layer grows by one node.
+func (s *scenarios) scale(t *testing.T) {
+	cc := &v1alpha1.CacheCluster{}
+	if err := s.get(cc, "shop"); err != nil {
+		t.Fatal(err)
+	}
+	base := cc.DeepCopy()
+	cc.Spec.Layers[0].Nodes = ptr.To[int32](3)
+	if err := env.Client.Patch(context.Background(), cc, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "StatefulSet scaled", func() (bool, error) {
+		sts := &appsv1.StatefulSet{}
+		err := s.get(sts, "shop-spine")
+		return err == nil && sts.Spec.Replicas != nil && *sts.Spec.Replicas == 3, err
+	})
+}
+
+// external: shims in front of given Redis endpoints, as Deployments.
+func (s *scenarios) external(t *testing.T) {
+	s.newCluster(t, "ext", v1alpha1.StorageSpec{Mode: v1alpha1.StorageExternal, Racks: 1, ShardsPerRack: 1, External: []string{"192.0.2.10:6379"}}, 1)
+	eventually(t, "shim Deployment and Service", func() (bool, error) {
+		if err := s.get(&appsv1.Deployment{}, "ext-rack-0-0"); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		err := s.get(&corev1.Service{}, "ext-rack-0-0")
+		return err == nil, client.IgnoreNotFound(err)
+	})
+}
+
+// redisOperator: a Redis of the redis-operator per shard.
+func (s *scenarios) redisOperator(t *testing.T) {
+	s.newCluster(t, "ot", v1alpha1.StorageSpec{Mode: v1alpha1.StorageRedisOperator, Racks: 1, ShardsPerRack: 1}, 1)
+	eventually(t, "Redis object", func() (bool, error) {
+		r := &unstructured.Unstructured{}
+		r.SetGroupVersionKind(cachecluster.RedisGVK)
+		err := s.get(r, "ot-rack-0-0")
+		return err == nil, client.IgnoreNotFound(err)
+	})
+}
+
+// layersAndFabrics: a CacheLayer and a SwitchFabric get their status.
+func (s *scenarios) layersAndFabrics(t *testing.T) {
+	ctx := context.Background()
+	layer := &v1alpha1.CacheLayer{ObjectMeta: metav1.ObjectMeta{Name: "tor", Namespace: s.ns},
+		Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch, BoundToRacks: true,
+			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "fabric", Role: v1alpha1.RoleStorageLeaf}}}
+	fabric := &v1alpha1.SwitchFabric{ObjectMeta: metav1.ObjectMeta{Name: "fabric", Namespace: s.ns},
+		Spec: v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", Switches: []v1alpha1.Switch{
+			{Name: "tor-0", DeviceID: 1, Role: v1alpha1.RoleStorageLeaf, P4RuntimeAddress: "192.0.2.1:9559", Rack: ptr.To[int32](0)},
+		}}}
+	for _, obj := range []client.Object{layer, fabric} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "statuses observed", func() (bool, error) {
+		if err := s.get(layer, layer.Name); err != nil {
+			return false, err
+		}
+		err := s.get(fabric, fabric.Name)
+		return err == nil && layer.Status.ObservedGeneration == layer.Generation && fabric.Status.ObservedGeneration == fabric.Generation, err
+	})
+}
+
+// delete: every cluster is deleted; the finalizer removes what they own.
+func (s *scenarios) delete(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"shop", "ext", "ot"} {
+		if err := env.Client.Delete(ctx, &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "clusters and their objects gone", func() (bool, error) {
+		for _, list := range []client.ObjectList{&v1alpha1.CacheClusterList{}, &appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &corev1.ServiceList{}} {
+			if err := env.Client.List(ctx, list, client.InNamespace(s.ns)); err != nil || meta.LenList(list) != 0 {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
+// patchCluster changes cluster name's spec with change.
+func (s *scenarios) patchCluster(t *testing.T, name string, change func(*v1alpha1.CacheClusterSpec)) {
+	t.Helper()
+	cc := &v1alpha1.CacheCluster{}
+	if err := s.get(cc, name); err != nil {
+		t.Fatal(err)
+	}
+	base := cc.DeepCopy()
+	change(&cc.Spec)
+	if err := env.Client.Patch(context.Background(), cc, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// networkPolicies: who may reach the data plane changes, then the policy
+// is turned off.
+func (s *scenarios) networkPolicies(t *testing.T) {
+	s.patchCluster(t, "shop", func(spec *v1alpha1.CacheClusterSpec) {
+		spec.NetworkPolicy.Clients = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "checkout"}}
+	})
+	eventually(t, "policy updated", func() (bool, error) {
+		np := &networkingv1.NetworkPolicy{}
+		if err := s.get(np, "shop-data-plane"); err != nil {
+			return false, err
+		}
+		for _, in := range np.Spec.Ingress {
+			for _, from := range in.From {
+				if from.PodSelector != nil && from.PodSelector.MatchLabels["app"] == "checkout" {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	s.patchCluster(t, "ext", func(spec *v1alpha1.CacheClusterSpec) { spec.NetworkPolicy.Enabled = false })
+	eventually(t, "policy deleted", func() (bool, error) {
+		err := s.get(&networkingv1.NetworkPolicy{}, "ext-data-plane")
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+// redisResources: the Redis servers' resources change.
+func (s *scenarios) redisResources(t *testing.T) {
+	s.patchCluster(t, "ot", func(spec *v1alpha1.CacheClusterSpec) {
+		spec.Storage.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")}
+	})
+	eventually(t, "Redis updated", func() (bool, error) {
+		r := &unstructured.Unstructured{}
+		r.SetGroupVersionKind(cachecluster.RedisGVK)
+		if err := s.get(r, "ot-rack-0-0"); err != nil {
+			return false, err
+		}
+		mem, _, _ := unstructured.NestedString(r.Object, "spec", "kubernetesConfig", "resources", "limits", "memory")
+		return mem == "3Gi", nil
+	})
+}
