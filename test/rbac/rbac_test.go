@@ -177,4 +177,3 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
 	poll.Eventually(t, what, cond)
 }
-
