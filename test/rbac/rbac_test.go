@@ -39,7 +39,7 @@ func TestOperatorRBAC(t *testing.T) {
 	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	s := &scenarios{ns: ns.Name}
+	s := &scenarios{ns: ns.Name, owner: t}
 
 	var windows []window
 	for _, sc := range []struct {
@@ -65,7 +65,6 @@ func TestOperatorRBAC(t *testing.T) {
 		w.end = time.Now()
 		windows = append(windows, w)
 	}
-	s.stop()
 	checkAudit(t, windows, permissions(cr.Rules), permissions(role.Rules))
 }
 
@@ -93,9 +92,8 @@ func TestWithoutFinalizersPermission(t *testing.T) {
 	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	s := &scenarios{ns: ns.Name}
+	s := &scenarios{ns: ns.Name, owner: t}
 	s.start(t, cfg)
-	defer s.stop()
 	s.newCluster(t, "shop", v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, 1)
 	user := kubetest.ServiceAccountUser(operatorNamespace, account)
 	eventually(t, "the operator's first object for the cluster refused", func() (bool, error) {
@@ -117,6 +115,13 @@ var checkedByAdmission = map[permission]string{
 	// OwnerReferencesPermissionEnforcement: owner references with
 	// blockOwnerDeletion on the objects the operator creates.
 	{"distcache.io", "cacheclusters/finalizers", "update"}: "TestWithoutFinalizersPermission",
+}
+
+// usedByChance are permissions whose use depends on timing, so a scenario
+// cannot be sure to need them; the check that nothing is refused still
+// covers them whenever they are used.
+var usedByChance = map[permission]string{
+	{"events.k8s.io", "events", "patch"}: "client-go counts an event alike to one it sent for the same object version into that event's series, with a patch",
 }
 
 // checkAudit reads what the operator's ServiceAccount asked for: nothing may
@@ -157,6 +162,10 @@ func checkAudit(t *testing.T, windows []window, granted ...[]permission) {
 		for _, p := range ps {
 			if test, ok := checkedByAdmission[p]; ok {
 				t.Logf("%-50s checked by admission, not requested: %s", p, test)
+				continue
+			}
+			if why, ok := usedByChance[p]; ok {
+				t.Logf("%-50s not required to be used: %s", p, why)
 				continue
 			}
 			if sc, ok := usedIn[p]; ok {

@@ -30,8 +30,9 @@ import (
 // scenarios drive one operator, running as its ServiceAccount, through what
 // users and kubelets do, with an administrator's client in namespace ns.
 type scenarios struct {
-	ns   string
-	stop func()
+	ns string
+	// owner is the test that outlives the scenarios: it stops the operator.
+	owner *testing.T
 }
 
 func (s *scenarios) get(obj client.Object, name string) error {
@@ -48,12 +49,12 @@ func (s *scenarios) start(t *testing.T, cfg *rest.Config) {
 			SkipNameValidation: true,
 		}, logr.Discard())
 	}()
-	s.stop = func() {
+	s.owner.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
+			s.owner.Errorf("operator: %v", err)
 		}
-	}
+	})
 	eventually(t, "leader Lease held", func() (bool, error) {
 		l := &coordinationv1.Lease{}
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: manager.LeaderElectionID}, l)
@@ -174,6 +175,15 @@ func (s *scenarios) failover(t *testing.T) {
 		return st == partmap.Failed, err
 	})
 	eventually(t, "MemberFailed event", func() (bool, error) { return s.hasEvent("MemberFailed", "shop-spine-1") })
+	var evs eventsv1.EventList
+	if err := env.Client.List(context.Background(), &evs, client.InNamespace(s.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason == "MemberFailed" && (e.Related == nil || e.Related.Kind != "Pod" || e.Related.Name != "shop-spine-1") {
+			t.Errorf("MemberFailed event related to %+v, want the member's pod", e.Related)
+		}
+	}
 }
 
 // restore: the pod is Ready past the hold-down; the member is Active again.

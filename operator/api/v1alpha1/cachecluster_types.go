@@ -45,7 +45,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'external' || (has(self.external) && size(self.external) == (has(self.racks) ? self.racks : 1) * (has(self.shardsPerRack) ? self.shardsPerRack : 1))",message="storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
 // +kubebuilder:validation:XValidation:rule="!has(self.external) || (has(self.mode) && self.mode == 'external')",message="storage.external is only for mode: external"
-// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.mode) || self.mode == 'managed'",message="storage.persistence is only for mode: managed"
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.mode) || self.mode != 'external'",message="storage.persistence is only for modes managed and redisOperator: external Redis servers keep their data where they run"
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || (has(self.mode) && self.mode == 'external')",message="storage.auth is only for mode: external (the operator starts managed Redis servers without a password)"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || (has(self.mode) && self.mode == 'external')",message="storage.tls is only for mode: external (the operator starts managed Redis servers without TLS)"
 // +kubebuilder:validation:XValidation:rule="!has(self.appendOnly) || !has(self.mode) || self.mode == 'managed'",message="storage.appendOnly is only for mode: managed"
@@ -89,7 +89,9 @@ type StorageSpec struct {
 	// Persistence gives each managed Redis a PersistentVolumeClaim for its
 	// append-only file, which then outlives the pod. Without it the file
 	// is in an emptyDir volume: it survives a restart of the Redis
-	// container, not the loss of the pod.
+	// container, not the loss of the pod. In redisOperator mode it is the
+	// Redis objects' volume claim template (storage.volumeClaimTemplate);
+	// whether Redis writes to it is the redis-operator's configuration.
 	// +optional
 	Persistence *PersistenceSpec `json:"persistence,omitempty"`
 	// Resources of each Redis container (managed and redisOperator modes).
@@ -429,8 +431,10 @@ type CacheClusterStatus struct {
 	// "aof-always/pvc", "aof-everysec/pvc" (append-only file on a
 	// PersistentVolumeClaim), "aof-always/emptyDir", "aof-everysec/emptyDir"
 	// (on an emptyDir volume: for the pod's lifetime), "none" (memory
-	// only), or "unmanaged" (redisOperator and external modes: the Redis
-	// servers' own configuration decides).
+	// only), "unmanaged" (redisOperator and external modes: the Redis
+	// servers' own configuration decides), or "unmanaged/pvc"
+	// (redisOperator with storage.persistence: a volume per shard, used as
+	// the redis-operator configures Redis).
 	// +optional
 	Persistence string `json:"persistence,omitempty"`
 }

@@ -29,7 +29,7 @@ const (
 	msgChoices         = "routing.choices cannot exceed the number of layers"
 	msgExternalCount   = "storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
 	msgExternalOnly    = "storage.external is only for mode: external"
-	msgPersistenceOnly = "storage.persistence is only for mode: managed"
+	msgPersistenceOnly = "storage.persistence is only for modes managed and redisOperator"
 	msgAppendOnlyOnly  = "storage.appendOnly is only for mode: managed"
 	msgAuthOnly        = "storage.auth is only for mode: external"
 	msgTLSOnly         = "storage.tls is only for mode: external"
@@ -116,8 +116,8 @@ func celRuleCases() []ruleCase {
 			s.Mode, s.Racks, s.ShardsPerRack, s.External = v1alpha1.StorageExternal, 2, 2, external(3)
 		})), "spec.storage", msgExternalCount},
 		{"endpoints in managed mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.External = external(1) })), "spec.storage", msgExternalOnly},
-		{"persistence in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
-			s.Mode, s.Persistence = v1alpha1.StorageRedisOperator, persistence()
+		{"persistence in external mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode, s.External, s.Persistence = v1alpha1.StorageExternal, []string{"192.0.2.1:6379"}, persistence()
 		})), "spec.storage", msgPersistenceOnly},
 		{"auth in managed mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login"}
@@ -269,6 +269,9 @@ func validCases() []validCase {
 			s.TLS = &v1alpha1.RedisTLSSpec{CASecretName: "redis-ca"}
 		}))},
 		{"redisOperator storage", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Mode = v1alpha1.StorageRedisOperator }))},
+		{"redisOperator storage with persistence", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode, s.Persistence = v1alpha1.StorageRedisOperator, persistence()
+		}))},
 		{"managed storage with persistence", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Persistence = persistence() }))},
 		{"managed storage with appendOnly always on a volume", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.AppendOnly, s.Persistence = v1alpha1.AppendOnlyAlways, persistence()

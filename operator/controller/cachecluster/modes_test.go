@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -64,6 +65,7 @@ func TestStorageModes(t *testing.T) {
 	startOperator(t, &clock{t: time.Now()})
 	t.Run("redisOperator", func(t *testing.T) {
 		cc := newCluster(t, "ot", withStorage(v1alpha1.StorageRedisOperator, 1, 2), withLayer("spine", 1, false),
+			withPersistence("5Gi", "fast"),
 			func(cc *v1alpha1.CacheCluster) {
 				cc.Spec.Storage.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
 				cc.Spec.ShimResources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
@@ -88,6 +90,40 @@ func TestStorageModes(t *testing.T) {
 		if got, want := m.Storage.Racks[0].Shards[1].Address, "ot-rack-0-1-0.ot-rack-0-1-headless."+cc.Namespace+".svc:7000"; got != want {
 			t.Fatalf("shim address %q, want %q", got, want)
 		}
+		claim, _, _ := unstructured.NestedMap(r.Object, "spec", "storage", "volumeClaimTemplate", "spec")
+		if size, _, _ := unstructured.NestedString(claim, "resources", "requests", "storage"); size != "5Gi" || claim["storageClassName"] != "fast" {
+			t.Fatalf("volume claim template %v, want storage.persistence's 5Gi of class fast", claim)
+		}
+
+		// The redis-operator's pods, <shard>-0 with the Redis object's
+		// labels, become Ready one by one: the shards are counted, and the
+		// cluster is Ready with the last.
+		setPodReady(t, cc, "ot-spine-0", true, time.Now())
+		for i, pod := range []string{"ot-rack-0-0-0", "ot-rack-0-1-0"} {
+			setPodReady(t, cc, pod, true, time.Now())
+			stored := &v1alpha1.CacheCluster{}
+			eventually(t, pod+" counted", func() (bool, error) {
+				err := get(t, stored, cc.Namespace, cc.Name)
+				return err == nil && stored.Status.ReadyShards == int32(i+1), err
+			})
+			if ready := meta.IsStatusConditionTrue(stored.Status.Conditions, string(v1alpha1.ConditionReady)); ready != (i == 1) {
+				t.Fatalf("with %d of 2 shards ready: Ready=%v, status %+v", i+1, ready, stored.Status.Conditions)
+			}
+		}
+		if stored := (&v1alpha1.CacheCluster{}); get(t, stored, cc.Namespace, cc.Name) != nil || stored.Status.Persistence != "unmanaged/pvc" {
+			t.Fatalf("status.persistence %q, want unmanaged/pvc", stored.Status.Persistence)
+		}
+
+		// A Redis object deleted behind the operator's back comes back.
+		if err := env.Client.Delete(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "Redis recreated", func() (bool, error) {
+			again := &unstructured.Unstructured{}
+			again.SetGroupVersionKind(cachecluster.RedisGVK)
+			err := get(t, again, cc.Namespace, "ot-rack-0-1")
+			return err == nil && again.GetUID() != r.GetUID(), client.IgnoreNotFound(err)
+		})
 	})
 	t.Run("external", func(t *testing.T) {
 		cc := newCluster(t, "ext", withStorage(v1alpha1.StorageExternal, 2, 1, "192.0.2.1:6379", "192.0.2.2:6379"), withLayer("spine", 1, false))

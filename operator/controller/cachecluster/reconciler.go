@@ -47,11 +47,8 @@ type state struct {
 	obs         map[string]failover.Observation // members' readiness
 	published   *partmap.Map                    // the map in the ConfigMap after this reconcile
 	shardsReady int32                           // storage shards whose pods are Ready
-	// shardsObserved is false where the operator does not run the shards'
-	// Redis pods itself (redisOperator mode): shardsReady means nothing.
-	shardsObserved bool
-	blocked        *metav1.Condition // a Ready=False condition that stopped the phases
-	requeue        time.Duration     // the earliest pending failover decision
+	blocked     *metav1.Condition               // a Ready=False condition that stopped the phases
+	requeue     time.Duration                   // the earliest pending failover decision
 }
 
 // Reconcile fetches the cluster, handles deletion and the finalizer, runs
@@ -240,7 +237,11 @@ func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, ch
 			note = "member %s of layer %s Ready for %s: restored, its keys given back (partition map v%d)"
 		}
 		if r.Recorder != nil {
-			r.Recorder.Eventf(cc, nil, kind, reason, "Remap", note, c.Member, c.Layer, c.After.Round(time.Second), m.Version)
+			// Related to the member's pod: events of several members in one
+			// remap are each an event of their own, not a series of the
+			// first (client-go aggregates events alike but for the note).
+			pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: cc.Namespace, Name: c.Member}
+			r.Recorder.Eventf(cc, pod, kind, reason, "Remap", note, c.Member, c.Layer, c.After.Round(time.Second), m.Version)
 		}
 		r.Metrics.remapped(string(c.To))
 	}

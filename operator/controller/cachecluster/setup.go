@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -21,7 +22,7 @@ const layerRefIndex = "spec.layerRefs"
 // The operator's permissions: exactly what it uses, which test/rbac checks
 // against the API server's audit log. Kinds it caches need list and watch
 // only (its reads are served by the cache); the redis-operator's Redis is
-// read uncached. Finalizers: setting blockOwnerDeletion owner references.
+// read uncached, and watched. Finalizers: setting blockOwnerDeletion owner references.
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters,verbs=list;watch;update
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/finalizers,verbs=update
@@ -31,7 +32,7 @@ const layerRefIndex = "spec.layerRefs"
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;update;delete;deletecollection
-// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis,verbs=get;create;update;deletecollection
+// +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis,verbs=get;list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the reconciler: it owns the cluster's sets,
@@ -41,7 +42,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return o.(*v1alpha1.CacheCluster).Spec.LayerRefs }); err != nil {
 		return fmt.Errorf("cannot index CacheClusters by layer: %w", err)
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.CacheCluster{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
@@ -49,9 +50,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
-		Watches(&v1alpha1.CacheLayer{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfLayer)).
-		Complete(r)
-	if err != nil {
+		Watches(&v1alpha1.CacheLayer{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfLayer))
+	// The redis-operator's Redis objects, where its CRD is installed: one
+	// changed or deleted behind the operator's back is put back.
+	if _, err := mgr.GetRESTMapper().RESTMapping(RedisGVK.GroupKind(), RedisGVK.Version); err == nil {
+		redis := &unstructured.Unstructured{}
+		redis.SetGroupVersionKind(RedisGVK)
+		b = b.Owns(redis)
+	} else {
+		mgr.GetLogger().Info("not watching the redis-operator's Redis objects: its CRD is not installed", "kind", RedisGVK.String())
+	}
+	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("cannot set up the CacheCluster controller: %w", err)
 	}
 	return nil

@@ -74,7 +74,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc.Status.Members, cc.Status.ReadyMembers = members, ready
 	c := counts{members: members, ready: ready, failed: failed, recovering: recovering,
 		shards: int32(s.topo.Racks() * s.topo.ShardsPerRack()), shardsReady: s.shardsReady,
-		shardsObserved: s.shardsObserved, switchLayers: len(s.topo.Layers) - len(s.topo.SoftwareLayers())}
+		switchLayers: len(s.topo.Layers) - len(s.topo.SoftwareLayers())}
 	setReady(cc, m.Version, c)
 	setProgressing(cc, c)
 	setDegraded(cc, c, before)
@@ -84,22 +84,15 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 type counts struct {
 	members, ready, failed, recovering int32
 	shards, shardsReady                int32
-	shardsObserved                     bool // false: shardsReady is unknown
 	switchLayers                       int
 }
 
 // shardsMissing is the number of shards known not to be Ready.
 func (c counts) shardsMissing() int32 {
-	if !c.shardsObserved {
-		return 0
-	}
 	return c.shards - c.shardsReady
 }
 
 func (c counts) shardsText() string {
-	if !c.shardsObserved {
-		return "storage shards not observed (redisOperator mode)"
-	}
 	return fmt.Sprintf("%d of %d storage shards ready", c.shardsReady, c.shards)
 }
 

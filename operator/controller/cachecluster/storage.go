@@ -57,7 +57,7 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 			return err
 		}
 	}
-	s.shardsReady, s.shardsObserved = 0, true
+	s.shardsReady = 0
 	for rack := range s.topo.Racks() {
 		for shard := range s.topo.ShardsPerRack() {
 			if podReady(s.pods[s.topo.ShardName(rack, shard)]) {
@@ -118,7 +118,13 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 // "/emptyDir"), "none", or "unmanaged" when the operator does not run the
 // Redis servers.
 func persistence(cc *v1alpha1.CacheCluster) string {
-	if m := cc.Spec.Storage.Mode; m != "" && m != v1alpha1.StorageManaged {
+	switch cc.Spec.Storage.Mode {
+	case v1alpha1.StorageExternal:
+		return topology.PersistenceUnmanaged
+	case v1alpha1.StorageRedisOperator:
+		if cc.Spec.Storage.Persistence != nil {
+			return topology.PersistenceUnmanaged + "/pvc"
+		}
 		return topology.PersistenceUnmanaged
 	}
 	a := topology.AppendOnly(&cc.Spec)
@@ -143,7 +149,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			ready[p.Labels[LabelShard]] = true
 		}
 	}
-	s.shardsReady, s.shardsObserved = 0, true
+	s.shardsReady = 0
 	for i, endpoint := range s.cc.Spec.Storage.External {
 		rack, shard := i/per, i%per
 		name := s.topo.ShardName(rack, shard)
@@ -180,46 +186,74 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 }
 
 // reconcileRedisOperator asks the redis-operator for one standalone Redis
-// per shard, with the shim as its sidecar.
+// per shard, with the shim as its sidecar and, with storage.persistence, a
+// volume claim for its data. The redis-operator runs each as a StatefulSet
+// of one pod, <shard>-0, labelled like the Redis object (so with the
+// cluster's label): a shard is Ready when that pod is, Redis and shim.
 func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error {
-	image, redisImage, pull := images(s.cc)
+	s.shardsReady = 0
 	for rack := range s.topo.Racks() {
 		for shard := range s.topo.ShardsPerRack() {
 			name := s.topo.ShardName(rack, shard)
+			spec, err := redisSpec(s.cc, name)
+			if err != nil {
+				return err
+			}
 			obj := &unstructured.Unstructured{}
 			obj.SetGroupVersionKind(RedisGVK)
 			obj.SetName(name)
 			obj.SetNamespace(s.cc.Namespace)
-			shim := dataPlaneContainer(ComponentShim, image, pull, shimArgs(s.cc, name, fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort)
-			kubernetesConfig := map[string]any{"image": redisImage, "imagePullPolicy": string(pull)}
-			sidecar := map[string]any{
-				"name": shim.Name, "image": shim.Image, "imagePullPolicy": string(pull),
-				"command":   toAny(append([]string{"distcache"}, shim.Args...)),
-				"env":       []any{map[string]any{"name": "POD_NAME", "value": name}},
-				"mountPath": []any{map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true}},
-			}
-			if err := setResources(kubernetesConfig, s.cc.Spec.Storage.Resources); err != nil {
-				return err
-			}
-			if err := setResources(sidecar, s.cc.Spec.ShimResources); err != nil {
-				return err
-			}
-			spec := map[string]any{
-				"kubernetesConfig": kubernetesConfig,
-				"sidecars":         []any{sidecar},
-				"storage": map[string]any{"volumeMount": map[string]any{
-					"volume": []any{map[string]any{"name": "partition-map", "configMap": map[string]any{"name": MapConfigMapName(s.cc.Name)}}},
-				}},
-			}
 			if err := r.apply(ctx, s.cc, obj, func() {
 				obj.SetLabels(labels(s.cc, ComponentStorage))
 				obj.Object["spec"] = spec
 			}); err != nil {
 				return err
 			}
+			if podReady(s.pods[name+"-0"]) {
+				s.shardsReady++
+			}
 		}
 	}
 	return nil
+}
+
+// redisSpec is the spec of shard name's Redis object (redis-operator
+// v1beta2): image and resources, the shim sidecar, the partition map
+// volume, and the data volume claim with storage.persistence.
+func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
+	image, redisImage, pull := images(cc)
+	shim := dataPlaneContainer(ComponentShim, image, pull, shimArgs(cc, name, fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort)
+	kubernetesConfig := map[string]any{"image": redisImage, "imagePullPolicy": string(pull)}
+	sidecar := map[string]any{
+		"name": shim.Name, "image": shim.Image, "imagePullPolicy": string(pull),
+		"command":   toAny(append([]string{"distcache"}, shim.Args...)),
+		"env":       []any{map[string]any{"name": "POD_NAME", "value": name}},
+		"mountPath": []any{map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true}},
+	}
+	if err := setResources(kubernetesConfig, cc.Spec.Storage.Resources); err != nil {
+		return nil, err
+	}
+	if err := setResources(sidecar, cc.Spec.ShimResources); err != nil {
+		return nil, err
+	}
+	storage := map[string]any{"volumeMount": map[string]any{
+		"volume": []any{map[string]any{"name": "partition-map", "configMap": map[string]any{"name": MapConfigMapName(cc.Name)}}},
+	}}
+	if p := cc.Spec.Storage.Persistence; p != nil {
+		claim := map[string]any{
+			"accessModes": []any{string(corev1.ReadWriteOnce)},
+			"resources":   map[string]any{"requests": map[string]any{string(corev1.ResourceStorage): p.Size.String()}},
+		}
+		if p.StorageClassName != nil {
+			claim["storageClassName"] = *p.StorageClassName
+		}
+		storage["volumeClaimTemplate"] = map[string]any{"spec": claim}
+	}
+	return map[string]any{
+		"kubernetesConfig": kubernetesConfig,
+		"sidecars":         []any{sidecar},
+		"storage":          storage,
+	}, nil
 }
 
 // setResources sets obj's "resources" to res, unless res is empty.
