@@ -13,6 +13,8 @@ import (
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/internal/httpget"
 	"github.com/distcache/distcache/internal/redistest"
 )
 
@@ -94,11 +96,17 @@ func TestShimAndNodeCommands(t *testing.T) {
 	if out, err := runCommand(t, "map", "init", "--out", path, "--layer", "spine=1", "--base-port", strconv.Itoa(base)); err != nil {
 		t.Fatalf("map init: %v\n%s", err, out)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the node's metrics
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeMetrics := ln.Addr().String()
+	_ = ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	for _, args := range [][]string{
 		{"shim", "--map", path, "--shard", "distcache-rack-0-0", "--redis", srv.Addr(), "--log-level", "warn"},
-		{"node", "--map", path, "--member", "distcache-spine-0", "--log-level", "warn"},
+		{"node", "--map", path, "--member", "distcache-spine-0", "--log-level", "warn", "--metrics-addr", nodeMetrics},
 	} {
 		cmd := newRootCommand()
 		cmd.SetArgs(args)
@@ -135,6 +143,11 @@ func TestShimAndNodeCommands(t *testing.T) {
 		if wctx.Err() != nil {
 			t.Fatalf("cannot read through the node command: %+v %v", res, err)
 		}
+	}
+	// The node tells the operator which map it uses.
+	resp, err := httpget.Get(wctx, "http://"+nodeMetrics+metrics.StatusPath)
+	if err != nil || resp.Status != 200 || strings.TrimSpace(resp.Body) != `{"mapVersion":1}` {
+		t.Errorf("GET %s: %+v %v, want map version 1", metrics.StatusPath, resp, err)
 	}
 	cancel()
 	for range 2 {

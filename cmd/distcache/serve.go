@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,7 +95,15 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 	if err := r.SetMap(w.Current()); err != nil {
 		return err
 	}
-	w.Subscribe(r.SetMap)
+	var applied atomic.Int64 // the version r uses, for GET /status
+	applied.Store(w.Current().Version())
+	w.Subscribe(func(p *partmap.Placement) error {
+		if err := r.SetMap(p); err != nil {
+			return err
+		}
+		applied.Store(p.Version())
+		return nil
+	})
 	// The first read: a cache node's serving lease starts from it.
 	if _, err := w.Reload(); err != nil {
 		log.Warn("keeping the current partition map", "path", o.mapFile, "err", err)
@@ -107,7 +116,9 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 			log.Error("cannot stop cleanly", "err", err)
 		}
 	}()
-	var opts []metrics.ServerOption
+	opts := []metrics.ServerOption{metrics.WithStatus(func() metrics.Status {
+		return metrics.Status{MapVersion: applied.Load()}
+	})}
 	if u, ok := r.(utilizationReporter); ok {
 		opts = append(opts, metrics.WithUtilization(u.Utilization))
 	}

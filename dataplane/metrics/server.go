@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -30,6 +31,22 @@ type ServerOption func(*serverConfig)
 
 type serverConfig struct {
 	utilization func() (float64, bool)
+	status      func() Status
+}
+
+// Status is what GET /status answers, as JSON: the process's view of the
+// cluster that its operator reads (the map version it applied).
+type Status struct {
+	// MapVersion is the partition map version the process uses.
+	MapVersion int64 `json:"mapVersion"`
+}
+
+// StatusPath is where the server answers Status (WithStatus).
+const StatusPath = "/status"
+
+// WithStatus serves status()'s answer at StatusPath.
+func WithStatus(status func() Status) ServerOption {
+	return func(c *serverConfig) { c.status = status }
 }
 
 // WithUtilization makes every healthy /healthz answer carry u's value in
@@ -65,6 +82,12 @@ func Listen(addr string, reg *prometheus.Registry, healthy func() error, opts ..
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	if cfg.status != nil {
+		mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(cfg.status())
+		})
+	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil

@@ -25,6 +25,7 @@ import (
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/operator/controller/cachelayer"
 	"github.com/distcache/distcache/operator/controller/switchfabric"
+	"github.com/distcache/distcache/operator/podstatus"
 )
 
 // The Lease of leader election, in the operator's own namespace (the chart
@@ -51,6 +52,9 @@ type Options struct {
 	Namespace string
 	// SkipNameValidation allows a second manager in one process (tests).
 	SkipNameValidation bool
+	// PodMetricsPort is where data-plane pods answer GET /status (default
+	// the pods' metrics port, cachecluster.MetricsPort).
+	PodMetricsPort int
 }
 
 // cacheOptions limit what the operator keeps in memory: the objects of the
@@ -100,9 +104,14 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	if err != nil {
 		return err
 	}
+	port := o.PodMetricsPort
+	if port == 0 {
+		port = cachecluster.MetricsPort
+	}
 	cc := &cachecluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("distcache-operator"), Metrics: metrics,
+		Applied: &podstatus.Prober{Port: port},
 	}
 	for _, setup := range []func(ctrl.Manager) error{
 		cc.SetupWithManager,

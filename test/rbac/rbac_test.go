@@ -39,7 +39,7 @@ func TestOperatorRBAC(t *testing.T) {
 	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	s := &scenarios{ns: ns.Name, owner: t}
+	s := &scenarios{ns: ns.Name, owner: t, statusPort: freePort(t)}
 
 	var windows []window
 	for _, sc := range []struct {
@@ -92,7 +92,7 @@ func TestWithoutFinalizersPermission(t *testing.T) {
 	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	s := &scenarios{ns: ns.Name, owner: t}
+	s := &scenarios{ns: ns.Name, owner: t, statusPort: freePort(t)}
 	s.start(t, cfg)
 	s.newCluster(t, "shop", v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, 1)
 	user := kubetest.ServiceAccountUser(operatorNamespace, account)

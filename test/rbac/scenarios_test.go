@@ -2,11 +2,15 @@ package rbac_test
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/operator/manager"
@@ -33,6 +38,10 @@ type scenarios struct {
 	ns string
 	// owner is the test that outlives the scenarios: it stops the operator.
 	owner *testing.T
+	// statusPort is where the pods' status servers listen, each on its
+	// pod's IP (127.0.0.x), as data-plane processes do on port 9100.
+	statusPort int
+	pods       int // pods given an IP so far
 }
 
 func (s *scenarios) get(obj client.Object, name string) error {
@@ -46,7 +55,7 @@ func (s *scenarios) start(t *testing.T, cfg *rest.Config) {
 	go func() {
 		done <- manager.Run(ctx, cfg, manager.Options{
 			MetricsAddr: "0", ProbeAddr: "0", LeaderElection: true, LeaderElectionNamespace: operatorNamespace,
-			SkipNameValidation: true,
+			SkipNameValidation: true, PodMetricsPort: s.statusPort,
 		}, logr.Discard())
 	}()
 	s.owner.Cleanup(func() {
@@ -100,6 +109,11 @@ func (s *scenarios) setPod(t *testing.T, cc string, name string, ready bool) {
 		st = corev1.ConditionTrue
 	}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}
+	if pod.Status.PodIP == "" {
+		s.pods++
+		pod.Status.PodIP = fmt.Sprintf("127.0.0.%d", 10+s.pods)
+		s.serveStatus(t, pod.Status.PodIP, cc)
+	}
 	if err := env.Client.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -334,4 +348,40 @@ func (s *scenarios) redisResources(t *testing.T) {
 		mem, _, _ := unstructured.NestedString(r.Object, "spec", "kubernetesConfig", "resources", "limits", "memory")
 		return mem == "3Gi", nil
 	})
+}
+
+// serveStatus runs a data-plane process's status server (dataplane/metrics)
+// on ip as a stand-in for the process itself: it reports the version of the
+// map the operator published for cluster cc, as a process that installed it
+// would.
+func (s *scenarios) serveStatus(t *testing.T, ip, cc string) {
+	t.Helper()
+	published := func() metrics.Status {
+		cm := &corev1.ConfigMap{}
+		if err := s.get(cm, cachecluster.MapConfigMapName(cc)); err != nil {
+			return metrics.Status{}
+		}
+		m, err := partmap.Decode([]byte(cm.Data[cachecluster.MapKey]))
+		if err != nil {
+			return metrics.Status{}
+		}
+		return metrics.Status{MapVersion: m.Version}
+	}
+	srv, err := metrics.Listen(net.JoinHostPort(ip, strconv.Itoa(s.statusPort)), prometheus.NewRegistry(), nil, metrics.WithStatus(published))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.owner.Cleanup(func() { _ = srv.Close(context.Background()) })
+}
+
+// freePort is a TCP port free on 127.0.0.11, where the first pod's status
+// server listens.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.11:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

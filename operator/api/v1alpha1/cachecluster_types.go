@@ -427,6 +427,15 @@ type CacheClusterStatus struct {
 	// ReadyShards counts storage shards that are Ready.
 	// +optional
 	ReadyShards int32 `json:"readyShards,omitempty"`
+	// ReadyPods counts the cluster's Ready data-plane pods (cache members
+	// and storage shards).
+	// +optional
+	ReadyPods int32 `json:"readyPods,omitempty"`
+	// MapApplied counts the Ready data-plane pods whose process reports
+	// (GET /status on its metrics port) that it uses the published map
+	// version. The cluster is Ready only when it equals ReadyPods.
+	// +optional
+	MapApplied int32 `json:"mapApplied,omitempty"`
 	// Persistence is what the storage keeps across crashes:
 	// "aof-always/pvc", "aof-everysec/pvc" (append-only file on a
 	// PersistentVolumeClaim), "aof-always/emptyDir", "aof-everysec/emptyDir"
@@ -448,6 +457,7 @@ type CacheClusterStatus struct {
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members`
 // +kubebuilder:printcolumn:name="Layers",type=integer,JSONPath=`.status.layerCount`
 // +kubebuilder:printcolumn:name="Map",type=integer,JSONPath=`.status.mapVersion`,description="Published partition map version"
+// +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.mapApplied`,priority=1,description="Ready pods whose process uses the published map version"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Persistence",type=string,JSONPath=`.status.persistence`,priority=1,description="What the storage keeps across crashes"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

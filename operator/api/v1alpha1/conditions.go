@@ -37,6 +37,9 @@ const (
 	ReasonCreating = "Creating"
 	// ReasonPodsNotReady: some pods are not Ready yet.
 	ReasonPodsNotReady = "PodsNotReady"
+	// ReasonMapNotApplied: the partition map is published, and some Ready
+	// pods' processes do not use it yet (status.mapApplied).
+	ReasonMapNotApplied = "MapNotApplied"
 	// ReasonShardsNotReady: a storage shard that was Ready is not any more:
 	// the writes and misses of its keys fail until it is back.
 	ReasonShardsNotReady = "ShardsNotReady"

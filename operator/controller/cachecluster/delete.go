@@ -46,6 +46,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cc *v1alpha1.CacheClus
 	if r.Recorder != nil {
 		r.Recorder.Eventf(cc, nil, corev1.EventTypeNormal, v1alpha1.ReasonDeleting, "Delete", "deleted the cluster's objects")
 	}
+	if r.Applied != nil {
+		r.Applied.Forget(cc.Namespace + "/" + cc.Name)
+	}
 	controllerutil.RemoveFinalizer(cc, Finalizer)
 	if err := r.Update(ctx, cc); err != nil {
 		return ctrl.Result{}, fmt.Errorf("cannot remove finalizer of %s: %w", cc.Name, client.IgnoreNotFound(err))

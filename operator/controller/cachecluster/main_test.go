@@ -41,7 +41,7 @@ type operator struct {
 	done chan struct{}
 }
 
-func startOperator(t *testing.T, clk *clock) *operator {
+func startOperator(t *testing.T, clk *clock, opts ...func(*cachecluster.Reconciler)) *operator {
 	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:  env.Scheme,
@@ -59,6 +59,9 @@ func startOperator(t *testing.T, clk *clock) *operator {
 	r := &cachecluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("distcache-operator"), Now: clk.Now, Metrics: metrics,
+	}
+	for _, o := range opts {
+		o(r)
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

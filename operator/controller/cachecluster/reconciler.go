@@ -36,6 +36,19 @@ type Reconciler struct {
 	Now func() time.Time
 	// Metrics receives the operator's counters; nil records nothing.
 	Metrics *Metrics
+	// Applied tells which pods' processes use a map version
+	// (podstatus.Prober). Nil: not asked, and Ready does not wait for the
+	// processes to install the published map (tests without a data plane).
+	Applied MapApplication
+}
+
+// MapApplication tells which data-plane pods' processes use a map version.
+type MapApplication interface {
+	// Applied says, for each pod of cluster, whether its process uses at
+	// least version.
+	Applied(ctx context.Context, cluster string, pods []*corev1.Pod, version int64) map[string]bool
+	// Forget drops what it knows of cluster's pods.
+	Forget(cluster string)
 }
 
 // state is one reconcile's view of a cluster, filled by the phases.
@@ -47,6 +60,8 @@ type state struct {
 	obs         map[string]failover.Observation // members' readiness
 	published   *partmap.Map                    // the map in the ConfigMap after this reconcile
 	shardsReady int32                           // storage shards whose pods are Ready
+	readyPods   int32                           // the cluster's Ready pods
+	mapApplied  int32                           // Ready pods whose process uses the published map; -1: not asked
 	blocked     *metav1.Condition               // a Ready=False condition that stopped the phases
 	requeue     time.Duration                   // the earliest pending failover decision
 }
@@ -81,6 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.reconcileLayers,
 		r.reconcileNetworkPolicy,
 		r.publishMap,
+		r.observeMapApplied,
 	} {
 		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.blocked != nil {
 			return res, err
@@ -284,4 +300,33 @@ func observe(pod *corev1.Pod, recorded v1alpha1.MemberStatus, now time.Time) fai
 // setCondition sets a condition for the cluster's current generation.
 func setCondition(cc *v1alpha1.CacheCluster, t v1alpha1.ConditionType, ok bool, reason, msg string) {
 	v1alpha1.SetCondition(&cc.Status.Conditions, cc.Generation, t, ok, reason, msg)
+}
+
+// appliedRecheck is how soon a cluster whose pods have not all installed
+// the published map is looked at again.
+const appliedRecheck = time.Second
+
+// observeMapApplied counts the Ready pods whose process uses the published
+// map version, and looks again soon while some do not.
+func (r *Reconciler) observeMapApplied(ctx context.Context, s *state) (ctrl.Result, error) {
+	var ready []*corev1.Pod
+	for _, p := range s.pods {
+		if podReady(p) {
+			ready = append(ready, p)
+		}
+	}
+	s.readyPods, s.mapApplied = int32(len(ready)), -1
+	if r.Applied == nil {
+		return ctrl.Result{}, nil
+	}
+	s.mapApplied = 0
+	for _, ok := range r.Applied.Applied(ctx, s.cc.Namespace+"/"+s.cc.Name, ready, s.published.Version) {
+		if ok {
+			s.mapApplied++
+		}
+	}
+	if s.mapApplied < s.readyPods && (s.requeue == 0 || s.requeue > appliedRecheck) {
+		s.requeue = appliedRecheck
+	}
+	return ctrl.Result{}, nil
 }

@@ -45,6 +45,8 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc.Status.MapVersion = m.Version
 	cc.Status.LayerCount = int32(len(s.topo.Layers))
 	cc.Status.ReadyShards = s.shardsReady
+	cc.Status.ReadyPods = s.readyPods
+	cc.Status.MapApplied = max(s.mapApplied, 0)
 	cc.Status.Layers = cc.Status.Layers[:0]
 	var members, ready, failed, recovering int32
 	for _, l := range m.Layers {
@@ -74,6 +76,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc.Status.Members, cc.Status.ReadyMembers = members, ready
 	c := counts{members: members, ready: ready, failed: failed, recovering: recovering,
 		shards: int32(s.topo.Racks() * s.topo.ShardsPerRack()), shardsReady: s.shardsReady,
+		readyPods: s.readyPods, mapApplied: s.mapApplied,
 		switchLayers: len(s.topo.Layers) - len(s.topo.SoftwareLayers())}
 	setReady(cc, m.Version, c)
 	setProgressing(cc, c)
@@ -84,6 +87,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 type counts struct {
 	members, ready, failed, recovering int32
 	shards, shardsReady                int32
+	readyPods, mapApplied              int32 // mapApplied -1: not asked
 	switchLayers                       int
 }
 
@@ -96,15 +100,32 @@ func (c counts) shardsText() string {
 	return fmt.Sprintf("%d of %d storage shards ready", c.shardsReady, c.shards)
 }
 
+// mapPending is the number of Ready pods known not to use the published map.
+func (c counts) mapPending() int32 {
+	if c.mapApplied < 0 {
+		return 0
+	}
+	return c.readyPods - c.mapApplied
+}
+
+func (c counts) appliedText() string {
+	if c.mapApplied < 0 {
+		return ""
+	}
+	return fmt.Sprintf(", used by %d of %d Ready pods", c.mapApplied, c.readyPods)
+}
+
 // setReady sets Ready: True once everything serves (v1alpha1.ConditionReady).
 func setReady(cc *v1alpha1.CacheCluster, version int64, c counts) {
-	msg := fmt.Sprintf("partition map v%d published: %d of %d members ready, %s", version, c.ready, c.members, c.shardsText())
+	msg := fmt.Sprintf("partition map v%d published%s: %d of %d members ready, %s", version, c.appliedText(), c.ready, c.members, c.shardsText())
 	switch {
 	case c.switchLayers > 0:
 		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonSwitchLayersUnsupported,
 			fmt.Sprintf("%d switch-backed layers are not programmed by this operator version; %s", c.switchLayers, msg))
 	case c.ready < c.members || c.shardsMissing() > 0:
 		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonPodsNotReady, msg)
+	case c.mapPending() > 0:
+		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonMapNotApplied, msg)
 	default:
 		setCondition(cc, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled, msg)
 	}
@@ -119,6 +140,9 @@ func setProgressing(cc *v1alpha1.CacheCluster, c counts) {
 	case c.ready < c.members || c.shardsMissing() > 0:
 		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonPodsNotReady,
 			fmt.Sprintf("%d of %d members not Ready, %s", c.members-c.ready, c.members, c.shardsText()))
+	case c.mapPending() > 0:
+		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonMapNotApplied,
+			fmt.Sprintf("the published partition map is on its way: %d of %d Ready pods use it", c.mapApplied, c.readyPods))
 	default:
 		setCondition(cc, v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "every member and shard is Ready")
 	}

@@ -1,0 +1,85 @@
+package cachecluster_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
+	"github.com/distcache/distcache/operator/podstatus"
+)
+
+// statusServer is a data-plane process's metrics server (the real one),
+// listening on its pod's IP, whose applied map version the test sets.
+type statusServer struct {
+	version atomic.Int64
+	addr    string
+}
+
+func startStatusServer(t *testing.T, ip string, port int) *statusServer {
+	t.Helper()
+	s := &statusServer{}
+	srv, err := metrics.Listen(net.JoinHostPort(ip, strconv.Itoa(port)), prometheus.NewRegistry(), nil,
+		metrics.WithStatus(func() metrics.Status { return metrics.Status{MapVersion: s.version.Load()} }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	s.addr = srv.Addr()
+	return s
+}
+
+// setPodIP gives a pod the IP its process listens on.
+func setPodIP(t *testing.T, cc *v1alpha1.CacheCluster, name, ip string) {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := get(t, pod, cc.Namespace, name); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.PodIP = ip
+	if err := env.Client.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadyWaitsForMapApplied: with every pod Ready, the cluster is Ready
+// only once every pod's process reports the published map version, and the
+// status counts them.
+func TestReadyWaitsForMapApplied(t *testing.T) {
+	spine := startStatusServer(t, "127.0.0.5", 0)
+	_, portText, _ := net.SplitHostPort(spine.addr)
+	port, _ := strconv.Atoi(portText)
+	shard := startStatusServer(t, "127.0.0.6", port)
+	clk := &clock{t: time.Now()}
+	startOperator(t, clk, func(r *cachecluster.Reconciler) { r.Applied = &podstatus.Prober{Port: port} })
+	cc := newCluster(t, "applied", withStorage(v1alpha1.StorageManaged, 1, 1), withLayer("spine", 1, false))
+	eventually(t, "map published", func() (bool, error) { _, err := publishedMap(t, cc); return err == nil, err })
+	for name, ip := range map[string]string{"applied-spine-0": "127.0.0.5", "applied-rack-0-0": "127.0.0.6"} {
+		setPodReady(t, cc, name, true, clk.Now().Add(-time.Minute))
+		setPodIP(t, cc, name, ip)
+	}
+
+	status := func(applied int32, ready bool, reason string) func() (bool, error) {
+		return func() (bool, error) {
+			stored := &v1alpha1.CacheCluster{}
+			err := get(t, stored, cc.Namespace, cc.Name)
+			c := meta.FindStatusCondition(stored.Status.Conditions, string(v1alpha1.ConditionReady))
+			return err == nil && c != nil && stored.Status.ReadyPods == 2 && stored.Status.MapApplied == applied &&
+				(c.Status == "True") == ready && c.Reason == reason, err
+		}
+	}
+	eventually(t, "pods Ready, no process uses map v1: not Ready", status(0, false, v1alpha1.ReasonMapNotApplied))
+	spine.version.Store(1)
+	eventually(t, "one of two uses it", status(1, false, v1alpha1.ReasonMapNotApplied))
+	shard.version.Store(1)
+	eventually(t, "both use it: Ready", status(2, true, v1alpha1.ReasonReconciled))
+}
