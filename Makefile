@@ -57,8 +57,9 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # in sync with the API types and the Chaos Mesh CRDs in sync with their pin
 # (the tests of chaos/ also build hack/chaosmesh, a module of its own whose
 # dependencies come from the Go module proxy on first use); iptables-legacy
-# for the fault-injection suite's delays (test/fault, internal/faultinject).
-TEST_DEPS ?= redis-server envtest controller-gen iptables
+# for the fault-injection suite's delays (test/fault, internal/faultinject);
+# shellcheck for the test that checks every shell script (test/scripts).
+TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -90,7 +91,7 @@ image: ## Build the container image without Docker into IMAGE_ARCHIVE (docker lo
 	$(GO) run ./hack/image -binary $(IMAGE_DIR)/distcache-linux-$(IMAGE_ARCH) -arch $(IMAGE_ARCH) \
 		-version $(VERSION) -revision $(COMMIT) -created $(COMMIT_EPOCH) -out $(IMAGE_ARCHIVE)
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
@@ -139,6 +140,22 @@ iptables:
 	echo 'Installing iptables with apt-get'; \
 	"$${apt[@]}" install -y iptables \
 		|| { "$${apt[@]}" update && "$${apt[@]}" install -y iptables; }
+
+# Installs the Debian package shellcheck unless it is on PATH (waits for a
+# held dpkg lock; apt-get update only if the install fails).
+.PHONY: shellcheck
+shellcheck:
+	@if command -v shellcheck >/dev/null; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null; then \
+		echo 'shellcheck: not on PATH and no apt-get; install shellcheck by hand' >&2; \
+		exit 1; \
+	fi; \
+	sudo=; \
+	if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
+	apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600); \
+	echo 'Installing shellcheck with apt-get'; \
+	"$${apt[@]}" install -y shellcheck \
+		|| { "$${apt[@]}" update && "$${apt[@]}" install -y shellcheck; }
 
 test: test-deps ## Install test prerequisites, then run go vet, all tests with -race, and the allocation tests without it
 	$(GO) vet ./...
@@ -233,6 +250,28 @@ fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)
 	for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZ_TIME) "$${t#*:}"; \
 	done
+
+# The Kind workflow (hack/kind/kind.sh), for workstations with Docker: a
+# cluster from hack/kind/cluster.yaml with a pinned kind and node image, the
+# image loaded from its archive, the chart and the sample managed
+# CacheCluster installed, and an end-to-end check. It cannot run on machines
+# without a container runtime; make test covers what it applies instead.
+.PHONY: kind-up kind-load kind-deploy kind-test kind-down print-version print-envtest-assets
+kind-up: ## Create the Kind cluster (Docker needed)
+	hack/kind/kind.sh up
+kind-load: ## Build the image and load it into the Kind cluster
+	hack/kind/kind.sh load
+kind-deploy: ## helm install the chart and apply the sample managed CacheCluster on Kind
+	hack/kind/kind.sh deploy
+kind-test: ## On Kind: wait for Ready, run distcache bench as a Job, delete a cache pod and check remap and restore
+	hack/kind/kind.sh test
+kind-down: ## Delete the Kind cluster
+	hack/kind/kind.sh down
+
+print-version:
+	@echo '$(VERSION)'
+print-envtest-assets:
+	@echo '$(ENVTEST_ASSETS)'
 
 clean: ## Remove build and output directories (bin/, out/)
 	rm -rf bin out

@@ -32,7 +32,7 @@ trap cleanup EXIT
 
 base=7300
 "$bin" map init --out "$run/map.json" --racks 1 --shards-per-rack 1 --layer spine=1 --base-port $base >/dev/null
-shim_addr=127.0.0.1:$base node_addr=127.0.0.1:$((base + 1))
+node_addr=127.0.0.1:$((base + 1))
 backend_port=$((base + 90)) redis_port=$((base + 91))
 
 wait_udp() { # waits until something listens on UDP port $1

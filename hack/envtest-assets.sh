@@ -39,6 +39,8 @@ if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kubectl" ]; then
 	[ -f "$gomod" ] || { log "cannot download k8s.io/kubernetes@v$k8s_version"; exit 1; }
 	go mod edit -require "k8s.io/kubernetes@v$k8s_version"
 	staging_version=0.${k8s_version#1.}
+	# Module paths hold no spaces: one word per module.
+	# shellcheck disable=SC2013
 	for m in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$gomod"); do
 		go mod edit -replace "$m=$m@v$staging_version"
 	done
