@@ -95,8 +95,8 @@ test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-serve
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
-# redis-cli) unless both binaries are already on PATH; runs apt-get update only
-# if the install fails. It never starts the system redis service: the tests
+# redis-cli) unless both binaries are already on PATH; waits for a held dpkg
+# lock, and runs apt-get update only if the install fails. It never starts the system redis service: the tests
 # start their own servers, and while apt-get runs a policy-rc.d that forbids
 # service starts is in place (a temporary one unless the system has its own).
 .PHONY: redis-server
@@ -116,7 +116,7 @@ redis-server:
 		printf '#!/bin/sh\nexit 101\n' | $$sudo tee "$$policy" >/dev/null; \
 		$$sudo chmod 755 "$$policy"; \
 	fi; \
-	apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get); \
+	apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600); \
 	echo 'Installing redis-server and redis-tools with apt-get'; \
 	"$${apt[@]}" install -y redis-server redis-tools \
 		|| { "$${apt[@]}" update && "$${apt[@]}" install -y redis-server redis-tools; }
@@ -129,33 +129,30 @@ redis-server:
 # the install fails.
 .PHONY: iptables
 iptables:
-	@if command -v iptables-legacy >/dev/null; then exit 0; fi; \
-	if ! command -v apt-get >/dev/null; then \
-		echo 'iptables: iptables-legacy not on PATH and no apt-get; install iptables by hand' >&2; \
-		exit 1; \
-	fi; \
-	sudo=; \
-	if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
-	apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600); \
-	echo 'Installing iptables with apt-get'; \
-	"$${apt[@]}" install -y iptables \
-		|| { "$${apt[@]}" update && "$${apt[@]}" install -y iptables; }
+	@$(call apt_install,iptables-legacy,iptables)
 
-# Installs the Debian package shellcheck unless it is on PATH (waits for a
-# held dpkg lock; apt-get update only if the install fails).
+# Installs the Debian package shellcheck unless it is on PATH, for the test
+# that checks every shell script (test/scripts).
 .PHONY: shellcheck
 shellcheck:
-	@if command -v shellcheck >/dev/null; then exit 0; fi; \
-	if ! command -v apt-get >/dev/null; then \
-		echo 'shellcheck: not on PATH and no apt-get; install shellcheck by hand' >&2; \
-		exit 1; \
-	fi; \
-	sudo=; \
-	if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
-	apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600); \
-	echo 'Installing shellcheck with apt-get'; \
-	"$${apt[@]}" install -y shellcheck \
-		|| { "$${apt[@]}" update && "$${apt[@]}" install -y shellcheck; }
+	@$(call apt_install,shellcheck,shellcheck)
+
+# apt_install COMMAND,PACKAGE installs the Debian PACKAGE unless COMMAND is on
+# PATH: it waits up to 10 minutes for another apt-get to release the dpkg
+# lock, and runs apt-get update only if the install fails.
+define apt_install
+if command -v $(1) >/dev/null; then exit 0; fi; \
+if ! command -v apt-get >/dev/null; then \
+	echo '$(2): $(1) not on PATH and no apt-get; install $(2) by hand' >&2; \
+	exit 1; \
+fi; \
+sudo=; \
+if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
+apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600); \
+echo 'Installing $(2) with apt-get'; \
+"$${apt[@]}" install -y $(2) \
+	|| { "$${apt[@]}" update && "$${apt[@]}" install -y $(2); }
+endef
 
 test: test-deps ## Install test prerequisites, then run go vet, all tests with -race, and the allocation tests without it
 	$(GO) vet ./...
