@@ -354,3 +354,36 @@ func equalJSON(t *testing.T, a, b any) bool {
 	}
 	return bytes.Equal(ja, jb)
 }
+
+// TestOperatorPodLabels checks the labels of the operator's pods that the
+// Chaos Mesh experiments of chaos/ select (pod-kill-operator.yaml, the
+// Workflow), and that the data-plane PodMonitor's selector cannot pick the
+// operator's pods.
+func TestOperatorPodLabels(t *testing.T) {
+	objs := objects(t, mustRender(t, loadChart(t, chartDir()), newValues(withMonitoring())).Manifest)
+	dep := find(objs, "Deployment", releaseName)
+	if dep == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	labels, _, _ := unstructured.NestedStringMap(dep.Object, "spec", "template", "metadata", "labels")
+	for k, v := range map[string]string{"app.kubernetes.io/name": "distcache", "app.kubernetes.io/component": "operator"} {
+		if labels[k] != v {
+			t.Errorf("operator pod label %s=%q, want %q (chaos/pod-kill-operator.yaml selects it)", k, labels[k], v)
+		}
+	}
+	pm := find(objs, "PodMonitor", releaseName+"-data-plane")
+	if pm == nil {
+		t.Fatal("no PodMonitor rendered")
+	}
+	want, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	if len(want) == 0 {
+		t.Fatal("the PodMonitor has no matchLabels")
+	}
+	selected := true
+	for k, v := range want {
+		selected = selected && labels[k] == v
+	}
+	if selected {
+		t.Errorf("the PodMonitor's matchLabels %v select the operator's pods %v", want, labels)
+	}
+}
