@@ -21,6 +21,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/internal/kubetest"
 )
 
@@ -385,5 +386,18 @@ func TestOperatorPodLabels(t *testing.T) {
 	}
 	if selected {
 		t.Errorf("the PodMonitor's matchLabels %v select the operator's pods %v", want, labels)
+	}
+}
+
+// TestAppVersionIsTheRelease checks that the chart deploys the image this
+// source tree builds: appVersion is buildinfo.Release and the default
+// repository buildinfo.Repository.
+func TestAppVersionIsTheRelease(t *testing.T) {
+	c := loadChart(t, chartDir())
+	if c.Metadata.AppVersion != buildinfo.Release {
+		t.Errorf("Chart.yaml appVersion %q, want buildinfo.Release %q", c.Metadata.AppVersion, buildinfo.Release)
+	}
+	if repo, _, _ := unstructured.NestedString(c.Values, "image", "repository"); repo != buildinfo.Repository {
+		t.Errorf("values.yaml image.repository %q, want buildinfo.Repository %q", repo, buildinfo.Repository)
 	}
 }
