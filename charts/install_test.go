@@ -19,6 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/internal/kubetest"
 )
@@ -144,8 +145,8 @@ func TestWarningsCatchUnknownFields(t *testing.T) {
 // TestInstallUpgradeUninstall installs the chart on the API server in each
 // mode, every object (ServiceMonitor, PodMonitor and PrometheusRule against
 // prometheus-operator's CRDs) passing its validation; upgrades the first
-// release with a CacheCluster in place, which keeps it; and uninstalls it,
-// which leaves the CRDs and the CacheCluster.
+// release with the sample CacheClusters of config/samples in place, which
+// keeps them; and uninstalls it, which leaves the CRDs and the CacheClusters.
 func TestInstallUpgradeUninstall(t *testing.T) {
 	// A copy with a dashboard and an alert file, so that every kind the
 	// chart can render is installed.
@@ -181,9 +182,11 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Fatalf("installed %v, want a ServiceMonitor, a PodMonitor, a PrometheusRule and a dashboard ConfigMap", n)
 	}
 
-	cc := sampleCacheCluster(t, "default")
-	if err := env.Client.Create(t.Context(), cc); err != nil {
-		t.Fatalf("cannot create the sample CacheCluster: %v", err)
+	samples := sampleCacheClusters(t, "default")
+	for _, cc := range samples {
+		if err := env.Client.Create(t.Context(), cc); err != nil {
+			t.Fatalf("cannot create the sample CacheCluster %s: %v", cc.GetName(), err)
+		}
 	}
 
 	up := action.NewUpgrade(cfg)
@@ -201,7 +204,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 			}
 		}
 	}
-	checkSame(t, cc)
+	checkSame(t, samples)
 
 	res, err := action.NewUninstall(cfg).Run(name)
 	if err != nil {
@@ -215,7 +218,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	if res.Info != "" {
 		t.Logf("helm uninstall: %s", res.Info)
 	}
-	checkSame(t, cc)
+	checkSame(t, samples)
 	for _, crd := range plain.CRDObjects() {
 		objs := objects(t, string(crd.File.Data))
 		if len(objs) != 1 || objs[0].GetKind() != "CustomResourceDefinition" {
@@ -227,30 +230,50 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 }
 
-// sampleCacheCluster is config/samples' managed CacheCluster in namespace ns.
-func sampleCacheCluster(t *testing.T, ns string) *unstructured.Unstructured {
+// sampleCacheClusters are the CacheClusters of config/samples (its
+// kustomization's resources), in namespace ns.
+func sampleCacheClusters(t *testing.T, ns string) []*unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(kubetest.RepoRoot(), "config", "samples", "distcache_v1alpha1_cachecluster_managed.yaml"))
+	dir := filepath.Join(kubetest.RepoRoot(), "config", "samples")
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := objects(t, string(b))
-	if len(objs) != 1 {
-		t.Fatalf("the sample has %d objects, want 1", len(objs))
+	var k struct {
+		Resources []string `json:"resources"`
 	}
-	objs[0].SetNamespace(ns)
-	return objs[0]
+	if err := yaml.Unmarshal(b, &k); err != nil {
+		t.Fatalf("cannot parse config/samples/kustomization.yaml: %v", err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range k.Resources {
+		b, err := os.ReadFile(filepath.Join(dir, r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objects(t, string(b)) {
+			o.SetNamespace(ns)
+			out = append(out, o)
+		}
+	}
+	if len(out) < 3 {
+		t.Fatalf("config/samples has %d CacheClusters, want one per storage mode", len(out))
+	}
+	return out
 }
 
-// checkSame checks that the CacheCluster o is still the one created.
-func checkSame(t *testing.T, o *unstructured.Unstructured) {
+// checkSame checks that the CacheClusters ccs are still the ones created.
+func checkSame(t *testing.T, ccs []*unstructured.Unstructured) {
 	t.Helper()
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(o.GroupVersionKind())
-	if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(o), cur); err != nil {
-		t.Fatalf("the CacheCluster is gone: %v", err)
-	}
-	if cur.GetUID() != o.GetUID() {
-		t.Errorf("the CacheCluster was recreated: uid %s, was %s", cur.GetUID(), o.GetUID())
+	for _, o := range ccs {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(o.GroupVersionKind())
+		if err := env.Client.Get(t.Context(), client.ObjectKeyFromObject(o), cur); err != nil {
+			t.Errorf("the CacheCluster %s is gone: %v", o.GetName(), err)
+			continue
+		}
+		if cur.GetUID() != o.GetUID() {
+			t.Errorf("the CacheCluster %s was recreated: uid %s, was %s", o.GetName(), cur.GetUID(), o.GetUID())
+		}
 	}
 }
