@@ -3,6 +3,7 @@ package charts_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -160,4 +161,18 @@ func copyChart(t *testing.T, dir string) string {
 		t.Fatalf("cannot copy the chart: %v", err)
 	}
 	return dst
+}
+
+// TestRBACFileMissingFailsTheRender checks that a chart whose
+// files/rbac/role.yaml lacks the rules fails to render, saying what to run,
+// rather than granting nothing.
+func TestRBACFileMissingFailsTheRender(t *testing.T) {
+	dir := copyChart(t, chartDir())
+	if err := os.WriteFile(filepath.Join(dir, "files", "rbac", "role.yaml"), []byte("---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := render(loadChart(t, dir), newValues())
+	if err == nil || !strings.Contains(err.Error(), "files/rbac/role.yaml has no ClusterRole rules: run `make manifests`") {
+		t.Errorf("render error %v, want one naming files/rbac/role.yaml and `make manifests`", err)
+	}
 }

@@ -69,15 +69,15 @@ permissions. Renders them as YAML.
 */}}
 {{- define "distcache.rbacRules" -}}
 {{- $kind := .kind -}}
-{{- $found := false -}}
+{{- $rules := list -}}
 {{- range regexSplit "(?m)^---\\s*$" (.root.Files.Get "files/rbac/role.yaml") -1 -}}
 {{- $doc := fromYaml . -}}
 {{- if and $doc (eq (get $doc "kind") $kind) -}}
-{{- $found = true -}}
-{{- toYaml (get $doc "rules") -}}
+{{- $rules = concat $rules (get $doc "rules") -}}
 {{- end -}}
 {{- end -}}
-{{- if not $found -}}
-{{- fail (printf "files/rbac/role.yaml has no %s: run `make manifests`" $kind) -}}
+{{- if not $rules -}}
+{{- fail (printf "files/rbac/role.yaml has no %s rules: run `make manifests`" $kind) -}}
 {{- end -}}
+{{- toYaml $rules -}}
 {{- end -}}
