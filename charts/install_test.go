@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -27,6 +28,7 @@ import (
 var env *kubetest.Env
 
 func TestMain(m *testing.M) {
+	klog.SetLogger(forbidden.logger()) // before anything logs: SetLogger is not safe for concurrent use
 	kubetest.Main(m, &env, kubetest.WithPrometheusOperator())
 }
 

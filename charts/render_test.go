@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -181,10 +182,10 @@ func golden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("cannot read golden file (run `go test ./charts -update`): %v", err)
+		t.Fatalf("cannot read golden file (`make chart-golden` writes it): %v", err)
 	}
 	if string(want) != got {
-		t.Errorf("%s differs from the render (run `go test ./charts -update` and review the diff):\n%s", path, got)
+		t.Errorf("%s differs from the render (-golden +render; `make chart-golden` rewrites it):\n%s", path, cmp.Diff(string(want), got))
 	}
 }
 

@@ -153,6 +153,23 @@ func (e *Env) Kubectl(dir string) (kubectl, kubeconfig string, err error) {
 	return filepath.Join(e.env.BinaryAssetsDirectory, "kubectl"), kubeconfig, nil
 }
 
+// ServiceAccountConfig is a client configuration that the API server
+// authenticates as ServiceAccount name in namespace ns: its user name
+// (system:serviceaccount:ns:name) and groups, carried in a client
+// certificate rather than a token. The API server authorizes it by RBAC
+// (envtest's default), so it has exactly the rights bound to that
+// ServiceAccount.
+func (e *Env) ServiceAccountConfig(ns, name string) (*rest.Config, error) {
+	u, err := e.env.ControlPlane.AddUser(envtest.User{
+		Name:   "system:serviceaccount:" + ns + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+	}, e.Config)
+	if err != nil {
+		return nil, fmt.Errorf("cannot add a user for ServiceAccount %s/%s: %w", ns, name, err)
+	}
+	return u.Config(), nil
+}
+
 // Stop stops the control plane.
 func (e *Env) Stop() error {
 	if err := e.env.Stop(); err != nil {

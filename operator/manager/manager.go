@@ -26,6 +26,10 @@ import (
 // renders this Role there): acquire, read, renew.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=distcache-system
 
+// Leader election records "became leader" and "stopped leading" as core/v1
+// Events on the Lease, in the same namespace.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=distcache-system
+
 // LeaderElectionID names the Lease the operator replicas compete for.
 const LeaderElectionID = "distcache-operator.distcache.io"
 
