@@ -155,10 +155,13 @@ func TestOperatorRunsAsTheChartsServiceAccount(t *testing.T) {
 			}
 			eventually(t, "the CacheCluster deleted (finalizer removed)", func() error {
 				err := env.Client.Get(ctx, client.ObjectKeyFromObject(cc), cc.DeepCopy())
-				if apierrors.IsNotFound(err) {
+				switch {
+				case apierrors.IsNotFound(err):
 					return nil
+				case err != nil:
+					return err
 				}
-				return fmt.Errorf("still there (%v)", err)
+				return errors.New("still there")
 			})
 			if l := logs.take(); len(l) > 0 {
 				t.Errorf("the operator was forbidden requests:\n%s", strings.Join(l, "\n"))
