@@ -65,6 +65,7 @@ func (f *forbiddenLog) take() []string {
 // the identity is really confined: it cannot list Nodes, and in
 // single-namespace mode not CacheClusters elsewhere.
 func TestOperatorRunsAsTheChartsServiceAccount(t *testing.T) {
+	needAPIServer(t)
 	c := loadChart(t, chartDir())
 	for _, tc := range []struct {
 		mode   string
