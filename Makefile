@@ -56,9 +56,11 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # plane for the operator's tests; controller-gen for the tests that keep crds/
 # in sync with the API types and the Chaos Mesh CRDs in sync with their pin
 # (the tests of chaos/ also build hack/chaosmesh, a module of its own whose
-# dependencies come from the Go module proxy on first use); iptables-legacy
-# for the fault-injection suite's delays (test/fault, internal/faultinject);
-# shellcheck for the test that checks every shell script (test/scripts).
+# dependencies come from the Go module proxy on first use), and the
+# prometheus-operator CRDs in sync with theirs (hack/promoperator, likewise);
+# iptables-legacy for the fault-injection suite's delays (test/fault,
+# internal/faultinject); shellcheck for the test that checks every shell
+# script (test/scripts).
 TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck
 
 # Simulator.
@@ -70,7 +72,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build image test test-deps vet fmt lint sim bench demo fuzz clean manifests chaos-crds envtest controller-gen chaos-local
+.PHONY: help build image test test-deps vet fmt lint sim bench demo fuzz clean manifests chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -181,10 +183,23 @@ $(CONTROLLER_GEN):
 envtest: ## Build kube-apiserver, kubectl and etcd for envtest into TOOLS_DIR (idempotent; minutes the first time)
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) DISTCACHE_CACHE='$(abspath $(TOOLS_DIR))' hack/envtest-assets.sh >/dev/null
 
-manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and the operator's RBAC in config/rbac/ from operator/
+# The Helm chart carries copies of the CRDs and of the RBAC (its templates
+# read the rules from files/rbac/role.yaml); the tests of charts/ check that
+# they are the same bytes. The chart's golden renders, which show the rules,
+# are rewritten too: review their diff with the markers'.
+CHART_DIR := charts/distcache
+
+manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and the operator's RBAC in config/rbac/ from operator/, and their copies and golden renders in the chart
 	'$(CONTROLLER_GEN)' object paths=./operator/api/...
 	'$(CONTROLLER_GEN)' crd paths=./operator/api/... output:crd:artifacts:config=crds
 	'$(CONTROLLER_GEN)' rbac:roleName=distcache-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
+	rm -f $(CHART_DIR)/crds/*.yaml
+	cp crds/*.yaml $(CHART_DIR)/crds/
+	cp config/rbac/role.yaml $(CHART_DIR)/files/rbac/role.yaml
+	$(GO) test -count=1 -run '^TestGoldenRenders$$' ./charts -update
+
+chart-golden: ## Rewrite the chart's golden renders (charts/testdata) after a deliberate change to the chart
+	$(GO) test -count=1 -run '^TestGoldenRenders$$' ./charts -update
 
 # The Chaos Mesh CRDs that the tests of chaos/ install into the envtest API
 # server, generated from the Chaos Mesh API module pinned in
@@ -194,6 +209,14 @@ CHAOS_MESH_CRDS_DIR := internal/kubetest/testdata/chaosmesh
 
 chaos-crds: $(CONTROLLER_GEN) ## Regenerate the Chaos Mesh CRDs the chaos/ tests install, from the pin in hack/chaosmesh
 	CONTROLLER_GEN='$(CONTROLLER_GEN)' hack/chaosmesh/crds.sh '$(CHAOS_MESH_CRDS_DIR)'
+
+# The prometheus-operator CRDs (ServiceMonitor, PodMonitor, PrometheusRule)
+# that the tests of charts/ install into the envtest API server, generated
+# from the monitoring API module pinned in hack/promoperator/go.mod.
+PROMETHEUS_CRDS_DIR := internal/kubetest/testdata/promoperator
+
+prometheus-crds: $(CONTROLLER_GEN) ## Regenerate the prometheus-operator CRDs the chart's tests install, from the pin in hack/promoperator
+	CONTROLLER_GEN='$(CONTROLLER_GEN)' hack/promoperator/crds.sh '$(PROMETHEUS_CRDS_DIR)'
 
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (installed into TOOLS_DIR if missing)
 	'$(GOLANGCI_LINT)' run $(LINT_FLAGS) ./...

@@ -10,6 +10,9 @@
 //
 // WithChaosMesh also installs Chaos Mesh's CRDs (testdata/chaosmesh, from
 // `make chaos-crds`), for the tests that apply the experiments of chaos/.
+// WithPrometheusOperator installs prometheus-operator's ServiceMonitor,
+// PodMonitor and PrometheusRule CRDs (testdata/promoperator, from `make
+// prometheus-crds`), for the tests that install the Helm chart.
 package kubetest
 
 import (
@@ -103,6 +106,18 @@ func ChaosMeshCRDDir() string {
 // WithChaosMesh installs Chaos Mesh's CRDs (ChaosMeshCRDDir) as well.
 func WithChaosMesh() Option {
 	return func(o *options) { o.crdDirs = append(o.crdDirs, ChaosMeshCRDDir()) }
+}
+
+// PrometheusOperatorCRDDir holds the prometheus-operator CRDs that `make
+// prometheus-crds` generates.
+func PrometheusOperatorCRDDir() string {
+	return filepath.Join(RepoRoot(), "internal", "kubetest", "testdata", "promoperator")
+}
+
+// WithPrometheusOperator installs prometheus-operator's monitoring CRDs
+// (PrometheusOperatorCRDDir) as well.
+func WithPrometheusOperator() Option {
+	return func(o *options) { o.crdDirs = append(o.crdDirs, PrometheusOperatorCRDDir()) }
 }
 
 // Start starts the control plane and installs the CRDs.

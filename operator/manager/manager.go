@@ -29,8 +29,9 @@ import (
 )
 
 // The Lease of leader election, in the operator's own namespace (the chart
-// renders this Role there): acquire, read, renew; and the events that say
-// which replica leads.
+// renders this Role there): acquire, read, renew; and the core/v1 Events on
+// the Lease that say which replica leads ("became leader", "stopped
+// leading").
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=distcache-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create,namespace=distcache-system
 

@@ -1,0 +1,178 @@
+package charts_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/distcache/distcache/internal/kubetest"
+)
+
+// TestCRDsAreTheRepositorys checks that the chart's crds/ holds exactly the
+// repository's crds/*.yaml, byte for byte (`make manifests` copies them).
+func TestCRDsAreTheRepositorys(t *testing.T) {
+	kubetest.SameYAMLFiles(t, filepath.Join(kubetest.RepoRoot(), "crds"), "charts/distcache/crds", "make manifests")
+}
+
+// TestRBACFileIsGenerated checks that the chart's files/rbac/role.yaml is
+// config/rbac/role.yaml, byte for byte (`make manifests` copies it).
+func TestRBACFileIsGenerated(t *testing.T) {
+	kubetest.SameYAMLFiles(t, filepath.Join(kubetest.RepoRoot(), "config", "rbac"), "charts/distcache/files/rbac", "make manifests")
+}
+
+// TestPrometheusOperatorCRDsUpToDate regenerates the prometheus-operator
+// CRDs from the pinned API module (hack/promoperator/crds.sh, as `make
+// prometheus-crds` does) and checks that the CRDs the tests install are
+// exactly them.
+func TestPrometheusOperatorCRDsUpToDate(t *testing.T) {
+	gen := kubetest.ControllerGen(t)
+	out := t.TempDir()
+	kubetest.Generate(t, []string{"CONTROLLER_GEN=" + gen}, "bash",
+		filepath.Join(kubetest.RepoRoot(), "hack", "promoperator", "crds.sh"), out)
+	committed, err := filepath.Rel(kubetest.RepoRoot(), kubetest.PrometheusOperatorCRDDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubetest.SameYAMLFiles(t, out, committed, "make prometheus-crds")
+}
+
+// generatedRBAC is config/rbac/role.yaml: the operator's ClusterRole and
+// the Role of its leader-election Lease.
+func generatedRBAC(t *testing.T, path string) (operator, lease []rbacv1.PolicyRule) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objects(t, string(b)) {
+		switch o.GetKind() {
+		case "ClusterRole":
+			operator = rules(t, o)
+		case "Role":
+			lease = rules(t, o)
+		}
+	}
+	if operator == nil || lease == nil {
+		t.Fatalf("%s lacks the ClusterRole or the Role", path)
+	}
+	return operator, lease
+}
+
+// rules are the rules of a rendered ClusterRole or Role.
+func rules(t *testing.T, o *unstructured.Unstructured) []rbacv1.PolicyRule {
+	t.Helper()
+	var r rbacv1.ClusterRole
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r); err != nil {
+		t.Fatalf("cannot convert %s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+	return r.Rules
+}
+
+// TestRBACRulesAreGenerated checks that the chart grants the operator
+// exactly the rules of config/rbac/role.yaml, in both modes: its ClusterRole
+// as a ClusterRole (every namespace) or as a Role in watchNamespace, and the
+// Lease Role in the release namespace. A copy of the chart with one more
+// rule in files/rbac/role.yaml shows that a new +kubebuilder:rbac marker
+// reaches the rendered objects without a template change.
+func TestRBACRulesAreGenerated(t *testing.T) {
+	extra := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}
+	extended := copyChart(t, chartDir())
+	origOperator, lease := generatedRBAC(t, filepath.Join(kubetest.RepoRoot(), "config", "rbac", "role.yaml"))
+	writeRBAC(t, filepath.Join(extended, "files", "rbac", "role.yaml"), append([]rbacv1.PolicyRule{extra}, origOperator...), lease)
+
+	for _, tc := range []struct {
+		name     string
+		chart    string
+		values   map[string]any
+		kind     string
+		wantNS   string
+		absent   string
+		operator []rbacv1.PolicyRule
+	}{
+		{"cluster-wide", chartDir(), newValues(), "ClusterRole", "", "", origOperator},
+		{"single-namespace", chartDir(), newValues(withWatchNamespace("shop")), "Role", "shop", "ClusterRole", origOperator},
+		{"new marker", extended, newValues(), "ClusterRole", "", "", append([]rbacv1.PolicyRule{extra}, origOperator...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := objects(t, mustRender(t, loadChart(t, tc.chart), tc.values).Manifest)
+			op := find(objs, tc.kind, releaseName)
+			if op == nil {
+				t.Fatalf("no %s %s rendered", tc.kind, releaseName)
+			}
+			if op.GetNamespace() != tc.wantNS {
+				t.Errorf("%s in namespace %q, want %q", tc.kind, op.GetNamespace(), tc.wantNS)
+			}
+			if got := rules(t, op); !equality.Semantic.DeepEqual(got, tc.operator) {
+				t.Errorf("operator rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got, tc.operator)
+			}
+			if b := find(objs, tc.kind+"Binding", releaseName); b == nil || b.GetNamespace() != tc.wantNS {
+				t.Errorf("no %sBinding %s in namespace %q", tc.kind, releaseName, tc.wantNS)
+			}
+			if tc.absent != "" && kinds(objs)[tc.absent] != 0 {
+				t.Errorf("a %s is rendered in single-namespace mode", tc.absent)
+			}
+			le := find(objs, "Role", releaseName+"-leader-election")
+			if le == nil || le.GetNamespace() != releaseNamespace {
+				t.Fatalf("no leader-election Role in the release namespace %s", releaseNamespace)
+			}
+			if got := rules(t, le); !equality.Semantic.DeepEqual(got, lease) {
+				t.Errorf("Lease rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got, lease)
+			}
+		})
+	}
+}
+
+// writeRBAC writes a role.yaml as controller-gen does: the operator's
+// ClusterRole, then the Lease Role.
+func writeRBAC(t *testing.T, path string, operator, lease []rbacv1.PolicyRule) {
+	t.Helper()
+	var out []byte
+	for _, o := range []any{
+		&rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: "distcache-operator"}, Rules: operator},
+		&rbacv1.Role{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: metav1.ObjectMeta{Name: "distcache-operator", Namespace: "distcache-system"}, Rules: lease},
+	} {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(append(out, "---\n"...), b...)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyChart copies the chart in dir into a temporary directory, for tests
+// that add files to it.
+func copyChart(t *testing.T, dir string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(dir))
+	if err := os.CopyFS(dst, os.DirFS(dir)); err != nil {
+		t.Fatalf("cannot copy the chart: %v", err)
+	}
+	return dst
+}
+
+// TestRBACFileMissingFailsTheRender checks that a chart whose
+// files/rbac/role.yaml lacks the rules fails to render, saying what to run,
+// rather than granting nothing.
+func TestRBACFileMissingFailsTheRender(t *testing.T) {
+	dir := copyChart(t, chartDir())
+	if err := os.WriteFile(filepath.Join(dir, "files", "rbac", "role.yaml"), []byte("---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := render(loadChart(t, dir), newValues())
+	if err == nil || !strings.Contains(err.Error(), "files/rbac/role.yaml has no ClusterRole rules: run `make manifests`") {
+		t.Errorf("render error %v, want one naming files/rbac/role.yaml and `make manifests`", err)
+	}
+}
