@@ -34,7 +34,7 @@ var (
 )
 
 // writeKeyDir writes a data-plane key directory; a nil previous removes it.
-func writeKeyDir(t *testing.T, dir string, current, previous []byte) {
+func writeKeyDir(t testing.TB, dir string, current, previous []byte) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, wireauth.CurrentFile), current, 0o600); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func writeKeyDir(t *testing.T, dir string, current, previous []byte) {
 }
 
 // freeTCPAddr returns a loopback TCP address that was free just now.
-func freeTCPAddr(t *testing.T) string {
+func freeTCPAddr(t testing.TB) string {
 	t.Helper()
 	var lc net.ListenConfig
 	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
@@ -64,7 +64,7 @@ func freeTCPAddr(t *testing.T) string {
 }
 
 // startProcess runs bin with args until the test ends.
-func startProcess(t *testing.T, bin string, args ...string) *exec.Cmd {
+func startProcess(t testing.TB, bin string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
@@ -135,7 +135,7 @@ func waitForCounter(t *testing.T, addr, name string, want float64) {
 	}
 }
 
-func keyedClient(t *testing.T, mapPath string, current, previous []byte) *client.Client {
+func keyedClient(t testing.TB, mapPath string, current, previous []byte) *client.Client {
 	t.Helper()
 	w, err := mapwatch.Load(mapPath, nil)
 	if err != nil {
