@@ -66,7 +66,9 @@ func freeTCPAddr(t testing.TB) string {
 // startProcess runs bin with args until the test ends.
 func startProcess(t testing.TB, bin string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	// Killed by the cleanup, which also reaps it (a context would kill it
+	// at the end of the test before its output is logged).
+	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), bin, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -85,7 +87,11 @@ func startProcess(t testing.TB, bin string, args ...string) *exec.Cmd {
 // scrapeCounter reads one counter series of the /metrics page at addr.
 func scrapeCounter(t *testing.T, addr, name string, labels map[string]string) float64 {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	req, err := http.NewRequestWithContext(context.WithoutCancel(t.Context()), http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
