@@ -61,9 +61,10 @@ func startBenchCluster(b *testing.B, bin string, key []byte) *benchCluster {
 
 // BenchmarkDataPlaneMAC measures, through real processes and sockets, one
 // client's sequential writes (PUT: client → shim, INVALIDATE and UPDATE
-// to the node, their acks, the reply: ten MACs when signed) and cache hits
+// to the node, their acks, the reply: twelve MACs when signed) and cache hits
 // (GET of a key the node holds: no MAC either way), without and with a
-// data-plane key. With -count N the two clusters are measured alternately.
+// data-plane key, one after the other in each run (repeat the run to
+// alternate them; -count repeats each sub-benchmark in a row).
 func BenchmarkDataPlaneMAC(b *testing.B) {
 	bin := buildDistcache(b)
 	clusters := map[string]*benchCluster{
