@@ -58,3 +58,11 @@ func FuzzAuthenticate(f *testing.F) {
 
 // compile-time check: a Keyring is what the wire encoder signs with.
 var _ wire.Signer = (*wireauth.Keyring)(nil)
+
+// TestTagLenMatchesWire: the key ring's tags fill the wire format's
+// trailer exactly.
+func TestTagLenMatchesWire(t *testing.T) {
+	if wireauth.TagLen != wire.TagLen {
+		t.Fatalf("wireauth.TagLen %d, wire.TagLen %d", wireauth.TagLen, wire.TagLen)
+	}
+}
