@@ -313,8 +313,8 @@ func TestSelectorsMatchOperatorPods(t *testing.T) {
 }
 
 // TestCheckJobMountsThePartitionMap checks the `distcache check` Job
-// against the operator: the map ConfigMap and mount path the data-plane
-// pods use, and the image the operator runs.
+// against the operator: the map ConfigMap, the data-plane key Secret and
+// the mount paths the data-plane pods use, and the image the operator runs.
 func TestCheckJobMountsThePartitionMap(t *testing.T) {
 	templates := operatorTemplates(t)
 	docs := readDocuments(t, "check-job.yaml")
@@ -344,6 +344,20 @@ func TestCheckJobMountsThePartitionMap(t *testing.T) {
 	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == vol })
 	if vol == "" || i < 0 || pod.Volumes[i].ConfigMap == nil || pod.Volumes[i].ConfigMap.Name != cachecluster.MapConfigMapName(clusterName) {
 		t.Errorf("no ConfigMap %s mounted at %s", cachecluster.MapConfigMapName(clusterName), cachecluster.MapMountPath)
+	}
+	// The cluster's data-plane key, where the data-plane pods have it.
+	wantKey := "--data-plane-key-dir=" + cachecluster.DataPlaneKeyMountPath
+	keyVol := ""
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == cachecluster.DataPlaneKeyMountPath && m.ReadOnly {
+			keyVol = m.Name
+		}
+	}
+	j := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == keyVol })
+	if !slices.Contains(c.Args, wantKey) || keyVol == "" || j < 0 || pod.Volumes[j].Secret == nil ||
+		pod.Volumes[j].Secret.SecretName != cachecluster.DataPlaneKeySecretName(clusterName) {
+		t.Errorf("args %q: want %s and the Secret %s mounted read-only at %s", c.Args, wantKey,
+			cachecluster.DataPlaneKeySecretName(clusterName), cachecluster.DataPlaneKeyMountPath)
 	}
 	node := templates["StatefulSet "+clusterName+"-"+spineLayer]
 	if len(node.Spec.Containers) == 0 || node.Spec.Containers[0].Image != c.Image {

@@ -1,5 +1,6 @@
 // Package dataplane holds DistCache's data plane: the wire protocol
-// (package wire), the UDP transport every role shares (package transport),
+// (package wire), the UDP transport every role shares (package transport)
+// and the key ring that authenticates its writes (package wireauth),
 // the partition map's addresses resolved once per version (package peers),
 // the cache node (package cachenode), the storage shim in front of Redis with
 // two-phase coherence (package shim) and the Prometheus metrics they expose

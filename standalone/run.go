@@ -79,6 +79,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := os.MkdirAll(cfg.RunDir, 0o755); err != nil {
 		return fmt.Errorf("cannot create run directory: %w", err)
 	}
+	if err := ensureDataPlaneKey(cfg.Plan.DataPlaneKeyDir); err != nil {
+		return err
+	}
 	// The control API serves from the start: `distcache status` shows the
 	// processes coming up, and `distcache down` stops a start that hangs.
 	srv, err := control.Listen(cfg.RunDir, c, cfg.Logger)

@@ -24,6 +24,7 @@ import (
 type benchOptions struct {
 	ref       clusterRef
 	mapFile   string
+	key       dataKey
 	cfg       driver.Config
 	modes     []string
 	failNode  string
@@ -75,6 +76,7 @@ and recovers it --down-for later; the report shows the throughput timeline
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	o.ref.addFlags(cmd, "the cluster's YAML files (to find a standalone cluster by its name)")
+	o.key.addFlag(cmd)
 	f := cmd.Flags()
 	c := &o.cfg
 	f.StringVar(&o.mapFile, "map", "", "partition map of a cluster that is not a local standalone one (needs --rate; no load tables)")
@@ -137,12 +139,20 @@ func (o *benchOptions) run(cmd *cobra.Command) error {
 func (o *benchOptions) cluster(ctx context.Context) (driver.Cluster, *control.Status, error) {
 	if o.mapFile != "" && o.ref.runDir == "" && o.ref.name == "" && len(o.ref.files) == 0 {
 		o.cfg.MapFile = o.mapFile
+		if err := o.key.load(); err != nil {
+			return nil, nil, err
+		}
+		o.key.apply(&o.cfg.Client.Transport)
 		return mapOnly{}, nil, nil
 	}
 	runDir, err := o.ref.resolveRunDir(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := o.key.loadForRunDir(runDir); err != nil {
+		return nil, nil, err
+	}
+	o.key.apply(&o.cfg.Client.Transport)
 	c := control.Dial(runDir)
 	st, err := c.Status(ctx)
 	if err != nil {

@@ -47,6 +47,7 @@ func couldNotRun(err error) error { return &exitError{code: exitUndecided, err: 
 type checkOptions struct {
 	ref       clusterRef
 	mapFile   string
+	key       dataKey
 	redis     []string
 	listen    string
 	readyFile string
@@ -111,6 +112,7 @@ a key could not be read back).`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return couldNotRun(err) })
 	o.ref.addFlags(cmd, "the standalone cluster's YAML files (to find it by its name)")
+	o.key.addFlag(cmd)
 	f := cmd.Flags()
 	c := &o.cfg
 	f.StringVar(&o.mapFile, "map", "", "partition map file of the cluster (instead of a standalone cluster's run directory)")
@@ -195,9 +197,15 @@ func (o *checkOptions) configure(ctx context.Context) error {
 	listen := "0.0.0.0:0"
 	if o.mapFile != "" {
 		o.cfg.MapFile = o.mapFile
+		if err := o.key.load(); err != nil {
+			return err
+		}
 	} else {
 		runDir, err := o.ref.resolveRunDir(ctx)
 		if err != nil {
+			return err
+		}
+		if err := o.key.loadForRunDir(runDir); err != nil {
 			return err
 		}
 		st, err := control.Dial(runDir).Status(ctx)
@@ -222,6 +230,7 @@ func (o *checkOptions) configure(ctx context.Context) error {
 		listen = o.listen
 	}
 	o.cfg.Client.Transport.Addr = listen
+	o.key.apply(&o.cfg.Client.Transport)
 	if o.out == "" {
 		dir, err := os.MkdirTemp("", "distcache-check-")
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/workload/checker"
 )
 
@@ -110,7 +111,9 @@ func TestCheckStandaloneCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"check", "--map", st.MapFile, "--listen", "127.0.0.1:0", "--keys", "8", "--max-ops", "500", "--duration", "1m", "--out", checkDir}
+	// A map alone does not carry the cluster's data-plane key: pass it.
+	args := []string{"check", "--map", st.MapFile, "--data-plane-key-dir", plan.KeyDir(runDir),
+		"--listen", "127.0.0.1:0", "--keys", "8", "--max-ops", "500", "--duration", "1m", "--out", checkDir}
 	for _, p := range st.Processes {
 		if p.Kind == "redis" {
 			args = append(args, "--redis", p.Shard+"="+p.Addr)

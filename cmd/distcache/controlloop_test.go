@@ -354,7 +354,14 @@ func newClient(t *testing.T, mapFile string) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(client.Config{Maps: w}, w.Current())
+	// The cluster's data-plane key, next to its map in the run directory.
+	var key dataKey
+	if err := key.loadForRunDir(filepath.Dir(mapFile)); err != nil {
+		t.Fatal(err)
+	}
+	cfg := client.Config{Maps: w}
+	key.apply(&cfg.Transport)
+	c, err := client.New(cfg, w.Current())
 	if err != nil {
 		t.Fatal(err)
 	}

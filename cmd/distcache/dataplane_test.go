@@ -66,7 +66,7 @@ func TestMapInitRejectsBadLayers(t *testing.T) {
 }
 
 // freeUDPBase returns a port p such that p and p+1 were free just now.
-func freeUDPBase(t *testing.T) int {
+func freeUDPBase(t testing.TB) int {
 	t.Helper()
 	for range 20 {
 		var lc net.ListenConfig

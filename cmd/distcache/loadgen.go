@@ -21,6 +21,7 @@ type loadgenOptions struct {
 	target    string
 	keys      int
 	mapFile   string
+	key       dataKey
 	valueSize int
 	warmup    time.Duration
 }
@@ -50,6 +51,7 @@ first written through the client library (values of --value-size bytes), and a
 	f.Uint64Var(&o.cfg.Requests, "requests", 0, "stop after this many replies (0: no bound)")
 	f.DurationVar(&o.cfg.Timeout, "timeout", loadgen.DefaultTimeout, "a request unanswered this long is counted lost")
 	f.StringVar(&o.mapFile, "map", "", "partition map; when given, the keys are written first through the client library")
+	o.key.addFlag(cmd)
 	f.IntVar(&o.valueSize, "value-size", 64, "value size in bytes for --map")
 	f.DurationVar(&o.warmup, "warmup", 0, "unmeasured load before measuring (lets a cache node insert the hot keys)")
 	_ = cmd.MarkFlagRequired("target")
@@ -101,7 +103,12 @@ func (o *loadgenOptions) fill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(client.Config{}, w.Current())
+	if err := o.key.load(); err != nil {
+		return err
+	}
+	var cfg client.Config
+	o.key.apply(&cfg.Transport)
+	c, err := client.New(cfg, w.Current())
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ func newNodeCommand() *cobra.Command {
 			cfg.Transport = o.transport(m.Layers[l].Members[i].Address, log)
 			reg, wrapped := metrics.Registry("node", member)
 			cfg.Registerer, cfg.Logger = wrapped, log // the node adds its layer and member
+			if err := o.key.register(wrapped); err != nil {
+				return err
+			}
 			if o.mapPoll*3 > cfg.Lease {
 				return fmt.Errorf("cannot run node: --map-poll %v must be at most a third of --serving-lease %v: the node renews its lease by reading the map",
 					o.mapPoll, cfg.Lease)

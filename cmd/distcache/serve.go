@@ -28,6 +28,7 @@ type serveOptions struct {
 	logLevel    string
 	readers     int
 	batch       int
+	key         dataKey
 }
 
 func (o *serveOptions) addFlags(cmd *cobra.Command) {
@@ -39,6 +40,7 @@ func (o *serveOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.IntVar(&o.readers, "readers", 1, "goroutines reading the UDP socket")
 	f.IntVar(&o.batch, "batch", transport.DefaultBatch, "datagrams received, and replies sent, per system call (1: one per call)")
+	o.key.addFlag(cmd)
 	_ = cmd.MarkFlagRequired("map")
 }
 
@@ -64,6 +66,9 @@ func (o *serveOptions) load() (*slog.Logger, *mapwatch.Watcher, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := o.key.load(); err != nil {
+		return nil, nil, err
+	}
 	return log, w, nil
 }
 
@@ -73,7 +78,9 @@ func (o *serveOptions) transport(addr string, log *slog.Logger) transport.Config
 	if o.listen != "" {
 		addr = o.listen
 	}
-	return transport.Config{Addr: addr, Readers: o.readers, Batch: o.batch, Logger: log}
+	c := transport.Config{Addr: addr, Readers: o.readers, Batch: o.batch, Logger: log}
+	o.key.apply(&c)
+	return c
 }
 
 // role is a data-plane component as `serve` runs it.
@@ -130,7 +137,8 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go w.Run(ctx, o.mapPoll)
-	log.Info("serving", append(attrs, "metrics", ms.Addr(), "map_version", w.Current().Version())...)
+	o.key.watch(ctx, log)
+	log.Info("serving", append(attrs, "metrics", ms.Addr(), "map_version", w.Current().Version(), "authenticated", o.key.ring != nil)...)
 	<-ctx.Done()
 	log.Info("stopping")
 	return nil

@@ -44,6 +44,9 @@ func newShimCommand() *cobra.Command {
 			// The shim adds its shard to its own logs; the process's logs
 			// and Redis's get it here.
 			cfg.Registerer, cfg.Logger = wrapped, log
+			if err := o.key.register(wrapped); err != nil {
+				return err
+			}
 			log = log.With("shard", shard)
 			redis.SetLogger(redisLogger{log})
 			s, err := shim.New(cfg)

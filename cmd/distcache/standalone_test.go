@@ -16,7 +16,7 @@ import (
 
 // buildDistcache builds the distcache binary: `up` starts the cluster by
 // running its own executable, which in a test would be the test binary.
-func buildDistcache(t *testing.T) string {
+func buildDistcache(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "distcache")
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
@@ -26,7 +26,7 @@ func buildDistcache(t *testing.T) string {
 	return bin
 }
 
-func run(t *testing.T, bin string, args ...string) (string, error) {
+func run(t testing.TB, bin string, args ...string) (string, error) {
 	t.Helper()
 	out, err := exec.CommandContext(context.WithoutCancel(t.Context()), bin, args...).CombinedOutput()
 	return string(out), err

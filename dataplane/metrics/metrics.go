@@ -105,11 +105,19 @@ func (r *Requests) Observe(op wire.Op, result string, d time.Duration) {
 
 // RegisterTransport exposes an endpoint's counters:
 // distcache_datagrams_total{direction}, distcache_malformed_packets_total,
-// distcache_retransmits_total and distcache_reassembly_dropped_total.
+// distcache_retransmits_total, distcache_reassembly_dropped_total and
+// distcache_mac_rejected_total{type} (one series per authenticated op).
 func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error {
 	counter := func(name, help string, labels prometheus.Labels, f func(transport.Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
 			func() float64 { return float64(f(ep.Stats())) })
+	}
+	for op := wire.OpPut; wire.Authenticated(op); op++ {
+		if err := Register(reg, counter("distcache_mac_rejected_total",
+			"Datagrams dropped for a missing or bad MAC (data-plane key), by op.", prometheus.Labels{"type": op.String()},
+			func(s transport.Stats) uint64 { return s.MACRejected[op] })); err != nil {
+			return err
+		}
 	}
 	return Register(reg,
 		counter("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).", prometheus.Labels{"direction": "in"},

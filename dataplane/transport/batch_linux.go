@@ -162,7 +162,7 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 			r.Flush()
 		}
 		i := r.queued
-		b, next, err := wire.AppendDatagram(r.outBuf[i][:0], m, off, r.e.cfg.Datagram)
+		b, next, err := r.e.appendDatagram(r.outBuf[i][:0], m, off)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,11 @@
 // datagram is handed to the handler aliasing the reader's buffer, and Send
 // encodes into pooled buffers. Malformed datagrams are counted and dropped.
 //
+// With a data-plane key (Config.Auth), writes, coherence messages and cache
+// fills are signed per datagram and verified before reassembly or
+// dispatch; those failing it are counted by op and dropped. GETs and their
+// replies are neither signed nor verified.
+//
 // On Linux each reader receives up to Config.Batch datagrams with one
 // recvmmsg(2) and sends the replies its handler produced for them with one
 // sendmmsg(2), so a busy node pays two system calls per batch instead of two
@@ -96,10 +101,24 @@ type Config struct {
 	// queueing behind the requests it serves, as a switch serves control
 	// packets from a queue of higher priority.
 	Urgent func(wire.Op) bool
+	// Auth, when set, authenticates the messages that change what a
+	// receiver stores or serves (wire.Authenticated): they are sent signed
+	// (wire.FlagAuth), and those received without a valid tag — or any
+	// datagram with FlagAuth and a bad tag — are dropped and counted in
+	// Stats.MACRejected. Nil sends and accepts them unsigned. A
+	// *wireauth.Keyring is one.
+	Auth Authenticator
 	// Reassembly bounds the multi-datagram messages held.
 	Reassembly wire.ReassemblyConfig
 	// Logger receives debug records about dropped datagrams.
 	Logger *slog.Logger
+}
+
+// Authenticator signs datagrams and verifies their tags.
+type Authenticator interface {
+	wire.Signer
+	// Verify reports whether tag is data's tag under an accepted key.
+	Verify(data, tag []byte) bool
 }
 
 func (c Config) withDefaults() Config {
@@ -139,14 +158,21 @@ type Stats struct {
 	UnmatchedReplies uint64 // replies to no outstanding call (late or duplicate)
 	Retransmits      uint64
 	SendErrors       uint64
-	Reassembly       wire.ReassemblyStats
+	// MACRejected counts, by op, the datagrams dropped for a missing or
+	// bad MAC (Config.Auth).
+	MACRejected [opSlots]uint64
+	Reassembly  wire.ReassemblyStats
 }
+
+// opSlots indexes counters by op: every op Parse accepts is below it.
+const opSlots = 16
 
 type counters struct {
 	datagramsIn, datagramsOut, bytesIn, bytesOut atomic.Uint64
 	receives                                     atomic.Uint64
 	malformed, unhandled, unmatched, retransmits atomic.Uint64
 	sendErrors                                   atomic.Uint64
+	macRejected                                  [opSlots]atomic.Uint64
 }
 
 type call struct {
@@ -246,7 +272,7 @@ func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
 	bp := e.bufs.Get().(*[]byte)
 	defer e.bufs.Put(bp)
 	for off := 0; ; {
-		b, next, err := wire.AppendDatagram((*bp)[:0], m, off, e.cfg.Datagram)
+		b, next, err := e.appendDatagram((*bp)[:0], m, off)
 		if err != nil {
 			return err
 		}
@@ -262,6 +288,15 @@ func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
 		}
 		off = next
 	}
+}
+
+// appendDatagram encodes the datagram of m from value offset off, signed
+// when m's op is authenticated and the endpoint has a key.
+func (e *Endpoint) appendDatagram(dst []byte, m *wire.Message, off int) ([]byte, int, error) {
+	if e.cfg.Auth != nil && wire.Authenticated(m.Op) {
+		return wire.AppendSignedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth)
+	}
+	return wire.AppendDatagram(dst, m, off, e.cfg.Datagram)
 }
 
 // Call sends request m to dst with a fresh sequence number and waits for
@@ -313,13 +348,17 @@ func nextRetransmit(cur, limit time.Duration) time.Duration { return min(2*cur, 
 // Stats returns the counters.
 func (e *Endpoint) Stats() Stats {
 	s := &e.stats
-	return Stats{
+	st := Stats{
 		DatagramsIn: s.datagramsIn.Load(), Receives: s.receives.Load(), DatagramsOut: s.datagramsOut.Load(),
 		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
 		Malformed: s.malformed.Load(), Unhandled: s.unhandled.Load(),
 		UnmatchedReplies: s.unmatched.Load(), Retransmits: s.retransmits.Load(),
 		SendErrors: s.sendErrors.Load(), Reassembly: e.reasm.Stats(),
 	}
+	for i := range s.macRejected {
+		st.MACRejected[i] = s.macRejected[i].Load()
+	}
+	return st
 }
 
 func (e *Endpoint) read(h Handler) {
@@ -422,6 +461,11 @@ func (e *Endpoint) receive(h Handler, out Sender, src netip.AddrPort, b []byte, 
 		e.cfg.Logger.Debug("dropped malformed datagram", "from", src, "bytes", len(b), "err", err)
 		return
 	}
+	if e.cfg.Auth != nil && !e.authentic(b, &p) {
+		e.stats.macRejected[p.Op%opSlots].Add(1)
+		e.cfg.Logger.Debug("dropped datagram failing its MAC", "from", src, "op", p.Op, "signed", p.Has(wire.FlagAuth))
+		return
+	}
 	if !p.Complete() {
 		m, ok := e.reasm.Add(src, &p, time.Now())
 		if ok {
@@ -431,6 +475,16 @@ func (e *Endpoint) receive(h Handler, out Sender, src netip.AddrPort, b []byte, 
 	}
 	*msg = wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
 	e.dispatch(h, out, src, msg, false)
+}
+
+// authentic reports whether datagram b (parsed as p) may be served: it
+// needs a valid tag when its op is authenticated or it carries one.
+func (e *Endpoint) authentic(b []byte, p *wire.Packet) bool {
+	if !p.Has(wire.FlagAuth) {
+		return !wire.Authenticated(p.Op)
+	}
+	data, tag, ok := wire.Signed(b)
+	return ok && e.cfg.Auth.Verify(data, tag)
 }
 
 // dispatch hands a complete message to its call or to h. owned says whether

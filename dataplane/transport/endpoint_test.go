@@ -16,7 +16,7 @@ import (
 )
 
 // listen starts an endpoint on loopback that serves requests with h.
-func listen(t *testing.T, h transport.Handler, opts ...func(*transport.Config)) *transport.Endpoint {
+func listen(t testing.TB, h transport.Handler, opts ...func(*transport.Config)) *transport.Endpoint {
 	t.Helper()
 	cfg := transport.Config{Addr: "127.0.0.1:0"}
 	for _, o := range opts {

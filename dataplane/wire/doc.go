@@ -19,6 +19,7 @@
 //	    48    8 value version (coherence, DistCache §4.3)
 //	    56    8 partition map version of the sender
 //	    64    … key, then value bytes [fragment offset, fragment offset + n)
+//	     …   16 with FlagAuth only: MAC tag of every byte before it (TagLen)
 //
 // A value that does not fit one datagram is split into fragments, each a
 // complete packet with the same header fields except the fragment offset, as
@@ -26,6 +27,15 @@
 // and the receiver reassembles them (see Reassembler). The P4 header
 // definitions in stratum_pipelines/ must match this layout; the golden vectors
 // in testdata/ pin it.
+//
+// Authentication: a datagram with FlagAuth ends with a TagLen-byte tag
+// over its header, key and value bytes (HMAC-SHA256 truncated, package
+// wireauth), each fragment signed on its own. Authenticated says which ops
+// carry one where the cluster has a data-plane key: PUT, DEL, INVALIDATE,
+// UPDATE, FETCH and their replies; never GET, GET_REPLY, PING or PONG, so
+// that the hit path's datagrams and a switch's parser are unchanged.
+// Parse strips the tag without checking it (the transport does, with the
+// key); Signed returns it.
 //
 // Requests and replies: a reply has the request's op + 1, the request's
 // sequence number and key, and a Status. FETCH (cache insertion) is answered

@@ -72,8 +72,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("key of %d bytes, header says %d", len(p.Key), keyLen)
 		case !bytes.Equal(p.Key, b[wire.HeaderLen:wire.HeaderLen+keyLen]):
 			t.Fatal("Key is not the bytes after the header")
-		case !bytes.Equal(p.Fragment, b[wire.HeaderLen+keyLen:]):
-			t.Fatal("Fragment is not the bytes after the key")
+		case !bytes.Equal(p.Fragment, b[wire.HeaderLen+keyLen:len(b)-tagLen(&p)]):
+			t.Fatal("Fragment is not the bytes after the key (and before the tag)")
 		case hashing.DigestOf(p.Key) != p.Digest:
 			t.Fatal("digest does not match the key")
 		case p.ValueLen > wire.MaxValueLen || uint64(p.FragOffset)+uint64(len(p.Fragment)) > uint64(p.ValueLen):
@@ -91,7 +91,7 @@ func FuzzParse(f *testing.F) {
 				return // valid, but no UDP datagram carries it
 			}
 			m := wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
-			out, next, err := wire.AppendDatagram(nil, &m, 0, wire.MaxDatagram)
+			out, next, err := appendAs(b, &m, 0, wire.MaxDatagram)
 			if err != nil || next != len(m.Value) {
 				t.Fatalf("AppendDatagram() = %d, %v", next, err)
 			}
@@ -116,7 +116,7 @@ func FuzzParse(f *testing.F) {
 		if len(b) < wire.MinDatagram || len(b) > wire.MaxDatagram {
 			return
 		}
-		out, next, err := wire.AppendDatagram(nil, &m, int(p.FragOffset), len(b))
+		out, next, err := appendAs(b, &m, int(p.FragOffset), len(b))
 		if err != nil || next <= int(p.FragOffset) {
 			t.Fatalf("AppendDatagram() = %d, %v", next, err)
 		}
@@ -127,13 +127,36 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("fragment key and bytes re-encoded differently")
 		}
 		// At its own size, a fragment re-encodes exactly.
-		if len(b) >= wire.MinDatagram && len(b) <= wire.MaxDatagram && int(p.ValueLen) > wire.FragmentCapacity(len(b), keyLen) {
-			out, _, err := wire.AppendDatagram(nil, &m, int(p.FragOffset), len(b))
+		if len(b) >= wire.MinDatagram && len(b) <= wire.MaxDatagram && int(p.ValueLen) > wire.FragmentCapacity(len(b), keyLen)-tagLen(&p) {
+			out, _, err := appendAs(b, &m, int(p.FragOffset), len(b))
 			if err != nil || !bytes.Equal(out, b) {
 				t.Fatalf("fragment re-encoded at its size %d differently: %v\n got %x\nwant %x", len(b), err, out, b)
 			}
 		}
 	})
+}
+
+// tagLen is the length of p's MAC tag: 0 without FlagAuth.
+func tagLen(p *wire.Packet) int {
+	if p.Has(wire.FlagAuth) {
+		return wire.TagLen
+	}
+	return 0
+}
+
+// sameTag is a wire.Signer that appends a fixed tag: the one of the
+// datagram being re-encoded.
+type sameTag []byte
+
+func (s sameTag) AppendTag(dst, _ []byte) []byte { return append(dst, s...) }
+
+// appendAs re-encodes m, parsed from datagram b, as b was encoded: signed,
+// with b's own tag, when b carries FlagAuth.
+func appendAs(b []byte, m *wire.Message, off, size int) ([]byte, int, error) {
+	if _, tag, ok := wire.Signed(b); ok {
+		return wire.AppendSignedDatagram(nil, m, off, size, sameTag(tag))
+	}
+	return wire.AppendDatagram(nil, m, off, size)
 }
 
 // fuzzReassemblyConfig is small so that the fuzzer reaches the limits.

@@ -16,8 +16,31 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/dataplane/wireauth"
 	"github.com/distcache/distcache/placement/hashing"
 )
+
+// goldenKey signs the authenticated golden vectors (FlagAuth): its tags
+// pin the MAC (HMAC-SHA256 truncated to wire.TagLen bytes) as well.
+var goldenKey = []byte("distcache-golden-vector-key-0001")
+
+func goldenKeyring(t testing.TB) *wireauth.Keyring {
+	t.Helper()
+	k, err := wireauth.New(goldenKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// appendLike encodes the datagram of m from off as a golden datagram with
+// m's flags was encoded: signed with goldenKey when m carries FlagAuth.
+func appendLike(t testing.TB, m *wire.Message, off, size int) ([]byte, int, error) {
+	if m.Has(wire.FlagAuth) {
+		return wire.AppendSignedDatagram(nil, m, off, size, goldenKeyring(t))
+	}
+	return wire.AppendDatagram(nil, m, off, size)
+}
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
@@ -77,6 +100,16 @@ func goldenVectors(t testing.TB) []golden {
 		{"pong", `PONG key "key:42" seq 7, FlagTelemetry, node 7 load 1234, map version 3`,
 			msg(withOp(wire.OpPong), withSeq(7), withTelemetry(7, 1234), withMapVersion(3))},
 	}
+	signed := []vec{
+		{"put_auth", `PUT key "key:42" seq 2, value 100 bytes of 0xab, map version 3, FlagAuth (signed with goldenKey)`,
+			msg(withOp(wire.OpPut), withSeq(2), withValue(repeat(0xAB, 100)), withMapVersion(3))},
+		{"invalidate_auth", `INVALIDATE key "key:42" seq 4, version 0x0102030405060708, map version 3, FlagAuth (signed with goldenKey)`,
+			msg(withOp(wire.OpInvalidate), withSeq(4), withVersion(version), withMapVersion(3))},
+		{"invalidate_ack_auth", `INVALIDATE_ACK key "key:42" seq 4, version 0x0102030405060708, FlagHit|FlagTelemetry|FlagAuth (signed with goldenKey), node 7 load 1234`,
+			msg(withOp(wire.OpInvalidateAck), withSeq(4), withVersion(version), withFlags(wire.FlagHit), withTelemetry(7, 1234))},
+		{"fetch_reply_auth", `FETCH_REPLY key "key:42" seq 6, value "hello", version 99, map version 3, FlagAuth (signed with goldenKey)`,
+			msg(withOp(wire.OpFetchReply), withSeq(6), withValue([]byte("hello")), withVersion(99), withMapVersion(3))},
+	}
 	var out []golden
 	for _, v := range vecs {
 		b, err := wire.Encode(v.m, wire.DefaultDatagram)
@@ -84,6 +117,28 @@ func goldenVectors(t testing.TB) []golden {
 			t.Fatalf("%s: %v", v.name, err)
 		}
 		out = append(out, golden{v.name, fmt.Sprintf("%s: %s; %d bytes", v.name, v.comment, len(b)), b})
+	}
+	for _, v := range signed {
+		b, _, err := wire.AppendSignedDatagram(nil, v.m, 0, wire.DefaultDatagram, goldenKeyring(t))
+		if err != nil {
+			t.Fatalf("%s: %v", v.name, err)
+		}
+		out = append(out, golden{v.name, fmt.Sprintf("%s: %s; %d bytes", v.name, v.comment, len(b)), b})
+	}
+	bigSigned := msg(withOp(wire.OpPut), withKey([]byte("bigauth")), withSeq(9), withValue(pattern(1000, 251)), withMapVersion(3))
+	for off, i := 0, 0; off < len(bigSigned.Value); i++ {
+		var b []byte
+		var err error
+		b, off, err = wire.AppendSignedDatagram(nil, bigSigned, off, wire.MinDatagram, goldenKeyring(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, golden{
+			name: fmt.Sprintf("auth_fragment_%d", i),
+			comment: fmt.Sprintf("auth_fragment_%d: a datagram of PUT key \"bigauth\" seq 9, value 1000 bytes i%%251, map version 3, at MinDatagram (%d), FlagAuth (each fragment signed with goldenKey); %d bytes",
+				i, wire.MinDatagram, len(b)),
+			data: b,
+		})
 	}
 	big := msg(withOp(wire.OpPut), withKey([]byte("big")), withSeq(8), withValue(pattern(3000, 251)), withMapVersion(3))
 	frags := datagrams(t, big, wire.MinDatagram)
@@ -220,7 +275,7 @@ func TestGoldenReencode(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: Decode() error = %v", path, err)
 			}
-			got, err := wire.Encode(&m, wire.MaxDatagram)
+			got, _, err := appendLike(t, &m, 0, wire.MaxDatagram)
 			if err != nil || !bytes.Equal(got, b) {
 				t.Errorf("%s: re-encoded to %x, %v\nwant %x", path, got, err, b)
 			}
@@ -241,7 +296,7 @@ func TestGoldenReencode(t *testing.T) {
 		var got [][]byte
 		for off := 0; off < len(m.Value); {
 			var d []byte
-			d, off, err = wire.AppendDatagram(nil, &m, off, size)
+			d, off, err = appendLike(t, &m, off, size)
 			if err != nil {
 				t.Fatalf("%s: AppendDatagram() error = %v", path, err)
 			}

@@ -98,8 +98,22 @@ const (
 	// from a valid copy (FlagHit), or refuse it with StatusUnavailable
 	// without reading the backend, so a hedge never adds storage load.
 	FlagCacheOnly Flag = 1 << 5
-	flagMask           = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect | FlagTracked | FlagCacheOnly
+	// FlagAuth marks a datagram that ends with a TagLen-byte MAC of every
+	// byte before it (header, key, value bytes): see Authenticated and
+	// AppendSignedDatagram. Parse strips the tag; Signed returns it.
+	FlagAuth Flag = 1 << 6
+	flagMask      = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect | FlagTracked | FlagCacheOnly | FlagAuth
 )
+
+// TagLen is the length of the MAC tag a FlagAuth datagram ends with.
+const TagLen = 16
+
+// Authenticated reports whether op changes what a receiver stores or
+// serves — a write, a coherence message or a cache fill (PUT, DEL,
+// INVALIDATE, UPDATE, FETCH and their replies) — and so must carry a MAC
+// (FlagAuth) where the cluster has a data-plane key. GET, GET_REPLY, PING
+// and PONG never do: the hit path pays nothing for authentication.
+func Authenticated(op Op) bool { return op >= OpPut && op <= OpFetchReply }
 
 // Status is a reply's outcome.
 type Status uint8
@@ -230,7 +244,14 @@ func Parse(b []byte) (Packet, error) {
 	if hashing.DigestOf(p.Key) != h.Digest {
 		return p, fmt.Errorf("cannot parse packet: %w", ErrDigest)
 	}
-	p.Fragment = b[HeaderLen+keyLen:]
+	end := len(b)
+	if h.Has(FlagAuth) {
+		if end < HeaderLen+keyLen+TagLen {
+			return p, fmt.Errorf("cannot parse packet: %w: no room for the %d-byte tag", ErrTruncated, TagLen)
+		}
+		end -= TagLen
+	}
+	p.Fragment = b[HeaderLen+keyLen : end : end]
 	n := uint64(len(p.Fragment))
 	switch {
 	case h.ValueLen > MaxValueLen:
@@ -245,6 +266,16 @@ func Parse(b []byte) (Packet, error) {
 		return p, fmt.Errorf("cannot parse packet: %w: fragmented flag on a complete value", ErrValue)
 	}
 	return p, nil
+}
+
+// Signed splits datagram b, which Parse accepted, into the bytes its MAC
+// covers and the tag; ok is false when b does not carry FlagAuth.
+func Signed(b []byte) (data, tag []byte, ok bool) {
+	if len(b) < HeaderLen+TagLen || Flag(b[4])&FlagAuth == 0 {
+		return nil, nil, false
+	}
+	n := len(b) - TagLen
+	return b[:n:n], b[n:], true
 }
 
 // putHeader writes h (with key length keyLen) into b[:HeaderLen].

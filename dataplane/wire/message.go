@@ -17,6 +17,12 @@ type Message struct {
 // carries for a key of keyLen bytes.
 func FragmentCapacity(size, keyLen int) int { return size - HeaderLen - keyLen }
 
+// Signer appends the TagLen-byte MAC of datagram to dst. The data-plane
+// key ring (package wireauth) is one.
+type Signer interface {
+	AppendTag(dst, datagram []byte) []byte
+}
+
 // Datagrams is the number of datagrams of size bytes that carry m.
 func Datagrams(m *Message, size int) int {
 	c := FragmentCapacity(size, len(m.Key))
@@ -33,6 +39,19 @@ func Datagrams(m *Message, size int) int {
 // with off 0). It sets the digest from the key when m.Digest is zero, and
 // FlagFragmented when the value needs more than one datagram.
 func AppendDatagram(dst []byte, m *Message, off, size int) ([]byte, int, error) {
+	return appendDatagram(dst, m, off, size, nil)
+}
+
+// AppendSignedDatagram is AppendDatagram for a datagram that s
+// authenticates: it sets FlagAuth and ends the datagram, still at most
+// size bytes, with s's tag of every byte before it, so each fragment
+// carries TagLen fewer value bytes. Every fragment is signed on its own: a
+// receiver verifies each before reassembly.
+func AppendSignedDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, int, error) {
+	return appendDatagram(dst, m, off, size, s)
+}
+
+func appendDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, int, error) {
 	keyLen := len(m.Key)
 	switch {
 	case keyLen == 0 || keyLen > MaxKeyLen:
@@ -45,10 +64,15 @@ func AppendDatagram(dst []byte, m *Message, off, size int) ([]byte, int, error) 
 		return dst, off, fmt.Errorf("cannot encode %s: fragment offset %d of a %d-byte value", m.Op, off, len(m.Value))
 	}
 	capacity := FragmentCapacity(size, keyLen)
+	h := m.Header
+	h.Flags &^= FlagAuth
+	if s != nil {
+		capacity -= TagLen
+		h.Flags |= FlagAuth
+	}
 	if off != 0 && len(m.Value) <= capacity {
 		return dst, off, fmt.Errorf("cannot encode %s: fragment offset %d of a value that fits one datagram", m.Op, off)
 	}
-	h := m.Header
 	if h.Digest == (hashing.Digest{}) {
 		h.Digest = hashing.DigestOf(m.Key)
 	}
@@ -64,6 +88,9 @@ func AppendDatagram(dst []byte, m *Message, off, size int) ([]byte, int, error) 
 	putHeader(dst[start:], &h, keyLen)
 	dst = append(dst, m.Key...)
 	dst = append(dst, m.Value[off:end]...)
+	if s != nil {
+		dst = s.AppendTag(dst, dst[start:])
+	}
 	return dst, end, nil
 }
 

@@ -101,6 +101,10 @@ type Plan struct {
 	Map *partmap.Map
 	// MapFile is where the map is published; every process reads it.
 	MapFile string
+	// DataPlaneKeyDir holds the cluster's data-plane key (package
+	// wireauth): every shim and node gets it as --data-plane-key-dir, and
+	// clients that find the cluster by its run directory use it too.
+	DataPlaneKeyDir string
 	// ControlLoopConfig is the control loop's configuration file, which
 	// the cluster writes before starting it; EventsFile is where the loop
 	// records member state changes.
@@ -136,7 +140,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 		o.NodeRate = o.ShardRate * float64(c.ShardsPerRack())
 	}
 	p := &Plan{
-		Cluster: c, MapFile: filepath.Join(o.RunDir, "map.json"), ShardRate: o.ShardRate, NodeRate: o.NodeRate,
+		Cluster: c, MapFile: filepath.Join(o.RunDir, "map.json"), DataPlaneKeyDir: KeyDir(o.RunDir), ShardRate: o.ShardRate, NodeRate: o.NodeRate,
 		ControlLoopConfig: filepath.Join(o.RunDir, "controlloop.json"), EventsFile: filepath.Join(o.RunDir, "events.jsonl"),
 	}
 	external := c.Spec.Storage.External
@@ -180,7 +184,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			a.shards = append(a.shards, shimAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: shard, Kind: Shim, Shard: shard, Path: o.Binary,
-				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, topology.LocalMapDeliveryLag), addr(tcp[0]), p.MapFile, o.ShardRate),
+				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, topology.LocalMapDeliveryLag), addr(tcp[0]), p, o.ShardRate),
 				Addr:    shimAddr,
 				LogFile: o.log(shard), MetricsAddr: addr(tcp[0]), EmulatedRate: o.ShardRate,
 			})
@@ -195,7 +199,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			a.members[l.Name] = append(a.members[l.Name], nodeAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: member, Kind: Node, Layer: l.Name, Path: o.Binary,
-				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), addr(tcp[0]), p.MapFile, o.NodeRate),
+				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), addr(tcp[0]), p, o.NodeRate),
 				Addr:    nodeAddr,
 				LogFile: o.log(member), MetricsAddr: addr(tcp[0]), EmulatedRate: o.NodeRate,
 			})
@@ -264,11 +268,15 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// KeyDir is the data-plane key directory of the cluster whose run
+// directory is runDir.
+func KeyDir(runDir string) string { return filepath.Join(runDir, "data-plane-key") }
+
 func (o Options) log(name string) string { return filepath.Join(o.RunDir, "logs", name+".log") }
 
 // roleArgs completes a shim's or node's command line.
-func (o Options) roleArgs(args []string, metricsAddr, mapFile string, rate float64) []string {
-	args = append(args, "--map="+mapFile, "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
+func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, rate float64) []string {
+	args = append(args, "--map="+p.MapFile, "--data-plane-key-dir="+p.DataPlaneKeyDir, "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
 	if o.MapPoll > 0 {
 		args = append(args, "--map-poll="+o.MapPoll.String())
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/cachenode"
 	"github.com/distcache/distcache/dataplane/shim"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wireauth"
 	"github.com/distcache/distcache/hotkey"
 	"github.com/distcache/distcache/internal/clustertest"
 	"github.com/distcache/distcache/internal/redistest"
@@ -21,9 +23,21 @@ type clusterConfig struct {
 	spineNodes           int
 	redisOpts            []redistest.Option
 	insertEvery          time.Duration
+	// auth, when set, is the data-plane key every shim, node and client
+	// signs and checks with.
+	auth transport.Authenticator
 }
 
 type clusterOption func(*clusterConfig)
+
+// withDataPlaneKey runs the cluster authenticated with one key.
+func withDataPlaneKey(t *testing.T) clusterOption {
+	k, err := wireauth.New([]byte("e2e-data-plane-key-0123456789abcdef"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *clusterConfig) { c.auth = k }
+}
 
 func withAppendOnlyRedis() clusterOption {
 	return func(c *clusterConfig) { c.redisOpts = append(c.redisOpts, redistest.WithAppendOnly()) }
@@ -48,8 +62,12 @@ func newCluster(t *testing.T, opts ...clusterOption) *cluster {
 	cc := clustertest.Start(t, clustertest.Config{
 		Name: "e2e", Racks: cfg.racks, ShardsPerRack: cfg.shardsPerRack, Spine: cfg.spineNodes,
 		RedisOptions: cfg.redisOpts,
-		Shim:         func(c *shim.Config) { c.InvalidateTimeout = time.Second },
+		Shim: func(c *shim.Config) {
+			c.InvalidateTimeout = time.Second
+			c.Transport.Auth = cfg.auth
+		},
 		Node: func(c *cachenode.Config) {
+			c.Transport.Auth = cfg.auth
 			c.Capacity, c.Interval = 32, cfg.insertEvery
 			// A small sketch: the test has 200 keys, and a reset per 20 ms
 			// interval of the default 4 × 65536 counters is slow under -race.
@@ -86,7 +104,7 @@ func (c *cluster) restoreNode(member string, addr netip.AddrPort) {
 
 // newClient returns a client routed by the current map.
 func (c *cluster) newClient() *client.Client {
-	return c.NewClient(client.Config{AttemptTimeout: 500 * time.Millisecond})
+	return c.NewClient(client.Config{AttemptTimeout: 500 * time.Millisecond, Transport: transport.Config{Auth: c.cfg.auth}})
 }
 
 // spineMember returns the name of spine member i.
@@ -101,6 +119,24 @@ func (c *cluster) nodeStats() (hits, parked, malformed uint64) {
 		malformed += st.Transport.Malformed
 	}
 	return hits, parked, malformed
+}
+
+// macRejected counts the datagrams every node and shim dropped for a
+// missing or bad MAC.
+func (c *cluster) macRejected() uint64 {
+	var n uint64
+	add := func(st transport.Stats) {
+		for _, r := range st.MACRejected {
+			n += r
+		}
+	}
+	for _, nd := range c.Nodes() {
+		add(nd.Stats().Transport)
+	}
+	for _, sh := range c.Shims {
+		add(sh.Stats().Transport)
+	}
+	return n
 }
 
 func (c *cluster) String() string {

@@ -45,6 +45,26 @@ func TestLinearizableWithHotKeysCached(t *testing.T) {
 	t.Logf("%d reads parked on a pending write and answered by its phase 2 or a fresh read", parked)
 }
 
+// TestLinearizableAuthenticated runs the standard workload on a cluster
+// whose shims, nodes and clients share a data-plane key: every write and
+// coherence message is signed and checked, none is rejected, and the
+// history is linearizable.
+func TestLinearizableAuthenticated(t *testing.T) {
+	c := newCluster(t, withDataPlaneKey(t))
+	h := history.NewRecorder()
+	preload(t, h, c.newClient(), 200)
+	tl := run(t, c, h, standard())
+	t.Logf("%s: %d gets (%d hits), %d writes (%d refused, %d unknown)",
+		c, tl.gets.Load(), tl.hits.Load(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load())
+	checkLinearizable(t, h)
+	if tl.hotHits.Load() == 0 {
+		t.Fatalf("the hottest key was never served from a cache node (%d reads)", tl.hotGets.Load())
+	}
+	if r := c.macRejected(); r != 0 {
+		t.Fatalf("%d datagrams of the cluster's own were rejected for their MAC", r)
+	}
+}
+
 // TestLinearizableAcrossNodeRemovalAndRestore fails a spine node (the map
 // marks it failed, then its process stops) a third into the run and brings
 // a fresh process back on its address two thirds in (then the map marks it

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 
 var env *kubetest.Env
@@ -39,10 +40,15 @@ func TestKindFlowManifestsApply(t *testing.T) {
 		out := run("apply", "--server-side", "--field-manager=kind-flow", "-f", filepath.Join(root, f))
 		t.Logf("%s: %s", f, strings.TrimSpace(out))
 	}
-	// The Job mounts the map ConfigMap the operator names after the sample.
-	job := run("get", "job", "shop-managed-bench", "-o", "jsonpath={.spec.template.spec.volumes[0].configMap.name}")
+	// The Job mounts the map ConfigMap and the key Secret the operator
+	// names after the sample.
 	cc := run("get", "cachecluster", "shop-managed", "-o", "jsonpath={.metadata.name}")
-	if want := cc + "-partition-map"; job != want {
-		t.Fatalf("bench Job mounts ConfigMap %q, want the sample's map %q", job, want)
+	for jsonpath, want := range map[string]string{
+		"{.spec.template.spec.volumes[0].configMap.name}":    cachecluster.MapConfigMapName(cc),
+		"{.spec.template.spec.volumes[1].secret.secretName}": cachecluster.DataPlaneKeySecretName(cc),
+	} {
+		if got := run("get", "job", "shop-managed-bench", "-o", "jsonpath="+jsonpath); got != want {
+			t.Errorf("bench Job %s = %q, want %q", jsonpath, got, want)
+		}
 	}
 }

@@ -65,7 +65,7 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	lbl[LabelLayer] = l.Name
 	image, _, pull := images(s.cc)
 	args := s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort))
-	c := dataPlaneContainer("node", image, pull, args, NodePort)
+	c := withDataPlaneKey(dataPlaneContainer("node", image, pull, args, NodePort))
 	c.Resources = l.Spec.Resources
 	sts.Labels = lbl
 	sts.Spec.Replicas = ptr.To(int32(s.topo.Nodes(l)))
@@ -74,7 +74,7 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 	sts.Spec.Template.Labels = lbl
 	sts.Spec.Template.Spec.Containers = []corev1.Container{c}
-	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(s.cc)}
+	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(s.cc), dataPlaneKeyVolume(s.cc)}
 }
 
 // dataPlaneContainer runs a distcache role with the map mounted, its pod

@@ -92,6 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	for _, phase := range []func(context.Context, *state) (ctrl.Result, error){
 		r.resolveTopology,
 		r.observePods,
+		r.reconcileDataPlaneKey,
 		r.reconcileStorage,
 		r.reconcileLayers,
 		r.reconcileNetworkPolicy,

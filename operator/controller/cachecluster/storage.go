@@ -81,8 +81,8 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(RedisPort)},
 		}},
 	}
-	shim := dataPlaneContainer(ComponentShim, image, pull,
-		shimArgs(cc, "$(POD_NAME)", fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort)
+	shim := withDataPlaneKey(dataPlaneContainer(ComponentShim, image, pull,
+		shimArgs(cc, "$(POD_NAME)", fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort))
 	shim.Resources = cc.Spec.ShimResources
 	sts.Labels = lbl
 	sts.Spec.Replicas = ptr.To(int32(shards))
@@ -91,7 +91,7 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 	sts.Spec.Template.Labels = lbl
 	sts.Spec.Template.Spec.Containers = []corev1.Container{redis, shim}
-	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(cc)}
+	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(cc), dataPlaneKeyVolume(cc)}
 	// The data volume: a claim per pod with storage.persistence (a
 	// StatefulSet's claims cannot change once it exists, and the API does
 	// not let persistence come or go), else an emptyDir that lives as long
@@ -169,7 +169,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 		}
 		dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
 		if err := r.apply(ctx, s.cc, dep, func() {
-			c := dataPlaneContainer(ComponentShim, image, pull, append(shimArgs(s.cc, name, endpoint), access.args...), ShimPort)
+			c := withDataPlaneKey(dataPlaneContainer(ComponentShim, image, pull, append(shimArgs(s.cc, name, endpoint), access.args...), ShimPort))
 			c.Resources = s.cc.Spec.ShimResources
 			c.VolumeMounts = append(c.VolumeMounts, access.mounts...)
 			dep.Labels = lbl
@@ -177,7 +177,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 			dep.Spec.Template.Labels = lbl
 			dep.Spec.Template.Spec.Containers = []corev1.Container{c}
-			dep.Spec.Template.Spec.Volumes = append([]corev1.Volume{mapVolume(s.cc)}, access.volumes...)
+			dep.Spec.Template.Spec.Volumes = append([]corev1.Volume{mapVolume(s.cc), dataPlaneKeyVolume(s.cc)}, access.volumes...)
 		}); err != nil {
 			return err
 		}
@@ -222,13 +222,16 @@ func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error
 // volume, and the data volume claim with storage.persistence.
 func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
 	image, redisImage, pull := images(cc)
-	shim := dataPlaneContainer(ComponentShim, image, pull, shimArgs(cc, name, fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort)
+	shim := withDataPlaneKey(dataPlaneContainer(ComponentShim, image, pull, shimArgs(cc, name, fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort))
 	kubernetesConfig := map[string]any{"image": redisImage, "imagePullPolicy": string(pull)}
 	sidecar := map[string]any{
 		"name": shim.Name, "image": shim.Image, "imagePullPolicy": string(pull),
 		"command":   toAny(append([]string{"distcache"}, shim.Args...)),
 		"env":       []any{map[string]any{"name": "POD_NAME", "value": name}},
-		"mountPath": []any{map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true}},
+		"mountPath": []any{
+			map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true},
+			map[string]any{"name": DataPlaneKeyVolume, "mountPath": DataPlaneKeyMountPath, "readOnly": true},
+		},
 	}
 	if err := setResources(kubernetesConfig, cc.Spec.Storage.Resources); err != nil {
 		return nil, err
@@ -237,7 +240,10 @@ func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
 		return nil, err
 	}
 	storage := map[string]any{"volumeMount": map[string]any{
-		"volume": []any{map[string]any{"name": "partition-map", "configMap": map[string]any{"name": MapConfigMapName(cc.Name)}}},
+		"volume": []any{
+			map[string]any{"name": "partition-map", "configMap": map[string]any{"name": MapConfigMapName(cc.Name)}},
+			map[string]any{"name": DataPlaneKeyVolume, "secret": map[string]any{"secretName": DataPlaneKeySecretName(cc.Name), "defaultMode": int64(0o400)}},
+		},
 	}}
 	if p := cc.Spec.Storage.Persistence; p != nil {
 		claim := map[string]any{

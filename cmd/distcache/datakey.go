@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wireauth"
+	"github.com/distcache/distcache/standalone/plan"
+)
+
+// dataKeyHelp documents --data-plane-key-dir of every data-plane role and
+// client command.
+const dataKeyHelp = "directory with the cluster's data-plane key (file 'current', optional 'previous', as a Secret is mounted): writes and coherence messages are signed and checked with it, and re-read when the files change; empty: unauthenticated"
+
+// dataKey is the --data-plane-key-dir flag and the key ring it loads.
+type dataKey struct {
+	dir  string
+	ring *wireauth.Keyring // nil: no key
+}
+
+func (k *dataKey) addFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&k.dir, "data-plane-key-dir", "", dataKeyHelp)
+}
+
+// load reads the key directory, if one was given.
+func (k *dataKey) load() error {
+	if k.dir == "" {
+		return nil
+	}
+	r, err := wireauth.Load(k.dir)
+	if err != nil {
+		return fmt.Errorf("cannot use --data-plane-key-dir: %w", err)
+	}
+	k.ring = r
+	return nil
+}
+
+// loadForRunDir loads the flag's directory or, without one, the key of the
+// standalone cluster in runDir if it has one.
+func (k *dataKey) loadForRunDir(runDir string) error {
+	if k.dir == "" {
+		dir := plan.KeyDir(runDir)
+		if _, err := os.Stat(filepath.Join(dir, wireauth.CurrentFile)); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		k.dir = dir
+	}
+	return k.load()
+}
+
+// apply configures an endpoint to sign and verify with the key.
+func (k *dataKey) apply(c *transport.Config) {
+	if k.ring != nil {
+		c.Auth = k.ring
+	}
+}
+
+// watch re-reads the key directory until ctx ends.
+func (k *dataKey) watch(ctx context.Context, log *slog.Logger) {
+	if k.ring != nil {
+		go k.ring.Watch(ctx, k.dir, wireauth.DefaultPoll, log)
+	}
+}
+
+// register exposes the key ring's counters:
+// distcache_data_plane_key_reloads_total and
+// distcache_data_plane_key_errors_total.
+func (k *dataKey) register(reg prometheus.Registerer) error {
+	if k.ring == nil {
+		return nil
+	}
+	return metrics.Register(reg,
+		metrics.CounterFunc("distcache_data_plane_key_reloads_total", "Changes of the data-plane key files installed without a restart.",
+			func() uint64 { return k.ring.Stats().Reloads }),
+		metrics.CounterFunc("distcache_data_plane_key_errors_total", "Reads of the data-plane key files that failed; the keys in use were kept.",
+			func() uint64 { return k.ring.Stats().LoadErrors }))
+}
