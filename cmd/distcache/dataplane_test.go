@@ -96,7 +96,7 @@ func TestShimAndNodeCommands(t *testing.T) {
 	if out, err := runCommand(t, "map", "init", "--out", path, "--layer", "spine=1", "--base-port", strconv.Itoa(base)); err != nil {
 		t.Fatalf("map init: %v\n%s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0") // a free port for the node's metrics
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0") // a free port for the node's metrics
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -378,7 +378,7 @@ func (s *scenarios) serveStatus(t *testing.T, ip, cc string) {
 // server listens.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.11:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.11:0")
 	if err != nil {
 		t.Fatal(err)
 	}

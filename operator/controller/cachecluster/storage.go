@@ -226,8 +226,8 @@ func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
 	kubernetesConfig := map[string]any{"image": redisImage, "imagePullPolicy": string(pull)}
 	sidecar := map[string]any{
 		"name": shim.Name, "image": shim.Image, "imagePullPolicy": string(pull),
-		"command":   toAny(append([]string{"distcache"}, shim.Args...)),
-		"env":       []any{map[string]any{"name": "POD_NAME", "value": name}},
+		"command": toAny(append([]string{"distcache"}, shim.Args...)),
+		"env":     []any{map[string]any{"name": "POD_NAME", "value": name}},
 		"mountPath": []any{
 			map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true},
 			map[string]any{"name": DataPlaneKeyVolume, "mountPath": DataPlaneKeyMountPath, "readOnly": true},
