@@ -91,7 +91,8 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 	sts.Spec.Template.Labels = lbl
 	sts.Spec.Template.Spec.Containers = []corev1.Container{redis, shim}
-	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(cc)}
+	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(cc.Name)
+	sts.Spec.Template.Spec.Volumes = nil
 	// The data volume: a claim per pod with storage.persistence (a
 	// StatefulSet's claims cannot change once it exists, and the API does
 	// not let persistence come or go), else an emptyDir that lives as long
@@ -171,7 +172,8 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 			dep.Spec.Template.Labels = lbl
 			dep.Spec.Template.Spec.Containers = []corev1.Container{c}
-			dep.Spec.Template.Spec.Volumes = append([]corev1.Volume{mapVolume(s.cc)}, access.volumes...)
+			dep.Spec.Template.Spec.ServiceAccountName = DataPlaneName(s.cc.Name)
+			dep.Spec.Template.Spec.Volumes = access.volumes
 		}); err != nil {
 			return err
 		}
@@ -194,9 +196,8 @@ func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error
 			kubernetesConfig := map[string]any{"image": redisImage, "imagePullPolicy": string(pull)}
 			sidecar := map[string]any{
 				"name": shim.Name, "image": shim.Image, "imagePullPolicy": string(pull),
-				"command":   toAny(append([]string{"distcache"}, shim.Args...)),
-				"env":       []any{map[string]any{"name": "POD_NAME", "value": name}},
-				"mountPath": []any{map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true}},
+				"command": toAny(append([]string{"distcache"}, shim.Args...)),
+				"env":     []any{map[string]any{"name": "POD_NAME", "value": name}},
 			}
 			if err := setResources(kubernetesConfig, s.cc.Spec.Storage.Resources); err != nil {
 				return err
@@ -207,9 +208,8 @@ func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error
 			spec := map[string]any{
 				"kubernetesConfig": kubernetesConfig,
 				"sidecars":         []any{sidecar},
-				"storage": map[string]any{"volumeMount": map[string]any{
-					"volume": []any{map[string]any{"name": "partition-map", "configMap": map[string]any{"name": MapConfigMapName(s.cc.Name)}}},
-				}},
+				// The pod's ServiceAccount, whose token the shim reads its map with.
+				"serviceAccountName": DataPlaneName(s.cc.Name),
 			}
 			if err := r.apply(ctx, s.cc, obj, func() {
 				obj.SetLabels(labels(s.cc, ComponentStorage))
