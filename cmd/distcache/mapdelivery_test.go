@@ -169,7 +169,7 @@ var (
 
 func startMapProcess(t *testing.T, bin string, args []string) *mapProcess {
 	t.Helper()
-	cmd := exec.Command(bin, append(args, "--log-level", "info", "--metrics-addr", "127.0.0.1:0")...)
+	cmd := exec.CommandContext(context.WithoutCancel(t.Context()), bin, append(args, "--log-level", "info", "--metrics-addr", "127.0.0.1:0")...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -219,7 +219,7 @@ func TestUnreachableAPIServer(t *testing.T) {
 	p := newProxy(t, u.Host)
 	cfg := rest.CopyConfig(f.sa)
 	cfg.Host = "https://" + p.addr()
-	cfg.TLSClientConfig.ServerName = "localhost" // the API server's certificate names localhost and 127.0.0.1
+	cfg.ServerName = "localhost" // the API server's certificate names localhost and 127.0.0.1
 	w, installed := f.watcher(cfg)
 	var mu sync.Mutex // guards reads
 	var reads []time.Time
@@ -290,7 +290,8 @@ type proxy struct {
 }
 
 func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,8 @@ func (p *proxy) serve() {
 			_ = c.Close()
 			continue
 		}
-		u, err := net.Dial("tcp", p.target)
+		var d net.Dialer
+		u, err := d.DialContext(context.Background(), "tcp", p.target)
 		if err != nil {
 			p.t.Logf("proxy: %v", err)
 			_ = c.Close()
