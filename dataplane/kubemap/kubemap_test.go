@@ -23,10 +23,12 @@ import (
 	"github.com/distcache/distcache/placement/partmap"
 )
 
-// env is the package's control plane: a real kube-apiserver and etcd.
+// env is the package's control plane: a real kube-apiserver and etcd. Its
+// watches are served from etcd (no watch cache), so that a compacted
+// resourceVersion gets 410 Gone.
 var env *kubetest.Env
 
-func TestMain(m *testing.M) { kubetest.Main(m, &env) }
+func TestMain(m *testing.M) { kubetest.Main(m, &env, kubetest.WithoutWatchCache()) }
 
 // fixture is one ConfigMap holding a map, and a ServiceAccount allowed
 // only what a data-plane pod is (kubemap.Rules).
@@ -147,7 +149,7 @@ func TestWatchIsReestablished(t *testing.T) {
 	f := newFixture(t, "rewatch")
 	starts := make(chan struct{}, 100)
 	log := slog.New(&signalHandler{msg: "partition map watch started", ch: starts})
-	_, installed := f.watcher(f.sa, kubemap.WithWatchTimeout(time.Second), kubemap.WithLogger(log))
+	w, installed := f.watcher(f.sa, kubemap.WithWatchTimeout(time.Second), kubemap.WithLogger(log))
 	for i := range 2 {
 		select {
 		case <-starts:
@@ -161,12 +163,79 @@ func TestWatchIsReestablished(t *testing.T) {
 	if err := env.Client.Delete(ctx, f.configMap(f.m)); err != nil {
 		t.Fatal(err)
 	}
+	read := false
+	w.OnRead(func(time.Time, int64) { read = true })
+	if _, err := w.Reload(); !apierrors.IsNotFound(err) || read {
+		t.Fatalf("Reload of a deleted ConfigMap: %v, observed %v; want NotFound and no observation", err, read)
+	}
 	next := f.m.Clone()
 	next.Version++
 	f.m = next
 	f.create(next)
 	await(t, installed, next.Version)
 }
+
+// TestWatchStartsOverWhenGone starts the watch from a resourceVersion that
+// etcd has compacted away: the API server answers 410 Gone, and the source
+// starts over from a GET and still delivers new versions.
+func TestWatchStartsOverWhenGone(t *testing.T) {
+	f := newFixture(t, "gone")
+	f.publish() // a revision of the map that the compaction removes
+	if err := env.CompactEtcd(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 10)
+	src, err := kubemap.New(f.sa, f.ns, f.name, kubemap.WithLogger(slog.New(&errHandler{msg: "partition map watch ended", errs: ended})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mapwatch.Open(context.Background(), src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.SetResourceVersion("1")
+	installed := make(chan int64, 10)
+	w.Subscribe(func(p *partmap.Placement) error { installed <- p.Version(); return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx, time.Hour) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case err := <-ended:
+		if !apierrors.IsGone(err) && !apierrors.IsResourceExpired(err) {
+			t.Fatalf("watch from resourceVersion 1 ended with %v, want 410 Gone", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watch from resourceVersion 1 did not end within 30s")
+	}
+	await(t, installed, f.publish())
+}
+
+// errHandler is a slog handler that sends the err attribute of every
+// record with msg.
+type errHandler struct {
+	msg  string
+	errs chan<- error
+}
+
+func (h *errHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *errHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != h.msg {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Key == "err" {
+			select {
+			case h.errs <- err:
+			default:
+			}
+		}
+		return true
+	})
+	return nil
+}
+func (h *errHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *errHandler) WithGroup(string) slog.Handler      { return h }
 
 // TestLeastPrivilege checks that the data-plane Role allows get and watch
 // of the map's ConfigMap, and nothing else.

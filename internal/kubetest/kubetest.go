@@ -71,7 +71,15 @@ func RepoRoot() string {
 type Option func(*options)
 
 type options struct {
-	crdDirs []string
+	crdDirs      []string
+	noWatchCache bool
+}
+
+// WithoutWatchCache starts the API server with --watch-cache=false: every
+// watch is served from etcd, so one from a resourceVersion that CompactEtcd
+// removed gets 410 Gone at once (the watch cache may still hold it).
+func WithoutWatchCache() Option {
+	return func(o *options) { o.noWatchCache = true }
 }
 
 // ChaosMeshCRDDir holds the Chaos Mesh CRDs that `make chaos-crds` generates.
@@ -107,6 +115,9 @@ func Start(opts ...Option) (*Env, error) {
 		}, o.crdDirs...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+	}
+	if o.noWatchCache {
+		env.ControlPlane.GetAPIServer().Configure().Set("watch-cache", "false")
 	}
 	cfg, err := env.Start()
 	if err != nil {
