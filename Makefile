@@ -73,7 +73,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzAuthenticate:./dataplane/wireauth/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build image test test-deps vet fmt lint sim bench demo fuzz clean manifests chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
+.PHONY: help build image test test-deps vet fmt lint sim bench bench-map-delivery demo fuzz clean manifests chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -228,6 +228,14 @@ sim: ## Run all simulator experiments into SIM_OUT (e.g. make sim SIM_FLAGS=--qu
 bench: ## Run all benchmarks, output also written to out/bench.txt
 	mkdir -p out
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./... | tee out/bench.txt
+
+# Partition-map delivery latency (docs/benchmarks.md): real shim and node
+# processes read their map through envtest's API server as a ServiceAccount,
+# and from a file for comparison; MAP_DELIVERY_VERSIONS versions each.
+MAP_DELIVERY_VERSIONS ?= 200
+
+bench-map-delivery: test-deps ## Measure publication → applied latency of the partition map through the Kubernetes API and through a file
+	$(GO) test -count=1 -timeout 10m -run '^TestMapDelivery$$' -v ./cmd/distcache/ -args -map-delivery-versions=$(MAP_DELIVERY_VERSIONS)
 
 # The demo: standalone mode on a real local cluster of processes
 # (hack/demo/cluster.yaml: 8 racks × 4 Redis shards, 4 spine + 8 leaf cache

@@ -50,7 +50,11 @@
 // one than the client's makes the client read its map source (Config.Maps)
 // in the background, and a refusal from a node with a newer map makes the
 // read wait for that and route again under the new map (docs/dataplane.md,
-// Fencing). Readers never choose a Fenced member.
+// Fencing). Readers never choose a Fenced member. A mapwatch.Watcher is
+// such a source, over a map file or, for a client in a Kubernetes cluster,
+// the operator's ConfigMap read through the API (kubemap.Source); running
+// the watcher with a subscriber that calls SetMap keeps the client current
+// without waiting for a reply to show it is behind.
 //
 // Config.Bypass is the NoCache baseline of the paper's evaluation (§6): every
 // read goes straight to the key's storage shim (FlagDirect), as if there

@@ -7,7 +7,9 @@ import (
 )
 
 // MapSource is where a client reads a newer partition map when a reply shows
-// that its own is out of date. A mapwatch.Watcher is one.
+// that its own is out of date. A mapwatch.Watcher is one, over a map file
+// or the operator's ConfigMap read through the Kubernetes API
+// (kubemap.Source).
 type MapSource interface {
 	// Refresh reads the map now and returns the newest the source has.
 	Refresh() (*partmap.Placement, error)

@@ -23,7 +23,7 @@ import (
 // benchOptions are the flags of `distcache bench`.
 type benchOptions struct {
 	ref       clusterRef
-	mapFile   string
+	maps      mapSourceFlags
 	key       dataKey
 	cfg       driver.Config
 	modes     []string
@@ -71,7 +71,8 @@ and recovers it --down-for later; the report shows the throughput timeline
          it to run as root with iptables-legacy (make iptables).`,
 		Example: `  distcache bench --run-dir out/demo/run --write-ratio 0.05 --fail-node demo-spine-1@8s --out out/demo
   distcache bench --run-dir out/demo/run --fail-node demo-spine-1@8s --fail-mode slow --slow-delay 50ms
-  distcache bench --map /path/to/map.json --rate 5000 --modes distcache`,
+  distcache bench --map /path/to/map.json --rate 5000 --modes distcache
+  distcache bench --map-configmap shop/shop-partition-map --rate 5000 --modes distcache   # in a pod, or with --kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -79,7 +80,7 @@ and recovers it --down-for later; the report shows the throughput timeline
 	o.key.addFlag(cmd)
 	f := cmd.Flags()
 	c := &o.cfg
-	f.StringVar(&o.mapFile, "map", "", "partition map of a cluster that is not a local standalone one (needs --rate; no load tables)")
+	o.maps.addFlags(cmd, "partition map file of a cluster that is not a local standalone one (needs --rate; no load tables)", false)
 	f.Uint64Var(&c.Keys, "keys", driver.DefaultKeys, "key space size")
 	f.Float64Var(&c.Skew, "skew", driver.DefaultSkew, "Zipf exponent (0: uniform)")
 	f.IntVar(&c.ValueSize, "value-size", driver.DefaultValueSize, "written value size in bytes")
@@ -115,7 +116,11 @@ func (o *benchOptions) run(cmd *cobra.Command) error {
 	}
 	o.cfg.Progress = report.ProgressBar(cmd.ErrOrStderr())
 	o.cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	start, err := mapwatch.Load(o.cfg.MapFile, nil)
+	src := o.cfg.MapSource
+	if src == nil {
+		src = mapwatch.File(o.cfg.MapFile)
+	}
+	start, err := mapwatch.Open(ctx, src, nil)
 	if err != nil {
 		return err
 	}
@@ -137,8 +142,12 @@ func (o *benchOptions) run(cmd *cobra.Command) error {
 // cluster finds the cluster to drive: a standalone one through its control
 // API, or only a map file.
 func (o *benchOptions) cluster(ctx context.Context) (driver.Cluster, *control.Status, error) {
-	if o.mapFile != "" && o.ref.runDir == "" && o.ref.name == "" && len(o.ref.files) == 0 {
-		o.cfg.MapFile = o.mapFile
+	if o.maps.set() && o.ref.runDir == "" && o.ref.name == "" && len(o.ref.files) == 0 {
+		src, err := o.maps.source(slog.New(slog.DiscardHandler))
+		if err != nil {
+			return nil, nil, err
+		}
+		o.cfg.MapSource = src
 		if err := o.key.load(); err != nil {
 			return nil, nil, err
 		}

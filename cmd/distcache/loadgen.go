@@ -11,7 +11,6 @@ import (
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/loadgen"
-	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/workload"
 )
 
@@ -20,7 +19,7 @@ type loadgenOptions struct {
 	cfg       loadgen.Config
 	target    string
 	keys      int
-	mapFile   string
+	maps      mapSourceFlags
 	key       dataKey
 	valueSize int
 	warmup    time.Duration
@@ -50,7 +49,7 @@ first written through the client library (values of --value-size bytes), and a
 	f.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "how long to measure")
 	f.Uint64Var(&o.cfg.Requests, "requests", 0, "stop after this many replies (0: no bound)")
 	f.DurationVar(&o.cfg.Timeout, "timeout", loadgen.DefaultTimeout, "a request unanswered this long is counted lost")
-	f.StringVar(&o.mapFile, "map", "", "partition map; when given, the keys are written first through the client library")
+	o.maps.addFlags(cmd, "partition map file; when given (or --map-configmap), the keys are written first through the client library", false)
 	o.key.addFlag(cmd)
 	f.IntVar(&o.valueSize, "value-size", 64, "value size in bytes for --map")
 	f.DurationVar(&o.warmup, "warmup", 0, "unmeasured load before measuring (lets a cache node insert the hot keys)")
@@ -71,7 +70,7 @@ func (o *loadgenOptions) run(cmd *cobra.Command) error {
 		o.cfg.Keys = append(o.cfg.Keys, workload.Key(uint64(i)))
 	}
 	ctx := cmd.Context()
-	if o.mapFile != "" {
+	if o.maps.set() {
 		if err := o.fill(ctx); err != nil {
 			return err
 		}
@@ -99,7 +98,7 @@ func (o *loadgenOptions) run(cmd *cobra.Command) error {
 
 // fill writes every key through the client library.
 func (o *loadgenOptions) fill(ctx context.Context) error {
-	w, err := mapwatch.Load(o.mapFile, nil)
+	w, err := o.maps.open(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -28,14 +28,14 @@ func newNodeCommand() *cobra.Command {
 		Short: "Run a cache node: serve hot keys of its partition, forward misses to the storage shims",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, w, err := o.load()
+			log, w, err := o.load(cmd.Context())
 			if err != nil {
 				return err
 			}
 			m := w.Current().Map()
 			l, i, ok := m.Member(member)
 			if !ok {
-				return fmt.Errorf("cannot run node: member %q is not in the partition map %s", member, o.mapFile)
+				return fmt.Errorf("cannot run node: member %q is not in the partition map %s", member, w.Source())
 			}
 			cfg.Layer, cfg.Member = m.Layers[l].Name, member
 			cfg.Transport = o.transport(m.Layers[l].Members[i].Address, log)

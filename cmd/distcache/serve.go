@@ -21,7 +21,7 @@ import (
 
 // serveOptions are the flags every long-running data-plane role shares.
 type serveOptions struct {
-	mapFile     string
+	maps        mapSourceFlags
 	listen      string
 	metricsAddr string
 	mapPoll     time.Duration
@@ -33,15 +33,14 @@ type serveOptions struct {
 
 func (o *serveOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.StringVar(&o.mapFile, "map", "", "partition map file (the mounted ConfigMap); reloaded when it changes")
+	o.maps.addFlags(cmd, "partition map file (standalone mode's); reloaded when it changes", true)
 	f.StringVar(&o.listen, "listen", "", "UDP address to serve on (default: this role's address in the map)")
 	f.StringVar(&o.metricsAddr, "metrics-addr", "127.0.0.1:0", "address of the /metrics and /healthz endpoint")
-	f.DurationVar(&o.mapPoll, "map-poll", mapwatch.DefaultInterval, "how often the map file is checked for a new version")
+	f.DurationVar(&o.mapPoll, "map-poll", mapwatch.DefaultInterval, "how often the map is read (a cache node's lease renewals); a --map-configmap watch also triggers a read on every change")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.IntVar(&o.readers, "readers", 1, "goroutines reading the UDP socket")
 	f.IntVar(&o.batch, "batch", transport.DefaultBatch, "datagrams received, and replies sent, per system call (1: one per call)")
 	o.key.addFlag(cmd)
-	_ = cmd.MarkFlagRequired("map")
 }
 
 func (o *serveOptions) logger() (*slog.Logger, error) { return newLogger(o.logLevel) }
@@ -56,13 +55,13 @@ func newLogger(level string) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
 }
 
-// load returns the logger and the watcher of the map file.
-func (o *serveOptions) load() (*slog.Logger, *mapwatch.Watcher, error) {
+// load returns the logger and the watcher of the map source.
+func (o *serveOptions) load(ctx context.Context) (*slog.Logger, *mapwatch.Watcher, error) {
 	log, err := o.logger()
 	if err != nil {
 		return nil, nil, err
 	}
-	w, err := mapwatch.Load(o.mapFile, log)
+	w, err := o.maps.open(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -97,7 +96,7 @@ type utilizationReporter interface {
 }
 
 // serve runs r until SIGINT or SIGTERM: it feeds r every new map version
-// from the map file and exposes reg on the metrics address.
+// from the map source and exposes reg on the metrics address.
 func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg *prometheus.Registry, healthy func() error, log *slog.Logger, attrs ...any) error {
 	if err := r.SetMap(w.Current()); err != nil {
 		return err
@@ -113,7 +112,7 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 	})
 	// The first read: a cache node's serving lease starts from it.
 	if _, err := w.Reload(); err != nil {
-		log.Warn("keeping the current partition map", "path", o.mapFile, "err", err)
+		log.Warn("keeping the current partition map", "source", w.Source(), "err", err)
 	}
 	if err := r.Start(); err != nil {
 		return err

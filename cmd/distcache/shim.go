@@ -26,14 +26,14 @@ func newShimCommand() *cobra.Command {
 		Short: "Run a storage shim in front of one redis-server: serve misses, apply writes with two-phase coherence",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, w, err := o.load()
+			log, w, err := o.load(cmd.Context())
 			if err != nil {
 				return err
 			}
 			m := w.Current().Map()
 			r, i, ok := m.StorageShard(shard)
 			if !ok {
-				return fmt.Errorf("cannot run shim: shard %q is not in the partition map %s", shard, o.mapFile)
+				return fmt.Errorf("cannot run shim: shard %q is not in the partition map %s", shard, w.Source())
 			}
 			cfg.Shard = shard
 			cfg.Transport = o.transport(m.Storage.Racks[r].Shards[i].Address, log)

@@ -1,14 +1,17 @@
-// Package mapwatch follows a partition map file: the ConfigMap the operator
-// publishes and data-plane pods mount, or the file standalone mode writes.
-// Every newer version is decoded, compiled and handed to the subscribers
-// (cache node, shim, client) in one atomic step; an older version or a file
-// that does not decode is ignored, so a bad write never takes the current
-// map away.
+// Package mapwatch follows a partition map through a Source: the file
+// standalone mode writes (File), or the ConfigMap the operator publishes,
+// read through the Kubernetes API (package kubemap). Every newer version is
+// decoded, compiled and handed to the subscribers (cache node, shim,
+// client) in one atomic step; an older version or a map that does not
+// decode is ignored, so a bad write never takes the current map away.
 //
-// The file is polled rather than watched with inotify: Kubernetes updates a
-// mounted ConfigMap by swapping a symlink, which polling sees reliably.
+// The source is polled every interval (a file is polled rather than watched
+// with inotify: renames and symlink swaps are seen reliably). A source that
+// is also a Notifier triggers an immediate read when it may have changed,
+// so a new version is installed as soon as it is published; it only ever
+// triggers reads, so every install comes from a Read.
 //
-// Every poll that finds the current map (unchanged, or newer and installed)
+// Every read that finds the current map (unchanged, or newer and installed)
 // is also reported to the read observers with the time the read started:
 // a cache node renews its serving lease from it (docs/dataplane.md,
 // Fencing), so a node that stops reading its map stops serving cached
@@ -39,10 +42,19 @@ type Subscriber func(*partmap.Placement) error
 // map: when the read started and the map's version.
 type ReadObserver func(at time.Time, version int64)
 
-// Watcher holds the current map of one file.
+// ReadTimeout bounds one Read of the source. A read slower than the
+// serving lease renews nothing anyway: the lease counts from its start.
+const ReadTimeout = 2 * time.Second
+
+// Watcher holds the current map of one source.
 type Watcher struct {
-	path   string
+	src    Source
+	path   string // src.String()
 	logger *slog.Logger
+
+	// reload serializes Reload: it is held across a read, the install and
+	// the observers, so that installs and observations stay in read order.
+	reload sync.Mutex
 
 	mu   sync.Mutex // guards the fields below
 	cur  *partmap.Placement
@@ -51,26 +63,29 @@ type Watcher struct {
 	obs  []ReadObserver
 }
 
-// Load reads and compiles the map at path; it fails when the file does not
-// hold a valid map.
+// Load reads and compiles the map file at path; it fails when the file does
+// not hold a valid map.
 func Load(path string, logger *slog.Logger) (*Watcher, error) {
+	return Open(context.Background(), File(path), logger)
+}
+
+// Open reads and compiles the map of src; it fails when src cannot be read
+// or does not hold a valid map.
+func Open(ctx context.Context, src Source, logger *slog.Logger) (*Watcher, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	raw, p, err := read(path)
+	ctx, cancel := context.WithTimeout(ctx, ReadTimeout)
+	defer cancel()
+	raw, err := src.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &Watcher{path: path, logger: logger, cur: p, raw: raw}, nil
-}
-
-func read(path string) ([]byte, *partmap.Placement, error) {
-	raw, err := os.ReadFile(path)
+	p, err := compile(src.String(), raw, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read partition map: %w", err)
+		return nil, err
 	}
-	p, err := compile(path, raw, nil)
-	return raw, p, err
+	return &Watcher{src: src, path: src.String(), logger: logger, cur: p, raw: raw}, nil
 }
 
 // compile decodes raw, read from path, and compiles it, reusing what it
@@ -94,7 +109,10 @@ func (w *Watcher) Current() *partmap.Placement {
 	return w.cur
 }
 
-// Refresh reads the file now (Reload) and returns the current map: the
+// Source is where the watcher reads its map.
+func (w *Watcher) Source() Source { return w.src }
+
+// Refresh reads the source now (Reload) and returns the current map: the
 // newer one if the file had it. A client uses it as its map source.
 func (w *Watcher) Refresh() (*partmap.Placement, error) {
 	_, err := w.Reload()
@@ -117,59 +135,78 @@ func (w *Watcher) OnRead(fn ReadObserver) {
 	w.mu.Unlock()
 }
 
-// Reload reads the file once. It reports whether a newer map was installed;
-// subscribers run before it returns, in order, and their errors are joined.
-// When the file holds the current map (unchanged, or newer and applied by
-// every subscriber) the read observers learn when the read started.
+// Reload reads the source once (within ReadTimeout). It reports whether a
+// newer map was installed; subscribers run before it returns, in order, and
+// their errors are joined. When the source holds the current map
+// (unchanged, or newer and applied by every subscriber) the read observers
+// learn when the read started. A failed read observes nothing.
 func (w *Watcher) Reload() (bool, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.reload.Lock()
+	defer w.reload.Unlock()
 	at := time.Now()
-	raw, err := os.ReadFile(w.path)
+	ctx, cancel := context.WithTimeout(context.Background(), ReadTimeout)
+	raw, err := w.src.Read(ctx)
+	cancel()
 	if err != nil {
-		return false, fmt.Errorf("cannot read partition map: %w", err)
+		return false, err
 	}
-	if bytes.Equal(raw, w.raw) {
-		w.observe(at)
+	w.mu.Lock()
+	cur, same := w.cur, bytes.Equal(raw, w.raw)
+	subs, obs := w.subs, w.obs
+	w.mu.Unlock()
+	if same {
+		observe(obs, at, cur.Version())
 		return false, nil
 	}
-	p, err := compile(w.path, raw, w.cur)
+	p, err := compile(w.path, raw, cur)
 	if err != nil {
 		return false, err
 	}
 	switch {
-	case p.Version() < w.cur.Version():
-		return false, fmt.Errorf("cannot install partition map %s: version %d is older than the current %d", w.path, p.Version(), w.cur.Version())
-	case p.Version() == w.cur.Version():
+	case p.Version() < cur.Version():
+		return false, fmt.Errorf("cannot install partition map %s: version %d is older than the current %d", w.path, p.Version(), cur.Version())
+	case p.Version() == cur.Version():
 		return false, fmt.Errorf("cannot install partition map %s: content changed without a version bump (still %d)", w.path, p.Version())
 	}
+	w.mu.Lock()
 	w.cur, w.raw = p, raw
+	w.mu.Unlock()
 	var errs []error
-	for _, fn := range w.subs {
+	for _, fn := range subs {
 		if err := fn(p); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	w.logger.Info("installed partition map", "path", w.path, "version", p.Version())
+	w.logger.Info("installed partition map", "source", w.path, "version", p.Version())
 	if len(errs) > 0 {
 		return true, fmt.Errorf("cannot apply partition map version %d: %w", p.Version(), errors.Join(errs...))
 	}
-	w.observe(at)
+	observe(obs, at, p.Version())
 	return true, nil
 }
 
-// observe tells the read observers that a read started at at found the
-// current map. The caller holds mu.
-func (w *Watcher) observe(at time.Time) {
-	for _, fn := range w.obs {
-		fn(at, w.cur.Version())
+// observe tells the read observers obs that a read started at at found
+// the current map, at version.
+func observe(obs []ReadObserver, at time.Time, version int64) {
+	for _, fn := range obs {
+		fn(at, version)
 	}
 }
 
-// Run polls the file every interval until ctx ends, logging failures.
+// Run reads the source every interval, and whenever a Notifier source says
+// it may have changed, until ctx ends, logging failures.
 func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		interval = DefaultInterval
+	}
+	changed := make(chan struct{}, 1) // one pending notification is enough: the read that follows sees every change before it
+	if n, ok := w.src.(Notifier); ok {
+		go n.Notify(ctx, func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		})
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -178,9 +215,10 @@ func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := w.Reload(); err != nil {
-				w.logger.Warn("keeping the current partition map", "path", w.path, "version", w.Current().Version(), "err", err)
-			}
+		case <-changed:
+		}
+		if _, err := w.Reload(); err != nil {
+			w.logger.Warn("keeping the current partition map", "source", w.path, "version", w.Current().Version(), "err", err)
 		}
 	}
 }

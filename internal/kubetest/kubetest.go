@@ -79,9 +79,10 @@ func RepoRoot() string {
 type Option func(*options)
 
 type options struct {
-	crdDirs  []string
-	auditLog string
-	plugins  []string
+	crdDirs      []string
+	auditLog     string
+	plugins      []string
+	noWatchCache bool
 }
 
 // WithAdmissionPlugins turns on admission plugins besides the API server's
@@ -96,6 +97,13 @@ func WithAdmissionPlugins(names ...string) Option {
 // path, one JSON object per line; ReadAudit reads them.
 func WithAuditLog(path string) Option {
 	return func(o *options) { o.auditLog = path }
+}
+
+// WithoutWatchCache starts the API server with --watch-cache=false: every
+// watch is served from etcd, so one from a resourceVersion that CompactEtcd
+// removed gets 410 Gone at once (the watch cache may still hold it).
+func WithoutWatchCache() Option {
+	return func(o *options) { o.noWatchCache = true }
 }
 
 // ChaosMeshCRDDir holds the Chaos Mesh CRDs that `make chaos-crds` generates.
@@ -156,6 +164,9 @@ func Start(opts ...Option) (*Env, error) {
 			return nil, err
 		}
 		api.Set("audit-policy-file", policy).Set("audit-log-path", o.auditLog).Set("audit-log-format", "json")
+	}
+	if o.noWatchCache {
+		api.Set("watch-cache", "false")
 	}
 	cfg, err := env.Start()
 	if err != nil {

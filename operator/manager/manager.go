@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -61,14 +62,15 @@ type Options struct {
 // cacheOptions limit what the operator keeps in memory: the objects of the
 // watched namespace (all when empty), and of the kinds it creates or whose
 // pods it watches, only those labelled with a cluster — not every pod,
-// Service and ConfigMap of the cluster.
+// Service, ConfigMap, ServiceAccount or Role of the cluster.
 func cacheOptions(namespace string) (cache.Options, error) {
 	labelled, err := labels.Parse(cachecluster.LabelCluster) // the label exists
 	if err != nil {
 		return cache.Options{}, fmt.Errorf("cannot select the operator's objects: %w", err)
 	}
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{}}
-	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &appsv1.Deployment{}, &networkingv1.NetworkPolicy{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &appsv1.Deployment{},
+		&networkingv1.NetworkPolicy{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 		o.ByObject[obj] = cache.ByObject{Label: labelled}
 	}
 	if namespace != "" {

@@ -40,12 +40,14 @@ func TestKindFlowManifestsApply(t *testing.T) {
 		out := run("apply", "--server-side", "--field-manager=kind-flow", "-f", filepath.Join(root, f))
 		t.Logf("%s: %s", f, strings.TrimSpace(out))
 	}
-	// The Job mounts the map ConfigMap and the key Secret the operator
-	// names after the sample.
+	// The Job runs as the data-plane ServiceAccount, reads the map
+	// ConfigMap and mounts the key Secret the operator names after the
+	// sample.
 	cc := run("get", "cachecluster", "shop-managed", "-o", "jsonpath={.metadata.name}")
 	for jsonpath, want := range map[string]string{
-		"{.spec.template.spec.volumes[0].configMap.name}":    cachecluster.MapConfigMapName(cc),
-		"{.spec.template.spec.volumes[1].secret.secretName}": cachecluster.DataPlaneKeySecretName(cc),
+		"{.spec.template.spec.serviceAccountName}":           cachecluster.DataPlaneName(cc),
+		"{.spec.template.spec.containers[0].args[1]}":        "--map-configmap=$(POD_NAMESPACE)/" + cachecluster.MapConfigMapName(cc),
+		"{.spec.template.spec.volumes[0].secret.secretName}": cachecluster.DataPlaneKeySecretName(cc),
 	} {
 		if got := run("get", "job", "shop-managed-bench", "-o", "jsonpath="+jsonpath); got != want {
 			t.Errorf("bench Job %s = %q, want %q", jsonpath, got, want)

@@ -1,6 +1,7 @@
 package rbac_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -51,6 +52,7 @@ func TestOperatorRBAC(t *testing.T) {
 		{"failover", s.failover},
 		{"restore", s.restore},
 		{"scale", s.scale},
+		{"drift", s.drift},
 		{"external", s.external},
 		{"redisOperator", s.redisOperator},
 		{"network policies", s.networkPolicies},
@@ -68,44 +70,59 @@ func TestOperatorRBAC(t *testing.T) {
 	checkAudit(t, windows, permissions(cr.Rules), permissions(role.Rules))
 }
 
-// TestWithoutFinalizersPermission: without update on
-// cacheclusters/finalizers, a cluster where OwnerReferencesPermissionEnforcement
-// runs refuses every object the operator creates for a CacheCluster, so the
-// "create" scenario cannot start.
-func TestWithoutFinalizersPermission(t *testing.T) {
-	ctx := t.Context()
-	const account = "operator-without-finalizers"
-	cr, role, err := generatedRBAC()
-	if err != nil {
-		t.Fatal(err)
+// TestWithoutImpliedPermission runs the operator without one of the
+// permissions the API server checks while admitting another request
+// (checkedByAdmission), and finds that request refused: the "create"
+// scenario cannot go on.
+func TestWithoutImpliedPermission(t *testing.T) {
+	tests := []struct {
+		name    string
+		missing permission
+		refused string // the resource whose creation is refused
+	}{
+		// OwnerReferencesPermissionEnforcement refuses owner references
+		// with blockOwnerDeletion on the first object it creates.
+		{"finalizers", permission{"distcache.io", "cacheclusters/finalizers", "update"}, ""},
+		// RBAC lets a Role grant only what its creator holds: the
+		// data-plane Role's get on the map ConfigMap.
+		{"configmaps get", permission{"", "configmaps", "get"}, "roles"},
 	}
-	finalizers := permission{"distcache.io", "cacheclusters/finalizers", "update"}
-	cr.Rules = without(cr.Rules, finalizers)
-	cfg, err := env.ServiceAccountConfig(ctx, operatorNamespace, account)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := grant(ctx, env.Client, account, cr, role); err != nil {
-		t.Fatal(err)
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rbac-"}}
-	if err := env.Client.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
-	s := &scenarios{ns: ns.Name, owner: t, statusPort: freePort(t)}
-	s.start(t, cfg)
-	s.newCluster(t, "shop", v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, 1)
-	user := kubetest.ServiceAccountUser(operatorNamespace, account)
-	eventually(t, "the operator's first object for the cluster refused", func() (bool, error) {
-		events, err := kubetest.ReadAudit(auditLog)
-		for _, e := range events {
-			if e.User.Username == user && e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Namespace == ns.Name &&
-				e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
-				return true, nil
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			account := fmt.Sprintf("operator-without-%d", i)
+			cr, role, err := generatedRBAC()
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		return false, err
-	})
+			cr.Rules = without(cr.Rules, tc.missing)
+			cfg, err := env.ServiceAccountConfig(ctx, operatorNamespace, account)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := grant(ctx, env.Client, account, cr, role); err != nil {
+				t.Fatal(err)
+			}
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rbac-"}}
+			if err := env.Client.Create(ctx, ns); err != nil {
+				t.Fatal(err)
+			}
+			s := &scenarios{ns: ns.Name, owner: t, statusPort: freePort(t)}
+			s.start(t, cfg)
+			s.newCluster(t, "shop", v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, 1)
+			user := kubetest.ServiceAccountUser(operatorNamespace, account)
+			eventually(t, "an object of the cluster refused", func() (bool, error) {
+				events, err := kubetest.ReadAudit(auditLog)
+				for _, e := range events {
+					if e.User.Username == user && e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Namespace == ns.Name &&
+						(tc.refused == "" || e.ObjectRef.Resource == tc.refused) && e.ResponseStatus != nil && e.ResponseStatus.Code == 403 {
+						return true, nil
+					}
+				}
+				return false, err
+			})
+		})
+	}
 }
 
 // checkedByAdmission are permissions the API server checks while admitting
@@ -114,7 +131,10 @@ func TestWithoutFinalizersPermission(t *testing.T) {
 var checkedByAdmission = map[permission]string{
 	// OwnerReferencesPermissionEnforcement: owner references with
 	// blockOwnerDeletion on the objects the operator creates.
-	{"distcache.io", "cacheclusters/finalizers", "update"}: "TestWithoutFinalizersPermission",
+	{"distcache.io", "cacheclusters/finalizers", "update"}: "TestWithoutImpliedPermission/finalizers",
+	// RBAC's escalation check: the data-plane Role grants get on the map
+	// ConfigMap, which the operator must hold (its cache needs no get).
+	{"", "configmaps", "get"}: "TestWithoutImpliedPermission/configmaps_get",
 }
 
 // usedByChance are permissions whose use depends on timing, so a scenario

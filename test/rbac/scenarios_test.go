@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -384,4 +385,32 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// drift: someone edits the data-plane ServiceAccount, Role and RoleBinding;
+// the operator puts them back.
+func (s *scenarios) drift(t *testing.T) {
+	ctx := context.Background()
+	name := cachecluster.DataPlaneName("shop")
+	objs := []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
+	for _, obj := range objs {
+		if err := s.get(obj, name); err != nil {
+			t.Fatal(err)
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		l := obj.GetLabels()
+		l["edited-by"] = "someone"
+		obj.SetLabels(l)
+		if err := env.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "edits undone", func() (bool, error) {
+		for _, obj := range objs {
+			if err := s.get(obj, name); err != nil || obj.GetLabels()["edited-by"] != "" {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 }

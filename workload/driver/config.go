@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/dataplane/mapwatch"
 )
 
 // Mode is a system the driver benchmarks.
@@ -146,6 +147,9 @@ type Config struct {
 	// loads it and follows new versions (polled every DefaultMapPoll),
 	// handing each to every client.
 	MapFile string
+	// MapSource, when set, is read instead of MapFile: the operator's
+	// ConfigMap through the Kubernetes API (package kubemap).
+	MapSource mapwatch.Source
 	// Keys is the size of the key space (default DefaultKeys); rank r is
 	// key workload.Key(scrambler.Permute(r)).
 	Keys uint64
@@ -292,8 +296,8 @@ func orDefault[T int | time.Duration](v, def T) T {
 // validate checks a configuration with defaults applied.
 func (c Config) validate() error {
 	var errs []error
-	if c.MapFile == "" {
-		errs = append(errs, errors.New("no map file"))
+	if c.MapFile == "" && c.MapSource == nil {
+		errs = append(errs, errors.New("no map file or source"))
 	}
 	if math.IsNaN(c.Skew) || c.Skew < 0 {
 		errs = append(errs, fmt.Errorf("skew %v must be at least 0", c.Skew))

@@ -130,7 +130,11 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 
 // newRunner loads the map and starts the clients.
 func newRunner(cfg Config, cluster Cluster) (*runner, error) {
-	w, err := mapwatch.Load(cfg.MapFile, cfg.Logger)
+	src := cfg.MapSource
+	if src == nil {
+		src = mapwatch.File(cfg.MapFile)
+	}
+	w, err := mapwatch.Open(context.Background(), src, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("cannot run benchmark: %w", err)
 	}

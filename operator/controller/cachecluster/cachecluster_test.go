@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,10 +142,10 @@ func TestCreateFailRestoreDelete(t *testing.T) {
 		t.Fatalf("map version %d within the grace period, want 1", got.Version)
 	}
 
-	// Not Ready for more than half the grace period (the fence lead, the
-	// serving lease plus the mounted map's delivery lag, is capped there):
+	// Not Ready for the grace period less the fence lead (the serving
+	// lease plus the delivery lag of a map read through the API, none):
 	// fenced, its keys unmoved, event.
-	setPodReady(t, cc, victim, false, now.Add(-16*time.Second))
+	setPodReady(t, cc, victim, false, now.Add(-29*time.Second)) // condition times are in whole seconds
 	var fenced *partmap.Map
 	eventually(t, "member fenced", func() (bool, error) {
 		var err error
@@ -206,7 +207,8 @@ func TestCreateFailRestoreDelete(t *testing.T) {
 		err := get(t, &v1alpha1.CacheCluster{}, cc.Namespace, cc.Name)
 		return apierrors.IsNotFound(err), err
 	})
-	for _, list := range []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{}} {
+	for _, list := range []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{},
+		&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
 		if err := env.Client.List(ctx, list, client.InNamespace(cc.Namespace), client.MatchingLabels{cachecluster.LabelCluster: cc.Name}); err != nil {
 			t.Fatal(err)
 		}

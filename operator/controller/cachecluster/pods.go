@@ -64,7 +64,7 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	lbl := labels(s.cc, ComponentCacheNode)
 	lbl[LabelLayer] = l.Name
 	image, _, pull := images(s.cc)
-	args := s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort))
+	args := append(s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort)), mapConfigMapArgs(s.cc)...)
 	c := withDataPlaneKey(dataPlaneContainer("node", image, pull, args, NodePort))
 	c.Resources = l.Spec.Resources
 	sts.Labels = lbl
@@ -74,14 +74,15 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 	sts.Spec.Template.Labels = lbl
 	sts.Spec.Template.Spec.Containers = []corev1.Container{c}
-	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(s.cc), dataPlaneKeyVolume(s.cc)}
+	sts.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(s.cc)}
+	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(s.cc.Name)
 }
 
-// dataPlaneContainer runs a distcache role with the map mounted, its pod
-// name in POD_NAME and readiness from /healthz.
+// dataPlaneContainer runs a distcache role with its pod name in POD_NAME
+// and readiness from /healthz; args include where it reads its map
+// (mapConfigMapArgs).
 func dataPlaneContainer(role, image string, pull corev1.PullPolicy, args []string, port int32) corev1.Container {
 	args = append(args,
-		"--map="+MapMountPath+"/"+MapKey,
 		fmt.Sprintf("--metrics-addr=0.0.0.0:%d", MetricsPort),
 	)
 	return corev1.Container{
@@ -100,19 +101,11 @@ func dataPlaneContainer(role, image string, pull corev1.PullPolicy, args []strin
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(MetricsPort)}},
 			PeriodSeconds: 2, FailureThreshold: 2,
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: "partition-map", MountPath: MapMountPath, ReadOnly: true}},
 	}
-}
-
-// mapVolume mounts the partition map ConfigMap; the kubelet swaps the file
-// on every new version and the process's map watcher picks it up.
-func mapVolume(cc *v1alpha1.CacheCluster) corev1.Volume {
-	return corev1.Volume{Name: "partition-map", VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: MapConfigMapName(cc.Name)}},
-	}}
 }
 
 // shimArgs are the storage shim's flags for a Redis at redisAddr.
 func shimArgs(cc *v1alpha1.CacheCluster, shard, redisAddr string) []string {
-	return topology.ShimArgs(&cc.Spec, shard, redisAddr, "0.0.0.0:"+strconv.Itoa(ShimPort), topology.MountedMapDeliveryLag)
+	args := topology.ShimArgs(&cc.Spec, shard, redisAddr, "0.0.0.0:"+strconv.Itoa(ShimPort), topology.APIMapDeliveryLag)
+	return append(args, mapConfigMapArgs(cc)...)
 }

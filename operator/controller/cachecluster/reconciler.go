@@ -93,6 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.resolveTopology,
 		r.observePods,
 		r.reconcileDataPlaneKey,
+		r.reconcileDataPlaneRBAC,
 		r.reconcileStorage,
 		r.reconcileLayers,
 		r.reconcileNetworkPolicy,
@@ -212,7 +213,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 	if err != nil {
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
-	policy := topology.FailoverPolicy(&s.cc.Spec, topology.MountedMapDeliveryLag)
+	policy := topology.FailoverPolicy(&s.cc.Spec, topology.APIMapDeliveryLag)
 	s.obs = r.observations(s, next)
 	next, changes, recheck := policy.Apply(next, s.obs, s.now)
 	s.requeue = recheck

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,13 +23,15 @@ const layerRefIndex = "spec.layerRefs"
 // The operator's permissions: exactly what it uses, which test/rbac checks
 // against the API server's audit log. Kinds it caches need list and watch
 // only (its reads are served by the cache); the redis-operator's Redis is
-// read uncached, and watched. Finalizers: setting blockOwnerDeletion owner references.
+// read uncached, and watched. Finalizers: setting blockOwnerDeletion owner
+// references. ConfigMaps get: granted to the data-plane pods' Role, and RBAC
+// lets the operator grant only what it holds.
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters,verbs=list;watch;update
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=list;watch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=list;watch;create;update;deletecollection
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch;create;update;deletecollection
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;update;delete;deletecollection
@@ -49,6 +52,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
 		Watches(&v1alpha1.CacheLayer{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfLayer))
 	// The redis-operator's Redis objects, where its CRD is installed: one

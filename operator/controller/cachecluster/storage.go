@@ -91,7 +91,8 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 	sts.Spec.Template.Labels = lbl
 	sts.Spec.Template.Spec.Containers = []corev1.Container{redis, shim}
-	sts.Spec.Template.Spec.Volumes = []corev1.Volume{mapVolume(cc), dataPlaneKeyVolume(cc)}
+	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(cc.Name)
+	sts.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(cc)}
 	// The data volume: a claim per pod with storage.persistence (a
 	// StatefulSet's claims cannot change once it exists, and the API does
 	// not let persistence come or go), else an emptyDir that lives as long
@@ -177,7 +178,8 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 			dep.Spec.Template.Labels = lbl
 			dep.Spec.Template.Spec.Containers = []corev1.Container{c}
-			dep.Spec.Template.Spec.Volumes = append([]corev1.Volume{mapVolume(s.cc), dataPlaneKeyVolume(s.cc)}, access.volumes...)
+			dep.Spec.Template.Spec.ServiceAccountName = DataPlaneName(s.cc.Name)
+			dep.Spec.Template.Spec.Volumes = append([]corev1.Volume{dataPlaneKeyVolume(s.cc)}, access.volumes...)
 		}); err != nil {
 			return err
 		}
@@ -229,7 +231,6 @@ func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
 		"command": toAny(append([]string{"distcache"}, shim.Args...)),
 		"env":     []any{map[string]any{"name": "POD_NAME", "value": name}},
 		"mountPath": []any{
-			map[string]any{"name": "partition-map", "mountPath": MapMountPath, "readOnly": true},
 			map[string]any{"name": DataPlaneKeyVolume, "mountPath": DataPlaneKeyMountPath, "readOnly": true},
 		},
 	}
@@ -241,7 +242,6 @@ func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
 	}
 	storage := map[string]any{"volumeMount": map[string]any{
 		"volume": []any{
-			map[string]any{"name": "partition-map", "configMap": map[string]any{"name": MapConfigMapName(cc.Name)}},
 			map[string]any{"name": DataPlaneKeyVolume, "secret": map[string]any{"secretName": DataPlaneKeySecretName(cc.Name), "defaultMode": int64(0o400)}},
 		},
 	}}
@@ -259,6 +259,8 @@ func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
 		"kubernetesConfig": kubernetesConfig,
 		"sidecars":         []any{sidecar},
 		"storage":          storage,
+		// The pod's ServiceAccount, whose token the shim reads its map with.
+		"serviceAccountName": DataPlaneName(cc.Name),
 	}, nil
 }
 
