@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime/metrics"
 	"time"
+
+	"github.com/distcache/distcache/internal/periodic"
 )
 
 // heapMetric is the bytes of live and not yet swept heap objects.
@@ -23,23 +25,17 @@ func guardMemory(ctx context.Context, limit uint64, w io.Writer, exit func()) {
 		return
 	}
 	sample := []metrics.Sample{{Name: heapMetric}}
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, 250*time.Millisecond, func(context.Context) bool {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return
+			return false
 		}
 		if used := sample[0].Value.Uint64(); used > limit {
 			fmt.Fprintf(w, "check: the heap reached %d MiB, over --max-memory (%d MiB): the history is too hard to check within it; giving up undecided\n",
 				used>>20, limit>>20)
 			exit()
-			return
+			return false
 		}
-	}
+		return true
+	})
 }

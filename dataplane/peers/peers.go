@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/distcache/distcache/internal/periodic"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -229,16 +230,10 @@ func RefreshEvery(ctx context.Context, interval time.Duration, refresh func(cont
 	if interval <= 0 {
 		interval = DefaultRefreshInterval
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			rctx, cancel := context.WithTimeout(ctx, interval)
-			refresh(rctx)
-			cancel()
-		}
-	}
+	periodic.Run(ctx, interval, func(ctx context.Context) bool {
+		rctx, cancel := context.WithTimeout(ctx, interval)
+		defer cancel()
+		refresh(rctx)
+		return true
+	})
 }

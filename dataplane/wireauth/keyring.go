@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/distcache/distcache/internal/periodic"
 )
 
 const (
@@ -201,14 +203,7 @@ func (k *Keyring) Watch(ctx context.Context, dir string, interval time.Duration,
 	if interval <= 0 {
 		interval = DefaultPoll
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Run(ctx, interval, func(context.Context) bool {
 		switch changed, err := k.Reload(dir); {
 		case err != nil:
 			log.Warn("keeping the data-plane keys in use", "dir", dir, "err", err)
@@ -219,7 +214,8 @@ func (k *Keyring) Watch(ctx context.Context, dir string, interval time.Duration,
 			default:
 			}
 		}
-	}
+		return true
+	})
 }
 
 // Generate writes a new random key (32 bytes, hex-encoded) as the current
