@@ -182,7 +182,7 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
 			t.Fatal(err)
 		}
-		rel := install(t, cfg, "dc-shop", "shop-operator", plain, newValues(withWatchNamespace("shop")))
+		rel := install(t, cfg, "dc-shop", "shop-operator", plain, newValues(withWatchNamespace("shop"), set("networkPolicy.enabled", true)))
 		checkInstalled(t, rel, w)
 		for _, o := range objects(t, rel.Manifest) {
 			if strings.HasPrefix(o.GetKind(), "Cluster") {

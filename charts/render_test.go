@@ -91,7 +91,7 @@ var valuesSets = []struct {
 }{
 	{"default", newValues()},
 	{"monitoring", newValues(withMonitoring())},
-	{"single-namespace", newValues(withWatchNamespace("shop"))},
+	{"single-namespace", newValues(withWatchNamespace("shop"), set("networkPolicy.enabled", true))},
 }
 
 // loadChart loads the chart in dir.
