@@ -335,8 +335,10 @@ func TestControlLoopKilledAndRestarted(t *testing.T) {
 	if err := c.Restart(ctx, loop); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, victim+" restored by the restarted loop", func() bool {
-		return process(t, status(t, c), victim).MemberState == string(partmap.Active)
+	// The loop writes the map, then its events file: wait for both.
+	poll.Until(t, victim+" restored by the restarted loop, and the event written", func() bool {
+		st := status(t, c)
+		return process(t, st, victim).MemberState == string(partmap.Active) && len(st.Events) >= 2
 	})
 	st = status(t, c)
 	if st.MapVersion != 3 || len(st.Events) != 2 || st.Events[1].MapVersion != 3 || process(t, st, loop).Restarts != 1 {
