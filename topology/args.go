@@ -18,12 +18,6 @@ const (
 	// LocalMapDeliveryLag is that of a map file the control plane writes
 	// on the processes' own host (standalone mode): none.
 	LocalMapDeliveryLag = 0
-	// MountedMapDeliveryLag is that of a ConfigMap mounted into pods: the
-	// kubelet refreshes a mounted ConfigMap on its sync period (1 minute by
-	// default) plus jitter, so a pod may read a copy this old. The
-	// operator's pods no longer read a mounted map; it is kept for a
-	// deployment that mounts one.
-	MountedMapDeliveryLag = 90 * time.Second
 	// APIMapDeliveryLag is that of the map read through the Kubernetes
 	// API (package kubemap): every read is a GET without a
 	// resourceVersion, a quorum read that returns what was committed
@@ -54,8 +48,8 @@ func (c *Cluster) NodeArgs(l Layer, member, listen string) []string {
 
 // ShimArgs are the `distcache shim` arguments of shard in front of the
 // Redis at redisAddr, serving on listen, for processes that read their map
-// with mapLag (LocalMapDeliveryLag, APIMapDeliveryLag or MountedMapDeliveryLag). The caller
-// adds --map and --metrics-addr.
+// with mapLag (LocalMapDeliveryLag or APIMapDeliveryLag). The caller adds
+// --map and --metrics-addr.
 func (c *Cluster) ShimArgs(shard, redisAddr, listen string, mapLag time.Duration) []string {
 	return ShimArgs(&c.Spec, shard, redisAddr, listen, mapLag)
 }

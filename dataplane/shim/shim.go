@@ -71,8 +71,9 @@ type Config struct {
 	Lease time.Duration
 	// MapDeliveryLag bounds how old the map can be that a cache node reads
 	// from its map source: 0 for a file the control plane writes on the
-	// node's host (standalone mode), the kubelet's refresh delay for a
-	// mounted ConfigMap.
+	// node's host (standalone mode) and for the ConfigMap read through the
+	// Kubernetes API (quorum reads); the kubelet's refresh delay (a minute
+	// or more) for a mounted ConfigMap.
 	MapDeliveryLag time.Duration
 	// PeerRefresh is how often the maps' DNS names of the cache members
 	// are resolved again (peers.Table.Refresh; default
