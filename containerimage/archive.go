@@ -61,7 +61,7 @@ func (a *archive) image(img v1.Image, tag name.Tag) error {
 	if err != nil {
 		return err
 	}
-	dm := dockerManifest{Config: blobPath(cdigest), RepoTags: []string{tag.Name()}}
+	dm := dockerManifest{Config: blobPath(cdigest), RepoTags: []string{fullName(tag)}}
 	a.file("oci-layout", []byte(ociLayout))
 	a.file(blobPath(cdigest), config)
 	for _, l := range layers {
@@ -81,7 +81,7 @@ func (a *archive) image(img v1.Image, tag name.Tag) error {
 			Size:      int64(len(manifest)),
 			Digest:    mdigest,
 			Annotations: map[string]string{
-				"io.containerd.image.name":          tag.Name(),
+				"io.containerd.image.name":          fullName(tag),
 				"org.opencontainers.image.ref.name": tag.TagStr(),
 			},
 		}},
@@ -99,6 +99,17 @@ func (a *archive) image(img v1.Image, tag name.Tag) error {
 		return a.err
 	}
 	return a.tw.Close()
+}
+
+// fullName is tag's full name as containerd and Docker normalize it: Docker
+// Hub's registry is docker.io there (go-containerregistry says
+// index.docker.io), so that a pod's "redis:7.4" finds the imported
+// docker.io/library/redis:7.4.
+func fullName(tag name.Tag) string {
+	if tag.RegistryStr() == name.DefaultRegistry {
+		return "docker.io/" + tag.RepositoryStr() + ":" + tag.TagStr()
+	}
+	return tag.Name()
 }
 
 // archive writes tar entries, keeping the first error.

@@ -14,5 +14,10 @@
 // image-archive`, `ctr images import` and `podman load` accept: an OCI image
 // layout (oci-layout, index.json, blobs/) that also carries Docker's
 // manifest.json pointing at the same blobs, as `docker save` writes since
-// Docker 25.
+// Docker 25. It names an image of Docker Hub docker.io/library/NAME:TAG, as
+// containerd and Docker do, so that a pod's "redis:7.4" finds it.
+//
+// FromFiles builds other images the same way, one layer of the files it is
+// given on an empty base (Build is FromFiles with the distcache binary):
+// hack/localkube/images builds localkube's pause and Redis images with it.
 package containerimage

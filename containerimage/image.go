@@ -1,17 +1,11 @@
 package containerimage
 
 import (
-	"archive/tar"
-	"bytes"
 	"fmt"
-	"io"
+	"io/fs"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Where the image puts things.
@@ -48,42 +42,18 @@ func Build(spec Spec) (v1.Image, error) {
 	if spec.Arch == "" || spec.Version == "" {
 		return nil, fmt.Errorf("cannot build image: architecture %q and version %q must be set", spec.Arch, spec.Version)
 	}
-	files, err := rootFS(spec)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(files)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, fmt.Errorf("cannot build image layer: %w", err)
-	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:   layer,
-		History: v1.History{Created: v1.Time{Time: spec.Created}, CreatedBy: "containerimage: " + BinaryPath, Comment: "distcache " + spec.Version},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cannot build image: %w", err)
-	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("cannot build image config: %w", err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture, cfg.Created = "linux", spec.Arch, v1.Time{Time: spec.Created}
-	cfg.Config = v1.Config{
+	return FromFiles(FilesSpec{
+		Files:      rootFS(spec),
 		Entrypoint: []string{BinaryPath},
 		User:       User,
 		WorkingDir: "/",
 		Env:        []string{"PATH=/usr/local/bin"},
+		Arch:       spec.Arch,
+		Created:    spec.Created,
 		Labels:     Labels(spec),
-	}
-	img, err = mutate.ConfigFile(img, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("cannot build image config: %w", err)
-	}
-	return img, nil
+		CreatedBy:  "containerimage: " + BinaryPath,
+		Comment:    "distcache " + spec.Version,
+	})
 }
 
 // Labels are the image's org.opencontainers.image.* labels.
@@ -103,41 +73,17 @@ func Labels(spec Spec) map[string]string {
 	return l
 }
 
-// rootFS is the layer's tar: the binary, and /etc/passwd and /etc/group
+// rootFS is the layer's files: the binary, and /etc/passwd and /etc/group
 // naming the non-root user, so tools that look the user up find it.
-func rootFS(spec Spec) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	dirs := []string{"etc/", "tmp/", "usr/", "usr/local/", "usr/local/bin/"}
-	for _, d := range dirs {
-		mode := int64(0o755)
-		if d == "tmp/" {
-			mode = 0o1777
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: mode, ModTime: spec.Created}); err != nil {
-			return nil, fmt.Errorf("cannot build image layer: %w", err)
-		}
+func rootFS(spec Spec) []File {
+	return []File{
+		{Path: "/etc", Mode: fs.ModeDir | 0o755},
+		{Path: "/tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{Path: "/usr", Mode: fs.ModeDir | 0o755},
+		{Path: "/usr/local", Mode: fs.ModeDir | 0o755},
+		{Path: "/usr/local/bin", Mode: fs.ModeDir | 0o755},
+		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
+		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnonroot:x:65532:\n")},
+		{Path: BinaryPath, Mode: 0o755, Data: spec.Binary},
 	}
-	files := []struct {
-		name string
-		mode int64
-		data []byte
-	}{
-		{"etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
-		{"etc/group", 0o644, []byte("root:x:0:\nnonroot:x:65532:\n")},
-		{BinaryPath[1:], 0o755, spec.Binary},
-	}
-	for _, f := range files {
-		h := &tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: spec.Created}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, fmt.Errorf("cannot build image layer: %w", err)
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return nil, fmt.Errorf("cannot build image layer: %w", err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("cannot build image layer: %w", err)
-	}
-	return buf.Bytes(), nil
 }
