@@ -297,6 +297,17 @@ kind-test: ## On Kind: wait for Ready, run distcache bench as a Job, delete a ca
 kind-down: ## Delete the Kind cluster
 	hack/kind/kind.sh down
 
+# localkube (hack/localkube): a real single-node Kubernetes on this machine,
+# built from the Go module proxy and Debian's containerd, without a registry.
+# Needs root. See docs/localkube.md.
+.PHONY: localkube-up localkube-down localkube-load
+localkube-up: envtest ## Start localkube (root): control plane, containerd, kubelet, kube-proxy, CoreDNS; wait for the Node
+	hack/localkube/localkube.sh up
+localkube-down: ## Stop localkube by PID and restore the host (sysctls, addresses, links, mounts, iptables)
+	hack/localkube/localkube.sh down
+localkube-load: image ## Import the distcache image archive into localkube's containerd
+	hack/localkube/localkube.sh load '$(IMAGE_ARCHIVE)'
+
 print-version:
 	@echo '$(VERSION)'
 print-envtest-assets:

@@ -1,0 +1,442 @@
+# shellcheck shell=bash
+# The functions of localkube.sh. $root is the repository.
+# shellcheck disable=SC2154 # root is set by localkube.sh
+
+STATE=${LOCALKUBE_DIR:-/var/lib/distcache-localkube}
+CACHE=${DISTCACHE_CACHE:-$HOME/.cache/distcache}
+NODE_NAME=localkube
+NODE_IP=192.0.2.10
+POD_SUBNET=198.18.0.0/24
+POD_GATEWAY=198.18.0.1
+SERVICE_CIDR=198.19.0.0/16
+API_SERVICE_IP=198.19.0.1
+DNS_SERVICE_IP=198.19.0.10
+BRIDGE=lkcni0
+API_PORT=6443
+ETCD_PORT=23790
+SOCKET=$STATE/containerd/containerd.sock
+# Host paths the kubelet and containerd create whatever their root
+# directories (device plugins, container log links, plugin binaries): down
+# removes those that were not there before up.
+HOST_PATHS=(/var/lib/kubelet /var/log/containers /var/log/pods /opt/containerd /run/containerd /var/lib/cni /etc/cni)
+# The sysctls the kubelet and kube-proxy set, restored by down.
+SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward
+	net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables)
+
+log() { printf 'localkube: %s\n' "$*" >&2; }
+die() {
+	log "$*"
+	exit 1
+}
+
+preflight() {
+	[ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, cgroups, mounts): run as root"
+	[ "$(uname -s)" = Linux ] || die "needs Linux"
+	local missing=()
+	for c in containerd runc ctr conntrack socat iptables-save openssl ip; do
+		command -v "$c" >/dev/null || missing+=("$c")
+	done
+	[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+	if [ "${#missing[@]}" -gt 0 ]; then
+		command -v apt-get >/dev/null || die "missing ${missing[*]} and no apt-get to install them"
+		log "installing containerd runc containernetworking-plugins conntrack socat iptables openssl"
+		local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600)
+		"${apt[@]}" install -y containerd runc containernetworking-plugins conntrack socat iptables openssl >&2 ||
+			{ "${apt[@]}" update >&2 && "${apt[@]}" install -y containerd runc containernetworking-plugins conntrack socat iptables openssl >&2; }
+	fi
+	ENVTEST_BIN=$(cd "$root" && DISTCACHE_CACHE="$CACHE" hack/envtest-assets.sh)
+	NODE_BIN=$(cd "$root" && DISTCACHE_CACHE="$CACHE" hack/localkube/assets.sh)
+}
+
+# start NAME CMD... runs CMD in the background, its output in
+# $STATE/log/NAME.log, its PID in $STATE/pid/NAME.
+start() {
+	local name=$1
+	shift
+	mkdir -p "$STATE/log" "$STATE/pid"
+	"$@" >"$STATE/log/$name.log" 2>&1 &
+	echo $! >"$STATE/pid/$name"
+	log "started $name (pid $!)"
+}
+
+# wait_until WHAT SECONDS CMD... retries CMD every half second.
+wait_until() {
+	local what=$1 tries=$(($2 * 2))
+	shift 2
+	for ((i = 0; i < tries; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.5
+	done
+	die "timed out waiting for $what (logs in $STATE/log)"
+}
+
+# iptables_view DIR writes DIR/iptables, the rules of DIR's iptables-save
+# outputs to compare: counters zeroed, and tables that hold nothing (built-in
+# chains that accept, no rule) left out, since an emptied table is as good
+# as none.
+iptables_view() {
+	local dir=$1
+	cat "$dir/iptables.full" "$dir/iptables-legacy.full" | { grep -v '^#' || true; } |
+		sed 's/\[[0-9]*:[0-9]*\]/[0:0]/' | awk '
+			/^\*/ { table = $0; body = ""; used = 0; next }
+			/^COMMIT/ { if (used) printf "%s\n%sCOMMIT\n", table, body; next }
+			{ body = body $0 "\n"; if ($0 !~ /^:[A-Z]+ ACCEPT /) used = 1 }' >"$dir/iptables"
+}
+
+# snapshot DIR records the host state localkube changes: sysctls,
+# addresses, links, mounts, iptables.
+snapshot() {
+	local dir=$1 s
+	mkdir -p "$dir"
+	for s in "${SYSCTLS[@]}"; do
+		printf '%s=%s\n' "$s" "$(sysctl -n "$s" 2>/dev/null || echo absent)"
+	done >"$dir/sysctls"
+	ip -o addr show | awk '{print $2, $4}' | sort >"$dir/addresses"
+	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$dir/links"
+	awk '{print $2}' /proc/mounts | sort >"$dir/mounts"
+	# Both back ends: kube-proxy and the CNI plugins use `iptables` (nft on
+	# Debian 12); other tools here use iptables-legacy.
+	iptables-save 2>/dev/null >"$dir/iptables.full"
+	iptables-legacy-save 2>/dev/null >"$dir/iptables-legacy.full" || true
+	iptables_view "$dir"
+	find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort >"$dir/netns" || true
+	local p
+	for p in "${HOST_PATHS[@]}"; do
+		[ -e "$p" ] && echo "$p"
+	done >"$dir/paths" || true
+}
+
+pki() {
+	local d=$STATE/pki
+	[ -f "$d/admin.crt" ] && return
+	mkdir -p "$d"
+	(
+		cd "$d" || exit 1
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 7 -subj /CN=localkube-ca 2>/dev/null
+		openssl genrsa -out sa.key 2048 2>/dev/null
+		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+		cat >apiserver.ext <<EXT
+subjectAltName=IP:$NODE_IP,IP:127.0.0.1,IP:$API_SERVICE_IP,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,DNS:localhost
+extendedKeyUsage=serverAuth
+EXT
+		openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj /CN=kube-apiserver 2>/dev/null
+		openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out apiserver.crt -days 7 -extfile apiserver.ext 2>/dev/null
+		# One client identity for every component (system:masters): a test
+		# cluster on one host, whose only users are this project's tests.
+		openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=localkube-admin" 2>/dev/null
+		printf 'extendedKeyUsage=clientAuth\n' >client.ext
+		openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out admin.crt -days 7 -extfile client.ext 2>/dev/null
+	)
+	cat >"$STATE/admin.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: localkube
+  cluster: {server: "https://$NODE_IP:$API_PORT", certificate-authority: "$d/ca.crt"}
+users:
+- name: admin
+  user: {client-certificate: "$d/admin.crt", client-key: "$d/admin.key"}
+contexts:
+- name: localkube
+  context: {cluster: localkube, user: admin}
+current-context: localkube
+KC
+}
+
+kubectl_() { "$ENVTEST_BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig" "$@"; }
+
+control_plane() {
+	start etcd "$ENVTEST_BIN/etcd" --data-dir "$STATE/etcd" \
+		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+		--listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" \
+		--initial-cluster "default=http://127.0.0.1:$((ETCD_PORT + 10))" --unsafe-no-fsync
+	local p=$STATE/pki
+	start kube-apiserver "$ENVTEST_BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+		--bind-address "$NODE_IP" --advertise-address "$NODE_IP" --secure-port "$API_PORT" \
+		--tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
+		--service-account-key-file "$p/sa.pub" --service-account-signing-key-file "$p/sa.key" \
+		--service-account-issuer "https://kubernetes.default.svc.cluster.local" \
+		--service-cluster-ip-range "$SERVICE_CIDR" --authorization-mode Node,RBAC \
+		--kubelet-client-certificate "$p/admin.crt" --kubelet-client-key "$p/admin.key" --kubelet-preferred-address-types InternalIP \
+		--enable-admission-plugins NodeRestriction,OwnerReferencesPermissionEnforcement
+	wait_until "the API server" 120 kubectl_ get --raw /readyz
+	start kube-controller-manager "$NODE_BIN/kube-controller-manager" --kubeconfig "$STATE/admin.kubeconfig" \
+		--service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" --use-service-account-credentials \
+		--service-cluster-ip-range "$SERVICE_CIDR" --leader-elect=false --bind-address 127.0.0.1 \
+		--controllers '*,-node-ipam-controller'
+	start kube-scheduler "$NODE_BIN/kube-scheduler" --kubeconfig "$STATE/admin.kubeconfig" \
+		--leader-elect=false --bind-address 127.0.0.1
+}
+
+containerd_() {
+	mkdir -p "$STATE/containerd" "$STATE/cni/net.d"
+	cat >"$STATE/containerd/config.toml" <<TOML
+version = 2
+root = "$STATE/containerd/root"
+state = "$STATE/containerd/state"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$STATE/containerd/opt"
+[grpc]
+  address = "$SOCKET"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.10"
+  # Root here lacks CAP_SYS_RESOURCE: without this every sandbox fails
+  # writing /proc/self/oom_score_adj.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$STATE/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = false
+TOML
+	cat >"$STATE/cni/net.d/10-localkube.conflist" <<CNI
+{
+  "cniVersion": "1.0.0",
+  "name": "localkube",
+  "plugins": [
+    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "$STATE/cni/ipam", "ranges": [[{"subnet": "$POD_SUBNET", "gateway": "$POD_GATEWAY"}]],
+              "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+CNI
+	start containerd containerd --config "$STATE/containerd/config.toml"
+	wait_until containerd 60 ctr -a "$SOCKET" version
+}
+
+load() {
+	[ -S "$SOCKET" ] || die "localkube is not running (no $SOCKET)"
+	local a
+	for a in "$@"; do
+		log "importing $a"
+		ctr -a "$SOCKET" -n k8s.io images import --no-unpack=false "$a" >&2
+	done
+}
+
+# images builds the pause and Redis images (hack/localkube/images) unless
+# cached, and imports them.
+images() {
+	local dir=$CACHE/localkube/images
+	if [ ! -f "$dir/pause.tar" ] || [ ! -f "$dir/redis.tar" ]; then
+		log "building the pause and Redis images into $dir"
+		(cd "$root" && go run ./hack/localkube/images -out "$dir" -created "$(git log -1 --format=%ct 2>/dev/null || echo 0)") >&2
+	fi
+	load "$dir/pause.tar" "$dir/redis.tar"
+}
+
+node_() {
+	mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
+	cat >"$STATE/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_IP
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "$STATE/pki/ca.crt"}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+# The machines this runs on have cgroup v1 (hybrid), no systemd.
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$SOCKET
+clusterDomain: cluster.local
+clusterDNS: [$DNS_SERVICE_IP]
+podLogsDir: $STATE/pod-logs
+resolvConf: /etc/resolv.conf
+protectKernelDefaults: false
+makeIPTablesUtilChains: false
+enforceNodeAllocatable: []
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
+imageGCHighThresholdPercent: 100
+YAML
+	start kubelet "$NODE_BIN/kubelet" --config "$STATE/kubelet.yaml" --kubeconfig "$STATE/admin.kubeconfig" \
+		--root-dir "$STATE/kubelet" --cert-dir "$STATE/kubelet/pki" --hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
+	start kube-proxy "$NODE_BIN/kube-proxy" --kubeconfig "$STATE/admin.kubeconfig" --proxy-mode iptables \
+		--cluster-cidr 198.18.0.0/16 --hostname-override "$NODE_NAME" \
+		--conntrack-max-per-core 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0 \
+		--bind-address 127.0.0.1 --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256
+}
+
+# dns runs CoreDNS on the node's address and points the kube-dns Service at
+# it, so pods resolve cluster names without a DNS image.
+dns() {
+	cat >"$STATE/Corefile" <<CF
+.:53 {
+    bind $NODE_IP
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $STATE/admin.kubeconfig localkube
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 5
+}
+CF
+	start coredns "$NODE_BIN/coredns" -conf "$STATE/Corefile"
+	kubectl_ apply -f - >&2 <<DNS
+apiVersion: v1
+kind: Service
+metadata: {name: kube-dns, namespace: kube-system, labels: {k8s-app: kube-dns}}
+spec:
+  clusterIP: $DNS_SERVICE_IP
+  ports:
+  - {name: dns, port: 53, protocol: UDP, targetPort: 53}
+  - {name: dns-tcp, port: 53, protocol: TCP, targetPort: 53}
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: kube-dns, namespace: kube-system}
+subsets:
+- addresses: [{ip: $NODE_IP}]
+  ports:
+  - {name: dns, port: 53, protocol: UDP}
+  - {name: dns-tcp, port: 53, protocol: TCP}
+DNS
+}
+
+node_ready() {
+	[ "$(kubectl_ get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+up() {
+	preflight
+	if [ -f "$STATE/pid/kube-apiserver" ] && kill -0 "$(cat "$STATE/pid/kube-apiserver")" 2>/dev/null; then
+		log "already running; KUBECONFIG=$STATE/admin.kubeconfig"
+		return
+	fi
+	mkdir -p "$STATE"
+	[ -d "$STATE/before" ] || snapshot "$STATE/before"
+	ip addr add "$NODE_IP/32" dev lo 2>/dev/null || true
+	sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
+	pki
+	control_plane
+	containerd_
+	images
+	node_
+	dns
+	wait_until "the Node to be Ready" 180 node_ready
+	wait_until "the controller manager (the default ServiceAccount)" 120 kubectl_ -n default get serviceaccount default
+	log "ready: export KUBECONFIG=$STATE/admin.kubeconfig"
+}
+
+# stop NAME stops the process this script started as NAME, by its PID:
+# SIGTERM, then SIGKILL after a minute (the API server can take that long).
+stop() {
+	local f=$STATE/pid/$1 pid
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for ((i = 0; i < 120; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.5
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			kill -KILL "$pid" 2>/dev/null || true
+		fi
+	fi
+	rm -f "$f"
+	log "stopped $1"
+}
+
+# containers_down stops every container of localkube's containerd, and
+# the shims it started, which outlive containerd by design.
+containers_down() {
+	[ -S "$SOCKET" ] || return 0
+	local t
+	for t in $(ctr -a "$SOCKET" -n k8s.io tasks ls -q 2>/dev/null); do
+		ctr -a "$SOCKET" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true
+	done
+	for ((i = 0; i < 60; i++)); do
+		[ -z "$(ctr -a "$SOCKET" -n k8s.io tasks ls -q 2>/dev/null | head -1)" ] && break
+		for t in $(ctr -a "$SOCKET" -n k8s.io tasks ls -q 2>/dev/null); do
+			ctr -a "$SOCKET" -n k8s.io tasks delete "$t" >/dev/null 2>&1 || true
+		done
+		sleep 0.5
+	done
+	local pid
+	for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $SOCKET" || true); do
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+
+# with_empty_tables FILE prints an iptables-save FILE with an empty section
+# for each table it lacks, so that iptables-restore empties the tables that
+# were not there before, too.
+with_empty_tables() {
+	cat "$1"
+	local t
+	for t in filter nat mangle raw security; do
+		grep -qx "\*$t" "$1" || printf '*%s\nCOMMIT\n' "$t"
+	done
+}
+
+restore_host() {
+	local before=$STATE/before line
+	if [ -f "$before/sysctls" ]; then
+		while IFS='=' read -r key value; do
+			[ "$value" = absent ] || sysctl -qw "$key=$value" || true
+		done <"$before/sysctls"
+	fi
+	# Mounts under the state directory (pod volumes, netns bind mounts).
+	awk '{print $2}' /proc/mounts | { grep -E "^($STATE|/run/netns/cni-)" || true; } | sort -r | while read -r line; do
+		umount -l "$line" 2>/dev/null || true
+	done
+	if [ -f "$before/netns" ]; then
+		find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | while read -r line; do
+			grep -qx "$line" "$before/netns" || rm -f "/run/netns/$line"
+		done
+	fi
+	ip link del "$BRIDGE" 2>/dev/null || true
+	ip addr del "$NODE_IP/32" dev lo 2>/dev/null || true
+	# The chains kube-proxy, the kubelet and the CNI plugins added.
+	if [ -f "$before/iptables.full" ]; then
+		with_empty_tables "$before/iptables.full" | iptables-restore
+	fi
+	if [ -f "$before/iptables-legacy.full" ] && command -v iptables-legacy-restore >/dev/null; then
+		with_empty_tables "$before/iptables-legacy.full" | iptables-legacy-restore
+	fi
+	local cg
+	for cg in /sys/fs/cgroup/*/kubepods*; do
+		if [ -d "$cg" ]; then
+			find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+		fi
+	done
+	local p
+	for p in "${HOST_PATHS[@]}"; do
+		if [ -e "$p" ] && ! grep -qx "$p" "$before/paths"; then
+			rm -rf "$p"
+		fi
+	done
+}
+
+down() {
+	[ -d "$STATE" ] || { log "not running"; return 0; }
+	stop coredns
+	stop kube-proxy
+	stop kubelet
+	containers_down
+	stop containerd
+	stop kube-scheduler
+	stop kube-controller-manager
+	stop kube-apiserver
+	stop etcd
+	restore_host
+	snapshot "$STATE/after"
+	iptables_view "$STATE/before"
+	local f diffs=0
+	for f in sysctls addresses links mounts iptables netns paths; do
+		if ! diff -u "$STATE/before/$f" "$STATE/after/$f" >&2; then
+			diffs=1
+		fi
+	done
+	[ "$diffs" -eq 0 ] || die "the host differs from before up (above); state kept in $STATE"
+	rm -rf "$STATE"
+	log "stopped; the host is as before"
+}
