@@ -60,8 +60,9 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # prometheus-operator CRDs in sync with theirs (hack/promoperator, likewise);
 # iptables-legacy for the fault-injection suite's delays (test/fault,
 # internal/faultinject); shellcheck for the test that checks every shell
-# script (test/scripts).
-TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck
+# script (test/scripts); localkube's binaries and Debian packages for the
+# test that brings a real node up and down (test/localkube).
+TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck localkube-deps
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -300,8 +301,15 @@ kind-down: ## Delete the Kind cluster
 # localkube (hack/localkube): a real single-node Kubernetes on this machine,
 # built from the Go module proxy and Debian's containerd, without a registry.
 # Needs root. See docs/localkube.md.
-.PHONY: localkube-up localkube-down localkube-load
-localkube-up: envtest ## Start localkube (root): control plane, containerd, kubelet, kube-proxy, CoreDNS; wait for the Node
+.PHONY: localkube-up localkube-down localkube-load localkube-deps
+localkube-deps: ## Install localkube's Debian packages and build its binaries into TOOLS_DIR (idempotent; minutes the first time)
+	@$(call apt_install,containerd,containerd)
+	@$(call apt_install,runc,runc)
+	@$(call apt_install,/usr/lib/cni/bridge,containernetworking-plugins)
+	@$(call apt_install,conntrack,conntrack)
+	@$(call apt_install,socat,socat)
+	DISTCACHE_CACHE='$(abspath $(TOOLS_DIR))' hack/localkube/assets.sh >/dev/null
+localkube-up: envtest localkube-deps ## Start localkube (root): control plane, containerd, kubelet, kube-proxy, CoreDNS; wait for the Node
 	hack/localkube/localkube.sh up
 localkube-down: ## Stop localkube by PID and restore the host (sysctls, addresses, links, mounts, iptables)
 	hack/localkube/localkube.sh down
