@@ -83,7 +83,9 @@ func TestGetTieUsesBothCandidates(t *testing.T) {
 					cl.nodes[l][0].set(nodeLoad(tt.loads[l]))
 				}
 			}
-			c := newTestClient(t, cl.p)
+			// No hedging: on a loaded machine a slow read would also ask
+			// the other candidate, which is not the tie-break under test.
+			c := newTestClient(t, cl.p, withHedgeDelay(-1))
 			for range 100 {
 				if _, err := c.Get(testCtx(t), "k"); err != nil {
 					t.Fatalf("Get: %v", err)

@@ -19,6 +19,11 @@ SOCKET=$STATE/containerd/containerd.sock
 # directories (device plugins, container log links, plugin binaries): down
 # removes those that were not there before up.
 HOST_PATHS=(/var/lib/kubelet /var/log/containers /var/log/pods /opt/containerd /run/containerd /var/lib/cni /etc/cni)
+# Names of what localkube may create among what others on the host (tests
+# running beside it) create too: only these are compared and cleaned up.
+OURS_LINKS='^(lkcni0|veth[0-9a-f]{8})$'
+OURS_MOUNTS="^($STATE|/run/netns/cni-|/var/lib/kubelet|/run/containerd|/var/lib/cni)"
+OURS_NETNS='^cni-'
 # The sysctls the kubelet and kube-proxy set, restored by down.
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward
 	net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables)
@@ -70,36 +75,39 @@ wait_until() {
 	die "timed out waiting for $what (logs in $STATE/log)"
 }
 
-# iptables_view DIR writes DIR/iptables, the rules of DIR's iptables-save
-# outputs to compare: counters zeroed, and tables that hold nothing (built-in
-# chains that accept, no rule) left out, since an emptied table is as good
-# as none.
+# iptables_view DIR writes DIR/iptables, the part of DIR's iptables-save
+# outputs that a node adds (chains and rules of kube-proxy, the kubelet and
+# the CNI plugins, and rules about its address ranges) with counters zeroed
+# and empty tables left out: others' rules, and an emptied table, do not
+# count.
 iptables_view() {
 	local dir=$1
-	cat "$dir/iptables.full" "$dir/iptables-legacy.full" | { grep -v '^#' || true; } |
-		sed 's/\[[0-9]*:[0-9]*\]/[0:0]/' | awk '
-			/^\*/ { table = $0; body = ""; used = 0; next }
-			/^COMMIT/ { if (used) printf "%s\n%sCOMMIT\n", table, body; next }
-			{ body = body $0 "\n"; if ($0 !~ /^:[A-Z]+ ACCEPT /) used = 1 }' >"$dir/iptables"
+	cat "$dir/iptables.full" "$dir/iptables-legacy.full" |
+		sed 's/\[[0-9]*:[0-9]*\]/[0:0]/' |
+		{ grep -E '^\*|^COMMIT|KUBE|CNI|198\.1[89]\.|lkcni0' || true; } | awk '
+			/^\*/ { table = $0; body = ""; next }
+			/^COMMIT/ { if (body != "") printf "%s\n%sCOMMIT\n", table, body; next }
+			{ body = body $0 "\n" }' >"$dir/iptables"
 }
 
-# snapshot DIR records the host state localkube changes: sysctls,
-# addresses, links, mounts, iptables.
+# snapshot DIR records the host state localkube changes: sysctls, the
+# addresses of lo and of its own links, its links, mounts and network
+# namespaces, iptables, host paths.
 snapshot() {
 	local dir=$1 s
 	mkdir -p "$dir"
 	for s in "${SYSCTLS[@]}"; do
 		printf '%s=%s\n' "$s" "$(sysctl -n "$s" 2>/dev/null || echo absent)"
 	done >"$dir/sysctls"
-	ip -o addr show | awk '{print $2, $4}' | sort >"$dir/addresses"
-	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort >"$dir/links"
-	awk '{print $2}' /proc/mounts | sort >"$dir/mounts"
+	ip -o addr show | awk '{print $2, $4}' | { grep -E '^(lo|lkcni0|veth[0-9a-f]{8}) ' || true; } | sort >"$dir/addresses"
+	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | { grep -E "$OURS_LINKS" || true; } | sort >"$dir/links"
+	awk '{print $2}' /proc/mounts | { grep -E "$OURS_MOUNTS" || true; } | sort >"$dir/mounts"
 	# Both back ends: kube-proxy and the CNI plugins use `iptables` (nft on
 	# Debian 12); other tools here use iptables-legacy.
 	iptables-save 2>/dev/null >"$dir/iptables.full"
 	iptables-legacy-save 2>/dev/null >"$dir/iptables-legacy.full" || true
 	iptables_view "$dir"
-	find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort >"$dir/netns" || true
+	find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | { grep -E "$OURS_NETNS" || true; } | sort >"$dir/netns"
 	local p
 	for p in "${HOST_PATHS[@]}"; do
 		[ -e "$p" ] && echo "$p"
@@ -300,6 +308,36 @@ subsets:
 DNS
 }
 
+# volumes makes a default StorageClass "local" and LOCALKUBE_VOLUMES
+# (default 16) hostPath PersistentVolumes of 1Gi under the state directory
+# for it, so claims (a StatefulSet's storage.persistence) bind without a
+# provisioner.
+volumes() {
+	local n=${LOCALKUBE_VOLUMES:-16} i docs
+	docs="apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: local
+  annotations: {storageclass.kubernetes.io/is-default-class: \"true\"}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer"
+	for ((i = 0; i < n; i++)); do
+		mkdir -p "$STATE/volumes/pv-$i"
+		docs="$docs
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: localkube-pv-$i}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: local
+  hostPath: {path: \"$STATE/volumes/pv-$i\", type: Directory}"
+	done
+	printf '%s\n' "$docs" | kubectl_ apply -f - >/dev/null
+}
+
 node_ready() {
 	[ "$(kubectl_ get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
@@ -322,6 +360,7 @@ up() {
 	dns
 	wait_until "the Node to be Ready" 180 node_ready
 	wait_until "the controller manager (the default ServiceAccount)" 120 kubectl_ -n default get serviceaccount default
+	volumes
 	log "ready: export KUBECONFIG=$STATE/admin.kubeconfig"
 }
 
@@ -377,6 +416,8 @@ with_empty_tables() {
 	done
 }
 
+# restore_host undoes what up changed; each step goes on when one fails, so
+# that one leftover does not leave the others (down then reports it).
 restore_host() {
 	local before=$STATE/before line
 	if [ -f "$before/sysctls" ]; then
@@ -389,18 +430,18 @@ restore_host() {
 		umount -l "$line" 2>/dev/null || true
 	done
 	if [ -f "$before/netns" ]; then
-		find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | while read -r line; do
-			grep -qx "$line" "$before/netns" || rm -f "/run/netns/$line"
+		find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | { grep -E "$OURS_NETNS" || true; } | while read -r line; do
+			grep -qx "$line" "$before/netns" || rm -f "/run/netns/$line" || log "cannot remove /run/netns/$line"
 		done
 	fi
 	ip link del "$BRIDGE" 2>/dev/null || true
 	ip addr del "$NODE_IP/32" dev lo 2>/dev/null || true
 	# The chains kube-proxy, the kubelet and the CNI plugins added.
 	if [ -f "$before/iptables.full" ]; then
-		with_empty_tables "$before/iptables.full" | iptables-restore
+		with_empty_tables "$before/iptables.full" | iptables-restore || log "cannot restore the iptables rules"
 	fi
 	if [ -f "$before/iptables-legacy.full" ] && command -v iptables-legacy-restore >/dev/null; then
-		with_empty_tables "$before/iptables-legacy.full" | iptables-legacy-restore
+		with_empty_tables "$before/iptables-legacy.full" | iptables-legacy-restore || log "cannot restore the iptables-legacy rules"
 	fi
 	local cg
 	for cg in /sys/fs/cgroup/*/kubepods*; do
@@ -411,7 +452,7 @@ restore_host() {
 	local p
 	for p in "${HOST_PATHS[@]}"; do
 		if [ -e "$p" ] && ! grep -qx "$p" "$before/paths"; then
-			rm -rf "$p"
+			rm -rf "$p" || log "cannot remove $p"
 		fi
 	done
 }

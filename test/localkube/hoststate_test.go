@@ -1,6 +1,7 @@
 package localkube
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +21,32 @@ var hostPaths = []string{"/var/lib/kubelet", "/var/log/containers", "/var/log/po
 // chain matches an iptables-save chain declaration.
 var chain = regexp.MustCompile(`(?m)^:(\S+)`)
 
-// hostState is what localkube may change on the host, as text per aspect.
-func hostState(t *testing.T) map[string]string {
+// What a node may create among what other tests running beside this one
+// create on the host (network namespaces, links, addresses, mounts, chains
+// of their own): only these are compared.
+var (
+	ourLink  = regexp.MustCompile(`^(lkcni0|veth[0-9a-f]{8})$`)
+	ourAddr  = regexp.MustCompile(`^\d+: (lo|lkcni0|veth[0-9a-f]{8})\s`)
+	ourMount = `^(/run/netns/cni-|/var/lib/kubelet|/run/containerd|/var/lib/cni|%s)`
+	ourChain = regexp.MustCompile(`^(KUBE|CNI)`)
+	ourNetns = regexp.MustCompile(`^cni-`)
+)
+
+// matching keeps the lines of text that re matches, sorted.
+func matching(re *regexp.Regexp, lines []string) string {
+	var out []string
+	for _, l := range lines {
+		if re.MatchString(l) {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, "\n")
+}
+
+// hostState is what localkube, with its state in dir, may change on the
+// host, as text per aspect.
+func hostState(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	s := map[string]string{}
 	var vals []string
@@ -30,20 +55,22 @@ func hostState(t *testing.T) map[string]string {
 		vals = append(vals, k+"="+strings.TrimSpace(string(b))+errText(err))
 	}
 	s["sysctls"] = strings.Join(vals, "\n")
-	s["addresses"] = run(t, "ip", "-o", "addr", "show")
-	s["links"] = fields(run(t, "ip", "-o", "link", "show"), 1)
+	s["addresses"] = matching(ourAddr, strings.Split(run(t, "ip", "-o", "addr", "show"), "\n"))
+	s["links"] = matching(ourLink, strings.Split(fields(run(t, "ip", "-o", "link", "show"), 1), "\n"))
 	mounts, err := os.ReadFile("/proc/mounts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s["mounts"] = fields(string(mounts), 1)
+	s["mounts"] = matching(regexp.MustCompile(fmt.Sprintf(ourMount, regexp.QuoteMeta(dir))), strings.Split(fields(string(mounts), 1), "\n"))
 	var chains []string
 	for _, save := range []string{"iptables-save", "iptables-legacy-save"} {
 		if _, err := exec.LookPath(save); err != nil {
 			continue
 		}
 		for _, m := range chain.FindAllStringSubmatch(run(t, save), -1) {
-			chains = append(chains, save+" "+m[1])
+			if ourChain.MatchString(m[1]) {
+				chains = append(chains, save+" "+m[1])
+			}
 		}
 	}
 	slices.Sort(chains)
@@ -51,7 +78,9 @@ func hostState(t *testing.T) map[string]string {
 	netns, _ := os.ReadDir("/run/netns")
 	var names []string
 	for _, e := range netns {
-		names = append(names, e.Name())
+		if ourNetns.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
 	}
 	s["network namespaces"] = strings.Join(names, "\n")
 	var present []string

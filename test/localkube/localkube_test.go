@@ -43,7 +43,7 @@ func TestUpRunsPodsAndDownRestoresTheHost(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "localkube")
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	before := hostState(t)
+	before := hostState(t, dir)
 
 	script(ctx, t, dir, "up")
 	down := func() { script(context.WithoutCancel(ctx), t, dir, "down") }
@@ -104,7 +104,7 @@ spec:
 
 	down()
 	downed = true
-	after := hostState(t)
+	after := hostState(t, dir)
 	for k, v := range before {
 		if after[k] != v {
 			t.Errorf("%s after down:\n%s\nbefore up:\n%s", k, after[k], v)
