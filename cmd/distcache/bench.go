@@ -25,6 +25,7 @@ type benchOptions struct {
 	ref       clusterRef
 	maps      mapSourceFlags
 	key       dataKey
+	listen    string
 	cfg       driver.Config
 	modes     []string
 	failNode  string
@@ -81,6 +82,7 @@ and recovers it --down-for later; the report shows the throughput timeline
 	f := cmd.Flags()
 	c := &o.cfg
 	o.maps.addFlags(cmd, "partition map file of a cluster that is not a local standalone one (needs --rate; no load tables)", false)
+	f.StringVar(&o.listen, "listen", "", "UDP address of the clients (default 127.0.0.1:0 with a standalone cluster, 0.0.0.0:0 with --map or --map-configmap, as in a pod)")
 	f.Uint64Var(&c.Keys, "keys", driver.DefaultKeys, "key space size")
 	f.Float64Var(&c.Skew, "skew", driver.DefaultSkew, "Zipf exponent (0: uniform)")
 	f.IntVar(&c.ValueSize, "value-size", driver.DefaultValueSize, "written value size in bytes")
@@ -152,6 +154,12 @@ func (o *benchOptions) cluster(ctx context.Context) (driver.Cluster, *control.St
 			return nil, nil, err
 		}
 		o.key.apply(&o.cfg.Client.Transport)
+		// The cluster's nodes and shims are elsewhere (other pods): their
+		// replies come to this host's address, not to loopback.
+		o.cfg.Client.Transport.Addr = "0.0.0.0:0"
+		if o.listen != "" {
+			o.cfg.Client.Transport.Addr = o.listen
+		}
 		return mapOnly{}, nil, nil
 	}
 	runDir, err := o.ref.resolveRunDir(ctx)
@@ -162,6 +170,9 @@ func (o *benchOptions) cluster(ctx context.Context) (driver.Cluster, *control.St
 		return nil, nil, err
 	}
 	o.key.apply(&o.cfg.Client.Transport)
+	if o.listen != "" {
+		o.cfg.Client.Transport.Addr = o.listen
+	}
 	c := control.Dial(runDir)
 	st, err := c.Status(ctx)
 	if err != nil {

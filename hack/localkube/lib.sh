@@ -322,7 +322,9 @@ metadata:
 provisioner: kubernetes.io/no-provisioner
 volumeBindingMode: WaitForFirstConsumer"
 	for ((i = 0; i < n; i++)); do
+		# Writable by any user: fsGroup does not apply to hostPath volumes.
 		mkdir -p "$STATE/volumes/pv-$i"
+		chmod 0777 "$STATE/volumes/pv-$i"
 		docs="$docs
 ---
 apiVersion: v1

@@ -66,7 +66,7 @@ func (r *Reconciler) reconcileDataPlaneKey(ctx context.Context, s *state) (ctrl.
 // them.
 func dataPlaneKeyVolume(cc *v1alpha1.CacheCluster) corev1.Volume {
 	return corev1.Volume{Name: DataPlaneKeyVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: DataPlaneKeySecretName(cc.Name), DefaultMode: ptr.To[int32](0o400),
+		SecretName: DataPlaneKeySecretName(cc.Name), DefaultMode: ptr.To(secretMode),
 	}}}
 }
 

@@ -76,6 +76,7 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	sts.Spec.Template.Spec.Containers = []corev1.Container{c}
 	sts.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(s.cc)}
 	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(s.cc.Name)
+	sts.Spec.Template.Spec.SecurityContext = podSecurity()
 }
 
 // dataPlaneContainer runs a distcache role with its pod name in POD_NAME
@@ -101,6 +102,7 @@ func dataPlaneContainer(role, image string, pull corev1.PullPolicy, args []strin
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(MetricsPort)}},
 			PeriodSeconds: 2, FailureThreshold: 2,
 		},
+		SecurityContext: containerSecurity(),
 	}
 }
 

@@ -55,7 +55,7 @@ func redisAccessOf(st *v1alpha1.StorageSpec) redisAccess {
 func (a *redisAccess) mount(volume, dir, secret, key, flag string) {
 	a.args = append(a.args, flag+"="+path.Join(dir, key))
 	a.volumes = append(a.volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: key}}, DefaultMode: ptr.To[int32](0o400),
+		SecretName: secret, Items: []corev1.KeyToPath{{Key: key, Path: key}}, DefaultMode: ptr.To(secretMode),
 	}}})
 	a.mounts = append(a.mounts, corev1.VolumeMount{Name: volume, MountPath: dir, ReadOnly: true})
 }

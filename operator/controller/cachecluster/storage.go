@@ -80,6 +80,7 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
 			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(RedisPort)},
 		}},
+		SecurityContext: containerSecurity(),
 	}
 	shim := withDataPlaneKey(dataPlaneContainer(ComponentShim, image, pull,
 		shimArgs(cc, "$(POD_NAME)", fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort))
@@ -92,6 +93,7 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 	sts.Spec.Template.Labels = lbl
 	sts.Spec.Template.Spec.Containers = []corev1.Container{redis, shim}
 	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(cc.Name)
+	sts.Spec.Template.Spec.SecurityContext = podSecurity()
 	sts.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(cc)}
 	// The data volume: a claim per pod with storage.persistence (a
 	// StatefulSet's claims cannot change once it exists, and the API does
@@ -179,6 +181,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			dep.Spec.Template.Labels = lbl
 			dep.Spec.Template.Spec.Containers = []corev1.Container{c}
 			dep.Spec.Template.Spec.ServiceAccountName = DataPlaneName(s.cc.Name)
+			dep.Spec.Template.Spec.SecurityContext = podSecurity()
 			dep.Spec.Template.Spec.Volumes = append([]corev1.Volume{dataPlaneKeyVolume(s.cc)}, access.volumes...)
 		}); err != nil {
 			return err
@@ -242,7 +245,7 @@ func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
 	}
 	storage := map[string]any{"volumeMount": map[string]any{
 		"volume": []any{
-			map[string]any{"name": DataPlaneKeyVolume, "secret": map[string]any{"secretName": DataPlaneKeySecretName(cc.Name), "defaultMode": int64(0o400)}},
+			map[string]any{"name": DataPlaneKeyVolume, "secret": map[string]any{"secretName": DataPlaneKeySecretName(cc.Name), "defaultMode": int64(secretMode)}},
 		},
 	}}
 	if p := cc.Spec.Storage.Persistence; p != nil {
