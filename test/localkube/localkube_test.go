@@ -102,6 +102,8 @@ spec:
 		return reply == "+PONG", fmt.Errorf("reply %q", reply)
 	})
 
+	installPath(ctx, t, dir, kubectl)
+
 	down()
 	downed = true
 	after := hostState(t, dir)

@@ -1,0 +1,110 @@
+package localkube
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/distcache/distcache/containerimage"
+	"github.com/distcache/distcache/internal/buildinfo"
+	"github.com/distcache/distcache/internal/kubetest"
+)
+
+// imageArchive builds the distcache image as `make image` does (a static
+// binary, package containerimage) into dir and returns the archive's path.
+func imageArchive(ctx context.Context, t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "distcache")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/distcache")
+	build.Dir = kubetest.RepoRoot()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("cannot build distcache: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Unix(0, 0).UTC()
+	img, err := containerimage.Build(containerimage.Spec{Binary: data, Arch: runtime.GOARCH, Version: buildinfo.Release, Created: created})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "distcache.tar")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := containerimage.WriteArchive(f, img, buildinfo.Image, created); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// helmInstall installs the repository's chart as `helm install distcache
+// charts/distcache -n distcache-system --create-namespace --wait` does.
+func helmInstall(ctx context.Context, t *testing.T, kubeconfig string) {
+	t.Helper()
+	ns := "distcache-system"
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
+	cfg := new(action.Configuration)
+	if err := cfg.Init(flags, ns, "secret", t.Logf); err != nil {
+		t.Fatalf("cannot initialise Helm: %v", err)
+	}
+	c, err := loader.Load(filepath.Join(kubetest.RepoRoot(), "charts", "distcache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := action.NewInstall(cfg)
+	in.ReleaseName, in.Namespace, in.CreateNamespace = "distcache", ns, true
+	in.Wait, in.Timeout = true, 4*time.Minute
+	if _, err := in.RunWithContext(ctx, c, map[string]any{}); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+}
+
+// benchRow matches a mode's row of the benchmark's table: its last two
+// columns are errors and coherence messages.
+var benchRow = regexp.MustCompile(`(?m)^\s*(nocache|distcache)\s.*\s(\d+)\s+(\d+)\s*$`)
+
+// installPath follows docs/operator.md's install path on the running
+// localkube: the image loaded, the chart installed, the managed sample Ready
+// with real pods, and the benchmark Job of hack/kind run to completion with
+// no error and no lost write.
+func installPath(ctx context.Context, t *testing.T, dir string, kubectl func(stdin string, args ...string) string) {
+	script(ctx, t, dir, "load", imageArchive(ctx, t, t.TempDir()))
+	helmInstall(ctx, t, filepath.Join(dir, "admin.kubeconfig"))
+	root := kubetest.RepoRoot()
+	kubectl("", "apply", "-f", filepath.Join(root, "config", "samples", "distcache_v1alpha1_cachecluster_managed.yaml"))
+	kubectl("", "wait", "--for=condition=Ready", "cachecluster/shop-managed", "--timeout=240s")
+	if got := kubectl("", "get", "cachecluster", "shop-managed", "-o", "jsonpath={.status.mapApplied}/{.status.readyPods}"); got != "16/16" {
+		t.Errorf("pods using the published map: %s, want 16/16", got)
+	}
+	kubectl("", "apply", "-f", filepath.Join(root, "hack", "kind", "bench-job.yaml"))
+	kubectl("", "wait", "--for=condition=Complete", "job/shop-managed-bench", "--timeout=240s")
+	logs := kubectl("", "logs", "job/shop-managed-bench")
+	rows := benchRow.FindAllStringSubmatch(logs, -1)
+	if len(rows) != 2 || !strings.Contains(logs, "no lost writes") || strings.Contains(logs, "writes failed") {
+		t.Fatalf("benchmark Job: want both modes and no lost writes:\n%s", logs)
+	}
+	for _, r := range rows {
+		if r[2] != "0" {
+			t.Errorf("benchmark Job: %s had %s errors", r[1], r[2])
+		}
+	}
+	if _, report, ok := strings.Cut(logs, "DistCache benchmark"); ok {
+		t.Logf("benchmark Job: DistCache benchmark%s", report)
+	}
+}
