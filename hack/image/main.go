@@ -8,9 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"time"
 
 	"github.com/distcache/distcache/containerimage"
 	"github.com/distcache/distcache/internal/buildinfo"
@@ -41,37 +38,18 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("cannot build the image: %w", err)
 	}
-	at := *created
-	if at == 0 {
-		if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-			if at, err = strconv.ParseInt(s, 10, 64); err != nil {
-				return fmt.Errorf("cannot build the image: SOURCE_DATE_EPOCH %q: %w", s, err)
-			}
-		}
+	at, err := containerimage.CreatedAt(*created)
+	if err != nil {
+		return err
 	}
-	spec := containerimage.Spec{Binary: bin, Arch: *arch, Version: *version, Revision: *revision, Created: time.Unix(at, 0).UTC()}
+	spec := containerimage.Spec{Binary: bin, Arch: *arch, Version: *version, Revision: *revision, Created: at}
 	img, err := containerimage.Build(spec)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-		return fmt.Errorf("cannot write the image: %w", err)
-	}
-	tmp := *out + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("cannot write the image: %w", err)
-	}
 	ref := *repo + ":" + *version
-	if err := containerimage.WriteArchive(f, img, ref, spec.Created); err != nil {
-		_ = f.Close()
+	if err := containerimage.WriteArchiveFile(*out, img, ref, spec.Created); err != nil {
 		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("cannot write the image: %w", err)
-	}
-	if err := os.Rename(tmp, *out); err != nil {
-		return fmt.Errorf("cannot write the image: %w", err)
 	}
 	digest, err := img.Digest()
 	if err != nil {

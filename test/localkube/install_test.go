@@ -41,12 +41,7 @@ func imageArchive(ctx context.Context, t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "distcache.tar")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := containerimage.WriteArchive(f, img, buildinfo.Image, created); err != nil {
+	if err := containerimage.WriteArchiveFile(path, img, buildinfo.Image, created); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/distcache/distcache/containerimage"
 	"github.com/distcache/distcache/internal/poll"
 )
 
@@ -43,7 +44,7 @@ func TestContainerdImport(t *testing.T) {
 			t.Fatal(err)
 		}
 		archives[ref] = filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(ref)+".tar")
-		if err := writeArchive(archives[ref], img, ref, created); err != nil {
+		if err := containerimage.WriteArchiveFile(archives[ref], img, ref, created); err != nil {
 			t.Fatal(err)
 		}
 	}

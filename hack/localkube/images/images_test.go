@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/distcache/distcache/containerimage"
 )
 
 var created = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
@@ -53,7 +55,7 @@ func TestPauseImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), PauseArchive)
-	if err := writeArchive(path, img, PauseRef, created); err != nil {
+	if err := containerimage.WriteArchiveFile(path, img, PauseRef, created); err != nil {
 		t.Fatal(err)
 	}
 	loaded := readBack(t, path, img, PauseRef, "registry.k8s.io/pause:3.10")
@@ -134,7 +136,7 @@ func redisImage(t *testing.T) v1.Image {
 func TestRedisImage(t *testing.T) {
 	img := redisImage(t)
 	path := filepath.Join(t.TempDir(), RedisArchive)
-	if err := writeArchive(path, img, RedisRef, created); err != nil {
+	if err := containerimage.WriteArchiveFile(path, img, RedisRef, created); err != nil {
 		t.Fatal(err)
 	}
 	loaded := readBack(t, path, img, RedisRef, "docker.io/library/redis:7.4")

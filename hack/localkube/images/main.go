@@ -22,8 +22,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -62,16 +60,10 @@ func run() error {
 	if *out == "" {
 		return fmt.Errorf("cannot build the images: -out is required")
 	}
-	at := *created
-	if at == 0 {
-		if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
-			var err error
-			if at, err = strconv.ParseInt(s, 10, 64); err != nil {
-				return fmt.Errorf("cannot build the images: SOURCE_DATE_EPOCH %q: %w", s, err)
-			}
-		}
+	mtime, err := containerimage.CreatedAt(*created)
+	if err != nil {
+		return err
 	}
-	mtime := time.Unix(at, 0).UTC()
 	ctx := context.Background()
 	pause, err := PauseImage(ctx, mtime)
 	if err != nil {
@@ -81,16 +73,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fmt.Errorf("cannot write the images: %w", err)
-	}
 	for _, a := range []struct {
 		img  v1.Image
 		ref  string
 		file string
 	}{{pause, PauseRef, PauseArchive}, {redis, RedisRef, RedisArchive}} {
 		path := filepath.Join(*out, a.file)
-		if err := writeArchive(path, a.img, a.ref, mtime); err != nil {
+		if err := containerimage.WriteArchiveFile(path, a.img, a.ref, mtime); err != nil {
 			return err
 		}
 		digest, err := a.img.Digest()
@@ -98,28 +87,6 @@ func run() error {
 			return fmt.Errorf("cannot write the images: %w", err)
 		}
 		fmt.Printf("%s %s (%s)\n", a.ref, digest, path)
-	}
-	return nil
-}
-
-// writeArchive writes img's archive to path, whole or not at all.
-func writeArchive(path string, img v1.Image, ref string, mtime time.Time) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("cannot write the image %s: %w", ref, err)
-	}
-	if err := containerimage.WriteArchive(f, img, ref, mtime); err != nil {
-		_ = f.Close()
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("cannot write the image %s: %w", ref, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("cannot write the image %s: %w", ref, err)
 	}
 	return nil
 }
