@@ -2,6 +2,8 @@ package localkube
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"github.com/distcache/distcache/containerimage"
 	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/poll"
 )
 
 // imageArchive builds the distcache image as `make image` does (a static
@@ -86,6 +89,21 @@ func installPath(ctx context.Context, t *testing.T, dir string, kubectl func(std
 	kubectl("", "wait", "--for=condition=Ready", "cachecluster/shop-managed", "--timeout=240s")
 	if got := kubectl("", "get", "cachecluster", "shop-managed", "-o", "jsonpath={.status.mapApplied}/{.status.readyPods}"); got != "16/16" {
 		t.Errorf("pods using the published map: %s, want 16/16", got)
+	}
+	// The pods' DNS records (names under their headless Services) reach
+	// CoreDNS a moment after the pods are Ready; a client that starts
+	// before then fails its first operations. Wait for every shard's name.
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(dnsServiceIP, "53"))
+	}}
+	for rack := range 4 {
+		for shard := range 2 {
+			host := fmt.Sprintf("shop-managed-rack-%d-%d.shop-managed-rack-%d.default.svc.cluster.local", rack, shard, rack)
+			poll.Eventually(t, "DNS record of "+host, func() (bool, error) {
+				_, err := r.LookupHost(ctx, host)
+				return err == nil, err
+			})
+		}
 	}
 	kubectl("", "apply", "-f", filepath.Join(root, "hack", "kind", "bench-job.yaml"))
 	kubectl("", "wait", "--for=condition=Complete", "job/shop-managed-bench", "--timeout=240s")
