@@ -46,7 +46,7 @@ func couldNotRun(err error) error { return &exitError{code: exitUndecided, err: 
 // checkOptions are the flags of `distcache check`.
 type checkOptions struct {
 	ref       clusterRef
-	mapFile   string
+	maps      mapSourceFlags
 	key       dataKey
 	redis     []string
 	listen    string
@@ -81,15 +81,22 @@ coherence timeout is known not applied and left out; any other failed or
 timed-out write may have been applied, and the check allows both.
 
 The cluster is a standalone one (--run-dir: the map file and the Redis
-addresses come from its control API) or any cluster whose partition map file
-is readable here (--map, e.g. the operator's ConfigMap mounted in a pod,
-with --redis SHARD=ADDR for each shard to read back from Redis).
+addresses come from its control API) or any cluster whose partition map is
+readable here: a file (--map, e.g. the operator's ConfigMap mounted in a
+pod) or the operator's ConfigMap read and watched through the Kubernetes API
+(--map-configmap, as the data-plane pods follow it), with --redis
+SHARD=ADDR for each shard to read back from Redis.
 
 Faults: the check is meant to run while processes are killed or stopped and
 networks partitioned. --ready-file is created when the preload is done and
 the timed workload starts. --stale-clients N makes N of the --clients
 clients stale: SIGUSR1 freezes their partition map (they keep routing by it
 while the others follow the file), SIGUSR2 gives them the current map again.
+
+Interrupting the check (SIGINT or SIGTERM) during the timed workload ends
+the workload early: the read-back and the check still run and give their
+verdict. A fault injector stops it that way once its faults have healed. A
+second signal ends the process at once, without a verdict.
 
 Output: a progress line on stderr, a one-line verdict on stdout, and in
 --out (default: a new temporary directory) verdict.txt, verdict.json and,
@@ -101,7 +108,8 @@ Exit status: 0 PASS; 1 FAIL (a key not linearizable or a lost write);
 2 the check could not run, or was INCONCLUSIVE (a key's check timed out or
 a key could not be read back).`,
 		Example: `  distcache check --run-dir ~/.local/state/distcache/demo --duration 30s --out out/check
-  distcache check --map /etc/distcache/map.json --redis demo-r0-s0=redis-0.redis:6379 --stale-clients 1 --ready-file /tmp/ready`,
+  distcache check --map /etc/distcache/map.json --redis demo-r0-s0=redis-0.redis:6379 --stale-clients 1 --ready-file /tmp/ready
+  distcache check --map-configmap distcache/demo-partition-map --data-plane-key-dir /etc/distcache/data-plane-key --duration 10m`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if err := cobra.NoArgs(cmd, args); err != nil {
 				return couldNotRun(err)
@@ -115,7 +123,7 @@ a key could not be read back).`,
 	o.key.addFlag(cmd)
 	f := cmd.Flags()
 	c := &o.cfg
-	f.StringVar(&o.mapFile, "map", "", "partition map file of the cluster (instead of a standalone cluster's run directory)")
+	o.maps.addUncheckedFlags(cmd, "partition map file of the cluster (instead of a standalone cluster's run directory)")
 	f.StringArrayVar(&o.redis, "redis", nil, "SHARD=ADDR: Redis address of a storage shard, for the read-back from Redis (repeatable)")
 	f.StringVar(&o.listen, "listen", "", "UDP address of the clients (default 127.0.0.1:0 with a standalone cluster, 0.0.0.0:0 with --map)")
 	f.DurationVar(&c.Duration, "duration", 20*time.Second, "length of the timed workload")
@@ -149,17 +157,19 @@ func (o *checkOptions) run(cmd *cobra.Command) error {
 	if err := o.configure(ctx); err != nil {
 		return couldNotRun(err)
 	}
-	chk, err := checker.New(o.cfg)
+	chk, err := checker.New(ctx, o.cfg)
 	if err != nil {
 		return couldNotRun(err)
 	}
 	defer chk.Close()
 	stopSignals := staleSignals(chk, stderr)
 	defer stopSignals()
+	stopInterrupts := endOnInterrupt(chk, stderr)
+	defer stopInterrupts()
 	guardCtx, stopGuard := context.WithCancel(ctx)
 	defer stopGuard()
 	go guardMemory(guardCtx, o.maxMemoryMiB<<20, stderr, func() { os.Exit(exitUndecided) })
-	fmt.Fprintf(stderr, "check: map %s, %d keys, writing to %s\n", o.cfg.MapFile, o.cfg.Keys, o.out)
+	fmt.Fprintf(stderr, "check: map %s, %d keys, writing to %s\n", o.mapName(), o.cfg.Keys, o.out)
 	v, err := chk.Run(ctx)
 	if v == nil {
 		return couldNotRun(err)
@@ -190,13 +200,20 @@ func verdictError(r checker.Result, details string) error {
 // and the ready file); o.cfg.Logger must be set.
 func (o *checkOptions) configure(ctx context.Context) error {
 	standalone := o.ref.runDir != "" || o.ref.name != "" || len(o.ref.files) > 0
-	if o.mapFile != "" && standalone {
-		return errors.New("cannot check: --map and a standalone cluster (--run-dir, --cluster, -f) exclude each other")
+	if err := o.maps.validate(); err != nil {
+		return err
+	}
+	if o.maps.set() && standalone {
+		return errors.New("cannot check: --map or --map-configmap and a standalone cluster (--run-dir, --cluster, -f) exclude each other")
 	}
 	o.cfg.Redis = map[string]string{}
 	listen := "0.0.0.0:0"
-	if o.mapFile != "" {
-		o.cfg.MapFile = o.mapFile
+	if o.maps.set() {
+		src, err := o.maps.source(o.cfg.Logger)
+		if err != nil {
+			return err
+		}
+		o.cfg.MapSource = src
 		if err := o.key.load(); err != nil {
 			return err
 		}
@@ -251,6 +268,38 @@ func (o *checkOptions) configure(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// mapName names the map the check follows.
+func (o *checkOptions) mapName() string {
+	if o.cfg.MapSource != nil {
+		return o.cfg.MapSource.String()
+	}
+	return o.cfg.MapFile
+}
+
+// endOnInterrupt ends the timed workload at the first SIGINT or SIGTERM,
+// saying so on w, and restores the signals' default action (ending the
+// process) for the next one, until the returned function is called.
+func endOnInterrupt(chk *checker.Checker, w io.Writer) (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-done:
+		case s := <-sig:
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			chk.EndWorkload()
+			fmt.Fprintf(w, "check: %v: the workload ends now; the read-back and the check still run (another signal ends the process)\n", s)
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		signal.Stop(sig)
+	}
 }
 
 // staleSignals freezes the stale clients on SIGUSR1 and thaws them on

@@ -126,6 +126,26 @@ func TestCheckStandaloneCluster(t *testing.T) {
 		t.Fatalf("check --map: verdict %s after %d operations, %+v read from Redis", v.Result, v.Counts.Operations, v.Direct)
 	}
 
+	// An interrupt ends a workload bounded by an hour; the verdict still
+	// comes.
+	ready = filepath.Join(dir, "ready-again")
+	cmd = exec.CommandContext(t.Context(), bin, append(args[:len(args):len(args)], "--max-ops", "100000000", "--duration", "1h", "--ready-file", ready)...)
+	stdout, stderr = syncBuffer{}, syncBuffer{}
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the ready file", func() bool { _, err := os.Stat(ready); return err == nil })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil || !strings.HasPrefix(stdout.String(), "PASS: ") || !strings.Contains(stderr.String(), "the workload ends now") {
+		t.Fatalf("check ended by SIGTERM: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if v := readVerdict(t, checkDir); v.Result != checker.Pass || v.Direct == nil || v.Direct.Read != 8 {
+		t.Fatalf("check ended by SIGTERM: verdict %s, %+v read from Redis", v.Result, v.Direct)
+	}
+
 	out, err = run(t, bin, "check", "--map", filepath.Join(dir, "no-such-map.json"))
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, "cannot read partition map") {
@@ -145,6 +165,9 @@ func TestCheckCannotRun(t *testing.T) {
 		{"map and run directory", []string{"--map", "m.json", "--run-dir", dir}, "exclude each other"},
 		{"no cluster running", []string{"--run-dir", dir}, "no standalone cluster is running there"},
 		{"missing map", []string{"--map", filepath.Join(dir, "none.json")}, "cannot read partition map"},
+		{"map file and ConfigMap", []string{"--map", "m.json", "--map-configmap", "ns/m"}, "--map and --map-configmap exclude each other"},
+		{"ConfigMap and run directory", []string{"--map-configmap", "ns/m", "--run-dir", dir}, "exclude each other"},
+		{"ConfigMap without a namespace", []string{"--map-configmap", "m"}, "NAMESPACE/NAME"},
 		{"bad redis address", []string{"--map", "m.json", "--redis", "shard-0"}, "want SHARD=HOST:PORT"},
 		{"bad flag value", []string{"--keys", "many"}, "invalid argument"},
 		{"an argument", []string{"extra"}, "unknown command"},

@@ -20,17 +20,33 @@ type mapSourceFlags struct {
 	kubeconfig string
 }
 
-// addFlags adds --map, --map-configmap and --kubeconfig; one of the first
-// two is required when required is set.
+// addFlags adds --map, --map-configmap and --kubeconfig, which cobra
+// checks: the first two exclude each other, and one of them is required
+// when required is set.
 func (f *mapSourceFlags) addFlags(cmd *cobra.Command, mapHelp string, required bool) {
-	fs := cmd.Flags()
-	fs.StringVar(&f.file, "map", "", mapHelp)
-	fs.StringVar(&f.configMap, "map-configmap", "", "NAMESPACE/NAME of the partition map ConfigMap, read and watched through the Kubernetes API (instead of --map)")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --map-configmap (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
+	f.addUncheckedFlags(cmd, mapHelp)
 	cmd.MarkFlagsMutuallyExclusive("map", "map-configmap")
 	if required {
 		cmd.MarkFlagsOneRequired("map", "map-configmap")
 	}
+}
+
+// addUncheckedFlags adds the flags without cobra's checks, for a command
+// that reports a bad combination itself (check, whose exit statuses tell a
+// configuration error from a failed check): it calls validate.
+func (f *mapSourceFlags) addUncheckedFlags(cmd *cobra.Command, mapHelp string) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.file, "map", "", mapHelp)
+	fs.StringVar(&f.configMap, "map-configmap", "", "NAMESPACE/NAME of the partition map ConfigMap, read and watched through the Kubernetes API (instead of --map)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --map-configmap (default: in-cluster config, then $KUBECONFIG, then ~/.kube/config)")
+}
+
+// validate refuses both map sources at once.
+func (f *mapSourceFlags) validate() error {
+	if f.file != "" && f.configMap != "" {
+		return errors.New("cannot read the partition map: --map and --map-configmap exclude each other")
+	}
+	return nil
 }
 
 // set says whether a map source was given.

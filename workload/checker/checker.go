@@ -29,6 +29,7 @@ type Checker struct {
 	rec   *history.Recorder
 	count counters
 	ops   atomic.Int64 // workload operations started
+	ended atomic.Bool  // EndWorkload was called
 
 	// clients run the workload (the first cfg.StaleClients are stale);
 	// control runs the preload and the read-back and always follows the
@@ -42,8 +43,9 @@ type Checker struct {
 	events []StaleEvent
 }
 
-// New loads the map and creates the clients; Close releases them.
-func New(cfg Config) (*Checker, error) {
+// New loads the map and creates the clients; Close releases them. ctx
+// bounds the first read of the map.
+func New(ctx context.Context, cfg Config) (*Checker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -52,7 +54,7 @@ func New(cfg Config) (*Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot check: %w", err)
 	}
-	w, err := mapwatch.Load(cfg.MapFile, cfg.Logger)
+	w, err := mapwatch.Open(ctx, cfg.mapSource(), cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("cannot check: %w", err)
 	}
@@ -89,7 +91,7 @@ func New(cfg Config) (*Checker, error) {
 // not run; when only writing Config.OutDir failed, the verdict comes with
 // the error.
 func Run(ctx context.Context, cfg Config) (*Verdict, error) {
-	c, err := New(cfg)
+	c, err := New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +147,12 @@ func (s mapSource) Refresh() (*partmap.Placement, error) {
 	}
 	return s.c.latest, nil
 }
+
+// EndWorkload ends the timed workload early, as its deadline would: the
+// operations in flight finish and the run goes on to the read-back and the
+// check. A fault injector calls it when its faults are done and healed.
+// It is safe for concurrent use, also before Run.
+func (c *Checker) EndWorkload() { c.ended.Store(true) }
 
 // Freeze keeps the stale clients on the map they have until Thaw.
 func (c *Checker) Freeze() {

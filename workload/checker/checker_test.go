@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/internal/clustertest"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/placement/partmap"
@@ -85,6 +86,35 @@ func TestRunPassesOnAHealthyCluster(t *testing.T) {
 	}
 }
 
+// TestEndWorkloadEndsTheRunEarly follows the map through a Source rather
+// than a file name and ends a workload bounded by an hour once it has run
+// a few hundred operations: the run goes on to its read-back and passes,
+// and the verdict names the source.
+func TestEndWorkloadEndsTheRunEarly(t *testing.T) {
+	_, cfg := startCluster(t)
+	cfg.MapSource, cfg.MapFile = mapwatch.File(cfg.MapFile), ""
+	cfg.Duration, cfg.MaxOps = time.Hour, 1_000_000
+	var chk *Checker
+	cfg.Progress = func(p Progress) {
+		if p.Phase == Working && p.Counts.Operations >= 300 {
+			chk.EndWorkload()
+		}
+	}
+	chk, err := New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = chk.Close() })
+	v, err := chk.Run(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Pass() || v.Counts.Operations < 300 || v.Counts.Operations >= cfg.MaxOps || v.Settings.MapFile != cfg.MapSource.String() {
+		t.Fatalf("ended run: %s, %d operations, map %q; want a pass after at least 300 operations, map %q",
+			v.Summary(), v.Counts.Operations, v.Settings.MapFile, cfg.MapSource.String())
+	}
+}
+
 // TestStaleClientsKeepTheirMapWhileFrozen freezes the stale client as the
 // workload starts, fails a spine node in the map, and thaws the client once
 // the run has seen the new map: the verdict records both events, and the
@@ -98,7 +128,7 @@ func TestStaleClientsKeepTheirMapWhileFrozen(t *testing.T) {
 		chk.Freeze()
 		close(started)
 	}
-	chk, err := New(cfg)
+	chk, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

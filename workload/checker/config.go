@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/dataplane/mapwatch"
 )
 
 // Defaults applied to zero fields of Config.
@@ -27,9 +28,14 @@ const (
 // Skew, WriteRatio and DeleteShare, whose zero values mean what they say.
 type Config struct {
 	// MapFile is the partition map file to follow (standalone mode's
-	// map.json, or the operator's ConfigMap mounted in a pod).
+	// map.json, or the operator's ConfigMap mounted in a pod), unless
+	// MapSource is set.
 	MapFile string
-	// MapPoll is how often MapFile is polled for a newer version.
+	// MapSource, when set, is where the map is followed instead of
+	// MapFile: the operator's ConfigMap read through the Kubernetes API
+	// (package kubemap).
+	MapSource mapwatch.Source
+	// MapPoll is how often the map is polled for a newer version.
 	MapPoll time.Duration
 	// Redis maps storage shard names to Redis addresses (host:port), for
 	// reading keys back straight from Redis; shards without one are not
@@ -85,6 +91,14 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// mapSource is where the run follows the map.
+func (c Config) mapSource() mapwatch.Source {
+	if c.MapSource != nil {
+		return c.MapSource
+	}
+	return mapwatch.File(c.MapFile)
+}
+
 func (c Config) withDefaults() Config {
 	if c.MapPoll <= 0 {
 		c.MapPoll = DefaultMapPoll
@@ -126,8 +140,11 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.MapFile == "" {
-		bad("no partition map file")
+	if c.MapFile == "" && c.MapSource == nil {
+		bad("no partition map file or source")
+	}
+	if c.MapFile != "" && c.MapSource != nil {
+		bad("both a partition map file and a map source")
 	}
 	if c.Keys < 1 {
 		bad("keys %d, want at least 1", c.Keys)

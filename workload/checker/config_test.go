@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/dataplane/mapwatch"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -15,7 +17,9 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"defaults", func(*Config) {}, ""},
 		{"read only, uniform", func(c *Config) { c.WriteRatio, c.Skew = 0, 0 }, ""},
-		{"no map", func(c *Config) { c.MapFile = "" }, "no partition map file"},
+		{"no map", func(c *Config) { c.MapFile = "" }, "no partition map file or source"},
+		{"map source", func(c *Config) { c.MapFile, c.MapSource = "", mapwatch.File("map.json") }, ""},
+		{"file and source", func(c *Config) { c.MapSource = mapwatch.File("other.json") }, "both a partition map file and a map source"},
 		{"negative keys", func(c *Config) { c.Keys = -1 }, "keys -1"},
 		{"write ratio above 1", func(c *Config) { c.WriteRatio = 1.5 }, "write ratio 1.5"},
 		{"negative delete share", func(c *Config) { c.DeleteShare = -0.1 }, "delete share -0.1"},

@@ -99,6 +99,8 @@ func (v *Verdict) Lost() int {
 
 // Settings are the workload's parameters.
 type Settings struct {
+	// MapFile names where the map was followed: a file, or a ConfigMap
+	// read through the Kubernetes API.
 	MapFile      string        `json:"mapFile"`
 	KeyPrefix    string        `json:"keyPrefix"`
 	Keys         int           `json:"keys"`
@@ -116,7 +118,7 @@ type Settings struct {
 
 func settingsOf(c Config) Settings {
 	return Settings{
-		MapFile: c.MapFile, KeyPrefix: c.KeyPrefix, Keys: c.Keys, Skew: c.Skew, WriteRatio: c.WriteRatio, DeleteShare: c.DeleteShare,
+		MapFile: c.mapSource().String(), KeyPrefix: c.KeyPrefix, Keys: c.Keys, Skew: c.Skew, WriteRatio: c.WriteRatio, DeleteShare: c.DeleteShare,
 		Clients: c.Clients, StaleClients: c.StaleClients, Workers: c.Workers, Seed: c.Seed,
 		Duration: c.Duration, MaxOps: c.MaxOps, OpTimeout: c.OpTimeout,
 	}

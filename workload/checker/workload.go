@@ -151,12 +151,12 @@ func (c *Checker) work(ctx context.Context) time.Duration {
 }
 
 // worker runs operations one at a time until the deadline, the operation
-// bound or the end of ctx.
+// bound, EndWorkload or the end of ctx.
 func (c *Checker) worker(ctx context.Context, w int, deadline time.Time) {
 	rng := rand.New(rand.NewPCG(c.cfg.Seed, uint64(w)))
 	cl := c.clients[w%len(c.clients)]
 	id := w + 1
-	for n := 0; ctx.Err() == nil && time.Now().Before(deadline) && c.ops.Add(1) <= c.cfg.MaxOps; n++ {
+	for n := 0; ctx.Err() == nil && !c.ended.Load() && time.Now().Before(deadline) && c.ops.Add(1) <= c.cfg.MaxOps; n++ {
 		c.count.ops.Add(1)
 		key := c.keys[c.zipf.Sample(rng)]
 		switch r := rng.Float64(); {
