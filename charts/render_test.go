@@ -220,7 +220,7 @@ func TestRenderedObjects(t *testing.T) {
 				"Service": 1, "Deployment": 1,
 			},
 			wantArgs: []string{"operator", "--leader-elect", "--leader-election-namespace=distcache-system",
-				"--metrics-addr=:8080", "--health-probe-addr=:8081", "--log-level=info"},
+				"--metrics-addr=:8080", "--health-probe-addr=:8081", "--log-level=info", "--data-plane-image=ghcr.io/distcache/distcache:v0.1.0"},
 		},
 		{
 			// No files/alerts or files/dashboards yet: no PrometheusRule and
@@ -239,7 +239,8 @@ func TestRenderedObjects(t *testing.T) {
 				"ServiceAccount": 1, "Role": 2, "RoleBinding": 2, "Service": 1, "Deployment": 1,
 			},
 			wantArgs: []string{"operator", "--leader-elect", "--leader-election-namespace=distcache-system",
-				"--metrics-addr=:8080", "--health-probe-addr=:8081", "--namespace=shop", "--log-level=info"},
+				"--metrics-addr=:8080", "--health-probe-addr=:8081", "--namespace=shop", "--log-level=info",
+				"--data-plane-image=ghcr.io/distcache/distcache:v0.1.0"},
 		},
 		{
 			name:   "no leader election",
@@ -247,7 +248,9 @@ func TestRenderedObjects(t *testing.T) {
 			wantKinds: map[string]int{
 				"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Service": 1, "Deployment": 1,
 			},
-			wantArgs: []string{"operator", "--metrics-addr=:8080", "--health-probe-addr=:8081", "--log-level=info"},
+			// The data plane runs the operator's own image: a new tag rolls it.
+			wantArgs: []string{"operator", "--metrics-addr=:8080", "--health-probe-addr=:8081", "--log-level=info",
+				"--data-plane-image=ghcr.io/distcache/distcache:v0.2.0-rc.1"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

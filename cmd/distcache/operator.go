@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/operator/manager"
 )
 
@@ -46,6 +47,8 @@ func newOperatorCommand() *cobra.Command {
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
 	f.StringVar(&o.Namespace, "namespace", "", "only watch this namespace (default: all)")
+	f.StringVar(&o.DataPlaneImage, "data-plane-image", buildinfo.Image,
+		"distcache image of the data-plane pods of clusters whose spec.images.distcache is empty (the Helm chart passes the operator's own image)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	return cmd
 }

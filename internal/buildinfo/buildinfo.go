@@ -12,7 +12,7 @@ import (
 
 // Release is the version this source tree is released as: the tag of the
 // image it builds and of the default image of a CacheCluster
-// (spec.images.distcache, which a test keeps in step with Image).
+// (the operator's --data-plane-image, which spec.images.distcache falls back to).
 const Release = "v0.1.0"
 
 // Repository is where the distcache image is published.

@@ -57,6 +57,9 @@ type Options struct {
 	// PodMetricsPort is where data-plane pods answer GET /status (default
 	// the pods' metrics port, cachecluster.MetricsPort).
 	PodMetricsPort int
+	// DataPlaneImage is the distcache image of clusters whose spec names
+	// none (default: the image this tree releases).
+	DataPlaneImage string
 }
 
 // cacheOptions limit what the operator keeps in memory: the objects of the
@@ -114,7 +117,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	cc := &cachecluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("distcache-operator"), Metrics: metrics,
-		Applied: &podstatus.Prober{Port: port},
+		Applied: &podstatus.Prober{Port: port}, DataPlaneImage: o.DataPlaneImage,
 	}
 	for _, setup := range []func(ctrl.Manager) error{
 		cc.SetupWithManager,

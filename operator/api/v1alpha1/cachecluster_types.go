@@ -265,7 +265,9 @@ type FailoverSpec struct {
 // ImagesSpec names the container images.
 type ImagesSpec struct {
 	// DistCache is the image with the distcache binary (cache node, shim).
-	// +kubebuilder:default="ghcr.io/distcache/distcache:v0.1.0"
+	// Empty: the operator's data-plane image (its own image when installed
+	// with the Helm chart), so that upgrading the operator rolls every
+	// data-plane pod onto the new release; set it to pin a release.
 	// +optional
 	DistCache string `json:"distcache,omitempty"`
 	// Redis is the redis-server image of managed storage.

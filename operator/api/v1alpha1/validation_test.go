@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
@@ -340,7 +339,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"hotKeys.threshold", s.HotKeys.Threshold, int32(128)},
 		{"failover.gracePeriod", durationOf(s.Failover.GracePeriod), 30 * time.Second},
 		{"failover.holdDown", durationOf(s.Failover.HoldDown), 60 * time.Second},
-		{"images.distcache", s.Images.DistCache, buildinfo.Image}, // the image this tree releases
+		{"images.distcache", s.Images.DistCache, ""}, // the operator's data-plane image
 		{"images.redis", s.Images.Redis, "redis:7.4"},
 		{"images.pullPolicy", s.Images.PullPolicy, corev1.PullIfNotPresent},
 	}

@@ -15,17 +15,21 @@ import (
 	"github.com/distcache/distcache/topology"
 )
 
-// Defaults of the API, for specs the API server has not defaulted.
-const (
-	defaultImage      = buildinfo.Image
-	defaultRedisImage = "redis:7.4"
-)
+// defaultRedisImage is the API's default, for specs the API server has not
+// defaulted.
+const defaultRedisImage = "redis:7.4"
 
-func images(cc *v1alpha1.CacheCluster) (distcache, redis string, pull corev1.PullPolicy) {
+// images are the cluster's images and pull policy: the distcache image its
+// spec names, else the operator's data-plane image (Reconciler.
+// DataPlaneImage, else the image this tree releases).
+func (r *Reconciler) images(cc *v1alpha1.CacheCluster) (distcache, redis string, pull corev1.PullPolicy) {
 	i := cc.Spec.Images
 	distcache, redis, pull = i.DistCache, i.Redis, i.PullPolicy
 	if distcache == "" {
-		distcache = defaultImage
+		distcache = r.DataPlaneImage
+	}
+	if distcache == "" {
+		distcache = buildinfo.Image
 	}
 	if redis == "" {
 		redis = defaultRedisImage
@@ -63,7 +67,7 @@ func (r *Reconciler) layerService(s *state, l topology.Layer) *corev1.Service {
 func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.StatefulSet) {
 	lbl := labels(s.cc, ComponentCacheNode)
 	lbl[LabelLayer] = l.Name
-	image, _, pull := images(s.cc)
+	image, _, pull := r.images(s.cc)
 	args := append(s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort)), mapConfigMapArgs(s.cc)...)
 	c := withDataPlaneKey(dataPlaneContainer("node", image, pull, args, NodePort))
 	c.Resources = l.Spec.Resources

@@ -40,6 +40,11 @@ type Reconciler struct {
 	// (podstatus.Prober). Nil: not asked, and Ready does not wait for the
 	// processes to install the published map (tests without a data plane).
 	Applied MapApplication
+	// DataPlaneImage is the distcache image of clusters whose spec names
+	// none: the operator's own image (--data-plane-image), so that
+	// upgrading the operator rolls the data plane onto the same release.
+	// Empty: the image this tree releases.
+	DataPlaneImage string
 }
 
 // MapApplication tells which data-plane pods' processes use a map version.

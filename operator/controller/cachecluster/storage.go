@@ -69,7 +69,7 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 }
 
 func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl map[string]string, sts *appsv1.StatefulSet) {
-	image, redisImage, pull := images(cc)
+	image, redisImage, pull := r.images(cc)
 	redisArgs := topology.RedisArgs(&cc.Spec, RedisPort, RedisDataPath)
 	redis := corev1.Container{
 		Name: "redis", Image: redisImage, ImagePullPolicy: pull,
@@ -143,7 +143,7 @@ func persistence(cc *v1alpha1.CacheCluster) string {
 // reconcileExternal fronts each given Redis endpoint with a shim
 // Deployment and a Service that names it.
 func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
-	image, _, pull := images(s.cc)
+	image, _, pull := r.images(s.cc)
 	per := s.topo.ShardsPerRack()
 	access := redisAccessOf(&s.cc.Spec.Storage)
 	ready := map[string]bool{} // shards whose shim has a Ready pod (its Deployment's pods carry the shard's label)
@@ -200,7 +200,7 @@ func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error
 	for rack := range s.topo.Racks() {
 		for shard := range s.topo.ShardsPerRack() {
 			name := s.topo.ShardName(rack, shard)
-			spec, err := redisSpec(s.cc, name)
+			spec, err := r.redisSpec(s.cc, name)
 			if err != nil {
 				return err
 			}
@@ -225,8 +225,8 @@ func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error
 // redisSpec is the spec of shard name's Redis object (redis-operator
 // v1beta2): image and resources, the shim sidecar, the partition map
 // volume, and the data volume claim with storage.persistence.
-func redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
-	image, redisImage, pull := images(cc)
+func (r *Reconciler) redisSpec(cc *v1alpha1.CacheCluster, name string) (map[string]any, error) {
+	image, redisImage, pull := r.images(cc)
 	shim := withDataPlaneKey(dataPlaneContainer(ComponentShim, image, pull, shimArgs(cc, name, fmt.Sprintf("127.0.0.1:%d", RedisPort)), ShimPort))
 	kubernetesConfig := map[string]any{"image": redisImage, "imagePullPolicy": string(pull)}
 	sidecar := map[string]any{
