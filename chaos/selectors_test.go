@@ -312,10 +312,11 @@ func TestSelectorsMatchOperatorPods(t *testing.T) {
 	}
 }
 
-// TestCheckJobMountsThePartitionMap checks the `distcache check` Job
-// against the operator: the map ConfigMap, the data-plane key Secret and
-// the mount paths the data-plane pods use, and the image the operator runs.
-func TestCheckJobMountsThePartitionMap(t *testing.T) {
+// TestCheckJobFollowsThePartitionMap checks the `distcache check` Job
+// against the operator: the map ConfigMap read with the data-plane pods'
+// ServiceAccount, the client label, the data-plane key Secret at the
+// data-plane pods' mount path, and the image the operator runs.
+func TestCheckJobFollowsThePartitionMap(t *testing.T) {
 	templates := operatorTemplates(t)
 	docs := readDocuments(t, "check-job.yaml")
 	job := &struct {
@@ -331,19 +332,13 @@ func TestCheckJobMountsThePartitionMap(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	wantMap := "--map=" + cachecluster.MapMountPath + "/" + cachecluster.MapKey
+	wantMap := "--map-configmap=" + docs[0].obj.GetNamespace() + "/" + cachecluster.MapConfigMapName(clusterName)
 	if len(c.Args) == 0 || c.Args[0] != "check" || !slices.Contains(c.Args, wantMap) {
 		t.Errorf("args %q, want check ... %s", c.Args, wantMap)
 	}
-	var vol string
-	for _, m := range c.VolumeMounts {
-		if m.MountPath == cachecluster.MapMountPath {
-			vol = m.Name
-		}
-	}
-	i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == vol })
-	if vol == "" || i < 0 || pod.Volumes[i].ConfigMap == nil || pod.Volumes[i].ConfigMap.Name != cachecluster.MapConfigMapName(clusterName) {
-		t.Errorf("no ConfigMap %s mounted at %s", cachecluster.MapConfigMapName(clusterName), cachecluster.MapMountPath)
+	if pod.ServiceAccountName != cachecluster.DataPlaneName(clusterName) || job.Spec.Template.Labels[cachecluster.LabelClient] != clusterName {
+		t.Errorf("ServiceAccount %q, labels %v: want %s and the client label of %s",
+			pod.ServiceAccountName, job.Spec.Template.Labels, cachecluster.DataPlaneName(clusterName), clusterName)
 	}
 	// The cluster's data-plane key, where the data-plane pods have it.
 	wantKey := "--data-plane-key-dir=" + cachecluster.DataPlaneKeyMountPath

@@ -127,6 +127,7 @@ a key could not be read back).`,
 	f.StringArrayVar(&o.redis, "redis", nil, "SHARD=ADDR: Redis address of a storage shard, for the read-back from Redis (repeatable)")
 	f.StringVar(&o.listen, "listen", "", "UDP address of the clients (default 127.0.0.1:0 with a standalone cluster, 0.0.0.0:0 with --map)")
 	f.DurationVar(&c.Duration, "duration", 20*time.Second, "length of the timed workload")
+	f.Float64Var(&c.Rate, "rate", 0, "operations per second of the timed workload at most, across workers (0: no limit)")
 	f.Int64Var(&c.MaxOps, "max-ops", checker.DefaultMaxOps, "operations of the timed workload at most")
 	f.IntVar(&c.Keys, "keys", checker.DefaultKeys, "number of keys")
 	f.Float64Var(&c.Skew, "skew", 1.0, "Zipf exponent of the keys' popularity (0: uniform)")

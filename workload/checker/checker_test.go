@@ -115,6 +115,21 @@ func TestEndWorkloadEndsTheRunEarly(t *testing.T) {
 	}
 }
 
+// TestRateBoundsTheWorkload runs a workload of a second at 200 operations
+// per second: it runs no more operations than the rate and the workers'
+// burst allow in the time it took.
+func TestRateBoundsTheWorkload(t *testing.T) {
+	_, cfg := startCluster(t)
+	cfg.Rate, cfg.Duration, cfg.MaxOps = 200, time.Second, 1_000_000
+	v, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most := int64(cfg.Rate*v.Elapsed.Seconds()) + int64(cfg.Workers); !v.Pass() || v.Counts.Operations == 0 || v.Counts.Operations > most {
+		t.Fatalf("%s: %d operations in %v, want at least one and at most %d", v.Summary(), v.Counts.Operations, v.Elapsed, most)
+	}
+}
+
 // TestStaleClientsKeepTheirMapWhileFrozen freezes the stale client as the
 // workload starts, fails a spine node in the map, and thaws the client once
 // the run has seen the new map: the verdict records both events, and the

@@ -62,6 +62,10 @@ type Config struct {
 	Workers int
 	// Seed seeds the workers' operation streams and the clients.
 	Seed uint64
+	// Rate bounds the timed workload's operations per second, across
+	// workers (0: as fast as the workers go). A long run under faults
+	// needs one: its history is kept in memory and checked at the end.
+	Rate float64
 	// Duration and MaxOps bound the timed workload: it ends at whichever
 	// comes first.
 	Duration time.Duration
@@ -145,6 +149,9 @@ func (c Config) validate() error {
 	}
 	if c.MapFile != "" && c.MapSource != nil {
 		bad("both a partition map file and a map source")
+	}
+	if c.Rate < 0 {
+		bad("negative rate %v", c.Rate)
 	}
 	if c.Keys < 1 {
 		bad("keys %d, want at least 1", c.Keys)

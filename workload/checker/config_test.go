@@ -21,6 +21,7 @@ func TestConfigValidate(t *testing.T) {
 		{"map source", func(c *Config) { c.MapFile, c.MapSource = "", mapwatch.File("map.json") }, ""},
 		{"file and source", func(c *Config) { c.MapSource = mapwatch.File("other.json") }, "both a partition map file and a map source"},
 		{"negative keys", func(c *Config) { c.Keys = -1 }, "keys -1"},
+		{"negative rate", func(c *Config) { c.Rate = -5 }, "negative rate -5"},
 		{"write ratio above 1", func(c *Config) { c.WriteRatio = 1.5 }, "write ratio 1.5"},
 		{"negative delete share", func(c *Config) { c.DeleteShare = -0.1 }, "delete share -0.1"},
 		{"more stale clients than clients", func(c *Config) { c.Clients, c.StaleClients = 2, 3 }, "stale clients 3 outside [0, clients 2]"},

@@ -111,6 +111,7 @@ type Settings struct {
 	StaleClients int           `json:"staleClients"`
 	Workers      int           `json:"workers"`
 	Seed         uint64        `json:"seed"`
+	Rate         float64       `json:"rate,omitempty"`
 	Duration     time.Duration `json:"duration"`
 	MaxOps       int64         `json:"maxOps"`
 	OpTimeout    time.Duration `json:"opTimeout"`
@@ -120,7 +121,7 @@ func settingsOf(c Config) Settings {
 	return Settings{
 		MapFile: c.mapSource().String(), KeyPrefix: c.KeyPrefix, Keys: c.Keys, Skew: c.Skew, WriteRatio: c.WriteRatio, DeleteShare: c.DeleteShare,
 		Clients: c.Clients, StaleClients: c.StaleClients, Workers: c.Workers, Seed: c.Seed,
-		Duration: c.Duration, MaxOps: c.MaxOps, OpTimeout: c.OpTimeout,
+		Rate: c.Rate, Duration: c.Duration, MaxOps: c.MaxOps, OpTimeout: c.OpTimeout,
 	}
 }
 

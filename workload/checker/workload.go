@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/workload/history"
 )
@@ -131,9 +133,13 @@ func (c *Checker) work(ctx context.Context) time.Duration {
 		c.cfg.Ready()
 	}
 	c.log.Info("workload started", "keys", c.cfg.Keys, "workers", c.cfg.Workers, "clients", c.cfg.Clients, "duration", c.cfg.Duration, "max_ops", c.cfg.MaxOps)
+	limit := rate.NewLimiter(rate.Inf, 1)
+	if c.cfg.Rate > 0 {
+		limit = rate.NewLimiter(rate.Limit(c.cfg.Rate), c.cfg.Workers)
+	}
 	var wg sync.WaitGroup
 	for w := range c.cfg.Workers {
-		wg.Go(func() { c.worker(ctx, w, deadline) })
+		wg.Go(func() { c.worker(ctx, w, deadline, limit) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -150,13 +156,13 @@ func (c *Checker) work(ctx context.Context) time.Duration {
 	}
 }
 
-// worker runs operations one at a time until the deadline, the operation
-// bound, EndWorkload or the end of ctx.
-func (c *Checker) worker(ctx context.Context, w int, deadline time.Time) {
+// worker runs operations one at a time, as limit lets it, until the
+// deadline, the operation bound, EndWorkload or the end of ctx.
+func (c *Checker) worker(ctx context.Context, w int, deadline time.Time, limit *rate.Limiter) {
 	rng := rand.New(rand.NewPCG(c.cfg.Seed, uint64(w)))
 	cl := c.clients[w%len(c.clients)]
 	id := w + 1
-	for n := 0; ctx.Err() == nil && !c.ended.Load() && time.Now().Before(deadline) && c.ops.Add(1) <= c.cfg.MaxOps; n++ {
+	for n := 0; limit.Wait(ctx) == nil && !c.ended.Load() && time.Now().Before(deadline) && c.ops.Add(1) <= c.cfg.MaxOps; n++ {
 		c.count.ops.Add(1)
 		key := c.keys[c.zipf.Sample(rng)]
 		switch r := rng.Float64(); {
