@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
@@ -24,8 +25,9 @@ import (
 )
 
 // imageArchive builds the distcache image as `make image` does (a static
-// binary, package containerimage) into dir and returns the archive's path.
-func imageArchive(ctx context.Context, t *testing.T, dir string) string {
+// binary, package containerimage) into dir, named name, and returns the
+// archive's path.
+func imageArchive(ctx context.Context, t *testing.T, dir, name string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "distcache")
 	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/distcache")
@@ -44,17 +46,20 @@ func imageArchive(ctx context.Context, t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "distcache.tar")
-	if err := containerimage.WriteArchiveFile(path, img, buildinfo.Image, created); err != nil {
+	if err := containerimage.WriteArchiveFile(path, img, name, created); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
-// helmInstall installs the repository's chart as `helm install distcache
-// charts/distcache -n distcache-system --create-namespace --wait` does.
-func helmInstall(ctx context.Context, t *testing.T, kubeconfig string) {
+// operatorNamespace is where the chart is installed.
+const operatorNamespace = "distcache-system"
+
+// helm is Helm's configuration for the operator's namespace, and the
+// repository's chart.
+func helm(t *testing.T, kubeconfig string) (*action.Configuration, *chart.Chart) {
 	t.Helper()
-	ns := "distcache-system"
+	ns := operatorNamespace
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig, flags.Namespace = &kubeconfig, &ns
 	cfg := new(action.Configuration)
@@ -65,11 +70,31 @@ func helmInstall(ctx context.Context, t *testing.T, kubeconfig string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, c
+}
+
+// helmInstall installs the repository's chart as `helm install distcache
+// charts/distcache -n distcache-system --create-namespace --wait` does.
+func helmInstall(ctx context.Context, t *testing.T, kubeconfig string) {
+	t.Helper()
+	cfg, c := helm(t, kubeconfig)
 	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.CreateNamespace = "distcache", ns, true
+	in.ReleaseName, in.Namespace, in.CreateNamespace = "distcache", operatorNamespace, true
 	in.Wait, in.Timeout = true, 4*time.Minute
 	if _, err := in.RunWithContext(ctx, c, map[string]any{}); err != nil {
 		t.Fatalf("helm install: %v", err)
+	}
+}
+
+// helmUpgrade upgrades the release as `helm upgrade distcache
+// charts/distcache -n distcache-system --wait` with values does.
+func helmUpgrade(ctx context.Context, t *testing.T, kubeconfig string, values map[string]any) {
+	t.Helper()
+	cfg, c := helm(t, kubeconfig)
+	up := action.NewUpgrade(cfg)
+	up.Namespace, up.Wait, up.Timeout = operatorNamespace, true, 4*time.Minute
+	if _, err := up.RunWithContext(ctx, "distcache", c, values); err != nil {
+		t.Fatalf("helm upgrade: %v", err)
 	}
 }
 
@@ -81,9 +106,10 @@ var benchRow = regexp.MustCompile(`(?m)^\s*(nocache|distcache)\s.*\s(\d+)\s+(\d+
 // localkube: the image loaded, the chart installed, the managed sample Ready
 // with real pods, and the benchmark Job of hack/kind run to completion with
 // no error and no lost write.
-func installPath(ctx context.Context, t *testing.T, dir string, kubectl func(stdin string, args ...string) string) {
-	script(ctx, t, dir, "load", imageArchive(ctx, t, t.TempDir()))
-	helmInstall(ctx, t, filepath.Join(dir, "admin.kubeconfig"))
+func installPath(ctx context.Context, t *testing.T, k *kube) {
+	kubectl := k.do
+	script(ctx, t, k.dir, "load", imageArchive(ctx, t, t.TempDir(), buildinfo.Image))
+	helmInstall(ctx, t, k.kubeconfig())
 	root := kubetest.RepoRoot()
 	kubectl("", "apply", "-f", filepath.Join(root, "config", "samples", "distcache_v1alpha1_cachecluster_managed.yaml"))
 	kubectl("", "wait", "--for=condition=Ready", "cachecluster/shop-managed", "--timeout=240s")

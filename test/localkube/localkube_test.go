@@ -53,16 +53,8 @@ func TestUpRunsPodsAndDownRestoresTheHost(t *testing.T) {
 			down()
 		}
 	})
-	kubectl := func(stdin string, args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", filepath.Join(dir, "admin.kubeconfig")}, args...)...)
-		cmd.Stdin = strings.NewReader(stdin)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	k := newKube(ctx, t, dir, assets)
+	kubectl := k.do
 	if got := kubectl("", "get", "node", "localkube", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`); got != "True" {
 		t.Fatalf("node Ready = %q", got)
 	}
@@ -102,7 +94,10 @@ spec:
 		return reply == "+PONG", fmt.Errorf("reply %q", reply)
 	})
 
-	installPath(ctx, t, dir, kubectl)
+	installPath(ctx, t, k)
+	times := faultsUnderCheck(k)
+	t.Logf("remap after a cache-node pod deletion (grace period 1 s):\n%s", remapReport(times))
+	upgradeUnderCheck(k)
 
 	down()
 	downed = true
