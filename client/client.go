@@ -261,7 +261,11 @@ func (c *Client) compile(p *partmap.Placement) *view {
 	for l, layer := range m.Layers {
 		names[l] = layer.Name
 	}
-	return &view{p: p, version: uint64(p.Version()), addrs: peers.Resolve(m, c.cfg.Logger), hits: c.layerHits.forLayers(names)}
+	var prev *peers.Table
+	if old := c.view.Load(); old != nil {
+		prev = old.addrs
+	}
+	return &view{p: p, version: uint64(p.Version()), addrs: peers.Resolve(m, c.cfg.Logger, peers.WithPrevious(prev)), hits: c.layerHits.forLayers(names)}
 }
 
 // shardAddr returns the address of key's storage shim under v.

@@ -420,7 +420,11 @@ func newView(p *partmap.Placement, layer, member string, prev *view, log *slog.L
 		v.layer, v.member, v.id = l, i, mb.ID
 		v.active = mb.State == partmap.Active
 	}
-	v.addrs = peers.Resolve(m, log)
+	var prevAddrs *peers.Table
+	if prev != nil {
+		prevAddrs = prev.addrs
+	}
+	v.addrs = peers.Resolve(m, log, peers.WithPrevious(prevAddrs))
 	return v
 }
 

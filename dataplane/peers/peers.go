@@ -42,6 +42,7 @@ type Table struct {
 	hasNames bool     // some address is a name, not an IP literal
 	resolver *net.Resolver
 	log      *slog.Logger
+	prev     *Table // whose addresses Resolve reuses (WithPrevious); dropped after
 
 	refreshMu sync.Mutex // serialises Refresh
 }
@@ -56,11 +57,38 @@ type addrText struct {
 	members, shards [][]string
 }
 
+// ResolveTimeout bounds the lookups of the names a new map adds (Resolve);
+// a name not resolved by then is left unknown until Refresh.
+const ResolveTimeout = 2 * time.Second
+
 // Option configures Resolve.
 type Option func(*Table)
 
 // WithResolver resolves names with r instead of net.DefaultResolver.
 func WithResolver(r *net.Resolver) Option { return func(t *Table) { t.resolver = r } }
+
+// WithPrevious takes the addresses prev resolved for names the new map
+// still has, instead of looking them up again (nil: none).
+func WithPrevious(prev *Table) Option { return func(t *Table) { t.prev = prev } }
+
+// known are the names t resolved, with their current addresses.
+func (t *Table) known() map[string]netip.AddrPort {
+	out := map[string]netip.AddrPort{}
+	a := t.cur.Load()
+	for _, rows := range []struct {
+		text  [][]string
+		addrs [][]netip.AddrPort
+	}{{t.names.members, a.members}, {t.names.shards, a.shards}} {
+		for r, row := range rows.text {
+			for i, s := range row {
+				if addr := rows.addrs[r][i]; addr.IsValid() {
+					out[s] = addr
+				}
+			}
+		}
+	}
+	return out
+}
 
 // Resolve resolves every address of m. Members and shards without an
 // address are left unknown; unusable addresses are logged and left unknown
@@ -88,32 +116,58 @@ func Resolve(m *partmap.Map, log *slog.Logger, opts ...Option) *Table {
 		}
 	}
 	t.hasNames = hasNames(t.names.members) || hasNames(t.names.shards)
+	var known map[string]netip.AddrPort
+	if t.prev != nil {
+		known, t.prev = t.prev.known(), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ResolveTimeout)
+	defer cancel()
 	a := &addrs{}
-	a.members = t.resolveAll(context.Background(), "member", t.names.members, nil)
-	a.shards = t.resolveAll(context.Background(), "shard", t.names.shards, nil)
+	a.members = t.resolveNew(ctx, "member", t.names.members, known)
+	a.shards = t.resolveNew(ctx, "shard", t.names.shards, known)
 	t.cur.Store(a)
 	return t
 }
 
-// resolveAll resolves text, row by row. With prev, a name that fails to
-// resolve keeps its previous address, and IP literals are not parsed again.
-func (t *Table) resolveAll(ctx context.Context, kind string, text [][]string, prev [][]netip.AddrPort) [][]netip.AddrPort {
+// resolveNew resolves text, row by row, taking a name's address from known
+// when it has one.
+func (t *Table) resolveNew(ctx context.Context, kind string, text [][]string, known map[string]netip.AddrPort) [][]netip.AddrPort {
+	out := make([][]netip.AddrPort, len(text))
+	for r, row := range text {
+		out[r] = make([]netip.AddrPort, len(row))
+		for i, s := range row {
+			if a, ok := known[s]; ok {
+				out[r][i] = a
+				continue
+			}
+			if s == "" {
+				continue
+			}
+			a, err := resolve(ctx, t.resolver, s)
+			if err != nil {
+				t.log.Warn("cannot use an address of the partition map yet", "kind", kind, "addr", s, "err", err)
+			}
+			out[r][i] = a
+		}
+	}
+	return out
+}
+
+// resolveAll resolves text again, row by row: a name that fails to
+// resolve keeps its address in prev, and IP literals are not parsed again.
+func (t *Table) resolveAll(ctx context.Context, text [][]string, prev [][]netip.AddrPort) [][]netip.AddrPort {
 	out := make([][]netip.AddrPort, len(text))
 	for r, row := range text {
 		out[r] = make([]netip.AddrPort, len(row))
 		for i, s := range row {
 			switch {
 			case s == "":
-			case prev != nil && isLiteral(s):
+			case isLiteral(s):
 				out[r][i] = prev[r][i]
 			default:
 				a, err := resolve(ctx, t.resolver, s)
 				if err != nil {
-					if prev != nil {
-						a = prev[r][i] // a lookup that fails keeps what worked
-					} else {
-						t.log.Warn("cannot use an address of the partition map yet", "kind", kind, "addr", s, "err", err)
-					}
+					a = prev[r][i] // a lookup that fails keeps what worked
 				}
 				out[r][i] = a
 			}
@@ -133,8 +187,8 @@ func (t *Table) Refresh(ctx context.Context) int {
 	defer t.refreshMu.Unlock()
 	old := t.cur.Load()
 	next := &addrs{
-		members: t.resolveAll(ctx, "member", t.names.members, old.members),
-		shards:  t.resolveAll(ctx, "shard", t.names.shards, old.shards),
+		members: t.resolveAll(ctx, t.names.members, old.members),
+		shards:  t.resolveAll(ctx, t.names.shards, old.shards),
 	}
 	changed := diff(old.members, next.members, t.names.members, "member", t.log) +
 		diff(old.shards, next.shards, t.names.shards, "shard", t.log)

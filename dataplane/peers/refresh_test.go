@@ -3,6 +3,7 @@ package peers_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -170,5 +171,44 @@ func TestRefreshOfLiterals(t *testing.T) {
 	tb := peers.Resolve(m, nil, peers.WithResolver(failing))
 	if n := tb.Refresh(t.Context()); n != 0 || tb.Member(0, 0) != netip.MustParseAddrPort("127.0.0.1:7100") {
 		t.Fatalf("Refresh of literals changed %d, member at %v", n, tb.Member(0, 0))
+	}
+}
+
+// TestResolveReusesThePreviousTable installs a new map over a resolved
+// table after DNS has lost the known names' records (as when the cluster
+// DNS lags or fails): the names the previous table knew keep their
+// addresses without a lookup, and only the name new to the map is looked
+// up.
+func TestResolveReusesThePreviousTable(t *testing.T) {
+	dns := startDNS(t)
+	build := func(nodes int) *partmap.Map {
+		m, err := partmap.Build(partmap.Spec{Cluster: "t", Racks: 1, ShardsPerRack: 1,
+			Layers: []partmap.LayerSpec{{Name: "spine", Nodes: nodes}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m.Layers[0].Members {
+			m.Layers[0].Members[i].Address = fmt.Sprintf("t-spine-%d.t-spine.ns.svc.test.:7100", i)
+		}
+		m.Storage.Racks[0].Shards[0].Address = "t-rack-0-0.t-rack-0.ns.svc.test.:7000"
+		return m
+	}
+	dns.set("t-spine-0.t-spine.ns.svc.test.", "198.18.0.1")
+	dns.set("t-spine-1.t-spine.ns.svc.test.", "198.18.0.2")
+	dns.set("t-rack-0-0.t-rack-0.ns.svc.test.", "198.18.0.9")
+	first := peers.Resolve(build(2), nil, peers.WithResolver(dns.resolver()))
+
+	for _, name := range []string{"t-spine-0.t-spine.ns.svc.test.", "t-spine-1.t-spine.ns.svc.test.", "t-rack-0-0.t-rack-0.ns.svc.test."} {
+		dns.set(name, "")
+	}
+	dns.set("t-spine-2.t-spine.ns.svc.test.", "198.18.0.3")
+	next := peers.Resolve(build(3), nil, peers.WithResolver(dns.resolver()), peers.WithPrevious(first))
+	for i, want := range []string{"198.18.0.1:7100", "198.18.0.2:7100", "198.18.0.3:7100"} {
+		if got := next.Member(0, i); got != netip.MustParseAddrPort(want) {
+			t.Errorf("member %d at %v, want %s", i, got, want)
+		}
+	}
+	if got := next.Shard(0, 0); got != netip.MustParseAddrPort("198.18.0.9:7000") {
+		t.Errorf("shard at %v, want the previous table's 198.18.0.9:7000", got)
 	}
 }

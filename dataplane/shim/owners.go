@@ -131,7 +131,11 @@ func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
 	}
 	// A member without a usable address can neither FETCH from this shim
 	// (its source matches no owner) nor be invalidated: it is skipped.
-	st.addrs = peers.Resolve(m, s.log)
+	var prev *peers.Table
+	if old := s.view.Load(); old != nil {
+		prev = old.cur.addrs
+	}
+	st.addrs = peers.Resolve(m, s.log, peers.WithPrevious(prev))
 	return st, nil
 }
 

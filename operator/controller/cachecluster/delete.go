@@ -51,6 +51,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cc *v1alpha1.CacheClus
 	if r.Applied != nil {
 		r.Applied.Forget(cc.Namespace + "/" + cc.Name)
 	}
+	r.readiness.forget(cc.Namespace + "/" + cc.Name)
 	controllerutil.RemoveFinalizer(cc, Finalizer)
 	if err := r.Update(ctx, cc); err != nil {
 		return ctrl.Result{}, fmt.Errorf("cannot remove finalizer of %s: %w", cc.Name, client.IgnoreNotFound(err))

@@ -45,6 +45,9 @@ type Reconciler struct {
 	// upgrading the operator rolls the data plane onto the same release.
 	// Empty: the image this tree releases.
 	DataPlaneImage string
+
+	// readiness times members' readiness changes more finely than the API.
+	readiness readinessClock
 }
 
 // MapApplication tells which data-plane pods' processes use a map version.
@@ -282,9 +285,10 @@ func (r *Reconciler) observations(s *state, m *partmap.Map) map[string]failover.
 		}
 	}
 	obs := map[string]failover.Observation{}
+	prefix := s.cc.Namespace + "/" + s.cc.Name + "/"
 	for _, l := range m.Layers {
 		for _, mb := range l.Members {
-			obs[mb.Name] = observe(s.pods[mb.Name], recorded[mb.Name], s.now)
+			obs[mb.Name] = r.readiness.refine(prefix+mb.Name, observe(s.pods[mb.Name], recorded[mb.Name], s.now), s.now)
 		}
 	}
 	return obs
