@@ -191,16 +191,23 @@ func (k *kube) members() []string {
 	return out
 }
 
-// remapDeletions is how many cache-node pods the remap timing deletes.
-const remapDeletions = 10
+// remapDeletions is how many cache-node pods the remap timing deletes on
+// the quiet cluster; loadedDeletions how many more it deletes under the
+// check's workload.
+const (
+	remapDeletions  = 10
+	loadedDeletions = 3
+)
 
-// faultsUnderCheck runs the faults of the issue one at a time under a
+// faultsUnderCheck times the remap after cache-node pod deletions on the
+// quiet cluster, then runs the faults of the issue one at a time under a
 // `distcache check` Job, each healed before the next: cache-node pods
-// deleted (and the remap timed), a shim and a Redis container killed, the
+// deleted (and timed again), a shim and a Redis container killed, the
 // operator's pod restarted (and a deletion healed by its successor), and
 // the spine layer scaled up and down. The check must pass: every history
-// linearizable, no acknowledged write lost.
-func faultsUnderCheck(k *kube) []remapTimes {
+// linearizable, no acknowledged write lost. It returns the quiet and the
+// loaded timings.
+func faultsUnderCheck(k *kube) (quiet, loaded []remapTimes) {
 	k.t.Helper()
 	// A grace period of a second, as docs/benchmarks.md's remap timing
 	// states, and the shortest hold-down.
@@ -210,21 +217,26 @@ func faultsUnderCheck(k *kube) []remapTimes {
 		return cc.Status.ObservedGeneration == cc.Generation, nil
 	})
 	k.awaitHealed(sample, samplePods)
-	check := k.startCheck(sample + "-check")
-
 	members := k.members()
-	var times []remapTimes
-	for i := range remapDeletions {
-		times = append(times, k.deleteAndTime(sample, members[i%len(members)]))
+	deleteTimed := func(i int) remapTimes {
+		r := k.deleteAndTime(sample, members[i%len(members)])
 		k.awaitHealed(sample, samplePods)
+		return r
+	}
+	for i := range remapDeletions {
+		quiet = append(quiet, deleteTimed(i))
+	}
+
+	check := k.startCheck(sample + "-check")
+	for i := range loadedDeletions {
+		loaded = append(loaded, deleteTimed(i))
 	}
 	k.killContainer(sample+"-rack-1-0", "shim")
 	k.killContainer(sample+"-rack-2-1", "redis")
 	k.restartOperator()
-	times = append(times, k.deleteAndTime(sample, members[1]))
-	k.awaitHealed(sample, samplePods)
+	loaded = append(loaded, deleteTimed(loadedDeletions))
 	k.scaleSpine(5)
 	k.scaleSpine(4)
 	check.finish()
-	return times
+	return quiet, loaded
 }

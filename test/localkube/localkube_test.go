@@ -95,8 +95,9 @@ spec:
 	})
 
 	installPath(ctx, t, k)
-	times := faultsUnderCheck(k)
-	t.Logf("remap after a cache-node pod deletion (grace period 1 s):\n%s", remapReport(times))
+	quiet, loaded := faultsUnderCheck(k)
+	t.Logf("remap after a cache-node pod deletion (grace period 1 s), quiet cluster:\n%s", remapReport(quiet))
+	t.Logf("the same under the check's workload:\n%s", remapReport(loaded))
 	upgradeUnderCheck(k)
 
 	down()

@@ -23,10 +23,10 @@ import (
 // The fenced map makes readers leave the member at once; the failed map
 // gives its keys to the survivors (the remap).
 type remapTimes struct {
-	victim                           string
-	fencedPublished, fencedApplied   time.Duration
-	failedPublished, failedApplied   time.Duration
-	fencedVersion, failedVersion     int64
+	victim                         string
+	fencedPublished, fencedApplied time.Duration
+	failedPublished, failedApplied time.Duration
+	fencedVersion, failedVersion   int64
 }
 
 // versionSeen is when a map version was first seen.
@@ -48,7 +48,7 @@ func firstAt(seen []versionSeen, v int64) time.Time {
 // deleteAndTime deletes the pod of cache member victim with a grace period
 // of a second and times the remap: the maps published in response, seen
 // through a watch of the ConfigMap, and their installation by every other
-// Ready data-plane pod, polled every 10 ms.
+// Ready data-plane pod, polled every 20 ms.
 func (k *kube) deleteAndTime(cluster, victim string) remapTimes {
 	k.t.Helper()
 	ctx, cancel := context.WithCancel(k.ctx)
@@ -73,7 +73,7 @@ func (k *kube) deleteAndTime(cluster, victim string) remapTimes {
 	)
 	for name, pod := range pods {
 		wg.Go(func() {
-			tick := time.NewTicker(10 * time.Millisecond)
+			tick := time.NewTicker(20 * time.Millisecond)
 			defer tick.Stop()
 			var last int64
 			for {

@@ -90,12 +90,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 	}
 	s := &state{cc: cc, now: r.now()}
-	base := cc.DeepCopy()
+	base, started := cc.DeepCopy(), time.Now()
 	defer func() {
 		if err := r.patchStatus(ctx, base, s, retErr); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
 		r.Metrics.reconciled(retErr)
+		res.RequeueAfter = remaining(res.RequeueAfter, started)
 	}()
 	for _, phase := range []func(context.Context, *state) (ctrl.Result, error){
 		r.resolveTopology,
@@ -116,6 +117,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{RequeueAfter: s.requeue}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// remaining is what is left of a requeue delay decided at started (the
+// failover decisions count it from the reconcile's start): a reconcile
+// that took a while does not delay a grace period's end by as much.
+func remaining(after time.Duration, started time.Time) time.Duration {
+	if after <= 0 {
+		return after
+	}
+	return max(after-time.Since(started), time.Millisecond)
 }
 
 // block stops the phases on a problem only a change of the spec or of its
