@@ -25,15 +25,18 @@ type readinessSeen struct {
 }
 
 // refine returns o, observed at now, with the precise start of its
-// readiness episode. An episode this clock knows (same readiness, started
-// within the second o's Since truncates) keeps the time it recorded. A new
-// one started in [o.Since, o.Since+1s) and at the latest now: now when that
-// is within the second (the operator sees a change as it happens), else
-// o.Since (an operator that started later learns it from the API).
+// readiness episode. An episode this clock knows keeps the time it
+// recorded: the same readiness, started within the second o's Since
+// truncates, or, for a member not Ready, any time before (its pod replaced
+// by a new one that is not Ready yet: the member has not been Ready
+// since). A new one started in [o.Since, o.Since+1s) and at the latest
+// now: now when that is within the second (the operator sees a change as
+// it happens), else o.Since (an operator that started later learns it
+// from the API).
 func (c *readinessClock) refine(key string, o failover.Observation, now time.Time) failover.Observation {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s, ok := c.seen[key]; ok && s.ready == o.Ready && !s.since.Before(o.Since) && s.since.Sub(o.Since) < time.Second {
+	if s, ok := c.seen[key]; ok && s.ready == o.Ready && s.since.Sub(o.Since) < time.Second && (!o.Ready || !s.since.Before(o.Since)) {
 		o.Since = s.since
 		return o
 	}

@@ -308,10 +308,16 @@ func (r *Reconciler) observations(s *state, m *partmap.Map) map[string]failover.
 // observe is one member's readiness observation.
 func observe(pod *corev1.Pod, recorded v1alpha1.MemberStatus, now time.Time) failover.Observation {
 	if live(pod) {
+		o := failover.Observation{Since: pod.CreationTimestamp.Time}
 		if c := readyCondition(pod); c != nil {
-			return failover.Observation{Ready: c.Status == corev1.ConditionTrue, Since: c.LastTransitionTime.Time}
+			o = failover.Observation{Ready: c.Status == corev1.ConditionTrue, Since: c.LastTransitionTime.Time}
 		}
-		return failover.Observation{Since: pod.CreationTimestamp.Time}
+		// A new pod not Ready yet, of a member not Ready since before it
+		// (its old pod deleted): the member's grace period goes on.
+		if !o.Ready && !recorded.Ready && recorded.Since != nil && recorded.Since.Before(&metav1.Time{Time: o.Since}) {
+			o.Since = recorded.Since.Time
+		}
+		return o
 	}
 	if !recorded.Ready && recorded.Since != nil {
 		return failover.Observation{Since: recorded.Since.Time}
