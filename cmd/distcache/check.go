@@ -283,31 +283,41 @@ func (o *checkOptions) mapName() string {
 // saying so on w, and restores the signals' default action (ending the
 // process) for the next one, until the returned function is called.
 func endOnInterrupt(chk *checker.Checker, w io.Writer) (stop func()) {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case <-done:
-		case s := <-sig:
-			signal.Reset(os.Interrupt, syscall.SIGTERM)
-			chk.EndWorkload()
-			fmt.Fprintf(w, "check: %v: the workload ends now; the read-back and the check still run (another signal ends the process)\n", s)
-		}
-	})
-	return func() {
-		close(done)
-		wg.Wait()
-		signal.Stop(sig)
-	}
+	return onSignals(func(s os.Signal) bool {
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		chk.EndWorkload()
+		fmt.Fprintf(w, "check: %v: the workload ends now; the read-back and the check still run (another signal ends the process)\n", s)
+		return false
+	}, os.Interrupt, syscall.SIGTERM)
 }
 
 // staleSignals freezes the stale clients on SIGUSR1 and thaws them on
-// SIGUSR2, acknowledging each on w, until the returned function is called.
+// SIGUSR2, acknowledging each on w, until the returned function is called;
+// from then on both are ignored rather than ending the process before it
+// reports.
 func staleSignals(chk *checker.Checker, w io.Writer) (stop func()) {
+	stopHandling := onSignals(func(s os.Signal) bool {
+		if s == syscall.SIGUSR1 {
+			chk.Freeze()
+			fmt.Fprintf(w, "check: stale clients frozen (map version %d)\n", chk.MapVersion())
+		} else {
+			chk.Thaw()
+			fmt.Fprintf(w, "check: stale clients thawed (map version %d)\n", chk.MapVersion())
+		}
+		return true
+	}, syscall.SIGUSR1, syscall.SIGUSR2)
+	return func() {
+		stopHandling()
+		signal.Ignore(syscall.SIGUSR1, syscall.SIGUSR2)
+	}
+}
+
+// onSignals calls handle with each of sigs received, until handle returns
+// false or the returned function is called (which waits for a call in
+// progress).
+func onSignals(handle func(os.Signal) (more bool), sigs ...os.Signal) (stop func()) {
 	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+	signal.Notify(sig, sigs...)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -316,12 +326,8 @@ func staleSignals(chk *checker.Checker, w io.Writer) (stop func()) {
 			case <-done:
 				return
 			case s := <-sig:
-				if s == syscall.SIGUSR1 {
-					chk.Freeze()
-					fmt.Fprintf(w, "check: stale clients frozen (map version %d)\n", chk.MapVersion())
-				} else {
-					chk.Thaw()
-					fmt.Fprintf(w, "check: stale clients thawed (map version %d)\n", chk.MapVersion())
+				if !handle(s) {
+					return
 				}
 			}
 		}
@@ -329,9 +335,7 @@ func staleSignals(chk *checker.Checker, w io.Writer) (stop func()) {
 	return func() {
 		close(done)
 		wg.Wait()
-		// Signals from now on are ignored rather than ending the
-		// process before it reports.
-		signal.Ignore(syscall.SIGUSR1, syscall.SIGUSR2)
+		signal.Stop(sig)
 	}
 }
 

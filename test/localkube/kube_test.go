@@ -24,7 +24,6 @@ import (
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/apischeme"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
-	"github.com/distcache/distcache/placement/partmap"
 )
 
 // kube is the running localkube as a test uses it: the API through
@@ -93,15 +92,6 @@ func (k *kube) cluster(name string) *v1alpha1.CacheCluster {
 		k.t.Fatalf("cannot get CacheCluster %s: %v", name, err)
 	}
 	return cc
-}
-
-// publishedMap is the map in cluster's ConfigMap.
-func (k *kube) publishedMap(cluster string) (*partmap.Map, error) {
-	cm, err := k.cs.CoreV1().ConfigMaps("default").Get(k.ctx, cachecluster.MapConfigMapName(cluster), metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return partmap.Decode([]byte(cm.Data[cachecluster.MapKey]))
 }
 
 // dataPlanePods are cluster's Ready data-plane pods by name.

@@ -27,8 +27,11 @@ func upgradeUnderCheck(k *kube) {
 	helmUpgrade(k.ctx, k.t, k.kubeconfig(), map[string]any{"image": map[string]any{"tag": upgradeTag}})
 	k.await("every StatefulSet rolled onto "+image, 10*time.Minute, func() (bool, error) {
 		sets, err := k.cs.AppsV1().StatefulSets("default").List(k.ctx, metav1.ListOptions{LabelSelector: cachecluster.LabelCluster + "=" + sample})
-		if err != nil || len(sets.Items) == 0 {
-			return false, fmt.Errorf("%d sets: %v", len(sets.Items), err)
+		if err != nil {
+			return false, err
+		}
+		if len(sets.Items) == 0 {
+			return false, fmt.Errorf("no StatefulSets of %s", sample)
 		}
 		for _, s := range sets.Items {
 			st, want := s.Status, *s.Spec.Replicas

@@ -14,7 +14,7 @@ import (
 // status since): measured from them, a grace period or hold-down of a
 // second would end up to a second early. The zero value is ready to use.
 type readinessClock struct {
-	mu   sync.Mutex              // guards seen
+	mu   sync.Mutex               // guards seen
 	seen map[string]readinessSeen // by namespace/cluster/member
 }
 
