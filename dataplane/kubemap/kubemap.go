@@ -138,9 +138,10 @@ func (s *Source) resourceVersion() string {
 }
 
 // Notify watches the ConfigMap until ctx ends and calls changed on every
-// event, and whenever the watch had to start over (it may have missed
-// one). It implements mapwatch.Notifier.
-func (s *Source) Notify(ctx context.Context, changed func()) {
+// event, with the map an added or modified ConfigMap holds, and whenever
+// the watch had to start over (it may have missed one), with none. It
+// implements mapwatch.Notifier.
+func (s *Source) Notify(ctx context.Context, changed func(offered []byte)) {
 	backoff := minBackoff
 	for ctx.Err() == nil {
 		healthy, err := s.watchOnce(ctx, changed)
@@ -154,7 +155,7 @@ func (s *Source) Notify(ctx context.Context, changed func()) {
 			s.logger.Warn("partition map watch ended", "configmap", s.String(), "err", err, "retry_in", backoff)
 		}
 		// The watch may have missed events while it was down.
-		changed()
+		changed(nil)
 		select {
 		case <-ctx.Done():
 			return
@@ -167,7 +168,7 @@ func (s *Source) Notify(ctx context.Context, changed func()) {
 // watchOnce runs one watch until it ends. healthy says whether it
 // delivered anything (a reconnect right after may start from the minimum
 // backoff again).
-func (s *Source) watchOnce(ctx context.Context, changed func()) (healthy bool, err error) {
+func (s *Source) watchOnce(ctx context.Context, changed func(offered []byte)) (healthy bool, err error) {
 	rv := s.resourceVersion()
 	if rv == "" {
 		// Start from the current object: a GET sets rv (and the
@@ -215,11 +216,15 @@ func (s *Source) watchOnce(ctx context.Context, changed func()) (healthy bool, e
 				}
 				healthy = true
 			default: // Added, Modified, Deleted
+				var offered []byte
 				if cm, ok := ev.Object.(*corev1.ConfigMap); ok {
 					s.seen(cm.ResourceVersion)
+					if data, ok := cm.Data[Key]; ok && ev.Type != watch.Deleted {
+						offered = []byte(data)
+					}
 				}
 				healthy = true
-				changed()
+				changed(offered)
 			}
 		}
 	}

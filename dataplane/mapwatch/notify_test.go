@@ -3,6 +3,7 @@ package mapwatch_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,13 +18,13 @@ type notifyingFile struct {
 	wrote chan struct{}
 }
 
-func (f notifyingFile) Notify(ctx context.Context, changed func()) {
+func (f notifyingFile) Notify(ctx context.Context, changed func(offered []byte)) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-f.wrote:
-			changed()
+			changed(nil)
 		}
 	}
 }
@@ -76,4 +77,91 @@ func TestOpenFailsOnUnreadableSource(t *testing.T) {
 	if _, err := mapwatch.Open(context.Background(), mapwatch.File(filepath.Join(t.TempDir(), "missing.json")), nil); err == nil {
 		t.Fatal("Open of a missing file succeeded")
 	}
+}
+
+// laggingSource is a source whose reads return what the test last set,
+// and whose notifications carry a map the reads may not return yet, as a
+// watch event can run ahead of a GET on a loaded API server.
+type laggingSource struct {
+	mu     sync.Mutex // guards raw
+	raw    []byte
+	offers chan []byte // each notification, with the map it carries (nil: none)
+}
+
+func (s *laggingSource) set(raw []byte) { s.mu.Lock(); s.raw = raw; s.mu.Unlock() }
+
+func (s *laggingSource) Read(context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.raw, nil
+}
+
+func (s *laggingSource) String() string { return "lagging" }
+
+func (s *laggingSource) Notify(ctx context.Context, changed func(offered []byte)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case raw := <-s.offers:
+			changed(raw)
+		}
+	}
+}
+
+// TestRunInstallsTheOfferedMap notifies a newer map that the source's
+// reads do not return yet: the watcher installs it at once, and the read
+// observers (a cache node's serving lease) learn of it only from a read
+// that finds it. An offer older than the current map installs nothing.
+func TestRunInstallsTheOfferedMap(t *testing.T) {
+	m1 := testMap(t)
+	m2, _, err := m1.WithState(m1.Layers[0].Members[0].Name, partmap.Fenced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw1, raw2 := encode(t, m1), encode(t, m2)
+	src := &laggingSource{raw: raw1, offers: make(chan []byte)}
+	w, err := mapwatch.Open(context.Background(), src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed := make(chan int64, 4)
+	read := make(chan int64, 10)
+	w.Subscribe(func(p *partmap.Placement) error { installed <- p.Version(); return nil })
+	w.OnRead(func(_ time.Time, v int64) { read <- v })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx, time.Hour) }()
+	defer func() { cancel(); <-done }()
+
+	src.offers <- raw2 // the read it triggers still returns m1
+	if v := <-installed; v != m2.Version {
+		t.Fatalf("installed version %d from the offer, want %d", v, m2.Version)
+	}
+	src.offers <- raw1 // older than the current map, and the read returns m1 too
+	src.set(raw2)
+	src.offers <- nil // a read that finds m2
+	for v := range read {
+		if v == m2.Version {
+			break
+		}
+		t.Fatalf("read observers told version %d before a read found %d", v, m2.Version)
+	}
+	select {
+	case v := <-installed:
+		t.Fatalf("installed version %d again, or an older one", v)
+	default:
+	}
+	if got := w.Current().Version(); got != m2.Version {
+		t.Fatalf("current version %d, want %d", got, m2.Version)
+	}
+}
+
+func encode(t *testing.T, m *partmap.Map) []byte {
+	t.Helper()
+	raw, err := partmap.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

@@ -20,11 +20,14 @@ type Source interface {
 
 // Notifier is a Source that can tell when it may hold a new version: Run
 // then reads it at once instead of waiting for the next poll. A
-// notification only triggers a Read; it never installs a map itself.
+// notification may carry the map the source announced (a watch event's
+// object): Run installs it at once if it is newer than the current map,
+// without telling the read observers (no read started), and reads the
+// source all the same; only a read renews what the observers keep.
 type Notifier interface {
 	// Notify calls changed whenever the source may have changed, until
-	// ctx ends.
-	Notify(ctx context.Context, changed func())
+	// ctx ends, with the encoded map the change carries (nil if none).
+	Notify(ctx context.Context, changed func(offered []byte))
 }
 
 // File is the Source of a map file: the one standalone mode writes and

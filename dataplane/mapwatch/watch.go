@@ -8,8 +8,11 @@
 // The source is polled every interval (a file is polled rather than watched
 // with inotify: renames and symlink swaps are seen reliably). A source that
 // is also a Notifier triggers an immediate read when it may have changed,
-// so a new version is installed as soon as it is published; it only ever
-// triggers reads, so every install comes from a Read.
+// so a new version is installed as soon as it is published. A notification
+// that carries the map (a ConfigMap watch event) installs it before that
+// read when it is newer: a remap reaches the subscribers without waiting
+// for a GET on a loaded API server. Installs are serialized and only ever
+// move to a newer version.
 //
 // Every read that finds the current map (unchanged, or newer and installed)
 // is also reported to the read observers with the time the read started:
@@ -55,12 +58,16 @@ type Watcher struct {
 	// reload serializes Reload: it is held across a read, the install and
 	// the observers, so that installs and observations stay in read order.
 	reload sync.Mutex
+	// install serializes installs (Reload's and offer's): held across the
+	// version check and the subscribers, so they see versions in order.
+	install sync.Mutex
 
-	mu   sync.Mutex // guards the fields below
-	cur  *partmap.Placement
-	raw  []byte
-	subs []Subscriber
-	obs  []ReadObserver
+	mu      sync.Mutex // guards the fields below
+	cur     *partmap.Placement
+	raw     []byte
+	offered bool // cur came from a notification, not a read
+	subs    []Subscriber
+	obs     []ReadObserver
 }
 
 // Load reads and compiles the map file at path; it fails when the file does
@@ -150,8 +157,10 @@ func (w *Watcher) Reload() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	w.install.Lock()
+	defer w.install.Unlock()
 	w.mu.Lock()
-	cur, same := w.cur, bytes.Equal(raw, w.raw)
+	cur, same, offered := w.cur, bytes.Equal(raw, w.raw), w.offered
 	subs, obs := w.subs, w.obs
 	w.mu.Unlock()
 	if same {
@@ -163,13 +172,50 @@ func (w *Watcher) Reload() (bool, error) {
 		return false, err
 	}
 	switch {
+	case p.Version() < cur.Version() && offered:
+		// The read started before a notification installed a newer
+		// map: not the current map, and nothing wrong with the source.
+		return false, nil
 	case p.Version() < cur.Version():
 		return false, fmt.Errorf("cannot install partition map %s: version %d is older than the current %d", w.path, p.Version(), cur.Version())
 	case p.Version() == cur.Version():
 		return false, fmt.Errorf("cannot install partition map %s: content changed without a version bump (still %d)", w.path, p.Version())
 	}
+	if err := w.installLocked(p, raw, subs, false); err != nil {
+		return true, err
+	}
+	observe(obs, at, p.Version())
+	return true, nil
+}
+
+// offer installs raw, a map a notification carried, if it is newer than
+// the current map; anything else about it is only logged (the read the
+// notification triggers decides). The read observers learn nothing.
+func (w *Watcher) offer(raw []byte) {
+	w.install.Lock()
+	defer w.install.Unlock()
 	w.mu.Lock()
-	w.cur, w.raw = p, raw
+	cur, same, subs := w.cur, bytes.Equal(raw, w.raw), w.subs
+	w.mu.Unlock()
+	if same {
+		return
+	}
+	p, err := compile(w.path, raw, cur)
+	if err != nil || p.Version() <= cur.Version() {
+		w.logger.Debug("not installing the map a notification carried", "source", w.path, "err", err)
+		return
+	}
+	if err := w.installLocked(p, raw, subs, true); err != nil {
+		w.logger.Warn("partition map installed from a notification", "source", w.path, "version", p.Version(), "err", err)
+	}
+}
+
+// installLocked makes p (encoded raw) the current map and hands it to
+// subs; w.install must be held. offered says whether a notification
+// carried it.
+func (w *Watcher) installLocked(p *partmap.Placement, raw []byte, subs []Subscriber, offered bool) error {
+	w.mu.Lock()
+	w.cur, w.raw, w.offered = p, raw, offered
 	w.mu.Unlock()
 	var errs []error
 	for _, fn := range subs {
@@ -177,12 +223,11 @@ func (w *Watcher) Reload() (bool, error) {
 			errs = append(errs, err)
 		}
 	}
-	w.logger.Info("installed partition map", "source", w.path, "version", p.Version())
+	w.logger.Info("installed partition map", "source", w.path, "version", p.Version(), "from_notification", offered)
 	if len(errs) > 0 {
-		return true, fmt.Errorf("cannot apply partition map version %d: %w", p.Version(), errors.Join(errs...))
+		return fmt.Errorf("cannot apply partition map version %d: %w", p.Version(), errors.Join(errs...))
 	}
-	observe(obs, at, p.Version())
-	return true, nil
+	return nil
 }
 
 // observe tells the read observers obs that a read started at at found
@@ -201,7 +246,10 @@ func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
 	}
 	changed := make(chan struct{}, 1) // one pending notification is enough: the read that follows sees every change before it
 	if n, ok := w.src.(Notifier); ok {
-		go n.Notify(ctx, func() {
+		go n.Notify(ctx, func(offered []byte) {
+			if offered != nil {
+				w.offer(offered)
+			}
 			select {
 			case changed <- struct{}{}:
 			default:
