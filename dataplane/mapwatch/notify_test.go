@@ -29,6 +29,25 @@ func (f notifyingFile) Notify(ctx context.Context, changed func(offered []byte))
 	}
 }
 
+// runWatcher opens src and runs its watcher, polling every hour (only
+// notifications make it read), until the test ends; it returns the watcher
+// and the versions its subscriber and its read observers receive.
+func runWatcher(t *testing.T, src mapwatch.Source) (w *mapwatch.Watcher, installed, read chan int64) {
+	t.Helper()
+	w, err := mapwatch.Open(context.Background(), src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, read = make(chan int64, 4), make(chan int64, 10)
+	w.Subscribe(func(p *partmap.Placement) error { installed <- p.Version(); return nil })
+	w.OnRead(func(_ time.Time, v int64) { read <- v })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx, time.Hour) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w, installed, read
+}
+
 // TestRunReadsOnNotification runs the watcher with a poll interval longer
 // than the test: only the source's notification can make it read the new
 // version, and the read observers learn of that read.
@@ -43,18 +62,7 @@ func TestRunReadsOnNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := notifyingFile{File: mapwatch.File(path), wrote: make(chan struct{})}
-	w, err := mapwatch.Open(context.Background(), src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	installed := make(chan int64, 1)
-	read := make(chan int64, 10)
-	w.Subscribe(func(p *partmap.Placement) error { installed <- p.Version(); return nil })
-	w.OnRead(func(_ time.Time, v int64) { read <- v })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx, time.Hour) }()
-	defer func() { cancel(); <-done }()
+	_, installed, read := runWatcher(t, src)
 
 	if err := mapwatch.WriteFile(path, m2); err != nil {
 		t.Fatal(err)
@@ -121,18 +129,7 @@ func TestRunInstallsTheOfferedMap(t *testing.T) {
 	}
 	raw1, raw2 := encode(t, m1), encode(t, m2)
 	src := &laggingSource{raw: raw1, offers: make(chan []byte)}
-	w, err := mapwatch.Open(context.Background(), src, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	installed := make(chan int64, 4)
-	read := make(chan int64, 10)
-	w.Subscribe(func(p *partmap.Placement) error { installed <- p.Version(); return nil })
-	w.OnRead(func(_ time.Time, v int64) { read <- v })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.Run(ctx, time.Hour) }()
-	defer func() { cancel(); <-done }()
+	w, installed, read := runWatcher(t, src)
 
 	src.offers <- raw2 // the read it triggers still returns m1
 	if v := <-installed; v != m2.Version {
