@@ -60,9 +60,10 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # prometheus-operator CRDs in sync with theirs (hack/promoperator, likewise);
 # iptables-legacy for the fault-injection suite's delays (test/fault,
 # internal/faultinject); shellcheck for the test that checks every shell
-# script (test/scripts); localkube's binaries and Debian packages for the
+# script (test/scripts); prometheus and promtool for the tests of the metrics
+# and the alert rules; localkube's binaries and Debian packages for the
 # test that brings a real node up and down (test/localkube).
-TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck localkube-deps
+TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck prometheus localkube-deps
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -95,42 +96,20 @@ image: ## Build the container image without Docker into IMAGE_ARCHIVE (docker lo
 	$(GO) run ./hack/image -binary $(IMAGE_DIR)/distcache-linux-$(IMAGE_ARCH) -arch $(IMAGE_ARCH) \
 		-version $(VERSION) -revision $(COMMIT) -created $(COMMIT_EPOCH) -out $(IMAGE_ARCHIVE)
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
-# redis-cli) unless both binaries are already on PATH; waits for a held dpkg
-# lock, and runs apt-get update only if the install fails. It never starts the system redis service: the tests
-# start their own servers, and while apt-get runs a policy-rc.d that forbids
-# service starts is in place (a temporary one unless the system has its own).
+# redis-cli) unless both binaries are already on PATH. The tests start their
+# own servers: the system's redis service is never started (apt_install).
 .PHONY: redis-server
 redis-server:
-	@if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then \
-		exit 0; \
-	fi; \
-	if ! command -v apt-get >/dev/null; then \
-		echo 'redis-server: not on PATH and no apt-get; install redis-server and redis-benchmark by hand' >&2; \
-		exit 1; \
-	fi; \
-	sudo=; \
-	if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
-	policy=/usr/sbin/policy-rc.d; \
-	if [ ! -e "$$policy" ]; then \
-		trap '$$sudo rm -f "$$policy"' EXIT; \
-		printf '#!/bin/sh\nexit 101\n' | $$sudo tee "$$policy" >/dev/null; \
-		$$sudo chmod 755 "$$policy"; \
-	fi; \
-	apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600); \
-	echo 'Installing redis-server and redis-tools with apt-get'; \
-	"$${apt[@]}" install -y redis-server redis-tools \
-		|| { "$${apt[@]}" update && "$${apt[@]}" install -y redis-server redis-tools; }
+	@$(call apt_install,redis-server redis-benchmark,redis-server redis-tools)
 
 # Installs the Debian package iptables unless iptables-legacy is on PATH. The
 # fault-injection suite delays packets by queueing them to userspace with the
 # xtables NFQUEUE target of legacy iptables (the kernels it runs on have no
-# netem qdisc and no nftables queue expression); it waits up to 10 minutes for
-# another apt-get to release the dpkg lock, and runs apt-get update only if
-# the install fails.
+# netem qdisc and no nftables queue expression).
 .PHONY: iptables
 iptables:
 	@$(call apt_install,iptables-legacy,iptables)
@@ -141,21 +120,38 @@ iptables:
 shellcheck:
 	@$(call apt_install,shellcheck,shellcheck)
 
-# apt_install COMMAND,PACKAGE installs the Debian PACKAGE unless COMMAND is on
-# PATH: it waits up to 10 minutes for another apt-get to release the dpkg
-# lock, and runs apt-get update only if the install fails.
+# Installs the Debian package prometheus (prometheus and promtool) unless
+# both are on PATH, for the tests of the metrics, the alert rules and the
+# dashboards' queries; its system service is never started (apt_install).
+.PHONY: prometheus
+prometheus:
+	@$(call apt_install,prometheus promtool,prometheus)
+
+# apt_install COMMANDS,PACKAGES installs the Debian PACKAGES (without their
+# recommendations) unless every one of COMMANDS is on PATH: it waits up to
+# 10 minutes for another apt-get to release the dpkg lock, and runs apt-get
+# update only if the install fails. No package's service is started: while
+# apt-get runs, a policy-rc.d that forbids service starts is in place (a
+# temporary one unless the system has its own).
 define apt_install
-if command -v $(1) >/dev/null; then exit 0; fi; \
+missing=; for c in $(1); do command -v $$c >/dev/null || missing=1; done; \
+if [ -z "$$missing" ]; then exit 0; fi; \
 if ! command -v apt-get >/dev/null; then \
 	echo '$(2): $(1) not on PATH and no apt-get; install $(2) by hand' >&2; \
 	exit 1; \
 fi; \
 sudo=; \
 if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo=sudo; fi; \
+policy=/usr/sbin/policy-rc.d; \
+if [ ! -e "$$policy" ]; then \
+	trap '$$sudo rm -f "$$policy"' EXIT; \
+	printf '#!/bin/sh\nexit 101\n' | $$sudo tee "$$policy" >/dev/null; \
+	$$sudo chmod 755 "$$policy"; \
+fi; \
 apt=($$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600); \
 echo 'Installing $(2) with apt-get'; \
-"$${apt[@]}" install -y $(2) \
-	|| { "$${apt[@]}" update && "$${apt[@]}" install -y $(2); }
+"$${apt[@]}" install -y --no-install-recommends $(2) \
+	|| { "$${apt[@]}" update && "$${apt[@]}" install -y --no-install-recommends $(2); }
 endef
 
 test: test-deps ## Install test prerequisites, then run go vet, all tests with -race, and the allocation tests without it

@@ -155,6 +155,8 @@ type Detector struct {
 	reports   atomic.Uint64
 	dropped   atomic.Uint64
 	intervals atomic.Uint64
+	// hotCells is HotCellRatio's value (float64 bits), set by Reset.
+	hotCells atomic.Uint64
 
 	// mu guards cands and the setting/clearing of Bloom bits.
 	mu    sync.Mutex
@@ -408,11 +410,16 @@ func (d *Detector) Reset() {
 	d.resetLocked()
 }
 
-// resetLocked is Reset with planMu held.
+// resetLocked is Reset with planMu held. Clearing the sketch also counts
+// its counters that had reached the threshold (HotCellRatio).
 func (d *Detector) resetLocked() {
+	hot := 0
 	for i := range d.sketch {
-		d.sketch[i].Store(0)
+		if d.sketch[i].Swap(0) >= d.threshold {
+			hot++
+		}
 	}
+	d.hotCells.Store(math.Float64bits(float64(hot) / float64(len(d.sketch))))
 	d.mu.Lock()
 	for i := range d.bloom {
 		d.bloom[i].Store(0)
@@ -431,6 +438,14 @@ func (d *Detector) resetLocked() {
 	d.trackMu.Unlock()
 	d.intervals.Add(1)
 }
+
+// HotCellRatio is the fraction of the Count-Min sketch's counters that had
+// reached the threshold when the last interval ended (0 before the
+// first). A key is reported only if its counter in every row did, so the
+// ratio bounds how often a key that is not hot is reported: about its
+// fourth power (one counter per row). A ratio that grows means the sketch
+// is too narrow for the traffic (Config.SketchWidth).
+func (d *Detector) HotCellRatio() float64 { return math.Float64frombits(d.hotCells.Load()) }
 
 // Stats returns a snapshot of the counters. Counters are read one at a time,
 // so a snapshot taken during records may mix slightly different instants.

@@ -200,3 +200,25 @@ func TestHashPositions(t *testing.T) {
 		t.Errorf("rows 0 and 1 coincide for %d of 10000 keys, want about 10", same)
 	}
 }
+
+// TestHotCellRatio checks the sketch's fill as an interval ends: one key
+// counted up to the threshold fills one counter per row, and an interval
+// without records fills none.
+func TestHotCellRatio(t *testing.T) {
+	d := mustDetector(t, Config{SketchWidth: 64, Threshold: 3})
+	if got := d.HotCellRatio(); got != 0 {
+		t.Fatalf("before any interval: %v, want 0", got)
+	}
+	for range 3 {
+		d.RecordMiss("hot")
+	}
+	d.RecordMiss("cold")
+	d.Reset()
+	if got, want := d.HotCellRatio(), 4.0/float64(len(d.sketch)); got != want {
+		t.Fatalf("after an interval with one hot key: %v, want %v (one counter in each of 4 rows)", got, want)
+	}
+	d.Reset()
+	if got := d.HotCellRatio(); got != 0 {
+		t.Fatalf("after an empty interval: %v, want 0", got)
+	}
+}

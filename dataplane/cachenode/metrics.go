@@ -54,6 +54,18 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_cache_only_misses_total", "Hedged reads (FlagCacheOnly) refused without a valid copy; the backend is not read for them.", n.stats.cacheOnlyRefused.Load),
 		counter("distcache_work_units_total", "Work units taken from the emulated capacity: 1 per hit, 1 per INVALIDATE and per UPDATE of a held key.", n.work.Used),
 		gauge("distcache_work_capacity", "Emulated capacity in work units per second (0: unlimited).", n.work.Rate),
+		counter("distcache_hotkey_misses_total", "Misses of uncached keys the hot-key detector counted: the candidates it has seen.",
+			func() uint64 { return n.det.Stats().Misses }),
+		counter("distcache_hotkey_tracked_hits_total", "Hits on cached keys the hot-key detector counted, which decide evictions.",
+			func() uint64 { return n.det.Stats().Hits }),
+		counter("distcache_hotkey_reports_total", "Uncached keys the detector reported hot (over the threshold in an interval) to the insertion planner.",
+			func() uint64 { return n.det.Stats().Reports }),
+		counter("distcache_hotkey_reports_dropped_total", "Hot keys not reported because an interval's report list was full.",
+			func() uint64 { return n.det.Stats().DroppedReports }),
+		counter("distcache_hotkey_intervals_total", "Hot-key detection intervals ended (each insertion interval).",
+			func() uint64 { return n.det.Stats().Intervals }),
+		gauge("distcache_hotkey_sketch_hot_cells_ratio", "Fraction of the Count-Min sketch's counters at or over the hot threshold when the last interval ended; a growing ratio means keys that are not hot get reported (widen the sketch).",
+			n.det.HotCellRatio),
 	); err != nil {
 		return fmt.Errorf("cannot register cache node metrics: %w", err)
 	}

@@ -286,13 +286,17 @@ func TestMetricsRegistered(t *testing.T) {
 		"distcache_coalesced_requests_total": 0, "distcache_requests_total": testThreshold + 1,
 		"distcache_lease_valid": 1, "distcache_lease_starts_total": 1, "distcache_unleased_reads_total": 0,
 		"distcache_refused_reads_total": 0, "distcache_untracked_rereads_total": 0,
+		// The hot key's misses reported it once; the hit is counted on it.
+		"distcache_hotkey_misses_total": testThreshold, "distcache_hotkey_reports_total": 1,
+		"distcache_hotkey_reports_dropped_total": 0, "distcache_hotkey_tracked_hits_total": 1,
 	}
 	for name, v := range want {
 		if g, ok := got[name]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", name, g, ok, v)
 		}
 	}
-	for _, name := range []string{"distcache_node_load", "distcache_datagrams_total", "distcache_malformed_packets_total"} {
+	for _, name := range []string{"distcache_node_load", "distcache_datagrams_total", "distcache_malformed_packets_total",
+		"distcache_hotkey_intervals_total", "distcache_hotkey_sketch_hot_cells_ratio"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("metric %s missing", name)
 		}

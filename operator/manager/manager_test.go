@@ -1,16 +1,22 @@
 package manager_test
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/distcache/distcache/internal/kubetest"
 	"github.com/distcache/distcache/internal/poll"
@@ -121,4 +127,39 @@ func TestOperator(t *testing.T) {
 		r := condition(tor.Status.Conditions, v1alpha1.ConditionReady)
 		return r != nil && r.Status == metav1.ConditionTrue && r.Reason == v1alpha1.ReasonSwitchLayersUnsupported
 	})
+	checkMetrics(t, crmetrics.Registry)
+}
+
+// checkMetrics runs `promtool check metrics` (Debian's prometheus package;
+// `make test` installs it) on what the operator's /metrics serves: the
+// registry's exposition, its own series and controller-runtime's.
+func checkMetrics(t *testing.T, g prometheus.Gatherer) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool not on PATH: `make prometheus` installs it")
+	}
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	enc := expfmt.NewEncoder(&text, expfmt.NewFormat(expfmt.TypeTextPlain))
+	names := 0
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(f.GetName(), "distcache_operator_") {
+			names++
+		}
+	}
+	if names == 0 {
+		t.Fatalf("no distcache_operator_ series among %d families", len(families))
+	}
+	cmd := exec.CommandContext(t.Context(), promtool, "check", "metrics")
+	cmd.Stdin = &text
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+		t.Errorf("promtool check metrics on the operator's metrics: %v\n%s", err, out)
+	}
 }
