@@ -25,6 +25,7 @@ func (c *cluster) Status(_ context.Context) control.Status {
 	st := control.Status{
 		Cluster: p.Cluster.Name, RunDir: c.cfg.RunDir, MapFile: p.MapFile, MapVersion: m.Version,
 		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate,
+		MetricsAddr: p.MetricsAddr, TargetsFile: p.TargetsFile,
 		Persistence: p.Persistence, Processes: c.processes(m),
 	}
 	for _, l := range p.Cluster.SoftwareLayers() {

@@ -17,6 +17,7 @@ import (
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/controlloop"
 	"github.com/distcache/distcache/standalone/plan"
+	"github.com/distcache/distcache/standalone/promsd"
 	"github.com/distcache/distcache/standalone/supervisor"
 )
 
@@ -89,6 +90,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	defer func() { _ = srv.Close(context.Background()) }()
+	if cfg.Plan.MetricsAddr != "" {
+		ms, err := c.serveMetrics()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = ms.Close(context.Background()) }()
+	}
 	if err := os.WriteFile(filepath.Join(cfg.RunDir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		return fmt.Errorf("cannot write the pid file: %w", err)
 	}
@@ -192,6 +200,11 @@ func (c *cluster) start(ctx context.Context) error {
 	p := c.cfg.Plan
 	if err := mapwatch.WriteFile(p.MapFile, p.Map); err != nil {
 		return err
+	}
+	if p.TargetsFile != "" {
+		if err := promsd.Write(p); err != nil {
+			return err
+		}
 	}
 	// Events of an earlier run refer to maps that are gone.
 	if err := os.Remove(p.EventsFile); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -7,17 +7,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/promsd"
 )
 
-// TestMetricsPassPromtool scrapes /metrics of every process of a standalone
-// cluster started with `distcache up` — storage shims, cache nodes of both
-// layers and the control loop — after a short workload, and runs `promtool
-// check metrics` (Debian's prometheus package; `make test` installs it) on
-// each: names, units, types and help texts follow Prometheus' conventions.
+// TestMetricsPassPromtool scrapes /metrics of every target that `distcache
+// up` lists for Prometheus — storage shims, cache nodes of both layers, the
+// control loop and the supervisor itself — after a short workload, and runs
+// `promtool check metrics` (Debian's prometheus package; `make test`
+// installs it) on each: names, units, types and help texts follow
+// Prometheus' conventions. The supervisor's series report its processes'
+// readiness and restarts.
 func TestMetricsPassPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
@@ -47,28 +51,50 @@ func TestMetricsPassPromtool(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatal(err)
 	}
+	// The targets file lists every /metrics address, the supervisor's too.
+	raw, err := os.ReadFile(st.TargetsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []promsd.Group
+	if err := json.Unmarshal(raw, &groups); err != nil {
+		t.Fatal(err)
+	}
 	kinds := map[string]int{}
-	for _, p := range st.Processes {
-		if p.MetricsAddr == "" {
-			continue
-		}
-		kinds[p.Kind]++
-		resp, err := http.Get("http://" + p.MetricsAddr + "/metrics")
-		if err != nil {
-			t.Fatalf("%s: %v", p.Name, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, g := range groups {
+		kinds[g.Labels["kind"]]++
+		body := scrape(t, g.Targets[0])
 		cmd := exec.CommandContext(t.Context(), promtool, "check", "metrics")
-		cmd.Stdin = strings.NewReader(string(body))
+		cmd.Stdin = strings.NewReader(body)
 		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
-			t.Errorf("promtool check metrics on %s (%s): %v\n%s", p.Name, p.Kind, err, out)
+			t.Errorf("promtool check metrics on %s: %v\n%s", g.Labels["process"], err, out)
 		}
 	}
-	if kinds["node"] != 4 || kinds["shim"] != 2 || kinds["controlloop"] != 1 {
-		t.Fatalf("processes with metrics by kind: %v, want 4 nodes, 2 shims and the control loop", kinds)
+	if kinds["node"] != 4 || kinds["shim"] != 2 || kinds["controlloop"] != 1 || kinds["supervisor"] != 1 || len(groups) != 8 {
+		t.Fatalf("targets by kind: %v, want 4 nodes, 2 shims, the control loop and the supervisor", kinds)
 	}
+	for _, p := range st.Processes {
+		if p.MetricsAddr != "" && !slices.ContainsFunc(groups, func(g promsd.Group) bool { return g.Targets[0] == p.MetricsAddr }) {
+			t.Errorf("%s's %s not among the targets", p.Name, p.MetricsAddr)
+		}
+	}
+	if sup := scrape(t, st.MetricsAddr); !strings.Contains(sup, `distcache_supervisor_process_ready{kind="node",process="cli-spine-0",role="supervisor"} 1`) ||
+		!strings.Contains(sup, `distcache_supervisor_process_restarts_total{kind="redis",process="cli-rack-0-0-redis",role="supervisor"} 0`) {
+		t.Errorf("the supervisor's metrics lack its processes' readiness and restarts:\n%s", sup)
+	}
+}
+
+// scrape returns addr's /metrics.
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("%s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }

@@ -183,6 +183,9 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 	}
 	printSummary(cmd.OutOrStdout(), st)
 	cmd.Printf("\nstatus: distcache status --run-dir %s\nstop:   distcache down --run-dir %s\n", runDir, runDir)
+	if st.TargetsFile != "" {
+		cmd.Printf("scrape: %s (Prometheus file_sd_configs: every process's /metrics, the supervisor's at %s)\n", st.TargetsFile, st.MetricsAddr)
+	}
 	return nil
 }
 

@@ -27,10 +27,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/distcache/distcache/placement/partmap"
 )
@@ -278,19 +278,7 @@ func WriteFile(path string, m *partmap.Map) error {
 	if err != nil {
 		return fmt.Errorf("cannot write partition map: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".partmap-*")
-	if err != nil {
-		return fmt.Errorf("cannot write partition map: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("cannot write partition map: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cannot write partition map: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := renameio.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("cannot write partition map: %w", err)
 	}
 	return nil

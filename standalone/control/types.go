@@ -61,6 +61,10 @@ type Status struct {
 	MapVersion int64     `json:"mapVersion"`
 	PID        int       `json:"pid"`
 	Started    time.Time `json:"started"`
+	// MetricsAddr is the supervisor's own /metrics address; TargetsFile
+	// lists every process's, for Prometheus' file-based service discovery.
+	MetricsAddr string `json:"metricsAddr,omitempty"`
+	TargetsFile string `json:"targetsFile,omitempty"`
 	// ShardRate and NodeRate are the emulated capacities in work units per
 	// second (0: not emulated).
 	ShardRate float64 `json:"shardRate,omitempty"`

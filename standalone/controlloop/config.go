@@ -8,10 +8,11 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/placement/partmap"
@@ -153,19 +154,7 @@ func WriteConfig(path string, c FileConfig) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".controlloop-*")
-	if err != nil {
-		return fmt.Errorf("cannot write control loop configuration: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("cannot write control loop configuration: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("cannot write control loop configuration: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := renameio.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("cannot write control loop configuration: %w", err)
 	}
 	return nil

@@ -114,6 +114,12 @@ type Plan struct {
 	Processes []Process
 	// ShardRate and NodeRate are the emulated capacities (0: none).
 	ShardRate, NodeRate float64
+	// MetricsAddr is the supervisor's own /metrics address (`distcache
+	// up`: its processes' restarts and readiness).
+	MetricsAddr string
+	// TargetsFile lists every /metrics address with its labels, in
+	// Prometheus' file-based service discovery format (package promsd).
+	TargetsFile string
 	// Persistence is what the Redis servers keep across crashes, as
 	// topology.Persistence summarises it: "aof-always" or "aof-everysec"
 	// (the append-only file in each Redis's Dir), "none", or "unmanaged"
@@ -157,13 +163,15 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	for _, l := range c.SoftwareLayers() {
 		members += c.Nodes(l)
 	}
-	// TCP: a port per Redis and a metrics port per shim, node and the
-	// control loop; UDP: a data-plane port per shim and node.
-	tcp, udp, err := o.Ports(o.Host, redises+shards+members+1, shards+members)
+	// TCP: a port per Redis and a metrics port per shim, node, the control
+	// loop and the supervisor; UDP: a data-plane port per shim and node.
+	tcp, udp, err := o.Ports(o.Host, redises+shards+members+2, shards+members)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lay out %s: %w", c.Name, err)
 	}
 	addr := func(port int) string { return hostPort(o.Host, port) }
+	p.MetricsAddr, tcp = addr(tcp[0]), tcp[1:]
+	p.TargetsFile = filepath.Join(o.RunDir, "prometheus-targets.json")
 	a := &addresser{members: map[string][]string{}}
 	for r := range c.Racks() {
 		for s := range c.ShardsPerRack() {

@@ -1,0 +1,64 @@
+// Package promsd writes the /metrics addresses of a standalone cluster in
+// Prometheus' file-based service discovery format
+// (file_sd_configs: a JSON list of target groups, each with its targets and
+// their labels), so that a Prometheus given the file scrapes every process
+// of the cluster with labels that say what each one is: cluster, kind
+// (shim, node, controlloop or supervisor), process, and layer or shard.
+// Prometheus reads the file again when it changes; the file is replaced
+// whole, never written in place.
+package promsd
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/distcache/distcache/standalone/plan"
+)
+
+// Group is one target group of a file_sd file.
+type Group struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// KindSupervisor is the kind label of `distcache up` itself.
+const KindSupervisor = "supervisor"
+
+// Groups are p's scrape targets: every process with a /metrics address,
+// then the supervisor.
+func Groups(p *plan.Plan) []Group {
+	var out []Group
+	for _, pr := range p.Processes {
+		if pr.MetricsAddr == "" {
+			continue
+		}
+		l := map[string]string{"cluster": p.Cluster.Name, "kind": string(pr.Kind), "process": pr.Name}
+		if pr.Layer != "" {
+			l["layer"] = pr.Layer
+		}
+		if pr.Shard != "" {
+			l["shard"] = pr.Shard
+		}
+		out = append(out, Group{Targets: []string{pr.MetricsAddr}, Labels: l})
+	}
+	if p.MetricsAddr != "" {
+		out = append(out, Group{Targets: []string{p.MetricsAddr},
+			Labels: map[string]string{"cluster": p.Cluster.Name, "kind": KindSupervisor, "process": p.Cluster.Name + "-" + KindSupervisor}})
+	}
+	return out
+}
+
+// Write writes p's targets to p.TargetsFile, atomically (a temporary file
+// renamed over it), so a reader never sees a partial list.
+func Write(p *plan.Plan) error {
+	data, err := json.MarshalIndent(Groups(p), "", "  ")
+	if err != nil {
+		return fmt.Errorf("cannot encode the scrape targets: %w", err)
+	}
+	if err := renameio.WriteFile(p.TargetsFile, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("cannot write the scrape targets: %w", err)
+	}
+	return nil
+}
