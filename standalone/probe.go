@@ -44,9 +44,10 @@ func newHTTPProber() *httpProber {
 	}}}
 }
 
-// healthy reports whether GET http://addr/healthz answers 200.
-func (p *httpProber) healthy(ctx context.Context, addr string) bool {
-	resp, err := p.get(ctx, addr, "/healthz")
+// ok reports whether GET http://addr/path answers 200 (a process's
+// /healthz, Prometheus's /-/ready).
+func (p *httpProber) ok(ctx context.Context, addr, path string) bool {
+	resp, err := p.get(ctx, addr, path)
 	if err != nil {
 		return false
 	}

@@ -206,6 +206,11 @@ func (c *cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if p.PrometheusConfig != "" {
+		if err := promsd.WriteConfig(p); err != nil {
+			return err
+		}
+	}
 	// Events of an earlier run refer to maps that are gone.
 	if err := os.Remove(p.EventsFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("cannot clear the events of an earlier run: %w", err)
@@ -219,7 +224,7 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
-	for _, kind := range []plan.Kind{plan.Redis, plan.Shim, plan.Node, plan.ControlLoop} {
+	for _, kind := range []plan.Kind{plan.Redis, plan.Shim, plan.Node, plan.ControlLoop, plan.Prometheus} {
 		var group []plan.Process
 		for _, pr := range p.Processes {
 			if pr.Kind == kind {
@@ -286,10 +291,13 @@ func (c *cluster) waitReady(ctx context.Context, group []plan.Process) error {
 func (c *cluster) probe(ctx context.Context, pr plan.Process) bool {
 	ready := false
 	if st, err := c.sup.StatusOf(pr.Name); err == nil && st.State == supervisor.Running {
-		if pr.Kind == plan.Redis {
+		switch pr.Kind {
+		case plan.Redis:
 			ready = listening(ctx, pr.Addr)
-		} else {
-			ready = c.prober.healthy(ctx, pr.MetricsAddr)
+		case plan.Prometheus:
+			ready = c.prober.ok(ctx, pr.Addr, "/-/ready")
+		default:
+			ready = c.prober.ok(ctx, pr.MetricsAddr, "/healthz")
 		}
 	}
 	c.mu.Lock()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,8 +11,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/standalone/promsd"
 )
 
@@ -33,7 +41,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 	if err := os.WriteFile(file, []byte(smallCluster), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir)
+	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir, "--prometheus")
 	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
@@ -78,10 +86,46 @@ func TestMetricsPassPromtool(t *testing.T) {
 			t.Errorf("%s's %s not among the targets", p.Name, p.MetricsAddr)
 		}
 	}
+	scrapedByPrometheus(t, st, len(groups))
 	if sup := scrape(t, st.MetricsAddr); !strings.Contains(sup, `distcache_supervisor_process_ready{kind="node",process="cli-spine-0",role="supervisor"} 1`) ||
 		!strings.Contains(sup, `distcache_supervisor_process_restarts_total{kind="redis",process="cli-rack-0-0-redis",role="supervisor"} 0`) {
 		t.Errorf("the supervisor's metrics lack its processes' readiness and restarts:\n%s", sup)
 	}
+}
+
+// scrapedByPrometheus waits until the cluster's Prometheus (`distcache up
+// --prometheus`) has scraped every one of its targets (up is 1 for each)
+// and holds the workload's requests.
+func scrapedByPrometheus(t *testing.T, st control.Status, targets int) {
+	t.Helper()
+	i := slices.IndexFunc(st.Processes, func(p control.Process) bool { return p.Kind == string(plan.Prometheus) })
+	if i < 0 {
+		t.Fatal("no prometheus process in the status")
+	}
+	c, err := promapi.NewClient(promapi.Config{Address: "http://" + st.Processes[i].Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := promv1.NewAPI(c)
+	query := func(q string) (model.Vector, error) {
+		v, _, _, err := api.Query(t.Context(), q, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		vec, ok := v.(model.Vector)
+		if !ok {
+			return nil, fmt.Errorf("%s: a %s, want a vector", q, v.Type())
+		}
+		return vec, nil
+	}
+	poll.Eventually(t, "Prometheus scraping every target", func() (bool, error) {
+		up, err := query(`up{job="distcache"} == 1`)
+		return err == nil && len(up) == targets, fmt.Errorf("%d of %d targets up: %w", len(up), targets, err)
+	})
+	poll.Eventually(t, "the workload's requests in Prometheus", func() (bool, error) {
+		v, err := query(`sum(distcache_requests_total{kind="node",op="GET"})`)
+		return err == nil && len(v) == 1 && v[0].Value > 0, fmt.Errorf("%v: %w", v, err)
+	})
 }
 
 // scrape returns addr's /metrics.

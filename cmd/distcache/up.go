@@ -30,6 +30,7 @@ type upOptions struct {
 	nodeCapacity  float64
 	logLevel      string
 	redisServer   string
+	prometheus    string
 	startTimeout  time.Duration
 	probeInterval time.Duration
 	mapPoll       time.Duration
@@ -52,11 +53,17 @@ up returns once every process is ready and leaves the cluster running in the
 background; see it with 'distcache status', stop it with 'distcache down'.
 With --foreground it runs in the foreground until interrupted.
 
+Every process's /metrics address is listed in the run directory's
+prometheus-targets.json, for a Prometheus' file_sd_configs; --prometheus
+runs one as a process of the cluster, scraping every process each second,
+and prints its address.
+
 --shard-capacity emulates slower servers, as the DistCache paper's testbed
 does (§6.1): each storage shim serves at most that many work units per second
 and each cache node the aggregate of one rack (shards per rack × it), so that
 one machine can show the load balancing of many servers.`,
 		Example: `  distcache up -f hack/demo/cluster.yaml
+  distcache up -f hack/demo/cluster.yaml --prometheus
   distcache up -f cluster.yaml -f layers.yaml --shard-capacity 300 --run-dir out/run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -68,6 +75,9 @@ one machine can show the load balancing of many servers.`,
 	f.Float64Var(&o.nodeCapacity, "node-capacity", 0, "emulated capacity of each cache node (default: shards per rack × --shard-capacity)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level of the cluster's processes")
 	f.StringVar(&o.redisServer, "redis-server", "redis-server", "the redis-server program")
+	f.StringVar(&o.prometheus, "prometheus", "",
+		"also run a Prometheus that scrapes every process each second (the prometheus program; --prometheus alone: prometheus on PATH, Debian's package prometheus)")
+	f.Lookup("prometheus").NoOptDefVal = "prometheus"
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
 		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
@@ -115,8 +125,14 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	if err != nil && len(topo.Spec.Storage.External) == 0 {
 		return fmt.Errorf("cannot find %s (install the Debian package redis-server, or run `make demo`, which does): %w", o.redisServer, err)
 	}
+	var prometheusPath string
+	if o.prometheus != "" {
+		if prometheusPath, err = exec.LookPath(o.prometheus); err != nil {
+			return fmt.Errorf("cannot find %s (install the Debian package prometheus): %w", o.prometheus, err)
+		}
+	}
 	p, err := plan.New(topo, plan.Options{
-		RunDir: runDir, Binary: self, RedisServer: redisPath,
+		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: min(o.mapPoll, topology.ServingLease(&topo.Spec)/4), LogLevel: o.logLevel,
 	})
 	if err != nil {
@@ -160,6 +176,9 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 		"--log-level", o.logLevel, "--redis-server", o.redisServer,
 		"--start-timeout", o.startTimeout.String(), "--probe-interval", o.probeInterval.String(),
 		"--map-poll", o.mapPoll.String()}
+	if o.prometheus != "" {
+		args = append(args, "--prometheus="+o.prometheus)
+	}
 	for _, f := range o.ref.files {
 		abs, err := filepath.Abs(f)
 		if err != nil {
@@ -185,6 +204,11 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 	cmd.Printf("\nstatus: distcache status --run-dir %s\nstop:   distcache down --run-dir %s\n", runDir, runDir)
 	if st.TargetsFile != "" {
 		cmd.Printf("scrape: %s (Prometheus file_sd_configs: every process's /metrics, the supervisor's at %s)\n", st.TargetsFile, st.MetricsAddr)
+	}
+	for _, p := range st.Processes {
+		if p.Kind == string(plan.Prometheus) {
+			cmd.Printf("prometheus: http://%s (scraping every process each second)\n", p.Addr)
+		}
 	}
 	return nil
 }

@@ -40,6 +40,9 @@ const (
 	// ControlLoop is the cluster's control loop (`distcache controlloop`):
 	// it probes the nodes and publishes new map versions.
 	ControlLoop Kind = "controlloop"
+	// Prometheus is a Prometheus server scraping the cluster (`distcache
+	// up --prometheus`): Addr is its web address.
+	Prometheus Kind = "prometheus"
 )
 
 // Process is one local process of the cluster.
@@ -77,6 +80,9 @@ type Options struct {
 	RunDir string
 	// Binary is the distcache executable; RedisServer the redis-server one.
 	Binary, RedisServer string
+	// Prometheus, when set, is the prometheus executable: the plan runs one
+	// that scrapes every process through TargetsFile.
+	Prometheus string
 	// Host is the address every process listens on (default 127.0.0.1).
 	Host string
 	// ShardRate is the emulated capacity of a storage shard in work units
@@ -120,6 +126,9 @@ type Plan struct {
 	// TargetsFile lists every /metrics address with its labels, in
 	// Prometheus' file-based service discovery format (package promsd).
 	TargetsFile string
+	// PrometheusConfig is the configuration of the plan's Prometheus
+	// (Options.Prometheus), which the cluster writes before starting it.
+	PrometheusConfig string
 	// Persistence is what the Redis servers keep across crashes, as
 	// topology.Persistence summarises it: "aof-always" or "aof-everysec"
 	// (the append-only file in each Redis's Dir), "none", or "unmanaged"
@@ -165,7 +174,11 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	}
 	// TCP: a port per Redis and a metrics port per shim, node, the control
 	// loop and the supervisor; UDP: a data-plane port per shim and node.
-	tcp, udp, err := o.Ports(o.Host, redises+shards+members+2, shards+members)
+	prometheus := 0
+	if o.Prometheus != "" {
+		prometheus = 1
+	}
+	tcp, udp, err := o.Ports(o.Host, redises+shards+members+2+prometheus, shards+members)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lay out %s: %w", c.Name, err)
 	}
@@ -220,6 +233,16 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 		Args:    []string{"controlloop", "--config=" + p.ControlLoopConfig, "--metrics-addr=" + addr(tcp[0]), "--log-level=" + o.LogLevel},
 		LogFile: o.log(loop), MetricsAddr: addr(tcp[0]),
 	})
+	if o.Prometheus != "" {
+		dir := filepath.Join(o.RunDir, "prometheus")
+		p.PrometheusConfig = filepath.Join(dir, "prometheus.yml")
+		p.Processes = append(p.Processes, Process{
+			Name: c.Name + "-prometheus", Kind: Prometheus, Path: o.Prometheus,
+			Args: []string{"--config.file=" + p.PrometheusConfig, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
+				"--storage.tsdb.retention.time=1d", "--web.listen-address=" + addr(tcp[1]), "--log.level=warn"},
+			Addr: addr(tcp[1]), Dir: dir, LogFile: o.log(c.Name + "-prometheus"),
+		})
+	}
 	if p.Map, err = c.Map(nil, a); err != nil {
 		return nil, err
 	}

@@ -5,14 +5,18 @@
 // of the cluster with labels that say what each one is: cluster, kind
 // (shim, node, controlloop or supervisor), process, and layer or shard.
 // Prometheus reads the file again when it changes; the file is replaced
-// whole, never written in place.
+// whole, never written in place. WriteConfig writes the configuration of a
+// Prometheus that scrapes those targets (`distcache up --prometheus`).
 package promsd
 
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/google/renameio/v2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/standalone/plan"
 )
@@ -59,6 +63,52 @@ func Write(p *plan.Plan) error {
 	}
 	if err := renameio.WriteFile(p.TargetsFile, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("cannot write the scrape targets: %w", err)
+	}
+	return nil
+}
+
+// ScrapeInterval is how often the plan's Prometheus scrapes every process
+// (and evaluates rules): a small cluster on one host can afford a second,
+// and a demo or a test sees a change within it.
+const ScrapeInterval = "1s"
+
+// config is the part of Prometheus' configuration file WriteConfig writes.
+type config struct {
+	Global struct {
+		ScrapeInterval     string `json:"scrape_interval"`
+		EvaluationInterval string `json:"evaluation_interval"`
+	} `json:"global"`
+	ScrapeConfigs []scrapeConfig `json:"scrape_configs"`
+}
+
+type scrapeConfig struct {
+	JobName       string         `json:"job_name"`
+	FileSDConfigs []fileSDConfig `json:"file_sd_configs"`
+}
+
+type fileSDConfig struct {
+	Files           []string `json:"files"`
+	RefreshInterval string   `json:"refresh_interval"`
+}
+
+// WriteConfig writes the configuration of p's Prometheus to
+// p.PrometheusConfig: one job, distcache, whose targets come from
+// p.TargetsFile, scraped every ScrapeInterval.
+func WriteConfig(p *plan.Plan) error {
+	var c config
+	c.Global.ScrapeInterval, c.Global.EvaluationInterval = ScrapeInterval, ScrapeInterval
+	c.ScrapeConfigs = []scrapeConfig{{JobName: "distcache",
+		FileSDConfigs: []fileSDConfig{{Files: []string{p.TargetsFile}, RefreshInterval: "5s"}}}}
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("cannot encode the Prometheus configuration: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p.PrometheusConfig), 0o755); err != nil {
+		return fmt.Errorf("cannot write the Prometheus configuration: %w", err)
+	}
+	header := "# Written by distcache up: Prometheus scraping cluster " + p.Cluster.Name + ".\n"
+	if err := renameio.WriteFile(p.PrometheusConfig, append([]byte(header), data...), 0o644); err != nil {
+		return fmt.Errorf("cannot write the Prometheus configuration: %w", err)
 	}
 	return nil
 }
