@@ -51,6 +51,10 @@ const (
 	Failed MemberState = "Failed"
 )
 
+// MemberStates are the states, in the order a failing member goes through
+// them.
+var MemberStates = []MemberState{Active, Fenced, Failed}
+
 // Valid reports whether s is a known state.
 func (s MemberState) Valid() bool { return s == Active || s == Fenced || s == Failed }
 
@@ -132,6 +136,17 @@ func (m *Map) Clone() *Map {
 		c.Storage.Racks[i].Shards = slices.Clone(m.Storage.Racks[i].Shards)
 	}
 	return &c
+}
+
+// MembersByState counts m's cache members (every layer's) by state.
+func (m *Map) MembersByState() map[MemberState]int {
+	out := map[MemberState]int{}
+	for _, l := range m.Layers {
+		for _, mb := range l.Members {
+			out[mb.State]++
+		}
+	}
+	return out
 }
 
 // Member returns the layer and member indexes of the member called name, or

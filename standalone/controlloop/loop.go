@@ -116,7 +116,7 @@ func New(cfg Config, m *partmap.Map) (*Loop, error) {
 		cfg.Now = time.Now
 	}
 	l := &Loop{cfg: cfg, m: m, obs: map[string]failover.Observation{}}
-	lm, err := newLoopMetrics(cfg.Registerer, m, func() float64 { return float64(l.Map().Version) })
+	lm, err := newLoopMetrics(cfg.Registerer, m, l.Map)
 	if err != nil {
 		return nil, err
 	}

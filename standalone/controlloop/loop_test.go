@@ -283,6 +283,11 @@ func TestMetrics(t *testing.T) {
 # HELP distcache_controlloop_map_version Version of the partition map the control loop last published or resumed from.
 # TYPE distcache_controlloop_map_version gauge
 distcache_controlloop_map_version 2
+# HELP distcache_controlloop_members Cache members in the map the control loop last published, by state (Active, Fenced, Failed).
+# TYPE distcache_controlloop_members gauge
+distcache_controlloop_members{state="Active"} 4
+distcache_controlloop_members{state="Failed"} 1
+distcache_controlloop_members{state="Fenced"} 0
 # HELP distcache_controlloop_publish_failures_total Map versions that could not be written to the map file (retried at the next step).
 # TYPE distcache_controlloop_publish_failures_total counter
 distcache_controlloop_publish_failures_total 0
@@ -292,7 +297,7 @@ distcache_controlloop_remaps_total{to="Active"} 0
 distcache_controlloop_remaps_total{to="Failed"} 1
 distcache_controlloop_remaps_total{to="Fenced"} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "distcache_controlloop_map_version",
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "distcache_controlloop_map_version", "distcache_controlloop_members",
 		"distcache_controlloop_publish_failures_total", "distcache_controlloop_remaps_total"); err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ type loopMetrics struct {
 }
 
 // newLoopMetrics creates the metrics and registers them with reg (nil: not
-// exposed); version reads the map version last published.
-func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, version func() float64) (*loopMetrics, error) {
+// exposed); current reads the map last published.
+func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, current func() *partmap.Map) (*loopMetrics, error) {
 	lm := &loopMetrics{
 		remaps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "distcache_controlloop_remaps_total",
@@ -48,8 +48,10 @@ func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, version func() fl
 	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "distcache_controlloop_map_version",
 		Help: "Version of the partition map the control loop last published or resumed from.",
-	}, version)
-	for _, c := range []prometheus.Collector{lm.remaps, lm.probeFailures, lm.publishFailures, gauge} {
+	}, func() float64 { return float64(current().Version) })
+	members := &membersCollector{current: current, desc: prometheus.NewDesc("distcache_controlloop_members",
+		"Cache members in the map the control loop last published, by state (Active, Fenced, Failed).", []string{"state"}, nil)}
+	for _, c := range []prometheus.Collector{lm.remaps, lm.probeFailures, lm.publishFailures, gauge, members} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("cannot register control loop metrics: %w", err)
 		}
@@ -62,5 +64,21 @@ func (lm *loopMetrics) probeFailed(member string) { lm.probeFailures.WithLabelVa
 func (lm *loopMetrics) published(changes []failover.Change) {
 	for _, c := range changes {
 		lm.remaps.WithLabelValues(string(c.To)).Inc()
+	}
+}
+
+// membersCollector counts the published map's members by state at scrape
+// time: a member failed shows as long as it stays failed.
+type membersCollector struct {
+	current func() *partmap.Map
+	desc    *prometheus.Desc
+}
+
+func (c *membersCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *membersCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := c.current().MembersByState()
+	for _, s := range partmap.MemberStates {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[s]), string(s))
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/placement/partmap"
 )
 
 // Metrics are the operator's distcache_operator_* series.
@@ -12,6 +14,7 @@ type Metrics struct {
 	reconciles *prometheus.CounterVec
 	remaps     *prometheus.CounterVec
 	version    *prometheus.GaugeVec
+	members    *prometheus.GaugeVec
 }
 
 // NewMetrics registers the metrics with reg.
@@ -26,6 +29,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		version: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "distcache_operator_map_version", Help: "Published partition map version per cluster.",
 		}, []string{"namespace", "cluster"}),
+		members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "distcache_operator_members", Help: "Cache members in the published partition map per cluster, by state (Active, Fenced, Failed).",
+		}, []string{"namespace", "cluster", "state"}),
 	}
 	var err error
 	if m.reconciles, err = register(reg, m.reconciles); err != nil {
@@ -35,6 +41,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.version, err = register(reg, m.version); err != nil {
+		return nil, err
+	}
+	if m.members, err = register(reg, m.members); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -72,8 +81,25 @@ func (m *Metrics) remapped(to string) {
 	}
 }
 
-func (m *Metrics) mapVersion(namespace, cluster string, v int64) {
-	if m != nil {
-		m.version.WithLabelValues(namespace, cluster).Set(float64(v))
+// published records cluster's published map: its version and its members
+// by state (every reconcile, so a restarted operator reports them too).
+func (m *Metrics) published(namespace, cluster string, pm *partmap.Map) {
+	if m == nil || pm == nil {
+		return
 	}
+	m.version.WithLabelValues(namespace, cluster).Set(float64(pm.Version))
+	counts := pm.MembersByState()
+	for _, s := range partmap.MemberStates {
+		m.members.WithLabelValues(namespace, cluster, string(s)).Set(float64(counts[s]))
+	}
+}
+
+// forget drops the series of a deleted cluster.
+func (m *Metrics) forget(namespace, cluster string) {
+	if m == nil {
+		return
+	}
+	labels := prometheus.Labels{"namespace": namespace, "cluster": cluster}
+	m.version.DeletePartialMatch(labels)
+	m.members.DeletePartialMatch(labels)
 }

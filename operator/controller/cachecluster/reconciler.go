@@ -243,6 +243,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 		r.recordChanges(s.cc, next, changes)
 	}
 	s.published = next
+	r.Metrics.published(s.cc.Namespace, s.cc.Name, next)
 	return ctrl.Result{}, nil
 }
 
@@ -282,7 +283,6 @@ func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, ch
 		}
 		r.Metrics.remapped(string(c.To))
 	}
-	r.Metrics.mapVersion(cc.Namespace, cc.Name, m.Version)
 }
 
 // observations reads the readiness of every member of m: its pod's Ready condition
