@@ -181,19 +181,21 @@ $(CONTROLLER_GEN):
 envtest: ## Build kube-apiserver, kubectl and etcd for envtest into TOOLS_DIR (idempotent; minutes the first time)
 	K8S_VERSION=$(K8S_VERSION) ETCD_VERSION=$(ETCD_VERSION) DISTCACHE_CACHE='$(abspath $(TOOLS_DIR))' hack/envtest-assets.sh >/dev/null
 
-# The Helm chart carries copies of the CRDs and of the RBAC (its templates
-# read the rules from files/rbac/role.yaml); the tests of charts/ check that
+# The Helm chart carries copies of the CRDs, of the RBAC (its templates
+# read the rules from files/rbac/role.yaml) and of the alerting rules
+# (alerts/, rendered as a PrometheusRule); the tests of charts/ check that
 # they are the same bytes. The chart's golden renders, which show the rules,
 # are rewritten too: review their diff with the markers'.
 CHART_DIR := charts/distcache
 
-manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and the operator's RBAC in config/rbac/ from operator/, and their copies and golden renders in the chart
+manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and the operator's RBAC in config/rbac/ from operator/, and their copies (and the alerting rules') and golden renders in the chart
 	'$(CONTROLLER_GEN)' object paths=./operator/api/...
 	'$(CONTROLLER_GEN)' crd paths=./operator/api/... output:crd:artifacts:config=crds
 	'$(CONTROLLER_GEN)' rbac:roleName=distcache-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 	rm -f $(CHART_DIR)/crds/*.yaml
 	cp crds/*.yaml $(CHART_DIR)/crds/
 	cp config/rbac/role.yaml $(CHART_DIR)/files/rbac/role.yaml
+	cp alerts/distcache.rules.yaml $(CHART_DIR)/files/alerts/distcache.rules.yaml
 	$(GO) test -count=1 -run '^TestGoldenRenders$$' ./charts -update
 
 chart-golden: ## Rewrite the chart's golden renders (charts/testdata) after a deliberate change to the chart

@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/distcache/distcache/alerts"
 	"github.com/distcache/distcache/internal/kubetest"
 )
 
@@ -26,6 +28,20 @@ func TestCRDsAreTheRepositorys(t *testing.T) {
 // config/rbac/role.yaml, byte for byte (`make manifests` copies it).
 func TestRBACFileIsGenerated(t *testing.T) {
 	kubetest.SameYAMLFiles(t, filepath.Join(kubetest.RepoRoot(), "config", "rbac"), "charts/distcache/files/rbac", "make manifests")
+}
+
+// TestAlertRulesAreTheRepositorys checks that the chart's
+// files/alerts/distcache.rules.yaml is alerts/distcache.rules.yaml, byte for
+// byte (`make manifests` copies it), and the only file there.
+func TestAlertRulesAreTheRepositorys(t *testing.T) {
+	dir := filepath.Join(kubetest.RepoRoot(), "charts", "distcache", "files", "alerts")
+	got, err := os.ReadFile(filepath.Join(dir, alerts.FileName))
+	if err != nil || !bytes.Equal(got, alerts.Rules) {
+		t.Fatalf("charts/distcache/files/alerts/%s differs from alerts/%s (%v): run `make manifests`", alerts.FileName, alerts.FileName, err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Fatalf("charts/distcache/files/alerts holds %d files (%v), want only %s", len(entries), err, alerts.FileName)
+	}
 }
 
 // TestPrometheusOperatorCRDsUpToDate regenerates the prometheus-operator
