@@ -29,7 +29,9 @@ import (
 // `promtool check metrics` (Debian's prometheus package; `make test`
 // installs it) on each: names, units, types and help texts follow
 // Prometheus' conventions. The supervisor's series report its processes'
-// readiness and restarts.
+// readiness and restarts. The cluster's own Prometheus (`distcache up
+// --prometheus`) scrapes every target, loads DistCache's alerting rules,
+// and raises DistCacheMemberFailed when a cache node is killed.
 func TestMetricsPassPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
@@ -38,7 +40,9 @@ func TestMetricsPassPromtool(t *testing.T) {
 	bin := buildDistcache(t)
 	dir := t.TempDir()
 	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
-	if err := os.WriteFile(file, []byte(smallCluster), 0o644); err != nil {
+	// A member fails a second after its node stops answering.
+	cluster := smallCluster + "  failover: {gracePeriod: 1s, holdDown: 1s}\n"
+	if err := os.WriteFile(file, []byte(cluster), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir, "--prometheus")
@@ -86,17 +90,18 @@ func TestMetricsPassPromtool(t *testing.T) {
 			t.Errorf("%s's %s not among the targets", p.Name, p.MetricsAddr)
 		}
 	}
-	scrapedByPrometheus(t, st, len(groups))
 	if sup := scrape(t, st.MetricsAddr); !strings.Contains(sup, `distcache_supervisor_process_ready{kind="node",process="cli-spine-0",role="supervisor"} 1`) ||
 		!strings.Contains(sup, `distcache_supervisor_process_restarts_total{kind="redis",process="cli-rack-0-0-redis",role="supervisor"} 0`) {
 		t.Errorf("the supervisor's metrics lack its processes' readiness and restarts:\n%s", sup)
 	}
+	api := scrapedByPrometheus(t, st, len(groups))
+	alertsWork(t, api, runDir)
 }
 
 // scrapedByPrometheus waits until the cluster's Prometheus (`distcache up
 // --prometheus`) has scraped every one of its targets (up is 1 for each)
 // and holds the workload's requests.
-func scrapedByPrometheus(t *testing.T, st control.Status, targets int) {
+func scrapedByPrometheus(t *testing.T, st control.Status, targets int) promv1.API {
 	t.Helper()
 	i := slices.IndexFunc(st.Processes, func(p control.Process) bool { return p.Kind == string(plan.Prometheus) })
 	if i < 0 {
@@ -125,6 +130,45 @@ func scrapedByPrometheus(t *testing.T, st control.Status, targets int) {
 	poll.Eventually(t, "the workload's requests in Prometheus", func() (bool, error) {
 		v, err := query(`sum(distcache_requests_total{kind="node",op="GET"})`)
 		return err == nil && len(v) == 1 && v[0].Value > 0, fmt.Errorf("%v: %w", v, err)
+	})
+	return api
+}
+
+// alertsWork checks that the cluster's Prometheus loaded DistCache's
+// alerting rules and that they hold with the live series: a cache node
+// killed (and held down) makes DistCacheMemberFailed pending, with the
+// cluster's label, once the control loop has failed the member.
+func alertsWork(t *testing.T, api promv1.API, runDir string) {
+	t.Helper()
+	rules, err := api.Rules(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if ar, ok := r.(promv1.AlertingRule); ok && ar.Health == promv1.RuleHealthGood {
+				loaded++
+			}
+		}
+	}
+	if loaded < 8 {
+		t.Fatalf("%d healthy alerting rules loaded, want DistCache's 8: %+v", loaded, rules)
+	}
+	if err := control.Dial(runDir).Kill(t.Context(), "cli-spine-0"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, "DistCacheMemberFailed pending or firing", func() (bool, error) {
+		res, err := api.Alerts(t.Context())
+		if err != nil {
+			return false, err
+		}
+		for _, a := range res.Alerts {
+			if a.Labels["alertname"] == "DistCacheMemberFailed" && a.Labels["cluster"] == "cli" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("alerts %+v", res.Alerts)
 	})
 }
 

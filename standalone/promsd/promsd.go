@@ -18,6 +18,7 @@ import (
 	"github.com/google/renameio/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/distcache/distcache/alerts"
 	"github.com/distcache/distcache/standalone/plan"
 )
 
@@ -78,6 +79,7 @@ type config struct {
 		ScrapeInterval     string `json:"scrape_interval"`
 		EvaluationInterval string `json:"evaluation_interval"`
 	} `json:"global"`
+	RuleFiles     []string       `json:"rule_files"`
 	ScrapeConfigs []scrapeConfig `json:"scrape_configs"`
 }
 
@@ -93,18 +95,25 @@ type fileSDConfig struct {
 
 // WriteConfig writes the configuration of p's Prometheus to
 // p.PrometheusConfig: one job, distcache, whose targets come from
-// p.TargetsFile, scraped every ScrapeInterval.
+// p.TargetsFile, scraped every ScrapeInterval, and DistCache's alerting
+// rules (package alerts), written beside it.
 func WriteConfig(p *plan.Plan) error {
+	dir := filepath.Dir(p.PrometheusConfig)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot write the Prometheus configuration: %w", err)
+	}
+	rules := filepath.Join(dir, alerts.FileName)
+	if err := renameio.WriteFile(rules, alerts.Rules, 0o644); err != nil {
+		return fmt.Errorf("cannot write the alerting rules: %w", err)
+	}
 	var c config
 	c.Global.ScrapeInterval, c.Global.EvaluationInterval = ScrapeInterval, ScrapeInterval
+	c.RuleFiles = []string{rules}
 	c.ScrapeConfigs = []scrapeConfig{{JobName: "distcache",
 		FileSDConfigs: []fileSDConfig{{Files: []string{p.TargetsFile}, RefreshInterval: "5s"}}}}
 	data, err := yaml.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("cannot encode the Prometheus configuration: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(p.PrometheusConfig), 0o755); err != nil {
-		return fmt.Errorf("cannot write the Prometheus configuration: %w", err)
 	}
 	header := "# Written by distcache up: Prometheus scraping cluster " + p.Cluster.Name + ".\n"
 	if err := renameio.WriteFile(p.PrometheusConfig, append([]byte(header), data...), 0o644); err != nil {
