@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/workload/checker"
 )
@@ -103,14 +102,7 @@ func TestCheckStandaloneCluster(t *testing.T) {
 
 	// The map file and Redis addresses alone, as a pod with the map
 	// ConfigMap mounted has them.
-	out, err = run(t, bin, "status", "--run-dir", runDir, "--json")
-	if err != nil {
-		t.Fatalf("status: %v\n%s", err, out)
-	}
-	var st control.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatal(err)
-	}
+	st := status(t, bin, runDir)
 	// A map alone does not carry the cluster's data-plane key: pass it.
 	args := []string{"check", "--map", st.MapFile, "--data-plane-key-dir", plan.KeyDir(runDir),
 		"--listen", "127.0.0.1:0", "--keys", "8", "--max-ops", "500", "--duration", "1m", "--out", checkDir}

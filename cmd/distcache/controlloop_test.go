@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -200,14 +199,7 @@ func TestControlLoopFaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
-	out, err = run(t, bin, "status", "--run-dir", runDir, "--json")
-	if err != nil {
-		t.Fatalf("status: %v\n%s", err, out)
-	}
-	var st control.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
-	}
+	st := status(t, bin, runDir)
 	loop := processOfKind(t, st, "controlloop")
 	dataPlane := map[string]int{}
 	for _, p := range st.Processes {

@@ -55,14 +55,7 @@ func TestMetricsPassPromtool(t *testing.T) {
 		"--keys", "200", "--write-ratio", "0.2", "--predict=false"); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
-	out, err = run(t, bin, "status", "--run-dir", runDir, "--json")
-	if err != nil {
-		t.Fatalf("status: %v\n%s", err, out)
-	}
-	var st control.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatal(err)
-	}
+	st := status(t, bin, runDir)
 	// The targets file lists every /metrics address, the supervisor's too.
 	raw, err := os.ReadFile(st.TargetsFile)
 	if err != nil {
@@ -175,7 +168,11 @@ func alertsWork(t *testing.T, api promv1.API, runDir string) {
 // scrape returns addr's /metrics.
 func scrape(t *testing.T, addr string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", addr, err)
 	}

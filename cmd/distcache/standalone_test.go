@@ -32,6 +32,20 @@ func run(t testing.TB, bin string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// status is `distcache status --run-dir runDir --json`, decoded.
+func status(t testing.TB, bin, runDir string) control.Status {
+	t.Helper()
+	out, err := run(t, bin, "status", "--run-dir", runDir, "--json")
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	var st control.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	return st
+}
+
 const smallCluster = `apiVersion: distcache.io/v1alpha1
 kind: CacheCluster
 metadata: {name: cli}
@@ -60,14 +74,7 @@ func TestUpStatusDown(t *testing.T) {
 	if !strings.Contains(out, "cluster cli Ready: 2 redis-servers, 2 storage shims, 4 cache nodes (spine 2, leaf 2), 1 control loop, map version 1") {
 		t.Fatalf("up printed:\n%s", out)
 	}
-	out, err = run(t, bin, "status", "--run-dir", runDir, "--json")
-	if err != nil {
-		t.Fatalf("status: %v\n%s", err, out)
-	}
-	var st control.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
-	}
+	st := status(t, bin, runDir)
 	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 9 || st.Persistence != "aof-everysec" {
 		t.Fatalf("status: %s %s with %d processes, persistence %q; want cli Ready with 9, aof-everysec (the default)",
 			st.Cluster, st.Phase, len(st.Processes), st.Persistence)
@@ -110,14 +117,7 @@ func TestDownUpKeepsRedisData(t *testing.T) {
 		if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err != nil {
 			t.Fatalf("up: %v\n%s", err, out)
 		}
-		out, err := run(t, bin, "status", "--run-dir", runDir, "--json")
-		if err != nil {
-			t.Fatalf("status: %v\n%s", err, out)
-		}
-		var st control.Status
-		if err := json.Unmarshal([]byte(out), &st); err != nil {
-			t.Fatalf("status --json: %v\n%s", err, out)
-		}
+		st := status(t, bin, runDir)
 		for _, p := range st.Processes {
 			if p.Name == "cli-rack-1-0-redis" {
 				rdb := redis.NewClient(&redis.Options{Addr: p.Addr, MaxRetries: -1})

@@ -35,19 +35,13 @@ func TestWriteListsEveryMetricsAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := func(_ string, tcp, udp int) ([]int, []int, error) {
-		var t, u []int
-		for i := range tcp {
-			t = append(t, 20000+i)
-		}
-		for i := range udp {
-			u = append(u, 30000+i)
-		}
-		return t, u, nil
-	}
-	p, err := plan.New(c, plan.Options{RunDir: t.TempDir(), Ports: ports})
+	p, err := plan.New(c, plan.Options{RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	metricsAddr := map[string]string{}
+	for _, pr := range p.Processes {
+		metricsAddr[pr.Name] = pr.MetricsAddr
 	}
 	if err := promsd.Write(p); err != nil {
 		t.Fatal(err)
@@ -67,14 +61,12 @@ func TestWriteListsEveryMetricsAddress(t *testing.T) {
 		}
 		return g
 	}
-	// Ports in plan order: the supervisor's, then the Redis server's, then
-	// the shim's, the nodes' and the control loop's metrics.
 	want := []promsd.Group{
-		group("127.0.0.1:20002", "kind", "shim", "process", "t-rack-0-0", "shard", "t-rack-0-0"),
-		group("127.0.0.1:20003", "kind", "node", "process", "t-spine-0", "layer", "spine"),
-		group("127.0.0.1:20004", "kind", "node", "process", "t-leaf-0", "layer", "leaf"),
-		group("127.0.0.1:20005", "kind", "controlloop", "process", "t-controlloop"),
-		group("127.0.0.1:20000", "kind", "supervisor", "process", "t-supervisor"),
+		group(metricsAddr["t-rack-0-0"], "kind", "shim", "process", "t-rack-0-0", "shard", "t-rack-0-0"),
+		group(metricsAddr["t-spine-0"], "kind", "node", "process", "t-spine-0", "layer", "spine"),
+		group(metricsAddr["t-leaf-0"], "kind", "node", "process", "t-leaf-0", "layer", "leaf"),
+		group(metricsAddr["t-controlloop"], "kind", "controlloop", "process", "t-controlloop"),
+		group(p.MetricsAddr, "kind", "supervisor", "process", "t-supervisor"),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("targets:\n%s\nwant %+v", raw, want)
