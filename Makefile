@@ -75,7 +75,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzAuthenticate:./dataplane/wireauth/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build image test test-deps vet fmt lint sim bench bench-map-delivery demo fuzz clean manifests chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
+.PHONY: help build image test test-deps vet fmt lint sim bench bench-map-delivery demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -196,6 +196,12 @@ manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and
 	cp crds/*.yaml $(CHART_DIR)/crds/
 	cp config/rbac/role.yaml $(CHART_DIR)/files/rbac/role.yaml
 	cp alerts/distcache.rules.yaml $(CHART_DIR)/files/alerts/distcache.rules.yaml
+	$(GO) test -count=1 -run '^TestGoldenRenders$$' ./charts -update
+
+dashboards: ## Render the Grafana dashboards (package dashboards) into dashboards/*.json and the chart's files/dashboards, and rewrite the chart's golden renders
+	$(GO) test -count=1 -run '^TestCommittedJSON$$' ./dashboards -update
+	rm -f $(CHART_DIR)/files/dashboards/*.json
+	cp dashboards/*.json $(CHART_DIR)/files/dashboards/
 	$(GO) test -count=1 -run '^TestGoldenRenders$$' ./charts -update
 
 chart-golden: ## Rewrite the chart's golden renders (charts/testdata) after a deliberate change to the chart

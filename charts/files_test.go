@@ -9,7 +9,7 @@ import (
 )
 
 // A dashboard and an alert rule file for copies of the chart, beside the
-// chart's own (its alerting rules; it has no dashboards yet).
+// chart's own.
 const (
 	testDashboard = `{"title": "DistCache test", "panels": [], "schemaVersion": 39}`
 	testAlerts    = `groups:
@@ -58,9 +58,9 @@ func TestDashboardsAndAlertsFromFiles(t *testing.T) {
 		wantRules      int
 		wantLabel      [2]string
 	}{
-		{"on", newValues(withMonitoring()), 1, 1, [2]string{"grafana_dashboard", "1"}},
+		{"on", newValues(withMonitoring()), 2, 1, [2]string{"grafana_dashboard", "1"}},
 		{"custom label", newValues(withMonitoring(), set("grafana.dashboards.label", "example.com/dashboard"),
-			set("grafana.dashboards.labelValue", "distcache")), 1, 1, [2]string{"example.com/dashboard", "distcache"}},
+			set("grafana.dashboards.labelValue", "distcache")), 2, 1, [2]string{"example.com/dashboard", "distcache"}},
 		{"off", newValues(), 0, 0, [2]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

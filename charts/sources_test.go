@@ -44,6 +44,31 @@ func TestAlertRulesAreTheRepositorys(t *testing.T) {
 	}
 }
 
+// TestDashboardsAreTheRepositorys checks that the chart's files/dashboards
+// holds exactly dashboards/*.json, byte for byte (`make dashboards` copies
+// them).
+func TestDashboardsAreTheRepositorys(t *testing.T) {
+	root := kubetest.RepoRoot()
+	want, err := filepath.Glob(filepath.Join(root, "dashboards", "*.json"))
+	if err != nil || len(want) == 0 {
+		t.Fatalf("no dashboards/*.json (%v)", err)
+	}
+	dir := filepath.Join(root, "charts", "distcache", "files", "dashboards")
+	for _, w := range want {
+		a, err := os.ReadFile(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, filepath.Base(w)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("charts/distcache/files/dashboards/%s differs from dashboards/ (%v): run `make dashboards`", filepath.Base(w), err)
+		}
+	}
+	if got, _ := filepath.Glob(filepath.Join(dir, "*.json")); len(got) != len(want) {
+		t.Errorf("charts/distcache/files/dashboards holds %d files, dashboards/ %d: run `make dashboards`", len(got), len(want))
+	}
+}
+
 // TestPrometheusOperatorCRDsUpToDate regenerates the prometheus-operator
 // CRDs from the pinned API module (hack/promoperator/crds.sh, as `make
 // prometheus-crds` does) and checks that the CRDs the tests install are

@@ -30,8 +30,9 @@ import (
 // installs it) on each: names, units, types and help texts follow
 // Prometheus' conventions. The supervisor's series report its processes'
 // readiness and restarts. The cluster's own Prometheus (`distcache up
-// --prometheus`) scrapes every target, loads DistCache's alerting rules,
-// and raises DistCacheMemberFailed when a cache node is killed.
+// --prometheus`) scrapes every target, returns series for every query of
+// every dashboard panel, loads DistCache's alerting rules, and raises
+// DistCacheMemberFailed when a cache node is killed.
 func TestMetricsPassPromtool(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
@@ -124,7 +125,55 @@ func scrapedByPrometheus(t *testing.T, st control.Status, targets int) promv1.AP
 		v, err := query(`sum(distcache_requests_total{kind="node",op="GET"})`)
 		return err == nil && len(v) == 1 && v[0].Value > 0, fmt.Errorf("%v: %w", v, err)
 	})
+	// Every query of every dashboard panel, with the cluster selected in
+	// Grafana's variables, returns series: no panel of a running cluster
+	// is empty.
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$namespace", ".*", "$cluster", st.Cluster, "$layer", ".*")
+	for _, q := range panelQueries(t) {
+		expr := vars.Replace(q.expr)
+		poll.Eventually(t, "panel "+q.panel, func() (bool, error) {
+			v, err := query(expr)
+			return err == nil && len(v) > 0, fmt.Errorf("%s: %v: %w", expr, v, err)
+		})
+	}
 	return api
+}
+
+// panelQuery is one query of a dashboard panel.
+type panelQuery struct{ panel, expr string }
+
+// panelQueries are the queries of every committed dashboard's panels.
+func panelQueries(t *testing.T) []panelQuery {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards (%v)", err)
+	}
+	var out []panelQuery
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Title  string `json:"title"`
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range d.Panels {
+			for _, tg := range p.Targets {
+				out = append(out, panelQuery{panel: d.Title + " / " + p.Title, expr: tg.Expr})
+			}
+		}
+	}
+	return out
 }
 
 // alertsWork checks that the cluster's Prometheus loaded DistCache's
