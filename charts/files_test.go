@@ -25,6 +25,16 @@ const (
 `
 )
 
+// chartDashboards counts the chart's own dashboards (files/dashboards).
+func chartDashboards(t *testing.T) int {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartDir(), "files", "dashboards", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(files)
+}
+
 // withTestFiles copies the chart and adds a dashboard and an alert rule
 // file to the copy.
 func withTestFiles(t *testing.T) string {
@@ -58,9 +68,9 @@ func TestDashboardsAndAlertsFromFiles(t *testing.T) {
 		wantRules      int
 		wantLabel      [2]string
 	}{
-		{"on", newValues(withMonitoring()), 2, 1, [2]string{"grafana_dashboard", "1"}},
+		{"on", newValues(withMonitoring()), chartDashboards(t) + 1, 1, [2]string{"grafana_dashboard", "1"}},
 		{"custom label", newValues(withMonitoring(), set("grafana.dashboards.label", "example.com/dashboard"),
-			set("grafana.dashboards.labelValue", "distcache")), 2, 1, [2]string{"example.com/dashboard", "distcache"}},
+			set("grafana.dashboards.labelValue", "distcache")), chartDashboards(t) + 1, 1, [2]string{"example.com/dashboard", "distcache"}},
 		{"off", newValues(), 0, 0, [2]string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

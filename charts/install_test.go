@@ -199,8 +199,8 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	cfg := helmClient(t, ns, w)
 	rel := install(t, cfg, name, ns, full, newValues(withMonitoring()))
 	checkInstalled(t, rel, w)
-	if n := kinds(objects(t, rel.Manifest)); n["ServiceMonitor"] != 1 || n["PodMonitor"] != 1 || n["PrometheusRule"] != 1 || n["ConfigMap"] != 2 {
-		t.Fatalf("installed %v, want a ServiceMonitor, a PodMonitor, a PrometheusRule and two dashboard ConfigMaps (the chart's and the test's)", n)
+	if n := kinds(objects(t, rel.Manifest)); n["ServiceMonitor"] != 1 || n["PodMonitor"] != 1 || n["PrometheusRule"] != 1 || n["ConfigMap"] != chartDashboards(t)+1 {
+		t.Fatalf("installed %v, want a ServiceMonitor, a PodMonitor, a PrometheusRule and a dashboard ConfigMap per dashboard (the chart's and the test's)", n)
 	}
 
 	samples := sampleCacheClusters(t, "default")

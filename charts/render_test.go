@@ -223,13 +223,13 @@ func TestRenderedObjects(t *testing.T) {
 				"--metrics-addr=:8080", "--health-probe-addr=:8081", "--log-level=info", "--data-plane-image=ghcr.io/distcache/distcache:v0.1.0"},
 		},
 		{
-			// The alerting rules as a PrometheusRule, the dashboard as a
+			// The alerting rules as a PrometheusRule, each dashboard as a
 			// ConfigMap.
 			name:   "monitoring",
 			values: newValues(withMonitoring()),
 			wantKinds: map[string]int{
 				"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1,
-				"Service": 1, "Deployment": 1, "ServiceMonitor": 1, "PodMonitor": 1, "PrometheusRule": 1, "ConfigMap": 1,
+				"Service": 1, "Deployment": 1, "ServiceMonitor": 1, "PodMonitor": 1, "PrometheusRule": 1, "ConfigMap": chartDashboards(t),
 			},
 		},
 		{
