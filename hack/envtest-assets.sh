@@ -22,37 +22,17 @@ if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ -x "$bin/kubectl" ]; 
 	exit 0
 fi
 log() { echo "envtest-assets: $*" >&2; }
+# shellcheck source-path=SCRIPTDIR source=lib/k8s-commands.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/k8s-commands.sh"
 mkdir -p "$bin"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-# kube-apiserver and kubectl: k8s.io/kubernetes refers to its staging
-# modules (k8s.io/api, …) by local path, so a module that requires it must
-# pin every one of them to the matching v0 release.
+# kube-apiserver and kubectl.
 if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kubectl" ]; then
 	log "building kube-apiserver and kubectl v$k8s_version from the Go module proxy (a few minutes)"
-	mkdir -p "$work/k8s"
-	cd "$work/k8s"
-	go mod init distcache.local/envtest-k8s >/dev/null 2>&1
-	gomod=$(go mod download -json "k8s.io/kubernetes@v$k8s_version" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
-	[ -f "$gomod" ] || { log "cannot download k8s.io/kubernetes@v$k8s_version"; exit 1; }
-	go mod edit -require "k8s.io/kubernetes@v$k8s_version"
-	staging_version=0.${k8s_version#1.}
-	# Module paths hold no spaces: one word per module.
-	# shellcheck disable=SC2013
-	for m in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$gomod"); do
-		go mod edit -replace "$m=$m@v$staging_version"
-	done
-	minor=${k8s_version#1.}
-	minor=${minor%%.*}
-	ldflags="-s -w"
-	for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-		ldflags="$ldflags -X $v.gitVersion=v$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
-	done
-	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/kubectl" k8s.io/kubernetes/cmd/kubectl
-	mv "$work/kube-apiserver" "$work/kubectl" "$bin/"
+	build_k8s_commands "$work/k8s" "$bin" "$k8s_version" distcache.local/envtest-k8s kube-apiserver kubectl
 fi
 
 # etcd: the root package of go.etcd.io/etcd/server/v3 is etcd's main.

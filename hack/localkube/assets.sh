@@ -29,46 +29,21 @@ if complete; then
 	exit 0
 fi
 log() { echo "localkube-assets: $*" >&2; }
+# shellcheck source-path=SCRIPTDIR source=../lib/k8s-commands.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/k8s-commands.sh"
 mkdir -p "$bin"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-# The Kubernetes commands: k8s.io/kubernetes refers to its staging modules
-# by local path, so the building module pins each to its v0 release, and
-# gets each command package so that go.sum has what it imports.
+# The Kubernetes commands.
 missing=()
 for c in "${commands[@]}"; do
 	[ -x "$bin/$c" ] || missing+=("$c")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
 	log "building ${missing[*]} v$k8s_version from the Go module proxy (15-20 minutes cold)"
-	mkdir -p "$work/k8s"
-	cd "$work/k8s"
-	go mod init distcache.local/localkube-k8s >/dev/null 2>&1
-	gomod=$(go mod download -json "k8s.io/kubernetes@v$k8s_version" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
-	[ -f "$gomod" ] || { log "cannot download k8s.io/kubernetes@v$k8s_version"; exit 1; }
-	go mod edit -require "k8s.io/kubernetes@v$k8s_version"
-	staging_version=0.${k8s_version#1.}
-	# Module paths hold no spaces: one word per module.
-	# shellcheck disable=SC2013
-	for m in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$gomod"); do
-		go mod edit -replace "$m=$m@v$staging_version"
-	done
-	for c in "${missing[@]}"; do
-		go get "k8s.io/kubernetes/cmd/$c@v$k8s_version" >/dev/null 2>&1
-	done
-	minor=${k8s_version#1.}
-	minor=${minor%%.*}
-	ldflags="-s -w"
-	for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-		ldflags="$ldflags -X $v.gitVersion=v$k8s_version -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
-	done
-	for c in "${missing[@]}"; do
-		log "building $c"
-		CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/$c" "k8s.io/kubernetes/cmd/$c"
-		mv "$work/$c" "$bin/"
-	done
+	build_k8s_commands "$work/k8s" "$bin" "$k8s_version" distcache.local/localkube-k8s "${missing[@]}"
 fi
 
 # CoreDNS: its root package is the coredns command.
