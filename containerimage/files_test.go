@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/distcache/distcache/containerimage"
+	"github.com/distcache/distcache/internal/tartest"
 )
 
 func filesSpec() containerimage.FilesSpec {
@@ -159,7 +160,7 @@ func TestArchiveDockerHub(t *testing.T) {
 		if err != nil || len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{"docker.io/library/redis:7.4"}) {
 			t.Errorf("%s: manifest.json %+v (%v), want docker.io/library/redis:7.4", ref, m, err)
 		}
-		idx, err := layout.ImageIndexFromPath(untar(t, path))
+		idx, err := layout.ImageIndexFromPath(tartest.ExtractFile(t, path))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/distcache/distcache/containerimage"
 	"github.com/distcache/distcache/internal/buildinfo"
+	"github.com/distcache/distcache/internal/tartest"
 )
 
 const testVersion = "v0.1.0-test"
@@ -84,7 +85,7 @@ func TestArchive(t *testing.T) {
 		runVersion(t, loaded)
 	})
 	t.Run("OCI layout", func(t *testing.T) {
-		dir := untar(t, path)
+		dir := tartest.ExtractFile(t, path)
 		idx, err := layout.ImageIndexFromPath(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -182,42 +183,6 @@ func runVersion(t *testing.T, img v1.Image) {
 	}
 	if info.Version != testVersion || info.Platform != "linux/"+runtime.GOARCH {
 		t.Fatalf("the image's binary is %+v, want version %s for linux/%s", info, testVersion, runtime.GOARCH)
-	}
-}
-
-// untar extracts the archive at path into a new directory.
-func untar(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dir := t.TempDir()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return dir
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(dst, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 }
 

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"archive/tar"
 	"debug/elf"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/containerimage"
+	"github.com/distcache/distcache/internal/tartest"
 )
 
 var created = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
@@ -211,7 +210,7 @@ func readBack(t *testing.T, path string, built v1.Image, ref, wantName string) v
 	if err != nil || len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{wantName}) {
 		t.Fatalf("manifest.json %+v (%v), want one image tagged %s", m, err, wantName)
 	}
-	dir := untar(t, path)
+	dir := tartest.ExtractFile(t, path)
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -259,52 +258,7 @@ func extract(t *testing.T, img v1.Image) string {
 	t.Helper()
 	rc := mutate.Extract(img)
 	defer rc.Close()
-	return untarFrom(t, rc)
-}
-
-func untar(t *testing.T, path string) string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	return untarFrom(t, f)
-}
-
-func untarFrom(t *testing.T, r io.Reader) string {
-	t.Helper()
-	dir := t.TempDir()
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return dir
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(dst, h.FileInfo().Mode()&(fs.ModePerm|fs.ModeSticky)); err != nil {
-				t.Fatal(err)
-			}
-		case tar.TypeReg:
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(dst, b, h.FileInfo().Mode().Perm()); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			t.Fatalf("%s: unexpected tar entry type %c", h.Name, h.Typeflag)
-		}
-	}
+	return tartest.Extract(t, rc)
 }
 
 // entries are the paths under root, directories with a trailing slash.
