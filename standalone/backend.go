@@ -62,19 +62,25 @@ func (c *cluster) mapWatcher() *mapwatch.Watcher {
 	return c.maps
 }
 
-// currentMap is the map last published, as read from the map file (the
+// currentMap is the map last published, as read from the map file now (the
 // control loop runs in a process of its own): map version 1 while
 // starting. A file that cannot be read leaves the last one read.
 func (c *cluster) currentMap() *partmap.Map {
-	w := c.mapWatcher()
-	if w == nil {
-		return c.cfg.Plan.Map
+	if w := c.mapWatcher(); w != nil {
+		if _, err := w.Refresh(); err != nil {
+			c.cfg.Logger.Debug("cannot read the published map", "path", c.cfg.Plan.MapFile, "err", err)
+		}
 	}
-	p, err := w.Refresh()
-	if err != nil {
-		c.cfg.Logger.Debug("cannot read the published map", "path", c.cfg.Plan.MapFile, "err", err)
+	return c.lastMap()
+}
+
+// lastMap is the map last read, without reading the file: map version 1
+// while starting.
+func (c *cluster) lastMap() *partmap.Map {
+	if w := c.mapWatcher(); w != nil {
+		return w.Current().Map()
 	}
-	return p.Map()
+	return c.cfg.Plan.Map
 }
 
 // events are the control loop's state changes, read from its events file,

@@ -32,7 +32,9 @@ func (s *supervisorCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (s *supervisorCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, p := range s.c.processes(s.c.currentMap()) {
+	// The readiness and restarts need no map: the last one read will do,
+	// and a scrape does not read the map file.
+	for _, p := range s.c.processes(s.c.lastMap()) {
 		ready := 0.0
 		if p.Ready {
 			ready = 1
