@@ -230,7 +230,7 @@ func (r *runner) mapVersionsSince(start time.Time) []MapVersion {
 
 // preload writes the Preload hottest ranks once, within CheckTimeout and
 // at most at the bulk rate (a write of a key nobody caches yet costs its
-// shim one unit); it returns the writes that failed.
+// shim one unit); it returns the keys it could not write.
 func (r *runner) preload(ctx context.Context) (int, error) {
 	n := r.cfg.Preload
 	if n == 0 {
@@ -242,7 +242,7 @@ func (r *runner) preload(ctx context.Context) (int, error) {
 	var failed atomic.Int64
 	done := r.parallel(pctx, "preload", n, r.cfg.Concurrency, r.bulkRate, func(ctx context.Context, i int) {
 		key := workload.Key(r.scr.Permute(uint64(i)))
-		if err := r.put(ctx, r.routed[i%len(r.routed)], "preload", key); err != nil {
+		if err := r.preloadKey(ctx, r.routed[i%len(r.routed)], key); err != nil {
 			failed.Add(1)
 			r.log.Debug("preload write failed", "key", key, "err", err)
 		}
@@ -256,3 +256,26 @@ func (r *runner) preload(ctx context.Context) (int, error) {
 	}
 	return errs, nil
 }
+
+// preloadKey writes key, sending the write again after preloadRetryPause
+// until one is acknowledged or ctx ends: a write lost to a busy machine or
+// a remap must not leave a hot key unwritten for the runs.
+func (r *runner) preloadKey(ctx context.Context, cl *client.Client, key string) error {
+	for {
+		err := r.put(ctx, cl, "preload", key)
+		if err == nil {
+			return nil
+		}
+		r.log.Debug("preload write not acknowledged, sending it again", "key", key, "err", err)
+		t := time.NewTimer(preloadRetryPause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("cannot preload %s: %w (last: %w)", key, ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// preloadRetryPause is the pause before a preload write is sent again.
+const preloadRetryPause = 100 * time.Millisecond
