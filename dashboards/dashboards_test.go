@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/distcache/distcache/dashboards"
@@ -101,5 +102,32 @@ func TestEveryPanelHasAUnitAndAQuery(t *testing.T) {
 				t.Errorf("%s: panel %q has unit %q, description %q, %d queries", f, p.Title, p.FieldConfig.Defaults.Unit, p.Description, len(p.Targets))
 			}
 		}
+	}
+}
+
+// TestQueriesCoverEveryDashboard checks what the live tests evaluate:
+// every dashboard has queries, every query selects the cluster variable,
+// and only the operator's are Kubernetes-only.
+func TestQueriesCoverEveryDashboard(t *testing.T) {
+	queries, err := dashboards.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perDashboard := map[string]int{}
+	for _, q := range queries {
+		perDashboard[q.Dashboard]++
+		if q.Kubernetes != (q.Dashboard == "DistCache / Operator") {
+			t.Errorf("%s / %s: Kubernetes-only %v", q.Dashboard, q.Panel, q.Kubernetes)
+		}
+		if e := q.Expand("default", "shop"); strings.Contains(e, "$") {
+			t.Errorf("%s / %s: variables left in %s", q.Dashboard, q.Panel, e)
+		}
+	}
+	all, err := dashboards.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(perDashboard) != len(all) {
+		t.Fatalf("queries of %d dashboards (%v), want all %d", len(perDashboard), perDashboard, len(all))
 	}
 }

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
 	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/promtest"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/standalone/promsd"
@@ -88,130 +88,62 @@ func TestMetricsPassPromtool(t *testing.T) {
 		!strings.Contains(sup, `distcache_supervisor_process_restarts_total{kind="redis",process="cli-rack-0-0-redis",role="supervisor"} 0`) {
 		t.Errorf("the supervisor's metrics lack its processes' readiness and restarts:\n%s", sup)
 	}
-	api := scrapedByPrometheus(t, st, len(groups))
-	alertsWork(t, api, runDir)
+	alertsWork(t, scrapedByPrometheus(t, st, len(groups)), runDir)
 }
 
 // scrapedByPrometheus waits until the cluster's Prometheus (`distcache up
 // --prometheus`) has scraped every one of its targets (up is 1 for each)
-// and holds the workload's requests.
-func scrapedByPrometheus(t *testing.T, st control.Status, targets int) promv1.API {
+// and holds the workload's requests, and checks that every query of every
+// dashboard panel but the operator's (test/localkube's), with the
+// cluster selected in Grafana's variables, returns series: no panel of a
+// running cluster is empty.
+func scrapedByPrometheus(t *testing.T, st control.Status, targets int) *promtest.Prometheus {
 	t.Helper()
 	i := slices.IndexFunc(st.Processes, func(p control.Process) bool { return p.Kind == string(plan.Prometheus) })
 	if i < 0 {
 		t.Fatal("no prometheus process in the status")
 	}
-	c, err := promapi.NewClient(promapi.Config{Address: "http://" + st.Processes[i].Addr})
+	prom, err := promtest.New(st.Processes[i].Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := promv1.NewAPI(c)
-	query := func(q string) (model.Vector, error) {
-		v, _, _, err := api.Query(t.Context(), q, time.Now())
-		if err != nil {
-			return nil, err
-		}
-		vec, ok := v.(model.Vector)
-		if !ok {
-			return nil, fmt.Errorf("%s: a %s, want a vector", q, v.Type())
-		}
-		return vec, nil
-	}
-	poll.Eventually(t, "Prometheus scraping every target", func() (bool, error) {
-		up, err := query(`up{job="distcache"} == 1`)
-		return err == nil && len(up) == targets, fmt.Errorf("%d of %d targets up: %w", len(up), targets, err)
-	})
-	poll.Eventually(t, "the workload's requests in Prometheus", func() (bool, error) {
-		v, err := query(`sum(distcache_requests_total{kind="node",op="GET"})`)
-		return err == nil && len(v) == 1 && v[0].Value > 0, fmt.Errorf("%v: %w", v, err)
-	})
-	// Every query of every dashboard panel, with the cluster selected in
-	// Grafana's variables, returns series: no panel of a running cluster
-	// is empty.
-	vars := strings.NewReplacer("$__rate_interval", "1m", "$namespace", ".*", "$cluster", st.Cluster, "$layer", ".*")
-	for _, q := range panelQueries(t) {
-		expr := vars.Replace(q.expr)
-		poll.Eventually(t, "panel "+q.panel, func() (bool, error) {
-			v, err := query(expr)
-			return err == nil && len(v) > 0, fmt.Errorf("%s: %v: %w", expr, v, err)
-		})
-	}
-	return api
-}
-
-// panelQuery is one query of a dashboard panel.
-type panelQuery struct{ panel, expr string }
-
-// panelQueries are the queries of every committed dashboard's panels.
-func panelQueries(t *testing.T) []panelQuery {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "dashboards", "*.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no dashboards (%v)", err)
-	}
-	var out []panelQuery
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d struct {
-			Title  string `json:"title"`
-			Panels []struct {
-				Title   string `json:"title"`
-				Targets []struct {
-					Expr string `json:"expr"`
-				} `json:"targets"`
-			} `json:"panels"`
-		}
-		if err := json.Unmarshal(raw, &d); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range d.Panels {
-			for _, tg := range p.Targets {
-				out = append(out, panelQuery{panel: d.Title + " / " + p.Title, expr: tg.Expr})
-			}
-		}
-	}
-	return out
+	prom.Await(t, "Prometheus scraping every target", `up{job="distcache"} == 1`,
+		func(v model.Vector) bool { return len(v) == targets })
+	prom.Await(t, "the workload's requests in Prometheus", `sum(distcache_requests_total{kind="node",op="GET"})`,
+		func(v model.Vector) bool { return len(v) == 1 && v[0].Value > 0 })
+	prom.DashboardsHaveData(t, ".*", st.Cluster, false)
+	return prom
 }
 
 // alertsWork checks that the cluster's Prometheus loaded DistCache's
 // alerting rules and that they hold with the live series: a cache node
 // killed (and held down) makes DistCacheMemberFailed pending, with the
-// cluster's label, once the control loop has failed the member.
-func alertsWork(t *testing.T, api promv1.API, runDir string) {
+// cluster's label, once the control loop has failed the member, and
+// firing a minute later.
+func alertsWork(t *testing.T, prom *promtest.Prometheus, runDir string) {
 	t.Helper()
-	rules, err := api.Rules(t.Context(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded := 0
-	for _, g := range rules.Groups {
-		for _, r := range g.Rules {
-			if ar, ok := r.(promv1.AlertingRule); ok && ar.Health == promv1.RuleHealthGood {
-				loaded++
-			}
-		}
-	}
-	if loaded < 8 {
-		t.Fatalf("%d healthy alerting rules loaded, want DistCache's 8: %+v", loaded, rules)
-	}
+	prom.RulesHealthy(t)
 	if err := control.Dial(runDir).Kill(t.Context(), "cli-spine-0"); err != nil {
 		t.Fatal(err)
 	}
-	poll.Eventually(t, "DistCacheMemberFailed pending or firing", func() (bool, error) {
-		res, err := api.Alerts(t.Context())
-		if err != nil {
-			return false, err
-		}
-		for _, a := range res.Alerts {
-			if a.Labels["alertname"] == "DistCacheMemberFailed" && a.Labels["cluster"] == "cli" {
-				return true, nil
+	// Pending once the control loop has failed the member, firing a
+	// minute later (the rule's `for:`), with the cluster's label.
+	memberFailed := func(state promv1.AlertState) func() (bool, error) {
+		return func() (bool, error) {
+			res, err := prom.API.Alerts(t.Context())
+			if err != nil {
+				return false, err
 			}
+			for _, a := range res.Alerts {
+				if a.Labels["alertname"] == "DistCacheMemberFailed" && a.Labels["cluster"] == "cli" && a.State == state {
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("alerts %+v", res.Alerts)
 		}
-		return false, fmt.Errorf("alerts %+v", res.Alerts)
-	})
+	}
+	poll.Eventually(t, "DistCacheMemberFailed pending", memberFailed(promv1.AlertStatePending))
+	poll.Within(t, "DistCacheMemberFailed firing", 3*time.Minute, memberFailed(promv1.AlertStateFiring))
 }
 
 // scrape returns addr's /metrics.

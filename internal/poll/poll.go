@@ -12,9 +12,16 @@ import (
 // bound (30 s). The last error cond returned is part of the failure.
 func Eventually(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
+	Within(t, what, 30*time.Second, cond)
+}
+
+// Within is Eventually with its own bound, for conditions that take long
+// by design (an alert's `for:` duration).
+func Within(t testing.TB, what string, bound time.Duration, cond func() (bool, error)) {
+	t.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(bound)
 	var last error
 	for {
 		ok, err := cond()
@@ -25,7 +32,7 @@ func Eventually(t testing.TB, what string, cond func() (bool, error)) {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			t.Fatalf("%s: not reached (last error: %v)", what, last)
+			t.Fatalf("%s: not reached within %s (last error: %v)", what, bound, last)
 		}
 	}
 }

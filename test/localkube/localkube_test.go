@@ -94,8 +94,14 @@ spec:
 		return reply == "+PONG", fmt.Errorf("reply %q", reply)
 	})
 
+	prom := startPrometheus(k)
 	installPath(ctx, t, k)
+	// The benchmark Job's traffic is within the last minute: every panel
+	// has data.
+	prom.dashboardsHaveData("default", "shop-managed", 16)
 	quiet, loaded := faultsUnderCheck(k)
+	prom.remapsSeen("shop-managed")
+	prom.stop()
 	t.Logf("remap after a cache-node pod deletion (grace period 1 s), quiet cluster:\n%s", remapReport(quiet))
 	t.Logf("the same under the check's workload:\n%s", remapReport(loaded))
 	upgradeUnderCheck(k)

@@ -21,11 +21,11 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "distcache_operator_reconciles_total", Help: "CacheCluster reconciles by result.",
-		}, []string{"result"}),
+			Name: "distcache_operator_reconciles_total", Help: "CacheCluster reconciles per cluster by result.",
+		}, []string{"namespace", "cluster", "result"}),
 		remaps: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "distcache_operator_remaps_total", Help: "Members marked failed (to=Failed) or restored (to=Active).",
-		}, []string{"to"}),
+			Name: "distcache_operator_remaps_total", Help: "Member state changes the operator published per cluster, by the state entered (Fenced, Failed, Active).",
+		}, []string{"namespace", "cluster", "to"}),
 		version: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "distcache_operator_map_version", Help: "Published partition map version per cluster.",
 		}, []string{"namespace", "cluster"}),
@@ -64,20 +64,25 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-func (m *Metrics) reconciled(err error) {
+// reconciled counts a reconcile of cluster that ended with err.
+func (m *Metrics) reconciled(namespace, cluster string, err error) {
 	if m == nil {
 		return
 	}
-	result := "success"
+	// Both results exist from the first reconcile on, so a query for the
+	// errors of a healthy cluster returns 0, not nothing.
+	ok, failed := m.reconciles.WithLabelValues(namespace, cluster, "success"), m.reconciles.WithLabelValues(namespace, cluster, "error")
 	if err != nil {
-		result = "error"
+		failed.Inc()
+	} else {
+		ok.Inc()
 	}
-	m.reconciles.WithLabelValues(result).Inc()
 }
 
-func (m *Metrics) remapped(to string) {
+// remapped counts a member of cluster entering state to.
+func (m *Metrics) remapped(namespace, cluster, to string) {
 	if m != nil {
-		m.remaps.WithLabelValues(to).Inc()
+		m.remaps.WithLabelValues(namespace, cluster, to).Inc()
 	}
 }
 
@@ -91,6 +96,7 @@ func (m *Metrics) published(namespace, cluster string, pm *partmap.Map) {
 	counts := pm.MembersByState()
 	for _, s := range partmap.MemberStates {
 		m.members.WithLabelValues(namespace, cluster, string(s)).Set(float64(counts[s]))
+		m.remaps.WithLabelValues(namespace, cluster, string(s)) // 0 until the first such change
 	}
 }
 
@@ -100,6 +106,8 @@ func (m *Metrics) forget(namespace, cluster string) {
 		return
 	}
 	labels := prometheus.Labels{"namespace": namespace, "cluster": cluster}
+	m.reconciles.DeletePartialMatch(labels)
+	m.remaps.DeletePartialMatch(labels)
 	m.version.DeletePartialMatch(labels)
 	m.members.DeletePartialMatch(labels)
 }

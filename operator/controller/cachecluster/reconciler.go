@@ -95,7 +95,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err := r.patchStatus(ctx, base, s, retErr); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
-		r.Metrics.reconciled(retErr)
+		r.Metrics.reconciled(cc.Namespace, cc.Name, retErr)
 		res.RequeueAfter = remaining(res.RequeueAfter, started)
 	}()
 	for _, phase := range []func(context.Context, *state) (ctrl.Result, error){
@@ -281,7 +281,7 @@ func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, ch
 			pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: cc.Namespace, Name: c.Member}
 			r.Recorder.Eventf(cc, pod, kind, reason, "Remap", note, c.Member, c.Layer, c.After.Round(time.Second), m.Version)
 		}
-		r.Metrics.remapped(string(c.To))
+		r.Metrics.remapped(cc.Namespace, cc.Name, string(c.To))
 	}
 }
 
