@@ -16,45 +16,55 @@ import (
 // the write may or may not have been applied.
 func (c *Client) Put(ctx context.Context, key string, value []byte) error {
 	c.stats.puts.Add(1)
-	return c.write(ctx, wire.OpPut, "put", key, value)
+	_, err := c.write(ctx, wire.OpPut, "put", key, value)
+	return err
 }
 
 // Delete removes key through its storage shim; like Put otherwise.
 func (c *Client) Delete(ctx context.Context, key string) error {
-	c.stats.deletes.Add(1)
-	return c.write(ctx, wire.OpDel, "delete", key, nil)
+	_, err := c.Remove(ctx, key)
+	return err
 }
 
-func (c *Client) write(ctx context.Context, op wire.Op, verb, key string, value []byte) error {
+// Remove is Delete that also reports whether the key existed (Redis DEL's
+// count), as the shim that deleted it found it.
+func (c *Client) Remove(ctx context.Context, key string) (existed bool, err error) {
+	c.stats.deletes.Add(1)
+	r, err := c.write(ctx, wire.OpDel, "delete", key, nil)
+	return err == nil && r.Has(wire.FlagHit), err
+}
+
+// write runs a write and returns the shim's reply header.
+func (c *Client) write(ctx context.Context, op wire.Op, verb, key string, value []byte) (wire.Header, error) {
 	start := time.Now()
-	label, err := c.doWrite(ctx, op, key, value)
+	r, label, err := c.doWrite(ctx, op, key, value)
 	c.requests.Observe(op, label, time.Since(start))
 	if err != nil {
 		c.stats.errors.Add(1)
-		return fmt.Errorf("cannot %s %q: %w", verb, key, err)
+		return r, fmt.Errorf("cannot %s %q: %w", verb, key, err)
 	}
-	return nil
+	return r, nil
 }
 
 // doWrite sends the write as one transport call (retransmitted with the same
 // sequence number, which the shim deduplicates) and starts a new call only
 // after COHERENCE_TIMEOUT, when the shim guarantees nothing was written.
-func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []byte) (string, error) {
+func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []byte) (wire.Header, string, error) {
 	if err := checkKey(key); err != nil {
-		return metrics.StatusResult(wire.StatusTooLarge), err
+		return wire.Header{}, metrics.StatusResult(wire.StatusTooLarge), err
 	}
 	if len(value) > wire.MaxValueLen {
-		return metrics.StatusResult(wire.StatusTooLarge), fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(value), wire.MaxValueLen)
+		return wire.Header{}, metrics.StatusResult(wire.StatusTooLarge), fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(value), wire.MaxValueLen)
 	}
 	kb := []byte(key)
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return metrics.ResultTimeout, err // nothing sent by this attempt
+			return wire.Header{}, metrics.ResultTimeout, err // nothing sent by this attempt
 		}
 		v := c.view.Load() // a retry follows a map change
 		dst, err := v.shardAddr(key)
 		if err != nil {
-			return metrics.StatusResult(wire.StatusInternal), err
+			return wire.Header{}, metrics.StatusResult(wire.StatusInternal), err
 		}
 		m := wire.Message{Header: wire.Header{Op: op, MapVersion: v.version}, Key: kb, Value: value}
 		r, err := c.ep.Call(ctx, dst, &m)
@@ -65,11 +75,11 @@ func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []by
 				c.stats.timeouts.Add(1)
 			}
 			c.cfg.Logger.Debug("write got no reply", "op", op, "key", key, "shim", dst, "seq", m.Seq, "err", err)
-			return metrics.ResultTimeout, fmt.Errorf("%w: no reply from shim %s (seq %d): %w", ErrOutcomeUnknown, dst, m.Seq, err)
+			return wire.Header{}, metrics.ResultTimeout, fmt.Errorf("%w: no reply from shim %s (seq %d): %w", ErrOutcomeUnknown, dst, m.Seq, err)
 		}
 		switch r.Status {
 		case wire.StatusOK:
-			return metrics.ResultOK, nil
+			return r.Header, metrics.ResultOK, nil
 		case wire.StatusCoherence:
 			if attempt < c.cfg.Attempts {
 				c.stats.retries.Add(1)
@@ -77,9 +87,9 @@ func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []by
 					"shim", dst, "attempt", attempt)
 				continue
 			}
-			return metrics.StatusResult(r.Status), fmt.Errorf("shim %s, %d attempts: %w", dst, attempt, ErrCoherence)
+			return r.Header, metrics.StatusResult(r.Status), fmt.Errorf("shim %s, %d attempts: %w", dst, attempt, ErrCoherence)
 		default:
-			return metrics.StatusResult(r.Status), fmt.Errorf("shim %s: %w", dst, statusError(r.Status))
+			return r.Header, metrics.StatusResult(r.Status), fmt.Errorf("shim %s: %w", dst, statusError(r.Status))
 		}
 	}
 }

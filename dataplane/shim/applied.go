@@ -24,13 +24,17 @@ const AppliedPrefix = "distcache:applied:"
 // value again after later writes of other clients.
 //
 // KEYS[1] is the key, KEYS[2] the mark; ARGV[1] is "put" or "del", ARGV[2]
-// the value, ARGV[3] the mark's lifetime in milliseconds. It returns 1 if
-// it applied the write, 0 if the mark was there.
+// the value, ARGV[3] the mark's lifetime in milliseconds. It returns the
+// write's outcome: 1 if it applied it, 2 if it applied a delete of a key
+// that existed; the mark holds the outcome, and a write whose mark was
+// there returns its outcome negated.
 var applyScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-if ARGV[1] == 'put' then redis.call('SET', KEYS[1], ARGV[2]) else redis.call('DEL', KEYS[1]) end
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
-return 1
+local done = redis.call('GET', KEYS[2])
+if done then return -tonumber(done) end
+local outcome = 1
+if ARGV[1] == 'put' then redis.call('SET', KEYS[1], ARGV[2]) else outcome = 1 + redis.call('DEL', KEYS[1]) end
+redis.call('SET', KEYS[2], outcome, 'PX', ARGV[3])
+return outcome
 `)
 
 // appliedKey is the mark of request k.
@@ -46,8 +50,9 @@ func appliedKey(k dedupKey) string {
 }
 
 // applyToRedis runs r's Redis write once: it reports whether this call
-// applied it (false: an earlier run of the shim already had).
-func (s *Shim) applyToRedis(ctx context.Context, r *request) (bool, error) {
+// applied it (false: an earlier run of the shim already had) and, for a
+// delete, whether the key existed (as the first run found it).
+func (s *Shim) applyToRedis(ctx context.Context, r *request) (applied, existed bool, err error) {
 	op, value := "del", []byte(nil)
 	if r.op == wire.OpPut {
 		op, value = "put", r.value
@@ -55,7 +60,7 @@ func (s *Shim) applyToRedis(ctx context.Context, r *request) (bool, error) {
 	n, err := applyScript.Run(ctx, s.rdb, []string{r.key, appliedKey(r.dedupKey())},
 		op, value, s.cfg.DedupTTL.Milliseconds()).Int()
 	if err != nil {
-		return false, fmt.Errorf("cannot %s %q: %w", op, r.key, err)
+		return false, false, fmt.Errorf("cannot %s %q: %w", op, r.key, err)
 	}
-	return n == 1, nil
+	return n > 0, n == 2 || n == -2, nil
 }

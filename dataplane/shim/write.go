@@ -43,19 +43,18 @@ func (c *versionClock) current() uint64 { return c.last.Load() }
 // releases the lock and then runs phase 2.
 func (s *Shim) serveWrite(r *request) {
 	dk := r.dedupKey()
-	var (
-		status   = wire.StatusInternal
-		version  uint64
-		owners   []owner
-		replayed bool
-	)
+	w := writeOutcome{status: wire.StatusInternal}
 	unlock, err := s.locks.lock(s.ctx, r.key)
 	if err == nil {
-		status, version, owners, replayed = s.applyWrite(r)
+		w = s.applyWrite(r)
 	}
+	status, version, owners, replayed := w.status, w.version, w.owners, w.replayed
 	// Counted before the reply, so that whoever sees the reply sees it counted.
 	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
 	reply := s.replyTo(r, status, version, nil)
+	if w.existed {
+		reply.Flags |= wire.FlagHit // DEL_REPLY: the key existed
+	}
 	s.dedup.complete(dk, reply, time.Now())
 	s.send(r.src, &reply)
 	if unlock != nil {
@@ -69,27 +68,36 @@ func (s *Shim) serveWrite(r *request) {
 	s.update(r, status, version, owners)
 }
 
+// writeOutcome is what applyWrite did: the reply status, the write's
+// version, the owners it invalidated, whether a previous run of the shim
+// had applied the write already (replayed: acknowledged, not applied
+// again), and whether a deleted key existed.
+type writeOutcome struct {
+	status            wire.Status
+	version           uint64
+	owners            []owner
+	replayed, existed bool
+}
+
 // applyWrite runs phase 1 and the Redis write of r; the caller holds the
-// key's lock. It returns the reply status, the write's version, the owners
-// it invalidated, and whether a previous run of the shim had applied the
-// write already (replayed: acknowledged, not applied again).
-func (s *Shim) applyWrite(r *request) (status wire.Status, v uint64, owners []owner, replayed bool) {
+// key's lock.
+func (s *Shim) applyWrite(r *request) writeOutcome {
 	if r.op == wire.OpPut {
 		s.stats.puts.Add(1)
 	} else {
 		s.stats.dels.Add(1)
 	}
 	if err := s.waitWritable(); err != nil {
-		return wire.StatusInternal, 0, nil, false
+		return writeOutcome{status: wire.StatusInternal}
 	}
 	now := time.Now()
-	v = s.clock.next(now)
+	v := s.clock.next(now)
 	owners, copies, err := s.invalidate(r.key, v)
 	if err != nil {
 		s.stats.coherenceFailures.Add(1)
 		s.metrics.coherenceFailures.Inc()
 		s.log.Warn("write refused: invalidation not acknowledged", "op", r.op, "key", r.key, "version", v, "err", err)
-		return wire.StatusCoherence, 0, nil, false
+		return writeOutcome{status: wire.StatusCoherence}
 	}
 	s.metrics.phaseInvalidate.Observe(time.Since(now).Seconds())
 	// The coherence work of the copies (DistCache §4.3, the simulator's
@@ -99,12 +107,12 @@ func (s *Shim) applyWrite(r *request) (status wire.Status, v uint64, owners []ow
 	// shim's reads rather than the write.
 	s.work.TakeAhead(copies)
 	t := time.Now()
-	applied, err := s.applyToRedis(s.ctx, r)
+	applied, existed, err := s.applyToRedis(s.ctx, r)
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
 	switch {
 	case err != nil:
 		s.redisError(r.op.String(), r.key, err)
-		return wire.StatusUnavailable, v, owners, false
+		return writeOutcome{status: wire.StatusUnavailable, version: v, owners: owners}
 	case !applied:
 		// A previous run of the shim applied it and died before its reply
 		// reached the client: acknowledge it, and end phase 2 without a
@@ -112,9 +120,9 @@ func (s *Shim) applyWrite(r *request) (status wire.Status, v uint64, owners []ow
 		s.stats.alreadyApplied.Add(1)
 		s.metrics.alreadyApplied.Inc()
 		s.log.Info("write already applied by a previous run of the shim; acknowledged again", "op", r.op, "key", r.key, "src", r.src)
-		return wire.StatusOK, v, owners, true
+		return writeOutcome{status: wire.StatusOK, version: v, owners: owners, replayed: true, existed: existed}
 	}
-	return wire.StatusOK, v, owners, false
+	return writeOutcome{status: wire.StatusOK, version: v, owners: owners, existed: existed}
 }
 
 // waitWritable waits until the shim may start phase 1 (mapView.writesFrom):

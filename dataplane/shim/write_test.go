@@ -380,9 +380,41 @@ func TestDuplicateWrites(t *testing.T) {
 	})
 }
 
+// TestDelReportsWhetherTheKeyExisted: a DEL_REPLY carries FlagHit when the
+// deleted key existed (Redis DEL's count), and a retransmitted DEL that a
+// previous run of the shim applied gets the outcome that run found, not
+// "missing".
+func TestDelReportsWhetherTheKeyExisted(t *testing.T) {
+	e := newEnv(t)
+	key := e.key(0, "counted")
+	e.mustStatus(wire.OpPut, key, []byte("x"), wire.StatusOK)
+	if del := e.mustStatus(wire.OpDel, key, nil, wire.StatusOK); !del.Has(wire.FlagHit) {
+		t.Errorf("DEL of an existing key: flags %v, want FlagHit", del.Flags)
+	}
+	if del := e.mustStatus(wire.OpDel, key, nil, wire.StatusOK); del.Has(wire.FlagHit) {
+		t.Errorf("DEL of a missing key: flags %v, want no FlagHit", del.Flags)
+	}
+	e.mustStatus(wire.OpPut, key, []byte("y"), wire.StatusOK)
+	raw := newRawConn(t)
+	dg := encodeWrite(t, wire.OpDel, 9, key, "")
+	raw.send(e.shim.Addr(), dg)
+	if r := raw.receive(); r.Status != wire.StatusOK || !r.Has(wire.FlagHit) {
+		t.Fatalf("first DEL: %s flags %v", r.Status, r.Flags)
+	}
+	e.restart()
+	raw.send(e.shim.Addr(), dg) // the retransmit reaches the new shim, the key long gone
+	if r := raw.receive(); r.Status != wire.StatusOK || !r.Has(wire.FlagHit) {
+		t.Errorf("retransmitted DEL after a restart: %s flags %v, want OK with FlagHit as first found", r.Status, r.Flags)
+	}
+}
+
 func encodePut(t *testing.T, seq uint64, key, value string) []byte {
+	return encodeWrite(t, wire.OpPut, seq, key, value)
+}
+
+func encodeWrite(t *testing.T, op wire.Op, seq uint64, key, value string) []byte {
 	t.Helper()
-	b, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpPut, Seq: seq}, Key: []byte(key), Value: []byte(value)}, wire.DefaultDatagram)
+	b, err := wire.Encode(&wire.Message{Header: wire.Header{Op: op, Seq: seq}, Key: []byte(key), Value: []byte(value)}, wire.DefaultDatagram)
 	if err != nil {
 		t.Fatal(err)
 	}

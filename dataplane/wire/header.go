@@ -79,7 +79,8 @@ const (
 	// FlagHit marks a GET_REPLY served from a cache node's copy, and an
 	// INVALIDATE_ACK from a node that held an entry for the key (a valid
 	// copy or a placeholder being filled): the write has a copy to
-	// invalidate and update, which costs the shim coherence work.
+	// invalidate and update, which costs the shim coherence work; on a
+	// DEL_REPLY it says the deleted key existed (Redis DEL's count).
 	FlagHit Flag = 1 << 0
 	// FlagTelemetry marks valid node id and load fields.
 	FlagTelemetry Flag = 1 << 1
