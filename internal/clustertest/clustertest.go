@@ -50,7 +50,7 @@ type Config struct {
 // Cluster is a running cluster. Its methods are safe for concurrent use
 // unless they say otherwise.
 type Cluster struct {
-	t   *testing.T
+	t   testing.TB
 	cfg Config
 	// Redis and Shims are the storage servers and shims by shard name;
 	// they do not change after Start.
@@ -65,7 +65,7 @@ type Cluster struct {
 
 // Start starts a cluster; everything stops when the test ends. It must be
 // called from the test's goroutine.
-func Start(t *testing.T, cfg Config) *Cluster {
+func Start(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	m, err := partmap.Build(partmap.Spec{
 		Cluster: cfg.Name, Racks: cfg.Racks, ShardsPerRack: cfg.ShardsPerRack,

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/gateway"
+)
+
+func newGatewayCommand() *cobra.Command {
+	var (
+		o          serveOptions
+		redisAddr  string
+		cfg        gateway.Config
+		clientAddr string
+	)
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Serve the Redis protocol to unmodified Redis clients, in front of the cluster",
+		Long: `Run the Redis-compatible gateway: it speaks RESP2 and RESP3 to
+applications (redis-cli, go-redis, redis-py, ...) on --redis-addr and
+reaches the cluster as the client library does: reads from the least loaded
+cache candidate, writes through the storage shims. docs/gateway.md lists
+the commands.`,
+		Example: `  distcache gateway --map /run/distcache/partition-map.json --redis-addr 127.0.0.1:6379
+  distcache gateway --map-configmap shop/shop-partition-map --redis-addr :6379 --data-plane-key-dir /etc/distcache/data-plane-key`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, w, err := o.load(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if clientAddr == "" {
+				// A cluster whose map comes from the API runs in pods: its
+				// replies come to this host's address, not to loopback.
+				clientAddr = "127.0.0.1:0"
+				if o.maps.configMap != "" {
+					clientAddr = "0.0.0.0:0"
+				}
+			}
+			reg, wrapped := metrics.Registry("gateway", "")
+			if err := o.key.register(wrapped); err != nil {
+				return err
+			}
+			cc := client.Config{Transport: o.transport(clientAddr, log), Maps: w, Registerer: wrapped, Logger: log}
+			cl, err := client.New(cc, w.Current())
+			if err != nil {
+				return err
+			}
+			cfg.Registerer, cfg.Logger = wrapped, log
+			g, err := gateway.NewGateway(redisAddr, cl, cfg)
+			if err != nil {
+				_ = cl.Close()
+				return err
+			}
+			return serve(cmd, &o, w, g, reg, nil, log, "redis", redisAddr)
+		},
+	}
+	o.addFlags(cmd)
+	f := cmd.Flags()
+	f.StringVar(&redisAddr, "redis-addr", "127.0.0.1:6379", "TCP address of the Redis protocol")
+	f.StringVar(&clientAddr, "client-addr", "", "UDP address of the gateway's DistCache client (default 127.0.0.1:0, or 0.0.0.0:0 with --map-configmap)")
+	f.DurationVar(&cfg.OpTimeout, "op-timeout", gateway.DefaultOpTimeout, "bound of one command's work in the cluster")
+	f.DurationVar(&cfg.CommandTimeout, "command-timeout", gateway.DefaultCommandTimeout, "how long a command may take to arrive once its first byte has")
+	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close connections idle for this long (0: never)")
+	f.IntVar(&cfg.MaxConnections, "max-connections", gateway.DefaultMaxConnections, "open client connections at most")
+	f.IntVar(&cfg.MaxCommandBytes, "max-command-bytes", gateway.DefaultMaxCommandBytes, "bytes a command may take before it is complete")
+	_ = f.MarkHidden("listen") // the client's UDP address is --client-addr
+	return cmd
+}

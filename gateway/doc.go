@@ -1,0 +1,27 @@
+// Package gateway serves DistCache to unmodified Redis clients: a server
+// that speaks the Redis protocol (RESP2 and RESP3, parsed and encoded with
+// tidwall/redcon) to applications and the DistCache protocol to the
+// cluster, through the client package.
+//
+// The gateway is the paper's client-side router, the role of the client
+// rack's top-of-rack switch (DistCache §4.2): every read it serves goes to
+// the least loaded of the key's cache candidates, chosen by power-of-k
+// choices over the loads piggybacked on replies, and every write to the
+// key's storage shim, which runs the two-phase coherence protocol (§4.3).
+// It follows the partition map and the fencing rules as the client package
+// does, because it is that package: there is no second router.
+//
+// Pipelining is the normal case. The commands of one read from a
+// connection run concurrently, in batches that keep Redis' per-connection
+// order where it can be observed: a command that writes a key waits for
+// the earlier commands on that key, and a later command on a key waits for
+// an earlier write of it; commands that change the connection (HELLO,
+// CLIENT SETNAME, SELECT, QUIT) run alone, in order. Replies are written in
+// the order of the commands.
+//
+// Bad input loses nothing and holds nothing: a command that is not
+// complete within Config.CommandTimeout, or larger than
+// Config.MaxCommandBytes, ends its connection with a protocol error, and a
+// key or value beyond the protocol's limits gets a Redis-style error.
+// docs/gateway.md lists every command and option.
+package gateway

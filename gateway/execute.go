@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// execute runs a connection's pipeline and returns each command's reply,
+// in order. Commands run concurrently in batches; a batch ends before a
+// command that conflicts with one in it (it writes a key the batch reads
+// or writes, or reads a key the batch writes) and around a command that
+// runs alone, so every client sees its commands take effect in the order
+// it sent them.
+func (s *Server) execute(sess *session, cmds []redcon.Command) [][]byte {
+	out := make([][]byte, len(cmds))
+	if len(cmds) == 1 {
+		out[0] = s.run(sess, cmds[0].Args)
+		return out
+	}
+	var b batch
+	for i, cmd := range cmds {
+		c := lookup(cmd.Args[0])
+		if c == nil || c.alone {
+			s.runBatch(sess, cmds, &b, out)
+			out[i] = s.run(sess, cmd.Args)
+			continue
+		}
+		keys := c.keys(cmd.Args)
+		if b.conflicts(keys, c.write) {
+			s.runBatch(sess, cmds, &b, out)
+		}
+		b.add(i, keys, c.write)
+	}
+	s.runBatch(sess, cmds, &b, out)
+	return out
+}
+
+// batch is a set of pipelined commands that may run concurrently.
+type batch struct {
+	idx           []int
+	reads, writes map[string]struct{}
+}
+
+func (b *batch) conflicts(keys [][]byte, write bool) bool {
+	for _, k := range keys {
+		if _, ok := b.writes[string(k)]; ok {
+			return true
+		}
+		if _, ok := b.reads[string(k)]; ok && write {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *batch) add(i int, keys [][]byte, write bool) {
+	b.idx = append(b.idx, i)
+	set := &b.reads
+	if write {
+		set = &b.writes
+	}
+	if *set == nil {
+		*set = make(map[string]struct{})
+	}
+	for _, k := range keys {
+		(*set)[string(k)] = struct{}{}
+	}
+}
+
+func (b *batch) reset() {
+	b.idx = b.idx[:0]
+	clear(b.reads)
+	clear(b.writes)
+}
+
+// runBatch runs b's commands on at most PipelineWorkers goroutines, puts
+// their replies into out, and empties b.
+func (s *Server) runBatch(sess *session, cmds []redcon.Command, b *batch, out [][]byte) {
+	defer b.reset()
+	switch len(b.idx) {
+	case 0:
+		return
+	case 1:
+		out[b.idx[0]] = s.run(sess, cmds[b.idx[0]].Args)
+		return
+	}
+	sem := make(chan struct{}, s.cfg.PipelineWorkers)
+	var wg sync.WaitGroup
+	for _, i := range b.idx {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = s.run(sess, cmds[i].Args)
+		}()
+	}
+	wg.Wait()
+}
+
+// run runs one command and returns its reply.
+func (s *Server) run(sess *session, args [][]byte) []byte {
+	start := time.Now()
+	c := lookup(args[0])
+	var reply []byte
+	switch {
+	case c == nil:
+		reply = appendError(nil, unknownCommand(args))
+	case !c.arityOK(len(args)):
+		reply = appendError(nil, wrongArity(args[0]))
+	default:
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
+		reply = c.run(&call{ctx: ctx, srv: s, sess: sess, args: args, resp3: sess.resp3()}, nil)
+		cancel()
+	}
+	s.observe(c, reply, time.Since(start))
+	return reply
+}

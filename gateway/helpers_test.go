@@ -1,0 +1,76 @@
+package gateway_test
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/gateway"
+	"github.com/distcache/distcache/internal/clustertest"
+)
+
+// gatewayOption edits a test gateway's configuration.
+type gatewayOption func(*gateway.Config)
+
+func withMaxConnections(n int) gatewayOption {
+	return func(c *gateway.Config) { c.MaxConnections = n }
+}
+
+func withMaxCommandBytes(n int) gatewayOption {
+	return func(c *gateway.Config) { c.MaxCommandBytes = n }
+}
+
+// startGateway starts a real cluster (redis-servers, shims, cache nodes on
+// loopback) and a gateway in front of it, and returns the gateway's
+// address; everything stops when the test ends.
+func startGateway(t *testing.T, opts ...gatewayOption) (string, *gateway.Server) {
+	t.Helper()
+	addr, s, _ := startGatewayOn(t, clustertest.Config{Name: "gw", Racks: 2, ShardsPerRack: 1, Spine: 2}, opts...)
+	return addr, s
+}
+
+// startGatewayOn is startGateway on a cluster shaped by cc, which it also
+// returns.
+func startGatewayOn(t *testing.T, cc clustertest.Config, opts ...gatewayOption) (string, *gateway.Server, *clustertest.Cluster) {
+	t.Helper()
+	c := clustertest.Start(t, cc)
+	cfg := gateway.Config{Store: c.NewClient(client.Config{})}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s, err := gateway.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return ln.Addr().String(), s, c
+}
+
+// redisClient is a go-redis client of addr speaking protocol proto.
+func redisClient(t *testing.T, addr string, proto int) *redis.Client {
+	t.Helper()
+	rc := redis.NewClient(&redis.Options{Addr: addr, Protocol: proto, MaxRetries: -1})
+	t.Cleanup(func() { _ = rc.Close() })
+	return rc
+}
+
+func withCommandTimeout(d time.Duration) gatewayOption {
+	return func(c *gateway.Config) { c.CommandTimeout = d }
+}

@@ -1,0 +1,98 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Stats counts a Server's work. Counters only increase.
+type Stats struct {
+	Connections uint64 // connections accepted
+	Rejected    uint64 // connections refused (MaxConnections)
+	Commands    uint64 // commands run
+	Errors      uint64 // commands answered with an error
+}
+
+// counters are the live Stats counters.
+type counters struct {
+	connections, rejected, commands, errors atomic.Uint64
+}
+
+// Stats returns the counters.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Connections: s.stats.connections.Load(),
+		Rejected:    s.stats.rejected.Load(),
+		Commands:    s.stats.commands.Load(),
+		Errors:      s.stats.errors.Load(),
+	}
+}
+
+// metrics are the gateway's distcache_gateway_* series.
+type metrics struct {
+	commands      *prometheus.CounterVec
+	errors        *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	connections   prometheus.Gauge
+	pipelineDepth prometheus.Histogram
+}
+
+// otherCommand labels the commands the gateway does not know, so that a
+// client cannot create series at will.
+const otherCommand = "unknown"
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "distcache_gateway_commands_total", Help: "Redis commands the gateway ran, by command.",
+		}, []string{"command"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "distcache_gateway_command_errors_total", Help: "Redis commands the gateway answered with an error, by command.",
+		}, []string{"command"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "distcache_gateway_command_duration_seconds",
+			Help:    "Time from a command's start to its reply, by command.",
+			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
+		}, []string{"command"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "distcache_gateway_connections", Help: "Open client connections.",
+		}),
+		pipelineDepth: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "distcache_gateway_pipeline_depth", Help: "Commands read together from a connection (a pipeline).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.commands, m.errors, m.duration, m.connections, m.pipelineDepth} {
+		if err := reg.Register(c); err != nil {
+			var dup prometheus.AlreadyRegisteredError
+			if errors.As(err, &dup) {
+				return nil, fmt.Errorf("cannot register the gateway's metrics (one gateway per registry): %w", err)
+			}
+			return nil, fmt.Errorf("cannot register the gateway's metrics: %w", err)
+		}
+	}
+	for _, c := range append(table, &command{name: otherCommand}) {
+		m.commands.WithLabelValues(c.name)
+		m.errors.WithLabelValues(c.name)
+	}
+	return m, nil
+}
+
+// observe counts a command (nil: unknown) and its reply.
+func (s *Server) observe(c *command, reply []byte, d time.Duration) {
+	name := otherCommand
+	if c != nil {
+		name = c.name
+	}
+	s.stats.commands.Add(1)
+	s.metrics.commands.WithLabelValues(name).Inc()
+	s.metrics.duration.WithLabelValues(name).Observe(d.Seconds())
+	if len(reply) > 0 && reply[0] == '-' {
+		s.stats.errors.Add(1)
+		s.metrics.errors.WithLabelValues(name).Inc()
+	}
+}

@@ -1,0 +1,147 @@
+package gateway_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawConn is a TCP connection to the gateway that writes bytes as given.
+type rawConn struct {
+	t *testing.T
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	var d net.Dialer
+	c, err := d.DialContext(t.Context(), "tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	// A bound for a gateway that hangs, not a synchronisation: every
+	// exchange below completes or fails long before it.
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
+}
+
+func (r *rawConn) send(s string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.c, s); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// line reads one reply line, without its CRLF.
+func (r *rawConn) line() string {
+	r.t.Helper()
+	s, err := r.r.ReadString('\n')
+	if err != nil {
+		r.t.Fatalf("reading a reply: %v (read %q)", err, s)
+	}
+	return strings.TrimSuffix(s, "\r\n")
+}
+
+// closed reports whether the gateway closed the connection (EOF or reset).
+func (r *rawConn) closed() bool {
+	_, err := r.r.ReadByte()
+	return err != nil && !isTimeout(err)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestProtocolReplies checks replies byte for byte where client libraries
+// would hide the difference: RESP3's null and map after HELLO 3, inline
+// commands (as telnet sends them), and QUIT's reply before the close.
+func TestProtocolReplies(t *testing.T) {
+	addr, _ := startGateway(t)
+	r := dialRaw(t, addr)
+	r.send("GET raw:missing\r\n")
+	if got := r.line(); got != "$-1" {
+		t.Errorf("RESP2 null = %q, want $-1", got)
+	}
+	r.send("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+	if got := r.line(); got != "%7" {
+		t.Errorf("HELLO 3 reply starts %q, want a map of 7", got)
+	}
+	for done := false; !done; { // the map's keys and values, modules' empty array last
+		done = r.line() == "*0"
+	}
+	r.send("*2\r\n$3\r\nGET\r\n$11\r\nraw:missing\r\n")
+	if got := r.line(); got != "_" {
+		t.Errorf("RESP3 null = %q, want _", got)
+	}
+	r.send("SET raw:k \"two words\"\r\nGET raw:k\r\n")
+	if ok, l, v := r.line(), r.line(), r.line(); ok != "+OK" || l != "$9" || v != "two words" {
+		t.Errorf("inline SET and GET = %q %q %q", ok, l, v)
+	}
+	r.send("QUIT\r\n")
+	if got := r.line(); got != "+OK" || !r.closed() {
+		t.Errorf("QUIT = %q, then the connection must close", got)
+	}
+}
+
+// TestMalformedInput sends what a broken or hostile client sends: each
+// gets a protocol error and a closed connection, and the gateway goes on
+// serving others.
+func TestMalformedInput(t *testing.T) {
+	addr, _ := startGateway(t, withMaxCommandBytes(4096), withCommandTimeout(200*time.Millisecond))
+	for _, tc := range []struct {
+		name, send, want string
+	}{
+		{"not a bulk string in an array", "*1\r\n:5\r\n", "-ERR Protocol error: expected '$', got ':'"},
+		{"negative array length", "*-3\r\n", "-ERR Protocol error: invalid multibulk length"},
+		{"bulk length not a number", "*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length"},
+		{"bulk longer than its length", "*1\r\n$2\r\nabc\r\n", "-ERR Protocol error: invalid bulk length"},
+		{"giant bulk length, then more bytes than allowed", "*1\r\n$2000000000\r\n" + strings.Repeat("x", 8192),
+			"-ERR Protocol error: command larger than 4096 bytes"},
+		{"an endless inline command", strings.Repeat("y", 8192), "-ERR Protocol error: command larger than 4096 bytes"},
+		{"a command that never ends (slow client)", "*2\r\n$3\r\nGET\r\n$10\r\nabc",
+			"-ERR Protocol error: command not complete within 200ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := dialRaw(t, addr)
+			r.send(tc.send)
+			if got := r.line(); got != tc.want {
+				t.Errorf("reply %q, want %q", got, tc.want)
+			}
+			if !r.closed() {
+				t.Error("connection still open")
+			}
+		})
+	}
+	ok := dialRaw(t, addr)
+	ok.send("PING\r\n")
+	if got := ok.line(); got != "+PONG" {
+		t.Errorf("a new connection after the bad ones: %q", got)
+	}
+}
+
+// TestMaxConnections: the connection beyond the limit is refused with
+// Redis' error, and a connection that closes makes room.
+func TestMaxConnections(t *testing.T) {
+	addr, srv := startGateway(t, withMaxConnections(2))
+	a, b := dialRaw(t, addr), dialRaw(t, addr)
+	for _, r := range []*rawConn{a, b} {
+		r.send("PING\r\n")
+		if got := r.line(); got != "+PONG" {
+			t.Fatalf("PING = %q", got)
+		}
+	}
+	c := dialRaw(t, addr)
+	if got := c.line(); got != "-ERR max number of clients reached" || !c.closed() {
+		t.Errorf("third connection: %q, want refused and closed", got)
+	}
+	if st := srv.Stats(); st.Rejected != 1 {
+		t.Errorf("stats %+v, want 1 rejected", st)
+	}
+}

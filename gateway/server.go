@@ -1,0 +1,203 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tidwall/redcon"
+
+	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// Store is the cluster behind the gateway: *client.Client.
+type Store interface {
+	// Get returns key's value, or an error wrapping client.ErrNotFound.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Put writes key = value through the key's storage shim.
+	Put(ctx context.Context, key string, value []byte) error
+	// Remove deletes key and reports whether it existed.
+	Remove(ctx context.Context, key string) (bool, error)
+	// Placement is the partition map the store routes by (INFO).
+	Placement() *partmap.Placement
+	// Stats are the store's counters (INFO).
+	Stats() client.Stats
+}
+
+// Defaults applied to zero fields of Config.
+const (
+	DefaultOpTimeout       = 5 * time.Second
+	DefaultCommandTimeout  = 10 * time.Second
+	DefaultMaxCommandBytes = wire.MaxValueLen + 64<<10
+	DefaultMaxConnections  = 10000
+	// DefaultPipelineWorkers bounds the commands of one connection's
+	// pipeline that run at once.
+	DefaultPipelineWorkers = 256
+)
+
+// Config configures a Server.
+type Config struct {
+	// Store is the cluster (required).
+	Store Store
+	// OpTimeout bounds one command's work in the cluster (default 5s).
+	OpTimeout time.Duration
+	// CommandTimeout bounds how long a command may take to arrive once
+	// its first byte has (default 10s): a slow client cannot hold a
+	// connection's buffer open.
+	CommandTimeout time.Duration
+	// IdleTimeout closes a connection that sends nothing for that long
+	// (default 0: never, as Redis' timeout 0).
+	IdleTimeout time.Duration
+	// MaxCommandBytes bounds the bytes a command may take before it is
+	// complete (default: the largest value plus 64 KiB).
+	MaxCommandBytes int
+	// MaxConnections bounds the open connections (default 10000); one
+	// more is refused with Redis' "max number of clients reached".
+	MaxConnections int
+	// PipelineWorkers bounds the commands of one pipeline run at once
+	// (default 256).
+	PipelineWorkers int
+	// Registerer receives the metrics; nil means a private registry.
+	Registerer prometheus.Registerer
+	// Logger receives structured logs (default: discarded).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.OpTimeout <= 0 {
+		c.OpTimeout = DefaultOpTimeout
+	}
+	if c.CommandTimeout <= 0 {
+		c.CommandTimeout = DefaultCommandTimeout
+	}
+	if c.MaxCommandBytes <= 0 {
+		c.MaxCommandBytes = DefaultMaxCommandBytes
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.PipelineWorkers <= 0 {
+		c.PipelineWorkers = DefaultPipelineWorkers
+	}
+	if c.Registerer == nil {
+		c.Registerer = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Server serves the Redis protocol on a listener.
+type Server struct {
+	cfg     Config
+	rs      *redcon.Server
+	metrics *metrics
+	stats   counters
+	started time.Time
+	nextID  atomic.Int64
+	// open counts the open connections (accepted and not yet closed).
+	open atomic.Int64
+	// ctx ends every command in flight when the server closes.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// mu guards addr.
+	mu   sync.Mutex
+	addr net.Addr
+}
+
+// New returns a server for cfg; Serve starts it.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Store == nil {
+		return nil, errors.New("cannot start the gateway: no store")
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, metrics: m, started: time.Now()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.rs = redcon.NewServerNetwork("tcp", "", s.serve, s.accept, s.closed)
+	return s, nil
+}
+
+// Serve serves connections from ln until Close; it returns nil after
+// Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	s.addr = ln.Addr()
+	s.mu.Unlock()
+	if err := s.rs.Serve(boundedListener{Listener: ln, cfg: &s.cfg}); err != nil {
+		return fmt.Errorf("cannot serve the Redis protocol on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// Addr is the address Serve listens on (nil before Serve).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Close stops listening, closes every connection and ends the commands in
+// flight.
+func (s *Server) Close() error {
+	s.cancel()
+	if err := s.rs.Close(); err != nil {
+		return fmt.Errorf("cannot close the gateway: %w", err)
+	}
+	return nil
+}
+
+// accept admits a connection unless MaxConnections are open.
+func (s *Server) accept(conn redcon.Conn) bool {
+	if s.open.Add(1) > int64(s.cfg.MaxConnections) {
+		s.open.Add(-1)
+		s.stats.rejected.Add(1)
+		conn.WriteError("ERR max number of clients reached")
+		return false
+	}
+	s.stats.connections.Add(1)
+	s.metrics.connections.Inc()
+	conn.SetContext(newSession(s.nextID.Add(1), conn))
+	return true
+}
+
+// closed forgets a connection.
+func (s *Server) closed(conn redcon.Conn, err error) {
+	if _, ok := conn.Context().(*session); !ok {
+		return // refused by accept
+	}
+	s.open.Add(-1)
+	s.metrics.connections.Dec()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		s.cfg.Logger.Debug("connection ended", "remote", conn.RemoteAddr(), "err", err)
+	}
+}
+
+// serve runs cmd and the rest of its pipeline, and writes their replies
+// in order.
+func (s *Server) serve(conn redcon.Conn, cmd redcon.Command) {
+	if bc, ok := conn.NetConn().(*boundedConn); ok {
+		bc.completed()
+	}
+	sess := conn.Context().(*session)
+	cmds := append([]redcon.Command{cmd}, conn.ReadPipeline()...)
+	s.metrics.pipelineDepth.Observe(float64(len(cmds)))
+	for _, r := range s.execute(sess, cmds) {
+		conn.WriteRaw(r)
+	}
+	if sess.quit.Load() {
+		_ = conn.Close()
+	}
+}

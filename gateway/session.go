@@ -1,0 +1,39 @@
+package gateway
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/tidwall/redcon"
+)
+
+// session is one connection's state.
+type session struct {
+	id     int64
+	remote string
+	local  string
+	// mu guards the fields below: connection commands run alone, but
+	// CLIENT INFO may read them from a pipeline's other commands.
+	mu      sync.Mutex
+	proto   int // 2 or 3 (HELLO)
+	name    string
+	libName string
+	libVer  string
+	// quit is set by QUIT: the connection closes after its reply.
+	quit atomic.Bool
+}
+
+func newSession(id int64, conn redcon.Conn) *session {
+	s := &session{id: id, remote: conn.RemoteAddr(), proto: 2}
+	if nc := conn.NetConn(); nc != nil {
+		s.local = nc.LocalAddr().String()
+	}
+	return s
+}
+
+// resp3 says whether replies use RESP3.
+func (s *session) resp3() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proto == 3
+}
