@@ -80,7 +80,7 @@ SIM_FLAGS ?=
 # Fuzzing: every decoder's fuzz target as Target:package.
 FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/ \
 	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/ \
-	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/
+	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/
 FUZZ_TIME ?= 30s
 
 .PHONY: help build image test test-deps vet fmt lint sim bench bench-map-delivery demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local

@@ -20,8 +20,12 @@ var (
 	ErrOverloaded = errors.New("overloaded")
 	// ErrNotOwner: the receiver does not own the key under its map.
 	ErrNotOwner = errors.New("not the key's owner")
-	// ErrTooLarge: the key or value is over the protocol's limits.
+	// ErrTooLarge: the key or value is over the protocol's limits (or an
+	// append would make the value so).
 	ErrTooLarge = errors.New("key or value too large")
+	// ErrNotInteger: an increment found a value that is not a 64-bit
+	// integer, or the sum would overflow; nothing was written.
+	ErrNotInteger = errors.New("value is not an integer or out of range")
 	// ErrInternal: the receiver failed otherwise.
 	ErrInternal = errors.New("internal error")
 	// ErrInvalidKey: the key is empty or longer than wire.MaxKeyLen.
@@ -49,6 +53,8 @@ func statusError(s wire.Status) error {
 		return ErrTooLarge
 	case wire.StatusOverloaded:
 		return ErrOverloaded
+	case wire.StatusInvalid:
+		return ErrNotInteger
 	default:
 		return ErrInternal
 	}

@@ -19,6 +19,7 @@ type Stats struct {
 	NotFound uint64 // reads answered NOT_FOUND
 	Puts     uint64 // Put calls
 	Deletes  uint64 // Delete calls
+	RMWs     uint64 // read-modify-write calls (IncrBy, Append, GetSet, SetNX, SetXX)
 	// Retries counts requests sent after the first of an operation: a read
 	// trying another candidate or the shim, a write resent with a new
 	// sequence number after COHERENCE_TIMEOUT.
@@ -50,6 +51,7 @@ type Stats struct {
 // counters are the live Stats counters.
 type counters struct {
 	gets, hits, misses, notFound, puts, deletes atomic.Uint64
+	rmws                                        atomic.Uint64
 	retries, timeouts, errors, directReads      atomic.Uint64
 	ties, refreshes, hedges, hedgeWins          atomic.Uint64
 }
@@ -110,7 +112,7 @@ func (c *Client) Stats() Stats {
 	s := &c.stats
 	return Stats{
 		Gets: s.gets.Load(), Hits: s.hits.Load(), Misses: s.misses.Load(),
-		NotFound: s.notFound.Load(), Puts: s.puts.Load(), Deletes: s.deletes.Load(),
+		NotFound: s.notFound.Load(), Puts: s.puts.Load(), Deletes: s.deletes.Load(), RMWs: s.rmws.Load(),
 		Retries: s.retries.Load(), Timeouts: s.timeouts.Load(), Errors: s.errors.Load(),
 		DirectReads: s.directReads.Load(), Ties: s.ties.Load(), Refreshes: s.refreshes.Load(),
 		Hedges: s.hedges.Load(), HedgeWins: s.hedgeWins.Load(),

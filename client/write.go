@@ -34,8 +34,8 @@ func (c *Client) Remove(ctx context.Context, key string) (existed bool, err erro
 	return err == nil && r.Has(wire.FlagHit), err
 }
 
-// write runs a write and returns the shim's reply header.
-func (c *Client) write(ctx context.Context, op wire.Op, verb, key string, value []byte) (wire.Header, error) {
+// write runs a write and returns the shim's reply.
+func (c *Client) write(ctx context.Context, op wire.Op, verb, key string, value []byte) (wire.Message, error) {
 	start := time.Now()
 	r, label, err := c.doWrite(ctx, op, key, value)
 	c.requests.Observe(op, label, time.Since(start))
@@ -49,22 +49,22 @@ func (c *Client) write(ctx context.Context, op wire.Op, verb, key string, value 
 // doWrite sends the write as one transport call (retransmitted with the same
 // sequence number, which the shim deduplicates) and starts a new call only
 // after COHERENCE_TIMEOUT, when the shim guarantees nothing was written.
-func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []byte) (wire.Header, string, error) {
+func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []byte) (wire.Message, string, error) {
 	if err := checkKey(key); err != nil {
-		return wire.Header{}, metrics.StatusResult(wire.StatusTooLarge), err
+		return wire.Message{}, metrics.StatusResult(wire.StatusTooLarge), err
 	}
 	if len(value) > wire.MaxValueLen {
-		return wire.Header{}, metrics.StatusResult(wire.StatusTooLarge), fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(value), wire.MaxValueLen)
+		return wire.Message{}, metrics.StatusResult(wire.StatusTooLarge), fmt.Errorf("%w: value of %d bytes, limit %d", ErrTooLarge, len(value), wire.MaxValueLen)
 	}
 	kb := []byte(key)
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
-			return wire.Header{}, metrics.ResultTimeout, err // nothing sent by this attempt
+			return wire.Message{}, metrics.ResultTimeout, err // nothing sent by this attempt
 		}
 		v := c.view.Load() // a retry follows a map change
 		dst, err := v.shardAddr(key)
 		if err != nil {
-			return wire.Header{}, metrics.StatusResult(wire.StatusInternal), err
+			return wire.Message{}, metrics.StatusResult(wire.StatusInternal), err
 		}
 		m := wire.Message{Header: wire.Header{Op: op, MapVersion: v.version}, Key: kb, Value: value}
 		r, err := c.ep.Call(ctx, dst, &m)
@@ -75,11 +75,11 @@ func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []by
 				c.stats.timeouts.Add(1)
 			}
 			c.cfg.Logger.Debug("write got no reply", "op", op, "key", key, "shim", dst, "seq", m.Seq, "err", err)
-			return wire.Header{}, metrics.ResultTimeout, fmt.Errorf("%w: no reply from shim %s (seq %d): %w", ErrOutcomeUnknown, dst, m.Seq, err)
+			return wire.Message{}, metrics.ResultTimeout, fmt.Errorf("%w: no reply from shim %s (seq %d): %w", ErrOutcomeUnknown, dst, m.Seq, err)
 		}
 		switch r.Status {
 		case wire.StatusOK:
-			return r.Header, metrics.ResultOK, nil
+			return r, metrics.ResultOK, nil
 		case wire.StatusCoherence:
 			if attempt < c.cfg.Attempts {
 				c.stats.retries.Add(1)
@@ -87,9 +87,9 @@ func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []by
 					"shim", dst, "attempt", attempt)
 				continue
 			}
-			return r.Header, metrics.StatusResult(r.Status), fmt.Errorf("shim %s, %d attempts: %w", dst, attempt, ErrCoherence)
+			return r, metrics.StatusResult(r.Status), fmt.Errorf("shim %s, %d attempts: %w", dst, attempt, ErrCoherence)
 		default:
-			return r.Header, metrics.StatusResult(r.Status), fmt.Errorf("shim %s: %w", dst, statusError(r.Status))
+			return r, metrics.StatusResult(r.Status), fmt.Errorf("shim %s: %w", dst, statusError(r.Status))
 		}
 	}
 }

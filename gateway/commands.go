@@ -58,6 +58,13 @@ func init() {
 		{name: "quit", arity: -1, flags: []string{"noscript", "loading", "stale", "fast"}, alone: true, run: runQuit},
 		{name: "command", arity: -1, flags: []string{"loading", "stale"}, run: runCommand},
 		{name: "info", arity: -1, flags: []string{"loading", "stale"}, run: runInfo},
+		{name: "incr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runIncr},
+		{name: "decr", arity: 2, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runIncr},
+		{name: "incrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runIncr},
+		{name: "decrby", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runIncr},
+		{name: "append", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runAppend},
+		{name: "getset", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runGetSet},
+		{name: "setnx", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runSetNX},
 		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, run: runConfig},
 	}
 	for _, c := range table {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -55,6 +56,43 @@ func TestGoRedis(t *testing.T) {
 			expect("DEL a missing", n, 1, err)
 			n, err = rc.Unlink(ctx, k("a")).Result()
 			expect("UNLINK of a deleted key", n, 0, err)
+
+			n, err = rc.Incr(ctx, k("n")).Result()
+			expect("INCR of a missing key", n, 1, err)
+			n, err = rc.IncrBy(ctx, k("n"), 41).Result()
+			expect("INCRBY 41", n, 42, err)
+			n, err = rc.Decr(ctx, k("n")).Result()
+			expect("DECR", n, 41, err)
+			n, err = rc.DecrBy(ctx, k("n"), 50).Result()
+			expect("DECRBY 50", n, -9, err)
+			r1, err = rc.Get(ctx, k("n")).Result()
+			expect("GET of the counter", r1, "-9", err)
+			_ = rc.Set(ctx, k("word"), "abc", 0)
+			expectErr("INCR of a non-integer", rc.Incr(ctx, k("word")).Err(), "ERR value is not an integer or out of range")
+			expectErr("INCRBY of a non-integer delta", rc.Do(ctx, "incrby", k("n"), "x").Err(), "ERR value is not an integer or out of range")
+			n, err = rc.Append(ctx, k("word"), "de").Result()
+			expect("APPEND", n, 5, err)
+			r1, err = rc.Do(ctx, "getset", k("word"), "new").Text()
+			expect("GETSET", r1, "abcde", err)
+			if _, err := rc.Do(ctx, "getset", k("fresh"), "v").Result(); !errors.Is(err, redis.Nil) {
+				t.Errorf("GETSET of a missing key: %v, want redis.Nil", err)
+			}
+			ok1, err := rc.SetNX(ctx, k("fresh"), "other", 0).Result()
+			expect("SETNX of an existing key", ok1, false, err)
+			ok1, err = rc.SetNX(ctx, k("nx"), "first", 0).Result()
+			expect("SETNX of a missing key", ok1, true, err)
+			ok1, err = rc.SetXX(ctx, k("xx"), "v", 0).Result()
+			expect("SET XX of a missing key", ok1, false, err)
+			ok1, err = rc.SetXX(ctx, k("nx"), "second", 0).Result()
+			expect("SET XX of an existing key", ok1, true, err)
+			r1, err = rc.SetArgs(ctx, k("nx"), "third", redis.SetArgs{Get: true}).Result()
+			expect("SET GET", r1, "second", err)
+			r1, err = rc.Get(ctx, k("nx")).Result()
+			expect("GET after SET GET", r1, "third", err)
+			expectErr("SET EX", rc.Set(ctx, k("ttl"), "v", time.Minute).Err(),
+				"ERR SET option 'EX' is not supported by DistCache (docs/gateway.md lists what is)")
+			expectErr("SET NX XX", rc.Do(ctx, "set", k("x"), "v", "nx", "xx").Err(), "ERR syntax error")
+			expectErr("SET with a bad option", rc.Do(ctx, "set", k("x"), "v", "sometimes").Err(), "ERR syntax error")
 
 			r1, err = rc.MSet(ctx, k("x"), "10", k("y"), "20").Result()
 			expect("MSET", r1, "OK", err)

@@ -26,6 +26,13 @@ type Store interface {
 	Put(ctx context.Context, key string, value []byte) error
 	// Remove deletes key and reports whether it existed.
 	Remove(ctx context.Context, key string) (bool, error)
+	// The read-modify-write operations, run atomically at the key's
+	// storage shim under the coherence protocol.
+	IncrBy(ctx context.Context, key string, delta int64) (int64, error)
+	Append(ctx context.Context, key string, suffix []byte) (int64, error)
+	GetSet(ctx context.Context, key string, value []byte) ([]byte, bool, error)
+	SetNX(ctx context.Context, key string, value []byte) (bool, error)
+	SetXX(ctx context.Context, key string, value []byte) (bool, error)
 	// Placement is the partition map the store routes by (INFO).
 	Placement() *partmap.Placement
 	// Stats are the store's counters (INFO).

@@ -23,11 +23,49 @@ func runGet(c *call, dst []byte) []byte {
 	return appendBulk(dst, v)
 }
 
+// runSet answers SET key value [NX | XX | GET]: NX and XX as conditional
+// writes at the shim (SetNX, SetXX: OK, or null when not set), GET as
+// GetSet (the old value, or null).
 func runSet(c *call, dst []byte) []byte {
-	if len(c.args) > 3 {
-		return appendError(dst, "ERR SET option '"+strings.ToUpper(clip(c.args[3]))+"' is not supported by DistCache (docs/gateway.md lists what is)")
+	key, value := string(c.args[1]), c.args[2]
+	var nx, xx, get bool
+	for _, o := range c.args[3:] {
+		switch strings.ToUpper(string(o)) {
+		case "NX":
+			nx = true
+		case "XX":
+			xx = true
+		case "GET":
+			get = true
+		case "EX", "PX", "EXAT", "PXAT", "KEEPTTL":
+			return appendError(dst, "ERR SET option '"+strings.ToUpper(clip(o))+"' is not supported by DistCache (docs/gateway.md lists what is)")
+		default:
+			return appendError(dst, "ERR syntax error")
+		}
 	}
-	if err := c.srv.cfg.Store.Put(c.ctx, string(c.args[1]), c.args[2]); err != nil {
+	store := c.srv.cfg.Store
+	switch {
+	case nx && xx:
+		return appendError(dst, "ERR syntax error")
+	case get && (nx || xx):
+		return appendError(dst, "ERR SET with GET and NX or XX is not supported by DistCache (docs/gateway.md lists what is)")
+	case get:
+		return appendGetSet(c, dst, key, value)
+	case nx || xx:
+		setIf := store.SetNX
+		if xx {
+			setIf = store.SetXX
+		}
+		set, err := setIf(c.ctx, key, value)
+		switch {
+		case err != nil:
+			return appendError(dst, errorReply(err, true))
+		case !set:
+			return appendNull(dst, c.resp3)
+		}
+		return appendOK(dst)
+	}
+	if err := store.Put(c.ctx, key, value); err != nil {
 		return appendError(dst, errorReply(err, true))
 	}
 	return appendOK(dst)
@@ -120,6 +158,8 @@ func errorReply(err error, write bool) string {
 	switch {
 	case errors.Is(err, client.ErrInvalidKey):
 		return "ERR invalid key: DistCache keys are 1 to 512 bytes"
+	case errors.Is(err, client.ErrNotInteger):
+		return "ERR value is not an integer or out of range"
 	case errors.Is(err, client.ErrTooLarge):
 		return "ERR string exceeds maximum allowed size (DistCache values are at most 1048576 bytes)"
 	case errors.Is(err, client.ErrCoherence), errors.Is(err, client.ErrOverloaded):

@@ -194,7 +194,7 @@ type request struct {
 	op     wire.Op
 	seq    uint64
 	key    string
-	value  []byte // PUT only
+	value  []byte // PUT's value, RMW's operation
 	direct bool   // a GET with FlagDirect: a client's, not a cache node's
 	start  time.Time
 }
@@ -323,7 +323,7 @@ func (s *Shim) Healthy(ctx context.Context) error {
 func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 	now := time.Now()
 	switch req.Op {
-	case wire.OpGet, wire.OpPut, wire.OpDel, wire.OpFetch:
+	case wire.OpGet, wire.OpPut, wire.OpDel, wire.OpFetch, wire.OpRMW:
 	case wire.OpPing:
 		s.replyNow(out, src, req, wire.StatusOK)
 		return
@@ -360,7 +360,7 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		return
 	}
 	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, direct: req.Has(wire.FlagDirect), start: now}
-	if req.Op == wire.OpPut {
+	if req.Op == wire.OpPut || req.Op == wire.OpRMW {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 	}
 	s.wg.Add(1)
@@ -381,7 +381,7 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 func (s *Shim) serve(r *request) {
 	defer s.wg.Done()
 	defer func() { <-s.sem }()
-	if r.op == wire.OpPut || r.op == wire.OpDel {
+	if r.op == wire.OpPut || r.op == wire.OpDel || r.op == wire.OpRMW {
 		s.work.TakeAhead(1)
 		s.serveWrite(r)
 		return

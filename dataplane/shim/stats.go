@@ -12,6 +12,7 @@ type Stats struct {
 	GetMisses         uint64 // GETs of keys Redis does not hold (StatusNotFound)
 	Puts              uint64 // PUT requests executed (retransmits excluded)
 	Dels              uint64 // DEL requests executed (retransmits excluded)
+	RMWs              uint64 // RMW requests executed (retransmits excluded)
 	Fetches           uint64 // FETCH requests from owners served
 	NotOwner          uint64 // requests refused with StatusNotOwner
 	Overloaded        uint64 // requests refused with StatusOverloaded
@@ -33,7 +34,7 @@ type Stats struct {
 
 // counters are the atomic counters behind Stats.
 type counters struct {
-	gets, getMisses, puts, dels, fetches          atomic.Uint64
+	gets, getMisses, puts, dels, fetches, rmws    atomic.Uint64
 	notOwner, overloaded, redisErrors             atomic.Uint64
 	invalidations, coherenceFailures, copies      atomic.Uint64
 	invalidationsReleased                         atomic.Uint64
@@ -46,7 +47,7 @@ func (s *Shim) Stats() Stats {
 	c := &s.stats
 	st := Stats{
 		Gets: c.gets.Load(), GetMisses: c.getMisses.Load(),
-		Puts: c.puts.Load(), Dels: c.dels.Load(), Fetches: c.fetches.Load(),
+		Puts: c.puts.Load(), Dels: c.dels.Load(), RMWs: c.rmws.Load(), Fetches: c.fetches.Load(),
 		NotOwner: c.notOwner.Load(), Overloaded: c.overloaded.Load(),
 		RedisErrors:   c.redisErrors.Load(),
 		Invalidations: c.invalidations.Load(), CoherenceFailures: c.coherenceFailures.Load(),

@@ -51,7 +51,7 @@ func (s *Shim) serveWrite(r *request) {
 	status, version, owners, replayed := w.status, w.version, w.owners, w.replayed
 	// Counted before the reply, so that whoever sees the reply sees it counted.
 	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
-	reply := s.replyTo(r, status, version, nil)
+	reply := s.replyTo(r, status, version, w.result)
 	if w.existed {
 		reply.Flags |= wire.FlagHit // DEL_REPLY: the key existed
 	}
@@ -65,27 +65,34 @@ func (s *Shim) serveWrite(r *request) {
 		// like a failed one, leaving the invalidated copies invalid.
 		status = wire.StatusUnavailable
 	}
-	s.update(r, status, version, owners)
+	s.update(r, status, version, owners, w.value, w.valueExists)
 }
 
 // writeOutcome is what applyWrite did: the reply status, the write's
 // version, the owners it invalidated, whether a previous run of the shim
 // had applied the write already (replayed: acknowledged, not applied
-// again), and whether a deleted key existed.
+// again), whether a deleted key existed, and an RMW's result (the reply's
+// value) and the key's new value for phase 2 (valueExists false: the key
+// does not exist).
 type writeOutcome struct {
 	status            wire.Status
 	version           uint64
 	owners            []owner
 	replayed, existed bool
+	result, value     []byte
+	valueExists       bool
 }
 
 // applyWrite runs phase 1 and the Redis write of r; the caller holds the
 // key's lock.
 func (s *Shim) applyWrite(r *request) writeOutcome {
-	if r.op == wire.OpPut {
+	switch r.op {
+	case wire.OpPut:
 		s.stats.puts.Add(1)
-	} else {
+	case wire.OpDel:
 		s.stats.dels.Add(1)
+	default:
+		s.stats.rmws.Add(1)
 	}
 	if err := s.waitWritable(); err != nil {
 		return writeOutcome{status: wire.StatusInternal}
@@ -107,9 +114,23 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	// shim's reads rather than the write.
 	s.work.TakeAhead(copies)
 	t := time.Now()
-	applied, existed, err := s.applyToRedis(s.ctx, r)
+	var applied, existed bool
+	var rmw rmwOutcome
+	if r.op == wire.OpRMW {
+		rmw, err = s.applyRMW(s.ctx, r)
+		applied = rmw.applied
+	} else {
+		applied, existed, err = s.applyToRedis(s.ctx, r)
+		if r.op == wire.OpPut {
+			rmw.value, rmw.exists = r.value, true
+		}
+	}
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
 	switch {
+	case err == nil && rmw.status != wire.StatusOK:
+		// The RMW does not apply (not an integer, too large): nothing
+		// written, and phase 2 leaves the invalidated copies invalid.
+		return writeOutcome{status: rmw.status, version: v, owners: owners}
 	case err != nil:
 		s.redisError(r.op.String(), r.key, err)
 		return writeOutcome{status: wire.StatusUnavailable, version: v, owners: owners}
@@ -120,9 +141,10 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 		s.stats.alreadyApplied.Add(1)
 		s.metrics.alreadyApplied.Inc()
 		s.log.Info("write already applied by a previous run of the shim; acknowledged again", "op", r.op, "key", r.key, "src", r.src)
-		return writeOutcome{status: wire.StatusOK, version: v, owners: owners, replayed: true, existed: existed}
+		return writeOutcome{status: wire.StatusOK, version: v, owners: owners, replayed: true, existed: existed, result: rmw.result}
 	}
-	return writeOutcome{status: wire.StatusOK, version: v, owners: owners, existed: existed}
+	return writeOutcome{status: wire.StatusOK, version: v, owners: owners, existed: existed,
+		result: rmw.result, value: rmw.value, valueExists: rmw.exists}
 }
 
 // waitWritable waits until the shim may start phase 1 (mapView.writesFrom):
@@ -148,19 +170,21 @@ func (s *Shim) waitWritable() error {
 // UpdateTimeout. It tells the nodes the write is over (so they coalesce
 // misses of the key again) and, for a PUT that succeeded (StatusOK),
 // carries the value, which a node applies only if its copy still has
-// version v. A DEL's carries StatusNotFound, a failed write's its status,
-// and no value. Failures are counted, not retried: an invalid copy is a
-// miss, never a stale read.
-func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner) {
+// version v: the key's value after the write (exists), or StatusNotFound
+// when the write left no value (a DEL's, an RMW's that found and set
+// nothing). A failed write's carries its status and no value. Failures are
+// counted, not retried: an invalid copy is a miss, never a stale read.
+func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner, value []byte, exists bool) {
 	if len(owners) == 0 {
 		return
 	}
-	key, value := r.key, []byte(nil)
+	key := r.key
 	switch {
-	case status == wire.StatusOK && r.op == wire.OpPut:
-		value = r.value
+	case status == wire.StatusOK && exists:
 	case status == wire.StatusOK:
-		status = wire.StatusNotFound
+		status, value = wire.StatusNotFound, nil
+	default:
+		value = nil
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.UpdateTimeout)

@@ -165,7 +165,7 @@ type Stats struct {
 }
 
 // opSlots indexes counters by op: every op Parse accepts is below it.
-const opSlots = 16
+const opSlots = wire.MaxOp + 1
 
 type counters struct {
 	datagramsIn, datagramsOut, bytesIn, bytesOut atomic.Uint64

@@ -32,7 +32,7 @@
 // over its header, key and value bytes (HMAC-SHA256 truncated, package
 // wireauth), each fragment signed on its own. Authenticated says which ops
 // carry one where the cluster has a data-plane key: PUT, DEL, INVALIDATE,
-// UPDATE, FETCH and their replies; never GET, GET_REPLY, PING or PONG, so
+// UPDATE, FETCH, RMW and their replies; never GET, GET_REPLY, PING or PONG, so
 // that the hit path's datagrams and a switch's parser are unchanged.
 // Parse strips the tag without checking it (the transport does, with the
 // key); Signed returns it.
@@ -40,14 +40,19 @@
 // Requests and replies: a reply has the request's op + 1, the request's
 // sequence number and key, and a Status. FETCH (cache insertion) is answered
 // by FETCH_REPLY carrying the value and its version: the fill of the paper's
-// insertion, serialised with writes by the shim.
+// insertion, serialised with writes by the shim. RMW (read-modify-write:
+// increment, append, get-and-set, conditional set; see RMW) goes to the
+// key's shim like a write, its Value the operation, and RMW_REPLY's Value is
+// the result; StatusInvalid refuses an increment of a value that is not an
+// integer. Switches treat both as misses.
 //
 // FlagHit has one meaning per reply op: on GET_REPLY the value was served
 // from a cache node's copy; on INVALIDATE_ACK the node held an entry for the
 // key (a valid copy, or a placeholder waiting for its fill), so the write
 // has a copy to invalidate and then update — the coherence work the shim
 // accounts for (DistCache §4.3). An INVALIDATE_ACK without FlagHit means
-// the node had nothing to invalidate. Other ops do not set it. FlagTracked
+// the node had nothing to invalidate. On DEL_REPLY the deleted key existed.
+// Other ops do not set it. FlagTracked
 // appears only on a shim's GET_REPLY to a cache node: the shim will
 // invalidate that node before any later write of the key completes, so the
 // node may hand the reply to readers that joined its request (see

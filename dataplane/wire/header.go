@@ -49,13 +49,17 @@ const (
 	OpFetchReply    Op = 12 // the fill: value and version, serialised with writes
 	OpPing          Op = 13 // liveness probe
 	OpPong          Op = 14 // liveness answer, with telemetry
-	opLimit         Op = 15
+	OpRMW           Op = 15 // read-modify-write a key at its storage shim (Value: an RMW request, see rmw.go)
+	OpRMWReply      Op = 16 // the RMW's result (Value), after phase 1 and the Redis update
+	opLimit         Op = 17
+	// MaxOp is the largest op Parse accepts, for tables indexed by op.
+	MaxOp = opLimit - 1
 )
 
 var opNames = [...]string{
 	"", "GET", "GET_REPLY", "PUT", "PUT_REPLY", "DEL", "DEL_REPLY",
 	"INVALIDATE", "INVALIDATE_ACK", "UPDATE", "UPDATE_ACK", "FETCH",
-	"FETCH_REPLY", "PING", "PONG",
+	"FETCH_REPLY", "PING", "PONG", "RMW", "RMW_REPLY",
 }
 
 func (o Op) String() string {
@@ -111,10 +115,12 @@ const TagLen = 16
 
 // Authenticated reports whether op changes what a receiver stores or
 // serves — a write, a coherence message or a cache fill (PUT, DEL,
-// INVALIDATE, UPDATE, FETCH and their replies) — and so must carry a MAC
+// INVALIDATE, UPDATE, FETCH, RMW and their replies) — and so must carry a MAC
 // (FlagAuth) where the cluster has a data-plane key. GET, GET_REPLY, PING
 // and PONG never do: the hit path pays nothing for authentication.
-func Authenticated(op Op) bool { return op >= OpPut && op <= OpFetchReply }
+func Authenticated(op Op) bool {
+	return op >= OpPut && op <= OpFetchReply || op == OpRMW || op == OpRMWReply
+}
 
 // Status is a reply's outcome.
 type Status uint8
@@ -129,12 +135,15 @@ const (
 	StatusTooLarge    Status = 5 // key or value over the limits
 	StatusOverloaded  Status = 6 // the receiver sheds load
 	StatusInternal    Status = 7 // any other failure
-	statusLimit       Status = 8
+	// StatusInvalid: the stored value does not allow the RMW (not an
+	// integer, or the result overflows); nothing written.
+	StatusInvalid Status = 8
+	statusLimit   Status = 9
 )
 
 var statusNames = [...]string{
 	"ok", "not_found", "not_owner", "unavailable", "coherence_timeout",
-	"too_large", "overloaded", "internal",
+	"too_large", "overloaded", "internal", "invalid",
 }
 
 func (s Status) String() string {

@@ -117,13 +117,13 @@ func TestParseErrors(t *testing.T) {
 		{"version 0", set(2, 0), wire.ErrVersion},
 		{"version 2", set(2, 2), wire.ErrVersion},
 		{"op 0", set(3, 0), wire.ErrOp},
-		{"op 15", set(3, 15), wire.ErrOp},
-		{"op 16", set(3, 16), wire.ErrOp},
+		{"op 17", set(3, 17), wire.ErrOp},
+		{"op 18", set(3, 18), wire.ErrOp},
 		{"op 255", set(3, 255), wire.ErrOp},
 		{"flag 0x80", set(4, 0x80), wire.ErrFlags},
 		{"FlagAuth without room for the tag", set(4, byte(wire.FlagAuth)), wire.ErrTruncated},
 		{"flag 0x80 with known flags", set(4, 0x83), wire.ErrFlags},
-		{"status 8", set(5, 8), wire.ErrStatus},
+		{"status 9", set(5, 9), wire.ErrStatus},
 		{"status 255", set(5, 255), wire.ErrStatus},
 		{"key length 0", withKeyLen(0), wire.ErrKey},
 		{"key length 513", withKeyLen(wire.MaxKeyLen + 1), wire.ErrKey},
@@ -318,14 +318,14 @@ func TestRoundTrip(t *testing.T) {
 func TestOpString(t *testing.T) {
 	names := []string{"GET", "GET_REPLY", "PUT", "PUT_REPLY", "DEL", "DEL_REPLY",
 		"INVALIDATE", "INVALIDATE_ACK", "UPDATE", "UPDATE_ACK", "FETCH",
-		"FETCH_REPLY", "PING", "PONG"}
+		"FETCH_REPLY", "PING", "PONG", "RMW", "RMW_REPLY"}
 	tests := []struct {
 		op   wire.Op
 		want string
 	}{
 		{0, "Op(0)"},
-		{15, "Op(15)"},
-		{16, "Op(16)"},
+		{17, "Op(17)"},
+		{18, "Op(18)"},
 		{255, "Op(255)"},
 	}
 	for i, op := range allOps {
@@ -366,7 +366,7 @@ func TestOpReply(t *testing.T) {
 			}
 		})
 	}
-	for _, op := range []wire.Op{0, 15, 16, 254, 255} {
+	for _, op := range []wire.Op{0, 17, 18, 254, 255} {
 		if op.IsReply() {
 			t.Errorf("Op(%d).IsReply() = true for an unknown op", uint8(op))
 		}
@@ -386,7 +386,8 @@ func TestStatusString(t *testing.T) {
 		{wire.StatusTooLarge, "too_large"},
 		{wire.StatusOverloaded, "overloaded"},
 		{wire.StatusInternal, "internal"},
-		{8, "Status(8)"},
+		{wire.StatusInvalid, "invalid"},
+		{9, "Status(9)"},
 		{255, "Status(255)"},
 	}
 	for _, tc := range tests {
@@ -438,7 +439,7 @@ func TestPeekOp(t *testing.T) {
 	}{
 		{"valid", valid(), wire.OpGetReply},
 		{"invalid after the op", set(16, valid()[16]^1), wire.OpGetReply},
-		{"unknown op", set(3, 15), wire.Op(15)},
+		{"unknown op", set(3, 17), wire.Op(17)},
 		{"nil", nil, 0},
 		{"short header", valid()[:wire.HeaderLen-1], 0},
 		{"magic zero", set(0, 0, 0), 0},

@@ -1,0 +1,91 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// The read-modify-write operations run at the key's storage shim as one
+// protocol operation (wire.OpRMW): atomic in Redis, coherent like a write
+// (every cached copy invalidated before, updated with the new value after,
+// DistCache §4.3), and applied at most once however often the request is
+// retransmitted, across a restart of the shim too. Errors are Put's, plus
+// ErrNotInteger and ErrTooLarge as the operation says.
+
+// IncrBy adds delta to key's integer value (a missing key counts as 0) and
+// returns the new value; a value that is not an integer, or a sum that
+// overflows, is ErrNotInteger.
+func (c *Client) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
+	r, err := c.rmw(ctx, key, wire.RMWIncrBy, wire.IncrByArg(delta))
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(r), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cannot incrby %q: the shim's result %q: %w", key, r, ErrInternal)
+	}
+	return n, nil
+}
+
+// Append appends suffix to key's value (a missing key counts as empty) and
+// returns the new length; beyond wire.MaxValueLen it is ErrTooLarge.
+func (c *Client) Append(ctx context.Context, key string, suffix []byte) (int64, error) {
+	r, err := c.rmw(ctx, key, wire.RMWAppend, suffix)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(string(r), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cannot append to %q: the shim's result %q: %w", key, r, ErrInternal)
+	}
+	return n, nil
+}
+
+// GetSet sets key to value and returns the old value, if the key existed.
+func (c *Client) GetSet(ctx context.Context, key string, value []byte) (old []byte, existed bool, err error) {
+	r, err := c.rmw(ctx, key, wire.RMWGetSet, value)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(r) == 0 || (r[0] != '0' && r[0] != '1') {
+		return nil, false, fmt.Errorf("cannot getset %q: the shim's result %q: %w", key, r, ErrInternal)
+	}
+	return r[1:], r[0] == '1', nil
+}
+
+// SetNX sets key to value unless it exists, and reports whether it did.
+func (c *Client) SetNX(ctx context.Context, key string, value []byte) (bool, error) {
+	return c.setIf(ctx, key, wire.RMWSetNX, value)
+}
+
+// SetXX sets key to value only if it exists, and reports whether it did.
+func (c *Client) SetXX(ctx context.Context, key string, value []byte) (bool, error) {
+	return c.setIf(ctx, key, wire.RMWSetXX, value)
+}
+
+func (c *Client) setIf(ctx context.Context, key string, op wire.RMW, value []byte) (bool, error) {
+	r, err := c.rmw(ctx, key, op, value)
+	if err != nil {
+		return false, err
+	}
+	if string(r) != "0" && string(r) != "1" {
+		return false, fmt.Errorf("cannot %s %q: the shim's result %q: %w", op, key, r, ErrInternal)
+	}
+	return string(r) == "1", nil
+}
+
+// rmw runs op on key at its shim and returns the result.
+func (c *Client) rmw(ctx context.Context, key string, op wire.RMW, arg []byte) ([]byte, error) {
+	c.stats.rmws.Add(1)
+	if len(arg) >= wire.MaxValueLen {
+		return nil, fmt.Errorf("cannot %s %q: %w: argument of %d bytes", op, key, ErrTooLarge, len(arg))
+	}
+	r, err := c.write(ctx, wire.OpRMW, op.String(), key, wire.AppendRMW(make([]byte, 0, 1+len(arg)), op, arg))
+	if err != nil {
+		return nil, err
+	}
+	return r.Value, nil
+}
