@@ -12,7 +12,10 @@
 // hashing with the operator's failover policy (DistCache §4.4). Run writes
 // the loop's configuration file into the run directory; the loop publishes
 // every new map version to the map file and appends every member state
-// change to the events file there.
+// change to the events file there. After the loop come the Redis-compatible
+// gateway (`distcache gateway`, package gateway), through which Redis
+// clients reach the cluster, unless the plan leaves it out, and a
+// Prometheus when the plan has one.
 //
 // The control loop is a process of its own, as the operator is a pod of
 // its own, so that it can be killed or paused without the cluster: while it

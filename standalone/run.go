@@ -195,7 +195,8 @@ func (c *cluster) startUnlessShutdown(ctx context.Context) (bool, error) {
 
 // start publishes map version 1, writes the control loop's configuration,
 // starts every process in plan order and waits until each group is ready:
-// Redis servers, then shims, then nodes, then the control loop.
+// Redis servers, then shims, then nodes, then the control loop, then the
+// gateway (its /healthz, as every distcache role's), then Prometheus.
 func (c *cluster) start(ctx context.Context) error {
 	p := c.cfg.Plan
 	if err := mapwatch.WriteFile(p.MapFile, p.Map); err != nil {
@@ -224,7 +225,7 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
-	for _, kind := range []plan.Kind{plan.Redis, plan.Shim, plan.Node, plan.ControlLoop, plan.Prometheus} {
+	for _, kind := range []plan.Kind{plan.Redis, plan.Shim, plan.Node, plan.ControlLoop, plan.Gateway, plan.Prometheus} {
 		var group []plan.Process
 		for _, pr := range p.Processes {
 			if pr.Kind == kind {

@@ -134,8 +134,11 @@ func TestFailoverAndShutdown(t *testing.T) {
 	c, runDir, done := startCluster(t)
 	ctx := context.Background()
 	st := status(t, c)
-	if st.Phase != control.Ready || st.MapVersion != 1 || len(st.Processes) != 2+2+4+1 {
-		t.Fatalf("started: phase %s, map v%d, %d processes; want Ready, v1, 9", st.Phase, st.MapVersion, len(st.Processes))
+	if st.Phase != control.Ready || st.MapVersion != 1 || len(st.Processes) != 2+2+4+1+1 {
+		t.Fatalf("started: phase %s, map v%d, %d processes; want Ready, v1, 10", st.Phase, st.MapVersion, len(st.Processes))
+	}
+	if gw := process(t, st, "run-gateway"); gw.Kind != string(plan.Gateway) || gw.Addr == "" || gw.MetricsAddr == "" {
+		t.Fatalf("gateway %+v, want kind gateway with a Redis and a metrics address", gw)
 	}
 	for _, p := range st.Processes {
 		if !p.Ready || p.PID == 0 || p.State != "Running" {
@@ -314,7 +317,12 @@ func TestControlLoopKilledAndRestarted(t *testing.T) {
 	if err := c.Kill(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, victim+" failed", func() bool { return process(t, status(t, c), victim).MemberState == string(partmap.Failed) })
+	// The loop writes the map, then its events file: wait for both before
+	// killing it (killed in between, it loses the event line).
+	poll.Until(t, victim+" failed, and the event written", func() bool {
+		st := status(t, c)
+		return process(t, st, victim).MemberState == string(partmap.Failed) && len(st.Events) >= 1
+	})
 	if err := c.Kill(ctx, loop); err != nil {
 		t.Fatal(err)
 	}

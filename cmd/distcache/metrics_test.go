@@ -25,10 +25,10 @@ import (
 
 // TestMetricsPassPromtool scrapes /metrics of every target that `distcache
 // up` lists for Prometheus — storage shims, cache nodes of both layers, the
-// control loop and the supervisor itself — after a short workload, and runs
-// `promtool check metrics` (Debian's prometheus package; `make test`
-// installs it) on each: names, units, types and help texts follow
-// Prometheus' conventions. The supervisor's series report its processes'
+// control loop, the gateway and the supervisor itself — after a short
+// workload, and runs `promtool check metrics` (Debian's prometheus package;
+// `make test` installs it) on each: names, units, types and help texts
+// follow Prometheus' conventions. The supervisor's series report its processes'
 // readiness and restarts. The cluster's own Prometheus (`distcache up
 // --prometheus`) scrapes every target, returns series for every query of
 // every dashboard panel, loads DistCache's alerting rules, and raises
@@ -76,8 +76,8 @@ func TestMetricsPassPromtool(t *testing.T) {
 			t.Errorf("promtool check metrics on %s: %v\n%s", g.Labels["process"], err, out)
 		}
 	}
-	if kinds["node"] != 4 || kinds["shim"] != 2 || kinds["controlloop"] != 1 || kinds["supervisor"] != 1 || len(groups) != 8 {
-		t.Fatalf("targets by kind: %v, want 4 nodes, 2 shims, the control loop and the supervisor", kinds)
+	if kinds["node"] != 4 || kinds["shim"] != 2 || kinds["controlloop"] != 1 || kinds["gateway"] != 1 || kinds["supervisor"] != 1 || len(groups) != 9 {
+		t.Fatalf("targets by kind: %v, want 4 nodes, 2 shims, the control loop, the gateway and the supervisor", kinds)
 	}
 	for _, p := range st.Processes {
 		if p.MetricsAddr != "" && !slices.ContainsFunc(groups, func(g promsd.Group) bool { return g.Targets[0] == p.MetricsAddr }) {

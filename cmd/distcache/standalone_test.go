@@ -71,18 +71,18 @@ func TestUpStatusDown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "cluster cli Ready: 2 redis-servers, 2 storage shims, 4 cache nodes (spine 2, leaf 2), 1 control loop, map version 1") {
+	if !strings.Contains(out, "cluster cli Ready: 2 redis-servers, 2 storage shims, 4 cache nodes (spine 2, leaf 2), 1 control loop, 1 gateway, map version 1") {
 		t.Fatalf("up printed:\n%s", out)
 	}
 	st := status(t, bin, runDir)
-	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 9 || st.Persistence != "aof-everysec" {
-		t.Fatalf("status: %s %s with %d processes, persistence %q; want cli Ready with 9, aof-everysec (the default)",
+	if st.Cluster != "cli" || st.Phase != control.Ready || len(st.Processes) != 10 || st.Persistence != "aof-everysec" {
+		t.Fatalf("status: %s %s with %d processes, persistence %q; want cli Ready with 10, aof-everysec (the default)",
 			st.Cluster, st.Phase, len(st.Processes), st.Persistence)
 	}
 	if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err == nil || !strings.Contains(out, "already running") {
 		t.Fatalf("a second up: %v\n%s", err, out)
 	}
-	if out, err := run(t, bin, "status", "--run-dir", runDir); err != nil || !strings.Contains(out, "cli-spine-1") ||
+	if out, err := run(t, bin, "status", "--run-dir", runDir); err != nil || !strings.Contains(out, "cli-spine-1") || !strings.Contains(out, "cli-gateway") ||
 		!strings.Contains(out, "persistence aof-everysec: append-only files in "+filepath.Join(runDir, "redis", "<shard>")) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}

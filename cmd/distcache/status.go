@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/topology"
 )
 
@@ -56,6 +58,9 @@ func printStatus(w io.Writer, st control.Status) {
 	if st.ShardRate > 0 {
 		fmt.Fprintf(w, "emulated capacity: %.0f units/s per storage shard, %.0f per cache node (DistCache §6.1)\n", st.ShardRate, st.NodeRate)
 	}
+	if line := gatewayLine(st); line != "" {
+		fmt.Fprintln(w, line)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAME\tLAYER/SHARD\tSTATE\tMEMBER\tREADY\tPID\tRESTARTS\tLOAD/s\tUTIL\tADDR")
@@ -79,7 +84,7 @@ func printStatus(w io.Writer, st control.Status) {
 			state += "+slowed:" + p.Slowed // every datagram it sends is delayed
 		}
 		addr := p.Addr
-		if p.Kind == "controlloop" {
+		if p.Kind == string(plan.ControlLoop) {
 			addr = p.MetricsAddr // it has no data-plane address
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\t%d\t%s\t%s\t%s\n", p.Kind, p.Name, orDash(where), state,
@@ -112,13 +117,33 @@ func printSummary(w io.Writer, st control.Status) {
 	for _, l := range order {
 		ls = append(ls, fmt.Sprintf("%s %d", l, layers[l]))
 	}
-	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s), %d control loop, map version %d\n",
-		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), kinds["controlloop"], st.MapVersion)
+	gateways := ""
+	if n := kinds[string(plan.Gateway)]; n > 0 {
+		gateways = fmt.Sprintf(", %d gateway", n)
+	}
+	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s), %d control loop%s, map version %d\n",
+		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), kinds["controlloop"], gateways, st.MapVersion)
 	fmt.Fprintf(w, "run directory %s (map.json, logs/)\n", st.RunDir)
 	fmt.Fprintln(w, persistenceLine(st))
 	if st.ShardRate > 0 {
 		fmt.Fprintf(w, "emulated capacity: %.0f units/s per storage shard, %.0f per cache node (DistCache §6.1)\n", st.ShardRate, st.NodeRate)
 	}
+}
+
+// gatewayLine tells how to reach the cluster's Redis-compatible gateway
+// with redis-cli ("" without a gateway).
+func gatewayLine(st control.Status) string {
+	for _, p := range st.Processes {
+		if p.Kind != string(plan.Gateway) {
+			continue
+		}
+		host, port, err := net.SplitHostPort(p.Addr)
+		if err != nil {
+			return fmt.Sprintf("redis:  %s (the Redis-compatible gateway; docs/gateway.md)", p.Addr)
+		}
+		return fmt.Sprintf("redis:  redis-cli -h %s -p %s (the Redis-compatible gateway; docs/gateway.md)", host, port)
+	}
+	return ""
 }
 
 // persistenceLine says what the cluster's Redis servers keep across

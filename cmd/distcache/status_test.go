@@ -62,3 +62,36 @@ func TestPrintStatusFailures(t *testing.T) {
 		t.Errorf("status lacks the rows of %v:\n%s", want, b.String())
 	}
 }
+
+// TestPrintStatusGateway checks that `distcache status` and `up`'s summary
+// tell how to reach the gateway with redis-cli, and say nothing of it for
+// a cluster without one.
+func TestPrintStatusGateway(t *testing.T) {
+	const want = "\nredis:  redis-cli -h 127.0.0.1 -p 6380 (the Redis-compatible gateway; docs/gateway.md)\n"
+	gw := control.Process{Name: "shop-gateway", Kind: "gateway", State: "Running", Ready: true, PID: 44,
+		Addr: "127.0.0.1:6380", MetricsAddr: "127.0.0.1:9100"}
+	loop := control.Process{Name: "shop-controlloop", Kind: "controlloop", State: "Running", Ready: true, PID: 43, MetricsAddr: "127.0.0.1:9101"}
+	st := control.Status{Cluster: "shop", Phase: control.Ready, Started: time.Now(), Processes: []control.Process{loop, gw}}
+	var b bytes.Buffer
+	printStatus(&b, st)
+	row := false
+	for _, line := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(line)
+		row = row || len(f) > 2 && f[0] == "gateway" && f[1] == "shop-gateway" && f[len(f)-1] == "127.0.0.1:6380"
+	}
+	if !strings.Contains(b.String(), want) || !row {
+		t.Errorf("status printed:\n%s\nwant the line %q and the gateway's row with its Redis address", b.String(), want)
+	}
+	b.Reset()
+	printSummary(&b, st)
+	if !strings.Contains(b.String(), ", 1 control loop, 1 gateway, map version") {
+		t.Errorf("summary printed:\n%s\nwant the gateway counted", b.String())
+	}
+	st.Processes = []control.Process{loop}
+	b.Reset()
+	printStatus(&b, st)
+	printSummary(&b, st)
+	if strings.Contains(b.String(), "redis:") || strings.Contains(b.String(), "gateway") {
+		t.Errorf("without a gateway, printed:\n%s", b.String())
+	}
+}

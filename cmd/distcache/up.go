@@ -31,6 +31,7 @@ type upOptions struct {
 	logLevel      string
 	redisServer   string
 	prometheus    string
+	gateway       bool
 	startTimeout  time.Duration
 	probeInterval time.Duration
 	mapPoll       time.Duration
@@ -48,6 +49,8 @@ storage shard and a cache node per layer member, on loopback ports, with their
 logs and the partition map in the run directory. A control loop, a supervised
 process of its own like the others, health-checks the cache nodes, remaps a
 failed one and restores it when it is back, with the spec's failover settings.
+A Redis-compatible gateway (distcache gateway) serves the cluster to Redis
+clients on a loopback port that up prints; --gateway=false leaves it out.
 
 up returns once every process is ready and leaves the cluster running in the
 background; see it with 'distcache status', stop it with 'distcache down'.
@@ -78,6 +81,7 @@ one machine can show the load balancing of many servers.`,
 	f.StringVar(&o.prometheus, "prometheus", "",
 		"also run a Prometheus that scrapes every process each second (the prometheus program; --prometheus alone: prometheus on PATH, Debian's package prometheus)")
 	f.Lookup("prometheus").NoOptDefVal = "prometheus"
+	f.BoolVar(&o.gateway, "gateway", true, "also run the Redis-compatible gateway (distcache gateway), for redis-cli and other Redis clients")
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
 		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
@@ -132,7 +136,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 		}
 	}
 	p, err := plan.New(topo, plan.Options{
-		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath,
+		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: min(o.mapPoll, topology.ServingLease(&topo.Spec)/4), LogLevel: o.logLevel,
 	})
 	if err != nil {
@@ -175,7 +179,7 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 		"--node-capacity", strconv.FormatFloat(o.nodeCapacity, 'f', -1, 64),
 		"--log-level", o.logLevel, "--redis-server", o.redisServer,
 		"--start-timeout", o.startTimeout.String(), "--probe-interval", o.probeInterval.String(),
-		"--map-poll", o.mapPoll.String()}
+		"--map-poll", o.mapPoll.String(), "--gateway=" + strconv.FormatBool(o.gateway)}
 	if o.prometheus != "" {
 		args = append(args, "--prometheus="+o.prometheus)
 	}
@@ -209,6 +213,9 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 		if p.Kind == string(plan.Prometheus) {
 			cmd.Printf("prometheus: http://%s (scraping every process each second)\n", p.Addr)
 		}
+	}
+	if line := gatewayLine(st); line != "" {
+		cmd.Println(line)
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ type Layer struct {
 // Process is one process of the cluster.
 type Process struct {
 	Name  string `json:"name"`
-	Kind  string `json:"kind"` // redis, shim, node or controlloop
+	Kind  string `json:"kind"` // redis, shim, node, controlloop, gateway or prometheus
 	Layer string `json:"layer,omitempty"`
 	Shard string `json:"shard,omitempty"`
 	// State is the supervisor's: Running, Backoff, Held, Paused or

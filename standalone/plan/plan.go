@@ -1,8 +1,9 @@
 // Package plan lays out a cache cluster as processes on one host: a
 // redis-server and a storage shim per storage shard, a cache node per
-// member of every software layer, and the control loop that fails them
-// over, each on loopback ports chosen here, with the partition map (version
-// 1) that addresses them.
+// member of every software layer, the control loop that fails them over
+// and a Redis-compatible gateway (`distcache gateway`) that Redis clients
+// reach the cluster through, each on loopback ports chosen here, with the
+// partition map (version 1) that addresses them.
 //
 // It starts from the shared topology (package topology), so the members,
 // seeds and ring of a standalone cluster are those the operator would
@@ -40,6 +41,9 @@ const (
 	// ControlLoop is the cluster's control loop (`distcache controlloop`):
 	// it probes the nodes and publishes new map versions.
 	ControlLoop Kind = "controlloop"
+	// Gateway is the Redis-compatible gateway (`distcache gateway`): Addr
+	// is its Redis (TCP) address.
+	Gateway Kind = "gateway"
 	// Prometheus is a Prometheus server scraping the cluster (`distcache
 	// up --prometheus`): Addr is its web address.
 	Prometheus Kind = "prometheus"
@@ -49,7 +53,8 @@ const (
 type Process struct {
 	// Name is unique in the plan: the member name of a node, the shard name
 	// of a shim, the shard name + "-redis" of a Redis, the cluster name +
-	// "-controlloop" of the control loop.
+	// "-controlloop" of the control loop, the cluster name + "-gateway" of
+	// the gateway.
 	Name string
 	Kind Kind
 	// Shard is the storage shard of a shim or Redis; Layer the layer of a
@@ -58,11 +63,12 @@ type Process struct {
 	// Path and Args are the command line.
 	Path string
 	Args []string
-	// Addr is the data-plane UDP address of a shim or node, or the TCP
-	// address of a Redis.
+	// Addr is the data-plane UDP address of a shim or node, the TCP
+	// address of a Redis, the Redis (TCP) address of the gateway, or the
+	// web address of a Prometheus.
 	Addr string
-	// MetricsAddr is the /metrics and /healthz address of a shim, node or
-	// the control loop.
+	// MetricsAddr is the /metrics and /healthz address of a shim, node,
+	// the control loop or the gateway.
 	MetricsAddr string
 	// Dir is the working directory (a Redis keeps its append-only file
 	// there, and finds it there again when restarted).
@@ -83,6 +89,9 @@ type Options struct {
 	// Prometheus, when set, is the prometheus executable: the plan runs one
 	// that scrapes every process through TargetsFile.
 	Prometheus string
+	// NoGateway leaves out the Redis-compatible gateway the plan runs by
+	// default (`distcache up --gateway=false`).
+	NoGateway bool
 	// Host is the address every process listens on (default 127.0.0.1).
 	Host string
 	// ShardRate is the emulated capacity of a storage shard in work units
@@ -116,7 +125,8 @@ type Plan struct {
 	// records member state changes.
 	ControlLoopConfig, EventsFile string
 	// Processes in start order: Redis servers, shims, cache nodes, the
-	// control loop.
+	// control loop, the gateway (unless Options.NoGateway) and Prometheus
+	// (with Options.Prometheus).
 	Processes []Process
 	// ShardRate and NodeRate are the emulated capacities (0: none).
 	ShardRate, NodeRate float64
@@ -172,18 +182,27 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	for _, l := range c.SoftwareLayers() {
 		members += c.Nodes(l)
 	}
-	// TCP: a port per Redis and a metrics port per shim, node, the control
-	// loop and the supervisor; UDP: a data-plane port per shim and node.
-	prometheus := 0
+	// TCP: a port per Redis, a metrics port per shim, node, the control
+	// loop and the supervisor, a Redis and a metrics port for the gateway
+	// and a web port for Prometheus; UDP: a data-plane port per shim and
+	// node.
+	gateway, prometheus := 0, 0
+	if !o.NoGateway {
+		gateway = 2
+	}
 	if o.Prometheus != "" {
 		prometheus = 1
 	}
-	tcp, udp, err := o.Ports(o.Host, redises+shards+members+2+prometheus, shards+members)
+	wantTCP, wantUDP := redises+shards+members+2+gateway+prometheus, shards+members
+	tcpPorts, udpPorts, err := o.Ports(o.Host, wantTCP, wantUDP)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lay out %s: %w", c.Name, err)
 	}
-	addr := func(port int) string { return hostPort(o.Host, port) }
-	p.MetricsAddr, tcp = addr(tcp[0]), tcp[1:]
+	if len(tcpPorts) < wantTCP || len(udpPorts) < wantUDP {
+		return nil, fmt.Errorf("cannot lay out %s: got %d TCP and %d UDP ports, want %d and %d", c.Name, len(tcpPorts), len(udpPorts), wantTCP, wantUDP)
+	}
+	tcp, udp := &portQueue{host: o.Host, ports: tcpPorts}, &portQueue{host: o.Host, ports: udpPorts}
+	p.MetricsAddr = tcp.next()
 	p.TargetsFile = filepath.Join(o.RunDir, "prometheus-targets.json")
 	a := &addresser{members: map[string][]string{}}
 	for r := range c.Racks() {
@@ -193,7 +212,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			if len(external) > 0 {
 				redisAddr = external[r*c.ShardsPerRack()+s]
 			} else {
-				redisAddr, tcp = addr(tcp[0]), tcp[1:]
+				redisAddr = tcp.next()
 				dir := filepath.Join(o.RunDir, "redis", shard)
 				p.Processes = append(p.Processes, Process{
 					Name: shard + "-redis", Kind: Redis, Shard: shard,
@@ -201,46 +220,53 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 					Addr: redisAddr, Dir: dir, LogFile: o.log(shard + "-redis"),
 				})
 			}
-			shimAddr := addr(udp[0])
+			shimAddr, metricsAddr := udp.next(), tcp.next()
 			a.shards = append(a.shards, shimAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: shard, Kind: Shim, Shard: shard, Path: o.Binary,
-				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, topology.LocalMapDeliveryLag), addr(tcp[0]), p, o.ShardRate),
+				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, topology.LocalMapDeliveryLag), metricsAddr, p, o.ShardRate),
 				Addr:    shimAddr,
-				LogFile: o.log(shard), MetricsAddr: addr(tcp[0]), EmulatedRate: o.ShardRate,
+				LogFile: o.log(shard), MetricsAddr: metricsAddr, EmulatedRate: o.ShardRate,
 			})
-			tcp, udp = tcp[1:], udp[1:]
 		}
 	}
 	a.perRack = c.ShardsPerRack()
 	for _, l := range c.SoftwareLayers() {
 		for i := range c.Nodes(l) {
 			member := partmap.MemberName(c.Name, l.Name, i)
-			nodeAddr := addr(udp[0])
+			nodeAddr, metricsAddr := udp.next(), tcp.next()
 			a.members[l.Name] = append(a.members[l.Name], nodeAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: member, Kind: Node, Layer: l.Name, Path: o.Binary,
-				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), addr(tcp[0]), p, o.NodeRate),
+				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), metricsAddr, p, o.NodeRate),
 				Addr:    nodeAddr,
-				LogFile: o.log(member), MetricsAddr: addr(tcp[0]), EmulatedRate: o.NodeRate,
+				LogFile: o.log(member), MetricsAddr: metricsAddr, EmulatedRate: o.NodeRate,
 			})
-			tcp, udp = tcp[1:], udp[1:]
 		}
 	}
-	loop := c.Name + "-controlloop"
+	loop, loopMetrics := c.Name+"-controlloop", tcp.next()
 	p.Processes = append(p.Processes, Process{
 		Name: loop, Kind: ControlLoop, Path: o.Binary,
-		Args:    []string{"controlloop", "--config=" + p.ControlLoopConfig, "--metrics-addr=" + addr(tcp[0]), "--log-level=" + o.LogLevel},
-		LogFile: o.log(loop), MetricsAddr: addr(tcp[0]),
+		Args:    []string{"controlloop", "--config=" + p.ControlLoopConfig, "--metrics-addr=" + loopMetrics, "--log-level=" + o.LogLevel},
+		LogFile: o.log(loop), MetricsAddr: loopMetrics,
 	})
+	if !o.NoGateway {
+		name, redisAddr, metricsAddr := c.Name+"-gateway", tcp.next(), tcp.next()
+		p.Processes = append(p.Processes, Process{
+			Name: name, Kind: Gateway, Path: o.Binary,
+			Args:    o.roleArgs([]string{"gateway", "--redis-addr=" + redisAddr}, metricsAddr, p, 0),
+			Addr:    redisAddr,
+			LogFile: o.log(name), MetricsAddr: metricsAddr,
+		})
+	}
 	if o.Prometheus != "" {
-		dir := filepath.Join(o.RunDir, "prometheus")
+		dir, webAddr := filepath.Join(o.RunDir, "prometheus"), tcp.next()
 		p.PrometheusConfig = filepath.Join(dir, "prometheus.yml")
 		p.Processes = append(p.Processes, Process{
 			Name: c.Name + "-prometheus", Kind: Prometheus, Path: o.Prometheus,
 			Args: []string{"--config.file=" + p.PrometheusConfig, "--storage.tsdb.path=" + filepath.Join(dir, "data"),
-				"--storage.tsdb.retention.time=1d", "--web.listen-address=" + addr(tcp[1]), "--log.level=warn"},
-			Addr: addr(tcp[1]), Dir: dir, LogFile: o.log(c.Name + "-prometheus"),
+				"--storage.tsdb.retention.time=1d", "--web.listen-address=" + webAddr, "--log.level=warn"},
+			Addr: webAddr, Dir: dir, LogFile: o.log(c.Name + "-prometheus"),
 		})
 	}
 	if p.Map, err = c.Map(nil, a); err != nil {
@@ -305,7 +331,9 @@ func KeyDir(runDir string) string { return filepath.Join(runDir, "data-plane-key
 
 func (o Options) log(name string) string { return filepath.Join(o.RunDir, "logs", name+".log") }
 
-// roleArgs completes a shim's or node's command line.
+// roleArgs completes the command line of a shim, node or gateway: the
+// map, the data-plane key, metrics and logs, and an emulated capacity
+// unless rate is 0.
 func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, rate float64) []string {
 	args = append(args, "--map="+p.MapFile, "--data-plane-key-dir="+p.DataPlaneKeyDir, "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
 	if o.MapPoll > 0 {
@@ -323,6 +351,20 @@ func redisArgs(c *topology.Cluster, host, addr, dir string) []string {
 	_, port := splitPort(addr)
 	args := topology.RedisArgs(&c.Spec, port, dir)
 	return append(args, "--bind", host, "--daemonize", "no")
+}
+
+// portQueue hands out the free ports of a plan, each once, in order.
+type portQueue struct {
+	host  string
+	ports []int
+}
+
+// next is the address of the next port. New checks that Options.Ports
+// returned as many as it takes.
+func (q *portQueue) next() string {
+	port := q.ports[0]
+	q.ports = q.ports[1:]
+	return hostPort(q.host, port)
 }
 
 // addresser places the planned addresses into the map.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/utils/ptr"
 
@@ -77,6 +78,7 @@ func TestNew(t *testing.T) {
 		cluster                *topology.Cluster
 		opts                   plan.Options
 		redis, shims, nodes    int
+		gateways, prometheuses int
 		shardRate, nodeRate    float64
 		shimRedis              string // the --redis flag of shard t-rack-1-1's shim (default: its Redis process)
 		shimCapacityFlag       string // "" when no emulation
@@ -84,19 +86,26 @@ func TestNew(t *testing.T) {
 		nodeEntriesFlagOfSpine string
 	}{{
 		name: "managed storage, no emulation", cluster: newCluster(t),
-		redis: 4, shims: 4, nodes: 4, nodeEntriesFlagOfSpine: "--capacity=50",
+		redis: 4, shims: 4, nodes: 4, gateways: 1, nodeEntriesFlagOfSpine: "--capacity=50",
 	}, {
 		name: "emulated capacity: a node gets a rack's worth", cluster: newCluster(t), opts: plan.Options{ShardRate: 100},
-		redis: 4, shims: 4, nodes: 4, shardRate: 100, nodeRate: 200,
+		redis: 4, shims: 4, nodes: 4, gateways: 1, shardRate: 100, nodeRate: 200,
 		shimCapacityFlag: "--emulated-capacity=100", nodeCapacityFlag: "--emulated-capacity=200", nodeEntriesFlagOfSpine: "--capacity=50",
 	}, {
 		name: "explicit node capacity", cluster: newCluster(t), opts: plan.Options{ShardRate: 100, NodeRate: 1000},
-		redis: 4, shims: 4, nodes: 4, shardRate: 100, nodeRate: 1000,
+		redis: 4, shims: 4, nodes: 4, gateways: 1, shardRate: 100, nodeRate: 1000,
 		shimCapacityFlag: "--emulated-capacity=100", nodeCapacityFlag: "--emulated-capacity=1000", nodeEntriesFlagOfSpine: "--capacity=50",
 	}, {
 		name:    "external storage: no local Redis",
 		cluster: newCluster(t, withExternal("a:1", "b:2", "c:3", "d:4")),
-		redis:   0, shims: 4, nodes: 4, shimRedis: "--redis=d:4", nodeEntriesFlagOfSpine: "--capacity=50",
+		redis:   0, shims: 4, nodes: 4, gateways: 1, shimRedis: "--redis=d:4", nodeEntriesFlagOfSpine: "--capacity=50",
+	}, {
+		name: "map poll, log level and a Prometheus", cluster: newCluster(t),
+		opts:  plan.Options{MapPoll: 100 * time.Millisecond, LogLevel: "debug", Prometheus: "/bin/prometheus"},
+		redis: 4, shims: 4, nodes: 4, gateways: 1, prometheuses: 1, nodeEntriesFlagOfSpine: "--capacity=50",
+	}, {
+		name: "no gateway", cluster: newCluster(t), opts: plan.Options{NoGateway: true, Prometheus: "/bin/prometheus"},
+		redis: 4, shims: 4, nodes: 4, gateways: 0, prometheuses: 1, nodeEntriesFlagOfSpine: "--capacity=50",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,20 +116,18 @@ func TestNew(t *testing.T) {
 				t.Fatal(err)
 			}
 			count := map[plan.Kind]int{}
-			addrs := map[string]bool{}
 			for _, pr := range p.Processes {
 				count[pr.Kind]++
-				for _, a := range []string{pr.Addr, pr.MetricsAddr} {
-					if a != "" && addrs[string(pr.Kind)+a] {
-						t.Errorf("address %s used twice", a)
-					}
-					addrs[string(pr.Kind)+a] = true
-				}
 			}
-			if count[plan.Redis] != tc.redis || count[plan.Shim] != tc.shims || count[plan.Node] != tc.nodes || count[plan.ControlLoop] != 1 {
-				t.Errorf("processes = %v, want %d redis, %d shims, %d nodes, 1 control loop", count, tc.redis, tc.shims, tc.nodes)
+			if count[plan.Redis] != tc.redis || count[plan.Shim] != tc.shims || count[plan.Node] != tc.nodes || count[plan.ControlLoop] != 1 ||
+				count[plan.Gateway] != tc.gateways || count[plan.Prometheus] != tc.prometheuses || len(p.Processes) != tc.redis+tc.shims+tc.nodes+1+tc.gateways+tc.prometheuses {
+				t.Errorf("processes = %v, want %d redis, %d shims, %d nodes, 1 control loop, %d gateways, %d prometheuses",
+					count, tc.redis, tc.shims, tc.nodes, tc.gateways, tc.prometheuses)
 			}
+			checkAddresses(t, p)
+			checkStartOrder(t, p)
 			checkControlLoop(t, p, o.RunDir)
+			checkGateway(t, p, o)
 			if p.ShardRate != tc.shardRate || p.NodeRate != tc.nodeRate {
 				t.Errorf("rates = %v/%v, want %v/%v", p.ShardRate, p.NodeRate, tc.shardRate, tc.nodeRate)
 			}
@@ -147,21 +154,110 @@ func TestNew(t *testing.T) {
 	}
 }
 
-// checkControlLoop checks that the control loop is started last, reads
-// its configuration from the run directory and serves its metrics on the
-// planned address.
+// checkControlLoop checks that the control loop, started after the cache
+// nodes, reads its configuration from the run directory and serves its
+// metrics on the planned address.
 func checkControlLoop(t *testing.T, p *plan.Plan, runDir string) {
 	t.Helper()
-	last := p.Processes[len(p.Processes)-1]
-	if last.Kind != plan.ControlLoop || last.Name != "t-controlloop" || last.MetricsAddr == "" {
-		t.Fatalf("last process %+v, want the control loop t-controlloop with a metrics address", last)
+	loop, ok := p.Process("t-controlloop")
+	if !ok || loop.Kind != plan.ControlLoop || loop.MetricsAddr == "" {
+		t.Fatalf("control loop %+v (found: %v), want t-controlloop with a metrics address", loop, ok)
 	}
 	if filepath.Dir(p.ControlLoopConfig) != runDir || filepath.Dir(p.EventsFile) != runDir {
 		t.Errorf("control loop files %s, %s; want them in %s", p.ControlLoopConfig, p.EventsFile, runDir)
 	}
-	want := []string{"controlloop", "--config=" + p.ControlLoopConfig, "--metrics-addr=" + last.MetricsAddr, "--log-level=info"}
-	if !slices.Equal(last.Args, want) {
-		t.Errorf("control loop args %v, want %v", last.Args, want)
+	want := []string{"controlloop", "--config=" + p.ControlLoopConfig, "--metrics-addr=" + loop.MetricsAddr, "--log-level=" + logLevel(p)}
+	if !slices.Equal(loop.Args, want) {
+		t.Errorf("control loop args %v, want %v", loop.Args, want)
+	}
+}
+
+// logLevel is the --log-level the control loop of p was given.
+func logLevel(p *plan.Plan) string {
+	for _, pr := range p.Processes {
+		for _, a := range pr.Args {
+			if v, ok := strings.CutPrefix(a, "--log-level="); ok && pr.Kind == plan.ControlLoop {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// checkGateway checks the gateway (none with Options.NoGateway): the
+// distcache gateway with the Redis protocol on an address of its own and
+// the flags every role gets from the plan.
+func checkGateway(t *testing.T, p *plan.Plan, o plan.Options) {
+	t.Helper()
+	gw, ok := p.Process("t-gateway")
+	if o.NoGateway {
+		if ok {
+			t.Errorf("gateway %+v planned with NoGateway", gw)
+		}
+		return
+	}
+	if !ok || gw.Kind != plan.Gateway || gw.Path != o.Binary || gw.Addr == "" || gw.MetricsAddr == "" || gw.Addr == gw.MetricsAddr {
+		t.Fatalf("gateway %+v (found: %v), want kind gateway running %s with a Redis and a metrics address", gw, ok, o.Binary)
+	}
+	level := o.LogLevel
+	if level == "" {
+		level = "info"
+	}
+	want := []string{"gateway", "--redis-addr=" + gw.Addr, "--map=" + p.MapFile, "--data-plane-key-dir=" + p.DataPlaneKeyDir,
+		"--metrics-addr=" + gw.MetricsAddr, "--log-level=" + level}
+	if o.MapPoll > 0 {
+		want = append(want, "--map-poll="+o.MapPoll.String())
+	}
+	if !slices.Equal(gw.Args, want) {
+		t.Errorf("gateway args %v, want %v", gw.Args, want)
+	}
+	if want := filepath.Join(o.RunDir, "logs", "t-gateway.log"); gw.LogFile != want {
+		t.Errorf("gateway log %s, want %s", gw.LogFile, want)
+	}
+}
+
+// checkStartOrder checks that the processes come in the documented start
+// order: the storage (each shard's Redis and shim, which the cluster
+// starts kind by kind), cache nodes, the control loop, the gateway,
+// Prometheus.
+func checkStartOrder(t *testing.T, p *plan.Plan) {
+	t.Helper()
+	rank := map[plan.Kind]int{plan.Redis: 0, plan.Shim: 0, plan.Node: 1, plan.ControlLoop: 2, plan.Gateway: 3, plan.Prometheus: 4}
+	last := 0
+	for i, pr := range p.Processes {
+		r, ok := rank[pr.Kind]
+		if !ok {
+			t.Fatalf("%s has kind %q, which the cluster does not start", pr.Name, pr.Kind)
+		}
+		if r < last {
+			t.Fatalf("%s (%s) after %s: processes not in start order", pr.Name, pr.Kind, p.Processes[i-1].Name)
+		}
+		last = r
+	}
+}
+
+// checkAddresses checks that no TCP address (the supervisor's metrics,
+// every process's metrics, a Redis's, the gateway's and Prometheus') nor
+// UDP address (the data plane of a shim or node) is planned twice.
+func checkAddresses(t *testing.T, p *plan.Plan) {
+	t.Helper()
+	tcp, udp := map[string]string{p.MetricsAddr: "supervisor"}, map[string]string{}
+	use := func(seen map[string]string, addr, by string) {
+		if addr == "" {
+			return
+		}
+		if other, ok := seen[addr]; ok {
+			t.Errorf("address %s used by %s and %s", addr, other, by)
+		}
+		seen[addr] = by
+	}
+	for _, pr := range p.Processes {
+		use(tcp, pr.MetricsAddr, pr.Name)
+		if pr.Kind == plan.Shim || pr.Kind == plan.Node {
+			use(udp, pr.Addr, pr.Name)
+		} else {
+			use(tcp, pr.Addr, pr.Name)
+		}
 	}
 }
 
@@ -284,6 +380,18 @@ func TestNewRefusesRedisAuthAndTLS(t *testing.T) {
 				t.Fatalf("err = %v, want ErrUnsupported", err)
 			}
 		})
+	}
+}
+
+// TestNewRefusesTooFewPorts checks that a port source that hands out fewer
+// ports than asked for is an error, not a plan with a port missing.
+func TestNewRefusesTooFewPorts(t *testing.T) {
+	short := func(host string, tcp, udp int) ([]int, []int, error) {
+		tcpPorts, udpPorts, err := sequentialPorts(host, tcp, udp)
+		return tcpPorts[:len(tcpPorts)-1], udpPorts, err
+	}
+	if _, err := plan.New(newCluster(t), plan.Options{RunDir: t.TempDir(), Ports: short}); err == nil || !strings.Contains(err.Error(), "cannot lay out t") {
+		t.Fatalf("err = %v, want a refusal", err)
 	}
 }
 

@@ -3,7 +3,8 @@
 // (file_sd_configs: a JSON list of target groups, each with its targets and
 // their labels), so that a Prometheus given the file scrapes every process
 // of the cluster with labels that say what each one is: cluster, kind
-// (shim, node, controlloop or supervisor), process, and layer or shard.
+// (shim, node, controlloop, gateway or supervisor), process, and layer or
+// shard.
 // Prometheus reads the file again when it changes; the file is replaced
 // whole, never written in place. WriteConfig writes the configuration of a
 // Prometheus that scrapes those targets (`distcache up --prometheus`).

@@ -18,7 +18,8 @@ import (
 // TestWriteListsEveryMetricsAddress lays out a cluster of one rack with one
 // shard, one spine node and a leaf, writes its targets and reads them back
 // as Prometheus would: one group per process with /metrics (not the Redis
-// server), each labelled with what it is, and the supervisor last.
+// server; the gateway too), each labelled with what it is, and the
+// supervisor last.
 func TestWriteListsEveryMetricsAddress(t *testing.T) {
 	spec := v1alpha1.CacheClusterSpec{
 		Storage: v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1},
@@ -66,6 +67,7 @@ func TestWriteListsEveryMetricsAddress(t *testing.T) {
 		group(metricsAddr["t-spine-0"], "kind", "node", "process", "t-spine-0", "layer", "spine"),
 		group(metricsAddr["t-leaf-0"], "kind", "node", "process", "t-leaf-0", "layer", "leaf"),
 		group(metricsAddr["t-controlloop"], "kind", "controlloop", "process", "t-controlloop"),
+		group(metricsAddr["t-gateway"], "kind", "gateway", "process", "t-gateway"),
 		group(p.MetricsAddr, "kind", "supervisor", "process", "t-supervisor"),
 	}
 	if !reflect.DeepEqual(got, want) {
