@@ -57,17 +57,13 @@ func readVerdict(t *testing.T, dir string) checker.Verdict {
 // (exit status 0, with the verdict's files), the last cannot run (2).
 func TestCheckStandaloneCluster(t *testing.T) {
 	bin := buildDistcache(t)
-	dir := t.TempDir()
-	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
-	if err := os.WriteFile(file, []byte(smallCluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, runDir := clusterFile(t, bin, smallCluster)
 	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir)
-	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
 
+	dir := t.TempDir()
 	checkDir, ready := filepath.Join(dir, "check"), filepath.Join(dir, "ready")
 	cmd := exec.CommandContext(t.Context(), bin, "check", "--run-dir", runDir, "--keys", "64", "--workers", "8", "--duration", "5s", "--max-ops", "1000000",
 		"--stale-clients", "1", "--ready-file", ready, "--out", checkDir)

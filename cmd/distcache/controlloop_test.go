@@ -189,13 +189,8 @@ const grace = time.Second
 // and `distcache down` then leaves nothing running.
 func TestControlLoopFaults(t *testing.T) {
 	bin := buildDistcache(t)
-	dir := t.TempDir()
-	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
-	if err := os.WriteFile(file, []byte(loopCluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, runDir := clusterFile(t, bin, loopCluster)
 	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir, "--probe-interval", "50ms")
-	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,12 +18,7 @@ import (
 // map version. `up --gateway=false` runs the same cluster without it.
 func TestUpRunsGateway(t *testing.T) {
 	bin := buildDistcache(t)
-	dir := t.TempDir()
-	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
-	if err := os.WriteFile(file, []byte(smallCluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
+	file, runDir := clusterFile(t, bin, smallCluster)
 	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir)
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,15 +38,10 @@ func TestMetricsPassPromtool(t *testing.T) {
 		t.Fatal("promtool not on PATH: `make prometheus` installs it")
 	}
 	bin := buildDistcache(t)
-	dir := t.TempDir()
-	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
 	// A member fails a second after its node stops answering.
 	cluster := smallCluster + "  failover: {gracePeriod: 1s, holdDown: 1s}\n"
-	if err := os.WriteFile(file, []byte(cluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, runDir := clusterFile(t, bin, cluster)
 	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir, "--prometheus")
-	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}

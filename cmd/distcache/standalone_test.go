@@ -56,18 +56,27 @@ spec:
     - {name: leaf, boundToRacks: true}
 `
 
+// clusterFile writes spec as a cluster file in a directory of its own and
+// returns it with a run directory beside it; the cluster of that run
+// directory is stopped when the test ends.
+func clusterFile(t *testing.T, bin, spec string) (file, runDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	file, runDir = filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
+	if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
+	return file, runDir
+}
+
 // TestUpStatusDown runs `distcache up` in the background on a small cluster
 // file, reads it with `distcache status`, and stops it with `distcache
 // down`, after which none of its processes may be left.
 func TestUpStatusDown(t *testing.T) {
 	bin := buildDistcache(t)
-	dir := t.TempDir()
-	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
-	if err := os.WriteFile(file, []byte(smallCluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file, runDir := clusterFile(t, bin, smallCluster)
 	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir)
-	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
@@ -106,12 +115,7 @@ func TestUpStatusDown(t *testing.T) {
 // brings the data back.
 func TestDownUpKeepsRedisData(t *testing.T) {
 	bin := buildDistcache(t)
-	dir := t.TempDir()
-	file, runDir := filepath.Join(dir, "cluster.yaml"), filepath.Join(dir, "run")
-	if err := os.WriteFile(file, []byte(smallCluster), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = run(t, bin, "down", "--run-dir", runDir) })
+	file, runDir := clusterFile(t, bin, smallCluster)
 	redisOf := func() *redis.Client {
 		t.Helper()
 		if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err != nil {

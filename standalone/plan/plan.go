@@ -90,7 +90,8 @@ type Options struct {
 	// that scrapes every process through TargetsFile.
 	Prometheus string
 	// NoGateway leaves out the Redis-compatible gateway the plan runs by
-	// default (`distcache up --gateway=false`).
+	// default (`distcache up --gateway=false`); so does the spec's
+	// gateway.replicas 0.
 	NoGateway bool
 	// Host is the address every process listens on (default 127.0.0.1).
 	Host string
@@ -186,8 +187,11 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	// loop and the supervisor, a Redis and a metrics port for the gateway
 	// and a web port for Prometheus; UDP: a data-plane port per shim and
 	// node.
+	// spec.gateway.replicas 0 runs no gateway; any other count runs one:
+	// a host needs no second gateway in front of the same processes.
+	runGateway := !o.NoGateway && (c.Spec.Gateway.Replicas == nil || *c.Spec.Gateway.Replicas > 0)
 	gateway, prometheus := 0, 0
-	if !o.NoGateway {
+	if runGateway {
 		gateway = 2
 	}
 	if o.Prometheus != "" {
@@ -250,7 +254,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 		Args:    []string{"controlloop", "--config=" + p.ControlLoopConfig, "--metrics-addr=" + loopMetrics, "--log-level=" + o.LogLevel},
 		LogFile: o.log(loop), MetricsAddr: loopMetrics,
 	})
-	if !o.NoGateway {
+	if runGateway {
 		name, redisAddr, metricsAddr := c.Name+"-gateway", tcp.next(), tcp.next()
 		p.Processes = append(p.Processes, Process{
 			Name: name, Kind: Gateway, Path: o.Binary,

@@ -106,6 +106,12 @@ func TestNew(t *testing.T) {
 	}, {
 		name: "no gateway", cluster: newCluster(t), opts: plan.Options{NoGateway: true, Prometheus: "/bin/prometheus"},
 		redis: 4, shims: 4, nodes: 4, gateways: 0, prometheuses: 1, nodeEntriesFlagOfSpine: "--capacity=50",
+	}, {
+		name: "spec.gateway.replicas 0", cluster: newCluster(t, func(s *v1alpha1.CacheClusterSpec) { s.Gateway.Replicas = ptr.To(int32(0)) }),
+		redis: 4, shims: 4, nodes: 4, gateways: 0, nodeEntriesFlagOfSpine: "--capacity=50",
+	}, {
+		name: "spec.gateway.replicas 3: one gateway on one host", cluster: newCluster(t, func(s *v1alpha1.CacheClusterSpec) { s.Gateway.Replicas = ptr.To(int32(3)) }),
+		redis: 4, shims: 4, nodes: 4, gateways: 1, nodeEntriesFlagOfSpine: "--capacity=50",
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +133,7 @@ func TestNew(t *testing.T) {
 			checkAddresses(t, p)
 			checkStartOrder(t, p)
 			checkControlLoop(t, p, o.RunDir)
-			checkGateway(t, p, o)
+			checkGateway(t, p, o, tc.gateways == 1)
 			if p.ShardRate != tc.shardRate || p.NodeRate != tc.nodeRate {
 				t.Errorf("rates = %v/%v, want %v/%v", p.ShardRate, p.NodeRate, tc.shardRate, tc.nodeRate)
 			}
@@ -184,15 +190,15 @@ func logLevel(p *plan.Plan) string {
 	return ""
 }
 
-// checkGateway checks the gateway (none with Options.NoGateway): the
+// checkGateway checks the gateway (none unless want): the
 // distcache gateway with the Redis protocol on an address of its own and
 // the flags every role gets from the plan.
-func checkGateway(t *testing.T, p *plan.Plan, o plan.Options) {
+func checkGateway(t *testing.T, p *plan.Plan, o plan.Options, planned bool) {
 	t.Helper()
 	gw, ok := p.Process("t-gateway")
-	if o.NoGateway {
+	if !planned {
 		if ok {
-			t.Errorf("gateway %+v planned with NoGateway", gw)
+			t.Errorf("gateway %+v planned, want none", gw)
 		}
 		return
 	}

@@ -15,10 +15,10 @@ import (
 )
 
 // sample is the CacheCluster of config/samples that the tests run: 8
-// storage pods, 4 spine and 4 leaf cache nodes.
+// storage pods, 4 spine and 4 leaf cache nodes, and a gateway.
 const (
 	sample     = "shop-managed"
-	samplePods = 16
+	samplePods = 17
 )
 
 // checkJob is a run of chaos/check-job.yaml against the sample cluster.

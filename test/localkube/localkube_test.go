@@ -98,7 +98,7 @@ spec:
 	installPath(ctx, t, k)
 	// The benchmark Job's traffic is within the last minute: every panel
 	// has data.
-	prom.dashboardsHaveData("default", "shop-managed", 16)
+	prom.dashboardsHaveData("default", sample, samplePods)
 	quiet, loaded := faultsUnderCheck(k)
 	prom.remapsSeen("shop-managed")
 	prom.stop()

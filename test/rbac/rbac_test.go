@@ -56,6 +56,7 @@ func TestOperatorRBAC(t *testing.T) {
 		{"external", s.external},
 		{"redisOperator", s.redisOperator},
 		{"network policies", s.networkPolicies},
+		{"gateway off", s.gatewayOff},
 		{"redis resources", s.redisResources},
 		{"layers and fabrics", s.layersAndFabrics},
 		{"delete", s.delete},

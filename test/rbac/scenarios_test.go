@@ -335,6 +335,16 @@ func (s *scenarios) networkPolicies(t *testing.T) {
 	})
 }
 
+// gatewayOff: a cluster's gateway is scaled to none, which deletes its
+// Deployment and Service.
+func (s *scenarios) gatewayOff(t *testing.T) {
+	s.patchCluster(t, "ext", func(spec *v1alpha1.CacheClusterSpec) { spec.Gateway.Replicas = ptr.To(int32(0)) })
+	eventually(t, "gateway deleted", func() (bool, error) {
+		err := s.get(&appsv1.Deployment{}, cachecluster.GatewayName("ext"))
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
 // redisResources: the Redis servers' resources change.
 func (s *scenarios) redisResources(t *testing.T) {
 	s.patchCluster(t, "ot", func(spec *v1alpha1.CacheClusterSpec) {

@@ -338,6 +338,38 @@ type CacheClusterSpec struct {
 	// from client pods, Redis from nobody else. Off when unset.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+	// Gateway is the Redis-compatible gateway (`distcache gateway`,
+	// docs/gateway.md): unmodified Redis clients reach the cluster through
+	// its Service.
+	// +kubebuilder:default={}
+	// +optional
+	Gateway GatewaySpec `json:"gateway,omitempty"`
+}
+
+// GatewaySpec is the cluster's Redis-compatible gateway: a Deployment and a
+// Service named <cluster>-gateway (standalone mode runs one gateway process
+// unless replicas is 0).
+type GatewaySpec struct {
+	// Replicas of the gateway Deployment; 0 runs no gateway.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Port is the Service's Redis port.
+	// +kubebuilder:default=6379
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+	// ServiceType of the gateway's Service.
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	// +optional
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+	// Resources of each gateway container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
 // NetworkPolicySpec is the NetworkPolicy the operator keeps for a cluster.

@@ -25,6 +25,7 @@ const (
 	ComponentCacheNode = "cache-node"
 	ComponentStorage   = "storage"
 	ComponentShim      = "shim"
+	ComponentGateway   = "gateway"
 )
 
 // Data-plane ports.
@@ -33,6 +34,9 @@ const (
 	ShimPort    = 7000
 	MetricsPort = 9100
 	RedisPort   = 6379
+	// GatewayPort is the gateway container's Redis port (the Service's
+	// port is spec.gateway.port).
+	GatewayPort = 6379
 )
 
 // Where a managed Redis keeps its append-only file: the volume mounted at

@@ -106,6 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.reconcileStorage,
 		r.reconcileLayers,
 		r.reconcileNetworkPolicy,
+		r.reconcileGateway,
 		r.publishMap,
 		r.observeMapApplied,
 	} {

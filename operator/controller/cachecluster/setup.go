@@ -30,7 +30,8 @@ const layerRefIndex = "spec.layerRefs"
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=list;watch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=list;watch;create;update;deletecollection
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;update;deletecollection
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
