@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,10 +164,17 @@ func TestWatchIsReestablished(t *testing.T) {
 	if err := env.Client.Delete(ctx, f.configMap(f.m)); err != nil {
 		t.Fatal(err)
 	}
-	read := false
-	w.OnRead(func(time.Time, int64) { read = true })
-	if _, err := w.Reload(); !apierrors.IsNotFound(err) || read {
-		t.Fatalf("Reload of a deleted ConfigMap: %v, observed %v; want NotFound and no observation", err, read)
+	// A read the background watch started before the deletion may still
+	// report what it found; a read started after it must find nothing.
+	deleted := time.Now()
+	var readAfter atomic.Bool
+	w.OnRead(func(at time.Time, _ int64) {
+		if at.After(deleted) {
+			readAfter.Store(true)
+		}
+	})
+	if _, err := w.Reload(); !apierrors.IsNotFound(err) || readAfter.Load() {
+		t.Fatalf("Reload of a deleted ConfigMap: %v, observed %v; want NotFound and no observation", err, readAfter.Load())
 	}
 	next := f.m.Clone()
 	next.Version++
