@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -88,4 +89,69 @@ func (c *Client) rmw(ctx context.Context, key string, op wire.RMW, arg []byte) (
 		return nil, err
 	}
 	return r.Value, nil
+}
+
+// SetOptions are Redis SET's options for SetWith.
+type SetOptions struct {
+	// NX sets only a missing key, XX only an existing one.
+	NX, XX bool
+	// Get returns the old value.
+	Get bool
+	// TTL gives the key an expiry (rounded up to a millisecond; 0: none);
+	// KeepTTL keeps the key's expiry. A key with an expiry is never
+	// cached: its reads go to its storage shim, which expires it.
+	TTL     time.Duration
+	KeepTTL bool
+}
+
+// SetResult is what SetWith did.
+type SetResult struct {
+	// Set reports that the value was written (NX and XX may refuse).
+	Set bool
+	// Old is the previous value when Existed (with SetOptions.Get).
+	Old     []byte
+	Existed bool
+}
+
+// SetWith writes key = value with Redis SET's options, as one RMW at the
+// key's shim.
+func (c *Client) SetWith(ctx context.Context, key string, value []byte, o SetOptions) (SetResult, error) {
+	var cond, opts byte
+	switch {
+	case o.NX && o.XX:
+		return SetResult{}, fmt.Errorf("cannot set %q: NX and XX exclude each other", key)
+	case o.NX:
+		cond = wire.SetNX
+	case o.XX:
+		cond = wire.SetXX
+	}
+	if o.Get {
+		opts |= wire.SetGet
+	}
+	if o.KeepTTL {
+		if o.TTL != 0 {
+			return SetResult{}, fmt.Errorf("cannot set %q: a TTL and KeepTTL exclude each other", key)
+		}
+		opts |= wire.SetKeepTTL
+	}
+	if o.TTL < 0 {
+		return SetResult{}, fmt.Errorf("cannot set %q: negative TTL %v", key, o.TTL)
+	}
+	px := uint64((o.TTL + time.Millisecond - 1) / time.Millisecond)
+	r, err := c.rmw(ctx, key, wire.RMWSet, wire.SetArg(cond, opts, px, value))
+	if err != nil {
+		return SetResult{}, err
+	}
+	bad := fmt.Errorf("cannot set %q: the shim's result %q: %w", key, r, ErrInternal)
+	if len(r) == 0 || (r[0] != '0' && r[0] != '1') {
+		return SetResult{}, bad
+	}
+	res := SetResult{Set: r[0] == '1'}
+	if o.Get {
+		if len(r) < 2 || (r[1] != '0' && r[1] != '1') {
+			return SetResult{}, bad
+		}
+		res.Existed, res.Old = r[1] == '1', r[2:]
+	}
+	return res, nil
 }

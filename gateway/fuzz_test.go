@@ -23,6 +23,7 @@ func FuzzPipeline(f *testing.F) {
 		"PING\r\nECHO hi\r\nMGET a b c\r\nDEL a b\r\nEXISTS a\r\n",
 		"HELLO 3\r\nGET nothing\r\nCLIENT SETNAME x\r\nCLIENT INFO\r\nINFO\r\nCOMMAND\r\n",
 		"MSET a 1 b\r\nSELECT 9\r\nQUIT\r\nFOO\r\nget\r\n",
+		"SET k v NX GET PX 100\r\nSET k v EX 0\r\nSET k v KEEPTTL XX\r\nINCR k\r\nDECRBY k -9223372036854775808\r\nAPPEND k x\r\nGETSET k y\r\nSETNX k z\r\n",
 		"*1\r\n$7\r\nCOMMAND\r\n*2\r\n$7\r\nCOMMAND\r\n$4\r\nDOCS\r\n",
 	} {
 		f.Add([]byte(seed))

@@ -89,8 +89,17 @@ func TestGoRedis(t *testing.T) {
 			expect("SET GET", r1, "second", err)
 			r1, err = rc.Get(ctx, k("nx")).Result()
 			expect("GET after SET GET", r1, "third", err)
-			expectErr("SET EX", rc.Set(ctx, k("ttl"), "v", time.Minute).Err(),
-				"ERR SET option 'EX' is not supported by DistCache (docs/gateway.md lists what is)")
+			r1, err = rc.Set(ctx, k("ttl"), "v", time.Minute).Result()
+			expect("SET EX", r1, "OK", err)
+			r1, err = rc.Get(ctx, k("ttl")).Result()
+			expect("GET of a key with an expiry", r1, "v", err)
+			r1, err = rc.SetArgs(ctx, k("ttl"), "w", redis.SetArgs{Mode: "XX", Get: true, KeepTTL: true}).Result()
+			expect("SET XX GET KEEPTTL", r1, "v", err)
+			if _, err := rc.SetArgs(ctx, k("ttl"), "z", redis.SetArgs{Mode: "NX", TTL: time.Minute}).Result(); !errors.Is(err, redis.Nil) {
+				t.Errorf("SET NX EX of an existing key: %v, want redis.Nil", err)
+			}
+			expectErr("SET EX 0", rc.Do(ctx, "set", k("x"), "v", "ex", "0").Err(), "ERR invalid expire time in 'set' command")
+			expectErr("SET EX and PX", rc.Do(ctx, "set", k("x"), "v", "ex", "5", "px", "5").Err(), "ERR syntax error")
 			expectErr("SET NX XX", rc.Do(ctx, "set", k("x"), "v", "nx", "xx").Err(), "ERR syntax error")
 			expectErr("SET with a bad option", rc.Do(ctx, "set", k("x"), "v", "sometimes").Err(), "ERR syntax error")
 

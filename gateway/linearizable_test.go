@@ -16,6 +16,7 @@ import (
 	"github.com/distcache/distcache/dataplane/cachenode"
 	"github.com/distcache/distcache/hotkey"
 	"github.com/distcache/distcache/internal/clustertest"
+	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/workload/history"
 )
@@ -222,4 +223,60 @@ func TestConcurrentIncrementsLoseNothing(t *testing.T) {
 		t.Logf("%d increments unanswered (outcome unknown)", failed)
 	}
 	t.Logf("%d increments acknowledged, final value %d", acked.Load(), final)
+}
+
+// TestExpiryIsNeverServedFromACache: a hot key cached by the nodes is set
+// again with an expiry. From the reply on, every read returns the new
+// value until the key expires and nothing after it: no cache keeps the old
+// value or outlives the expiry, because the write leaves the copies
+// invalid and the shims refuse to fill a key that has an expiry.
+func TestExpiryIsNeverServedFromACache(t *testing.T) {
+	addr, _, c := startGatewayOn(t, clustertest.Config{Name: "ttl", Racks: 1, ShardsPerRack: 1, Spine: 1,
+		Node: func(n *cachenode.Config) {
+			n.Interval = 20 * time.Millisecond
+			n.Detector = hotkey.Config{Threshold: 3, SketchWidth: 1024, BloomBits: 4096}
+		}})
+	rc := redisClient(t, addr, 2)
+	ctx, key := t.Context(), "ttl:hot"
+	if err := rc.Set(ctx, key, "old", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, "the key cached", func() (bool, error) {
+		for range 20 { // enough misses in an insertion interval to be hot
+			if err := rc.Get(ctx, key).Err(); err != nil {
+				return false, err
+			}
+		}
+		info, err := rc.Info(ctx, "distcache").Result()
+		return err == nil && hitsAbove(info, 10), err
+	})
+	if err := rc.Set(ctx, key, "new", 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	poll.Within(t, "the key expired", time.Minute, func() (bool, error) {
+		reads++
+		v, err := rc.Get(ctx, key).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return true, nil
+		case err != nil:
+			return false, err
+		case v != "new":
+			t.Fatalf("read %d after SET EX returned %q, want the new value", reads, v)
+		}
+		return false, fmt.Errorf("still %q", v)
+	})
+	for i := range 100 {
+		if v, err := rc.Get(ctx, key).Result(); !errors.Is(err, redis.Nil) {
+			t.Fatalf("read %d after the expiry returned %q (%v), want nothing", i, v, err)
+		}
+	}
+	var refused uint64
+	for _, s := range c.Shims {
+		refused += s.Stats().Uncacheable
+	}
+	if refused == 0 {
+		t.Errorf("no fill of the hot key refused during its %d reads with an expiry", reads)
+	}
 }

@@ -33,6 +33,7 @@ type Store interface {
 	GetSet(ctx context.Context, key string, value []byte) ([]byte, bool, error)
 	SetNX(ctx context.Context, key string, value []byte) (bool, error)
 	SetXX(ctx context.Context, key string, value []byte) (bool, error)
+	SetWith(ctx context.Context, key string, value []byte, o client.SetOptions) (client.SetResult, error)
 	// Placement is the partition map the store routes by (INFO).
 	Placement() *partmap.Placement
 	// Stats are the store's counters (INFO).

@@ -3,8 +3,11 @@ package gateway
 import (
 	"context"
 	"errors"
+	"math"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/distcache/distcache/client"
 )
@@ -23,52 +26,95 @@ func runGet(c *call, dst []byte) []byte {
 	return appendBulk(dst, v)
 }
 
-// runSet answers SET key value [NX | XX | GET]: NX and XX as conditional
-// writes at the shim (SetNX, SetXX: OK, or null when not set), GET as
-// GetSet (the old value, or null).
+// runSet answers SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t |
+// PXAT t | KEEPTTL]. Without options it is a plain write; with them, one
+// RMW at the shim (SetNX, SetXX, GetSet, SetWith): OK, or null when NX or
+// XX refused, and with GET the old value (or null). EXAT and PXAT become an
+// expiry relative to the gateway's clock. A key with an expiry is never
+// cached (docs/gateway.md).
 func runSet(c *call, dst []byte) []byte {
 	key, value := string(c.args[1]), c.args[2]
-	var nx, xx, get bool
-	for _, o := range c.args[3:] {
-		switch strings.ToUpper(string(o)) {
-		case "NX":
-			nx = true
-		case "XX":
-			xx = true
-		case "GET":
-			get = true
-		case "EX", "PX", "EXAT", "PXAT", "KEEPTTL":
-			return appendError(dst, "ERR SET option '"+strings.ToUpper(clip(o))+"' is not supported by DistCache (docs/gateway.md lists what is)")
-		default:
-			return appendError(dst, "ERR syntax error")
-		}
+	o, err := parseSetOptions(c.args[3:], time.Now())
+	if err != "" {
+		return appendError(dst, err)
 	}
 	store := c.srv.cfg.Store
-	switch {
-	case nx && xx:
-		return appendError(dst, "ERR syntax error")
-	case get && (nx || xx):
-		return appendError(dst, "ERR SET with GET and NX or XX is not supported by DistCache (docs/gateway.md lists what is)")
-	case get:
-		return appendGetSet(c, dst, key, value)
-	case nx || xx:
-		setIf := store.SetNX
-		if xx {
-			setIf = store.SetXX
-		}
-		set, err := setIf(c.ctx, key, value)
-		switch {
-		case err != nil:
-			return appendError(dst, errorReply(err, true))
-		case !set:
-			return appendNull(dst, c.resp3)
-		}
-		return appendOK(dst)
+	var res client.SetResult
+	var werr error
+	switch o {
+	case client.SetOptions{}:
+		werr = store.Put(c.ctx, key, value)
+		res.Set = true
+	case client.SetOptions{NX: true}:
+		res.Set, werr = store.SetNX(c.ctx, key, value)
+	case client.SetOptions{XX: true}:
+		res.Set, werr = store.SetXX(c.ctx, key, value)
+	case client.SetOptions{Get: true}:
+		res.Old, res.Existed, werr = store.GetSet(c.ctx, key, value)
+	default:
+		res, werr = store.SetWith(c.ctx, key, value, o)
 	}
-	if err := store.Put(c.ctx, key, value); err != nil {
-		return appendError(dst, errorReply(err, true))
+	switch {
+	case werr != nil:
+		return appendError(dst, errorReply(werr, true))
+	case o.Get && !res.Existed:
+		return appendNull(dst, c.resp3)
+	case o.Get:
+		return appendBulk(dst, res.Old)
+	case !res.Set:
+		return appendNull(dst, c.resp3)
 	}
 	return appendOK(dst)
+}
+
+// parseSetOptions reads SET's options as Redis does, or returns Redis'
+// error for them.
+func parseSetOptions(args [][]byte, now time.Time) (client.SetOptions, string) {
+	var o client.SetOptions
+	expiries := 0
+	for i := 0; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		switch opt {
+		case "NX":
+			o.NX = true
+		case "XX":
+			o.XX = true
+		case "GET":
+			o.Get = true
+		case "KEEPTTL":
+			o.KeepTTL = true
+			expiries++
+		case "EX", "PX", "EXAT", "PXAT":
+			if i+1 >= len(args) {
+				return o, "ERR syntax error"
+			}
+			i++
+			n, err := strconv.ParseInt(string(args[i]), 10, 64)
+			if err != nil {
+				return o, "ERR value is not an integer or out of range"
+			}
+			if n <= 0 || n > math.MaxInt64/int64(time.Second) {
+				return o, "ERR invalid expire time in 'set' command"
+			}
+			switch opt {
+			case "EX":
+				o.TTL = time.Duration(n) * time.Second
+			case "PX":
+				o.TTL = time.Duration(n) * time.Millisecond
+			case "EXAT":
+				o.TTL = max(time.Unix(n, 0).Sub(now), time.Millisecond)
+			default:
+				o.TTL = max(time.UnixMilli(n).Sub(now), time.Millisecond)
+			}
+			expiries++
+		default:
+			return o, "ERR syntax error"
+		}
+	}
+	if (o.NX && o.XX) || expiries > 1 {
+		return o, "ERR syntax error"
+	}
+	return o, ""
 }
 
 // runDel deletes each key (DEL and UNLINK alike) and counts those that

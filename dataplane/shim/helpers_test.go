@@ -450,6 +450,11 @@ func (e *env) redisValue(key string) string {
 	return v
 }
 
+// redisTTL is key's remaining expiry in Redis (negative: none).
+func (e *env) redisTTL(key string) time.Duration {
+	return e.rdb.PTTL(context.Background(), key).Val()
+}
+
 // eventually waits until cond holds, yielding between checks.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()

@@ -14,6 +14,11 @@ import (
 // StatusUnavailable when Redis fails.
 func (s *Shim) redisGet(key string) (wire.Status, []byte) {
 	v, err := s.rdb.Get(s.ctx, key).Bytes()
+	return s.getStatus(key, v, err)
+}
+
+// getStatus is the status of a Redis GET of key that returned v, err.
+func (s *Shim) getStatus(key string, v []byte, err error) (wire.Status, []byte) {
 	switch {
 	case errors.Is(err, redis.Nil):
 		return wire.StatusNotFound, nil
@@ -22,6 +27,25 @@ func (s *Shim) redisGet(key string) (wire.Status, []byte) {
 		return wire.StatusUnavailable, nil
 	}
 	return wire.StatusOK, v
+}
+
+// redisGetCacheable reads key for a cache fill: as redisGet, but
+// StatusUncacheable for a key with an expiry, which no cache may hold (a
+// copy could outlive it; reads of the key go to Redis, which expires it).
+func (s *Shim) redisGetCacheable(key string) (wire.Status, []byte) {
+	pipe := s.rdb.Pipeline()
+	get, ttl := pipe.Get(s.ctx, key), pipe.PTTL(s.ctx, key)
+	if _, err := pipe.Exec(s.ctx); err != nil && !errors.Is(err, redis.Nil) {
+		s.redisError("GET", key, err)
+		return wire.StatusUnavailable, nil
+	}
+	v, err := get.Bytes()
+	status, v := s.getStatus(key, v, err)
+	if status == wire.StatusOK && ttl.Val() >= 0 { // -1: no expiry (-2: no key)
+		s.stats.uncacheable.Add(1)
+		return wire.StatusUncacheable, nil
+	}
+	return status, v
 }
 
 // serveGets answers GETs of one key, each a cache node's miss or a
@@ -83,7 +107,7 @@ func (s *Shim) serveFetch(r *request) {
 	if s.view.Load().cur.isServingOwner(r.key, r.src) {
 		s.stats.fetches.Add(1)
 		c = s.clock.current()
-		status, value = s.redisGet(r.key)
+		status, value = s.redisGetCacheable(r.key)
 	} else {
 		s.stats.notOwner.Add(1)
 	}

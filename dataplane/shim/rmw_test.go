@@ -33,6 +33,10 @@ func TestRMW(t *testing.T) {
 		{"setnx of an existing key", "old", wire.RMWSetNX, []byte("v"), wire.StatusOK, "0", "old"},
 		{"setxx of an existing key", "old", wire.RMWSetXX, []byte("v"), wire.StatusOK, "1", "v"},
 		{"setxx of a missing key", "", wire.RMWSetXX, []byte("v"), wire.StatusOK, "0", "<nil>"},
+		{"set nx get of an existing key", "old", wire.RMWSet, wire.SetArg(wire.SetNX, wire.SetGet, 0, []byte("v")), wire.StatusOK, "01old", "old"},
+		{"set xx get", "old", wire.RMWSet, wire.SetArg(wire.SetXX, wire.SetGet, 0, []byte("v")), wire.StatusOK, "11old", "v"},
+		{"set with an expiry", "old", wire.RMWSet, wire.SetArg(wire.SetAlways, 0, 60000, []byte("v")), wire.StatusOK, "1", "v"},
+		{"set with an expiry of a missing key", "", wire.RMWSet, wire.SetArg(wire.SetAlways, 0, 60000, []byte("1")), wire.StatusOK, "1", "1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -66,6 +70,9 @@ func TestRMW(t *testing.T) {
 					t.Errorf("owner %s: a refused RMW's UPDATE has status ok; the copy must stay invalid", n.name)
 				case tc.wantStatus == wire.StatusOK && tc.wantRedis == "<nil>" && up.status != wire.StatusNotFound:
 					t.Errorf("owner %s: UPDATE status %s, want not_found", n.name, up.status)
+				case e.redisTTL(key) > 0 && (up.status != wire.StatusUncacheable || len(up.value) != 0):
+					t.Errorf("owner %s: UPDATE %s %q of a key with an expiry, want uncacheable and no value", n.name, up.status, up.value)
+				case e.redisTTL(key) > 0:
 				case tc.wantStatus == wire.StatusOK && tc.wantRedis != "<nil>" && (up.status != wire.StatusOK || string(up.value) != tc.wantRedis):
 					t.Errorf("owner %s: UPDATE %s %q, want the new value %q", n.name, up.status, up.value, tc.wantRedis)
 				}
@@ -108,5 +115,25 @@ func TestRMWAppliedOnce(t *testing.T) {
 	}
 	if st := e.shim.Stats(); st.RMWs != 1 || st.AlreadyApplied != 1 {
 		t.Errorf("restarted shim's stats %+v: want the RMW run once, as already applied", st)
+	}
+}
+
+// TestFetchOfAKeyWithAnExpiry: the shim refuses to fill a cache with a key
+// that has an expiry (a copy could outlive it), and fills it again once a
+// plain write removed the expiry.
+func TestFetchOfAKeyWithAnExpiry(t *testing.T) {
+	e := newEnv(t)
+	key := e.key(0, "expiring")
+	e.mustStatus(wire.OpRMW, key, wire.AppendRMW(nil, wire.RMWSet, wire.SetArg(wire.SetAlways, 0, 60000, []byte("v"))), wire.StatusOK)
+	owner := e.owners(key)[0]
+	if r := e.callFrom(owner.ep, wire.OpFetch, key, nil); r.Status != wire.StatusUncacheable || len(r.Value) != 0 {
+		t.Fatalf("FETCH of a key with an expiry: %s %q, want uncacheable", r.Status, r.Value)
+	}
+	e.mustStatus(wire.OpPut, key, []byte("w"), wire.StatusOK)
+	if r := e.callFrom(owner.ep, wire.OpFetch, key, nil); r.Status != wire.StatusOK || string(r.Value) != "w" {
+		t.Fatalf("FETCH after a plain write: %s %q, want the value", r.Status, r.Value)
+	}
+	if st := e.shim.Stats(); st.Uncacheable != 1 {
+		t.Errorf("stats %+v: want 1 uncacheable fetch", st)
 	}
 }

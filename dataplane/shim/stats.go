@@ -14,6 +14,7 @@ type Stats struct {
 	Dels              uint64 // DEL requests executed (retransmits excluded)
 	RMWs              uint64 // RMW requests executed (retransmits excluded)
 	Fetches           uint64 // FETCH requests from owners served
+	Uncacheable       uint64 // FETCHes refused with StatusUncacheable: the key has an expiry
 	NotOwner          uint64 // requests refused with StatusNotOwner
 	Overloaded        uint64 // requests refused with StatusOverloaded
 	RedisErrors       uint64 // Redis commands that failed
@@ -35,6 +36,7 @@ type Stats struct {
 // counters are the atomic counters behind Stats.
 type counters struct {
 	gets, getMisses, puts, dels, fetches, rmws    atomic.Uint64
+	uncacheable                                   atomic.Uint64
 	notOwner, overloaded, redisErrors             atomic.Uint64
 	invalidations, coherenceFailures, copies      atomic.Uint64
 	invalidationsReleased                         atomic.Uint64
@@ -47,7 +49,7 @@ func (s *Shim) Stats() Stats {
 	c := &s.stats
 	st := Stats{
 		Gets: c.gets.Load(), GetMisses: c.getMisses.Load(),
-		Puts: c.puts.Load(), Dels: c.dels.Load(), RMWs: c.rmws.Load(), Fetches: c.fetches.Load(),
+		Puts: c.puts.Load(), Dels: c.dels.Load(), RMWs: c.rmws.Load(), Fetches: c.fetches.Load(), Uncacheable: c.uncacheable.Load(),
 		NotOwner: c.notOwner.Load(), Overloaded: c.overloaded.Load(),
 		RedisErrors:   c.redisErrors.Load(),
 		Invalidations: c.invalidations.Load(), CoherenceFailures: c.coherenceFailures.Load(),

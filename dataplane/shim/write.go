@@ -65,6 +65,9 @@ func (s *Shim) serveWrite(r *request) {
 		// like a failed one, leaving the invalidated copies invalid.
 		status = wire.StatusUnavailable
 	}
+	if status == wire.StatusOK && w.uncacheable {
+		status = wire.StatusUncacheable
+	}
 	s.update(r, status, version, owners, w.value, w.valueExists)
 }
 
@@ -81,6 +84,7 @@ type writeOutcome struct {
 	replayed, existed bool
 	result, value     []byte
 	valueExists       bool
+	uncacheable       bool // the key exists with an expiry: phase 2 sends no value
 }
 
 // applyWrite runs phase 1 and the Redis write of r; the caller holds the
@@ -144,7 +148,7 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 		return writeOutcome{status: wire.StatusOK, version: v, owners: owners, replayed: true, existed: existed, result: rmw.result}
 	}
 	return writeOutcome{status: wire.StatusOK, version: v, owners: owners, existed: existed,
-		result: rmw.result, value: rmw.value, valueExists: rmw.exists}
+		result: rmw.result, value: rmw.value, valueExists: rmw.exists, uncacheable: rmw.uncacheable}
 }
 
 // waitWritable waits until the shim may start phase 1 (mapView.writesFrom):
@@ -172,7 +176,9 @@ func (s *Shim) waitWritable() error {
 // carries the value, which a node applies only if its copy still has
 // version v: the key's value after the write (exists), or StatusNotFound
 // when the write left no value (a DEL's, an RMW's that found and set
-// nothing). A failed write's carries its status and no value. Failures are
+// nothing). A failed write's carries its status and no value, and so does
+// one that left the key with an expiry (StatusUncacheable): its copies stay
+// invalid and the readers parked on it read storage. Failures are
 // counted, not retried: an invalid copy is a miss, never a stale read.
 func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner, value []byte, exists bool) {
 	if len(owners) == 0 {

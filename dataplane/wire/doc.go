@@ -44,7 +44,9 @@
 // increment, append, get-and-set, conditional set; see RMW) goes to the
 // key's shim like a write, its Value the operation, and RMW_REPLY's Value is
 // the result; StatusInvalid refuses an increment of a value that is not an
-// integer. Switches treat both as misses.
+// integer. Switches treat both as misses. StatusUncacheable marks a key
+// with an expiry, which no cache may hold: a FETCH_REPLY that fills
+// nothing, and an UPDATE that leaves the copies invalid.
 //
 // FlagHit has one meaning per reply op: on GET_REPLY the value was served
 // from a cache node's copy; on INVALIDATE_ACK the node held an entry for the

@@ -97,6 +97,8 @@ func goldenVectors(t testing.TB) []golden {
 			msg(withOp(wire.OpFetchReply), withSeq(6), withValue([]byte("hello")), withVersion(99), withMapVersion(3))},
 		{"rmw_incrby", `RMW key "key:42" seq 8, incrby -5 (op byte 1, then the delta as 8 bytes big endian), map version 3`,
 			msg(withOp(wire.OpRMW), withSeq(8), withValue(wire.AppendRMW(nil, wire.RMWIncrBy, wire.IncrByArg(-5))), withMapVersion(3))},
+		{"rmw_set", `RMW key "key:42" seq 8, set NX GET PX 1500 "v" (op byte 6, condition 1, options 0x01, expiry 8 bytes big endian, value), map version 3`,
+			msg(withOp(wire.OpRMW), withSeq(8), withValue(wire.AppendRMW(nil, wire.RMWSet, wire.SetArg(wire.SetNX, wire.SetGet, 1500, []byte("v")))), withMapVersion(3))},
 		{"rmw_reply", `RMW_REPLY key "key:42" seq 8, value "37" (incrby's new value in decimal), version 99, map version 3`,
 			msg(withOp(wire.OpRMWReply), withSeq(8), withValue([]byte("37")), withVersion(99), withMapVersion(3))},
 		{"rmw_reply_invalid", `RMW_REPLY key "key:42" seq 8, status invalid (the stored value is not an integer), map version 3`,

@@ -138,12 +138,15 @@ const (
 	// StatusInvalid: the stored value does not allow the RMW (not an
 	// integer, or the result overflows); nothing written.
 	StatusInvalid Status = 8
-	statusLimit   Status = 9
+	// StatusUncacheable: FETCH_REPLY of a key with an expiry, which no
+	// cache may hold (it could outlive the expiry); nothing filled.
+	StatusUncacheable Status = 9
+	statusLimit       Status = 10
 )
 
 var statusNames = [...]string{
 	"ok", "not_found", "not_owner", "unavailable", "coherence_timeout",
-	"too_large", "overloaded", "internal", "invalid",
+	"too_large", "overloaded", "internal", "invalid", "uncacheable",
 }
 
 func (s Status) String() string {

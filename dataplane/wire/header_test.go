@@ -123,7 +123,7 @@ func TestParseErrors(t *testing.T) {
 		{"flag 0x80", set(4, 0x80), wire.ErrFlags},
 		{"FlagAuth without room for the tag", set(4, byte(wire.FlagAuth)), wire.ErrTruncated},
 		{"flag 0x80 with known flags", set(4, 0x83), wire.ErrFlags},
-		{"status 9", set(5, 9), wire.ErrStatus},
+		{"status 10", set(5, 10), wire.ErrStatus},
 		{"status 255", set(5, 255), wire.ErrStatus},
 		{"key length 0", withKeyLen(0), wire.ErrKey},
 		{"key length 513", withKeyLen(wire.MaxKeyLen + 1), wire.ErrKey},
@@ -387,7 +387,8 @@ func TestStatusString(t *testing.T) {
 		{wire.StatusOverloaded, "overloaded"},
 		{wire.StatusInternal, "internal"},
 		{wire.StatusInvalid, "invalid"},
-		{9, "Status(9)"},
+		{wire.StatusUncacheable, "uncacheable"},
+		{10, "Status(10)"},
 		{255, "Status(255)"},
 	}
 	for _, tc := range tests {

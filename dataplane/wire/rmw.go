@@ -31,10 +31,57 @@ const (
 	// RMWSetXX sets the key to the argument only if it exists; result:
 	// "1" when it set it, "0" when the key did not exist.
 	RMWSetXX RMW = 5
-	rmwLimit RMW = 6
+	// RMWSet is Redis' SET with its options (SetArg): a condition (NX or
+	// XX), GET, and an expiry (PX milliseconds) or KEEPTTL; result: "1" or
+	// "0" (set or not), then "1" and the old value or "0" (with GET).
+	RMWSet   RMW = 6
+	rmwLimit RMW = 7
 )
 
-var rmwNames = [...]string{"", "incrby", "append", "getset", "setnx", "setxx"}
+var rmwNames = [...]string{"", "incrby", "append", "getset", "setnx", "setxx", "set"}
+
+// SET conditions (SetArg).
+const (
+	SetAlways byte = 0
+	SetNX     byte = 1 // only if the key does not exist
+	SetXX     byte = 2 // only if the key exists
+)
+
+// SET option bits (SetArg).
+const (
+	SetGet     byte = 1 << 0 // return the old value
+	SetKeepTTL byte = 1 << 1 // keep the key's expiry
+)
+
+// setHeader is the length of RMWSet's argument before the value:
+// condition, option bits, expiry.
+const setHeader = 10
+
+// SetArg is RMWSet's argument: the condition, the option bits, the expiry
+// in milliseconds (0: none; exclusive with SetKeepTTL), then the value.
+func SetArg(cond, opts byte, pxMillis uint64, value []byte) []byte {
+	b := make([]byte, 0, setHeader+len(value))
+	b = append(b, cond, opts)
+	b = binary.BigEndian.AppendUint64(b, pxMillis)
+	return append(b, value...)
+}
+
+// ParseSetArg decodes RMWSet's argument; value aliases arg.
+func ParseSetArg(arg []byte) (cond, opts byte, pxMillis uint64, value []byte, err error) {
+	switch {
+	case len(arg) < setHeader:
+		return 0, 0, 0, nil, fmt.Errorf("%w: set takes a %d-byte header, got %d bytes", ErrRMW, setHeader, len(arg))
+	case arg[0] > SetXX:
+		return 0, 0, 0, nil, fmt.Errorf("%w: set condition %d", ErrRMW, arg[0])
+	case arg[1]&^(SetGet|SetKeepTTL) != 0:
+		return 0, 0, 0, nil, fmt.Errorf("%w: set options %#x", ErrRMW, arg[1])
+	}
+	px := binary.BigEndian.Uint64(arg[2:10])
+	if px != 0 && arg[1]&SetKeepTTL != 0 {
+		return 0, 0, 0, nil, fmt.Errorf("%w: set with an expiry and KEEPTTL", ErrRMW)
+	}
+	return arg[0], arg[1], px, arg[setHeader:], nil
+}
 
 func (r RMW) String() string {
 	if r > 0 && r < rmwLimit {
@@ -67,6 +114,10 @@ func ParseRMW(b []byte) (op RMW, arg []byte, err error) {
 		return 0, nil, fmt.Errorf("%w: unknown operation %d", ErrRMW, b[0])
 	case op == RMWIncrBy && len(arg) != 8:
 		return 0, nil, fmt.Errorf("%w: incrby takes an 8-byte delta, got %d bytes", ErrRMW, len(arg))
+	case op == RMWSet:
+		if _, _, _, _, err := ParseSetArg(arg); err != nil {
+			return 0, nil, err
+		}
 	}
 	return op, arg, nil
 }
