@@ -35,6 +35,13 @@ PROMETHEUS_VERSION ?= v0.316.0
 PROMETHEUS_DIR := $(abspath $(TOOLS_DIR))/prometheus/$(PROMETHEUS_VERSION)
 export DISTCACHE_PROMETHEUS ?= $(PROMETHEUS_DIR)/prometheus
 
+# redis-py from PyPI in a virtualenv of its own, for the gateway's
+# conformance test with a client that is not Go; the tests find its
+# python through DISTCACHE_REDIS_PY.
+REDIS_PY_VERSION ?= 8.1.0
+REDIS_PY_DIR := $(abspath $(TOOLS_DIR))/redis-py/$(REDIS_PY_VERSION)
+export DISTCACHE_REDIS_PY ?= $(REDIS_PY_DIR)/bin/python
+
 # The build's version, commit and date, linked into the binary
 # (internal/buildinfo; `distcache version`). VERSION is the image tag: the
 # release this tree is (buildinfo.Release) unless set.
@@ -71,7 +78,7 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # script (test/scripts); prometheus and promtool for the tests of the metrics
 # and the alert rules; localkube's binaries and Debian packages for the
 # test that brings a real node up and down (test/localkube).
-TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes localkube-deps
+TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes redis-py localkube-deps
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -104,7 +111,7 @@ image: ## Build the container image without Docker into IMAGE_ARCHIVE (docker lo
 	$(GO) run ./hack/image -binary $(IMAGE_DIR)/distcache-linux-$(IMAGE_ARCH) -arch $(IMAGE_ARCH) \
 		-version $(VERSION) -revision $(COMMIT) -created $(COMMIT_EPOCH) -out $(IMAGE_ARCHIVE)
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), localkube
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, localkube
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
@@ -134,6 +141,16 @@ shellcheck:
 .PHONY: prometheus
 prometheus:
 	@$(call apt_install,prometheus promtool,prometheus)
+
+# Creates the redis-py virtualenv unless it is there (python3 and its venv
+# module from Debian if missing).
+.PHONY: redis-py
+redis-py: $(REDIS_PY_DIR)/bin/python
+$(REDIS_PY_DIR)/bin/python:
+	@python3 -c 'import ensurepip, venv' 2>/dev/null || ( $(call apt_install,python3-with-venv,python3 python3-venv) )
+	rm -rf '$(REDIS_PY_DIR)'
+	python3 -m venv '$(REDIS_PY_DIR)'
+	'$(REDIS_PY_DIR)/bin/pip' install --quiet --disable-pip-version-check 'redis==$(REDIS_PY_VERSION)'
 
 # Builds upstream Prometheus into PROMETHEUS_DIR unless it is there (about
 # 4 minutes on 2 cores, once per version).
