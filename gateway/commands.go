@@ -65,6 +65,7 @@ func init() {
 		{name: "append", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runAppend},
 		{name: "getset", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runGetSet},
 		{name: "setnx", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runSetNX},
+		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, alone: true, run: runAuth},
 		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, run: runConfig},
 	}
 	for _, c := range table {

@@ -24,8 +24,10 @@ func runPing(c *call, dst []byte) []byte {
 func runEcho(c *call, dst []byte) []byte { return appendBulk(dst, c.args[1]) }
 
 // runHello switches the protocol (HELLO [2|3] [AUTH user pass] [SETNAME
-// name]) and describes the server. Without users configured, AUTH accepts
-// the default user with any password, as Redis' nopass default user does.
+// name]), authenticates, and describes the server. Without users
+// configured, AUTH accepts the default user with any password, as Redis'
+// nopass default user does; with users, a connection not authenticated yet
+// must authenticate in its HELLO.
 func runHello(c *call, dst []byte) []byte {
 	proto := 0
 	if len(c.args) > 1 {
@@ -39,15 +41,14 @@ func runHello(c *call, dst []byte) []byte {
 		proto = v
 	}
 	name, setName := "", false
+	var user, password string
 	for i := 2; i < len(c.args); i++ {
 		switch strings.ToLower(string(c.args[i])) {
 		case "auth":
 			if i+2 >= len(c.args) {
 				return appendError(dst, "ERR Syntax error in HELLO option 'auth'")
 			}
-			if string(c.args[i+1]) != "default" {
-				return appendError(dst, "WRONGPASS invalid username-password pair or user is disabled.")
-			}
+			user, password = string(c.args[i+1]), string(c.args[i+2])
 			i += 2
 		case "setname":
 			if i+1 >= len(c.args) {
@@ -61,6 +62,14 @@ func runHello(c *call, dst []byte) []byte {
 		default:
 			return appendError(dst, "ERR Syntax error in HELLO option '"+clip(c.args[i])+"'")
 		}
+	}
+	switch {
+	case user != "":
+		if e := c.srv.authenticate(c.sess, user, password); e != "" {
+			return appendError(dst, e)
+		}
+	case !c.srv.admittedAll(c.sess):
+		return appendError(dst, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	}
 	s := c.sess
 	s.mu.Lock()

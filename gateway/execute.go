@@ -110,6 +110,8 @@ func (s *Server) run(sess *session, args [][]byte) []byte {
 		reply = appendError(nil, unknownCommand(args))
 	case !c.arityOK(len(args)):
 		reply = appendError(nil, wrongArity(args[0]))
+	case !s.admitted(sess, c):
+		reply = appendError(nil, "NOAUTH Authentication required.")
 	default:
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
 		reply = c.run(&call{ctx: ctx, srv: s, sess: sess, args: args, resp3: sess.resp3()}, nil)
@@ -117,4 +119,28 @@ func (s *Server) run(sess *session, args [][]byte) []byte {
 	}
 	s.observe(c, reply, time.Since(start))
 	return reply
+}
+
+// admitted says whether sess may run c: every command once authenticated
+// (or without users), only AUTH, HELLO (to authenticate) and QUIT before.
+func (s *Server) admitted(sess *session, c *command) bool {
+	if s.cfg.Users == nil {
+		return true
+	}
+	switch c.name {
+	case "auth", "hello", "quit":
+		return true
+	}
+	return s.admittedAll(sess)
+}
+
+// admittedAll says whether sess may run every command: it authenticated,
+// or there are no users.
+func (s *Server) admittedAll(sess *session) bool {
+	if s.cfg.Users == nil {
+		return true
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.user != ""
 }

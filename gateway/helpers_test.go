@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"crypto/tls"
 	"net"
 	"testing"
 	"time"
@@ -73,4 +74,12 @@ func redisClient(t *testing.T, addr string, proto int) *redis.Client {
 
 func withCommandTimeout(d time.Duration) gatewayOption {
 	return func(c *gateway.Config) { c.CommandTimeout = d }
+}
+
+func withUsers(dir string) gatewayOption {
+	return func(c *gateway.Config) { c.Users = &gateway.Users{Dir: dir} }
+}
+
+func withTLS(cfg *tls.Config) gatewayOption {
+	return func(c *gateway.Config) { c.TLS = cfg }
 }

@@ -141,7 +141,12 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		}
 		line("hit_ratio", fmt.Sprintf("%.4f", ratio))
 		line("writes", cs.Puts+cs.Deletes)
-		line("auth", "none (no users configured: every client is the default user)")
+		if u := s.cfg.Users; u != nil {
+			line("auth", fmt.Sprintf("users (%d in %s)", u.count(), u.Dir))
+		} else {
+			line("auth", "none (no users configured: every client is the default user)")
+		}
+		line("tls", s.cfg.TLS != nil)
 	}
 }
 

@@ -15,20 +15,24 @@ type Stats struct {
 	Rejected    uint64 // connections refused (MaxConnections)
 	Commands    uint64 // commands run
 	Errors      uint64 // commands answered with an error
+	// AuthFailures counts AUTH and HELLO ... AUTH with a wrong user or
+	// password.
+	AuthFailures uint64
 }
 
 // counters are the live Stats counters.
 type counters struct {
-	connections, rejected, commands, errors atomic.Uint64
+	connections, rejected, commands, errors, authFailures atomic.Uint64
 }
 
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
 	return Stats{
-		Connections: s.stats.connections.Load(),
-		Rejected:    s.stats.rejected.Load(),
-		Commands:    s.stats.commands.Load(),
-		Errors:      s.stats.errors.Load(),
+		Connections:  s.stats.connections.Load(),
+		Rejected:     s.stats.rejected.Load(),
+		Commands:     s.stats.commands.Load(),
+		Errors:       s.stats.errors.Load(),
+		AuthFailures: s.stats.authFailures.Load(),
 	}
 }
 

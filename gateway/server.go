@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,6 +74,12 @@ type Config struct {
 	// PipelineWorkers bounds the commands of one pipeline run at once
 	// (default 256).
 	PipelineWorkers int
+	// Users, when set, are the users a connection must authenticate as
+	// (AUTH, HELLO ... AUTH) before any other command; nil: every client
+	// is the default user, as Redis' nopass default.
+	Users *Users
+	// TLS, when set, serves every connection over TLS (TLSFromFiles).
+	TLS *tls.Config
 	// Registerer receives the metrics; nil means a private registry.
 	Registerer prometheus.Registerer
 	// Logger receives structured logs (default: discarded).
@@ -144,6 +151,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.addr = ln.Addr()
 	s.mu.Unlock()
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
 	if err := s.rs.Serve(boundedListener{Listener: ln, cfg: &s.cfg}); err != nil {
 		return fmt.Errorf("cannot serve the Redis protocol on %s: %w", ln.Addr(), err)
 	}

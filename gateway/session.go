@@ -19,6 +19,8 @@ type session struct {
 	name    string
 	libName string
 	libVer  string
+	// user is the authenticated user ("": none yet).
+	user string
 	// quit is set by QUIT: the connection closes after its reply.
 	quit atomic.Bool
 }

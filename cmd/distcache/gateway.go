@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/distcache/distcache/client"
@@ -14,6 +16,9 @@ func newGatewayCommand() *cobra.Command {
 		redisAddr  string
 		cfg        gateway.Config
 		clientAddr string
+		usersDir   string
+		tlsCert    string
+		tlsKey     string
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -49,6 +54,17 @@ the commands.`,
 				return err
 			}
 			cfg.Registerer, cfg.Logger = wrapped, log
+			if usersDir != "" {
+				cfg.Users = &gateway.Users{Dir: usersDir}
+			}
+			if (tlsCert == "") != (tlsKey == "") {
+				return errors.New("cannot serve TLS: --tls-cert and --tls-key go together")
+			}
+			if tlsCert != "" {
+				if cfg.TLS, err = gateway.TLSFromFiles(tlsCert, tlsKey); err != nil {
+					return err
+				}
+			}
 			g, err := gateway.NewGateway(redisAddr, cl, cfg)
 			if err != nil {
 				_ = cl.Close()
@@ -66,6 +82,9 @@ the commands.`,
 	f.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close connections idle for this long (0: never)")
 	f.IntVar(&cfg.MaxConnections, "max-connections", gateway.DefaultMaxConnections, "open client connections at most")
 	f.IntVar(&cfg.MaxCommandBytes, "max-command-bytes", gateway.DefaultMaxCommandBytes, "bytes a command may take before it is complete")
+	f.StringVar(&usersDir, "users-dir", "", "directory with a file per user, named as the user and holding its password (a mounted Secret): clients must AUTH; read at every AUTH, so rotation needs no restart")
+	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: serve Redis clients over TLS (with --tls-key); re-read when it changes")
+	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	_ = f.MarkHidden("listen") // the client's UDP address is --client-addr
 	return cmd
 }
