@@ -1,14 +1,7 @@
 package gateway_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -20,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/gateway"
+	"github.com/distcache/distcache/internal/certtest"
 )
 
 // writeUsers writes a users directory as a mounted Secret looks: a file
@@ -98,19 +92,20 @@ func TestAuth(t *testing.T) {
 // and redis-cli verify it and work; a plain-text client gets nowhere.
 func TestTLS(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, pool := selfSigned(t, dir)
+	ca := certtest.NewCA(t, dir, "ca")
+	certFile, keyFile := ca.Server(t, "gateway")
 	cfg, err := gateway.TLSFromFiles(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr, _ := startGateway(t, withTLS(cfg))
-	rc := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}})
+	rc := redis.NewClient(&redis.Options{Addr: addr, TLSConfig: &tls.Config{RootCAs: ca.Pool(), MinVersion: tls.VersionTLS12}})
 	defer rc.Close()
 	if err := rc.Set(t.Context(), "tls:k", "v", 0).Err(); err != nil {
 		t.Fatalf("SET over TLS: %v", err)
 	}
 	host, port, _ := net.SplitHostPort(addr)
-	out, err := exec.CommandContext(t.Context(), tool(t, "redis-cli"), "-h", host, "-p", port, "--tls", "--cacert", certFile, "GET", "tls:k").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), tool(t, "redis-cli"), "-h", host, "-p", port, "--tls", "--cacert", ca.File, "GET", "tls:k").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "v" {
 		t.Errorf("redis-cli --tls: %q (%v)", out, err)
 	}
@@ -119,42 +114,4 @@ func TestTLS(t *testing.T) {
 	if err := plain.Ping(t.Context()).Err(); err == nil {
 		t.Error("a plain-text client got an answer from the TLS listener")
 	}
-}
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
-// into dir, and returns their paths and a pool trusting it.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "distcache-gateway-test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
 }

@@ -2,14 +2,6 @@ package redisconn_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/redisconn"
+	"github.com/distcache/distcache/internal/certtest"
 	"github.com/distcache/distcache/internal/redistest"
 )
 
@@ -175,54 +168,8 @@ func TestOptionsRejects(t *testing.T) {
 // that signed nothing.
 func testCertificates(t *testing.T, dir string) (redistest.TLSFiles, string) {
 	t.Helper()
-	newKey := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	writePEM := func(name, typ string, der []byte) string {
-		return writeFile(t, dir, name, string(pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})))
-	}
-	now := time.Now()
-	newCA := func(name string) (*x509.Certificate, *ecdsa.PrivateKey, string) {
-		key := newKey()
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-			IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, err := x509.ParseCertificate(der)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cert, key, writePEM(name+".pem", "CERTIFICATE", der)
-	}
-	ca, caKey, caFile := newCA("test-ca")
-	_, _, otherCA := newCA("other-ca")
-	key := newKey()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "redis.test"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		DNSNames: []string{"redis.test"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return redistest.TLSFiles{
-		Cert: writePEM("server.pem", "CERTIFICATE", der),
-		Key:  writePEM("server-key.pem", "EC PRIVATE KEY", keyDER),
-		CA:   caFile,
-	}, otherCA
+	ca := certtest.NewCA(t, dir, "test-ca")
+	other := certtest.NewCA(t, dir, "other-ca")
+	cert, key := ca.Server(t, "server", "redis.test")
+	return redistest.TLSFiles{Cert: cert, Key: key, CA: ca.File}, other.File
 }
