@@ -159,6 +159,9 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			return nil, fmt.Errorf("cannot run layer %s: switch-backed layers need a SwitchFabric: %w", l.Name, ErrUnsupported)
 		}
 	}
+	if g := c.Spec.Gateway; g.UsersSecretName != "" || g.TLSSecretName != "" {
+		return nil, fmt.Errorf("cannot run the gateway with usersSecretName or tlsSecretName: standalone mode has no Secrets (run distcache gateway with --users-dir and --tls-cert yourself): %w", ErrUnsupported)
+	}
 	if st := c.Spec.Storage; st.Auth != nil || st.TLS != nil {
 		return nil, fmt.Errorf("cannot run storage with auth or tls: standalone mode does not pass a Redis password or TLS settings to its shims yet: %w", ErrUnsupported)
 	}

@@ -373,11 +373,14 @@ func TestNewRefusesSwitchLayers(t *testing.T) {
 }
 
 // TestNewRefusesRedisAuthAndTLS checks that a cluster file with a Redis
-// password or TLS is refused rather than run with shims that cannot log in.
+// password or TLS is refused rather than run with shims that cannot log in,
+// and one with gateway users or TLS rather than run with an open gateway.
 func TestNewRefusesRedisAuthAndTLS(t *testing.T) {
 	for name, edit := range map[string]specOption{
-		"auth": func(s *v1alpha1.CacheClusterSpec) { s.Storage.Auth = &v1alpha1.RedisAuthSpec{SecretName: "login"} },
-		"tls":  func(s *v1alpha1.CacheClusterSpec) { s.Storage.TLS = &v1alpha1.RedisTLSSpec{} },
+		"auth":          func(s *v1alpha1.CacheClusterSpec) { s.Storage.Auth = &v1alpha1.RedisAuthSpec{SecretName: "login"} },
+		"tls":           func(s *v1alpha1.CacheClusterSpec) { s.Storage.TLS = &v1alpha1.RedisTLSSpec{} },
+		"gateway users": func(s *v1alpha1.CacheClusterSpec) { s.Gateway.UsersSecretName = "users" },
+		"gateway tls":   func(s *v1alpha1.CacheClusterSpec) { s.Gateway.TLSSecretName = "cert" },
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := plan.New(newCluster(t, withExternal("192.0.2.1:6379", "192.0.2.2:6379", "192.0.2.3:6379", "192.0.2.4:6379"), edit),

@@ -370,6 +370,22 @@ type GatewaySpec struct {
 	// Resources of each gateway container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// UsersSecretName names a Secret in the cluster's namespace with a key
+	// per user holding its password: clients must AUTH as one of them.
+	// Rotating a password needs no restart. Unset: every client is the
+	// default user. Not supported in standalone mode.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	UsersSecretName string `json:"usersSecretName,omitempty"`
+	// TLSSecretName names a kubernetes.io/tls Secret (tls.crt, tls.key,
+	// e.g. cert-manager's) in the cluster's namespace: the gateway serves
+	// Redis clients over TLS only, and a renewed certificate applies
+	// without a restart. Not supported in standalone mode.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
 }
 
 // NetworkPolicySpec is the NetworkPolicy the operator keeps for a cluster.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+)
+
+// Where a gateway pod mounts the Secrets of spec.gateway: its users
+// (usersSecretName) and its TLS certificate (tlsSecretName).
+const (
+	GatewayUsersPath = "/etc/distcache/gateway-users"
+	GatewayTLSPath   = "/etc/distcache/gateway-tls"
 )
 
 // GatewayName names a cluster's gateway Deployment, Service and
@@ -76,12 +84,27 @@ func (r *Reconciler) mutateGateway(cc *v1alpha1.CacheCluster, dep *appsv1.Deploy
 		{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
 	}
 	c.Resources = cc.Spec.Gateway.Resources
+	volumes := []corev1.Volume{dataPlaneKeyVolume(cc)}
+	for _, m := range []struct{ secret, name, path, flags string }{
+		{cc.Spec.Gateway.UsersSecretName, "gateway-users", GatewayUsersPath, "--users-dir=" + GatewayUsersPath},
+		{cc.Spec.Gateway.TLSSecretName, "gateway-tls", GatewayTLSPath,
+			"--tls-cert=" + GatewayTLSPath + "/tls.crt --tls-key=" + GatewayTLSPath + "/tls.key"},
+	} {
+		if m.secret == "" {
+			continue
+		}
+		volumes = append(volumes, corev1.Volume{Name: m.name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: m.secret, DefaultMode: ptr.To(secretMode),
+		}}})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m.name, MountPath: m.path, ReadOnly: true})
+		c.Args = append(c.Args, strings.Fields(m.flags)...)
+	}
 	dep.Labels = lbl
 	dep.Spec.Replicas = ptr.To(gatewayReplicas(cc))
 	dep.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 	dep.Spec.Template.Labels = lbl
 	dep.Spec.Template.Spec.Containers = []corev1.Container{c}
-	dep.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(cc)}
+	dep.Spec.Template.Spec.Volumes = volumes
 	dep.Spec.Template.Spec.ServiceAccountName = DataPlaneName(cc.Name)
 	dep.Spec.Template.Spec.SecurityContext = podSecurity()
 }

@@ -30,6 +30,7 @@ func TestGateway(t *testing.T) {
 		func(cc *v1alpha1.CacheCluster) {
 			cc.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Enabled: true}
 			cc.Spec.Gateway.Port = 6380
+			cc.Spec.Gateway.UsersSecretName, cc.Spec.Gateway.TLSSecretName = "gw-users", "gw-tls"
 		})
 	name := cachecluster.GatewayName(cc.Name)
 	dep, svc, np := &appsv1.Deployment{}, &corev1.Service{}, &networkingv1.NetworkPolicy{}
@@ -49,6 +50,21 @@ func TestGateway(t *testing.T) {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("gateway args %v lack %s", c.Args, arg)
 		}
+	}
+	for _, arg := range []string{"--users-dir=" + cachecluster.GatewayUsersPath, "--tls-cert=" + cachecluster.GatewayTLSPath + "/tls.crt",
+		"--tls-key=" + cachecluster.GatewayTLSPath + "/tls.key"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("gateway args %v lack %s", c.Args, arg)
+		}
+	}
+	secrets := map[string]bool{}
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			secrets[v.Secret.SecretName] = true
+		}
+	}
+	if !secrets["gw-users"] || !secrets["gw-tls"] || len(c.VolumeMounts) != 3 {
+		t.Errorf("gateway volumes %v and %d mounts, want the data-plane key, the users and the TLS Secrets", secrets, len(c.VolumeMounts))
 	}
 	if len(c.VolumeMounts) == 0 || c.ReadinessProbe == nil || len(c.Ports) != 2 || c.Ports[0].Name != "redis" {
 		t.Errorf("gateway container %+v: want the data-plane key, a readiness probe, the redis and metrics ports", c)
