@@ -2,7 +2,8 @@ package gateway
 
 import (
 	"context"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // each calls fn for every group of n consecutive arguments (a key, or a
@@ -13,20 +14,9 @@ func each(ctx context.Context, args [][]byte, n int, fn func(ctx context.Context
 	if groups == 1 {
 		return fn(ctx, 0, args[:n])
 	}
-	var (
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
+	var eg errgroup.Group
 	for g := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(ctx, g, args[g*n:g*n+n]); err != nil {
-				once.Do(func() { first = err })
-			}
-		}()
+		eg.Go(func() error { return fn(ctx, g, args[g*n:g*n+n]) })
 	}
-	wg.Wait()
-	return first
+	return eg.Wait()
 }

@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/tidwall/redcon"
+	"golang.org/x/sync/errgroup"
 )
 
 // execute runs a connection's pipeline and returns each command's reply,
@@ -87,17 +87,15 @@ func (s *Server) runBatch(sess *session, cmds []redcon.Command, b *batch, out []
 		out[b.idx[0]] = s.run(sess, cmds[b.idx[0]].Args)
 		return
 	}
-	sem := make(chan struct{}, s.cfg.PipelineWorkers)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(s.cfg.PipelineWorkers)
 	for _, i := range b.idx {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			out[i] = s.run(sess, cmds[i].Args)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // run answers every failure in its reply
 }
 
 // run runs one command and returns its reply.

@@ -50,14 +50,6 @@ func (g *Gateway) Start() error {
 	return nil
 }
 
-// ListenAddr is the address Start listens on.
-func (g *Gateway) ListenAddr() net.Addr {
-	if g.ln == nil {
-		return nil
-	}
-	return g.ln.Addr()
-}
-
 // Close stops serving and closes the client.
 func (g *Gateway) Close() error {
 	var errs []error

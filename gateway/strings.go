@@ -16,14 +16,23 @@ import (
 // written through its storage shim by the client package.
 
 func runGet(c *call, dst []byte) []byte {
-	v, err := c.srv.cfg.Store.Get(c.ctx, string(c.args[1]))
+	v, found, err := c.get(c.ctx, c.args[1])
 	switch {
-	case errors.Is(err, client.ErrNotFound):
-		return appendNull(dst, c.resp3)
 	case err != nil:
 		return appendError(dst, errorReply(err, false))
+	case !found:
+		return appendNull(dst, c.resp3)
 	}
 	return appendBulk(dst, v)
+}
+
+// get reads key through the cluster: a missing key is not an error.
+func (c *call) get(ctx context.Context, key []byte) (v []byte, found bool, err error) {
+	v, err = c.srv.cfg.Store.Get(ctx, string(key))
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
 }
 
 // runSet answers SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t |
@@ -138,15 +147,11 @@ func runDel(c *call, dst []byte) []byte {
 func runExists(c *call, dst []byte) []byte {
 	var n atomic.Int64
 	err := each(c.ctx, c.args[1:], 1, func(ctx context.Context, _ int, kv [][]byte) error {
-		_, err := c.srv.cfg.Store.Get(ctx, string(kv[0]))
-		switch {
-		case errors.Is(err, client.ErrNotFound):
-			return nil
-		case err != nil:
-			return err
+		_, found, err := c.get(ctx, kv[0])
+		if found {
+			n.Add(1)
 		}
-		n.Add(1)
-		return nil
+		return err
 	})
 	if err != nil {
 		return appendError(dst, errorReply(err, false))
@@ -158,16 +163,9 @@ func runMGet(c *call, dst []byte) []byte {
 	keys := c.args[1:]
 	values := make([][]byte, len(keys))
 	found := make([]bool, len(keys))
-	err := each(c.ctx, keys, 1, func(ctx context.Context, i int, kv [][]byte) error {
-		v, err := c.srv.cfg.Store.Get(ctx, string(kv[0]))
-		switch {
-		case errors.Is(err, client.ErrNotFound):
-			return nil
-		case err != nil:
-			return err
-		}
-		values[i], found[i] = v, true
-		return nil
+	err := each(c.ctx, keys, 1, func(ctx context.Context, i int, kv [][]byte) (err error) {
+		values[i], found[i], err = c.get(ctx, kv[0])
+		return err
 	})
 	if err != nil {
 		return appendError(dst, errorReply(err, false))

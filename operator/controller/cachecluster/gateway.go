@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -85,10 +84,13 @@ func (r *Reconciler) mutateGateway(cc *v1alpha1.CacheCluster, dep *appsv1.Deploy
 	}
 	c.Resources = cc.Spec.Gateway.Resources
 	volumes := []corev1.Volume{dataPlaneKeyVolume(cc)}
-	for _, m := range []struct{ secret, name, path, flags string }{
-		{cc.Spec.Gateway.UsersSecretName, "gateway-users", GatewayUsersPath, "--users-dir=" + GatewayUsersPath},
+	for _, m := range []struct {
+		secret, name, path string
+		flags              []string
+	}{
+		{cc.Spec.Gateway.UsersSecretName, "gateway-users", GatewayUsersPath, []string{"--users-dir=" + GatewayUsersPath}},
 		{cc.Spec.Gateway.TLSSecretName, "gateway-tls", GatewayTLSPath,
-			"--tls-cert=" + GatewayTLSPath + "/tls.crt --tls-key=" + GatewayTLSPath + "/tls.key"},
+			[]string{"--tls-cert=" + GatewayTLSPath + "/tls.crt", "--tls-key=" + GatewayTLSPath + "/tls.key"}},
 	} {
 		if m.secret == "" {
 			continue
@@ -97,7 +99,7 @@ func (r *Reconciler) mutateGateway(cc *v1alpha1.CacheCluster, dep *appsv1.Deploy
 			SecretName: m.secret, DefaultMode: ptr.To(secretMode),
 		}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m.name, MountPath: m.path, ReadOnly: true})
-		c.Args = append(c.Args, strings.Fields(m.flags)...)
+		c.Args = append(c.Args, m.flags...)
 	}
 	dep.Labels = lbl
 	dep.Spec.Replicas = ptr.To(gatewayReplicas(cc))
