@@ -20,27 +20,24 @@ import (
 // returns the new value; a value that is not an integer, or a sum that
 // overflows, is ErrNotInteger.
 func (c *Client) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
-	r, err := c.rmw(ctx, key, wire.RMWIncrBy, wire.IncrByArg(delta))
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(string(r), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("cannot incrby %q: the shim's result %q: %w", key, r, ErrInternal)
-	}
-	return n, nil
+	return c.rmwInt(ctx, key, wire.RMWIncrBy, wire.IncrByArg(delta))
 }
 
 // Append appends suffix to key's value (a missing key counts as empty) and
 // returns the new length; beyond wire.MaxValueLen it is ErrTooLarge.
 func (c *Client) Append(ctx context.Context, key string, suffix []byte) (int64, error) {
-	r, err := c.rmw(ctx, key, wire.RMWAppend, suffix)
+	return c.rmwInt(ctx, key, wire.RMWAppend, suffix)
+}
+
+// rmwInt runs op, whose result is a decimal integer.
+func (c *Client) rmwInt(ctx context.Context, key string, op wire.RMW, arg []byte) (int64, error) {
+	r, err := c.rmw(ctx, key, op, arg)
 	if err != nil {
 		return 0, err
 	}
 	n, err := strconv.ParseInt(string(r), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("cannot append to %q: the shim's result %q: %w", key, r, ErrInternal)
+		return 0, fmt.Errorf("cannot %s %q: the shim's result %q: %w", op, key, r, ErrInternal)
 	}
 	return n, nil
 }
