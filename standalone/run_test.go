@@ -17,12 +17,12 @@ import (
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/topotest"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/plan"
-	"github.com/distcache/distcache/topology"
 )
 
 // distcacheBinary is the distcache executable built by TestMain.
@@ -75,14 +75,7 @@ func testPlan(t *testing.T, runDir, redisServer string) *plan.Plan {
 			{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}},
 		},
 	}
-	layers, err := topology.ResolveLayers(&spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := topology.New("run", spec, layers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	topo := topotest.New(t, "run", spec)
 	p, err := plan.New(topo, plan.Options{RunDir: runDir, Binary: distcacheBinary, RedisServer: redisServer, MapPoll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/distcache/distcache/internal/topotest"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/topology"
 )
@@ -53,14 +54,7 @@ func TestMapSpec(t *testing.T) {
 			layer("leaf", bound),
 		},
 	}
-	layers, err := topology.ResolveLayers(&spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.New("shop", spec, layers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := topotest.New(t, "shop", spec)
 	ms := c.MapSpec(nil)
 	if ms.Cluster != "shop" || ms.Racks != 3 || ms.ShardsPerRack != 2 || len(ms.Layers) != 2 {
 		t.Fatalf("map spec %+v: want 3×2 storage and the two software layers", ms)

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/distcache/distcache/internal/topotest"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/topology"
@@ -49,15 +50,7 @@ func newCluster(t *testing.T, opts ...specOption) *topology.Cluster {
 	for _, o := range opts {
 		o(&spec)
 	}
-	layers, err := topology.ResolveLayers(&spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.New("t", spec, layers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return topotest.New(t, "t", spec)
 }
 
 // sequentialPorts hands out ports from 20000 (TCP) and 30000 (UDP) up.

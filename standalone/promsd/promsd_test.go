@@ -9,10 +9,10 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/distcache/distcache/internal/topotest"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/standalone/promsd"
-	"github.com/distcache/distcache/topology"
 )
 
 // TestWriteListsEveryMetricsAddress lays out a cluster of one rack with one
@@ -28,14 +28,7 @@ func TestWriteListsEveryMetricsAddress(t *testing.T) {
 			{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}},
 		},
 	}
-	layers, err := topology.ResolveLayers(&spec, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := topology.New("t", spec, layers)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := topotest.New(t, "t", spec)
 	p, err := plan.New(c, plan.Options{RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
