@@ -48,10 +48,9 @@ func (s *Shim) serveWrite(r *request) {
 	if err == nil {
 		w = s.applyWrite(r)
 	}
-	status, version, owners, replayed := w.status, w.version, w.owners, w.replayed
 	// Counted before the reply, so that whoever sees the reply sees it counted.
-	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
-	reply := s.replyTo(r, status, version, w.result)
+	s.metrics.requests.Observe(r.op, metrics.StatusResult(w.status), time.Since(r.start))
+	reply := s.replyTo(r, w.status, w.version, w.result)
 	if w.existed {
 		reply.Flags |= wire.FlagHit // DEL_REPLY: the key existed
 	}
@@ -60,15 +59,28 @@ func (s *Shim) serveWrite(r *request) {
 	if unlock != nil {
 		unlock()
 	}
-	if replayed {
-		// Redis may hold a later write by now: phase 2 ends the write
-		// like a failed one, leaving the invalidated copies invalid.
-		status = wire.StatusUnavailable
+	status, value := w.phase2()
+	s.update(r, status, w.version, w.owners, value)
+}
+
+// phase2 is what the write's UPDATE carries: the key's value after a
+// write that succeeded, StatusNotFound when it left no value (a DEL's, an
+// RMW's that found and set nothing), StatusUncacheable when it left the
+// key with an expiry, and a failed write's status. A write a previous run
+// of the shim applied ends like a failed one: Redis may hold a later write
+// by now.
+func (w writeOutcome) phase2() (wire.Status, []byte) {
+	switch {
+	case w.replayed:
+		return wire.StatusUnavailable, nil
+	case w.status != wire.StatusOK:
+		return w.status, nil
+	case w.uncacheable:
+		return wire.StatusUncacheable, nil
+	case !w.valueExists:
+		return wire.StatusNotFound, nil
 	}
-	if status == wire.StatusOK && w.uncacheable {
-		status = wire.StatusUncacheable
-	}
-	s.update(r, status, version, owners, w.value, w.valueExists)
+	return wire.StatusOK, w.value
 }
 
 // writeOutcome is what applyWrite did: the reply status, the write's
@@ -172,26 +184,17 @@ func (s *Shim) waitWritable() error {
 // update is phase 2 of write r of version v, which ended with status: an
 // UPDATE to the owners phase 1 invalidated, in parallel, each bounded by
 // UpdateTimeout. It tells the nodes the write is over (so they coalesce
-// misses of the key again) and, for a PUT that succeeded (StatusOK),
-// carries the value, which a node applies only if its copy still has
-// version v: the key's value after the write (exists), or StatusNotFound
-// when the write left no value (a DEL's, an RMW's that found and set
-// nothing). A failed write's carries its status and no value, and so does
-// one that left the key with an expiry (StatusUncacheable): its copies stay
-// invalid and the readers parked on it read storage. Failures are
-// counted, not retried: an invalid copy is a miss, never a stale read.
-func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner, value []byte, exists bool) {
+// misses of the key again) and, for a write that left a value (StatusOK,
+// writeOutcome.phase2), carries it, which a node applies only if its copy
+// still has version v. StatusNotFound answers the readers parked on the
+// write "missing"; any other status leaves the copies invalid and sends
+// those readers to storage. Failures are counted, not retried: an invalid
+// copy is a miss, never a stale read.
+func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner, value []byte) {
 	if len(owners) == 0 {
 		return
 	}
 	key := r.key
-	switch {
-	case status == wire.StatusOK && exists:
-	case status == wire.StatusOK:
-		status, value = wire.StatusNotFound, nil
-	default:
-		value = nil
-	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.UpdateTimeout)
 	defer cancel()
