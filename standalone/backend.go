@@ -114,7 +114,7 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 			Name: pr.Name, Kind: string(pr.Kind), Layer: pr.Layer, Shard: pr.Shard,
 			State: string(s.State), Ready: c.ready[pr.Name] && s.State == supervisor.Running,
 			PID: s.PID, Restarts: s.Restarts, Addr: pr.Addr, MetricsAddr: pr.MetricsAddr, LogFile: pr.LogFile,
-			Capacity: pr.EmulatedRate,
+			Capacity: pr.EmulatedRate, Auth: pr.Auth, TLS: pr.TLS,
 		}
 		if d, ok := c.slowed[pr.Name]; ok {
 			cp.Slowed = d.String()

@@ -196,7 +196,9 @@ func (c *cluster) startUnlessShutdown(ctx context.Context) (bool, error) {
 // start publishes map version 1, writes the control loop's configuration,
 // starts every process in plan order and waits until each group is ready:
 // Redis servers, then shims, then nodes, then the control loop, then the
-// gateway (its /healthz, as every distcache role's), then Prometheus.
+// gateway (its /healthz, as every distcache role's: plain HTTP on its
+// metrics address, also when it serves Redis clients over TLS and requires
+// AUTH), then Prometheus.
 func (c *cluster) start(ctx context.Context) error {
 	p := c.cfg.Plan
 	if err := mapwatch.WriteFile(p.MapFile, p.Map); err != nil {

@@ -72,15 +72,23 @@ func clusterFile(t *testing.T, bin, spec string) (file, runDir string) {
 
 // TestUpStatusDown runs `distcache up` in the background on a small cluster
 // file, reads it with `distcache status`, and stops it with `distcache
-// down`, after which none of its processes may be left.
+// down`, after which none of its processes may be left. Its gateway
+// requires AUTH over TLS (--gateway-users-dir, --gateway-tls-cert and
+// --gateway-tls-key): it becomes ready all the same (its /healthz is
+// plain HTTP on its metrics address), up and status say how to reach it,
+// and go-redis reaches it only over TLS and as the user of the directory.
 func TestUpStatusDown(t *testing.T) {
 	bin := buildDistcache(t)
 	file, runDir := clusterFile(t, bin, smallCluster)
-	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir)
+	users, cert, key, pool := gatewayUsersAndTLS(t)
+	gatewayFlags := []string{"--gateway-users-dir", users, "--gateway-tls-cert", cert, "--gateway-tls-key", key}
+	out, err := run(t, bin, append([]string{"up", "-f", file, "--run-dir", runDir}, gatewayFlags...)...)
 	if err != nil {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "cluster cli Ready: 2 redis-servers, 2 storage shims, 4 cache nodes (spine 2, leaf 2), 1 control loop, 1 gateway, map version 1") {
+	const secureGateway = " --tls --cacert CA_FILE --user USER --askpass (the Redis-compatible gateway, over TLS, AUTH required; docs/gateway.md)"
+	if !strings.Contains(out, "cluster cli Ready: 2 redis-servers, 2 storage shims, 4 cache nodes (spine 2, leaf 2), 1 control loop, 1 gateway, map version 1") ||
+		!strings.Contains(out, secureGateway) {
 		t.Fatalf("up printed:\n%s", out)
 	}
 	st := status(t, bin, runDir)
@@ -88,11 +96,21 @@ func TestUpStatusDown(t *testing.T) {
 		t.Fatalf("status: %s %s with %d processes, persistence %q; want cli Ready with 10, aof-everysec (the default)",
 			st.Cluster, st.Phase, len(st.Processes), st.Persistence)
 	}
+	var gw control.Process
+	for _, p := range st.Processes {
+		if p.Name == "cli-gateway" {
+			gw = p
+		}
+	}
+	if !gw.Ready || !gw.Auth || !gw.TLS {
+		t.Fatalf("gateway in status --json: %+v; want ready, auth and tls", gw)
+	}
+	checkGatewayAuthTLS(t, gw.Addr, pool)
 	if out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir); err == nil || !strings.Contains(out, "already running") {
 		t.Fatalf("a second up: %v\n%s", err, out)
 	}
 	if out, err := run(t, bin, "status", "--run-dir", runDir); err != nil || !strings.Contains(out, "cli-spine-1") || !strings.Contains(out, "cli-gateway") ||
-		!strings.Contains(out, "persistence aof-everysec: append-only files in "+filepath.Join(runDir, "redis", "<shard>")) {
+		!strings.Contains(out, "persistence aof-everysec: append-only files in "+filepath.Join(runDir, "redis", "<shard>")) || !strings.Contains(out, secureGateway) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
 	out, err = run(t, bin, "down", "--run-dir", runDir)

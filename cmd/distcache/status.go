@@ -131,17 +131,27 @@ func printSummary(w io.Writer, st control.Status) {
 }
 
 // gatewayLine tells how to reach the cluster's Redis-compatible gateway
-// with redis-cli ("" without a gateway).
+// with redis-cli, and whether it serves TLS and requires AUTH ("" without
+// a gateway).
 func gatewayLine(st control.Status) string {
 	for _, p := range st.Processes {
 		if p.Kind != string(plan.Gateway) {
 			continue
 		}
+		flags, what := "", "the Redis-compatible gateway"
+		if p.TLS {
+			flags += " --tls --cacert CA_FILE"
+			what += ", over TLS"
+		}
+		if p.Auth {
+			flags += " --user USER --askpass"
+			what += ", AUTH required"
+		}
 		host, port, err := net.SplitHostPort(p.Addr)
 		if err != nil {
-			return fmt.Sprintf("redis:  %s (the Redis-compatible gateway; docs/gateway.md)", p.Addr)
+			return fmt.Sprintf("redis:  %s (%s; docs/gateway.md)", p.Addr, what)
 		}
-		return fmt.Sprintf("redis:  redis-cli -h %s -p %s (the Redis-compatible gateway; docs/gateway.md)", host, port)
+		return fmt.Sprintf("redis:  redis-cli -h %s -p %s%s (%s; docs/gateway.md)", host, port, flags, what)
 	}
 	return ""
 }

@@ -35,6 +35,9 @@ type upOptions struct {
 	startTimeout  time.Duration
 	probeInterval time.Duration
 	mapPoll       time.Duration
+	// gatewayUsersDir, gatewayTLSCert and gatewayTLSKey are the gateway's
+	// --users-dir, --tls-cert and --tls-key (plan.Options).
+	gatewayUsersDir, gatewayTLSCert, gatewayTLSKey string
 }
 
 func newUpCommand() *cobra.Command {
@@ -51,6 +54,10 @@ process of its own like the others, health-checks the cache nodes, remaps a
 failed one and restores it when it is back, with the spec's failover settings.
 A Redis-compatible gateway (distcache gateway) serves the cluster to Redis
 clients on a loopback port that up prints; --gateway=false leaves it out.
+--gateway-users-dir makes it require AUTH with the users of a directory (a
+file per user, holding its password), --gateway-tls-cert and
+--gateway-tls-key serve it over TLS: standalone mode's
+spec.gateway.usersSecretName and tlsSecretName, which it refuses.
 
 up returns once every process is ready and leaves the cluster running in the
 background; see it with 'distcache status', stop it with 'distcache down'.
@@ -67,6 +74,7 @@ and each cache node the aggregate of one rack (shards per rack × it), so that
 one machine can show the load balancing of many servers.`,
 		Example: `  distcache up -f hack/demo/cluster.yaml
   distcache up -f hack/demo/cluster.yaml --prometheus
+  distcache up -f hack/demo/cluster.yaml --gateway-users-dir users/ --gateway-tls-cert tls.crt --gateway-tls-key tls.key
   distcache up -f cluster.yaml -f layers.yaml --shard-capacity 300 --run-dir out/run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -82,6 +90,10 @@ one machine can show the load balancing of many servers.`,
 		"also run a Prometheus that scrapes every process each second (the prometheus program; --prometheus alone: prometheus on PATH, Debian's package prometheus)")
 	f.Lookup("prometheus").NoOptDefVal = "prometheus"
 	f.BoolVar(&o.gateway, "gateway", true, "also run the Redis-compatible gateway (distcache gateway), for redis-cli and other Redis clients")
+	f.StringVar(&o.gatewayUsersDir, "gateway-users-dir", "",
+		"directory with a file per user, named as the user and holding its password: the gateway requires AUTH (its --users-dir; read at every AUTH, so a changed password applies without a restart)")
+	f.StringVar(&o.gatewayTLSCert, "gateway-tls-cert", "", "PEM certificate: the gateway serves Redis clients over TLS (with --gateway-tls-key; re-read when it changes)")
+	f.StringVar(&o.gatewayTLSKey, "gateway-tls-key", "", "PEM private key of --gateway-tls-cert")
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
 		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
@@ -97,6 +109,13 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	// What the plan refuses is refused here, before the cluster starts in
+	// the background: the gateway's files must exist and be readable.
+	gw := plan.Options{NoGateway: !o.gateway, GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey}
+	if err := plan.Check(topo, &gw); err != nil {
+		return err
+	}
+	o.gatewayUsersDir, o.gatewayTLSCert, o.gatewayTLSKey = gw.GatewayUsersDir, gw.GatewayTLSCert, gw.GatewayTLSKey // absolute
 	if o.ref.runDir == "" {
 		o.ref.runDir = filepath.Join(defaultStateRoot(), topo.Name)
 	}
@@ -137,6 +156,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	}
 	p, err := plan.New(topo, plan.Options{
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
+		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: min(o.mapPoll, topology.ServingLease(&topo.Spec)/4), LogLevel: o.logLevel,
 	})
 	if err != nil {
@@ -182,6 +202,12 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 		"--map-poll", o.mapPoll.String(), "--gateway=" + strconv.FormatBool(o.gateway)}
 	if o.prometheus != "" {
 		args = append(args, "--prometheus="+o.prometheus)
+	}
+	if o.gatewayUsersDir != "" {
+		args = append(args, "--gateway-users-dir", o.gatewayUsersDir)
+	}
+	if o.gatewayTLSCert != "" {
+		args = append(args, "--gateway-tls-cert", o.gatewayTLSCert, "--gateway-tls-key", o.gatewayTLSKey)
 	}
 	for _, f := range o.ref.files {
 		abs, err := filepath.Abs(f)

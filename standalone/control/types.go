@@ -109,6 +109,11 @@ type Process struct {
 	Addr        string `json:"addr"`
 	MetricsAddr string `json:"metricsAddr,omitempty"`
 	LogFile     string `json:"logFile"`
+	// Auth and TLS say that a gateway requires AUTH and serves Redis
+	// clients over TLS (`distcache up --gateway-users-dir`,
+	// `--gateway-tls-cert`).
+	Auth bool `json:"auth,omitempty"`
+	TLS  bool `json:"tls,omitempty"`
 	// WorkUnits is the cumulative work done (emulated cost units), Capacity
 	// the emulated units per second (0: unlimited), Load the work rate over
 	// the last scrape period, Coherence a shim's invalidations and updates

@@ -20,8 +20,10 @@
 package plan
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -78,6 +80,10 @@ type Process struct {
 	// EmulatedRate is the emulated capacity in work units per second (0:
 	// none).
 	EmulatedRate float64
+	// Auth and TLS say that a gateway requires AUTH
+	// (Options.GatewayUsersDir) and serves Redis clients over TLS
+	// (Options.GatewayTLSCert).
+	Auth, TLS bool
 }
 
 // Options are the host-specific settings of a plan.
@@ -93,6 +99,16 @@ type Options struct {
 	// default (`distcache up --gateway=false`); so does the spec's
 	// gateway.replicas 0.
 	NoGateway bool
+	// GatewayUsersDir, when set, is a directory with a file per user,
+	// named as the user and holding its password: the gateway requires
+	// AUTH (`distcache gateway --users-dir`, `distcache up
+	// --gateway-users-dir`), standalone mode's spec.gateway.usersSecretName.
+	// GatewayTLSCert and GatewayTLSKey, both or neither, are a PEM
+	// certificate and its key: the gateway serves Redis clients over TLS
+	// (--tls-cert, --tls-key), standalone mode's tlsSecretName. The gateway
+	// reads them while it runs (the users at every AUTH, the certificate
+	// when it changes). Check makes them absolute.
+	GatewayUsersDir, GatewayTLSCert, GatewayTLSKey string
 	// Host is the address every process listens on (default 127.0.0.1).
 	Host string
 	// ShardRate is the emulated capacity of a storage shard in work units
@@ -151,19 +167,11 @@ type Plan struct {
 // Kubernetes cluster provides.
 var ErrUnsupported = errors.New("not supported in standalone mode")
 
-// New lays out c on one host.
+// New lays out c on one host. It refuses what Check refuses.
 func New(c *topology.Cluster, o Options) (*Plan, error) {
 	o = o.withDefaults()
-	for _, l := range c.Layers {
-		if !l.Software() {
-			return nil, fmt.Errorf("cannot run layer %s: switch-backed layers need a SwitchFabric: %w", l.Name, ErrUnsupported)
-		}
-	}
-	if g := c.Spec.Gateway; g.UsersSecretName != "" || g.TLSSecretName != "" {
-		return nil, fmt.Errorf("cannot run the gateway with usersSecretName or tlsSecretName: standalone mode has no Secrets (run distcache gateway with --users-dir and --tls-cert yourself): %w", ErrUnsupported)
-	}
-	if st := c.Spec.Storage; st.Auth != nil || st.TLS != nil {
-		return nil, fmt.Errorf("cannot run storage with auth or tls: standalone mode does not pass a Redis password or TLS settings to its shims yet: %w", ErrUnsupported)
+	if err := Check(c, &o); err != nil {
+		return nil, err
 	}
 	if o.NodeRate == 0 {
 		o.NodeRate = o.ShardRate * float64(c.ShardsPerRack())
@@ -190,9 +198,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	// loop and the supervisor, a Redis and a metrics port for the gateway
 	// and a web port for Prometheus; UDP: a data-plane port per shim and
 	// node.
-	// spec.gateway.replicas 0 runs no gateway; any other count runs one:
-	// a host needs no second gateway in front of the same processes.
-	runGateway := !o.NoGateway && (c.Spec.Gateway.Replicas == nil || *c.Spec.Gateway.Replicas > 0)
+	runGateway := runsGateway(c, o)
 	gateway, prometheus := 0, 0
 	if runGateway {
 		gateway = 2
@@ -259,11 +265,19 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	})
 	if runGateway {
 		name, redisAddr, metricsAddr := c.Name+"-gateway", tcp.next(), tcp.next()
+		args := []string{"gateway", "--redis-addr=" + redisAddr}
+		if o.GatewayUsersDir != "" {
+			args = append(args, "--users-dir="+o.GatewayUsersDir)
+		}
+		if o.GatewayTLSCert != "" {
+			args = append(args, "--tls-cert="+o.GatewayTLSCert, "--tls-key="+o.GatewayTLSKey)
+		}
 		p.Processes = append(p.Processes, Process{
 			Name: name, Kind: Gateway, Path: o.Binary,
-			Args:    o.roleArgs([]string{"gateway", "--redis-addr=" + redisAddr}, metricsAddr, p, 0),
+			Args:    o.roleArgs(args, metricsAddr, p, 0),
 			Addr:    redisAddr,
 			LogFile: o.log(name), MetricsAddr: metricsAddr,
+			Auth: o.GatewayUsersDir != "", TLS: o.GatewayTLSCert != "",
 		})
 	}
 	if o.Prometheus != "" {
@@ -283,6 +297,99 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// Check refuses what New would refuse before anything is laid out: a
+// spec that needs Kubernetes (a switch-backed layer, Secrets, Redis auth
+// or TLS), and gateway files (o.GatewayUsersDir, GatewayTLSCert,
+// GatewayTLSKey) that are missing, unreadable, not a certificate and its
+// key, or given to a plan that runs no gateway. It makes those paths
+// absolute. `distcache up` calls it before it starts the cluster in the
+// background, so that such a mistake is its own error rather than a line
+// in the log of the process that runs the cluster.
+func Check(c *topology.Cluster, o *Options) error {
+	for _, l := range c.Layers {
+		if !l.Software() {
+			return fmt.Errorf("cannot run layer %s: switch-backed layers need a SwitchFabric: %w", l.Name, ErrUnsupported)
+		}
+	}
+	g := c.Spec.Gateway
+	if g.UsersSecretName != "" {
+		return fmt.Errorf("cannot run the gateway with usersSecretName %s: standalone mode has no Secrets: pass the users as files with distcache up --gateway-users-dir DIR (a file per user, named as the user, holding its password): %w",
+			g.UsersSecretName, ErrUnsupported)
+	}
+	if g.TLSSecretName != "" {
+		return fmt.Errorf("cannot run the gateway with tlsSecretName %s: standalone mode has no Secrets: pass the certificate as files with distcache up --gateway-tls-cert FILE --gateway-tls-key FILE (PEM): %w",
+			g.TLSSecretName, ErrUnsupported)
+	}
+	if st := c.Spec.Storage; st.Auth != nil || st.TLS != nil {
+		return fmt.Errorf("cannot run storage with auth or tls: standalone mode does not pass a Redis password or TLS settings to its shims yet: %w", ErrUnsupported)
+	}
+	return o.checkGatewayFiles(runsGateway(c, *o))
+}
+
+// runsGateway says whether the plan runs a gateway: not with
+// Options.NoGateway nor with spec.gateway.replicas 0, and one for any other
+// count (a host needs no second gateway in front of the same processes).
+func runsGateway(c *topology.Cluster, o Options) bool {
+	return !o.NoGateway && (c.Spec.Gateway.Replicas == nil || *c.Spec.Gateway.Replicas > 0)
+}
+
+// checkGatewayFiles checks the gateway's users directory and TLS files and
+// makes their paths absolute.
+func (o *Options) checkGatewayFiles(runGateway bool) error {
+	if o.GatewayUsersDir == "" && o.GatewayTLSCert == "" && o.GatewayTLSKey == "" {
+		return nil
+	}
+	if !runGateway {
+		return errors.New("cannot pass --gateway-users-dir or --gateway-tls-cert/--gateway-tls-key: the cluster runs no gateway (up --gateway=false, or spec.gateway.replicas 0)")
+	}
+	if (o.GatewayTLSCert == "") != (o.GatewayTLSKey == "") {
+		return errors.New("cannot serve the gateway over TLS: --gateway-tls-cert and --gateway-tls-key go together")
+	}
+	for _, f := range []struct {
+		flag string
+		path *string
+	}{{"--gateway-users-dir", &o.GatewayUsersDir}, {"--gateway-tls-cert", &o.GatewayTLSCert}, {"--gateway-tls-key", &o.GatewayTLSKey}} {
+		if *f.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*f.path)
+		if err != nil {
+			return fmt.Errorf("cannot use %s %s: %w", f.flag, *f.path, err)
+		}
+		*f.path = abs
+	}
+	if o.GatewayUsersDir != "" {
+		st, err := os.Stat(o.GatewayUsersDir)
+		if err != nil {
+			return fmt.Errorf("cannot use --gateway-users-dir: %w", err)
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("cannot use --gateway-users-dir %s: not a directory (it holds a file per user, named as the user and holding its password)", o.GatewayUsersDir)
+		}
+		// The gateway reads it at every AUTH and lists it for INFO: one
+		// that cannot be read is refused now rather than at the first AUTH.
+		if _, err := os.ReadDir(o.GatewayUsersDir); err != nil {
+			return fmt.Errorf("cannot use --gateway-users-dir: %w", err)
+		}
+	}
+	if o.GatewayTLSCert != "" {
+		cert, err := os.ReadFile(o.GatewayTLSCert)
+		if err != nil {
+			return fmt.Errorf("cannot use --gateway-tls-cert: %w", err)
+		}
+		key, err := os.ReadFile(o.GatewayTLSKey)
+		if err != nil {
+			return fmt.Errorf("cannot use --gateway-tls-key: %w", err)
+		}
+		// As the gateway loads them when it starts: a mistake here would
+		// otherwise show as a gateway that never becomes ready.
+		if _, err := tls.X509KeyPair(cert, key); err != nil {
+			return fmt.Errorf("cannot use --gateway-tls-cert %s with --gateway-tls-key %s: %w", o.GatewayTLSCert, o.GatewayTLSKey, err)
+		}
+	}
+	return nil
 }
 
 // checkNames verifies that every process has a name of its own and that
