@@ -78,7 +78,7 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # script (test/scripts); prometheus and promtool for the tests of the metrics
 # and the alert rules; localkube's binaries and Debian packages for the
 # test that brings a real node up and down (test/localkube).
-TEST_DEPS ?= redis-server envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes redis-py localkube-deps
+TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes redis-py localkube-deps
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -90,7 +90,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build image test test-deps vet fmt lint sim bench bench-map-delivery demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
+.PHONY: help build image test test-deps vet fmt lint sim bench bench-map-delivery bench-gateway demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -120,6 +120,13 @@ test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-serve
 .PHONY: redis-server
 redis-server:
 	@$(call apt_install,redis-server redis-benchmark,redis-server redis-tools)
+
+# Installs the Debian package nutcracker (twemproxy) unless it is on PATH:
+# the sharding Redis proxy the gateway is measured against
+# (workload/twemproxy, make bench-gateway, make demo).
+.PHONY: nutcracker
+nutcracker:
+	@$(call apt_install,nutcracker,nutcracker)
 
 # Installs the Debian package iptables unless iptables-legacy is on PATH. The
 # fault-injection suite delays packets by queueing them to userspace with the
@@ -269,6 +276,21 @@ bench: ## Run all benchmarks, output also written to out/bench.txt
 	mkdir -p out
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./... | tee out/bench.txt
 
+# The gateway against twemproxy and Redis (docs/benchmarks.md): first
+# redis-benchmark side by side on a cluster without emulated capacity
+# (hack/gatewaybench), then the demo cluster with emulated capacity under a
+# skewed workload, through Redis clients: DistCache behind the gateway, the
+# same gateway with caching off, and twemproxy.
+GATEWAY_BENCH_DIR ?= out/gatewaybench
+
+bench-gateway: redis-server nutcracker build ## Measure the Redis-compatible gateway against twemproxy and Redis: redis-benchmark side by side, and a skewed run with emulated capacity
+	$(GO) run ./hack/gatewaybench -distcache bin/distcache -run-dir '$(GATEWAY_BENCH_DIR)/run' -out '$(GATEWAY_BENCH_DIR)/redis-benchmark.md'
+	@bin/distcache down --run-dir '$(GATEWAY_BENCH_DIR)/skewed' >/dev/null 2>&1 || true
+	bin/distcache up -f hack/demo/cluster.yaml --run-dir '$(GATEWAY_BENCH_DIR)/skewed' --shard-capacity $(DEMO_SHARD_CAPACITY)
+	@trap "bin/distcache down --run-dir '$(GATEWAY_BENCH_DIR)/skewed'" EXIT; \
+		bin/distcache bench --run-dir '$(GATEWAY_BENCH_DIR)/skewed' --keys 1000000 --skew 0.99 --write-ratio 0.05 \
+		--via gateway --modes twemproxy,nocache,distcache --duration 20s --warmup 15s --out '$(GATEWAY_BENCH_DIR)/skewed-report'
+
 # Partition-map delivery latency (docs/benchmarks.md): real shim and node
 # processes read their map through envtest's API server as a ServiceAccount,
 # and from a file for comparison; MAP_DELIVERY_VERSIONS versions each.
@@ -293,14 +315,23 @@ DEMO_BENCH = bin/distcache bench --run-dir '$(DEMO_RUN_DIR)' --keys 100000 --ske
 	--rate $(DEMO_RATE) --duration 20s --warmup 15s --fail-node demo-spine-1@8s --down-for 6s --out '$(DEMO_DIR)' \
 	$(if $(DEMO_JSON),--json '$(DEMO_JSON)') $(DEMO_FLAGS)
 
-demo: redis-server build ## Run DistCache standalone on local processes, benchmark NoCache vs DistCache with a failure, report (DEMO_JSON=path for JSON)
+# After the report, the same cluster once more through Redis clients: a
+# distcache gateway per client (--via gateway) against twemproxy in front of
+# the cluster's own Redis servers, without a failure; its summary only.
+DEMO_GATEWAY_BENCH = bin/distcache bench --run-dir '$(DEMO_RUN_DIR)' --keys 100000 --skew 0.99 --write-ratio 0.05 \
+	--via gateway --modes twemproxy,distcache --duration 10s --warmup 8s --predict=false --out '$(DEMO_DIR)/gateway'
+
+demo: redis-server nutcracker build ## Run DistCache standalone on local processes, benchmark NoCache vs DistCache with a failure, report (DEMO_JSON=path for JSON)
 	@echo '==> Stopping a demo cluster left running, if any'
 	@bin/distcache down --run-dir '$(DEMO_RUN_DIR)' >/dev/null 2>&1 || true
 	@echo '==> bin/distcache up -f hack/demo/cluster.yaml --run-dir $(DEMO_RUN_DIR) --shard-capacity $(DEMO_SHARD_CAPACITY)'
 	@bin/distcache up -f hack/demo/cluster.yaml --run-dir '$(DEMO_RUN_DIR)' --shard-capacity $(DEMO_SHARD_CAPACITY)
 	@echo '==> $(DEMO_BENCH)'
-	@trap "echo '==> bin/distcache down --run-dir $(DEMO_RUN_DIR)'; bin/distcache down --run-dir '$(DEMO_RUN_DIR)'" EXIT; \
-		$(DEMO_BENCH)
+	@set -o pipefail; trap "echo '==> bin/distcache down --run-dir $(DEMO_RUN_DIR)'; bin/distcache down --run-dir '$(DEMO_RUN_DIR)'" EXIT; \
+		$(DEMO_BENCH) && \
+		echo '==> $(DEMO_GATEWAY_BENCH)' && \
+		{ $(DEMO_GATEWAY_BENCH) 2>'$(DEMO_DIR)/gateway.log' || { cat '$(DEMO_DIR)/gateway.log' >&2; exit 1; }; } | \
+		awk '/^ *mode /{p=1} p{print} /^ *distcache /{p=0}'
 
 # The long fault-injection run (test/fault, docs/reliability.md): SCHEDULES
 # random schedules drawn from SEED, each a cluster in a network namespace of

@@ -35,6 +35,7 @@ type benchOptions struct {
 	out       string
 	jsonPath  string
 	predict   bool
+	via       string
 }
 
 func newBenchCommand() *cobra.Command { return benchCommand(&benchOptions{}) }
@@ -94,7 +95,9 @@ and recovers it --down-for later; the report shows the throughput timeline
 	f.Float64Var(&c.Rate, "rate", 0, "offered operations per second (0: probe each mode's capacity; needs emulated capacities)")
 	f.IntVar(&c.Preload, "preload", 10000, "hottest keys written before the runs")
 	f.DurationVar(&c.Warmup, "warmup", 8*time.Second, "unmeasured load before DistCache's window, for the caches to fill")
-	f.StringSliceVar(&o.modes, "modes", []string{string(driver.NoCache), string(driver.DistCache)}, "modes to run: nocache, distcache")
+	f.StringSliceVar(&o.modes, "modes", []string{string(driver.NoCache), string(driver.DistCache)},
+		"modes to run: nocache, distcache, twemproxy (nutcracker in front of the cluster's Redis servers, on keys of its own)")
+	f.StringVar(&o.via, "via", viaClient, "what nocache's and distcache's operations go through: client (the client library) or gateway (Redis clients of a distcache gateway per client, in this process)")
 	f.StringVar(&o.failNode, "fail-node", "", "NAME@T: fail cache node NAME T into DistCache's window (see --fail-mode), recover it --down-for later")
 	f.StringVar(&o.failMode, "fail-mode", string(driver.FailKill), "how --fail-node fails the node: kill (SIGKILL, then restart), pause (SIGSTOP, then SIGCONT) or slow (delay every datagram it sends by --slow-delay)")
 	f.DurationVar(&o.slowDelay, "slow-delay", 100*time.Millisecond, "delay of every data-plane datagram a node failed with --fail-mode slow sends")
@@ -116,6 +119,14 @@ func (o *benchOptions) run(cmd *cobra.Command) error {
 	if err := o.configure(st, cmd.Flags().Changed); err != nil {
 		return err
 	}
+	if err := o.configureVia(); err != nil {
+		return err
+	}
+	stopTwemproxy, err := o.startTwemproxy(ctx, st)
+	if err != nil {
+		return err
+	}
+	defer stopTwemproxy()
 	o.cfg.Progress = report.ProgressBar(cmd.ErrOrStderr())
 	o.cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	src := o.cfg.MapSource

@@ -23,6 +23,8 @@ const retryWorkers = 4
 const (
 	sourceCache   = "cache"
 	sourceStorage = "storage"
+	// sourceTwemproxy reads mode twemproxy's keys through twemproxy.
+	sourceTwemproxy = "twemproxy"
 )
 
 // checkResult gathers the read-back's findings from its workers.
@@ -83,8 +85,13 @@ func (r *runner) checkKey(ctx context.Context, key string, res *checkResult) {
 	e := r.ledger.entry(key)
 	sources := []struct {
 		name string
-		c    *client.Client
+		c    Store
 	}{{sourceCache, r.routed[0]}, {sourceStorage, r.bypass[0]}}
+	if strings.HasPrefix(key, twemproxyPrefix) {
+		// Twemproxy's keys are where its own hashing put them.
+		sources = sources[:1]
+		sources[0].name, sources[0].c = sourceTwemproxy, r.cfg.Twemproxy
+	}
 	var found []LostWrite
 	failed := false
 	for _, src := range sources {

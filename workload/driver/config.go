@@ -22,10 +22,18 @@ const (
 	NoCache Mode = "nocache"
 	// DistCache routes reads over the cache layers by power-of-two-choices.
 	DistCache Mode = "distcache"
+	// Twemproxy is a sharding Redis proxy without a cache (twemproxy) in
+	// front of the cluster's own Redis servers: every operation goes to
+	// its key's Redis by the proxy's consistent hashing, past the shims.
+	// Its operations go through Config.Twemproxy, on keys of their own
+	// (twemproxyPrefix), and its loads are the Redis servers' commands
+	// (RedisWorker).
+	Twemproxy Mode = "twemproxy"
 )
 
-// modeOrder is the order modes run in.
-var modeOrder = []Mode{NoCache, DistCache}
+// modeOrder is the order modes run in: Twemproxy first, before any cache
+// node holds a copy.
+var modeOrder = []Mode{Twemproxy, NoCache, DistCache}
 
 // Defaults applied to zero fields of Config.
 const (
@@ -190,9 +198,21 @@ type Config struct {
 	// so that the nodes' hot-key detectors fill their caches (default
 	// DefaultWarmup; negative: none).
 	Warmup time.Duration
-	// Modes are the systems to run (default both); they run in the order
-	// NoCache, DistCache whatever the order given.
+	// Modes are the systems to run (default NoCache and DistCache); they
+	// run in the order Twemproxy, NoCache, DistCache whatever the order
+	// given.
 	Modes []Mode
+	// Via, if set, carries the operations of NoCache and DistCache through
+	// a store in front of each of the driver's clients instead of calling
+	// the clients: a Redis client of a gateway that serves with it
+	// (`distcache bench --via gateway`). The driver closes a store that is
+	// an io.Closer; the clients' Stats still count what went through them.
+	Via func(*client.Client) (Store, error)
+	// ViaName names Via in the report (ReportConfig.Via), e.g. "gateway".
+	ViaName string
+	// Twemproxy is the store of the Twemproxy mode (needed to run it): a
+	// Redis client of the proxy. The Cluster must be a RedisWorker.
+	Twemproxy Store
 	// Failure, if set, is injected into DistCache's measured window.
 	Failure *Failure
 	// Interval is the timeline's sample period (default DefaultInterval).
@@ -239,8 +259,8 @@ type hooks struct {
 	beforeCheck func(ctx context.Context, keys []string)
 }
 
-// withDefaults returns c with the defaults applied and the modes in order.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with the defaults applied and the modes in order.
+func (c Config) WithDefaults() Config {
 	if c.Keys == 0 {
 		c.Keys = DefaultKeys
 	}
@@ -262,7 +282,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Warmup = max(c.Warmup, 0)
 	if len(c.Modes) == 0 {
-		c.Modes = modeOrder
+		c.Modes = []Mode{NoCache, DistCache}
 	}
 	var modes []Mode
 	for _, m := range modeOrder {
@@ -313,7 +333,10 @@ func (c Config) validate() error {
 	}
 	for _, m := range c.Modes {
 		if !slices.Contains(modeOrder, m) {
-			errs = append(errs, fmt.Errorf("unknown mode %q (want %q or %q)", m, NoCache, DistCache))
+			errs = append(errs, fmt.Errorf("unknown mode %q (want %q, %q or %q)", m, NoCache, DistCache, Twemproxy))
+		}
+		if m == Twemproxy && c.Twemproxy == nil {
+			errs = append(errs, errors.New("mode twemproxy needs the proxy's store (Twemproxy)"))
 		}
 	}
 	if f := c.Failure; f != nil {

@@ -10,7 +10,7 @@ import (
 )
 
 func TestConfigDefaults(t *testing.T) {
-	c := Config{MapFile: "m"}.withDefaults()
+	c := Config{MapFile: "m"}.WithDefaults()
 	if c.Keys != DefaultKeys || c.Skew != DefaultSkew || c.ValueSize != DefaultValueSize ||
 		c.Duration != DefaultDuration || c.Concurrency != DefaultConcurrency || c.Clients != DefaultClients ||
 		c.Preload != DefaultPreload || c.Warmup != DefaultWarmup || c.Interval != DefaultInterval ||
@@ -31,7 +31,7 @@ func TestConfigDefaults(t *testing.T) {
 			func(c Config) bool { return slices.Equal(c.Modes, []Mode{NoCache, DistCache}) }},
 	}
 	for _, tt := range tests {
-		if c := tt.in.withDefaults(); !tt.check(c) {
+		if c := tt.in.WithDefaults(); !tt.check(c) {
 			t.Errorf("%s: %+v", tt.name, c)
 		}
 	}
@@ -68,7 +68,7 @@ func TestConfigValidate(t *testing.T) {
 	for _, tt := range tests {
 		c := ok
 		tt.change(&c)
-		err := c.withDefaults().validate()
+		err := c.WithDefaults().validate()
 		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
 		}

@@ -20,12 +20,13 @@ import (
 type phase struct {
 	name     string // "warmup", "probe" or "measure"
 	mode     Mode
-	clients  []*client.Client
-	rate     float64       // offered operations per second
-	duration time.Duration // time bound
-	count    uint64        // operation bound
-	measure  bool          // record latencies and the timeline
-	failure  *Failure      // injected into this phase (measure only)
+	stores   []Store          // the operations go through these
+	clients  []*client.Client // whose Stats count them (nil: none)
+	rate     float64          // offered operations per second
+	duration time.Duration    // time bound
+	count    uint64           // operation bound
+	measure  bool             // record latencies and the timeline
+	failure  *Failure         // injected into this phase (measure only)
 }
 
 // phaseResult is what a phase did.
@@ -92,7 +93,7 @@ func (r *runner) runPhase(ctx context.Context, ph phase) (*phaseResult, error) {
 	hists := make([]*histogram, r.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for w := range r.cfg.Concurrency {
-		cl := ph.clients[w%len(ph.clients)]
+		cl := ph.stores[w%len(ph.stores)]
 		if ph.measure {
 			hists[w] = &histogram{}
 		}
@@ -179,8 +180,8 @@ func (r *runner) dispatch(ctx context.Context, ph phase, start time.Time, ops ch
 }
 
 // do runs one operation on cl and counts it in t (and h, if not nil).
-func (r *runner) do(ctx context.Context, cl *client.Client, mode Mode, o op, t *tally, h *histogram) {
-	key := workload.Key(r.scr.Permute(o.rank))
+func (r *runner) do(ctx context.Context, cl Store, mode Mode, o op, t *tally, h *histogram) {
+	key := modeKey(mode, workload.Key(r.scr.Permute(o.rank)))
 	begin := time.Now()
 	var err error
 	if o.write {
@@ -210,7 +211,7 @@ func (r *runner) do(ctx context.Context, cl *client.Client, mode Mode, o op, t *
 // key in flight, and records the outcome in the ledger. It waits at most
 // OpTimeout for the key's previous write to finish, then gives the write
 // its own OpTimeout.
-func (r *runner) put(ctx context.Context, cl *client.Client, mode Mode, key string) error {
+func (r *runner) put(ctx context.Context, cl Store, mode Mode, key string) error {
 	v := value(mode, key, r.seq.Add(1), r.cfg.ValueSize)
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 	defer cancel()

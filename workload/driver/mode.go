@@ -16,10 +16,7 @@ const (
 // runMode runs one mode: warm-up (DistCache), probe (Rate 0) and the
 // measured window. shardSum is the storage shards' summed capacity.
 func (r *runner) runMode(ctx context.Context, mode Mode, shardSum float64) (ModeResult, *phaseResult, error) {
-	clients := r.routed
-	if mode == NoCache {
-		clients = r.bypass
-	}
+	stores, clients := r.storesFor(mode)
 	probeRate := probeLoad * shardSum
 	if err := r.settle(ctx, string(mode)); err != nil {
 		return ModeResult{}, nil, err
@@ -29,7 +26,7 @@ func (r *runner) runMode(ctx context.Context, mode Mode, shardSum float64) (Mode
 		if rate == 0 {
 			rate = r.cfg.Rate
 		}
-		ph := phase{name: "warmup", mode: mode, clients: clients, rate: rate, duration: r.cfg.Warmup,
+		ph := phase{name: "warmup", mode: mode, stores: stores, clients: clients, rate: rate, duration: r.cfg.Warmup,
 			count: opBound(rate, r.cfg.Warmup)}
 		if _, err := r.runPhase(ctx, ph); err != nil {
 			return ModeResult{}, nil, fmt.Errorf("cannot warm up %s: %w", mode, err)
@@ -42,7 +39,7 @@ func (r *runner) runMode(ctx context.Context, mode Mode, shardSum float64) (Mode
 	var probe *ProbeResult
 	if rate == 0 {
 		var err error
-		if probe, err = r.probe(ctx, mode, clients, probeRate); err != nil {
+		if probe, err = r.probe(ctx, phase{mode: mode, stores: stores, clients: clients}, probeRate); err != nil {
 			return ModeResult{}, nil, err
 		}
 		rate, source = targetUtilization*probe.AchievedRate/probe.MaxUtilization, rateFromProbe
@@ -53,13 +50,13 @@ func (r *runner) runMode(ctx context.Context, mode Mode, shardSum float64) (Mode
 	if count == 0 {
 		count = opBound(rate, r.cfg.Duration)
 	}
-	ph := phase{name: "measure", mode: mode, clients: clients, rate: rate, duration: r.cfg.Duration,
+	ph := phase{name: "measure", mode: mode, stores: stores, clients: clients, rate: rate, duration: r.cfg.Duration,
 		count: count, measure: true}
 	if mode == DistCache {
 		ph.failure = r.cfg.Failure
 	}
 	st0 := sumStats(clients)
-	w0, err := r.cluster.Work(ctx)
+	w0, err := r.work(ctx, mode)
 	if err != nil {
 		return ModeResult{}, nil, fmt.Errorf("cannot read the cluster's work: %w", err)
 	}
@@ -67,7 +64,7 @@ func (r *runner) runMode(ctx context.Context, mode Mode, shardSum float64) (Mode
 	if err != nil {
 		return ModeResult{}, nil, fmt.Errorf("cannot measure %s: %w", mode, err)
 	}
-	w1, err := r.cluster.Work(ctx)
+	w1, err := r.work(ctx, mode)
 	if err != nil {
 		return ModeResult{}, nil, fmt.Errorf("cannot read the cluster's work: %w", err)
 	}
@@ -82,20 +79,20 @@ func (r *runner) runMode(ctx context.Context, mode Mode, shardSum float64) (Mode
 	return out, res, nil
 }
 
-// probe runs the workload at rate for ProbeDuration and measures the
-// busiest member's utilisation.
-func (r *runner) probe(ctx context.Context, mode Mode, clients []*client.Client, rate float64) (*ProbeResult, error) {
-	w0, err := r.cluster.Work(ctx)
+// probe runs the workload of ph's mode through its stores at rate for
+// ProbeDuration and measures the busiest member's utilisation.
+func (r *runner) probe(ctx context.Context, ph phase, rate float64) (*ProbeResult, error) {
+	mode := ph.mode
+	w0, err := r.work(ctx, mode)
 	if err != nil {
 		return nil, fmt.Errorf("cannot probe %s: %w", mode, err)
 	}
-	ph := phase{name: "probe", mode: mode, clients: clients, rate: rate, duration: r.cfg.ProbeDuration,
-		count: opBound(rate, r.cfg.ProbeDuration)}
+	ph.name, ph.rate, ph.duration, ph.count = "probe", rate, r.cfg.ProbeDuration, opBound(rate, r.cfg.ProbeDuration)
 	res, err := r.runPhase(ctx, ph)
 	if err != nil {
 		return nil, fmt.Errorf("cannot probe %s: %w", mode, err)
 	}
-	w1, err := r.cluster.Work(ctx)
+	w1, err := r.work(ctx, mode)
 	if err != nil {
 		return nil, fmt.Errorf("cannot probe %s: %w", mode, err)
 	}

@@ -42,6 +42,10 @@ type ReportConfig struct {
 	// (paper §6.1).
 	Emulated bool   `json:"emulated"`
 	Seed     uint64 `json:"seed"`
+	// Via is what the operations of nocache and distcache went through:
+	// "gateway" (Redis clients of a gateway, Config.Via), or "" for the
+	// client library's calls.
+	Via string `json:"via,omitempty"`
 }
 
 // EffectiveMode is the mode of the failure, FailKill for a report without
@@ -141,7 +145,8 @@ type LostWrite struct {
 	// Unknown is the number of other values, of writes whose outcome is
 	// unknown, that would have been accepted.
 	Unknown int `json:"unknown,omitempty"`
-	// Source is where Got was read: "cache" (routed) or "storage".
+	// Source is where Got was read: "cache" (routed), "storage" or
+	// "twemproxy" (a key of mode twemproxy).
 	Source string `json:"source"`
 }
 

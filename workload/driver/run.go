@@ -29,13 +29,16 @@ type runner struct {
 	// routed clients serve DistCache, bypass clients NoCache; the first of
 	// each also serve the final check.
 	routed, bypass []*client.Client
-	zipf           *workload.Zipf
-	scr            *workload.Scrambler
-	ledger         *ledger
-	seq            atomic.Uint64 // the last value sequence number used
-	serverCapacity float64       // the normalisation unit (0: none)
-	bulkRate       float64       // storage work units/s for the preload and check (0: no limit)
-	emulated       bool          // some member has an emulated capacity
+	// routedStores and bypassStores are what the operations of DistCache
+	// and NoCache go through: the clients, or Config.Via's stores of them.
+	routedStores, bypassStores []Store
+	zipf                       *workload.Zipf
+	scr                        *workload.Scrambler
+	ledger                     *ledger
+	seq                        atomic.Uint64 // the last value sequence number used
+	serverCapacity             float64       // the normalisation unit (0: none)
+	bulkRate                   float64       // storage work units/s for the preload and check (0: no limit)
+	emulated                   bool          // some member has an emulated capacity
 
 	mapMu sync.Mutex   // guards maps
 	maps  []mapVersion // versions installed since the start
@@ -59,7 +62,7 @@ type mapVersion struct {
 // cluster's work cannot be read, a failure cannot be injected or ctx ends;
 // operations that fail are counted, not errors of Run.
 func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -94,7 +97,7 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 		return nil, errors.New("cannot choose the offered rate: no storage shard has an emulated capacity; set the rate")
 	}
 	rep := &Report{Config: r.reportConfig(emulated)}
-	if rep.PreloadErrors, err = r.preload(ctx); err != nil {
+	if rep.PreloadErrors, err = r.preload(ctx, DistCache, r.routedStores); err != nil {
 		return nil, err
 	}
 	var (
@@ -103,6 +106,13 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 		failTimeline []Point
 	)
 	for _, mode := range cfg.Modes {
+		if mode == Twemproxy {
+			n, err := r.preload(ctx, Twemproxy, []Store{cfg.Twemproxy})
+			if err != nil {
+				return nil, err
+			}
+			rep.PreloadErrors += n
+		}
 		res, ph, err := r.runMode(ctx, mode, shardSum)
 		if err != nil {
 			return nil, err
@@ -165,6 +175,10 @@ func newRunner(cfg Config, cluster Cluster) (*runner, error) {
 			}
 		}
 	}
+	if err := r.wrapClients(); err != nil {
+		r.close()
+		return nil, err
+	}
 	w.Subscribe(func(p *partmap.Placement) error {
 		for _, c := range r.routed {
 			c.SetMap(p)
@@ -180,8 +194,9 @@ func newRunner(cfg Config, cluster Cluster) (*runner, error) {
 	return r, nil
 }
 
-// close closes the clients.
+// close closes the stores and the clients.
 func (r *runner) close() {
+	r.closeStores()
 	for _, c := range append(r.routed, r.bypass...) {
 		if err := c.Close(); err != nil {
 			r.log.Warn("cannot close client", "err", err)
@@ -212,7 +227,8 @@ func (r *runner) reportConfig(emulated bool) ReportConfig {
 	return ReportConfig{Cluster: m.Cluster, MapVersion: m.Version, Keys: c.Keys, Skew: c.Skew,
 		WriteRatio: c.WriteRatio, ValueSize: c.ValueSize, Concurrency: c.Concurrency, Clients: c.Clients,
 		DurationSeconds: c.Duration.Seconds(), Count: c.Count, Rate: c.Rate, Preload: c.Preload,
-		WarmupSeconds: c.Warmup.Seconds(), ServerCapacity: r.serverCapacity, Emulated: emulated, Seed: c.Seed}
+		WarmupSeconds: c.Warmup.Seconds(), ServerCapacity: r.serverCapacity, Emulated: emulated, Seed: c.Seed,
+		Via: c.ViaName}
 }
 
 // mapVersionsSince returns the map versions installed since start.
@@ -228,21 +244,22 @@ func (r *runner) mapVersionsSince(start time.Time) []MapVersion {
 	return out
 }
 
-// preload writes the Preload hottest ranks once, within CheckTimeout and
-// at most at the bulk rate (a write of a key nobody caches yet costs its
-// shim one unit); it returns the keys it could not write.
-func (r *runner) preload(ctx context.Context) (int, error) {
+// preload writes mode's keys of the Preload hottest ranks once through
+// stores, within CheckTimeout and at most at the bulk rate (a write of a
+// key nobody caches yet costs its shim one unit); it returns the keys it
+// could not write.
+func (r *runner) preload(ctx context.Context, mode Mode, stores []Store) (int, error) {
 	n := r.cfg.Preload
 	if n == 0 {
 		return 0, nil
 	}
-	r.log.Info("preloading the hottest keys", "keys", n)
+	r.log.Info("preloading the hottest keys", "mode", mode, "keys", n)
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.CheckTimeout)
 	defer cancel()
 	var failed atomic.Int64
 	done := r.parallel(pctx, "preload", n, r.cfg.Concurrency, r.bulkRate, func(ctx context.Context, i int) {
-		key := workload.Key(r.scr.Permute(uint64(i)))
-		if err := r.preloadKey(ctx, r.routed[i%len(r.routed)], key); err != nil {
+		key := modeKey(mode, workload.Key(r.scr.Permute(uint64(i))))
+		if err := r.preloadKey(ctx, stores[i%len(stores)], key); err != nil {
 			failed.Add(1)
 			r.log.Debug("preload write failed", "key", key, "err", err)
 		}
@@ -260,7 +277,7 @@ func (r *runner) preload(ctx context.Context) (int, error) {
 // preloadKey writes key, sending the write again after preloadRetryPause
 // until one is acknowledged or ctx ends: a write lost to a busy machine or
 // a remap must not leave a hot key unwritten for the runs.
-func (r *runner) preloadKey(ctx context.Context, cl *client.Client, key string) error {
+func (r *runner) preloadKey(ctx context.Context, cl Store, key string) error {
 	for {
 		err := r.put(ctx, cl, "preload", key)
 		if err == nil {

@@ -32,6 +32,7 @@ var (
 	modeColors = map[driver.Mode]color.Color{
 		driver.NoCache:   color.RGBA{R: 0x55, G: 0x55, B: 0x55, A: 0xff},
 		driver.DistCache: color.RGBA{R: 0x22, G: 0x55, B: 0xcc, A: 0xff},
+		driver.Twemproxy: color.RGBA{R: 0xcc, G: 0x77, B: 0x22, A: 0xff},
 	}
 	killColor    = color.RGBA{R: 0xc0, A: 0xff}
 	restartColor = color.RGBA{G: 0x90, A: 0xff}

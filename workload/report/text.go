@@ -61,6 +61,9 @@ func writeHeader(b *strings.Builder, r *driver.Report) {
 	}
 	fmt.Fprintf(b, "load: open loop, %s, up to %d outstanding on %d clients; %s per mode, %s warm-up\n",
 		rate, c.Concurrency, c.Clients, window, seconds(c.WarmupSeconds))
+	if c.Via == "gateway" {
+		b.WriteString("through: Redis clients (RESP2) of a distcache gateway per client (--via gateway)\n")
+	}
 	switch {
 	case c.Emulated && c.ServerCapacity > 0:
 		fmt.Fprintf(b, "capacities: server and cache-node capacities are EMULATED by rate limits (paper §6.1); "+
