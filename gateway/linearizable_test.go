@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -22,10 +23,13 @@ import (
 )
 
 // TestLinearizableThroughTheGateway records what go-redis clients saw
-// through the gateway — GET, SET and DEL on a few hot keys, cached by both
-// layers — while a spine node crashes, is failed over and comes back
-// empty, and checks the history: every key linearizable (porcupine), and
-// no acknowledged write lost (a final read of every key).
+// through the gateway — GET, SET, DEL and INCRBY on a few hot keys, cached
+// by both layers, and INCR and GET on a counter — while a spine node
+// crashes, is failed over and comes back empty, and checks the history:
+// every key linearizable (porcupine, with increments in the model), no
+// acknowledged write lost (a final read of every key), and the counter
+// holding exactly its acknowledged increments, plus at most those whose
+// outcome is unknown.
 func TestLinearizableThroughTheGateway(t *testing.T) {
 	addr, _, c := startGatewayOn(t, clustertest.Config{Name: "lin", Racks: 2, ShardsPerRack: 1, Spine: 2,
 		Node: func(n *cachenode.Config) {
@@ -34,14 +38,20 @@ func TestLinearizableThroughTheGateway(t *testing.T) {
 			n.Interval = 20 * time.Millisecond
 			n.Detector = hotkey.Config{Threshold: 3, SketchWidth: 1024, BloomBits: 4096}
 		}})
-	const clients, opsPerClient = 8, 300
+	const clients, opsPerClient, counter = 8, 400, "lin:n"
 	keys := []string{"lin:a", "lin:b", "lin:c", "lin:d", "lin:e"}
 	rec := history.NewRecorder()
 	// The faults are placed by the operations done: a third in, the first
 	// spine node crashes and is failed over; two thirds in, it comes back
-	// with an empty cache.
+	// with an empty cache. The clients stop early if the run takes longer
+	// than ctx allows (the milestones then fail the test).
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	const total = clients * opsPerClient
-	var done atomic.Int64
+	var (
+		done                     atomic.Int64
+		ackedIncrs, unknownIncrs atomic.Int64 // the counter's
+	)
 	third, twoThirds, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	for id := range clients {
@@ -49,32 +59,17 @@ func TestLinearizableThroughTheGateway(t *testing.T) {
 		defer rc.Close()
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(id), 7))
-			for n := range opsPerClient {
-				key := keys[rng.IntN(len(keys))]
-				op := history.Operation{Client: id, Key: key, Call: rec.Now()}
-				switch p := rng.IntN(10); {
-				case p < 6:
-					op.Kind = history.Get
-					v, err := rc.Get(t.Context(), key).Result()
-					if err != nil && !errors.Is(err, redis.Nil) {
-						continue // observed nothing
-					}
-					op.Value, op.Found = v, err == nil
-				case p < 9:
-					op.Kind, op.Value = history.Put, fmt.Sprintf("c%d-%d", id, n)
-					if err := rc.Set(t.Context(), key, op.Value, 0).Err(); err != nil {
-						op.Return = history.Unknown
-					}
-				default:
-					op.Kind = history.Delete
-					if err := rc.Del(t.Context(), key).Err(); err != nil {
-						op.Return = history.Unknown
+			for n := 0; n < opsPerClient && ctx.Err() == nil; n++ {
+				if op, ok := linearizableOp(ctx, t, rc, rec, rng, id, n*clients+id, keys, counter); ok {
+					rec.Add(op)
+					if op.Key == counter && op.Kind == history.Incr {
+						if op.OutcomeUnknown() {
+							unknownIncrs.Add(1)
+						} else {
+							ackedIncrs.Add(1)
+						}
 					}
 				}
-				if op.Return == 0 {
-					op.Return = rec.Now()
-				}
-				rec.Add(op)
 				switch done.Add(1) {
 				case total / 3:
 					close(third)
@@ -109,6 +104,9 @@ func TestLinearizableThroughTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-finished
+	if n := done.Load(); n != total {
+		t.Fatalf("the clients ran %d of %d operations in time", n, total)
+	}
 
 	ops := rec.Operations()
 	res := history.Check(ops, time.Minute)
@@ -117,7 +115,7 @@ func TestLinearizableThroughTheGateway(t *testing.T) {
 	}
 	rc := redisClient(t, addr, 2)
 	finals := map[string]history.Observed{}
-	for _, k := range keys {
+	for _, k := range append(keys, counter) {
 		v, err := rc.Get(t.Context(), k).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)
@@ -127,15 +125,94 @@ func TestLinearizableThroughTheGateway(t *testing.T) {
 	if lost := history.LostWrites(ops, finals); len(lost) > 0 {
 		t.Fatalf("lost acknowledged writes: %v", lost)
 	}
-	if res.Operations < clients*opsPerClient/2 {
-		t.Fatalf("only %d operations checked", res.Operations)
+	// No increment of the counter lost, none applied twice: an increment
+	// without an answer may or may not have been applied.
+	acked, unknown := ackedIncrs.Load(), unknownIncrs.Load()
+	final, err := strconv.ParseInt(finals[counter].Value, 10, 64)
+	if err != nil || final < acked || final > acked+unknown {
+		t.Fatalf("counter %s (%v), want %d acknowledged increments (+ up to %d unanswered)", finals[counter], err, acked, unknown)
+	}
+	var incrs, hotIncrs int
+	for _, op := range ops {
+		if op.Kind == history.Incr {
+			incrs++
+			if op.Key != counter && op.Found {
+				hotIncrs++
+			}
+		}
+	}
+	if res.Operations < total/2 || acked == 0 || hotIncrs == 0 {
+		t.Fatalf("only %d operations checked, %d acknowledged increments of the counter, %d applied to hot keys", res.Operations, acked, hotIncrs)
 	}
 	// The reads went through the caches, not only to storage.
 	info, err := rc.Info(t.Context(), "distcache").Result()
 	if err != nil || !hitsAbove(info, 0) {
 		t.Fatalf("no cache hits: %q (%v)", info, err)
 	}
-	t.Logf("%d operations on %d keys linearizable; a spine node crashed and came back", res.Operations, res.Keys)
+	t.Logf("%d operations (%d increments) on %d keys linearizable; a spine node crashed and came back; counter %d: %d increments acknowledged, %d unanswered",
+		res.Operations, incrs, res.Keys, final, acked, unknown)
+}
+
+// linearizableOp runs one operation of client id's share of
+// TestLinearizableThroughTheGateway, its n-th of all, and returns what it
+// observed, if anything: on the counter, INCR (three times in four) or
+// GET; on a hot key, GET, SET of a decimal integer unique to the
+// operation (a million apart, so no increment reaches another's value and
+// every increment applies), DEL or INCRBY. A write with no answer is of
+// unknown outcome; a GET with none observed nothing.
+func linearizableOp(ctx context.Context, t *testing.T, rc *redis.Client, rec *history.Recorder, rng *rand.Rand,
+	id, n int, keys []string, counter string) (history.Operation, bool) {
+	op := history.Operation{Client: id, Key: keys[rng.IntN(len(keys))]}
+	if rng.IntN(4) == 0 {
+		op.Key, op.Kind = counter, history.Incr
+		if rng.IntN(4) == 0 {
+			op.Kind = history.Get
+		}
+	} else {
+		switch p := rng.IntN(20); {
+		case p < 10:
+			op.Kind = history.Get
+		case p < 15:
+			op.Kind = history.Put
+		case p < 16:
+			op.Kind = history.Delete
+		default:
+			op.Kind, op.Delta = history.Incr, int64(1+9*rng.IntN(2)) // INCRBY 1 or 10
+		}
+	}
+	op.Call = rec.Now()
+	var err error
+	switch op.Kind {
+	case history.Get:
+		v, gerr := rc.Get(ctx, op.Key).Result()
+		if gerr != nil && !errors.Is(gerr, redis.Nil) {
+			return op, false
+		}
+		op.Value, op.Found = v, gerr == nil
+	case history.Put:
+		op.Value = strconv.Itoa((n + 1) * 1_000_000)
+		err = rc.Set(ctx, op.Key, op.Value, 0).Err()
+	case history.Delete:
+		err = rc.Del(ctx, op.Key).Err()
+	default:
+		var sum int64
+		if op.Delta == 0 { // the counter's: INCR
+			op.Delta = 1
+			sum, err = rc.Incr(ctx, op.Key).Result()
+		} else {
+			sum, err = rc.IncrBy(ctx, op.Key, op.Delta).Result()
+		}
+		if err == nil {
+			op.Value, op.Found = strconv.FormatInt(sum, 10), true
+		} else if strings.Contains(err.Error(), "not an integer") {
+			t.Errorf("%s refused: %v", op.Describe(), err)
+		}
+	}
+	op.Return = rec.Now()
+	if err != nil {
+		op.Return = history.Unknown
+	}
+	return op, true
 }
 
 // hitsAbove reports whether INFO's cache_hits exceeds n.

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +25,8 @@ const visualizationBudget = 10 * time.Second
 // Result is what Check found.
 type Result struct {
 	// Keys is the number of keys in the history, Operations the number of
-	// operations checked, LeftOut the puts of unknown outcome that no read
-	// observed (left out: see the package documentation).
+	// operations checked, LeftOut the writes of unknown outcome that no
+	// read may have observed (left out: see the package documentation).
 	Keys       int `json:"keys"`
 	Operations int `json:"operations"`
 	LeftOut    int `json:"leftOutUnknownPuts"`
@@ -127,15 +128,17 @@ func Check(ops []Operation, timeout time.Duration) Result {
 }
 
 // checkKey checks one key's operations (sorted by call time), segment by
-// segment (see segment). It first checks them without the deletes of
-// unknown outcome: each is concurrent with everything after its call (so
-// nothing after it splits into segments), and a few of them make the
-// search space explode, yet a history that is linearizable with them never
-// applied is linearizable. Only a key that fails that way is checked with
-// them.
+// segment (see segment). It first checks them without the deletes and
+// increments of unknown outcome (the rest reduced again, see
+// reduceUnknownWrites): each is concurrent with everything after its call
+// (so nothing after it splits into segments), and a few of them make the
+// search space explode, yet a history that is linearizable without them is
+// linearizable with them, placed after every other operation (where a
+// delete or an increment of unknown outcome is always legal). Only a key
+// that fails that way is checked with them.
 func checkKey(key string, ops []Operation, deadline time.Time) outcome {
-	if fewer := withoutUnknownDeletes(ops); len(fewer) < len(ops) {
-		if res, _ := checkSegments(fewer, deadline); res == porcupine.Ok {
+	if fewer := withoutDeferrableUnknowns(ops); len(fewer) < len(ops) {
+		if res, _ := checkSegments(reduceUnknownWrites(fewer), deadline); res == porcupine.Ok {
 			return outcome{checked: true}
 		}
 	}
@@ -185,11 +188,12 @@ func shortestFailingPrefix(seg segment, deadline time.Time) int {
 	return min(i+1, run)
 }
 
-// withoutUnknownDeletes returns ops without the deletes of unknown outcome.
-func withoutUnknownDeletes(ops []Operation) []Operation {
+// withoutDeferrableUnknowns returns ops without the deletes and increments
+// of unknown outcome.
+func withoutDeferrableUnknowns(ops []Operation) []Operation {
 	out := make([]Operation, 0, len(ops))
 	for _, op := range ops {
-		if op.Kind != Delete || !op.OutcomeUnknown() {
+		if (op.Kind != Delete && op.Kind != Incr) || !op.OutcomeUnknown() {
 			out = append(out, op)
 		}
 	}
@@ -198,51 +202,80 @@ func withoutUnknownDeletes(ops []Operation) []Operation {
 
 // reduceUnknownWrites simplifies the writes whose outcome is unknown (their
 // interval never closes, which makes the search for a linearization costly)
-// without changing whether the history is linearizable:
+// without changing whether the history is linearizable. A read here is a
+// get, or an acknowledged increment, which read the value it added to (or
+// nothing, for a sum equal to what it added):
 //
-//   - a put whose value no read returned is dropped: it can always be
-//     linearized after every other operation, where it changes nothing any
-//     read saw, so a history is linearizable with it iff it is without it
-//     (values are unique per put);
+//   - a put whose value no read may have returned is dropped: it can
+//     always be linearized after every other operation, where it changes
+//     nothing any read saw, so a history is linearizable with it iff it is
+//     without it (values are unique per put);
 //   - a put whose value a read returned ends at the earliest return of such
-//     a read: every linearization places the put before the reads that
-//     returned its value;
-//   - a delete that no later read saw as not found (no get of its key
-//     called after the delete's call found nothing) is dropped: taking
-//     effect, it could only make a later read find nothing, so if the
-//     history is linearizable it is so without it, and without it
-//     linearizable means linearizable with it never applied.
+//     a read, unless an acknowledged increment also left that value: every
+//     linearization places the put before the reads that returned its
+//     value;
+//   - a delete that no read that may have found nothing returned after the
+//     delete's call (at or after: porcupine takes operations that touch
+//     as concurrent) is dropped: taking effect, it could only make such a
+//     read find nothing, so if the history is linearizable it is so
+//     without it, and without it linearizable means linearizable with it
+//     never applied.
+//
+// An increment of unknown outcome may carry a put's or a delete's state on
+// to a read unseen, and a refused one reads some value that is not an
+// integer: on a key with either, puts and deletes of unknown outcome are
+// kept as they are. Increments of unknown outcome are kept too (checkKey
+// first tries without them).
 func reduceUnknownWrites(ops []Operation) []Operation {
 	type keyValue struct{ key, value string }
-	firstRead := map[keyValue]int64{} // earliest return of a read of each value
-	lastMiss := map[string]int64{}    // latest call of a get that found nothing, by key
+	firstRead := map[keyValue]int64{}  // earliest return of a read of each value
+	incremented := map[keyValue]bool{} // the values acknowledged increments left
+	lastMiss := map[string]int64{}     // latest return of a read that may have found nothing, by key
+	zeroRead := map[string]bool{}      // keys an increment may have read "0" of
+	opaque := map[string]bool{}        // keys with increments of unknown outcome or refused
+	noteRead := func(key, value string, at int64) {
+		kv := keyValue{key, value}
+		if r, ok := firstRead[kv]; !ok || at < r {
+			firstRead[kv] = at
+		}
+	}
 	for _, op := range ops {
-		if op.Kind != Get {
-			continue
-		}
-		if !op.Found {
-			lastMiss[op.Key] = max(lastMiss[op.Key], op.Call)
-			continue
-		}
-		kv := keyValue{op.Key, op.Value}
-		if r, ok := firstRead[kv]; !ok || op.Return < r {
-			firstRead[kv] = op.Return
+		switch {
+		case op.Kind == Get && op.Found:
+			noteRead(op.Key, op.Value, op.Return)
+		case op.Kind == Get:
+			lastMiss[op.Key] = max(lastMiss[op.Key], op.Return)
+		case op.Kind != Incr:
+		case op.OutcomeUnknown() || !op.Found:
+			opaque[op.Key] = true
+		default:
+			incremented[keyValue{op.Key, op.Value}] = true
+			before, ok := addend(op)
+			switch {
+			case !ok: // it fails anyway
+			case before == 0: // from a missing key, or from "0"
+				lastMiss[op.Key] = max(lastMiss[op.Key], op.Return)
+				zeroRead[op.Key] = true
+			default:
+				noteRead(op.Key, strconv.FormatInt(before, 10), op.Return)
+			}
 		}
 	}
 	kept := make([]Operation, 0, len(ops))
 	for _, op := range ops {
-		if op.OutcomeUnknown() {
+		if op.OutcomeUnknown() && !opaque[op.Key] {
 			switch op.Kind {
 			case Put:
-				r, seen := firstRead[keyValue{op.Key, op.Value}]
-				if !seen {
+				kv := keyValue{op.Key, op.Value}
+				r, seen := firstRead[kv]
+				if !seen && !(op.Value == "0" && zeroRead[op.Key]) {
 					continue
 				}
-				if r > op.Call {
+				if seen && !incremented[kv] && r > op.Call {
 					op.Return = r
 				}
 			case Delete:
-				if last, ok := lastMiss[op.Key]; !ok || last <= op.Call {
+				if last, ok := lastMiss[op.Key]; !ok || last < op.Call {
 					continue
 				}
 			}

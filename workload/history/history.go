@@ -15,6 +15,9 @@ const (
 	Get    Kind = "get"
 	Put    Kind = "put"
 	Delete Kind = "del"
+	// Incr is an INCRBY: it adds Delta to the key's integer value (0 when
+	// the key does not exist) and returns the sum.
+	Incr Kind = "incr"
 )
 
 // Unknown is the Return of a write whose outcome is unknown: it may take
@@ -29,10 +32,15 @@ type Operation struct {
 	Kind   Kind `json:"op"`
 	// Key is the key operated on.
 	Key string `json:"key"`
-	// Value is what a put wrote, or what a get read when Found.
+	// Value is what a put wrote, what a get read when Found, or what an
+	// increment returned when Found (the new value, in decimal).
 	Value string `json:"value,omitempty"`
-	// Found reports that a get found the key.
+	// Found reports that a get found the key, or that an increment was
+	// applied. An acknowledged increment that was not is one the store
+	// refused (the value is not an integer, or the sum out of range).
 	Found bool `json:"found,omitempty"`
+	// Delta is what an increment adds.
+	Delta int64 `json:"delta,omitempty"`
 	// Call and Return are nanoseconds since the recorder's start; Return
 	// is Unknown for a write whose outcome is unknown.
 	Call   int64 `json:"call"`
@@ -42,10 +50,19 @@ type Operation struct {
 // OutcomeUnknown reports whether op is a write whose outcome is unknown.
 func (op Operation) OutcomeUnknown() bool { return op.Return == Unknown }
 
-// Describe is op without its client and times, e.g. `put(k, "v")` or
-// `get(k) -> "v"`.
+// Describe is op without its client and times, e.g. `put(k, "v")`,
+// `get(k) -> "v"` or `incr(k, 1) -> 5` (`incr(k, 1)` when its outcome is
+// unknown, `incr(k, 1) -> refused` when the store refused it).
 func (op Operation) Describe() string {
 	switch op.Kind {
+	case Incr:
+		switch {
+		case op.OutcomeUnknown():
+			return fmt.Sprintf("incr(%s, %d)", op.Key, op.Delta)
+		case !op.Found:
+			return fmt.Sprintf("incr(%s, %d) -> refused", op.Key, op.Delta)
+		}
+		return fmt.Sprintf("incr(%s, %d) -> %s", op.Key, op.Delta, op.Value)
 	case Get:
 		if !op.Found {
 			return fmt.Sprintf("get(%s) -> not found", op.Key)

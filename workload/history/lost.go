@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -22,10 +23,16 @@ func (o Observed) String() string {
 // Finals are the values a key may hold once every operation on it has
 // ended.
 type Finals struct {
-	// Values are the values of the puts that could be the last write.
+	// Values are the values of the puts and acknowledged increments that
+	// could be the last write.
 	Values []string `json:"values,omitempty"`
 	// NotFound reports that the key may not exist.
 	NotFound bool `json:"notFound,omitempty"`
+	// MinAdded and MaxAdded bound what the increments of unknown outcome
+	// may have added after the last write: to an integer of Values, or to
+	// 0 when NotFound, anything between them may have been added.
+	MinAdded int64 `json:"minAdded,omitempty"`
+	MaxAdded int64 `json:"maxAdded,omitempty"`
 }
 
 // Allows reports whether a final read that observed o is consistent with
@@ -34,7 +41,24 @@ func (f Finals) Allows(o Observed) bool {
 	if !o.Found {
 		return f.NotFound
 	}
-	return slices.Contains(f.Values, o.Value)
+	if slices.Contains(f.Values, o.Value) {
+		return true
+	}
+	n, ok := parseInteger(o.Value)
+	if !ok || (f.MinAdded == 0 && f.MaxAdded == 0) {
+		return false
+	}
+	if f.NotFound && f.MinAdded <= n && n <= f.MaxAdded {
+		return true
+	}
+	for _, v := range f.Values {
+		if base, ok := parseInteger(v); ok {
+			if d, ok := sub(n, base); ok && f.MinAdded <= d && d <= f.MaxAdded {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (f Finals) String() string {
@@ -48,7 +72,11 @@ func (f Finals) String() string {
 	if len(parts) == 0 {
 		return "nothing"
 	}
-	return strings.Join(parts, " or ")
+	s := strings.Join(parts, " or ")
+	if f.MinAdded != 0 || f.MaxAdded != 0 {
+		s += fmt.Sprintf(", plus %d to %d from increments of unknown outcome", f.MinAdded, f.MaxAdded)
+	}
+	return s
 }
 
 // PossibleFinals returns the values one key may hold once every operation
@@ -57,18 +85,29 @@ func (f Finals) String() string {
 // write of unknown outcome may be the last one or never have been applied.
 // "Not found" is possible when a delete could be last, or when no write was
 // acknowledged (every write recorded is then of unknown outcome, or there
-// is none).
+// is none). An acknowledged increment leaves the sum it returned; one of
+// unknown outcome may have been applied after any write, or never: the
+// values they may add up to are a range (any sum of their deltas lies in
+// it). A refused increment is no write.
 func PossibleFinals(ops []Operation) Finals {
 	lastAckCall, acked := int64(0), false
+	var f Finals
 	for _, op := range ops {
-		if op.Kind != Get && !op.OutcomeUnknown() && (!acked || op.Call > lastAckCall) {
+		switch {
+		case !mayWrite(op):
+		case op.OutcomeUnknown():
+			if op.Kind == Incr {
+				f.MinAdded = saturatingAdd(f.MinAdded, min(op.Delta, 0))
+				f.MaxAdded = saturatingAdd(f.MaxAdded, max(op.Delta, 0))
+			}
+		case !acked || op.Call > lastAckCall:
 			lastAckCall, acked = op.Call, true
 		}
 	}
-	f := Finals{NotFound: !acked}
+	f.NotFound = !acked
 	for _, op := range ops {
-		if op.Kind == Get || (acked && op.Return < lastAckCall) {
-			continue // a read, or a write some acknowledged write followed
+		if !mayWrite(op) || (op.Kind == Incr && op.OutcomeUnknown()) || (acked && op.Return < lastAckCall) {
+			continue // no write, one counted in the range, or one some acknowledged write followed
 		}
 		if op.Kind == Delete {
 			f.NotFound = true
@@ -77,6 +116,17 @@ func PossibleFinals(ops []Operation) Finals {
 		}
 	}
 	return f
+}
+
+// saturatingAdd is a+b, held at the int64 bounds.
+func saturatingAdd(a, b int64) int64 {
+	if sum, ok := add(a, b); ok {
+		return sum
+	}
+	if b > 0 {
+		return math.MaxInt64
+	}
+	return math.MinInt64
 }
 
 // LostWrite is a key whose final read observed a value none of its
@@ -97,7 +147,7 @@ func (l LostWrite) String() string {
 func LostWrites(ops []Operation, finals map[string]Observed) []LostWrite {
 	byKey := map[string][]Operation{}
 	for _, op := range ops {
-		if _, ok := finals[op.Key]; ok && op.Kind != Get {
+		if _, ok := finals[op.Key]; ok && mayWrite(op) {
 			byKey[op.Key] = append(byKey[op.Key], op)
 		}
 	}

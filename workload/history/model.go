@@ -2,7 +2,9 @@ package history
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 
 	"github.com/anishathalye/porcupine"
 )
@@ -13,10 +15,54 @@ type register struct {
 	found bool
 }
 
+// integer is s's value as an increment reads it: 0 for a missing key, the
+// value if it is a decimal integer as Redis writes one (no sign but a
+// leading '-', no leading zero, within int64), and not ok otherwise.
+func (s register) integer() (n int64, ok bool) {
+	if !s.found {
+		return 0, true
+	}
+	return parseInteger(s.value)
+}
+
+// parseInteger parses v as Redis parses an integer value: only the
+// canonical decimal form counts.
+func parseInteger(v string) (int64, bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && strconv.FormatInt(n, 10) == v
+}
+
+// add returns a+b, and whether it does not overflow.
+func add(a, b int64) (int64, bool) {
+	if (b > 0 && a > math.MaxInt64-b) || (b < 0 && a < math.MinInt64-b) {
+		return 0, false
+	}
+	return a + b, true
+}
+
+// sub returns a-b, and whether it does not overflow.
+func sub(a, b int64) (int64, bool) {
+	if (b < 0 && a > math.MaxInt64+b) || (b > 0 && a < math.MinInt64+b) {
+		return 0, false
+	}
+	return a - b, true
+}
+
+// addend is the value the acknowledged increment op added its Delta to (0
+// for a missing key as well), and whether its sum is an integer it can
+// have returned.
+func addend(op Operation) (int64, bool) {
+	sum, ok := parseInteger(op.Value)
+	if !ok {
+		return 0, false
+	}
+	return sub(sum, op.Delta)
+}
+
 // Model is the sequential specification porcupine checks against: a
-// register per key (partitioned by key) that a put sets, a delete clears
-// and a get reads. The porcupine operations' Input and Output are both the
-// Operation.
+// register per key (partitioned by key) that a put sets, a delete clears,
+// a get reads and an increment reads and sets (see step). The porcupine
+// operations' Input and Output are both the Operation.
 var Model = porcupine.Model{
 	Partition: partitionByKey,
 	Init:      func() any { return register{} },
@@ -34,18 +80,50 @@ var Model = porcupine.Model{
 }
 
 // step applies op to s: whether op is legal in state s, and the next state.
+//
+// An increment applies to a missing key (as 0) or an integer value, unless
+// the sum overflows; otherwise the store refuses it and the state is
+// unchanged. An acknowledged increment is legal iff it applies and
+// returned the sum, a refused one iff it does not apply, and one of
+// unknown outcome always is: applied if it can be, a no-op otherwise. Its
+// Return being Unknown, porcupine may place it anywhere after its call,
+// including after every other operation, where it changes nothing any
+// read saw (as if never applied).
 func step(s register, op Operation) (bool, register) {
 	switch op.Kind {
 	case Put:
 		return true, register{value: op.Value, found: true}
 	case Delete:
 		return true, register{}
+	case Incr:
+		var (
+			sum     int64
+			applies bool
+		)
+		if n, ok := s.integer(); ok {
+			sum, applies = add(n, op.Delta)
+		}
+		next := register{value: strconv.FormatInt(sum, 10), found: true}
+		switch {
+		case !applies:
+			return op.OutcomeUnknown() || !op.Found, s
+		case op.OutcomeUnknown() || (op.Found && op.Value == next.value):
+			return true, next
+		}
+		return false, s
 	default:
 		if !op.Found {
 			return !s.found, s
 		}
 		return s.found && s.value == op.Value, s
 	}
+}
+
+// mayWrite reports whether op may change its key's state: a put, a delete,
+// or an increment that was applied or whose outcome is unknown (not a get,
+// nor a refused increment).
+func mayWrite(op Operation) bool {
+	return op.Kind == Put || op.Kind == Delete || (op.Kind == Incr && (op.Found || op.OutcomeUnknown()))
 }
 
 // partitionByKey splits a history by key, keys in order of first
