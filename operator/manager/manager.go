@@ -72,7 +72,7 @@ func cacheOptions(namespace string) (cache.Options, error) {
 		return cache.Options{}, fmt.Errorf("cannot select the operator's objects: %w", err)
 	}
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{}}
-	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &appsv1.Deployment{},
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.DaemonSet{},
 		&networkingv1.NetworkPolicy{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 		o.ByObject[obj] = cache.ByObject{Label: labelled}
 	}

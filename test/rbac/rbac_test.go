@@ -56,6 +56,7 @@ func TestOperatorRBAC(t *testing.T) {
 		{"external", s.external},
 		{"redisOperator", s.redisOperator},
 		{"network policies", s.networkPolicies},
+		{"gateway daemonset", s.gatewayDaemonSet},
 		{"gateway off", s.gatewayOff},
 		{"redis resources", s.redisResources},
 		{"layers and fabrics", s.layersAndFabrics},

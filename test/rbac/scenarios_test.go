@@ -335,12 +335,42 @@ func (s *scenarios) networkPolicies(t *testing.T) {
 	})
 }
 
+// gatewayDaemonSet: a cluster's gateway becomes a DaemonSet, which
+// replaces its Deployment, then its resources change.
+func (s *scenarios) gatewayDaemonSet(t *testing.T) {
+	name := cachecluster.GatewayName("ext")
+	s.patchCluster(t, "ext", func(spec *v1alpha1.CacheClusterSpec) { spec.Gateway.Mode = v1alpha1.GatewayDaemonSet })
+	eventually(t, "DaemonSet replaces the Deployment", func() (bool, error) {
+		if err := s.get(&appsv1.DaemonSet{}, name); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		err := s.get(&appsv1.Deployment{}, name)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	cpu := resource.MustParse("150m")
+	s.patchCluster(t, "ext", func(spec *v1alpha1.CacheClusterSpec) {
+		spec.Gateway.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu}}
+	})
+	eventually(t, "DaemonSet updated", func() (bool, error) {
+		ds := &appsv1.DaemonSet{}
+		if err := s.get(ds, name); err != nil {
+			return false, err
+		}
+		for _, c := range ds.Spec.Template.Spec.Containers {
+			if got, ok := c.Resources.Requests[corev1.ResourceCPU]; ok && got.Equal(cpu) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
 // gatewayOff: a cluster's gateway is scaled to none, which deletes its
-// Deployment and Service.
+// DaemonSet and Service.
 func (s *scenarios) gatewayOff(t *testing.T) {
 	s.patchCluster(t, "ext", func(spec *v1alpha1.CacheClusterSpec) { spec.Gateway.Replicas = ptr.To(int32(0)) })
 	eventually(t, "gateway deleted", func() (bool, error) {
-		err := s.get(&appsv1.Deployment{}, cachecluster.GatewayName("ext"))
+		err := s.get(&appsv1.DaemonSet{}, cachecluster.GatewayName("ext"))
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }

@@ -104,6 +104,22 @@ func withImages(f func(*v1alpha1.ImagesSpec)) clusterOption {
 	return func(c *v1alpha1.CacheCluster) { f(&c.Spec.Images) }
 }
 
+// withGateway changes the cluster's gateway spec.
+func withGateway(f func(*v1alpha1.GatewaySpec)) clusterOption {
+	return func(c *v1alpha1.CacheCluster) { f(&c.Spec.Gateway) }
+}
+
+// withNetworkPolicy turns the cluster's NetworkPolicy on.
+func withNetworkPolicy() clusterOption {
+	return func(c *v1alpha1.CacheCluster) { c.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Enabled: true} }
+}
+
+// daemonSetGateway makes the gateway a DaemonSet, on the node's network
+// when hostNetwork.
+func daemonSetGateway(hostNetwork bool) func(*v1alpha1.GatewaySpec) {
+	return func(g *v1alpha1.GatewaySpec) { g.Mode, g.HostNetwork = v1alpha1.GatewayDaemonSet, hostNetwork }
+}
+
 // duration is a *metav1.Duration for a Go duration string; it panics on a
 // malformed one (tests only pass literals).
 func duration(s string) *metav1.Duration {

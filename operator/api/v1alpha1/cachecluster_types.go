@@ -287,6 +287,7 @@ type ImagesSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.layers) || self.layers.filter(l, has(l.boundToRacks) && l.boundToRacks).size() == 0 || (self.layers.filter(l, has(l.boundToRacks) && l.boundToRacks).size() == 1 && has(self.layers[size(self.layers) - 1].boundToRacks) && self.layers[size(self.layers) - 1].boundToRacks)",message="only the lowest (last) layer may be bound to storage racks"
 // +kubebuilder:validation:XValidation:rule="!has(self.layers) || self.layers.all(a, !has(a.hashSeed) || self.layers.filter(b, has(b.hashSeed) && b.hashSeed == a.hashSeed).size() == 1)",message="layers must have distinct hashSeeds: layers with the same seed partition keys alike and defeat power-of-k-choices"
 // +kubebuilder:validation:XValidation:rule="!has(self.routing) || !has(self.routing.choices) || self.routing.choices <= (has(self.layers) ? size(self.layers) : (has(self.layerRefs) ? size(self.layerRefs) : 0))",message="routing.choices cannot exceed the number of layers"
+// +kubebuilder:validation:XValidation:rule="!has(self.gateway) || !has(self.gateway.hostNetwork) || !self.gateway.hostNetwork || !has(self.networkPolicy) || !self.networkPolicy.enabled",message="gateway.hostNetwork cannot be used with networkPolicy.enabled: network plugins do not match host-network pods by their labels, so the policy would drop the gateway's requests to the cache nodes and shims"
 type CacheClusterSpec struct {
 	// Storage is the Redis backend.
 	// +kubebuilder:default={}
@@ -344,48 +345,6 @@ type CacheClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Gateway GatewaySpec `json:"gateway,omitempty"`
-}
-
-// GatewaySpec is the cluster's Redis-compatible gateway: a Deployment and a
-// Service named <cluster>-gateway (standalone mode runs one gateway process
-// unless replicas is 0).
-type GatewaySpec struct {
-	// Replicas of the gateway Deployment; 0 runs no gateway.
-	// +kubebuilder:default=1
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
-	// +optional
-	Replicas *int32 `json:"replicas,omitempty"`
-	// Port is the Service's Redis port.
-	// +kubebuilder:default=6379
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
-	// +optional
-	Port int32 `json:"port,omitempty"`
-	// ServiceType of the gateway's Service.
-	// +kubebuilder:default=ClusterIP
-	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
-	// +optional
-	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
-	// Resources of each gateway container.
-	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-	// UsersSecretName names a Secret in the cluster's namespace with a key
-	// per user holding its password: clients must AUTH as one of them.
-	// Rotating a password needs no restart. Unset: every client is the
-	// default user. Not supported in standalone mode.
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
-	// +optional
-	UsersSecretName string `json:"usersSecretName,omitempty"`
-	// TLSSecretName names a kubernetes.io/tls Secret (tls.crt, tls.key,
-	// e.g. cert-manager's) in the cluster's namespace: the gateway serves
-	// Redis clients over TLS only, and a renewed certificate applies
-	// without a restart. Not supported in standalone mode.
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
-	// +optional
-	TLSSecretName string `json:"tlsSecretName,omitempty"`
 }
 
 // NetworkPolicySpec is the NetworkPolicy the operator keeps for a cluster.
@@ -451,7 +410,8 @@ type CacheClusterStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, Progressing, Degraded.
+	// Conditions: Ready, Progressing, Degraded and, while the cluster runs
+	// a gateway, GatewayReady.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -496,6 +456,10 @@ type CacheClusterStatus struct {
 	// the redis-operator configures Redis).
 	// +optional
 	Persistence string `json:"persistence,omitempty"`
+	// Gateway is the Redis-compatible gateway as last observed; unset
+	// while the cluster runs none (spec.gateway.replicas 0).
+	// +optional
+	Gateway *GatewayStatus `json:"gateway,omitempty"`
 }
 
 // CacheCluster is a multi-layer cache in front of a sharded Redis backend.
@@ -510,6 +474,7 @@ type CacheClusterStatus struct {
 // +kubebuilder:printcolumn:name="Applied",type=integer,JSONPath=`.status.mapApplied`,priority=1,description="Ready pods whose process uses the published map version"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Persistence",type=string,JSONPath=`.status.persistence`,priority=1,description="What the storage keeps across crashes"
+// +kubebuilder:printcolumn:name="Gateway",type=string,JSONPath=`.status.conditions[?(@.type=="GatewayReady")].status`,priority=1,description="Whether every gateway pod is Ready (GatewayReady); empty without a gateway"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 30",message="a CacheCluster's name is part of its pods' names: at most 30 characters"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([a-z0-9-]*[a-z0-9])?$')",message="a CacheCluster's name is part of its pods' names: lower-case letters, digits and '-', starting with a letter"

@@ -6,7 +6,8 @@ import (
 )
 
 // ConditionType is the type of a status condition of the distcache.io
-// objects. Every object reports the three below.
+// objects. Every object reports Ready, Progressing and Degraded; a
+// CacheCluster also GatewayReady while it runs a gateway.
 type ConditionType string
 
 const (
@@ -27,6 +28,20 @@ const (
 	// cache member marked failed (its keys remapped to the survivors), a
 	// storage shard not ready, or a spec the operator cannot act on.
 	ConditionDegraded ConditionType = "Degraded"
+	// ConditionGatewayReady is True when every pod of a CacheCluster's
+	// Redis-compatible gateway (spec.gateway) runs the current spec and is
+	// Ready: for mode Deployment, the Deployment controller has observed
+	// its latest spec and replicas pods are updated and Ready; for mode
+	// DaemonSet, the DaemonSet controller has observed it and every node
+	// that should run a gateway pod (at least one) runs an updated, Ready
+	// one. False otherwise, with reason PodsNotReady (some pods not Ready)
+	// or Creating (a rollout under way), and a message counting the Ready
+	// pods. The condition is absent while the cluster runs no gateway
+	// (spec.gateway.replicas 0). The cluster's Ready condition does not
+	// depend on it: Ready is about the data plane, which the client
+	// library reaches without the gateway; wait for both when clients use
+	// the gateway (`kubectl wait --for=condition=GatewayReady`).
+	ConditionGatewayReady ConditionType = "GatewayReady"
 )
 
 // Reasons of the conditions, in CamelCase as metav1.Condition requires.

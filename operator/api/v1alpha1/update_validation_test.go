@@ -79,6 +79,16 @@ func TestUpdateRules(t *testing.T) {
 			firstLayer(func(l *v1alpha1.CacheLayerSpec) { l.Nodes = ptr.To[int32](5) }), "", ""},
 		{"a layer added next to a seeded one", newCluster(seeded),
 			func(s *v1alpha1.CacheClusterSpec) { s.Layers = append(s.Layers, newLayer("leaf", withHashSeed(9))) }, "", ""},
+		// The stored gateway.replicas is the default 1: a cluster switches
+		// to a DaemonSet by its mode alone.
+		{"gateway switched to a DaemonSet on the host network", newCluster(),
+			func(s *v1alpha1.CacheClusterSpec) {
+				s.Gateway.Mode, s.Gateway.HostNetwork = v1alpha1.GatewayDaemonSet, true
+			}, "", ""},
+		{"gateway switched to a DaemonSet with replicas 2", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) { g.Replicas = ptr.To[int32](2) })),
+			func(s *v1alpha1.CacheClusterSpec) { s.Gateway.Mode = v1alpha1.GatewayDaemonSet }, "spec.gateway", msgDaemonSetScale},
+		{"gateway back to a Deployment on the host network", newCluster(withGateway(daemonSetGateway(true))),
+			func(s *v1alpha1.CacheClusterSpec) { s.Gateway.Mode = v1alpha1.GatewayDeployment }, "spec.gateway", msgHostNetworkMode},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

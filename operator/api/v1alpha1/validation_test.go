@@ -48,6 +48,10 @@ const (
 	msgRackOnlyLeaf    = "only storage-leaf switches serve a rack"
 	msgClusterName     = "a CacheCluster's name is part of its pods' names: at most 30 characters"
 	msgLayerName       = "a CacheLayer's name is part of its pods' names: at most 20 characters"
+	msgHostNetworkMode = "gateway.hostNetwork is only for mode: DaemonSet"
+	msgDaemonSetScale  = "gateway.replicas cannot be set with mode: DaemonSet, which runs one gateway pod on every node"
+	msgHostNetworkPort = "gateway.port must be at least 1024 with hostNetwork"
+	msgHostNetworkNP   = "gateway.hostNetwork cannot be used with networkPolicy.enabled"
 )
 
 // ruleCase is an object that breaks exactly one CEL rule: the API server
@@ -139,6 +143,18 @@ func celRuleCases() []ruleCase {
 		{"previousMapGrace under servingLease", newCluster(withCoherence(func(c *v1alpha1.CoherenceSpec) {
 			c.ServingLease, c.PreviousMapGrace = duration("5s"), duration("4s")
 		})), "spec.coherence", msgGraceOverLease},
+		{"gateway hostNetwork with mode Deployment", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) { g.HostNetwork = true })),
+			"spec.gateway", msgHostNetworkMode},
+		{"gateway DaemonSet with 3 replicas", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) {
+			daemonSetGateway(false)(g)
+			g.Replicas = ptr.To[int32](3)
+		})), "spec.gateway", msgDaemonSetScale},
+		{"gateway on the host network on port 80", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) {
+			daemonSetGateway(true)(g)
+			g.Port = 80
+		})), "spec.gateway", msgHostNetworkPort},
+		{"gateway on the host network with the NetworkPolicy", newCluster(withGateway(daemonSetGateway(true)), withNetworkPolicy()),
+			"spec", msgHostNetworkNP},
 		{"CacheCluster name of 31 characters", newCluster(withName(uniqueNameOfLength("cc", 31))), "<nil>", msgClusterName},
 		{"CacheLayer name of 21 characters", longLayer, "<nil>", msgLayerName},
 		{"onos driver without onos", newFabric(withDriver(v1alpha1.DriverONOS)), "spec", msgONOSNeeded},
@@ -222,6 +238,8 @@ func schemaCases(t *testing.T) []schemaCase {
 		{"onos endpoint without scheme", newFabric(withDriver(v1alpha1.DriverONOS), withONOS("onos:8181")), "spec.onos.endpoint",
 			[]string{"spec.onos.endpoint", "should match"}},
 		{"unknown driver", newFabric(withDriver("p4rt")), "spec.driver", []string{`Unsupported value: "p4rt"`}},
+		{"unknown gateway mode", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) { g.Mode = "StatefulSet" })), "spec.gateway.mode",
+			[]string{`Unsupported value: "StatefulSet"`, `supported values: "Deployment", "DaemonSet"`}},
 	}
 	return cases
 }
@@ -284,6 +302,23 @@ func validCases() []validCase {
 		{"layerRefs instead of inline layers", newCluster(withLayerRefs("spine", "leaf"), withRouting(func(r *v1alpha1.RoutingSpec) { r.Choices = 2 }))},
 		{"failover of exactly 1s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.GracePeriod, f.HoldDown = duration("1s"), duration("1000ms") }))},
 		{"inline switch-backed layer", newCluster(withLayers(newLayer("spine", withSwitchBackend("fabric", v1alpha1.RoleSpine))))},
+		{"gateway DaemonSet with the default replicas", newCluster(withGateway(daemonSetGateway(false)))},
+		{"gateway DaemonSet with replicas 1", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) {
+			daemonSetGateway(false)(g)
+			g.Replicas = ptr.To[int32](1)
+		}))},
+		{"gateway DaemonSet with replicas 0: no gateway", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) {
+			daemonSetGateway(true)(g)
+			g.Replicas = ptr.To[int32](0)
+		}))},
+		{"gateway on the host network on port 1024", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) {
+			daemonSetGateway(true)(g)
+			g.Port = 1024
+		}))},
+		{"gateway DaemonSet on the pod network with the NetworkPolicy", newCluster(withGateway(daemonSetGateway(false)), withNetworkPolicy())},
+		{"gateway Deployment of 3 replicas with the NetworkPolicy", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) {
+			g.Replicas = ptr.To[int32](3)
+		}), withNetworkPolicy())},
 		{"minimal CacheLayer", newCacheLayer()},
 		{"CacheLayer name of 20 characters", layer20},
 		{"bound CacheLayer", newCacheLayer(withBoundToRacks())},
@@ -342,6 +377,9 @@ func TestDefaultsApplied(t *testing.T) {
 		{"images.distcache", s.Images.DistCache, ""}, // the operator's data-plane image
 		{"images.redis", s.Images.Redis, "redis:7.4"},
 		{"images.pullPolicy", s.Images.PullPolicy, corev1.PullIfNotPresent},
+		{"gateway.mode", s.Gateway.Mode, v1alpha1.GatewayDeployment},
+		{"gateway.replicas", *s.Gateway.Replicas, int32(1)},
+		{"gateway.hostNetwork", s.Gateway.HostNetwork, false},
 	}
 	for prefix, ls := range map[string]v1alpha1.CacheLayerSpec{"layers[0].": s.Layers[0].CacheLayerSpec, "CacheLayer spec.": gotL.Spec} {
 		checks = append(checks, []struct {

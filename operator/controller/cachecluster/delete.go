@@ -28,7 +28,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cc *v1alpha1.CacheClus
 	sel := []client.DeleteAllOfOption{client.InNamespace(cc.Namespace), client.MatchingLabels{LabelCluster: cc.Name}}
 	redis := &unstructured.Unstructured{}
 	redis.SetGroupVersionKind(RedisGVK)
-	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &corev1.ConfigMap{}, &networkingv1.NetworkPolicy{},
+	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.ConfigMap{}, &networkingv1.NetworkPolicy{},
 		&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, redis} {
 		err := r.DeleteAllOf(ctx, obj, sel...)
 		if err != nil && !meta.IsNoMatchError(err) { // no redis-operator installed: nothing to delete

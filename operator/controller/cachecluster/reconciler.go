@@ -70,6 +70,7 @@ type state struct {
 	shardsReady int32                           // storage shards whose pods are Ready
 	readyPods   int32                           // the cluster's Ready pods
 	mapApplied  int32                           // Ready pods whose process uses the published map; -1: not asked
+	gateway     *gatewayObservation             // the gateway's workload; nil: not reached
 	blocked     *metav1.Condition               // a Ready=False condition that stopped the phases
 	requeue     time.Duration                   // the earliest pending failover decision
 }

@@ -32,6 +32,7 @@ const layerRefIndex = "spec.layerRefs"
 // +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=list;watch
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update;delete;deletecollection
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list;watch;create;update;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
@@ -50,6 +51,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&v1alpha1.CacheCluster{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.DaemonSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&networkingv1.NetworkPolicy{}).

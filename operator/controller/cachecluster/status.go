@@ -31,6 +31,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, base *v1alpha1.CacheCluste
 	case s.published != nil:
 		r.memberStatus(s, base.Status.Conditions)
 	}
+	setGatewayStatus(cc, s.gateway)
 	r.recordConditionChanges(base.Status.Conditions, cc)
 	if err := r.Status().Patch(ctx, cc, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("cannot patch status of %s: %w", cc.Name, client.IgnoreNotFound(err))
