@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"encoding/csv"
+	"fmt"
 	"net"
 	"os/exec"
 	"strconv"
@@ -77,7 +78,8 @@ func TestRedisCli(t *testing.T) {
 
 // TestRedisBenchmark runs Debian's redis-benchmark against the gateway,
 // pipelined and not: every test completes with a throughput and no error
-// reply (redis-benchmark reports errors on stderr). Its one warning is
+// reply (redis-benchmark reports errors on stderr), and its counters add up
+// to the INCRs it sent. Its one warning is
 // expected: the gateway has no Redis configuration for CONFIG GET save and
 // appendonly to return (twemproxy has none either).
 func TestRedisBenchmark(t *testing.T) {
@@ -85,7 +87,7 @@ func TestRedisBenchmark(t *testing.T) {
 	host, port, _ := net.SplitHostPort(addr)
 	for _, pipeline := range []string{"1", "16"} {
 		cmd := exec.CommandContext(t.Context(), tool(t, "redis-benchmark"), "-h", host, "-p", port,
-			"-t", "set,get,mset", "-n", "2000", "-c", "10", "-r", "1000", "-P", pipeline, "--csv")
+			"-t", "set,get,incr,mset", "-n", "2000", "-c", "10", "-r", "1000", "-P", pipeline, "--csv")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -104,8 +106,31 @@ func TestRedisBenchmark(t *testing.T) {
 			}
 			tests[strings.Fields(row[0])[0]] = true
 		}
-		if !tests["SET:"] && !tests["SET"] || !tests["GET"] && !tests["GET:"] || len(tests) != 3 {
-			t.Errorf("redis-benchmark -P %s ran %v, want SET, GET and MSET:\n%s", pipeline, tests, out)
+		if !tests["SET:"] && !tests["SET"] || !tests["GET"] && !tests["GET:"] || !tests["INCR"] || len(tests) != 4 {
+			t.Errorf("redis-benchmark -P %s ran %v, want SET, GET, INCR and MSET:\n%s", pipeline, tests, out)
 		}
+	}
+	// INCR increments counter:<12-digit random below 1000>: 2000 per run.
+	rc := redisClient(t, addr, 2)
+	keys := make([]string, 1000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("counter:%012d", i)
+	}
+	vals, err := rc.MGet(t.Context(), keys...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, v := range vals {
+		if v != nil {
+			n, err := strconv.ParseInt(v.(string), 10, 64)
+			if err != nil {
+				t.Fatalf("counter %v: %v", v, err)
+			}
+			sum += n
+		}
+	}
+	if sum != 2*2000 {
+		t.Errorf("redis-benchmark's counters add up to %d, want the %d INCRs it sent", sum, 2*2000)
 	}
 }

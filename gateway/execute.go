@@ -112,7 +112,13 @@ func (s *Server) run(sess *session, args [][]byte) []byte {
 		reply = appendError(nil, "NOAUTH Authentication required.")
 	default:
 		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
-		reply = c.run(&call{ctx: ctx, srv: s, sess: sess, args: args, resp3: sess.resp3()}, nil)
+		select {
+		case s.inFlight <- struct{}{}:
+			reply = c.run(&call{ctx: ctx, srv: s, sess: sess, args: args, resp3: sess.resp3()}, nil)
+			<-s.inFlight
+		case <-ctx.Done():
+			reply = appendError(nil, "ERR DistCache: "+ctx.Err().Error()+" waiting for the cluster")
+		}
 		cancel()
 	}
 	s.observe(c, reply, time.Since(start))

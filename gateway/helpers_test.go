@@ -27,7 +27,7 @@ func withMaxCommandBytes(n int) gatewayOption {
 // startGateway starts a real cluster (redis-servers, shims, cache nodes on
 // loopback) and a gateway in front of it, and returns the gateway's
 // address; everything stops when the test ends.
-func startGateway(t *testing.T, opts ...gatewayOption) (string, *gateway.Server) {
+func startGateway(t testing.TB, opts ...gatewayOption) (string, *gateway.Server) {
 	t.Helper()
 	addr, s, _ := startGatewayOn(t, clustertest.Config{Name: "gw", Racks: 2, ShardsPerRack: 1, Spine: 2}, opts...)
 	return addr, s
@@ -35,13 +35,20 @@ func startGateway(t *testing.T, opts ...gatewayOption) (string, *gateway.Server)
 
 // startGatewayOn is startGateway on a cluster shaped by cc, which it also
 // returns.
-func startGatewayOn(t *testing.T, cc clustertest.Config, opts ...gatewayOption) (string, *gateway.Server, *clustertest.Cluster) {
+func startGatewayOn(t testing.TB, cc clustertest.Config, opts ...gatewayOption) (string, *gateway.Server, *clustertest.Cluster) {
 	t.Helper()
 	c := clustertest.Start(t, cc)
 	cfg := gateway.Config{Store: c.NewClient(client.Config{})}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	s, addr := serveGateway(t, cfg)
+	return addr, s, c
+}
+
+// serveGateway serves a gateway of cfg on loopback until the test ends.
+func serveGateway(t testing.TB, cfg gateway.Config) (*gateway.Server, string) {
+	t.Helper()
 	s, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -61,11 +68,11 @@ func startGatewayOn(t *testing.T, cc clustertest.Config, opts ...gatewayOption) 
 			t.Error(err)
 		}
 	})
-	return ln.Addr().String(), s, c
+	return s, ln.Addr().String()
 }
 
 // redisClient is a go-redis client of addr speaking protocol proto.
-func redisClient(t *testing.T, addr string, proto int) *redis.Client {
+func redisClient(t testing.TB, addr string, proto int) *redis.Client {
 	t.Helper()
 	rc := redis.NewClient(&redis.Options{Addr: addr, Protocol: proto, MaxRetries: -1})
 	t.Cleanup(func() { _ = rc.Close() })

@@ -49,7 +49,9 @@ type metrics struct {
 // client cannot create series at will.
 const otherCommand = "unknown"
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the gateway's metrics with reg; inFlight reads the
+// commands running in the cluster now.
+func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, error) {
 	m := &metrics{
 		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "distcache_gateway_commands_total", Help: "Redis commands the gateway ran, by command.",
@@ -70,7 +72,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.commands, m.errors, m.duration, m.connections, m.pipelineDepth} {
+	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "distcache_gateway_cluster_commands",
+		Help: "Commands running in the cluster now; at most --max-in-flight, the others wait in the gateway.",
+	}, inFlight)
+	for _, c := range []prometheus.Collector{m.commands, m.errors, m.duration, m.connections, m.pipelineDepth, running} {
 		if err := reg.Register(c); err != nil {
 			var dup prometheus.AlreadyRegisteredError
 			if errors.As(err, &dup) {

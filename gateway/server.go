@@ -50,6 +50,9 @@ const (
 	// DefaultPipelineWorkers bounds the commands of one connection's
 	// pipeline that run at once.
 	DefaultPipelineWorkers = 256
+	// DefaultMaxInFlight bounds the commands running in the cluster at
+	// once, over every connection.
+	DefaultMaxInFlight = 128
 )
 
 // Config configures a Server.
@@ -74,6 +77,14 @@ type Config struct {
 	// PipelineWorkers bounds the commands of one pipeline run at once
 	// (default 256).
 	PipelineWorkers int
+	// MaxInFlight bounds the commands running in the cluster at once,
+	// over every connection (default DefaultMaxInFlight); the others wait
+	// in the gateway, in arrival order as the scheduler allows. Without
+	// it, fifty clients pipelining sixteen commands each put 800 requests
+	// into the cluster's sockets at once: a queue longer than the
+	// transport's first retransmission (50 ms) gets every request sent
+	// again, and the work doubles just when there is the most of it.
+	MaxInFlight int
 	// Users, when set, are the users a connection must authenticate as
 	// (AUTH, HELLO ... AUTH) before any other command; nil: every client
 	// is the default user, as Redis' nopass default.
@@ -102,6 +113,9 @@ func (c Config) withDefaults() Config {
 	if c.PipelineWorkers <= 0 {
 		c.PipelineWorkers = DefaultPipelineWorkers
 	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
 	}
@@ -121,6 +135,9 @@ type Server struct {
 	nextID  atomic.Int64
 	// open counts the open connections (accepted and not yet closed).
 	open atomic.Int64
+	// inFlight holds a token per command running in the cluster
+	// (Config.MaxInFlight).
+	inFlight chan struct{}
 	// ctx ends every command in flight when the server closes.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -135,11 +152,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("cannot start the gateway: no store")
 	}
-	m, err := newMetrics(cfg.Registerer)
+	inFlight := make(chan struct{}, cfg.MaxInFlight)
+	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(inFlight)) })
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, metrics: m, started: time.Now()}
+	s := &Server{cfg: cfg, metrics: m, started: time.Now(), inFlight: inFlight}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.rs = redcon.NewServerNetwork("tcp", "", s.serve, s.accept, s.closed)
 	return s, nil

@@ -1,0 +1,117 @@
+package gateway_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/gateway"
+	"github.com/distcache/distcache/internal/clustertest"
+)
+
+// concurrencyStore is a gateway Store that records how many Gets run at
+// once; hold, if set, keeps each Get waiting until it is closed, and
+// entered, if set, hears of each Get that starts.
+type concurrencyStore struct {
+	gateway.Store
+	hold, entered chan struct{}
+	now, most     atomic.Int64
+}
+
+func (s *concurrencyStore) Get(ctx context.Context, key string) ([]byte, error) {
+	n := s.now.Add(1)
+	if s.entered != nil {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+	}
+	defer s.now.Add(-1)
+	for {
+		m := s.most.Load()
+		if n <= m || s.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	if s.hold != nil {
+		<-s.hold
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// TestMaxInFlight pipelines GETs from many connections through a gateway
+// that lets two run in the cluster at once: every reply is right, and no
+// more than two ever ran together.
+func TestMaxInFlight(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Config{Name: "gw", Racks: 2, ShardsPerRack: 1, Spine: 2})
+	store := &concurrencyStore{Store: c.NewClient(client.Config{})}
+	_, addr := serveGateway(t, gateway.Config{Store: store, MaxInFlight: 2})
+	rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 8})
+	defer rc.Close()
+	ctx := t.Context()
+	const keys = 32
+	for i := range keys {
+		if err := rc.Set(ctx, "k"+strconv.Itoa(i), "v"+strconv.Itoa(i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			pipe := rc.Pipeline()
+			cmds := make([]*redis.StringCmd, keys)
+			for i := range cmds {
+				cmds[i] = pipe.Get(ctx, "k"+strconv.Itoa((i+w)%keys))
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			for i, cmd := range cmds {
+				if want := "v" + strconv.Itoa((i+w)%keys); cmd.Val() != want {
+					t.Errorf("GET = %q, want %q", cmd.Val(), want)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if most := store.most.Load(); most > 2 || most < 1 {
+		t.Errorf("%d GETs ran in the cluster at once, want 1 or 2", most)
+	}
+}
+
+// TestMaxInFlightWaitTimesOut checks that a command that cannot get into
+// the cluster within its OpTimeout gets an error, not a hang.
+func TestMaxInFlightWaitTimesOut(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Config{Name: "gw", Racks: 2, ShardsPerRack: 1, Spine: 2})
+	store := &concurrencyStore{Store: c.NewClient(client.Config{}), hold: make(chan struct{}), entered: make(chan struct{}, 1)}
+	_, addr := serveGateway(t, gateway.Config{Store: store, MaxInFlight: 1, OpTimeout: 200 * time.Millisecond})
+	release := sync.OnceFunc(func() { close(store.hold) })
+	t.Cleanup(release) // before the gateway closes, should the test fail first
+	ctx := t.Context()
+	first := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer first.Close()
+	second := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer second.Close()
+	// The first GET holds the only slot until the test lets it go.
+	held := make(chan error, 1)
+	go func() { held <- first.Get(ctx, "a").Err() }()
+	select {
+	case <-store.entered:
+	case err := <-held:
+		t.Fatalf("the first GET ended before it held the slot: %v", err)
+	}
+	err := second.Get(ctx, "b").Err()
+	if err == nil || !strings.Contains(err.Error(), "waiting for the cluster") {
+		t.Fatalf("second GET: %v, want an error that it waited for the cluster", err)
+	}
+	release()
+	<-held
+}
