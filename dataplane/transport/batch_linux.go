@@ -212,6 +212,7 @@ func (r *mmsgReader) doSend(fd uintptr) bool {
 			for _, h := range r.out[r.sent : r.sent+int(n)] {
 				bytes += uint64(h.Len)
 			}
+			r.e.stats.sends.Add(1)
 			r.e.stats.datagramsOut.Add(uint64(n))
 			r.e.stats.bytesOut.Add(bytes)
 			r.sent += int(n)

@@ -16,7 +16,13 @@
 // recvmmsg(2) and sends the replies its handler produced for them with one
 // sendmmsg(2), so a busy node pays two system calls per batch instead of two
 // per request. An idle socket still answers every datagram at once: recvmmsg
-// returns what has arrived, it does not wait for a full batch.
+// returns what has arrived, it does not wait for a full batch. Send, which
+// callers use from their own goroutines (a client's requests, a cache
+// node's forwarded misses, a shim's replies), combines too: a Send that
+// finds another goroutine sending leaves its datagrams in a queue that
+// goroutine sends next, with one sendmmsg (combine_linux.go). A queued
+// datagram that cannot be sent is counted in Stats.SendErrors, not
+// returned to its Send: to the sender it is a datagram lost.
 // Calls retransmit with the same sequence number until the context ends, so
 // receivers must treat a repeated (sender, sequence number) as the same
 // request; the storage shim deduplicates writes for that reason.
@@ -151,6 +157,7 @@ type Stats struct {
 	DatagramsIn      uint64
 	Receives         uint64 // receive system calls that returned datagrams; DatagramsIn/Receives is the mean batch
 	DatagramsOut     uint64
+	Sends            uint64 // send system calls that sent datagrams; DatagramsOut/Sends is the mean batch
 	BytesIn          uint64
 	BytesOut         uint64
 	Malformed        uint64 // datagrams that failed to parse
@@ -169,7 +176,7 @@ const opSlots = wire.MaxOp + 1
 
 type counters struct {
 	datagramsIn, datagramsOut, bytesIn, bytesOut atomic.Uint64
-	receives                                     atomic.Uint64
+	receives, sends                              atomic.Uint64
 	malformed, unhandled, unmatched, retransmits atomic.Uint64
 	sendErrors                                   atomic.Uint64
 	macRejected                                  [opSlots]atomic.Uint64
@@ -189,6 +196,7 @@ type Endpoint struct {
 	addr   netip.AddrPort
 	reasm  *wire.Reassembler
 	bufs   sync.Pool // *[]byte of cap cfg.Datagram, for encoding
+	comb   *combiner // batches concurrent Sends (nil: each sends alone)
 	seq    atomic.Uint64
 	stats  counters
 	wg     sync.WaitGroup
@@ -232,6 +240,9 @@ func Listen(cfg Config) (*Endpoint, error) {
 		calls: make(map[uint64]*call),
 	}
 	e.bufs.New = func() any { b := make([]byte, 0, cfg.Datagram); return &b }
+	if cfg.Batch != 1 {
+		e.comb = newCombiner(e)
+	}
 	e.seq.Store(rand.Uint64())
 	return e, nil
 }
@@ -277,12 +288,15 @@ func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
 			return err
 		}
 		*bp = b
-		if _, err := e.conn.WriteToUDPAddrPort(b, dst); err != nil {
-			e.stats.sendErrors.Add(1)
-			return fmt.Errorf("cannot send %s to %s: %w", m.Op, dst, err)
+		if e.comb == nil || !e.comb.send(dst, b) {
+			if _, err := e.conn.WriteToUDPAddrPort(b, dst); err != nil {
+				e.stats.sendErrors.Add(1)
+				return fmt.Errorf("cannot send %s to %s: %w", m.Op, dst, err)
+			}
+			e.stats.sends.Add(1)
+			e.stats.datagramsOut.Add(1)
+			e.stats.bytesOut.Add(uint64(len(b)))
 		}
-		e.stats.datagramsOut.Add(1)
-		e.stats.bytesOut.Add(uint64(len(b)))
 		if next >= len(m.Value) {
 			return nil
 		}
@@ -350,6 +364,7 @@ func (e *Endpoint) Stats() Stats {
 	s := &e.stats
 	st := Stats{
 		DatagramsIn: s.datagramsIn.Load(), Receives: s.receives.Load(), DatagramsOut: s.datagramsOut.Load(),
+		Sends:   s.sends.Load(),
 		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
 		Malformed: s.malformed.Load(), Unhandled: s.unhandled.Load(),
 		UnmatchedReplies: s.unmatched.Load(), Retransmits: s.retransmits.Load(),
