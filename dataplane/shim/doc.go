@@ -4,7 +4,10 @@
 // with DistCache's two-phase protocol (Liu et al., FAST '19, §4.3).
 //
 // Reads. GET is a Redis GET: a cache node forwards its misses here, and a
-// client may read directly (FlagDirect). FETCH is a cache node's insertion
+// client may read directly (FlagDirect). GETs of one key that wait together
+// share one Redis read, and the reads of different keys that arrive while
+// one is under way go to Redis together as one pipeline (getbatch.go).
+// FETCH is a cache node's insertion
 // of a hot key: the shim answers, under the key's lock, with the value and
 // the version counter C read under that lock. Every write of the key
 // acknowledged before the FETCH has a version ≤ C and every later write a

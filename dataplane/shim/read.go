@@ -13,7 +13,7 @@ import (
 // redisGet reads key: StatusOK and the value, StatusNotFound, or
 // StatusUnavailable when Redis fails.
 func (s *Shim) redisGet(key string) (wire.Status, []byte) {
-	v, err := s.rdb.Get(s.ctx, key).Bytes()
+	v, err := s.gets.get(s.ctx, key)
 	return s.getStatus(key, v, err)
 }
 

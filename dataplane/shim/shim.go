@@ -165,6 +165,7 @@ type Shim struct {
 	log     *slog.Logger
 	ep      *transport.Endpoint
 	rdb     *redis.Client
+	gets    *getBatcher // the GETs of serveGets, pipelined under load
 	metrics *shimMetrics
 	stats   counters
 	locks   *keyLocks
@@ -238,6 +239,7 @@ func New(cfg Config) (*Shim, error) {
 		work:   capacity.New(cfg.EmulatedRate),
 		queued: newQueuedReads(),
 	}
+	s.gets = &getBatcher{rdb: s.rdb}
 	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
 	s.clock.start(time.Now())
 	if s.metrics, err = newShimMetrics(cfg.Registerer, ep, s.work, s.stats.coalescedGets.Load); err != nil {

@@ -1,0 +1,82 @@
+package shim
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// getBatcher reads keys from Redis for concurrent GETs in as few round
+// trips as it can (flat combining, as the transport's sends): a read that
+// finds another read's round trip under way queues its key, and the
+// goroutine whose round trip ends sends everything queued meanwhile as one
+// pipeline, again until nothing is queued. Under load the GETs of many
+// distinct keys cost one write and one read on a Redis connection instead
+// of one of each per key; a read alone is one GET at once, as without it.
+// There is no timer and no goroutine of its own. Reads of one key were
+// already coalesced before (serveGets); cache fills and writes do not pass
+// here.
+type getBatcher struct {
+	rdb *redis.Client
+
+	mu    sync.Mutex    // guards queue, spare and busy
+	queue []*pendingGet // reads waiting for the next round trip
+	spare []*pendingGet // the other queue's array, for reuse
+	busy  bool          // a goroutine is running round trips
+}
+
+// pendingGet is one queued read and, once done is closed, its result.
+type pendingGet struct {
+	key  string
+	v    []byte
+	err  error
+	done chan struct{}
+}
+
+// get reads key.
+func (b *getBatcher) get(ctx context.Context, key string) ([]byte, error) {
+	p := &pendingGet{key: key, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	if b.busy {
+		b.mu.Unlock()
+		<-p.done
+		return p.v, p.err
+	}
+	b.busy = true
+	for {
+		batch := b.queue
+		b.queue, b.spare = b.spare[:0], nil
+		b.mu.Unlock()
+		b.read(ctx, batch)
+		clear(batch)
+		b.mu.Lock()
+		b.spare = batch[:0]
+		if len(b.queue) == 0 {
+			b.busy = false
+			b.mu.Unlock()
+			return p.v, p.err
+		}
+	}
+}
+
+// read runs one round trip for batch and completes each read.
+func (b *getBatcher) read(ctx context.Context, batch []*pendingGet) {
+	if len(batch) == 1 {
+		p := batch[0]
+		p.v, p.err = b.rdb.Get(ctx, p.key).Bytes()
+		close(p.done)
+		return
+	}
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(batch))
+	for i, p := range batch {
+		cmds[i] = pipe.Get(ctx, p.key)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for i, p := range batch {
+		p.v, p.err = cmds[i].Bytes()
+		close(p.done)
+	}
+}

@@ -1,0 +1,161 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/internal/redistest"
+)
+
+// pipelineCounter is a go-redis hook that counts the round trips that
+// carry GETs: single GETs, and pipelines with the GETs they carried (the
+// client's own connection setup is not counted).
+type pipelineCounter struct {
+	singles, pipelines, pipelined atomic.Int64
+}
+
+func (*pipelineCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "get" {
+			c.singles.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var gets int64
+		for _, cmd := range cmds {
+			if cmd.Name() == "get" {
+				gets++
+			}
+		}
+		if gets > 0 {
+			c.pipelines.Add(1)
+			c.pipelined.Add(gets)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func newBatcher(t *testing.T) (*getBatcher, *pipelineCounter) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	for i := range 20 {
+		if err := rdb.Set(t.Context(), "k"+strconv.Itoa(i), "v"+strconv.Itoa(i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c pipelineCounter
+	rdb.AddHook(&c)
+	return &getBatcher{rdb: rdb}, &c
+}
+
+// TestGetBatcherPipelinesQueuedReads queues reads as if a round trip were
+// under way; the next read runs them all, its own included, in one
+// pipeline, and each gets its own key's value (or redis.Nil).
+func TestGetBatcherPipelinesQueuedReads(t *testing.T) {
+	b, c := newBatcher(t)
+	keys := []string{"k1", "k2", "missing", "k3", "k1"}
+	var queued []*pendingGet
+	for _, k := range keys {
+		p := &pendingGet{key: k, done: make(chan struct{})}
+		queued = append(queued, p)
+	}
+	b.queue = append(b.queue, queued...)
+	v, err := b.get(t.Context(), "k4")
+	if err != nil || string(v) != "v4" {
+		t.Fatalf("get k4 = %q, %v", v, err)
+	}
+	for i, p := range queued {
+		<-p.done
+		want := "v" + keys[i][1:]
+		switch {
+		case keys[i] == "missing":
+			if !errors.Is(p.err, redis.Nil) {
+				t.Errorf("missing key: %q, %v; want redis.Nil", p.v, p.err)
+			}
+		case p.err != nil || string(p.v) != want:
+			t.Errorf("%s = %q, %v; want %q", keys[i], p.v, p.err, want)
+		}
+	}
+	if c.pipelines.Load() != 1 || c.pipelined.Load() != int64(len(keys)+1) || c.singles.Load() != 0 {
+		t.Errorf("%d pipelines of %d commands and %d single commands, want one pipeline of %d",
+			c.pipelines.Load(), c.pipelined.Load(), c.singles.Load(), len(keys)+1)
+	}
+	if b.busy || len(b.queue) != 0 {
+		t.Errorf("busy %v with %d queued after the round trips", b.busy, len(b.queue))
+	}
+}
+
+// TestGetBatcherAlone checks that a read with nothing else going on is one
+// GET.
+func TestGetBatcherAlone(t *testing.T) {
+	b, c := newBatcher(t)
+	if v, err := b.get(t.Context(), "k7"); err != nil || string(v) != "v7" {
+		t.Fatalf("get k7 = %q, %v", v, err)
+	}
+	if c.singles.Load() != 1 || c.pipelines.Load() != 0 {
+		t.Errorf("%d single commands and %d pipelines, want one GET", c.singles.Load(), c.pipelines.Load())
+	}
+}
+
+// TestGetBatcherConcurrent reads from many goroutines at once: every read
+// gets its own key's value, whichever round trip carried it.
+func TestGetBatcherConcurrent(t *testing.T) {
+	b, c := newBatcher(t)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 100 {
+				k := (g + i) % 20
+				v, err := b.get(t.Context(), "k"+strconv.Itoa(k))
+				if err != nil || string(v) != "v"+strconv.Itoa(k) {
+					t.Errorf("get k%d = %q, %v", k, v, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := c.singles.Load() + c.pipelined.Load(); got != 1600 {
+		t.Errorf("%d GETs reached Redis, want 1600", got)
+	}
+}
+
+// TestGetBatcherRedisDown checks that a round trip that fails fails every
+// read it carried, and the batcher serves the next ones.
+func TestGetBatcherRedisDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	b := &getBatcher{rdb: rdb}
+	p := &pendingGet{key: "a", done: make(chan struct{})}
+	b.queue = append(b.queue, p)
+	if _, err := b.get(t.Context(), "b"); err == nil || errors.Is(err, redis.Nil) {
+		t.Fatalf("get with Redis down: %v, want a connection error", err)
+	}
+	if <-p.done; p.err == nil || errors.Is(p.err, redis.Nil) {
+		t.Fatalf("queued get with Redis down: %v, want a connection error", p.err)
+	}
+	if b.busy {
+		t.Fatal("the batcher stays busy after a failed round trip")
+	}
+}
