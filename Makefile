@@ -331,7 +331,7 @@ demo: redis-server nutcracker build ## Run DistCache standalone on local process
 		$(DEMO_BENCH) && \
 		echo '==> $(DEMO_GATEWAY_BENCH)' && \
 		{ $(DEMO_GATEWAY_BENCH) 2>'$(DEMO_DIR)/gateway.log' || { cat '$(DEMO_DIR)/gateway.log' >&2; exit 1; }; } | \
-		awk '/^ *mode /{p=1} p{print} /^ *distcache /{p=0}'
+		awk '/^ *mode +throughput/{p=1} p==1{print} p==1 && /^ *distcache /{p=2}'
 
 # The long fault-injection run (test/fault, docs/reliability.md): SCHEDULES
 # random schedules drawn from SEED, each a cluster in a network namespace of
