@@ -45,7 +45,8 @@ func (o *benchOptions) configureVia() error {
 		if err != nil {
 			return nil, err
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		var lc net.ListenConfig
+		ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("cannot listen for the benchmark's gateway: %w", err)
 		}

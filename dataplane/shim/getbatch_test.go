@@ -138,7 +138,8 @@ func TestGetBatcherConcurrent(t *testing.T) {
 // TestGetBatcherRedisDown checks that a round trip that fails fails every
 // read it carried, and the batcher serves the next ones.
 func TestGetBatcherRedisDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,4 +139,3 @@ func TestCombinerConcurrentSends(t *testing.T) {
 		t.Fatalf("stats %+v, want %d datagrams out in at most as many send calls", s, senders*each)
 	}
 }
-

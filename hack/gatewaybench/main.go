@@ -102,14 +102,14 @@ func (o options) start(ctx context.Context) ([]target, func(), error) {
 			undo[i]()
 		}
 	}
-	_ = exec.Command(o.distcache, "down", "--run-dir", o.runDir).Run() // a run left over
+	_ = exec.CommandContext(ctx, o.distcache, "down", "--run-dir", o.runDir).Run() // a run left over
 	up := exec.CommandContext(ctx, o.distcache, "up", "-f", o.clusterFile, "--run-dir", o.runDir)
 	up.Stdout, up.Stderr = os.Stderr, os.Stderr
 	if err := up.Run(); err != nil {
 		return nil, cleanup, fmt.Errorf("cannot start the cluster: %w", err)
 	}
 	undo = append(undo, func() {
-		down := exec.Command(o.distcache, "down", "--run-dir", o.runDir)
+		down := exec.CommandContext(context.WithoutCancel(ctx), o.distcache, "down", "--run-dir", o.runDir)
 		down.Stdout, down.Stderr = os.Stderr, os.Stderr
 		_ = down.Run()
 	})
@@ -235,4 +235,3 @@ func splitAddr(addr string) (host, port string) {
 	}
 	return host, port
 }
-

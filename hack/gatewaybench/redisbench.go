@@ -40,8 +40,11 @@ func (b benchRun) run(ctx context.Context, keySpace int) (benchResult, error) {
 		return benchResult{}, fmt.Errorf("cannot run redis-benchmark %v: %w", args, err)
 	}
 	recs, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
-	if err != nil || len(recs) < 2 || len(recs[1]) < 7 {
-		return benchResult{}, fmt.Errorf("cannot parse redis-benchmark's output %q: %v", out, err)
+	if err != nil {
+		return benchResult{}, fmt.Errorf("cannot parse redis-benchmark's output %q: %w", out, err)
+	}
+	if len(recs) < 2 || len(recs[1]) < 7 {
+		return benchResult{}, fmt.Errorf("cannot parse redis-benchmark's output %q: no result row", out)
 	}
 	var r benchResult
 	r.elapsed = elapsed

@@ -268,7 +268,7 @@ func reduceUnknownWrites(ops []Operation) []Operation {
 			case Put:
 				kv := keyValue{op.Key, op.Value}
 				r, seen := firstRead[kv]
-				if !seen && !(op.Value == "0" && zeroRead[op.Key]) {
+				if !seen && (op.Value != "0" || !zeroRead[op.Key]) {
 					continue
 				}
 				if seen && !incremented[kv] && r > op.Call {

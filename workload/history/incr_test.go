@@ -456,7 +456,7 @@ func TestCheckSimulatedIncrements(t *testing.T) {
 			// may end a little before it, and holds it.
 			culprit := corruptAnIncrement(t, ops)
 			v := checkOneViolation(t, ops, culprit.Key)
-			if last := v.Tail[len(v.Tail)-1]; !overlaps(last, culprit) && !(slices.Contains(v.Prefix, culprit) && last.Call <= culprit.Call) {
+			if last := v.Tail[len(v.Tail)-1]; !overlaps(last, culprit) && (!slices.Contains(v.Prefix, culprit) || last.Call > culprit.Call) {
 				t.Fatalf("violation ending with %s, want the corrupted increment %s, an operation overlapping it, or one before it with it in the prefix", last, culprit)
 			}
 			ops, _ = simulateIncrements(seed, 12, 6000, 4, math.MaxInt)

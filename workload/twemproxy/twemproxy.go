@@ -59,11 +59,11 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("cannot run twemproxy: no Redis servers")
 	}
-	addr, err := freeAddr()
+	addr, err := freeAddr(ctx)
 	if err != nil {
 		return nil, err
 	}
-	stats, err := freeAddr()
+	stats, err := freeAddr(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,9 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if err := os.WriteFile(conf, []byte(Render(addr, cfg.Servers)), 0o644); err != nil {
 		return nil, fmt.Errorf("cannot write twemproxy's configuration: %w", err)
 	}
-	cmd := exec.Command(bin, "--conf-file", conf, "--output", filepath.Join(cfg.Dir, "nutcracker.log"),
+	// The proxy outlives Start's ctx, which bounds only the start: Stop
+	// ends it.
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), bin, "--conf-file", conf, "--output", filepath.Join(cfg.Dir, "nutcracker.log"),
 		"--stats-addr", "127.0.0.1", "--stats-port", statsPort)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot start twemproxy: %w", err)
@@ -147,7 +149,7 @@ func (p *Proxy) waitListening(ctx context.Context) error {
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return fmt.Errorf("cannot start twemproxy: it exited (%v); see its log", err)
+			return fmt.Errorf("cannot start twemproxy: it exited, see its log: %w", err)
 		case <-ctx.Done():
 			return fmt.Errorf("cannot start twemproxy: not listening on %s: %w", p.addr, ctx.Err())
 		case <-tick.C:
@@ -156,8 +158,9 @@ func (p *Proxy) waitListening(ctx context.Context) error {
 }
 
 // freeAddr returns a loopback address with a port free right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr(ctx context.Context) (string, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("cannot find a free port for twemproxy: %w", err)
 	}
