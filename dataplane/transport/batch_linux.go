@@ -72,14 +72,8 @@ type mmsgReader struct {
 	received int
 	recvErr  error
 
-	// out[:queued] are the datagrams queued since the last flush, encoded
-	// in outBuf and addressed by outName; sent is the flush's progress.
-	out     []unix.Mmsghdr
-	outIov  []unix.Iovec
-	outBuf  [][]byte
-	outName [][sockaddrLen]byte
-	queued  int
-	sent    int
+	// The datagrams queued since the last flush.
+	mmsgOut
 
 	// The system-call closures, bound once so that calls do not allocate.
 	recvFn, sendFn func(fd uintptr) bool
@@ -91,10 +85,9 @@ func newMmsgReader(e *Endpoint) *mmsgReader {
 		e:  e,
 		in: make([]unix.Mmsghdr, n), inIov: make([]unix.Iovec, n),
 		inBuf: make([][]byte, n), inName: make([][sockaddrLen]byte, n),
-		out: make([]unix.Mmsghdr, n), outIov: make([]unix.Iovec, n),
-		outBuf: make([][]byte, n), outName: make([][sockaddrLen]byte, n),
+		mmsgOut: newMmsgOut(n, out),
 	}
-	inSlab, outSlab := make([]byte, n*in), make([]byte, n*out)
+	inSlab := make([]byte, n*in)
 	for i := range n {
 		r.inBuf[i] = inSlab[i*in : (i+1)*in : (i+1)*in]
 		r.inIov[i].Base = &r.inBuf[i][0]
@@ -103,11 +96,6 @@ func newMmsgReader(e *Endpoint) *mmsgReader {
 		r.in[i].Hdr.Namelen = sockaddrLen
 		r.in[i].Hdr.Iov = &r.inIov[i]
 		r.in[i].Hdr.SetIovlen(1)
-
-		r.outBuf[i] = outSlab[i*out : i*out : (i+1)*out]
-		r.out[i].Hdr.Name = &r.outName[i][0]
-		r.out[i].Hdr.Iov = &r.outIov[i]
-		r.out[i].Hdr.SetIovlen(1)
 	}
 	r.recvFn, r.sendFn = r.doRecv, r.doSend
 	return r
@@ -162,14 +150,11 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 			r.Flush()
 		}
 		i := r.queued
-		b, next, err := r.e.appendDatagram(r.outBuf[i][:0], m, off)
+		b, next, err := r.e.appendDatagram(r.buf[i][:0], m, off)
 		if err != nil {
 			return err
 		}
-		r.outBuf[i] = b
-		r.outIov[i].Base = unsafe.SliceData(b)
-		r.outIov[i].SetLen(len(b))
-		r.out[i].Hdr.Namelen = encodeSockaddr(&r.outName[i], dst, r.e.sys.family)
+		r.set(i, b, dst, r.e.sys.family)
 		r.queued++
 		if next >= len(m.Value) {
 			return nil
@@ -190,12 +175,49 @@ func (r *mmsgReader) Flush() {
 	r.queued = 0
 }
 
-// doSend runs sendmmsg until every queued datagram is sent or skipped, and
-// returns false (wait until writable) when the socket buffer is full.
-func (r *mmsgReader) doSend(fd uintptr) bool {
-	for r.sent < r.queued {
+// doSend sends the queued datagrams (mmsgOut.sendAll).
+func (r *mmsgReader) doSend(fd uintptr) bool { return r.sendAll(r.e, fd) }
+
+// mmsgOut is a batch of datagrams for sendmmsg: out[:queued] are queued,
+// encoded in buf and addressed by name; sent is a flush's progress.
+type mmsgOut struct {
+	out    []unix.Mmsghdr
+	iov    []unix.Iovec
+	buf    [][]byte
+	name   [][sockaddrLen]byte
+	queued int
+	sent   int
+}
+
+// newMmsgOut allocates room for n datagrams of up to size bytes, once.
+func newMmsgOut(n, size int) mmsgOut {
+	o := mmsgOut{out: make([]unix.Mmsghdr, n), iov: make([]unix.Iovec, n),
+		buf: make([][]byte, n), name: make([][sockaddrLen]byte, n)}
+	slab := make([]byte, n*size)
+	for i := range n {
+		o.buf[i] = slab[i*size : i*size : (i+1)*size]
+		o.out[i].Hdr.Name = &o.name[i][0]
+		o.out[i].Hdr.Iov = &o.iov[i]
+		o.out[i].Hdr.SetIovlen(1)
+	}
+	return o
+}
+
+// set makes slot i the datagram b (in o.buf[i]'s array) to dst.
+func (o *mmsgOut) set(i int, b []byte, dst netip.AddrPort, family int) {
+	o.buf[i] = b
+	o.iov[i].Base = unsafe.SliceData(b)
+	o.iov[i].SetLen(len(b))
+	o.out[i].Hdr.Namelen = encodeSockaddr(&o.name[i], dst, family)
+}
+
+// sendAll runs sendmmsg on e's socket fd until every queued datagram is
+// sent or skipped, counting them in e's stats, and returns false (wait
+// until writable) when the socket buffer is full.
+func (o *mmsgOut) sendAll(e *Endpoint, fd uintptr) bool {
+	for o.sent < o.queued {
 		n, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, fd,
-			uintptr(unsafe.Pointer(&r.out[r.sent])), uintptr(r.queued-r.sent), 0, 0, 0)
+			uintptr(unsafe.Pointer(&o.out[o.sent])), uintptr(o.queued-o.sent), 0, 0, 0)
 		switch {
 		case errno == unix.EINTR:
 			continue
@@ -203,19 +225,19 @@ func (r *mmsgReader) doSend(fd uintptr) bool {
 			return false
 		case errno != 0 || n == 0:
 			// sendmmsg fails only when its first datagram fails: skip it.
-			r.e.stats.sendErrors.Add(1)
-			r.e.cfg.Logger.Debug("cannot send datagram", "addr", r.e.addr,
-				"to", decodeSockaddr(r.outName[r.sent][:r.out[r.sent].Hdr.Namelen]), "err", errno)
-			r.sent++
+			e.stats.sendErrors.Add(1)
+			e.cfg.Logger.Debug("cannot send datagram", "addr", e.addr,
+				"to", decodeSockaddr(o.name[o.sent][:o.out[o.sent].Hdr.Namelen]), "err", errno)
+			o.sent++
 		default:
 			var bytes uint64
-			for _, h := range r.out[r.sent : r.sent+int(n)] {
+			for _, h := range o.out[o.sent : o.sent+int(n)] {
 				bytes += uint64(h.Len)
 			}
-			r.e.stats.sends.Add(1)
-			r.e.stats.datagramsOut.Add(uint64(n))
-			r.e.stats.bytesOut.Add(bytes)
-			r.sent += int(n)
+			e.stats.sends.Add(1)
+			e.stats.datagramsOut.Add(uint64(n))
+			e.stats.bytesOut.Add(bytes)
+			o.sent += int(n)
 		}
 	}
 	return true

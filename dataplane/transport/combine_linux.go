@@ -5,9 +5,6 @@ package transport
 import (
 	"net/netip"
 	"sync"
-	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // combiner sends the datagrams of Endpoint.Send with sendmmsg(2), many per
@@ -32,14 +29,9 @@ type combiner struct {
 // sendQueue is a batch of datagrams for one sendmmsg, encoded in its own
 // buffers.
 type sendQueue struct {
-	e       *Endpoint
-	out     []unix.Mmsghdr
-	iov     []unix.Iovec
-	buf     [][]byte
-	name    [][sockaddrLen]byte
-	queued  int
-	sent    int
-	flushFn func(fd uintptr) bool // q.flush, bound once
+	e *Endpoint
+	mmsgOut
+	sendFn func(fd uintptr) bool // q.sendAll on q.e, bound once
 }
 
 func newCombiner(e *Endpoint) *combiner {
@@ -47,17 +39,8 @@ func newCombiner(e *Endpoint) *combiner {
 }
 
 func newSendQueue(e *Endpoint) *sendQueue {
-	n, size := e.cfg.Batch, e.cfg.Datagram
-	q := &sendQueue{e: e, out: make([]unix.Mmsghdr, n), iov: make([]unix.Iovec, n),
-		buf: make([][]byte, n), name: make([][sockaddrLen]byte, n)}
-	slab := make([]byte, n*size)
-	for i := range n {
-		q.buf[i] = slab[i*size : i*size : (i+1)*size]
-		q.out[i].Hdr.Name = &q.name[i][0]
-		q.out[i].Hdr.Iov = &q.iov[i]
-		q.out[i].Hdr.SetIovlen(1)
-	}
-	q.flushFn = q.flush
+	q := &sendQueue{e: e, mmsgOut: newMmsgOut(e.cfg.Batch, e.cfg.Datagram)}
+	q.sendFn = func(fd uintptr) bool { return q.sendAll(q.e, fd) }
 	return q
 }
 
@@ -75,10 +58,7 @@ func (c *combiner) send(dst netip.AddrPort, d []byte) bool {
 		return false
 	}
 	i := q.queued
-	q.buf[i] = append(q.buf[i][:0], d...)
-	q.iov[i].Base = unsafe.SliceData(q.buf[i])
-	q.iov[i].SetLen(len(d))
-	q.out[i].Hdr.Namelen = encodeSockaddr(&q.name[i], dst, c.e.sys.family)
+	q.set(i, append(q.buf[i][:0], d...), dst, c.e.sys.family)
 	q.queued++
 	if c.sending {
 		c.mu.Unlock()
@@ -111,39 +91,8 @@ func (c *combiner) drain() {
 // send sends every queued datagram and empties the queue.
 func (q *sendQueue) send() {
 	q.sent = 0
-	if err := q.e.sys.raw.Write(q.flushFn); err != nil {
+	if err := q.e.sys.raw.Write(q.sendFn); err != nil {
 		q.e.stats.sendErrors.Add(uint64(q.queued - q.sent)) // closed: the rest is lost
 	}
 	q.queued = 0
-}
-
-// flush runs sendmmsg until every queued datagram is sent or skipped, and
-// returns false (wait until writable) when the socket buffer is full.
-func (q *sendQueue) flush(fd uintptr) bool {
-	for q.sent < q.queued {
-		n, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, fd,
-			uintptr(unsafe.Pointer(&q.out[q.sent])), uintptr(q.queued-q.sent), 0, 0, 0)
-		switch {
-		case errno == unix.EINTR:
-			continue
-		case errno == unix.EAGAIN:
-			return false
-		case errno != 0 || n == 0:
-			// sendmmsg fails only when its first datagram fails: skip it.
-			q.e.stats.sendErrors.Add(1)
-			q.e.cfg.Logger.Debug("cannot send datagram", "addr", q.e.addr,
-				"to", decodeSockaddr(q.name[q.sent][:q.out[q.sent].Hdr.Namelen]), "err", errno)
-			q.sent++
-		default:
-			var bytes uint64
-			for _, h := range q.out[q.sent : q.sent+int(n)] {
-				bytes += uint64(h.Len)
-			}
-			q.e.stats.sends.Add(1)
-			q.e.stats.datagramsOut.Add(uint64(n))
-			q.e.stats.bytesOut.Add(bytes)
-			q.sent += int(n)
-		}
-	}
-	return true
 }

@@ -151,20 +151,10 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Check(tc.ops, time.Minute)
-			if res.Keys != 1 || res.LeftOut != tc.leftOut || res.Operations != len(tc.ops)-tc.leftOut || len(res.Unchecked) != 0 {
-				t.Fatalf("result %+v, want 1 key, %d operations, %d left out, none unchecked", res, len(tc.ops)-tc.leftOut, tc.leftOut)
-			}
-			if tc.violation == nil {
-				if !res.Pass() || res.Linearizable != 1 {
-					t.Fatalf("not linearizable: %+v", res.Violations)
-				}
+			v, ok := checkOneKey(t, tc.ops, tc.leftOut, tc.violation != nil)
+			if !ok {
 				return
 			}
-			if res.Pass() || len(res.Violations) != 1 || res.Linearizable != 0 {
-				t.Fatalf("result %+v, want one violation", res)
-			}
-			v := res.Violations[0]
 			if !slices.Contains(v.Prefix, *tc.violation) {
 				t.Fatalf("the visualized prefix %v does not show %s", v.Prefix, *tc.violation)
 			}
@@ -173,6 +163,27 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkOneKey checks the history ops of one key, of which leftOut are left
+// out, and fails the test unless it passes or, if violated, fails with
+// exactly one violation, which it returns (ok false when it passed).
+func checkOneKey(t *testing.T, ops []Operation, leftOut int, violated bool) (v Violation, ok bool) {
+	t.Helper()
+	res := Check(ops, time.Minute)
+	if res.Keys != 1 || res.LeftOut != leftOut || res.Operations != len(ops)-leftOut || len(res.Unchecked) != 0 {
+		t.Fatalf("result %+v, want 1 key, %d operations, %d left out, none unchecked", res, len(ops)-leftOut, leftOut)
+	}
+	if !violated {
+		if !res.Pass() || res.Linearizable != 1 {
+			t.Fatalf("not linearizable: %+v", res.Violations)
+		}
+		return Violation{}, false
+	}
+	if res.Pass() || len(res.Violations) != 1 || res.Linearizable != 0 {
+		t.Fatalf("result %+v, want one violation", res)
+	}
+	return res.Violations[0], true
 }
 
 func TestCheckStartsASegmentInTheStateThePreviousLeaves(t *testing.T) {

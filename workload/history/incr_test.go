@@ -169,20 +169,10 @@ func TestCheckWithIncrements(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Check(tc.ops, time.Minute)
-			if res.Keys != 1 || res.LeftOut != tc.leftOut || res.Operations != len(tc.ops)-tc.leftOut || len(res.Unchecked) != 0 {
-				t.Fatalf("result %+v, want 1 key, %d operations, %d left out, none unchecked", res, len(tc.ops)-tc.leftOut, tc.leftOut)
-			}
-			if tc.violation == nil {
-				if !res.Pass() || res.Linearizable != 1 {
-					t.Fatalf("not linearizable: %+v", res.Violations)
-				}
+			v, ok := checkOneKey(t, tc.ops, tc.leftOut, tc.violation != nil)
+			if !ok {
 				return
 			}
-			if res.Pass() || len(res.Violations) != 1 || res.Linearizable != 0 {
-				t.Fatalf("result %+v, want one violation", res)
-			}
-			v := res.Violations[0]
 			if !slices.Contains(v.Prefix, *tc.violation) || v.Tail[len(v.Tail)-1] != *tc.violation {
 				t.Fatalf("violation ending with %s, prefix %v; want it to end with %s", v.Tail[len(v.Tail)-1], v.Prefix, *tc.violation)
 			}
