@@ -89,6 +89,10 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, e
 		m.commands.WithLabelValues(c.name)
 		m.errors.WithLabelValues(c.name)
 	}
+	// The latencies the overview dashboard shows exist from the start.
+	for _, name := range []string{"get", "set"} {
+		m.duration.WithLabelValues(name)
+	}
 	return m, nil
 }
 
