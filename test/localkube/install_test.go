@@ -132,7 +132,9 @@ func installPath(ctx context.Context, t *testing.T, k *kube) {
 			})
 		}
 	}
-	gatewayServes(ctx, t, kubectl("", "get", "service", cachecluster.GatewayName(sample), "-o", "jsonpath={.spec.clusterIP}"))
+	gatewayIP := kubectl("", "get", "service", cachecluster.GatewayName(sample), "-o", "jsonpath={.spec.clusterIP}")
+	gatewayServes(ctx, t, gatewayIP)
+	gatewayAuthenticates(ctx, t, k, gatewayIP)
 	kubectl("", "apply", "-f", filepath.Join(root, "hack", "kind", "bench-job.yaml"))
 	kubectl("", "wait", "--for=condition=Complete", "job/shop-managed-bench", "--timeout=240s")
 	logs := kubectl("", "logs", "job/shop-managed-bench")
@@ -147,6 +149,47 @@ func installPath(ctx context.Context, t *testing.T, k *kube) {
 	}
 	if _, report, ok := strings.Cut(logs, "DistCache benchmark"); ok {
 		t.Logf("benchmark Job: DistCache benchmark%s", report)
+	}
+}
+
+// gatewayUser and gatewayPassword are the user the gateway requires once
+// gatewayAuthenticates gives it a users Secret.
+const gatewayUser, gatewayPassword = "checkout", "localkube-s3cret"
+
+// gatewayAuthenticates gives the sample's gateway users from a Secret
+// (spec.gateway.usersSecretName), as docs/gateway.md says: the kubelet
+// mounts the Secret into the rolled-out gateway pod, GatewayReady comes
+// back, a client without credentials gets NOAUTH, and the Secret's user
+// reads and writes through the Service.
+func gatewayAuthenticates(ctx context.Context, t *testing.T, k *kube, clusterIP string) {
+	t.Helper()
+	secret := sample + "-gateway-users"
+	k.do("", "create", "secret", "generic", secret, "--from-literal="+gatewayUser+"="+gatewayPassword)
+	k.do("", "patch", "cachecluster", sample, "--type=merge",
+		"-p", `{"spec":{"gateway":{"usersSecretName":"`+secret+`"}}}`)
+	k.do("", "rollout", "status", "deployment/"+cachecluster.GatewayName(sample), "--timeout=240s")
+	k.do("", "wait", "--for=condition=GatewayReady", "cachecluster/"+sample, "--timeout=240s")
+	addr := net.JoinHostPort(clusterIP, "6379")
+	anonymous := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer anonymous.Close()
+	// kube-proxy leads new connections to the new pod once the old one has
+	// left the Service's endpoints.
+	poll.Eventually(t, "NOAUTH from the gateway without credentials", func() (bool, error) {
+		err := anonymous.Get(ctx, "localkube:gateway").Err()
+		return err != nil && strings.HasPrefix(err.Error(), "NOAUTH"), err
+	})
+	user := redis.NewClient(&redis.Options{Addr: addr, Username: gatewayUser, Password: gatewayPassword})
+	defer user.Close()
+	if err := user.Set(ctx, "localkube:auth", "as "+gatewayUser, 0).Err(); err != nil {
+		t.Fatalf("SET as %s through the gateway Service: %v", gatewayUser, err)
+	}
+	if got, err := user.Get(ctx, "localkube:gateway").Result(); err != nil || got != "hello" {
+		t.Fatalf("GET as %s through the gateway Service = %q (%v)", gatewayUser, got, err)
+	}
+	wrong := redis.NewClient(&redis.Options{Addr: addr, Username: gatewayUser, Password: "wrong", MaxRetries: -1})
+	defer wrong.Close()
+	if err := wrong.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
+		t.Fatalf("a wrong password through the gateway Service: %v, want WRONGPASS", err)
 	}
 }
 
