@@ -191,6 +191,8 @@ func gatewayAuthenticates(ctx context.Context, t *testing.T, k *kube, clusterIP 
 	if err := wrong.Ping(ctx).Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGPASS") {
 		t.Fatalf("a wrong password through the gateway Service: %v, want WRONGPASS", err)
 	}
+	t.Logf("gateway with users Secret %s: NOAUTH without credentials, WRONGPASS with a wrong password, %s reads and writes",
+		secret, gatewayUser)
 }
 
 // gatewayServes uses the sample's Redis-compatible gateway through its
