@@ -115,3 +115,36 @@ func TestMaxInFlightWaitTimesOut(t *testing.T) {
 	release()
 	<-held
 }
+
+// TestMGetFanOutIsBounded reads 200 keys with one MGET: every value comes
+// back in order, and no more than 32 of its reads were in the cluster at
+// once.
+func TestMGetFanOutIsBounded(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Config{Name: "gw", Racks: 2, ShardsPerRack: 1, Spine: 2})
+	store := &concurrencyStore{Store: c.NewClient(client.Config{})}
+	_, addr := serveGateway(t, gateway.Config{Store: store})
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
+	ctx := t.Context()
+	keys := make([]string, 200)
+	pairs := make([]any, 0, 2*len(keys))
+	for i := range keys {
+		keys[i] = "m" + strconv.Itoa(i)
+		pairs = append(pairs, keys[i], "v"+strconv.Itoa(i))
+	}
+	if err := rc.MSet(ctx, pairs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	vals, err := rc.MGet(ctx, keys...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vals {
+		if v != "v"+strconv.Itoa(i) {
+			t.Fatalf("MGET value %d = %v, want v%d", i, v, i)
+		}
+	}
+	if most := store.most.Load(); most > 32 || most < 2 {
+		t.Errorf("%d reads of one MGET ran in the cluster at once, want 2 to 32", most)
+	}
+}
