@@ -70,28 +70,31 @@ func (r *runner) work(ctx context.Context, mode Mode) ([]Work, error) {
 
 // wrapClients puts every client behind cfg.Via, if set.
 func (r *runner) wrapClients() error {
-	r.routedStores, r.bypassStores = asStores(r.routed), asStores(r.bypass)
-	if r.cfg.Via == nil {
-		return nil
+	var err error
+	if r.routedStores, err = r.storesOf(r.routed); err != nil {
+		return err
 	}
-	for _, stores := range [][]Store{r.routedStores, r.bypassStores} {
-		for i, s := range stores {
-			w, err := r.cfg.Via(s.(*client.Client))
-			if err != nil {
-				return fmt.Errorf("cannot run benchmark: %w", err)
-			}
-			stores[i] = w
-		}
-	}
-	return nil
+	r.bypassStores, err = r.storesOf(r.bypass)
+	return err
 }
 
-func asStores(cs []*client.Client) []Store {
-	out := make([]Store, len(cs))
-	for i, c := range cs {
-		out[i] = c
+// storesOf returns what operations on cs go through: each client, or
+// cfg.Via's store of it. On an error the stores made so far are returned
+// too, for closeStores.
+func (r *runner) storesOf(cs []*client.Client) ([]Store, error) {
+	out := make([]Store, 0, len(cs))
+	for _, c := range cs {
+		if r.cfg.Via == nil {
+			out = append(out, c)
+			continue
+		}
+		s, err := r.cfg.Via(c)
+		if err != nil {
+			return out, fmt.Errorf("cannot run benchmark: %w", err)
+		}
+		out = append(out, s)
 	}
-	return out
+	return out, nil
 }
 
 // closeStores closes the stores that Config.Via made.

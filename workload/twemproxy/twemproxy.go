@@ -15,8 +15,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/distcache/distcache/standalone/plan"
 )
 
 // Binary is nutcracker's name on PATH (Debian package nutcracker), and
@@ -59,15 +62,12 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if len(cfg.Servers) == 0 {
 		return nil, errors.New("cannot run twemproxy: no Redis servers")
 	}
-	addr, err := freeAddr(ctx)
+	// Two ports free at once: the proxy's and its stats port.
+	ports, _, err := plan.FreePorts("127.0.0.1", 2, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cannot run twemproxy: %w", err)
 	}
-	stats, err := freeAddr(ctx)
-	if err != nil {
-		return nil, err
-	}
-	_, statsPort, _ := net.SplitHostPort(stats)
+	addr, statsPort := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), strconv.Itoa(ports[1])
 	conf := filepath.Join(cfg.Dir, "nutcracker.yml")
 	if err := os.WriteFile(conf, []byte(Render(addr, cfg.Servers)), 0o644); err != nil {
 		return nil, fmt.Errorf("cannot write twemproxy's configuration: %w", err)
@@ -155,15 +155,4 @@ func (p *Proxy) waitListening(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr(ctx context.Context) (string, error) {
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("cannot find a free port for twemproxy: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
