@@ -276,9 +276,7 @@ func (c *Client) getDirect(ctx context.Context, v *view, key string, kb []byte) 
 // AttemptTimeout and the caller's deadline. Reads are idempotent, so a new
 // attempt may use a new sequence number.
 func (c *Client) call(ctx context.Context, addr netip.AddrPort, m *wire.Message) (wire.Message, error) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout)
-	defer cancel()
-	return c.ep.Call(actx, addr, m)
+	return c.ep.CallUntil(ctx, time.Now().Add(c.cfg.AttemptTimeout), addr, m)
 }
 
 // callFailed classifies a failed attempt: the caller's context ended or the

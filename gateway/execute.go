@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/tidwall/redcon"
-	"golang.org/x/sync/errgroup"
 )
 
 // execute runs a connection's pipeline and returns each command's reply,
@@ -76,8 +76,9 @@ func (b *batch) reset() {
 	clear(b.writes)
 }
 
-// runBatch runs b's commands on at most PipelineWorkers goroutines, puts
-// their replies into out, and empties b.
+// runBatch runs b's commands on the server's workers, puts their replies
+// into out, and empties b. They start together, so they share one
+// deadline: OpTimeout from now, waiting for a worker included.
 func (s *Server) runBatch(sess *session, cmds []redcon.Command, b *batch, out [][]byte) {
 	defer b.reset()
 	switch len(b.idx) {
@@ -87,19 +88,35 @@ func (s *Server) runBatch(sess *session, cmds []redcon.Command, b *batch, out []
 		out[b.idx[0]] = s.run(sess, cmds[b.idx[0]].Args)
 		return
 	}
-	var g errgroup.Group
-	g.SetLimit(s.cfg.PipelineWorkers)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
 	for _, i := range b.idx {
-		g.Go(func() error {
-			out[i] = s.run(sess, cmds[i].Args)
-			return nil
-		})
+		wg.Add(1)
+		run := func() {
+			defer wg.Done()
+			out[i] = s.runUntil(ctx, sess, cmds[i].Args)
+		}
+		if !s.work.run(ctx, run) {
+			wg.Done()
+			start := time.Now()
+			reply := appendError(nil, waitingError(ctx))
+			s.observe(lookup(cmds[i].Args[0]), reply, time.Since(start))
+			out[i] = reply
+		}
 	}
-	_ = g.Wait() // run answers every failure in its reply
+	wg.Wait()
 }
 
-// run runs one command and returns its reply.
+// run runs one command with a deadline of its own and returns its reply.
 func (s *Server) run(sess *session, args [][]byte) []byte {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
+	defer cancel()
+	return s.runUntil(ctx, sess, args)
+}
+
+// runUntil runs one command until ctx ends and returns its reply.
+func (s *Server) runUntil(ctx context.Context, sess *session, args [][]byte) []byte {
 	start := time.Now()
 	c := lookup(args[0])
 	var reply []byte
@@ -111,18 +128,22 @@ func (s *Server) run(sess *session, args [][]byte) []byte {
 	case !s.admitted(sess, c):
 		reply = appendError(nil, "NOAUTH Authentication required.")
 	default:
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
 		select {
 		case s.inFlight <- struct{}{}:
 			reply = c.run(&call{ctx: ctx, srv: s, sess: sess, args: args, resp3: sess.resp3()}, nil)
 			<-s.inFlight
 		case <-ctx.Done():
-			reply = appendError(nil, "ERR DistCache: "+ctx.Err().Error()+" waiting for the cluster")
+			reply = appendError(nil, waitingError(ctx))
 		}
-		cancel()
 	}
 	s.observe(c, reply, time.Since(start))
 	return reply
+}
+
+// waitingError is the reply to a command whose deadline ended before it
+// reached the cluster.
+func waitingError(ctx context.Context) string {
+	return "ERR DistCache: " + ctx.Err().Error() + " waiting for the cluster"
 }
 
 // admitted says whether sess may run c: every command once authenticated

@@ -47,9 +47,6 @@ const (
 	DefaultCommandTimeout  = 10 * time.Second
 	DefaultMaxCommandBytes = wire.MaxValueLen + 64<<10
 	DefaultMaxConnections  = 10000
-	// DefaultPipelineWorkers bounds the commands of one connection's
-	// pipeline that run at once.
-	DefaultPipelineWorkers = 256
 	// DefaultMaxInFlight bounds the commands running in the cluster at
 	// once, over every connection.
 	DefaultMaxInFlight = 128
@@ -74,9 +71,6 @@ type Config struct {
 	// MaxConnections bounds the open connections (default 10000); one
 	// more is refused with Redis' "max number of clients reached".
 	MaxConnections int
-	// PipelineWorkers bounds the commands of one pipeline run at once
-	// (default 256).
-	PipelineWorkers int
 	// MaxInFlight bounds the commands running in the cluster at once,
 	// over every connection (default DefaultMaxInFlight); the others wait
 	// in the gateway, in arrival order as the scheduler allows. Without
@@ -110,9 +104,6 @@ func (c Config) withDefaults() Config {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
-	if c.PipelineWorkers <= 0 {
-		c.PipelineWorkers = DefaultPipelineWorkers
-	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
@@ -138,6 +129,8 @@ type Server struct {
 	// inFlight holds a token per command running in the cluster
 	// (Config.MaxInFlight).
 	inFlight chan struct{}
+	// work runs pipelined commands (workers.go).
+	work *workers
 	// ctx ends every command in flight when the server closes.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -159,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, metrics: m, started: time.Now(), inFlight: inFlight}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.work = startWorkers(s.ctx, cfg.MaxInFlight)
 	s.rs = redcon.NewServerNetwork("tcp", "", s.serve, s.accept, s.closed)
 	return s, nil
 }

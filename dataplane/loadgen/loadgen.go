@@ -83,6 +83,7 @@ type run struct {
 	res       Result
 	in, out   []ipv4.Message
 	outN      int
+	recs      [][]byte // a bundle's replies, reused
 }
 
 // Run drives cfg.Target until a bound is reached or ctx ends.
@@ -232,7 +233,25 @@ func (r *run) flush() error {
 	return nil
 }
 
+// receive takes a reply datagram, or a bundle of them (a node sends the
+// replies of one receive batch to the same client together).
 func (r *run) receive(b []byte, now time.Time) {
+	if wire.PeekOp(b) != wire.OpBundle {
+		r.receiveOne(b, now)
+		return
+	}
+	recs, err := wire.SplitBundle(r.recs[:0], b)
+	r.recs = recs[:0]
+	if err != nil {
+		r.res.Errors++
+		return
+	}
+	for _, rec := range recs {
+		r.receiveOne(rec, now)
+	}
+}
+
+func (r *run) receiveOne(b []byte, now time.Time) {
 	if len(b) < wire.HeaderLen || wire.Op(b[3]) != wire.OpGetReply {
 		r.res.Errors++
 		return

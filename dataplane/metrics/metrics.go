@@ -104,7 +104,8 @@ func (r *Requests) Observe(op wire.Op, result string, d time.Duration) {
 }
 
 // RegisterTransport exposes an endpoint's counters:
-// distcache_datagrams_total{direction}, distcache_malformed_packets_total,
+// distcache_datagrams_total{direction}, distcache_bundles_total{direction},
+// distcache_bundled_messages_total{direction}, distcache_malformed_packets_total,
 // distcache_retransmits_total, distcache_reassembly_dropped_total and
 // distcache_mac_rejected_total{type} (one series per authenticated op).
 func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error {
@@ -124,6 +125,14 @@ func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error 
 			func(s transport.Stats) uint64 { return s.DatagramsIn }),
 		counter("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).", prometheus.Labels{"direction": "out"},
 			func(s transport.Stats) uint64 { return s.DatagramsOut }),
+		counter("distcache_bundled_messages_total", "Messages received (in) and sent (out) inside bundle datagrams, several to one peer in one datagram.", prometheus.Labels{"direction": "in"},
+			func(s transport.Stats) uint64 { return s.BundledIn }),
+		counter("distcache_bundled_messages_total", "Messages received (in) and sent (out) inside bundle datagrams, several to one peer in one datagram.", prometheus.Labels{"direction": "out"},
+			func(s transport.Stats) uint64 { return s.BundledOut }),
+		counter("distcache_bundles_total", "Bundle datagrams received (in) and sent (out), among distcache_datagrams_total.", prometheus.Labels{"direction": "in"},
+			func(s transport.Stats) uint64 { return s.BundlesIn }),
+		counter("distcache_bundles_total", "Bundle datagrams received (in) and sent (out), among distcache_datagrams_total.", prometheus.Labels{"direction": "out"},
+			func(s transport.Stats) uint64 { return s.BundlesOut }),
 		counter("distcache_receive_calls_total", "Receive system calls that returned datagrams; datagrams in per call is the mean batch.", nil,
 			func(s transport.Stats) uint64 { return s.Receives }),
 		counter("distcache_send_errors_total", "Datagrams the kernel refused to send.", nil,

@@ -72,8 +72,10 @@ type mmsgReader struct {
 	received int
 	recvErr  error
 
-	// The datagrams queued since the last flush.
+	// The datagrams queued since the last flush, and the buffer a reply
+	// is encoded in before it is queued.
 	mmsgOut
+	scratch []byte
 
 	// The system-call closures, bound once so that calls do not allocate.
 	recvFn, sendFn func(fd uintptr) bool
@@ -85,7 +87,7 @@ func newMmsgReader(e *Endpoint) *mmsgReader {
 		e:  e,
 		in: make([]unix.Mmsghdr, n), inIov: make([]unix.Iovec, n),
 		inBuf: make([][]byte, n), inName: make([][sockaddrLen]byte, n),
-		mmsgOut: newMmsgOut(n, out),
+		mmsgOut: newMmsgOut(n, out, !e.cfg.NoBundle), scratch: make([]byte, 0, out),
 	}
 	inSlab := make([]byte, n*in)
 	for i := range n {
@@ -146,16 +148,15 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 		return r.e.Send(dst, m)
 	}
 	for off := 0; ; {
-		if r.queued == len(r.out) {
-			r.Flush()
-		}
-		i := r.queued
-		b, next, err := r.e.appendDatagram(r.buf[i][:0], m, off)
+		b, next, err := r.e.appendDatagram(r.scratch[:0], m, off)
 		if err != nil {
 			return err
 		}
-		r.set(i, b, dst, r.e.sys.family)
-		r.queued++
+		r.scratch = b
+		if !r.add(b, dst, r.e.sys.family) {
+			r.Flush()
+			r.add(b, dst, r.e.sys.family) // the emptied queue takes it
+		}
 		if next >= len(m.Value) {
 			return nil
 		}
@@ -164,84 +165,10 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 }
 
 // Flush sends the replies queued since the last flush.
-func (r *mmsgReader) Flush() {
-	if r.queued == 0 {
-		return
-	}
-	r.sent = 0
-	if err := r.e.sys.raw.Write(r.sendFn); err != nil {
-		r.e.stats.sendErrors.Add(uint64(r.queued - r.sent)) // closed: the rest is lost
-	}
-	r.queued = 0
-}
+func (r *mmsgReader) Flush() { r.flush(r.e, r.sendFn) }
 
 // doSend sends the queued datagrams (mmsgOut.sendAll).
 func (r *mmsgReader) doSend(fd uintptr) bool { return r.sendAll(r.e, fd) }
-
-// mmsgOut is a batch of datagrams for sendmmsg: out[:queued] are queued,
-// encoded in buf and addressed by name; sent is a flush's progress.
-type mmsgOut struct {
-	out    []unix.Mmsghdr
-	iov    []unix.Iovec
-	buf    [][]byte
-	name   [][sockaddrLen]byte
-	queued int
-	sent   int
-}
-
-// newMmsgOut allocates room for n datagrams of up to size bytes, once.
-func newMmsgOut(n, size int) mmsgOut {
-	o := mmsgOut{out: make([]unix.Mmsghdr, n), iov: make([]unix.Iovec, n),
-		buf: make([][]byte, n), name: make([][sockaddrLen]byte, n)}
-	slab := make([]byte, n*size)
-	for i := range n {
-		o.buf[i] = slab[i*size : i*size : (i+1)*size]
-		o.out[i].Hdr.Name = &o.name[i][0]
-		o.out[i].Hdr.Iov = &o.iov[i]
-		o.out[i].Hdr.SetIovlen(1)
-	}
-	return o
-}
-
-// set makes slot i the datagram b (in o.buf[i]'s array) to dst.
-func (o *mmsgOut) set(i int, b []byte, dst netip.AddrPort, family int) {
-	o.buf[i] = b
-	o.iov[i].Base = unsafe.SliceData(b)
-	o.iov[i].SetLen(len(b))
-	o.out[i].Hdr.Namelen = encodeSockaddr(&o.name[i], dst, family)
-}
-
-// sendAll runs sendmmsg on e's socket fd until every queued datagram is
-// sent or skipped, counting them in e's stats, and returns false (wait
-// until writable) when the socket buffer is full.
-func (o *mmsgOut) sendAll(e *Endpoint, fd uintptr) bool {
-	for o.sent < o.queued {
-		n, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, fd,
-			uintptr(unsafe.Pointer(&o.out[o.sent])), uintptr(o.queued-o.sent), 0, 0, 0)
-		switch {
-		case errno == unix.EINTR:
-			continue
-		case errno == unix.EAGAIN:
-			return false
-		case errno != 0 || n == 0:
-			// sendmmsg fails only when its first datagram fails: skip it.
-			e.stats.sendErrors.Add(1)
-			e.cfg.Logger.Debug("cannot send datagram", "addr", e.addr,
-				"to", decodeSockaddr(o.name[o.sent][:o.out[o.sent].Hdr.Namelen]), "err", errno)
-			o.sent++
-		default:
-			var bytes uint64
-			for _, h := range o.out[o.sent : o.sent+int(n)] {
-				bytes += uint64(h.Len)
-			}
-			e.stats.sends.Add(1)
-			e.stats.datagramsOut.Add(uint64(n))
-			e.stats.bytesOut.Add(bytes)
-			o.sent += int(n)
-		}
-	}
-	return true
-}
 
 // decodeSockaddr reads a sockaddr_in or sockaddr_in6 as written by the
 // kernel, reporting IPv4-mapped addresses as IPv4. The IPv6 scope is not

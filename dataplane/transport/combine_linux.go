@@ -39,12 +39,13 @@ func newCombiner(e *Endpoint) *combiner {
 }
 
 func newSendQueue(e *Endpoint) *sendQueue {
-	q := &sendQueue{e: e, mmsgOut: newMmsgOut(e.cfg.Batch, e.cfg.Datagram)}
+	q := &sendQueue{e: e, mmsgOut: newMmsgOut(e.cfg.Batch, e.cfg.Datagram, !e.cfg.NoBundle)}
 	q.sendFn = func(fd uintptr) bool { return q.sendAll(q.e, fd) }
 	return q
 }
 
-// send sends d to dst through the queue. It reports false, having done
+// send sends d to dst through the queue, in a bundle with the queue's other
+// datagrams to dst where they fit one. It reports false, having done
 // nothing, when dst cannot be addressed by sendmmsg or the queue is full:
 // the caller then sends it itself.
 func (c *combiner) send(dst netip.AddrPort, d []byte) bool {
@@ -52,14 +53,10 @@ func (c *combiner) send(dst netip.AddrPort, d []byte) bool {
 		return false
 	}
 	c.mu.Lock()
-	q := c.pending
-	if q.queued == len(q.out) {
+	if !c.pending.add(d, dst, c.e.sys.family) {
 		c.mu.Unlock()
 		return false
 	}
-	i := q.queued
-	q.set(i, append(q.buf[i][:0], d...), dst, c.e.sys.family)
-	q.queued++
 	if c.sending {
 		c.mu.Unlock()
 		return true
@@ -77,7 +74,7 @@ func (c *combiner) drain() {
 		q := c.pending
 		c.pending, c.spare = c.spare, nil
 		c.mu.Unlock()
-		q.send()
+		q.flush(q.e, q.sendFn)
 		c.mu.Lock()
 		c.spare = q
 		if c.pending.queued == 0 {
@@ -86,13 +83,4 @@ func (c *combiner) drain() {
 			return
 		}
 	}
-}
-
-// send sends every queued datagram and empties the queue.
-func (q *sendQueue) send() {
-	q.sent = 0
-	if err := q.e.sys.raw.Write(q.sendFn); err != nil {
-		q.e.stats.sendErrors.Add(uint64(q.queued - q.sent)) // closed: the rest is lost
-	}
-	q.queued = 0
 }

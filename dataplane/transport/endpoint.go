@@ -114,6 +114,11 @@ type Config struct {
 	// Stats.MACRejected. Nil sends and accepts them unsigned. A
 	// *wireauth.Keyring is one.
 	Auth Authenticator
+	// NoBundle sends every message in a datagram of its own. By default
+	// the datagrams that leave together for the same peer (a combined
+	// Send's, a reader's replies) travel as one bundle datagram (package
+	// wire) of at most Datagram bytes. Bundles are received either way.
+	NoBundle bool
 	// Reassembly bounds the multi-datagram messages held.
 	Reassembly wire.ReassemblyConfig
 	// Logger receives debug records about dropped datagrams.
@@ -154,22 +159,35 @@ func (c Config) withDefaults() Config {
 
 // Stats counts an Endpoint's traffic.
 type Stats struct {
-	DatagramsIn      uint64
-	Receives         uint64 // receive system calls that returned datagrams; DatagramsIn/Receives is the mean batch
-	DatagramsOut     uint64
-	Sends            uint64 // send system calls that sent datagrams; DatagramsOut/Sends is the mean batch
-	BytesIn          uint64
-	BytesOut         uint64
-	Malformed        uint64 // datagrams that failed to parse
-	Unhandled        uint64 // requests received without a handler
-	UnmatchedReplies uint64 // replies to no outstanding call (late or duplicate)
-	Retransmits      uint64
-	SendErrors       uint64
+	DatagramsIn  uint64
+	Receives     uint64 // receive system calls that returned datagrams; DatagramsIn/Receives is the mean batch
+	DatagramsOut uint64
+	Sends        uint64 // send system calls that sent datagrams; DatagramsOut/Sends is the mean batch
+	BytesIn      uint64
+	BytesOut     uint64
+	// BundlesIn and BundlesOut count the bundle datagrams among
+	// DatagramsIn and DatagramsOut; BundledIn and BundledOut the messages'
+	// datagrams they carried.
+	BundlesIn, BundledIn   uint64
+	BundlesOut, BundledOut uint64
+	Malformed              uint64 // datagrams (or bundles) that failed to parse
+	Unhandled              uint64 // requests received without a handler
+	UnmatchedReplies       uint64 // replies to no outstanding call (late or duplicate)
+	Retransmits            uint64
+	SendErrors             uint64
 	// MACRejected counts, by op, the datagrams dropped for a missing or
 	// bad MAC (Config.Auth).
 	MACRejected [opSlots]uint64
 	Reassembly  wire.ReassemblyStats
 }
+
+// MessagesIn is the number of message datagrams received, alone or in
+// bundles.
+func (s *Stats) MessagesIn() uint64 { return s.DatagramsIn - s.BundlesIn + s.BundledIn }
+
+// MessagesOut is the number of message datagrams sent, alone or in
+// bundles.
+func (s *Stats) MessagesOut() uint64 { return s.DatagramsOut - s.BundlesOut + s.BundledOut }
 
 // opSlots indexes counters by op: every op Parse accepts is below it.
 const opSlots = wire.MaxOp + 1
@@ -177,6 +195,7 @@ const opSlots = wire.MaxOp + 1
 type counters struct {
 	datagramsIn, datagramsOut, bytesIn, bytesOut atomic.Uint64
 	receives, sends                              atomic.Uint64
+	bundlesIn, bundledIn, bundlesOut, bundledOut atomic.Uint64
 	malformed, unhandled, unmatched, retransmits atomic.Uint64
 	sendErrors                                   atomic.Uint64
 	macRejected                                  [opSlots]atomic.Uint64
@@ -319,6 +338,13 @@ func (e *Endpoint) appendDatagram(dst []byte, m *wire.Message, off int) ([]byte,
 // the first datagram (or reassembled message) from dst with m's reply op and
 // sequence number; it owns its bytes.
 func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
+	return e.CallUntil(ctx, time.Time{}, dst, m)
+}
+
+// CallUntil is Call that also gives up at deadline (none when zero), with
+// an error wrapping context.DeadlineExceeded: a per-attempt bound that
+// costs no context of its own.
+func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
 	if e.closed.Load() {
 		return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
 	}
@@ -334,7 +360,7 @@ func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message
 		e.mu.Unlock()
 	}()
 	interval := e.cfg.Retransmit
-	t := time.NewTimer(interval)
+	t := time.NewTimer(wait(interval, deadline))
 	defer t.Stop()
 	for {
 		if err := e.Send(dst, m); err != nil {
@@ -349,11 +375,23 @@ func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message
 			if e.closed.Load() {
 				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
 			}
+			if !deadline.IsZero() && !time.Now().Before(deadline) {
+				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, context.DeadlineExceeded)
+			}
 			e.stats.retransmits.Add(1)
 			interval = nextRetransmit(interval, e.cfg.MaxRetransmit)
-			t.Reset(interval)
+			t.Reset(wait(interval, deadline))
 		}
 	}
+}
+
+// wait is how long a call waits before it sends again: interval, or less
+// when deadline (if set) comes first.
+func wait(interval time.Duration, deadline time.Time) time.Duration {
+	if deadline.IsZero() {
+		return interval
+	}
+	return max(min(interval, time.Until(deadline)), 0)
 }
 
 // nextRetransmit is the interval after cur: twice as long, at most limit.
@@ -364,7 +402,9 @@ func (e *Endpoint) Stats() Stats {
 	s := &e.stats
 	st := Stats{
 		DatagramsIn: s.datagramsIn.Load(), Receives: s.receives.Load(), DatagramsOut: s.datagramsOut.Load(),
-		Sends:   s.sends.Load(),
+		Sends:     s.sends.Load(),
+		BundlesIn: s.bundlesIn.Load(), BundledIn: s.bundledIn.Load(),
+		BundlesOut: s.bundlesOut.Load(), BundledOut: s.bundledOut.Load(),
 		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
 		Malformed: s.malformed.Load(), Unhandled: s.unhandled.Load(),
 		UnmatchedReplies: s.unmatched.Load(), Retransmits: s.retransmits.Load(),
@@ -379,8 +419,7 @@ func (e *Endpoint) Stats() Stats {
 func (e *Endpoint) read(h Handler) {
 	defer e.wg.Done()
 	r := e.newReader()
-	msg := new(wire.Message)            // reused for every datagram this reader hands out
-	served := make([]bool, e.cfg.Batch) // the batch's datagrams served ahead of the rest (Config.Urgent)
+	rx := &receiver{e: e, h: h, out: r, msg: new(wire.Message)}
 	for {
 		n, err := r.recv()
 		if err != nil {
@@ -394,29 +433,20 @@ func (e *Endpoint) read(h Handler) {
 		if e.cfg.Urgent != nil && n > 1 {
 			for i := range n {
 				b, src := r.datagram(i)
-				if served[i] = e.urgent(b); served[i] {
-					e.receive(h, r, src, b, msg)
-				}
+				rx.datagram(src, b, passUrgent)
 			}
-		}
-		for i := range n {
-			if served[i] {
-				served[i] = false
-				continue
+			for i := range n {
+				b, src := r.datagram(i)
+				rx.datagram(src, b, passRest)
 			}
-			b, src := r.datagram(i)
-			e.receive(h, r, src, b, msg)
+		} else {
+			for i := range n {
+				b, src := r.datagram(i)
+				rx.datagram(src, b, passAll)
+			}
 		}
 		r.Flush()
 	}
-}
-
-// urgent reports whether datagram b carries an op Config.Urgent serves
-// first, by its op alone (wire.PeekOp): the datagram is parsed, and a
-// malformed one counted, when it is received.
-func (e *Endpoint) urgent(b []byte) bool {
-	op := wire.PeekOp(b)
-	return op != 0 && e.cfg.Urgent(op)
 }
 
 // reader is one reader goroutine's socket access: it receives datagrams
@@ -463,33 +493,6 @@ func (r *singleReader) Flush() {}
 // unmapped reports an IPv4 peer of a dual-stack socket as IPv4.
 func unmapped(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
-}
-
-// receive counts and dispatches one datagram, decoding a complete message
-// into msg.
-func (e *Endpoint) receive(h Handler, out Sender, src netip.AddrPort, b []byte, msg *wire.Message) {
-	e.stats.datagramsIn.Add(1)
-	e.stats.bytesIn.Add(uint64(len(b)))
-	p, err := wire.Parse(b)
-	if err != nil {
-		e.stats.malformed.Add(1)
-		e.cfg.Logger.Debug("dropped malformed datagram", "from", src, "bytes", len(b), "err", err)
-		return
-	}
-	if e.cfg.Auth != nil && !e.authentic(b, &p) {
-		e.stats.macRejected[p.Op%opSlots].Add(1)
-		e.cfg.Logger.Debug("dropped datagram failing its MAC", "from", src, "op", p.Op, "signed", p.Has(wire.FlagAuth))
-		return
-	}
-	if !p.Complete() {
-		m, ok := e.reasm.Add(src, &p, time.Now())
-		if ok {
-			e.dispatch(h, out, src, &m, true)
-		}
-		return
-	}
-	*msg = wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
-	e.dispatch(h, out, src, msg, false)
 }
 
 // authentic reports whether datagram b (parsed as p) may be served: it

@@ -127,6 +127,33 @@ func TestCallContextEnds(t *testing.T) {
 	}
 }
 
+// TestCallUntilDeadline calls a peer that never answers with a deadline
+// and no context deadline: the call sends the request, retransmits it
+// while the deadline is ahead, and ends with context.DeadlineExceeded.
+func TestCallUntilDeadline(t *testing.T) {
+	seen := make(chan uint64, 64)
+	silent := listen(t, func(_ transport.Sender, _ netip.AddrPort, req *wire.Message) {
+		select {
+		case seen <- req.Seq:
+		default:
+		}
+	})
+	client := listen(t, nil, withRetransmit(time.Millisecond))
+	req := wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}
+	_, err := client.CallUntil(context.Background(), time.Now().Add(50*time.Millisecond), silent.Addr(), &req)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+	if seq := <-seen; seq != req.Seq {
+		t.Fatalf("the peer saw seq %d, want the call's %d", seq, req.Seq)
+	}
+	// A deadline already past still sends the request once.
+	_, err = client.CallUntil(context.Background(), time.Now().Add(-time.Second), silent.Addr(), &req)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("past deadline: err = %v, want context.DeadlineExceeded", err)
+	}
+}
+
 func TestReplyFromWrongPeerIsNotMatched(t *testing.T) {
 	client := listen(t, nil)
 	got := make(chan wire.Message, 1)

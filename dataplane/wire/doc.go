@@ -48,6 +48,12 @@
 // with an expiry, which no cache may hold: a FETCH_REPLY that fills
 // nothing, and an UPDATE that leaves the copies invalid.
 //
+// Bundles: a datagram of op BUNDLE carries several complete datagrams for
+// the same receiver, each behind a 2-byte length (bundle.go); the
+// transport sends the messages that leave together for one peer that way
+// and serves each record as if it had arrived alone. The golden vectors of
+// testdata/golden-bundle pin the layout.
+//
 // FlagHit has one meaning per reply op: on GET_REPLY the value was served
 // from a cache node's copy; on INVALIDATE_ACK the node held an entry for the
 // key (a valid copy, or a placeholder waiting for its fill), so the write

@@ -66,6 +66,9 @@ func (o Op) String() string {
 	if o > 0 && o < opLimit {
 		return opNames[o]
 	}
+	if o == OpBundle {
+		return "BUNDLE"
+	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
 
@@ -229,6 +232,9 @@ func Parse(b []byte) (Packet, error) {
 	}
 	h := &p.Header
 	h.Op, h.Flags, h.Status = Op(b[3]), Flag(b[4]), Status(b[5])
+	if h.Op == OpBundle {
+		return p, fmt.Errorf("cannot parse packet: %w: a bundle (SplitBundle takes it)", ErrOp)
+	}
 	if h.Op == 0 || h.Op >= opLimit {
 		return p, fmt.Errorf("cannot parse packet: %w %d", ErrOp, b[3])
 	}

@@ -1,0 +1,106 @@
+package transport
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// pass is which messages of a receive batch a reader serves in one pass
+// over it: all of them, or (Config.Urgent) the urgent ones first and the
+// rest in a second pass.
+type pass int
+
+const (
+	passAll pass = iota
+	passUrgent
+	passRest
+)
+
+// counts says whether the pass is the first to see the batch's datagrams,
+// which counts them.
+func (p pass) counts() bool { return p != passRest }
+
+// receiver dispatches what one reader goroutine receives: single datagrams
+// and the records of bundles (wire.SplitBundle), each record served exactly
+// as if it had arrived alone.
+type receiver struct {
+	e    *Endpoint
+	h    Handler
+	out  Sender
+	msg  *wire.Message // reused for every message handed out
+	recs [][]byte      // a bundle's records, reused
+}
+
+// datagram serves datagram b from src, or the records of the bundle it
+// is, that pass p selects.
+func (rx *receiver) datagram(src netip.AddrPort, b []byte, p pass) {
+	e := rx.e
+	if p.counts() {
+		e.stats.datagramsIn.Add(1)
+		e.stats.bytesIn.Add(uint64(len(b)))
+	}
+	if wire.PeekOp(b) != wire.OpBundle {
+		if rx.selects(p, b) {
+			rx.message(src, b)
+		}
+		return
+	}
+	recs, err := wire.SplitBundle(rx.recs[:0], b)
+	rx.recs = recs[:0]
+	if err != nil {
+		if p.counts() {
+			e.stats.malformed.Add(1)
+			e.cfg.Logger.Debug("dropped malformed bundle", "from", src, "bytes", len(b), "err", err)
+		}
+		return
+	}
+	if p.counts() {
+		e.stats.bundlesIn.Add(1)
+		e.stats.bundledIn.Add(uint64(len(recs)))
+	}
+	for _, r := range recs {
+		if rx.selects(p, r) {
+			rx.message(src, r)
+		}
+	}
+}
+
+// selects says whether pass p serves datagram b, by its op alone
+// (wire.PeekOp): b is parsed, and a malformed one counted, when it is
+// served.
+func (rx *receiver) selects(p pass, b []byte) bool {
+	if p == passAll {
+		return true
+	}
+	op := wire.PeekOp(b)
+	urgent := op != 0 && rx.e.cfg.Urgent(op)
+	return urgent == (p == passUrgent)
+}
+
+// message parses, verifies and dispatches one message datagram,
+// reassembling fragments.
+func (rx *receiver) message(src netip.AddrPort, b []byte) {
+	e := rx.e
+	p, err := wire.Parse(b)
+	if err != nil {
+		e.stats.malformed.Add(1)
+		e.cfg.Logger.Debug("dropped malformed datagram", "from", src, "bytes", len(b), "err", err)
+		return
+	}
+	if e.cfg.Auth != nil && !e.authentic(b, &p) {
+		e.stats.macRejected[p.Op%opSlots].Add(1)
+		e.cfg.Logger.Debug("dropped datagram failing its MAC", "from", src, "op", p.Op, "signed", p.Has(wire.FlagAuth))
+		return
+	}
+	if !p.Complete() {
+		m, ok := e.reasm.Add(src, &p, time.Now())
+		if ok {
+			e.dispatch(rx.h, rx.out, src, &m, true)
+		}
+		return
+	}
+	*rx.msg = wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
+	e.dispatch(rx.h, rx.out, src, rx.msg, false)
+}
