@@ -43,18 +43,18 @@ func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
 // another candidate on a timeout or a refusal, and from the key's storage
 // shim when no candidate is left; Config.Attempts bounds the requests sent.
 // With Config.Bypass every attempt goes to the shim. A missing key is
-// ErrNotFound, never retried.
+// ErrNotFound itself (unwrapped), never retried.
 func (c *Client) GetResult(ctx context.Context, key string) (Result, error) {
 	start := time.Now()
 	c.stats.gets.Add(1)
 	res, label, err := c.get(ctx, key)
 	c.requests.Observe(wire.OpGet, label, time.Since(start))
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, ErrNotFound) { // an answer, as common as a value: returned bare, not formatted
 			c.stats.notFound.Add(1)
-		} else {
-			c.stats.errors.Add(1)
+			return Result{Layer: -1}, ErrNotFound
 		}
+		c.stats.errors.Add(1)
 		return Result{Layer: -1}, fmt.Errorf("cannot get %q: %w", key, err)
 	}
 	return res, nil
@@ -237,7 +237,9 @@ func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate,
 		c.cfg.Logger.Debug("cache node refused a read; trying another", "node", cd.Node, "addr", addr, "status", r.Status)
 		return Result{}, metrics.StatusResult(r.Status), stepRetry,
 			fmt.Errorf("node %d at %s: %w", cd.Node, addr, statusError(r.Status))
-	default: // NotFound, TooLarge: the answer
+	case wire.StatusNotFound: // the answer, as common as a value: no error to format
+		return Result{}, metrics.StatusResult(r.Status), stepDone, ErrNotFound
+	default: // TooLarge: the answer
 		return Result{}, metrics.StatusResult(r.Status), stepDone,
 			fmt.Errorf("node %d at %s: %w", cd.Node, addr, statusError(r.Status))
 	}
@@ -266,6 +268,8 @@ func (c *Client) getDirect(ctx context.Context, v *view, key string, kb []byte) 
 	case wire.StatusUnavailable, wire.StatusOverloaded, wire.StatusInternal, wire.StatusNotOwner:
 		return Result{}, metrics.StatusResult(r.Status), stepRetry,
 			fmt.Errorf("shim at %s: %w", addr, statusError(r.Status))
+	case wire.StatusNotFound:
+		return Result{}, metrics.StatusResult(r.Status), stepDone, ErrNotFound
 	default:
 		return Result{}, metrics.StatusResult(r.Status), stepDone,
 			fmt.Errorf("shim at %s: %w", addr, statusError(r.Status))
