@@ -236,11 +236,7 @@ func (r *run) flush() error {
 // receive takes a reply datagram, or a bundle of them (a node sends the
 // replies of one receive batch to the same client together).
 func (r *run) receive(b []byte, now time.Time) {
-	if wire.PeekOp(b) != wire.OpBundle {
-		r.receiveOne(b, now)
-		return
-	}
-	recs, err := wire.SplitBundle(r.recs[:0], b)
+	recs, err := wire.AppendMessages(r.recs[:0], b)
 	r.recs = recs[:0]
 	if err != nil {
 		r.res.Errors++

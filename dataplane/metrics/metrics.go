@@ -120,19 +120,21 @@ func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error 
 			return err
 		}
 	}
-	return Register(reg,
-		counter("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).", prometheus.Labels{"direction": "in"},
-			func(s transport.Stats) uint64 { return s.DatagramsIn }),
-		counter("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).", prometheus.Labels{"direction": "out"},
-			func(s transport.Stats) uint64 { return s.DatagramsOut }),
-		counter("distcache_bundled_messages_total", "Messages received (in) and sent (out) inside bundle datagrams, several to one peer in one datagram.", prometheus.Labels{"direction": "in"},
-			func(s transport.Stats) uint64 { return s.BundledIn }),
-		counter("distcache_bundled_messages_total", "Messages received (in) and sent (out) inside bundle datagrams, several to one peer in one datagram.", prometheus.Labels{"direction": "out"},
-			func(s transport.Stats) uint64 { return s.BundledOut }),
-		counter("distcache_bundles_total", "Bundle datagrams received (in) and sent (out), among distcache_datagrams_total.", prometheus.Labels{"direction": "in"},
-			func(s transport.Stats) uint64 { return s.BundlesIn }),
-		counter("distcache_bundles_total", "Bundle datagrams received (in) and sent (out), among distcache_datagrams_total.", prometheus.Labels{"direction": "out"},
-			func(s transport.Stats) uint64 { return s.BundlesOut }),
+	// directions is a counter of traffic in and out, as two series.
+	directions := func(name, help string, in, out func(transport.Stats) uint64) []prometheus.Collector {
+		return []prometheus.Collector{
+			counter(name, help, prometheus.Labels{"direction": "in"}, in),
+			counter(name, help, prometheus.Labels{"direction": "out"}, out),
+		}
+	}
+	var cs []prometheus.Collector
+	cs = append(cs, directions("distcache_datagrams_total", "UDP datagrams received (in) and sent (out).",
+		func(s transport.Stats) uint64 { return s.DatagramsIn }, func(s transport.Stats) uint64 { return s.DatagramsOut })...)
+	cs = append(cs, directions("distcache_bundled_messages_total", "Messages received (in) and sent (out) inside bundle datagrams, several to one peer in one datagram.",
+		func(s transport.Stats) uint64 { return s.BundledIn }, func(s transport.Stats) uint64 { return s.BundledOut })...)
+	cs = append(cs, directions("distcache_bundles_total", "Bundle datagrams received (in) and sent (out), among distcache_datagrams_total.",
+		func(s transport.Stats) uint64 { return s.BundlesIn }, func(s transport.Stats) uint64 { return s.BundlesOut })...)
+	return Register(reg, append(cs,
 		counter("distcache_receive_calls_total", "Receive system calls that returned datagrams; datagrams in per call is the mean batch.", nil,
 			func(s transport.Stats) uint64 { return s.Receives }),
 		counter("distcache_send_errors_total", "Datagrams the kernel refused to send.", nil,
@@ -143,7 +145,7 @@ func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error 
 			func(s transport.Stats) uint64 { return s.Retransmits }),
 		counter("distcache_reassembly_dropped_total", "Multi-datagram messages dropped incomplete.", nil,
 			func(s transport.Stats) uint64 { return s.Reassembly.Expired + s.Reassembly.Evicted }),
-	)
+	)...)
 }
 
 // Register registers every collector with reg, failing on the first

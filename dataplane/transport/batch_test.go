@@ -50,11 +50,9 @@ func readReplies(t *testing.T, c *net.UDPConn, n int) map[uint64]int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs := [][]byte{buf[:k]}
-		if wire.PeekOp(buf[:k]) == wire.OpBundle {
-			if recs, err = wire.SplitBundle(nil, buf[:k]); err != nil {
-				t.Fatal(err)
-			}
+		recs, err := wire.AppendMessages(nil, buf[:k])
+		if err != nil {
+			t.Fatal(err)
 		}
 		for _, r := range recs {
 			p, err := wire.Parse(r)

@@ -77,7 +77,7 @@ func TestMalformedBundlesAreDroppedWhole(t *testing.T) {
 	single := wire.AppendBundle(nil, getDatagram(t, 4))
 	badRecord := wire.AppendBundle(nil, getDatagram(t, 5), []byte("this is no datagram of ours, but long enough to pass as a header length!"))
 	for _, urgent := range []bool{false, true} {
-		cfg := func(c *transport.Config) {}
+		cfg := func(*transport.Config) {}
 		if urgent {
 			cfg = func(c *transport.Config) { c.Urgent = func(op wire.Op) bool { return op == wire.OpInvalidate } }
 		}

@@ -46,11 +46,9 @@ func receive(t *testing.T, rx *net.UDPConn, n int) map[uint64]int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs := [][]byte{buf[:k]}
-		if wire.PeekOp(buf[:k]) == wire.OpBundle {
-			if recs, err = wire.SplitBundle(nil, buf[:k]); err != nil {
-				t.Fatal(err)
-			}
+		recs, err := wire.AppendMessages(nil, buf[:k])
+		if err != nil {
+			t.Fatal(err)
 		}
 		for _, r := range recs {
 			p, err := wire.Parse(r)
@@ -138,7 +136,7 @@ func TestCombinerBundlesStayWithinTheDatagramSize(t *testing.T) {
 	if s.BundledOut != n || s.BundlesOut != s.DatagramsOut || s.BundlesOut < 6 {
 		t.Fatalf("stats %+v, want %d messages in at least 6 bundles", s, n)
 	}
-	if max := uint64(ep.Datagram()) * s.DatagramsOut; s.BytesOut > max {
+	if limit := uint64(ep.Datagram()) * s.DatagramsOut; s.BytesOut > limit {
 		t.Fatalf("%d bytes in %d datagrams: some bundle is over %d bytes", s.BytesOut, s.DatagramsOut, ep.Datagram())
 	}
 }

@@ -69,20 +69,23 @@ func AppendBundle(dst []byte, datagrams ...[]byte) []byte {
 	return dst
 }
 
+// AppendMessages appends to recs the message datagrams that datagram b
+// carries: b itself, or the records of the bundle it is (SplitBundle).
+func AppendMessages(recs [][]byte, b []byte) ([][]byte, error) {
+	if PeekOp(b) != OpBundle {
+		return append(recs, b), nil
+	}
+	return SplitBundle(recs, b)
+}
+
 // SplitBundle appends to recs the records of bundle b, each a datagram
 // aliasing b, and returns the extended slice. It checks the header, every
 // length and that no record is itself a bundle, but not the records'
 // contents: Parse each. On any error it returns recs unchanged: a bundle is
 // taken whole or not at all. It never panics on any input.
 func SplitBundle(recs [][]byte, b []byte) ([][]byte, error) {
-	if len(b) < HeaderLen {
-		return recs, fmt.Errorf("cannot split bundle: %w: %d bytes, header is %d", ErrTruncated, len(b), HeaderLen)
-	}
-	if m := binary.BigEndian.Uint16(b[0:]); m != Magic {
-		return recs, fmt.Errorf("cannot split bundle: %w %#04x", ErrMagic, m)
-	}
-	if v := b[2]; v != ProtocolVersion {
-		return recs, fmt.Errorf("cannot split bundle: %w %d", ErrVersion, v)
+	if err := checkHeaderStart(b); err != nil {
+		return recs, fmt.Errorf("cannot split bundle: %w", err)
 	}
 	if op := Op(b[3]); op != OpBundle {
 		return recs, fmt.Errorf("cannot split bundle: %w: op %s", ErrBundle, op)

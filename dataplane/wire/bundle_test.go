@@ -75,6 +75,12 @@ func TestBundleGolden(t *testing.T) {
 					t.Errorf("record %d: Parse() error = %v", i, err)
 				}
 			}
+			if msgs, err := wire.AppendMessages(nil, want); err != nil || !slices.EqualFunc(msgs, recs, bytes.Equal) {
+				t.Errorf("AppendMessages() = %d messages, %v; want the %d records", len(msgs), err, len(recs))
+			}
+			if msgs, err := wire.AppendMessages(nil, recs[0]); err != nil || len(msgs) != 1 || !bytes.Equal(msgs[0], recs[0]) {
+				t.Errorf("AppendMessages() of a lone datagram = %d messages, %v; want the datagram", len(msgs), err)
+			}
 			if got := wire.AppendBundle(nil, recs...); !bytes.Equal(got, want) {
 				t.Errorf("records re-bundled differently:\n got %x\nwant %x", got, want)
 			}

@@ -217,18 +217,27 @@ func PeekOp(b []byte) Op {
 	return Op(b[3])
 }
 
+// checkHeaderStart checks that b holds a header of this protocol's magic
+// and version, as every datagram and bundle does.
+func checkHeaderStart(b []byte) error {
+	if len(b) < HeaderLen {
+		return fmt.Errorf("%w: %d bytes, header is %d", ErrTruncated, len(b), HeaderLen)
+	}
+	if m := binary.BigEndian.Uint16(b[0:]); m != Magic {
+		return fmt.Errorf("%w %#04x", ErrMagic, m)
+	}
+	if v := b[2]; v != ProtocolVersion {
+		return fmt.Errorf("%w %d", ErrVersion, v)
+	}
+	return nil
+}
+
 // Parse decodes one datagram. It checks every field, the key digest and that
 // the fragment lies within the value; it never panics on any input.
 func Parse(b []byte) (Packet, error) {
 	var p Packet
-	if len(b) < HeaderLen {
-		return p, fmt.Errorf("cannot parse packet: %w: %d bytes, header is %d", ErrTruncated, len(b), HeaderLen)
-	}
-	if m := binary.BigEndian.Uint16(b[0:]); m != Magic {
-		return p, fmt.Errorf("cannot parse packet: %w %#04x", ErrMagic, m)
-	}
-	if v := b[2]; v != ProtocolVersion {
-		return p, fmt.Errorf("cannot parse packet: %w %d", ErrVersion, v)
+	if err := checkHeaderStart(b); err != nil {
+		return p, fmt.Errorf("cannot parse packet: %w", err)
 	}
 	h := &p.Header
 	h.Op, h.Flags, h.Status = Op(b[3]), Flag(b[4]), Status(b[5])
