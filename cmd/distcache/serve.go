@@ -41,7 +41,7 @@ func (o *serveOptions) addFlags(cmd *cobra.Command) {
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.IntVar(&o.readers, "readers", 1, "goroutines reading the UDP socket")
 	f.IntVar(&o.batch, "batch", transport.DefaultBatch, "datagrams received, and replies sent, per system call (1: one per call)")
-	f.BoolVar(&o.bundle, "bundle", true, "send the messages that leave together for one peer in one bundle datagram (false: a datagram each; bundles are received either way)")
+	f.BoolVar(&o.bundle, "bundle", false, "send the messages that leave together for one peer in one bundle datagram instead of a datagram each; bundles are received either way (turn it on once every process of the cluster parses them)")
 	o.key.addFlag(cmd)
 }
 
@@ -79,7 +79,7 @@ func (o *serveOptions) transport(addr string, log *slog.Logger) transport.Config
 	if o.listen != "" {
 		addr = o.listen
 	}
-	c := transport.Config{Addr: addr, Readers: o.readers, Batch: o.batch, NoBundle: !o.bundle, Logger: log}
+	c := transport.Config{Addr: addr, Readers: o.readers, Batch: o.batch, Bundle: o.bundle, Logger: log}
 	o.key.apply(&c)
 	return c
 }

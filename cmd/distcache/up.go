@@ -100,8 +100,8 @@ one machine can show the load balancing of many servers.`,
 		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
 	f.DurationVar(&o.mapPoll, "map-poll", 100*time.Millisecond,
 		"how often processes check the map file for a new version (at most a quarter of spec.coherence.servingLease: cache nodes renew their lease by reading it)")
-	f.BoolVar(&o.bundle, "bundle", true,
-		"the data-plane processes send the messages that leave together for one peer in one bundle datagram (false: a datagram each, their --bundle=false; to compare the two)")
+	f.BoolVar(&o.bundle, "bundle", false,
+		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (their --bundle)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -161,7 +161,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: min(o.mapPoll, topology.ServingLease(&topo.Spec)/4), LogLevel: o.logLevel,
-		NoBundle: !o.bundle,
+		Bundle: o.bundle,
 	})
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func newMmsgReader(e *Endpoint) *mmsgReader {
 		e:  e,
 		in: make([]unix.Mmsghdr, n), inIov: make([]unix.Iovec, n),
 		inBuf: make([][]byte, n), inName: make([][sockaddrLen]byte, n),
-		mmsgOut: newMmsgOut(n, out, !e.cfg.NoBundle), scratch: make([]byte, 0, out),
+		mmsgOut: newMmsgOut(n, out, e.cfg.Bundle), scratch: make([]byte, 0, out),
 	}
 	inSlab := make([]byte, n*in)
 	for i := range n {

@@ -86,7 +86,7 @@ func TestBatchReadsQueuedDatagramsTogether(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("batch %d", tt.batch), func(t *testing.T) {
-			server, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0", Batch: tt.batch})
+			server, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0", Batch: tt.batch, Bundle: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,9 +46,9 @@ func until(t *testing.T, seqs <-chan uint64, seq uint64) []uint64 {
 
 // TestBundleRecordsServedAlone sends a bundle of three GETs from a raw
 // socket: each is served and answered as if it had come alone, and the
-// replies to the one client come back bundled.
+// replies to the one client come back bundled by a server that bundles.
 func TestBundleRecordsServedAlone(t *testing.T) {
-	server := listen(t, replyInPlace)
+	server := listen(t, replyInPlace, func(c *transport.Config) { c.Bundle = true })
 	client := rawClient(t, "udp4", "127.0.0.1:0")
 	b := wire.AppendBundle(nil, getDatagram(t, 1), getDatagram(t, 2), getDatagram(t, 3))
 	if _, err := client.WriteToUDPAddrPort(b, server.Addr()); err != nil {

@@ -39,7 +39,7 @@ func newCombiner(e *Endpoint) *combiner {
 }
 
 func newSendQueue(e *Endpoint) *sendQueue {
-	q := &sendQueue{e: e, mmsgOut: newMmsgOut(e.cfg.Batch, e.cfg.Datagram, !e.cfg.NoBundle)}
+	q := &sendQueue{e: e, mmsgOut: newMmsgOut(e.cfg.Batch, e.cfg.Datagram, e.cfg.Bundle)}
 	q.sendFn = func(fd uintptr) bool { return q.sendAll(q.e, fd) }
 	return q
 }

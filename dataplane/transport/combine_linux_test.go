@@ -10,11 +10,11 @@ import (
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
-// combinerPeer is an endpoint that sends (bundling unless noBundle) and a
-// plain socket that receives.
-func combinerPeer(t *testing.T, noBundle bool) (*Endpoint, *net.UDPConn) {
+// combinerPeer is an endpoint that sends (bundling or not) and a plain
+// socket that receives.
+func combinerPeer(t *testing.T, bundle bool) (*Endpoint, *net.UDPConn) {
 	t.Helper()
-	ep, err := Listen(Config{Addr: "127.0.0.1:0", NoBundle: noBundle})
+	ep, err := Listen(Config{Addr: "127.0.0.1:0", Bundle: bundle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +70,14 @@ func TestCombinerLeavesDatagramsToTheSender(t *testing.T) {
 	const queued = 10
 	for _, c := range []struct {
 		name                          string
-		noBundle                      bool
+		bundle                        bool
 		datagrams, bundles, inBundles uint64
 	}{
-		{"bundled", false, 1, 1, queued + 1},
-		{"one message per datagram", true, queued + 1, 0, 0},
+		{"bundled", true, 1, 1, queued + 1},
+		{"one message per datagram", false, queued + 1, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ep, rx := combinerPeer(t, c.noBundle)
+			ep, rx := combinerPeer(t, c.bundle)
 			dst := rx.LocalAddr().(*net.UDPAddr).AddrPort()
 			ep.comb.mu.Lock()
 			ep.comb.sending = true
@@ -115,7 +115,7 @@ func TestCombinerLeavesDatagramsToTheSender(t *testing.T) {
 // need, none longer than the endpoint's datagram size, and every message
 // arrives once.
 func TestCombinerBundlesStayWithinTheDatagramSize(t *testing.T) {
-	ep, rx := combinerPeer(t, false)
+	ep, rx := combinerPeer(t, true)
 	dst := rx.LocalAddr().(*net.UDPAddr).AddrPort()
 	ep.comb.mu.Lock()
 	ep.comb.sending = true
@@ -144,7 +144,7 @@ func TestCombinerBundlesStayWithinTheDatagramSize(t *testing.T) {
 // TestCombinerFullQueueSendsDirectly checks that a Send that finds the
 // queue full sends its datagram itself instead of waiting.
 func TestCombinerFullQueueSendsDirectly(t *testing.T) {
-	ep, rx := combinerPeer(t, true) // bundled, the datagrams to one peer would share slots
+	ep, rx := combinerPeer(t, false) // bundled, the datagrams to one peer would share slots
 	dst := rx.LocalAddr().(*net.UDPAddr).AddrPort()
 	ep.comb.mu.Lock()
 	ep.comb.sending = true
@@ -170,7 +170,7 @@ func TestCombinerFullQueueSendsDirectly(t *testing.T) {
 // TestCombinerConcurrentSends sends from many goroutines at once: every
 // datagram arrives once, whoever sent it.
 func TestCombinerConcurrentSends(t *testing.T) {
-	ep, rx := combinerPeer(t, false)
+	ep, rx := combinerPeer(t, true)
 	dst := rx.LocalAddr().(*net.UDPAddr).AddrPort()
 	const senders, each = 16, 50
 	var wg sync.WaitGroup

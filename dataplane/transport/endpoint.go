@@ -22,7 +22,11 @@
 // finds another goroutine sending leaves its datagrams in a queue that
 // goroutine sends next, with one sendmmsg (combine_linux.go). A queued
 // datagram that cannot be sent is counted in Stats.SendErrors, not
-// returned to its Send: to the sender it is a datagram lost.
+// returned to its Send: to the sender it is a datagram lost. With
+// Config.Bundle, the messages of one such batch that go to the same peer
+// travel in one bundle datagram (package wire's BUNDLE, out_linux.go);
+// every endpoint receives bundles, serving each record as if it had
+// arrived alone (receive.go).
 // Calls retransmit with the same sequence number until the context ends, so
 // receivers must treat a repeated (sender, sequence number) as the same
 // request; the storage shim deduplicates writes for that reason.
@@ -114,11 +118,13 @@ type Config struct {
 	// Stats.MACRejected. Nil sends and accepts them unsigned. A
 	// *wireauth.Keyring is one.
 	Auth Authenticator
-	// NoBundle sends every message in a datagram of its own. By default
-	// the datagrams that leave together for the same peer (a combined
-	// Send's, a reader's replies) travel as one bundle datagram (package
-	// wire) of at most Datagram bytes. Bundles are received either way.
-	NoBundle bool
+	// Bundle sends the datagrams that leave together for the same peer (a
+	// combined Send's, a reader's replies) as one bundle datagram (package
+	// wire) of at most Datagram bytes, instead of a datagram per message.
+	// Bundles are received either way. It is off by default: a process of
+	// a version before bundles drops them, so a cluster turns it on once
+	// every process parses them.
+	Bundle bool
 	// Reassembly bounds the multi-datagram messages held.
 	Reassembly wire.ReassemblyConfig
 	// Logger receives debug records about dropped datagrams.

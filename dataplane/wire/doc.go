@@ -50,8 +50,9 @@
 //
 // Bundles: a datagram of op BUNDLE carries several complete datagrams for
 // the same receiver, each behind a 2-byte length (bundle.go); the
-// transport sends the messages that leave together for one peer that way
-// and serves each record as if it had arrived alone. The golden vectors of
+// transport can send the messages that leave together for one peer that
+// way (transport.Config.Bundle) and serves each record as if it had
+// arrived alone. The golden vectors of
 // testdata/golden-bundle pin the layout.
 //
 // FlagHit has one meaning per reply op: on GET_REPLY the value was served

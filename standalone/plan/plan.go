@@ -122,10 +122,10 @@ type Options struct {
 	MapPoll time.Duration
 	// LogLevel is the processes' log level (default info).
 	LogLevel string
-	// NoBundle makes the shims, cache nodes and gateway send a datagram
-	// per message instead of bundling the messages that leave together for
-	// one peer (their --bundle=false; `distcache up --bundle=false`).
-	NoBundle bool
+	// Bundle makes the shims, cache nodes and gateway send the messages
+	// that leave together for one peer in one bundle datagram (their
+	// --bundle; `distcache up --bundle`).
+	Bundle bool
 	// Ports hands out free ports (default: FreePorts).
 	Ports func(host string, tcp, udp int) (tcpPorts, udpPorts []int, err error)
 }
@@ -457,8 +457,8 @@ func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, rate float
 	if o.MapPoll > 0 {
 		args = append(args, "--map-poll="+o.MapPoll.String())
 	}
-	if o.NoBundle {
-		args = append(args, "--bundle=false")
+	if o.Bundle {
+		args = append(args, "--bundle")
 	}
 	if rate > 0 {
 		args = append(args, "--emulated-capacity="+strconv.FormatFloat(rate, 'f', -1, 64))
