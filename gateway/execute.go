@@ -88,6 +88,7 @@ func (s *Server) runBatch(sess *session, cmds []redcon.Command, b *batch, out []
 		out[b.idx[0]] = s.run(sess, cmds[b.idx[0]].Args)
 		return
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -97,9 +98,8 @@ func (s *Server) runBatch(sess *session, cmds []redcon.Command, b *batch, out []
 			defer wg.Done()
 			out[i] = s.runUntil(ctx, sess, cmds[i].Args)
 		}
-		if !s.work.run(ctx, run) {
+		if !s.work.run(ctx, run) { // it waited for a worker since the batch started
 			wg.Done()
-			start := time.Now()
 			reply := appendError(nil, waitingError(ctx))
 			s.observe(lookup(cmds[i].Args[0]), reply, time.Since(start))
 			out[i] = reply

@@ -72,10 +72,8 @@ type mmsgReader struct {
 	received int
 	recvErr  error
 
-	// The datagrams queued since the last flush, and the buffer a reply
-	// is encoded in before it is queued.
+	// The datagrams queued since the last flush.
 	mmsgOut
-	scratch []byte
 
 	// The system-call closures, bound once so that calls do not allocate.
 	recvFn, sendFn func(fd uintptr) bool
@@ -87,7 +85,7 @@ func newMmsgReader(e *Endpoint) *mmsgReader {
 		e:  e,
 		in: make([]unix.Mmsghdr, n), inIov: make([]unix.Iovec, n),
 		inBuf: make([][]byte, n), inName: make([][sockaddrLen]byte, n),
-		mmsgOut: newMmsgOut(n, out, e.cfg.Bundle), scratch: make([]byte, 0, out),
+		mmsgOut: newMmsgOut(n, out, e.cfg.Bundle),
 	}
 	inSlab := make([]byte, n*in)
 	for i := range n {
@@ -148,15 +146,16 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 		return r.e.Send(dst, m)
 	}
 	for off := 0; ; {
-		b, next, err := r.e.appendDatagram(r.scratch[:0], m, off)
+		buf := r.free()
+		if buf == nil {
+			r.Flush()
+			buf = r.free()
+		}
+		b, next, err := r.e.appendDatagram(buf, m, off) // in place: at most Datagram bytes, the slot's room
 		if err != nil {
 			return err
 		}
-		r.scratch = b
-		if !r.add(b, dst, r.e.sys.family) {
-			r.Flush()
-			r.add(b, dst, r.e.sys.family) // the emptied queue takes it
-		}
+		r.commit(b, dst, r.e.sys.family)
 		if next >= len(m.Value) {
 			return nil
 		}

@@ -62,16 +62,43 @@ func (o *mmsgOut) add(d []byte, dst netip.AddrPort, family int) bool {
 	if o.bundle && o.join(d, dst) {
 		return true
 	}
-	if o.queued == len(o.out) {
+	b := o.free()
+	if b == nil {
 		return false
 	}
+	o.take(copy(b[:len(d)], d), dst, family)
+	return true
+}
+
+// free returns the empty buffer (of size bytes' capacity) of the next
+// slot, for a datagram encoded in place and then queued with commit; nil
+// when every slot is taken.
+func (o *mmsgOut) free() []byte {
+	if o.queued == len(o.out) {
+		return nil
+	}
+	return o.buf[o.queued][bundleRoom:bundleRoom]
+}
+
+// commit queues datagram d, encoded in free's buffer, to dst (which must
+// be addressable): into the bundle of the slot already addressed to dst
+// when it fits there, leaving the free slot free, else in its own slot.
+func (o *mmsgOut) commit(d []byte, dst netip.AddrPort, family int) {
+	if o.bundle && o.join(d, dst) {
+		return
+	}
+	o.take(len(d), dst, family)
+}
+
+// take queues the next slot, holding a datagram of n bytes at bundleRoom,
+// to dst.
+func (o *mmsgOut) take(n int, dst netip.AddrPort, family int) {
 	i := o.queued
-	o.start[i], o.end[i] = bundleRoom, bundleRoom+copy(o.buf[i][bundleRoom:], d)
+	o.start[i], o.end[i] = bundleRoom, bundleRoom+n
 	o.records[i], o.dst[i] = 1, dst
 	o.out[i].Hdr.Namelen = encodeSockaddr(&o.name[i], dst, family)
 	o.point(i)
 	o.queued++
-	return true
 }
 
 // join appends d to the latest slot addressed to dst when the bundle stays

@@ -41,22 +41,16 @@ func (rx *receiver) datagram(src netip.AddrPort, b []byte, p pass) {
 		e.stats.datagramsIn.Add(1)
 		e.stats.bytesIn.Add(uint64(len(b)))
 	}
-	if wire.PeekOp(b) != wire.OpBundle {
-		if rx.selects(p, b) {
-			rx.message(src, b)
-		}
-		return
-	}
-	recs, err := wire.SplitBundle(rx.recs[:0], b)
+	recs, err := wire.AppendMessages(rx.recs[:0], b)
 	rx.recs = recs[:0]
-	if err != nil {
+	if err != nil { // only a bundle fails here: a lone datagram is parsed when served
 		if p.counts() {
 			e.stats.malformed.Add(1)
 			e.cfg.Logger.Debug("dropped malformed bundle", "from", src, "bytes", len(b), "err", err)
 		}
 		return
 	}
-	if p.counts() {
+	if p.counts() && len(recs) > 1 { // a bundle: it holds at least two
 		e.stats.bundlesIn.Add(1)
 		e.stats.bundledIn.Add(uint64(len(recs)))
 	}

@@ -41,12 +41,6 @@ const (
 // ErrBundle is wrapped by SplitBundle's errors.
 var ErrBundle = errors.New("bad bundle")
 
-// BundleLen is the length of a bundle holding records of the given total
-// length in bytes, n of them.
-func BundleLen(n, recordBytes int) int {
-	return HeaderLen + n*BundleRecordPrefix + recordBytes
-}
-
 // PutBundleHeader writes the header of a bundle whose records take
 // recordBytes bytes (prefixes included) into b[:HeaderLen].
 func PutBundleHeader(b []byte, recordBytes int) {
