@@ -18,6 +18,18 @@ var parseErrors = []error{
 	wire.ErrStatus, wire.ErrKey, wire.ErrDigest, wire.ErrValue,
 }
 
+// matches is how many of errs err wraps: a decoder's error names exactly
+// one of its package's errors.
+func matches(err error, errs []error) int {
+	n := 0
+	for _, e := range errs {
+		if errors.Is(err, e) {
+			n++
+		}
+	}
+	return n
+}
+
 // goldenData returns the datagrams of the golden files, in name order.
 func goldenData(f testing.TB) [][]byte {
 	var out [][]byte
@@ -48,13 +60,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("Parse changed its input")
 		}
 		if err != nil {
-			matched := 0
-			for _, e := range parseErrors {
-				if errors.Is(err, e) {
-					matched++
-				}
-			}
-			if matched != 1 {
+			if matched := matches(err, parseErrors); matched != 1 {
 				t.Fatalf("Parse() error %q matches %d of the package's errors, want 1", err, matched)
 			}
 			if _, derr := wire.Decode(b); derr == nil || derr.Error() != err.Error() {

@@ -204,26 +204,34 @@ func readGolden(path string) ([]byte, error) {
 }
 
 // goldenFiles returns the golden files' paths, sorted.
-func goldenFiles(t testing.TB) []string {
+func goldenFiles(t testing.TB) []string { return goldenFilesIn(t, goldenDir) }
+
+// goldenFilesIn returns the paths of dir's golden files, sorted.
+func goldenFilesIn(t testing.TB, dir string) []string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(goldenDir, "*.hex"))
+	paths, err := filepath.Glob(filepath.Join(dir, "*.hex"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) == 0 && !*update {
-		t.Fatalf("no golden files in %s; run go test -update", goldenDir)
+		t.Fatalf("no golden files in %s; run go test -update", dir)
 	}
 	return paths
 }
 
-func TestGolden(t *testing.T) {
-	vectors := goldenVectors(t)
+func TestGolden(t *testing.T) { checkGoldenDir(t, goldenDir, goldenVectors(t)) }
+
+// checkGoldenDir checks that dir holds exactly the vectors' files, each
+// in canonical form with the vector's bytes; with -update it writes them
+// first.
+func checkGoldenDir(t *testing.T, dir string, vectors []golden) {
+	t.Helper()
 	if *update {
-		if err := os.MkdirAll(goldenDir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		for _, g := range vectors {
-			if err := os.WriteFile(filepath.Join(goldenDir, g.name+".hex"), formatGolden(g), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, g.name+".hex"), formatGolden(g), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -232,7 +240,7 @@ func TestGolden(t *testing.T) {
 	for _, g := range vectors {
 		names = append(names, g.name+".hex")
 		t.Run(g.name, func(t *testing.T) {
-			path := filepath.Join(goldenDir, g.name+".hex")
+			path := filepath.Join(dir, g.name+".hex")
 			want, err := readGolden(path)
 			if err != nil {
 				t.Fatal(err)
@@ -249,7 +257,7 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
-	for _, p := range goldenFiles(t) {
+	for _, p := range goldenFilesIn(t, dir) {
 		if !slices.Contains(names, filepath.Base(p)) {
 			t.Errorf("%s has no vector; delete it or add one", p)
 		}
