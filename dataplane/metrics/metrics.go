@@ -105,7 +105,9 @@ func (r *Requests) Observe(op wire.Op, result string, d time.Duration) {
 
 // RegisterTransport exposes an endpoint's counters:
 // distcache_datagrams_total{direction}, distcache_bundles_total{direction},
-// distcache_bundled_messages_total{direction}, distcache_malformed_packets_total,
+// distcache_bundled_messages_total{direction},
+// distcache_window_requests_total{direction},
+// distcache_window_requests_stale_total, distcache_malformed_packets_total,
 // distcache_retransmits_total, distcache_reassembly_dropped_total and
 // distcache_mac_rejected_total{type} (one series per authenticated op).
 func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error {
@@ -134,7 +136,11 @@ func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error 
 		func(s transport.Stats) uint64 { return s.BundledIn }, func(s transport.Stats) uint64 { return s.BundledOut })...)
 	cs = append(cs, directions("distcache_bundles_total", "Bundle datagrams received (in) and sent (out), among distcache_datagrams_total.",
 		func(s transport.Stats) uint64 { return s.BundlesIn }, func(s transport.Stats) uint64 { return s.BundlesOut })...)
+	cs = append(cs, directions("distcache_window_requests_total", "Flow control: MOREs received (in: a receiver asked for the next window of a message this process sent) and sent (out).",
+		func(s transport.Stats) uint64 { return s.MoreIn }, func(s transport.Stats) uint64 { return s.MoreOut })...)
 	return Register(reg, append(cs,
+		counter("distcache_window_requests_stale_total", "MOREs received for a message no longer kept (its receiver waited longer than the reassembly timeout).", nil,
+			func(s transport.Stats) uint64 { return s.MoreStale }),
 		counter("distcache_receive_calls_total", "Receive system calls that returned datagrams; datagrams in per call is the mean batch.", nil,
 			func(s transport.Stats) uint64 { return s.Receives }),
 		counter("distcache_send_errors_total", "Datagrams the kernel refused to send.", nil,

@@ -145,7 +145,16 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 		// wrong family an error: the socket's own send does both.
 		return r.e.Send(dst, m)
 	}
-	for off := 0; ; {
+	return r.sendRange(dst, m, 0, r.e.firstWindow(dst, m))
+}
+
+// sendRange encodes the fragments of m that start in [from, end) into the
+// reply queue.
+func (r *mmsgReader) sendRange(dst netip.AddrPort, m *wire.Message, from, end int) error {
+	if !addressable(dst.Addr(), r.e.sys.family) {
+		return r.e.sendRange(dst, m, from, end)
+	}
+	for off := from; ; {
 		buf := r.free()
 		if buf == nil {
 			r.Flush()
@@ -156,7 +165,7 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 			return err
 		}
 		r.commit(b, dst, r.e.sys.family)
-		if next >= len(m.Value) {
+		if next >= len(m.Value) || next >= end {
 			return nil
 		}
 		off = next

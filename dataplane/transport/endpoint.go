@@ -33,7 +33,6 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -181,6 +180,10 @@ type Stats struct {
 	UnmatchedReplies       uint64 // replies to no outstanding call (late or duplicate)
 	Retransmits            uint64
 	SendErrors             uint64
+	// MoreIn and MoreOut count the MOREs (flow control, wire.Window)
+	// received and sent; MoreStale the MOREs received for a message no
+	// longer kept (expired, or pushed out by newer ones).
+	MoreIn, MoreOut, MoreStale uint64
 	// MACRejected counts, by op, the datagrams dropped for a missing or
 	// bad MAC (Config.Auth).
 	MACRejected [opSlots]uint64
@@ -204,13 +207,8 @@ type counters struct {
 	bundlesIn, bundledIn, bundlesOut, bundledOut atomic.Uint64
 	malformed, unhandled, unmatched, retransmits atomic.Uint64
 	sendErrors                                   atomic.Uint64
+	moreIn, moreOut, moreStale                   atomic.Uint64
 	macRejected                                  [opSlots]atomic.Uint64
-}
-
-type call struct {
-	dst   netip.AddrPort
-	op    wire.Op
-	reply chan wire.Message // buffered 1; receives the first matching reply
 }
 
 // Endpoint is a UDP socket speaking the wire protocol.
@@ -220,6 +218,7 @@ type Endpoint struct {
 	sys    sysConn // the socket for batched system calls, per platform
 	addr   netip.AddrPort
 	reasm  *wire.Reassembler
+	out    *outbox   // the messages of several windows sent, for MOREs
 	bufs   sync.Pool // *[]byte of cap cfg.Datagram, for encoding
 	comb   *combiner // batches concurrent Sends (nil: each sends alone)
 	seq    atomic.Uint64
@@ -262,6 +261,7 @@ func Listen(cfg Config) (*Endpoint, error) {
 		sys:   sys,
 		addr:  conn.LocalAddr().(*net.UDPAddr).AddrPort(),
 		reasm: wire.NewReassembler(cfg.Reassembly),
+		out:   newOutbox(cfg.Reassembly.Timeout, DefaultOutboxBytes),
 		calls: make(map[uint64]*call),
 	}
 	e.bufs.New = func() any { b := make([]byte, 0, cfg.Datagram); return &b }
@@ -305,9 +305,14 @@ func (e *Endpoint) NextSeq() uint64 { return e.seq.Add(1) }
 
 // Send sends m to dst, split into as many datagrams as its value needs.
 func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
+	return e.sendRange(dst, m, 0, e.firstWindow(dst, m))
+}
+
+// sendRange sends the fragments of m that start in [from, end).
+func (e *Endpoint) sendRange(dst netip.AddrPort, m *wire.Message, from, end int) error {
 	bp := e.bufs.Get().(*[]byte)
 	defer e.bufs.Put(bp)
-	for off := 0; ; {
+	for off := from; ; {
 		b, next, err := e.appendDatagram((*bp)[:0], m, off)
 		if err != nil {
 			return err
@@ -322,7 +327,7 @@ func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
 			e.stats.datagramsOut.Add(1)
 			e.stats.bytesOut.Add(uint64(len(b)))
 		}
-		if next >= len(m.Value) {
+		if next >= len(m.Value) || next >= end {
 			return nil
 		}
 		off = next
@@ -338,71 +343,6 @@ func (e *Endpoint) appendDatagram(dst []byte, m *wire.Message, off int) ([]byte,
 	return wire.AppendDatagram(dst, m, off, e.cfg.Datagram)
 }
 
-// Call sends request m to dst with a fresh sequence number and waits for
-// the reply, sending m again after Retransmit, then after twice as long
-// each time (up to MaxRetransmit), until ctx ends. The reply is
-// the first datagram (or reassembled message) from dst with m's reply op and
-// sequence number; it owns its bytes.
-func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
-	return e.CallUntil(ctx, time.Time{}, dst, m)
-}
-
-// CallUntil is Call that also gives up at deadline (none when zero), with
-// an error wrapping context.DeadlineExceeded: a per-attempt bound that
-// costs no context of its own.
-func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
-	if e.closed.Load() {
-		return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
-	}
-	m.Seq = e.NextSeq()
-	// Sources are reported unmapped; so is the peer a reply must come from.
-	c := &call{dst: unmapped(dst), op: m.Op.Reply(), reply: make(chan wire.Message, 1)}
-	e.mu.Lock()
-	e.calls[m.Seq] = c
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.calls, m.Seq)
-		e.mu.Unlock()
-	}()
-	interval := e.cfg.Retransmit
-	t := time.NewTimer(wait(interval, deadline))
-	defer t.Stop()
-	for {
-		if err := e.Send(dst, m); err != nil {
-			return wire.Message{}, err
-		}
-		select {
-		case r := <-c.reply:
-			return r, nil
-		case <-ctx.Done():
-			return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ctx.Err())
-		case <-t.C:
-			if e.closed.Load() {
-				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
-			}
-			if !deadline.IsZero() && !time.Now().Before(deadline) {
-				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, context.DeadlineExceeded)
-			}
-			e.stats.retransmits.Add(1)
-			interval = nextRetransmit(interval, e.cfg.MaxRetransmit)
-			t.Reset(wait(interval, deadline))
-		}
-	}
-}
-
-// wait is how long a call waits before it sends again: interval, or less
-// when deadline (if set) comes first.
-func wait(interval time.Duration, deadline time.Time) time.Duration {
-	if deadline.IsZero() {
-		return interval
-	}
-	return max(min(interval, time.Until(deadline)), 0)
-}
-
-// nextRetransmit is the interval after cur: twice as long, at most limit.
-func nextRetransmit(cur, limit time.Duration) time.Duration { return min(2*cur, limit) }
-
 // Stats returns the counters.
 func (e *Endpoint) Stats() Stats {
 	s := &e.stats
@@ -415,6 +355,7 @@ func (e *Endpoint) Stats() Stats {
 		Malformed: s.malformed.Load(), Unhandled: s.unhandled.Load(),
 		UnmatchedReplies: s.unmatched.Load(), Retransmits: s.retransmits.Load(),
 		SendErrors: s.sendErrors.Load(), Reassembly: e.reasm.Stats(),
+		MoreIn: s.moreIn.Load(), MoreOut: s.moreOut.Load(), MoreStale: s.moreStale.Load(),
 	}
 	for i := range s.macRejected {
 		st.MACRejected[i] = s.macRejected[i].Load()
@@ -459,6 +400,7 @@ func (e *Endpoint) read(h Handler) {
 // and is the Sender its handler replies through.
 type reader interface {
 	Sender
+	rangeSender
 	// recv waits for datagrams and returns how many were received.
 	recv() (int, error)
 	// datagram is the i-th datagram of the last recv and its unmapped
@@ -492,6 +434,10 @@ func (r *singleReader) recv() (int, error) {
 func (r *singleReader) datagram(int) ([]byte, netip.AddrPort) { return r.buf[:r.n], r.src }
 
 func (r *singleReader) Send(dst netip.AddrPort, m *wire.Message) error { return r.e.Send(dst, m) }
+
+func (r *singleReader) sendRange(dst netip.AddrPort, m *wire.Message, from, end int) error {
+	return r.e.sendRange(dst, m, from, end)
+}
 
 // Flush does nothing: every reply is sent at once.
 func (r *singleReader) Flush() {}

@@ -28,7 +28,7 @@ func (p pass) counts() bool { return p != passRest }
 type receiver struct {
 	e    *Endpoint
 	h    Handler
-	out  Sender
+	out  reader
 	msg  *wire.Message // reused for every message handed out
 	recs [][]byte      // a bundle's records, reused
 }
@@ -88,8 +88,18 @@ func (rx *receiver) message(src netip.AddrPort, b []byte) {
 		e.cfg.Logger.Debug("dropped datagram failing its MAC", "from", src, "op", p.Op, "signed", p.Has(wire.FlagAuth))
 		return
 	}
+	if p.Op == wire.OpMore {
+		e.resume(rx.out, src, &p)
+		return
+	}
 	if !p.Complete() {
-		m, ok := e.reasm.Add(src, &p, time.Now())
+		m, ok, from := e.reasm.Receive(src, &p, time.Now())
+		if from != 0 {
+			e.ask(rx.out, src, &p, from)
+		}
+		if !ok && p.Op.IsReply() {
+			e.progressed(src, p.Seq)
+		}
 		if ok {
 			e.dispatch(rx.h, rx.out, src, &m, true)
 		}

@@ -24,7 +24,9 @@
 // A value that does not fit one datagram is split into fragments, each a
 // complete packet with the same header fields except the fragment offset, as
 // CableCache's multi-packet objects: a switch parses every fragment alone,
-// and the receiver reassembles them (see Reassembler). The P4 header
+// and the receiver reassembles them (see Reassembler). A message of more
+// than Window bytes is sent a window at a time, each asked for by its
+// receiver with MORE (flow control; see Window). The P4 header
 // definitions in stratum_pipelines/ must match this layout; the golden vectors
 // in testdata/ pin it.
 //

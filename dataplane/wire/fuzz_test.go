@@ -88,6 +88,10 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("unknown op %v or status %v accepted", p.Op, p.Status)
 		}
 
+		if p.Op == wire.OpMore {
+			checkMore(t, b, &p)
+			return
+		}
 		if p.Complete() {
 			d, err := wire.Decode(b)
 			if err != nil || d.Header != p.Header || !bytes.Equal(d.Key, p.Key) || !bytes.Equal(d.Value, p.Fragment) {
@@ -225,7 +229,7 @@ func FuzzReassemble(f *testing.F) {
 		cfg := fuzzReassemblyConfig
 		r := wire.NewReassembler(cfg)
 		var history []fedPacket // every packet fed, to check where bytes came from
-		var completed uint64
+		var completed, asks uint64
 		now := t0
 		senders, datagrams := splitRecords(in)
 		for i, b := range datagrams {
@@ -236,13 +240,20 @@ func FuzzReassemble(f *testing.F) {
 			}
 			src := fuzzSenders[senders[i]]
 			history = append(history, fedPacket{src, p})
-			m, ok := r.Add(src, &p, now)
+			m, ok, from := r.Receive(src, &p, now)
 			if ok {
 				completed++
 				checkReassembled(t, src, &m, history)
 			}
+			if from != 0 {
+				asks++
+			}
 			s := r.Stats()
 			switch {
+			case from != 0 && (ok || from >= p.ValueLen):
+				t.Fatalf("datagram %d: asked for bytes from %d of a %d-byte value (completed %v)", i, from, p.ValueLen, ok)
+			case s.Asks != asks:
+				t.Fatalf("datagram %d: Asks = %d, %d returned", i, s.Asks, asks)
 			case s.Completed != completed:
 				t.Fatalf("datagram %d: Completed = %d, %d returned", i, s.Completed, completed)
 			case s.PendingBytes > cfg.MaxBytes || s.PendingBytes < 0:
@@ -258,6 +269,24 @@ func FuzzReassemble(f *testing.F) {
 			t.Fatalf("after the timeout: Stats() = %+v", s)
 		}
 	})
+}
+
+// checkMore checks a MORE that Parse accepted: it asks for bytes inside
+// the value, carries nothing else, is no message Decode returns, and
+// re-encodes exactly.
+func checkMore(t *testing.T, b []byte, p *wire.Packet) {
+	t.Helper()
+	if len(p.Fragment) != 0 || p.Flags != 0 || p.FragOffset == 0 || p.FragOffset >= p.ValueLen {
+		t.Fatalf("MORE accepted with flags %v, %d value bytes, from byte %d of %d", p.Flags, len(p.Fragment), p.FragOffset, p.ValueLen)
+	}
+	if _, err := wire.Decode(b); !errors.Is(err, wire.ErrValue) {
+		t.Fatalf("Decode() of MORE: error = %v, want ErrValue", err)
+	}
+	m := wire.Message{Header: p.Header, Key: p.Key}
+	out, _, err := wire.AppendDatagram(nil, &m, 0, wire.MaxDatagram)
+	if err != nil || !bytes.Equal(out, b) {
+		t.Fatalf("MORE re-encoded differently: %v\n got %x\nwant %x", err, out, b)
+	}
 }
 
 // fedPacket is a packet FuzzReassemble gave a Reassembler.

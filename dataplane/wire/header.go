@@ -51,7 +51,8 @@ const (
 	OpPong          Op = 14 // liveness answer, with telemetry
 	OpRMW           Op = 15 // read-modify-write a key at its storage shim (Value: an RMW request, see rmw.go)
 	OpRMWReply      Op = 16 // the RMW's result (Value), after phase 1 and the Redis update
-	opLimit         Op = 17
+	OpMore          Op = 17 // flow control: send the next window of a multi-datagram message (see Window)
+	opLimit         Op = 18
 	// MaxOp is the largest op Parse accepts, for tables indexed by op.
 	MaxOp = opLimit - 1
 )
@@ -59,7 +60,7 @@ const (
 var opNames = [...]string{
 	"", "GET", "GET_REPLY", "PUT", "PUT_REPLY", "DEL", "DEL_REPLY",
 	"INVALIDATE", "INVALIDATE_ACK", "UPDATE", "UPDATE_ACK", "FETCH",
-	"FETCH_REPLY", "PING", "PONG", "RMW", "RMW_REPLY",
+	"FETCH_REPLY", "PING", "PONG", "RMW", "RMW_REPLY", "MORE",
 }
 
 func (o Op) String() string {
@@ -72,8 +73,9 @@ func (o Op) String() string {
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
 
-// IsReply reports whether o answers a request.
-func (o Op) IsReply() bool { return o > 0 && o < opLimit && o%2 == 0 }
+// IsReply reports whether o answers a request. MORE is neither: the
+// transport serves it (see Window).
+func (o Op) IsReply() bool { return o > 0 && o < OpMore && o%2 == 0 }
 
 // Reply returns the op that answers o.
 func (o Op) Reply() Op { return o + 1 }
@@ -282,6 +284,8 @@ func Parse(b []byte) (Packet, error) {
 	p.Fragment = b[HeaderLen+keyLen : end : end]
 	n := uint64(len(p.Fragment))
 	switch {
+	case h.Op == OpMore:
+		return p, checkMore(h, n)
 	case h.ValueLen > MaxValueLen:
 		return p, fmt.Errorf("cannot parse packet: %w: value of %d bytes, limit %d", ErrValue, h.ValueLen, MaxValueLen)
 	case uint64(h.FragOffset)+n > uint64(h.ValueLen):

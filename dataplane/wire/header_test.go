@@ -117,7 +117,7 @@ func TestParseErrors(t *testing.T) {
 		{"version 0", set(2, 0), wire.ErrVersion},
 		{"version 2", set(2, 2), wire.ErrVersion},
 		{"op 0", set(3, 0), wire.ErrOp},
-		{"op 17", set(3, 17), wire.ErrOp},
+		{"op 18", set(3, 18), wire.ErrOp},
 		{"op 18", set(3, 18), wire.ErrOp},
 		{"op 255", set(3, 255), wire.ErrOp},
 		{"flag 0x80", set(4, 0x80), wire.ErrFlags},
@@ -324,7 +324,7 @@ func TestOpString(t *testing.T) {
 		want string
 	}{
 		{0, "Op(0)"},
-		{17, "Op(17)"},
+		{wire.OpMore, "MORE"},
 		{18, "Op(18)"},
 		{255, "Op(255)"},
 	}
@@ -366,9 +366,9 @@ func TestOpReply(t *testing.T) {
 			}
 		})
 	}
-	for _, op := range []wire.Op{0, 17, 18, 254, 255} {
+	for _, op := range []wire.Op{0, wire.OpMore, 18, 254, 255} {
 		if op.IsReply() {
-			t.Errorf("Op(%d).IsReply() = true for an unknown op", uint8(op))
+			t.Errorf("Op(%d).IsReply() = true for an op that answers no request", uint8(op))
 		}
 	}
 }
@@ -440,7 +440,7 @@ func TestPeekOp(t *testing.T) {
 	}{
 		{"valid", valid(), wire.OpGetReply},
 		{"invalid after the op", set(16, valid()[16]^1), wire.OpGetReply},
-		{"unknown op", set(3, 17), wire.Op(17)},
+		{"unknown op", set(3, 18), wire.Op(18)},
 		{"nil", nil, 0},
 		{"short header", valid()[:wire.HeaderLen-1], 0},
 		{"magic zero", set(0, 0, 0), 0},

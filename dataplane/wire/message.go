@@ -37,7 +37,9 @@ func Datagrams(m *Message, size int) int {
 // extended slice and the offset of the next fragment: len(m.Value) after the
 // last one. A message whose value fits one datagram is one datagram (call
 // with off 0). It sets the digest from the key when m.Digest is zero, and
-// FlagFragmented when the value needs more than one datagram.
+// FlagFragmented when the value needs more than one datagram. A MORE (see
+// Window) carries no value: its ValueLen and FragOffset are m's, and off is
+// ignored.
 func AppendDatagram(dst []byte, m *Message, off, size int) ([]byte, int, error) {
 	return appendDatagram(dst, m, off, size, nil)
 }
@@ -52,6 +54,9 @@ func AppendSignedDatagram(dst []byte, m *Message, off, size int, s Signer) ([]by
 }
 
 func appendDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, int, error) {
+	if m.Op == OpMore {
+		return appendMore(dst, m, size)
+	}
 	keyLen := len(m.Key)
 	switch {
 	case keyLen == 0 || keyLen > MaxKeyLen:

@@ -1,0 +1,122 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// call is an outstanding request of Call, waiting for its reply.
+type call struct {
+	dst   netip.AddrPort
+	op    wire.Op
+	reply chan wire.Message // buffered 1; receives the first matching reply
+	// progress (buffered 1) is signalled when dst asks for the next
+	// window of the request or sends a fragment of the reply: the
+	// exchange is alive, so the retransmit interval starts over.
+	progress chan struct{}
+}
+
+// Call sends request m to dst with a fresh sequence number and waits for
+// the reply, sending m again after Retransmit, then after twice as long
+// each time (up to MaxRetransmit), until ctx ends; when part of a reply of
+// several windows has arrived, it asks for the rest (MORE) instead, and a
+// window of the request asked for or of the reply received starts the
+// interval over (flow control, wire.Window). The reply is
+// the first datagram (or reassembled message) from dst with m's reply op and
+// sequence number; it owns its bytes.
+func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
+	return e.CallUntil(ctx, time.Time{}, dst, m)
+}
+
+// CallUntil is Call that also gives up at deadline (none when zero), with
+// an error wrapping context.DeadlineExceeded: a per-attempt bound that
+// costs no context of its own.
+func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
+	if e.closed.Load() {
+		return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
+	}
+	m.Seq = e.NextSeq()
+	// Sources are reported unmapped; so is the peer a reply must come from.
+	c := &call{dst: unmapped(dst), op: m.Op.Reply(), reply: make(chan wire.Message, 1), progress: make(chan struct{}, 1)}
+	e.mu.Lock()
+	e.calls[m.Seq] = c
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.calls, m.Seq)
+		e.mu.Unlock()
+	}()
+	interval := e.cfg.Retransmit
+	t := time.NewTimer(wait(interval, deadline))
+	defer t.Stop()
+	if err := e.Send(dst, m); err != nil {
+		return wire.Message{}, err
+	}
+	for {
+		select {
+		case r := <-c.reply:
+			return r, nil
+		case <-ctx.Done():
+			return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ctx.Err())
+		case <-c.progress:
+			interval = e.cfg.Retransmit
+			t.Reset(wait(interval, deadline))
+			continue
+		case <-t.C:
+			if e.closed.Load() {
+				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
+			}
+			now := time.Now()
+			if !deadline.IsZero() && !now.Before(deadline) {
+				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, context.DeadlineExceeded)
+			}
+			e.stats.retransmits.Add(1)
+			interval = nextRetransmit(interval, e.cfg.MaxRetransmit)
+			t.Reset(wait(interval, deadline))
+			if from, n, ok := e.reasm.AskAgain(c.dst, c.op, m.Seq, now); ok {
+				// Part of the reply arrived: ask for the rest rather than
+				// have the request served again.
+				more := wire.NewMore(m.Seq, m.Key, n, from)
+				if err := e.Send(dst, &more); err != nil {
+					return wire.Message{}, err
+				}
+				e.stats.moreOut.Add(1)
+				continue
+			}
+		}
+		if err := e.Send(dst, m); err != nil {
+			return wire.Message{}, err
+		}
+	}
+}
+
+// wait is how long a call waits before it sends again: interval, or less
+// when deadline (if set) comes first.
+func wait(interval time.Duration, deadline time.Time) time.Duration {
+	if deadline.IsZero() {
+		return interval
+	}
+	return max(min(interval, time.Until(deadline)), 0)
+}
+
+// nextRetransmit is the interval after cur: twice as long, at most limit.
+func nextRetransmit(cur, limit time.Duration) time.Duration { return min(2*cur, limit) }
+
+// progressed signals the call of seq to src, if there is one, that src is
+// moving its exchange on (call.progress).
+func (e *Endpoint) progressed(src netip.AddrPort, seq uint64) {
+	e.mu.Lock()
+	c := e.calls[seq]
+	e.mu.Unlock()
+	if c == nil || c.dst != src {
+		return
+	}
+	select {
+	case c.progress <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,297 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// bigValue is a 1 MiB value of a recognisable pattern.
+var bigValue = func() []byte {
+	v := make([]byte, wire.MaxValueLen)
+	for i := range v {
+		v[i] = byte(i % 251)
+	}
+	return v
+}()
+
+// rawPeer is a plain UDP socket that plays a client or a server of the
+// wire protocol by hand, reading only when the test says so: a receiver
+// that is never scheduled while datagrams arrive.
+type rawPeer struct {
+	t    *testing.T
+	conn *net.UDPConn
+	buf  []byte
+}
+
+func newRawPeer(t *testing.T) *rawPeer {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return &rawPeer{t: t, conn: conn, buf: make([]byte, wire.MaxDatagram+1)}
+}
+
+func (r *rawPeer) addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// send sends m to dst, one datagram per fragment.
+func (r *rawPeer) send(dst netip.AddrPort, m *wire.Message) {
+	r.t.Helper()
+	for off := 0; ; {
+		b, next, err := wire.AppendDatagram(nil, m, off, wire.DefaultDatagram)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if _, err := r.conn.WriteToUDPAddrPort(b, dst); err != nil {
+			r.t.Fatal(err)
+		}
+		if next >= len(m.Value) {
+			return
+		}
+		off = next
+	}
+}
+
+// read returns the next datagram, parsed (its own bytes); the deadline
+// only keeps a broken endpoint from hanging the test.
+func (r *rawPeer) read() wire.Packet {
+	r.t.Helper()
+	_ = r.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, _, err := r.conn.ReadFromUDPAddrPort(r.buf)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	p, err := wire.Parse(bytes.Clone(r.buf[:n]))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return p
+}
+
+// pong answers PING; with big set, it answers GET with bigValue.
+func pong(big bool) transport.Handler {
+	return func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+		r := wire.Message{Header: wire.Header{Op: req.Op.Reply(), Seq: req.Seq}, Key: req.Key}
+		switch {
+		case req.Op == wire.OpPing:
+		case req.Op == wire.OpGet && big:
+			r.Value = bigValue
+		default:
+			return
+		}
+		_ = out.Send(src, &r)
+	}
+}
+
+// receiveWindows plays the receiver of a message of op carrying bigValue
+// from sender: it reads each window whole, checks with a PING that sender
+// sent nothing past it — its PONG comes next, as datagrams from one socket
+// arrive in order — and asks for the next window. The message's seq is
+// that of the first datagram read. It returns the seq and the MOREs it
+// sent.
+func receiveWindows(t *testing.T, r *rawPeer, sender netip.AddrPort, op wire.Op) (seq uint64, mores int) {
+	t.Helper()
+	value := make([]byte, len(bigValue))
+	seen := map[uint32]bool{}
+	prefix, start := uint32(0), uint32(0)
+	for ping := uint64(1); ; ping++ {
+		for prefix < uint32(len(value)) && prefix < start+wire.Window {
+			p := r.read()
+			if len(seen) == 0 {
+				seq = p.Seq
+			}
+			if p.Op != op || p.Seq != seq || p.FragOffset < start || p.FragOffset >= start+wire.Window || seen[p.FragOffset] {
+				t.Fatalf("got %v seq %d bytes [%d, +%d), want a new fragment of %v seq %d in the window [%d, %d)",
+					p.Op, p.Seq, p.FragOffset, len(p.Fragment), op, seq, start, start+wire.Window)
+			}
+			seen[p.FragOffset] = true
+			copy(value[p.FragOffset:], p.Fragment)
+			for seen[prefix] { // fragments are cut at multiples of one size
+				prefix += uint32(len(p.Fragment))
+			}
+		}
+		if prefix >= uint32(len(value)) {
+			break
+		}
+		r.send(sender, &wire.Message{Header: wire.Header{Op: wire.OpPing, Seq: ping}, Key: []byte("probe")})
+		if p := r.read(); p.Op != wire.OpPong || p.Seq != ping {
+			t.Fatalf("after the window [%d, %d): %v seq %d bytes [%d, +%d), want PONG %d: the sender sent past the window",
+				start, start+wire.Window, p.Op, p.Seq, p.FragOffset, len(p.Fragment), ping)
+		}
+		more := wire.NewMore(seq, []byte("big"), uint32(len(value)), prefix)
+		r.send(sender, &more)
+		mores++
+		start = prefix
+	}
+	if !bytes.Equal(value, bigValue) {
+		t.Fatal("the value received differs from the value sent")
+	}
+	return seq, mores
+}
+
+// TestReplyPacedByWindows checks that a server sends a reply of 1 MiB a
+// window at a time, each when its client asks for it, from the reply
+// queue of either reader.
+func TestReplyPacedByWindows(t *testing.T) {
+	for _, batch := range []int{1, transport.DefaultBatch} {
+		t.Run(map[bool]string{true: "one datagram per system call", false: "batched"}[batch == 1], func(t *testing.T) {
+			server := listen(t, pong(true), withBatch(batch))
+			client := newRawPeer(t)
+			client.send(server.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet, Seq: 77}, Key: []byte("big")})
+			seq, mores := receiveWindows(t, client, server.Addr(), wire.OpGetReply)
+			if seq != 77 {
+				t.Fatalf("reply seq %d, want 77", seq)
+			}
+			s := server.Stats()
+			if mores < len(bigValue)/wire.Window-1 || s.MoreIn != uint64(mores) || s.MoreStale != 0 {
+				t.Errorf("%d MOREs sent; server Stats() MoreIn %d, MoreStale %d", mores, s.MoreIn, s.MoreStale)
+			}
+		})
+	}
+}
+
+// TestRequestPacedByWindows checks that a requester sends a request of
+// 1 MiB a window at a time, each when its server asks for it.
+func TestRequestPacedByWindows(t *testing.T) {
+	client := listen(t, pong(false), withRetransmit(time.Minute)) // no resend while the test reads
+	server := newRawPeer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Call(ctx, server.addr(), &wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("big"), Value: bigValue})
+		done <- err
+	}()
+	seq, mores := receiveWindows(t, server, client.Addr(), wire.OpPut)
+	server.send(client.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpPutReply, Seq: seq}, Key: []byte("big")})
+	if err := <-done; err != nil {
+		t.Fatalf("Call() error = %v", err)
+	}
+	if s := client.Stats(); s.MoreIn != uint64(mores) || s.MoreStale != 0 {
+		t.Errorf("%d MOREs sent; client Stats() MoreIn %d, MoreStale %d", mores, s.MoreIn, s.MoreStale)
+	}
+}
+
+// lossyRelay forwards datagrams between one client (at front) and a server
+// (from back), dropping the first copy of those drop picks.
+type lossyRelay struct {
+	front, back *net.UDPConn
+	server      netip.AddrPort
+	drop        func(p *wire.Packet, toServer bool) bool
+
+	mu      sync.Mutex // guards client, seen and dropped
+	client  netip.AddrPort
+	seen    map[string]bool
+	dropped []string
+}
+
+func newLossyRelay(t *testing.T, server netip.AddrPort, drop func(p *wire.Packet, toServer bool) bool) *lossyRelay {
+	t.Helper()
+	l := &lossyRelay{server: server, drop: drop, seen: map[string]bool{}}
+	for _, c := range []**net.UDPConn{&l.front, &l.back} {
+		conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadBuffer(4 << 20)
+		*c = conn
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); l.forward(l.front, l.back, true) }()
+	go func() { defer wg.Done(); l.forward(l.back, l.front, false) }()
+	t.Cleanup(func() { _ = l.front.Close(); _ = l.back.Close(); wg.Wait() })
+	return l
+}
+
+func (l *lossyRelay) addr() netip.AddrPort { return l.front.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// forward relays what in receives until it is closed.
+func (l *lossyRelay) forward(in, out *net.UDPConn, toServer bool) {
+	buf := make([]byte, wire.MaxDatagram+1)
+	for {
+		n, src, err := in.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		p, err := wire.Parse(buf[:n])
+		if err == nil && l.dropFirst(&p, toServer) {
+			continue
+		}
+		l.mu.Lock()
+		if toServer {
+			l.client = src
+		}
+		dst := l.client
+		l.mu.Unlock()
+		if !toServer {
+			_, _ = out.WriteToUDPAddrPort(buf[:n], dst)
+		} else {
+			_, _ = out.WriteToUDPAddrPort(buf[:n], l.server)
+		}
+	}
+}
+
+// dropFirst says whether to drop p: the first copy of a datagram drop picks.
+func (l *lossyRelay) dropFirst(p *wire.Packet, toServer bool) bool {
+	if !l.drop(p, toServer) {
+		return false
+	}
+	k := fmt.Sprintf("%v seq %d from %d to server %v", p.Op, p.Seq, p.FragOffset, toServer)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[k] {
+		return false
+	}
+	l.seen[k] = true
+	l.dropped = append(l.dropped, k)
+	return true
+}
+
+// TestWindowsRepairLoss sends a 1 MiB request and its 1 MiB echo through a
+// relay that loses a fragment inside a window, a window's last fragment,
+// the message's last fragment and a MORE, each way: both still arrive
+// whole, through the asks that repair a lost window.
+func TestWindowsRepairLoss(t *testing.T) {
+	server := listen(t, echo)
+	cut := wire.FragmentCapacity(wire.DefaultDatagram, len("big"))
+	lastOfWindow := (wire.Window/cut + 1) * cut
+	lost := map[uint32]bool{3 * uint32(cut): true, uint32(lastOfWindow - cut): true, uint32(len(bigValue) - len(bigValue)%cut): true}
+	relay := newLossyRelay(t, server.Addr(), func(p *wire.Packet, _ bool) bool {
+		return p.Op == wire.OpMore && p.FragOffset < 2*wire.Window || p.Has(wire.FlagFragmented) && lost[p.FragOffset]
+	})
+	client := listen(t, nil, withRetransmit(5*time.Millisecond))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	r, err := client.Call(ctx, relay.addr(), &wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("big"), Value: bigValue})
+	if err != nil {
+		t.Fatalf("Call() error = %v\nclient %+v\nserver %+v", err, client.Stats(), server.Stats())
+	}
+	if r.Op != wire.OpPutReply || !bytes.Equal(r.Value, bigValue) {
+		t.Fatalf("reply %v of %d bytes, want the echo of the 1 MiB value", r.Op, len(r.Value))
+	}
+	relay.mu.Lock()
+	dropped := relay.dropped
+	relay.mu.Unlock()
+	for _, want := range []string{"PUT seq", "PUT_REPLY seq", "MORE seq.*to server true", "MORE seq.*to server false"} {
+		if !slices.ContainsFunc(dropped, regexp.MustCompile(want).MatchString) {
+			t.Errorf("the relay dropped %q, none matching %q: want fragments and MOREs lost each way", dropped, want)
+		}
+	}
+	cs, ss := client.Stats(), server.Stats()
+	if cs.MoreIn == 0 || cs.MoreOut == 0 || ss.MoreIn == 0 || ss.MoreOut == 0 {
+		t.Errorf("MOREs client in %d out %d, server in %d out %d: want both to ask and be asked", cs.MoreIn, cs.MoreOut, ss.MoreIn, ss.MoreOut)
+	}
+}
