@@ -48,6 +48,12 @@ func (c *Client) GetResult(ctx context.Context, key string) (Result, error) {
 	start := time.Now()
 	c.stats.gets.Add(1)
 	res, label, err := c.get(ctx, key)
+	return c.settle(key, start, res, label, err)
+}
+
+// settle accounts for a read of key that started at start and ended with
+// res, label and err, and returns GetResult's results.
+func (c *Client) settle(key string, start time.Time, res Result, label string, err error) (Result, error) {
 	c.requests.Observe(wire.OpGet, label, time.Since(start))
 	if err != nil {
 		if errors.Is(err, ErrNotFound) { // an answer, as common as a value: returned bare, not formatted
@@ -194,6 +200,14 @@ func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate,
 	sent := c.now()
 	c.table.Sent(node, sent)
 	r, err := c.call(ctx, addr, &m)
+	return c.nodeAnswered(ctx, v, cd, sent, r, err, mayRefresh)
+}
+
+// nodeAnswered is the outcome of a GET attempt at cache candidate cd sent
+// at sent: its reply r, or the error that ended the wait.
+func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate, sent int64, r wire.Message, err error, mayRefresh bool) (Result, string, step, error) {
+	addr := v.addrs.Member(cd.Layer, cd.Member)
+	node := routing.NodeID(cd.Node)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errWentElsewhere) {
 			c.abandonLater(node, sent)
@@ -254,6 +268,12 @@ func (c *Client) getDirect(ctx context.Context, v *view, key string, kb []byte) 
 	c.stats.directReads.Add(1)
 	m := wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: wire.FlagDirect, MapVersion: v.version}, Key: kb}
 	r, err := c.call(ctx, addr, &m)
+	return c.directAnswered(ctx, v, addr, r, err)
+}
+
+// directAnswered is the outcome of a GET attempt at the storage shim at
+// addr: its reply r, or the error that ended the wait.
+func (c *Client) directAnswered(ctx context.Context, v *view, addr netip.AddrPort, r wire.Message, err error) (Result, string, step, error) {
 	if err != nil {
 		label, s := c.callFailed(ctx, err)
 		return Result{}, label, s, fmt.Errorf("shim at %s: %w", addr, err)

@@ -39,6 +39,8 @@ type command struct {
 var (
 	table    []*command
 	commands = map[string]*command{}
+	// getCommand is GET's entry, which pipelined GETs share (runGets).
+	getCommand *command
 )
 
 func init() {
@@ -71,6 +73,7 @@ func init() {
 	for _, c := range table {
 		commands[c.name] = c
 	}
+	getCommand = commands["get"]
 }
 
 // lookup finds the command named name, in any case.

@@ -91,8 +91,9 @@ func (s *Server) runBatch(sess *session, cmds []redcon.Command, b *batch, out []
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
 	defer cancel()
+	gets, others := s.splitGets(sess, cmds, b.idx)
 	var wg sync.WaitGroup
-	for _, i := range b.idx {
+	for _, i := range others {
 		wg.Add(1)
 		run := func() {
 			defer wg.Done()
@@ -105,6 +106,7 @@ func (s *Server) runBatch(sess *session, cmds []redcon.Command, b *batch, out []
 			out[i] = reply
 		}
 	}
+	s.runGets(ctx, sess, cmds, gets, out)
 	wg.Wait()
 }
 

@@ -26,14 +26,26 @@ type concurrencyStore struct {
 }
 
 func (s *concurrencyStore) Get(ctx context.Context, key string) ([]byte, error) {
-	n := s.now.Add(1)
+	defer s.enter(1)()
+	return s.Store.Get(ctx, key)
+}
+
+// GetMany counts as many Gets as it has keys.
+func (s *concurrencyStore) GetMany(ctx context.Context, keys []string, res []client.Result, errs []error) {
+	defer s.enter(len(keys))()
+	s.Store.GetMany(ctx, keys, res, errs)
+}
+
+// enter records n Gets starting, waits for hold, and returns what records
+// them ending.
+func (s *concurrencyStore) enter(k int) (leave func()) {
+	n := s.now.Add(int64(k))
 	if s.entered != nil {
 		select {
 		case s.entered <- struct{}{}:
 		default:
 		}
 	}
-	defer s.now.Add(-1)
 	for {
 		m := s.most.Load()
 		if n <= m || s.most.CompareAndSwap(m, n) {
@@ -43,7 +55,7 @@ func (s *concurrencyStore) Get(ctx context.Context, key string) ([]byte, error) 
 	if s.hold != nil {
 		<-s.hold
 	}
-	return s.Store.Get(ctx, key)
+	return func() { s.now.Add(-int64(k)) }
 }
 
 // TestMaxInFlight pipelines GETs from many connections through a gateway

@@ -23,6 +23,9 @@ import (
 type Store interface {
 	// Get returns key's value, or an error wrapping client.ErrNotFound.
 	Get(ctx context.Context, key string) ([]byte, error)
+	// GetMany reads keys at once, res[i] and errs[i] being what
+	// GetResult returns for keys[i] (client.Client.GetMany).
+	GetMany(ctx context.Context, keys []string, res []client.Result, errs []error)
 	// Put writes key = value through the key's storage shim.
 	Put(ctx context.Context, key string, value []byte) error
 	// Remove deletes key and reports whether it existed.

@@ -16,12 +16,17 @@ import (
 // written through its storage shim by the client package.
 
 func runGet(c *call, dst []byte) []byte {
-	v, found, err := c.get(c.ctx, c.args[1])
+	v, err := c.srv.cfg.Store.Get(c.ctx, string(c.args[1]))
+	return appendValue(dst, v, err, c.resp3)
+}
+
+// appendValue appends GET's reply for a read that returned v and err.
+func appendValue(dst, v []byte, err error, resp3 bool) []byte {
 	switch {
+	case errors.Is(err, client.ErrNotFound):
+		return appendNull(dst, resp3)
 	case err != nil:
 		return appendError(dst, errorReply(err, false))
-	case !found:
-		return appendNull(dst, c.resp3)
 	}
 	return appendBulk(dst, v)
 }
@@ -159,24 +164,26 @@ func runExists(c *call, dst []byte) []byte {
 	return appendInt(dst, n.Load())
 }
 
+// runMGet reads the keys with Store.GetMany, multiKeyWorkers at a time:
+// their first requests leave together.
 func runMGet(c *call, dst []byte) []byte {
-	keys := c.args[1:]
-	values := make([][]byte, len(keys))
-	found := make([]bool, len(keys))
-	err := each(c.ctx, keys, 1, func(ctx context.Context, i int, kv [][]byte) (err error) {
-		values[i], found[i], err = c.get(ctx, kv[0])
-		return err
-	})
-	if err != nil {
-		return appendError(dst, errorReply(err, false))
+	keys := make([]string, len(c.args)-1)
+	for i, k := range c.args[1:] {
+		keys[i] = string(k)
+	}
+	res, errs := make([]client.Result, len(keys)), make([]error, len(keys))
+	for from := 0; from < len(keys); from += multiKeyWorkers {
+		to := min(from+multiKeyWorkers, len(keys))
+		c.srv.cfg.Store.GetMany(c.ctx, keys[from:to], res[from:to], errs[from:to])
+	}
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, client.ErrNotFound) {
+			return appendError(dst, errorReply(err, false))
+		}
 	}
 	dst = appendArray(dst, len(keys))
-	for i, v := range values {
-		if found[i] {
-			dst = appendBulk(dst, v)
-		} else {
-			dst = appendNull(dst, c.resp3)
-		}
+	for i, r := range res {
+		dst = appendValue(dst, r.Value, errs[i], c.resp3)
 	}
 	return dst
 }

@@ -22,3 +22,5 @@ type combiner struct{}
 func newCombiner(*Endpoint) *combiner { return nil }
 
 func (*combiner) send(netip.AddrPort, []byte) bool { return false }
+
+func (*combiner) sendMany([]netip.AddrPort, [][]byte) int { return 0 }

@@ -18,6 +18,9 @@ type call struct {
 	// window of the request or sends a fragment of the reply: the
 	// exchange is alive, so the retransmit interval starts over.
 	progress chan struct{}
+	// batch, for a call of CallMany, counts the replies its caller
+	// waits for.
+	batch *batchWait
 }
 
 // Call sends request m to dst with a fresh sequence number and waits for
@@ -77,21 +80,27 @@ func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.
 			e.stats.retransmits.Add(1)
 			interval = nextRetransmit(interval, e.cfg.MaxRetransmit)
 			t.Reset(wait(interval, deadline))
-			if from, n, ok := e.reasm.AskAgain(c.dst, c.op, m.Seq, now); ok {
-				// Part of the reply arrived: ask for the rest rather than
-				// have the request served again.
-				more := wire.NewMore(m.Seq, m.Key, n, from)
-				if err := e.Send(dst, &more); err != nil {
-					return wire.Message{}, err
-				}
-				e.stats.moreOut.Add(1)
-				continue
+			if err := e.resend(c, dst, m, now); err != nil {
+				return wire.Message{}, err
 			}
 		}
-		if err := e.Send(dst, m); err != nil {
-			return wire.Message{}, err
-		}
 	}
+}
+
+// resend sends request m of call c to dst again or, when part of its
+// reply of several windows has arrived, asks for the rest (MORE) rather
+// than have the request served again.
+func (e *Endpoint) resend(c *call, dst netip.AddrPort, m *wire.Message, now time.Time) error {
+	from, n, ok := e.reasm.AskAgain(c.dst, c.op, m.Seq, now)
+	if !ok {
+		return e.Send(dst, m)
+	}
+	more := wire.NewMore(m.Seq, m.Key, n, from)
+	if err := e.Send(dst, &more); err != nil {
+		return err
+	}
+	e.stats.moreOut.Add(1)
+	return nil
 }
 
 // wait is how long a call waits before it sends again: interval, or less

@@ -66,6 +66,24 @@ func (c *combiner) send(dst netip.AddrPort, d []byte) bool {
 	return true
 }
 
+// sendMany is send for several datagrams, ds[i] to dsts[i], which leave
+// in as few system calls as the queue allows. It returns how many, from
+// the first, it took; the caller sends the rest itself.
+func (c *combiner) sendMany(dsts []netip.AddrPort, ds [][]byte) int {
+	c.mu.Lock()
+	n := 0
+	for n < len(ds) && addressable(dsts[n].Addr(), c.e.sys.family) && c.pending.add(ds[n], dsts[n], c.e.sys.family) {
+		n++
+	}
+	if n == 0 || c.sending {
+		c.mu.Unlock()
+		return n
+	}
+	c.sending = true
+	c.drain()
+	return n
+}
+
 // drain sends the pending queue, and the one filled meanwhile, until one
 // is empty; it is called with mu held and sending set, and returns with mu
 // released and sending cleared.

@@ -308,6 +308,18 @@ func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
 	return e.sendRange(dst, m, 0, e.firstWindow(dst, m))
 }
 
+// write sends datagram b to dst with a system call of its own.
+func (e *Endpoint) write(dst netip.AddrPort, b []byte) error {
+	if _, err := e.conn.WriteToUDPAddrPort(b, dst); err != nil {
+		e.stats.sendErrors.Add(1)
+		return err
+	}
+	e.stats.sends.Add(1)
+	e.stats.datagramsOut.Add(1)
+	e.stats.bytesOut.Add(uint64(len(b)))
+	return nil
+}
+
 // sendRange sends the fragments of m that start in [from, end).
 func (e *Endpoint) sendRange(dst netip.AddrPort, m *wire.Message, from, end int) error {
 	bp := e.bufs.Get().(*[]byte)
@@ -319,13 +331,9 @@ func (e *Endpoint) sendRange(dst netip.AddrPort, m *wire.Message, from, end int)
 		}
 		*bp = b
 		if e.comb == nil || !e.comb.send(dst, b) {
-			if _, err := e.conn.WriteToUDPAddrPort(b, dst); err != nil {
-				e.stats.sendErrors.Add(1)
+			if err := e.write(dst, b); err != nil {
 				return fmt.Errorf("cannot send %s to %s: %w", m.Op, dst, err)
 			}
-			e.stats.sends.Add(1)
-			e.stats.datagramsOut.Add(1)
-			e.stats.bytesOut.Add(uint64(len(b)))
 		}
 		if next >= len(m.Value) || next >= end {
 			return nil
@@ -482,6 +490,9 @@ func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.M
 	}
 	select {
 	case c.reply <- r:
+		if c.batch != nil {
+			c.batch.answered()
+		}
 	default:
 		e.stats.unmatched.Add(1) // a duplicate of a reply already delivered
 	}

@@ -1,0 +1,128 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// requests returns n GETs of keys prefix0, prefix1, … sent to dsts in
+// turn, the one of index i carrying value(i).
+func requests(dsts []netip.AddrPort, prefix string, n int, value func(i int) []byte) []transport.Request {
+	reqs := make([]transport.Request, n)
+	for i := range reqs {
+		m := &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: fmt.Appendf(nil, "%s%d", prefix, i), Value: value(i)}
+		reqs[i] = transport.Request{Dst: dsts[i%len(dsts)], Msg: m}
+	}
+	return reqs
+}
+
+func noValue(int) []byte { return nil }
+
+// checkEcho checks that r is the echo of request req.
+func checkEcho(t *testing.T, i int, r transport.Reply, req transport.Request) {
+	t.Helper()
+	if r.Err != nil || r.Msg.Op != wire.OpGetReply || r.Msg.Seq != req.Msg.Seq ||
+		!bytes.Equal(r.Msg.Key, req.Msg.Key) || !bytes.Equal(r.Msg.Value, req.Msg.Value) {
+		t.Fatalf("reply %d = %v seq %d key %q, %d bytes, %v; want the echo of seq %d key %q",
+			i, r.Msg.Op, r.Msg.Seq, r.Msg.Key, len(r.Msg.Value), r.Err, req.Msg.Seq, req.Msg.Key)
+	}
+}
+
+func TestCallManyAnswersEach(t *testing.T) {
+	a, b := listen(t, echo), listen(t, echo)
+	tests := []struct {
+		name  string
+		n     int
+		value func(i int) []byte
+	}{
+		{"one", 1, noValue},
+		{"a pipeline's worth", 16, noValue},
+		{"more than a send queue", 3*transport.DefaultBatch + 5, noValue},
+		{"with values of several datagrams and windows", 12, func(i int) []byte { return bigValue[:i*i*8000] }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := listen(t, nil)
+			reqs := requests([]netip.AddrPort{a.Addr(), b.Addr()}, "k", tc.n, tc.value)
+			out := make([]transport.Reply, len(reqs))
+			client.CallMany(t.Context(), time.Now().Add(time.Minute), reqs, out)
+			for i, r := range out {
+				checkEcho(t, i, r, reqs[i])
+			}
+		})
+	}
+}
+
+// TestCallManySendsTogether checks that requests of one datagram leave in
+// as many sendmmsg calls as the send queue needs, not one each.
+func TestCallManySendsTogether(t *testing.T) {
+	server := listen(t, echo)
+	client := listen(t, nil)
+	const n = 2*transport.DefaultBatch + 1
+	reqs := requests([]netip.AddrPort{server.Addr()}, "k", n, noValue)
+	out := make([]transport.Reply, n)
+	client.CallMany(t.Context(), time.Time{}, reqs, out)
+	for i, r := range out {
+		checkEcho(t, i, r, reqs[i])
+	}
+	if s := client.Stats(); s.DatagramsOut != n || s.Sends != 3 {
+		t.Errorf("%d datagrams in %d system calls, want %d in 3", s.DatagramsOut, s.Sends, n)
+	}
+}
+
+// TestCallManyUnanswered checks the outcomes of requests that get no
+// reply: each fails with the reason the wait ended; the others are
+// answered, or fail so too when the wait ended before their replies were
+// read.
+func TestCallManyUnanswered(t *testing.T) {
+	server := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+		if !strings.HasPrefix(string(req.Key), "lost") {
+			echo(out, src, req)
+		}
+	})
+	closed := listen(t, nil)
+	_ = closed.Close()
+	tests := []struct {
+		name     string
+		client   *transport.Endpoint
+		ctx      func() context.Context
+		deadline time.Time
+		want     error
+	}{
+		{"deadline", listen(t, nil, withRetransmit(time.Millisecond)), t.Context, time.Now().Add(50 * time.Millisecond), context.DeadlineExceeded},
+		{"context cancelled", listen(t, nil), func() context.Context {
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx
+		}, time.Time{}, context.Canceled},
+		{"endpoint closed", closed, t.Context, time.Time{}, transport.ErrClosed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := []netip.AddrPort{server.Addr()}
+			reqs := append(requests(dst, "lost", 3, noValue), requests(dst, "kept", 3, noValue)...)
+			out := make([]transport.Reply, len(reqs))
+			tc.client.CallMany(tc.ctx(), tc.deadline, reqs, out)
+			for i, r := range out {
+				lost := i < 3 || tc.want == transport.ErrClosed
+				switch {
+				case r.Err != nil && !errors.Is(r.Err, tc.want):
+					t.Errorf("request %d (key %q): error %v, want %v", i, reqs[i].Msg.Key, r.Err, tc.want)
+				case r.Err == nil && lost:
+					t.Errorf("request %d (key %q): reply for key %q, want none", i, reqs[i].Msg.Key, r.Msg.Key)
+				case r.Err == nil:
+					checkEcho(t, i, r, reqs[i])
+				}
+			}
+		})
+	}
+}
