@@ -72,6 +72,7 @@ func init() {
 	}
 	for _, c := range table {
 		commands[c.name] = c
+		commands[strings.ToUpper(c.name)] = c // as most clients send it: no case folding
 	}
 	getCommand = commands["get"]
 }

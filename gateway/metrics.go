@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,30 @@ type metrics struct {
 	duration      *prometheus.HistogramVec
 	connections   prometheus.Gauge
 	pipelineDepth prometheus.Histogram
+	// series holds each command's series (and otherCommand's), looked up
+	// once rather than by label on every command.
+	series map[string]*commandSeries
+}
+
+// commandSeries are one command's series. Its latency histogram is
+// created when the command first runs, so that commands never used add no
+// buckets to a scrape.
+type commandSeries struct {
+	count, errors prometheus.Counter
+	durationOnce  sync.Once
+	duration      prometheus.Observer
+	vec           *prometheus.HistogramVec
+	name          string
+}
+
+// observe records one run of the command that took d.
+func (c *commandSeries) observe(d time.Duration, failed bool) {
+	c.count.Inc()
+	c.durationOnce.Do(func() { c.duration = c.vec.WithLabelValues(c.name) })
+	c.duration.Observe(d.Seconds())
+	if failed {
+		c.errors.Inc()
+	}
 }
 
 // otherCommand labels the commands the gateway does not know, so that a
@@ -85,9 +110,10 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, e
 			return nil, fmt.Errorf("cannot register the gateway's metrics: %w", err)
 		}
 	}
+	m.series = make(map[string]*commandSeries, len(table)+1)
 	for _, c := range append(table, &command{name: otherCommand}) {
-		m.commands.WithLabelValues(c.name)
-		m.errors.WithLabelValues(c.name)
+		m.series[c.name] = &commandSeries{count: m.commands.WithLabelValues(c.name),
+			errors: m.errors.WithLabelValues(c.name), vec: m.duration, name: c.name}
 	}
 	// The latencies the overview dashboard shows exist from the start.
 	for _, name := range []string{"get", "set"} {
@@ -103,10 +129,9 @@ func (s *Server) observe(c *command, reply []byte, d time.Duration) {
 		name = c.name
 	}
 	s.stats.commands.Add(1)
-	s.metrics.commands.WithLabelValues(name).Inc()
-	s.metrics.duration.WithLabelValues(name).Observe(d.Seconds())
-	if len(reply) > 0 && reply[0] == '-' {
+	failed := len(reply) > 0 && reply[0] == '-'
+	if failed {
 		s.stats.errors.Add(1)
-		s.metrics.errors.WithLabelValues(name).Inc()
 	}
+	s.metrics.series[name].observe(d, failed)
 }

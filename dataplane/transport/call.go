@@ -18,9 +18,10 @@ type call struct {
 	// window of the request or sends a fragment of the reply: the
 	// exchange is alive, so the retransmit interval starts over.
 	progress chan struct{}
-	// batch, for a call of CallMany, counts the replies its caller
-	// waits for.
+	// batch, for a call of CallMany, collects its reply in slot (reply
+	// is nil).
 	batch *batchWait
+	slot  int
 }
 
 // Call sends request m to dst with a fresh sequence number and waits for

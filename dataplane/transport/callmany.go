@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -23,17 +24,59 @@ type Reply struct {
 	Err error
 }
 
-// batchWait counts the replies a CallMany waits for.
+// batchWait collects the replies a CallMany waits for, in slots of its
+// own rather than a channel per call.
 type batchWait struct {
-	left atomic.Int32
-	done chan struct{} // buffered 1: signalled when left reaches 0
+	left  atomic.Int32
+	done  chan struct{} // buffered 1: signalled when left reaches 0
+	slots []replySlot   // one per request
 }
 
-// answered counts one reply delivered.
-func (b *batchWait) answered() {
+// A replySlot's state: empty, then filling and full when a reply arrives,
+// or closed when the wait ended without one. Only the goroutine that moved
+// it out of empty writes its message.
+const (
+	slotEmpty uint32 = iota
+	slotFilling
+	slotFull
+	slotClosed
+)
+
+// replySlot holds one request's reply.
+type replySlot struct {
+	state atomic.Uint32
+	msg   wire.Message // written between slotFilling and slotFull
+}
+
+// deliver puts reply r into slot i, and reports false when the slot has
+// one already or its wait ended.
+func (b *batchWait) deliver(i int, r wire.Message) bool {
+	s := &b.slots[i]
+	if !s.state.CompareAndSwap(slotEmpty, slotFilling) {
+		return false
+	}
+	s.msg = r
+	s.state.Store(slotFull)
 	if b.left.Add(-1) == 0 {
 		b.done <- struct{}{}
 	}
+	return true
+}
+
+// answered reports whether slot i has a reply (or is getting one).
+func (b *batchWait) answered(i int) bool { return b.slots[i].state.Load() != slotEmpty }
+
+// take closes slot i and returns its reply, if one came: a reader that
+// began filling it is waited for.
+func (b *batchWait) take(i int) (wire.Message, bool) {
+	s := &b.slots[i]
+	if s.state.CompareAndSwap(slotEmpty, slotClosed) {
+		return wire.Message{}, false
+	}
+	for s.state.Load() != slotFull { // a reader is between its two stores
+		runtime.Gosched()
+	}
+	return s.msg, true
 }
 
 // CallMany is CallUntil for several requests at once, for a caller with
@@ -49,13 +92,13 @@ func (e *Endpoint) CallMany(ctx context.Context, deadline time.Time, reqs []Requ
 		fail(reqs, out, ErrClosed)
 		return
 	}
-	b := &batchWait{done: make(chan struct{}, 1)}
+	b := &batchWait{done: make(chan struct{}, 1), slots: make([]replySlot, len(reqs))}
 	b.left.Store(int32(len(reqs)))
 	calls := make([]call, len(reqs))
 	e.mu.Lock()
 	for i, r := range reqs {
 		r.Msg.Seq = e.NextSeq()
-		calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), reply: make(chan wire.Message, 1), batch: b}
+		calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: b, slot: i}
 		e.calls[r.Msg.Seq] = &calls[i]
 	}
 	e.mu.Unlock()
@@ -68,10 +111,9 @@ func (e *Endpoint) CallMany(ctx context.Context, deadline time.Time, reqs []Requ
 	}()
 	err := e.waitMany(ctx, deadline, reqs, calls, b)
 	for i := range calls {
-		select {
-		case r := <-calls[i].reply:
+		if r, ok := b.take(i); ok {
 			out[i] = Reply{Msg: r}
-		default:
+		} else {
 			out[i] = Reply{Err: fmt.Errorf("cannot call %s at %s: %w", reqs[i].Msg.Op, reqs[i].Dst, err)}
 		}
 	}
@@ -105,8 +147,8 @@ func (e *Endpoint) waitMany(ctx context.Context, deadline time.Time, reqs []Requ
 		interval = nextRetransmit(interval, e.cfg.MaxRetransmit)
 		t.Reset(wait(interval, deadline))
 		for i := range calls {
-			if len(calls[i].reply) != 0 {
-				continue // answered
+			if b.answered(i) {
+				continue
 			}
 			e.stats.retransmits.Add(1)
 			if err := e.resend(&calls[i], reqs[i].Dst, reqs[i].Msg, now); err != nil {

@@ -488,11 +488,14 @@ func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.M
 		r.Key = append([]byte(nil), m.Key...)
 		r.Value = append([]byte(nil), m.Value...)
 	}
+	if c.batch != nil {
+		if !c.batch.deliver(c.slot, r) {
+			e.stats.unmatched.Add(1) // a duplicate, or too late
+		}
+		return
+	}
 	select {
 	case c.reply <- r:
-		if c.batch != nil {
-			c.batch.answered()
-		}
 	default:
 		e.stats.unmatched.Add(1) // a duplicate of a reply already delivered
 	}
