@@ -2,8 +2,9 @@
 # Builds the node and control-plane binaries localkube runs besides those of
 # envtest (hack/envtest-assets.sh: kube-apiserver, kubectl, etcd):
 # kubelet, kube-controller-manager, kube-scheduler and kube-proxy from
-# k8s.io/kubernetes, and CoreDNS, from the Go module proxy, once per
-# version, and prints the directory that holds them.
+# k8s.io/kubernetes, and CoreDNS with the plugins localkube's Corefile uses
+# (coredns-localkube), from the Go module proxy, once per version, and
+# prints the directory that holds them.
 #
 # Cached under ${DISTCACHE_CACHE:-~/.cache/distcache}/localkube/<versions>/bin;
 # a complete cache is reused without touching the network. Progress goes to
@@ -20,7 +21,7 @@ commands=(kubelet kube-controller-manager kube-scheduler kube-proxy)
 
 complete() {
 	local c
-	for c in "${commands[@]}" coredns; do
+	for c in "${commands[@]}" coredns-localkube; do
 		[ -x "$bin/$c" ] || return 1
 	done
 }
@@ -46,15 +47,36 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	build_k8s_commands "$work/k8s" "$bin" "$k8s_version" distcache.local/localkube-k8s "${missing[@]}"
 fi
 
-# CoreDNS: its root package is the coredns command.
-if [ ! -x "$bin/coredns" ]; then
-	log "building CoreDNS v$coredns_version from the Go module proxy"
+# CoreDNS with the plugins of localkube's Corefile (hack/localkube/lib.sh)
+# only, in their order of CoreDNS's plugin.cfg: its own command links every
+# plugin, the cloud providers' SDKs among them, and took a third longer to
+# build from an empty build cache (1m45s against 2m46s on 2 cores).
+if [ ! -x "$bin/coredns-localkube" ]; then
+	log "building CoreDNS v$coredns_version (bind, errors, cache, kubernetes) from the Go module proxy"
 	mkdir -p "$work/coredns"
 	cd "$work/coredns"
 	go mod init distcache.local/localkube-coredns >/dev/null 2>&1
-	go get "github.com/coredns/coredns@v$coredns_version" >/dev/null 2>&1
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/coredns-bin" github.com/coredns/coredns
-	mv "$work/coredns-bin" "$bin/coredns"
+	cat >main.go <<'GO'
+// Command coredns-localkube is CoreDNS with the plugins of localkube's Corefile.
+package main
+
+import (
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
+
+	_ "github.com/coredns/coredns/plugin/bind"
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+)
+
+func init() { dnsserver.Directives = []string{"bind", "errors", "cache", "kubernetes"} }
+
+func main() { coremain.Run() }
+GO
+	go get "github.com/coredns/coredns/coremain@v$coredns_version" "github.com/coredns/coredns/plugin/kubernetes@v$coredns_version" >/dev/null 2>&1
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/coredns-bin" .
+	mv "$work/coredns-bin" "$bin/coredns-localkube"
 fi
 
 complete || { log "incomplete: $bin"; exit 1; }

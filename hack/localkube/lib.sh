@@ -286,7 +286,7 @@ dns() {
     cache 5
 }
 CF
-	start coredns "$NODE_BIN/coredns" -conf "$STATE/Corefile"
+	start coredns "$NODE_BIN/coredns-localkube" -conf "$STATE/Corefile"
 	kubectl_ apply -f - >&2 <<DNS
 apiVersion: v1
 kind: Service
