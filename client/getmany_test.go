@@ -40,7 +40,7 @@ func TestGetManyAnswersAsGet(t *testing.T) {
 		opts []clientOpt
 		want func(key string, r Result) string // "" when r is right
 	}{
-		{"from the caches", nil, func(key string, r Result) string {
+		{"from the caches", nil, func(_ string, r Result) string {
 			if !r.Hit || string(r.Value) != "cached:"+names[r.Node] || r.Layer < 0 {
 				return fmt.Sprintf("%q from node %d layer %d (hit %v), want node %d's copy", r.Value, r.Node, r.Layer, r.Hit, r.Node)
 			}

@@ -113,7 +113,7 @@ func TestCallManyUnanswered(t *testing.T) {
 			out := make([]transport.Reply, len(reqs))
 			tc.client.CallMany(tc.ctx(), tc.deadline, reqs, out)
 			for i, r := range out {
-				lost := i < 3 || tc.want == transport.ErrClosed
+				lost := i < 3 || errors.Is(tc.want, transport.ErrClosed)
 				switch {
 				case r.Err != nil && !errors.Is(r.Err, tc.want):
 					t.Errorf("request %d (key %q): error %v, want %v", i, reqs[i].Msg.Key, r.Err, tc.want)
