@@ -1,7 +1,6 @@
 package cachenode
 
 import (
-	"context"
 	"net/netip"
 	"time"
 
@@ -211,13 +210,12 @@ func (n *Node) backendGet(f *flight, v *view) (status wire.Status, value []byte,
 		n.log.Debug("no shim address for key", "key", f.key, "map_version", v.version)
 		return wire.StatusUnavailable, nil, 0, false
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, n.cfg.BackendTimeout)
-	defer cancel()
 	req := wire.Message{
 		Header: wire.Header{Op: wire.OpGet, Digest: f.digest, MapVersion: v.version},
 		Key:    []byte(f.key),
 	}
-	rep, err := n.ep.Call(ctx, dst, &req)
+	// A deadline of the call's own, not a context per miss.
+	rep, err := n.ep.CallUntil(n.ctx, time.Now().Add(n.cfg.BackendTimeout), dst, &req)
 	if err != nil {
 		n.stats.backendErrors.Add(1)
 		n.log.Debug("cannot read key from shim", "key", f.key, "shim", dst, "err", err)
