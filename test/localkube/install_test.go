@@ -135,6 +135,7 @@ func installPath(ctx context.Context, t *testing.T, k *kube) {
 	gatewayIP := kubectl("", "get", "service", cachecluster.GatewayName(sample), "-o", "jsonpath={.spec.clusterIP}")
 	gatewayServes(ctx, t, gatewayIP)
 	gatewayAuthenticates(ctx, t, k, gatewayIP)
+	gatewayServesTLS(ctx, t, k, gatewayIP)
 	kubectl("", "apply", "-f", filepath.Join(root, "hack", "kind", "bench-job.yaml"))
 	kubectl("", "wait", "--for=condition=Complete", "job/shop-managed-bench", "--timeout=240s")
 	logs := kubectl("", "logs", "job/shop-managed-bench")
