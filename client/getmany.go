@@ -59,7 +59,9 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 		reqs[j] = transport.Request{Dst: addr, Msg: &a.msg}
 	}
 	out := make([]transport.Reply, len(reqs))
-	c.ep.CallMany(ctx, time.Now().Add(c.cfg.AttemptTimeout), reqs, out)
+	if len(reqs) > 0 {
+		c.ep.CallMany(ctx, time.Now().Add(c.cfg.AttemptTimeout), reqs, out)
+	}
 	var wg sync.WaitGroup
 	for j := range firsts {
 		a := &firsts[j]

@@ -88,6 +88,9 @@ func (b *batchWait) take(i int) (wire.Message, bool) {
 // asked for), then after twice as long each time, as Call's are. out[i]
 // is the outcome of reqs[i]; out must be as long as reqs.
 func (e *Endpoint) CallMany(ctx context.Context, deadline time.Time, reqs []Request, out []Reply) {
+	if len(reqs) == 0 {
+		return // nothing would ever signal the wait
+	}
 	if e.closed.Load() {
 		fail(reqs, out, ErrClosed)
 		return

@@ -62,6 +62,18 @@ func TestCallManyAnswersEach(t *testing.T) {
 	}
 }
 
+// TestCallManyOfNothing checks that a call of no requests returns at
+// once, not at its deadline.
+func TestCallManyOfNothing(t *testing.T) {
+	client := listen(t, nil)
+	done := make(chan struct{})
+	go func() {
+		client.CallMany(t.Context(), time.Time{}, nil, nil) // no deadline: a wait would never end
+		close(done)
+	}()
+	<-done
+}
+
 // TestCallManySendsTogether checks that requests of one datagram leave in
 // as many sendmmsg calls as the send queue needs, not one each.
 func TestCallManySendsTogether(t *testing.T) {
