@@ -140,11 +140,6 @@ func (r *mmsgReader) datagram(i int) ([]byte, netip.AddrPort) {
 
 // Send encodes m into the reply queue, flushing it whenever it fills.
 func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
-	if !addressable(dst.Addr(), r.e.sys.family) {
-		// A scoped IPv6 peer needs its zone resolved, and a peer of the
-		// wrong family an error: the socket's own send does both.
-		return r.e.Send(dst, m)
-	}
 	return r.sendRange(dst, m, 0, r.e.firstWindow(dst, m))
 }
 
@@ -152,6 +147,8 @@ func (r *mmsgReader) Send(dst netip.AddrPort, m *wire.Message) error {
 // reply queue.
 func (r *mmsgReader) sendRange(dst netip.AddrPort, m *wire.Message, from, end int) error {
 	if !addressable(dst.Addr(), r.e.sys.family) {
+		// A scoped IPv6 peer needs its zone resolved, and a peer of the
+		// wrong family an error: the socket's own send does both.
 		return r.e.sendRange(dst, m, from, end)
 	}
 	for off := from; ; {

@@ -71,21 +71,32 @@ func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.
 			t.Reset(wait(interval, deadline))
 			continue
 		case <-t.C:
-			if e.closed.Load() {
-				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
-			}
-			now := time.Now()
-			if !deadline.IsZero() && !now.Before(deadline) {
-				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, context.DeadlineExceeded)
+			now, err := e.retransmitDue(t, &interval, deadline)
+			if err != nil {
+				return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, err)
 			}
 			e.stats.retransmits.Add(1)
-			interval = nextRetransmit(interval, e.cfg.MaxRetransmit)
-			t.Reset(wait(interval, deadline))
 			if err := e.resend(c, dst, m, now); err != nil {
 				return wire.Message{}, err
 			}
 		}
 	}
+}
+
+// retransmitDue is a call's retransmit timer t firing: ErrClosed or
+// context.DeadlineExceeded when the call must end, else the time now, with
+// the interval doubled (up to MaxRetransmit) and t set for the next.
+func (e *Endpoint) retransmitDue(t *time.Timer, interval *time.Duration, deadline time.Time) (time.Time, error) {
+	if e.closed.Load() {
+		return time.Time{}, ErrClosed
+	}
+	now := time.Now()
+	if !deadline.IsZero() && !now.Before(deadline) {
+		return now, context.DeadlineExceeded
+	}
+	*interval = nextRetransmit(*interval, e.cfg.MaxRetransmit)
+	t.Reset(wait(*interval, deadline))
+	return now, nil
 }
 
 // resend sends request m of call c to dst again or, when part of its

@@ -140,15 +140,10 @@ func (e *Endpoint) waitMany(ctx context.Context, deadline time.Time, reqs []Requ
 			return ctx.Err()
 		case <-t.C:
 		}
-		if e.closed.Load() {
-			return ErrClosed
+		now, err := e.retransmitDue(t, &interval, deadline)
+		if err != nil {
+			return err
 		}
-		now := time.Now()
-		if !deadline.IsZero() && !now.Before(deadline) {
-			return context.DeadlineExceeded
-		}
-		interval = nextRetransmit(interval, e.cfg.MaxRetransmit)
-		t.Reset(wait(interval, deadline))
 		for i := range calls {
 			if b.answered(i) {
 				continue

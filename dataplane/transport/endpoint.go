@@ -342,10 +342,13 @@ func (e *Endpoint) sendRange(dst netip.AddrPort, m *wire.Message, from, end int)
 	}
 }
 
+// signs says whether the endpoint signs messages of op.
+func (e *Endpoint) signs(op wire.Op) bool { return e.cfg.Auth != nil && wire.Authenticated(op) }
+
 // appendDatagram encodes the datagram of m from value offset off, signed
 // when m's op is authenticated and the endpoint has a key.
 func (e *Endpoint) appendDatagram(dst []byte, m *wire.Message, off int) ([]byte, int, error) {
-	if e.cfg.Auth != nil && wire.Authenticated(m.Op) {
+	if e.signs(m.Op) {
 		return wire.AppendSignedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth)
 	}
 	return wire.AppendDatagram(dst, m, off, e.cfg.Datagram)

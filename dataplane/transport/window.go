@@ -149,14 +149,11 @@ func (e *Endpoint) resume(out rangeSender, src netip.AddrPort, p *wire.Packet) {
 		e.progressed(src, p.Seq)
 	}
 	from := int(p.FragOffset)
-	capacity := wire.FragmentCapacity(e.cfg.Datagram, len(m.Key))
-	if e.cfg.Auth != nil && wire.Authenticated(m.Op) {
-		capacity -= wire.TagLen
-	}
 	// A receiver asks from the end of a fragment it holds; a MORE from
 	// elsewhere gets the fragment that holds its offset, so that the
 	// fragments it gets are the ones the message was cut into.
-	if err := out.sendRange(src, m, from-from%capacity, from+wire.Window); err != nil {
+	start := wire.FragmentStart(from, e.cfg.Datagram, len(m.Key), e.signs(m.Op))
+	if err := out.sendRange(src, m, start, from+wire.Window); err != nil {
 		e.cfg.Logger.Debug("cannot send the window asked for", "to", src, "seq", p.Seq, "from", from, "err", err)
 	}
 }

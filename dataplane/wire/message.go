@@ -17,6 +17,22 @@ type Message struct {
 // carries for a key of keyLen bytes.
 func FragmentCapacity(size, keyLen int) int { return size - HeaderLen - keyLen }
 
+// signedCapacity is FragmentCapacity for a datagram that ends with a
+// TagLen-byte tag when signed.
+func signedCapacity(size, keyLen int, signed bool) int {
+	if signed {
+		return FragmentCapacity(size, keyLen) - TagLen
+	}
+	return FragmentCapacity(size, keyLen)
+}
+
+// FragmentStart is the offset of the fragment that holds value byte off of
+// a message with a key of keyLen bytes, sent in datagrams of size bytes,
+// signed or not: where its sender resumes it for a MORE (see Window).
+func FragmentStart(off, size, keyLen int, signed bool) int {
+	return off - off%signedCapacity(size, keyLen, signed)
+}
+
 // Signer appends the TagLen-byte MAC of datagram to dst. The data-plane
 // key ring (package wireauth) is one.
 type Signer interface {
@@ -68,11 +84,10 @@ func appendDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, in
 	case off < 0 || off > len(m.Value) || (off == len(m.Value) && off != 0):
 		return dst, off, fmt.Errorf("cannot encode %s: fragment offset %d of a %d-byte value", m.Op, off, len(m.Value))
 	}
-	capacity := FragmentCapacity(size, keyLen)
+	capacity := signedCapacity(size, keyLen, s != nil)
 	h := m.Header
 	h.Flags &^= FlagAuth
 	if s != nil {
-		capacity -= TagLen
 		h.Flags |= FlagAuth
 	}
 	if off != 0 && len(m.Value) <= capacity {
