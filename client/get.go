@@ -194,13 +194,18 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
 // refused the read for it and mayRefresh, the read waits for the refresh
 // and is routed again (stepRefresh).
 func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate, kb []byte, mayRefresh bool, flags wire.Flag) (Result, string, step, error) {
-	addr := v.addrs.Member(cd.Layer, cd.Member)
-	node := routing.NodeID(cd.Node)
-	m := wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: flags, MapVersion: v.version}, Key: kb}
-	sent := c.now()
-	c.table.Sent(node, sent)
+	addr, m, sent := c.nodeRequest(v, cd, kb, flags)
 	r, err := c.call(ctx, addr, &m)
 	return c.nodeAnswered(ctx, v, cd, sent, r, err, mayRefresh)
+}
+
+// nodeRequest is a GET attempt at cache candidate cd, with flags: its
+// address and message, recorded in the load table as sent now.
+func (c *Client) nodeRequest(v *view, cd partmap.Candidate, kb []byte, flags wire.Flag) (netip.AddrPort, wire.Message, int64) {
+	sent := c.now()
+	c.table.Sent(routing.NodeID(cd.Node), sent)
+	return v.addrs.Member(cd.Layer, cd.Member),
+		wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: flags, MapVersion: v.version}, Key: kb}, sent
 }
 
 // nodeAnswered is the outcome of a GET attempt at cache candidate cd sent
@@ -261,14 +266,23 @@ func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate
 
 // getDirect is one GET attempt at key's storage shim, bypassing the caches.
 func (c *Client) getDirect(ctx context.Context, v *view, key string, kb []byte) (Result, string, step, error) {
-	addr, err := v.shardAddr(key)
+	addr, m, err := c.directRequest(v, key, kb)
 	if err != nil {
 		return Result{}, metrics.StatusResult(wire.StatusInternal), stepDone, err
 	}
-	c.stats.directReads.Add(1)
-	m := wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: wire.FlagDirect, MapVersion: v.version}, Key: kb}
 	r, err := c.call(ctx, addr, &m)
 	return c.directAnswered(ctx, v, addr, r, err)
+}
+
+// directRequest is a GET attempt at key's storage shim: its address and
+// message, counted as a direct read.
+func (c *Client) directRequest(v *view, key string, kb []byte) (netip.AddrPort, wire.Message, error) {
+	addr, err := v.shardAddr(key)
+	if err != nil {
+		return addr, wire.Message{}, err
+	}
+	c.stats.directReads.Add(1)
+	return addr, wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: wire.FlagDirect, MapVersion: v.version}, Key: kb}, nil
 }
 
 // directAnswered is the outcome of a GET attempt at the storage shim at

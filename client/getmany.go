@@ -10,16 +10,16 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/partmap"
-	"github.com/distcache/distcache/routing"
 )
 
 // firstAttempt is the first request of one read of GetMany.
 type firstAttempt struct {
-	key  int               // index in GetMany's keys
-	cd   partmap.Candidate // the cache candidate asked
-	shim netip.AddrPort    // or, when valid, the storage shim asked
-	sent int64             // when, for the load table
-	msg  wire.Message
+	key    int               // index in GetMany's keys
+	cd     partmap.Candidate // the cache candidate asked, unless direct
+	direct bool              // the storage shim asked
+	addr   netip.AddrPort    // where
+	sent   int64             // when, for the load table
+	msg    wire.Message
 }
 
 // GetMany reads keys as GetResult reads each, for a caller with many reads
@@ -47,16 +47,7 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 	}
 	reqs := make([]transport.Request, len(firsts))
 	for j := range firsts {
-		a := &firsts[j]
-		addr := a.shim
-		if !addr.IsValid() {
-			addr = v.addrs.Member(a.cd.Layer, a.cd.Member)
-			a.sent = c.now()
-			c.table.Sent(routing.NodeID(a.cd.Node), a.sent)
-		} else {
-			c.stats.directReads.Add(1)
-		}
-		reqs[j] = transport.Request{Dst: addr, Msg: &a.msg}
+		reqs[j] = transport.Request{Dst: firsts[j].addr, Msg: &firsts[j].msg}
 	}
 	out := make([]transport.Reply, len(reqs))
 	if len(reqs) > 0 {
@@ -71,8 +62,8 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 			s     step
 			err   error
 		)
-		if a.shim.IsValid() {
-			r, label, s, err = c.directAnswered(ctx, v, a.shim, out[j].Msg, out[j].Err)
+		if a.direct {
+			r, label, s, err = c.directAnswered(ctx, v, a.addr, out[j].Msg, out[j].Err)
 		} else {
 			r, label, s, err = c.nodeAnswered(ctx, v, a.cd, a.sent, out[j].Msg, out[j].Err, false)
 		}
@@ -98,20 +89,18 @@ func (c *Client) firstOf(v *view, i int, key string) (firstAttempt, string, erro
 	if err := checkKey(key); err != nil {
 		return firstAttempt{}, metrics.StatusResult(wire.StatusTooLarge), err
 	}
-	a := firstAttempt{key: i, msg: wire.Message{Header: wire.Header{Op: wire.OpGet, MapVersion: v.version}, Key: []byte(key)}}
+	kb := []byte(key)
 	if !c.cfg.Bypass {
 		var buf [maxInline]partmap.Candidate
 		cands := v.p.Candidates(key, buf[:0])
 		if j := c.choose(v, cands, 0); j >= 0 {
-			a.cd = cands[j]
-			return a, "", nil
+			addr, m, sent := c.nodeRequest(v, cands[j], kb, 0)
+			return firstAttempt{key: i, cd: cands[j], addr: addr, sent: sent, msg: m}, "", nil
 		}
 	}
-	addr, err := v.shardAddr(key)
+	addr, m, err := c.directRequest(v, key, kb)
 	if err != nil {
 		return firstAttempt{}, metrics.StatusResult(wire.StatusInternal), err
 	}
-	a.shim = addr
-	a.msg.Flags = wire.FlagDirect
-	return a, "", nil
+	return firstAttempt{key: i, direct: true, addr: addr, msg: m}, "", nil
 }
