@@ -10,11 +10,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/distcache/distcache/standalone"
 	"github.com/distcache/distcache/standalone/control"
@@ -198,27 +198,9 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 		return fmt.Errorf("cannot create %s: %w", logPath, err)
 	}
 	defer logf.Close()
-	args := []string{"up", "--foreground", "--run-dir", runDir,
-		"--shard-capacity", strconv.FormatFloat(o.shardCapacity, 'f', -1, 64),
-		"--node-capacity", strconv.FormatFloat(o.nodeCapacity, 'f', -1, 64),
-		"--log-level", o.logLevel, "--redis-server", o.redisServer,
-		"--start-timeout", o.startTimeout.String(), "--probe-interval", o.probeInterval.String(),
-		"--map-poll", o.mapPoll.String(), "--gateway=" + strconv.FormatBool(o.gateway)}
-	if o.prometheus != "" {
-		args = append(args, "--prometheus="+o.prometheus)
-	}
-	if o.gatewayUsersDir != "" {
-		args = append(args, "--gateway-users-dir", o.gatewayUsersDir)
-	}
-	if o.gatewayTLSCert != "" {
-		args = append(args, "--gateway-tls-cert", o.gatewayTLSCert, "--gateway-tls-key", o.gatewayTLSKey)
-	}
-	for _, f := range o.ref.files {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return fmt.Errorf("cannot use %s: %w", f, err)
-		}
-		args = append(args, "-f", abs)
+	args, err := daemonArgs(cmd, runDir, o.ref.files)
+	if err != nil {
+		return err
 	}
 	// The cluster outlives this command: its context must not end it.
 	daemon := exec.CommandContext(context.WithoutCancel(cmd.Context()), self, args...)
@@ -248,6 +230,29 @@ func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, ru
 		cmd.Println(line)
 	}
 	return nil
+}
+
+// daemonArgs is the command line of the background `distcache up
+// --foreground` that runBackground starts: every flag the user set, as
+// set (a flag left out here would silently not apply to the cluster), the
+// resolved run directory, and the cluster files as absolute paths.
+func daemonArgs(cmd *cobra.Command, runDir string, files []string) ([]string, error) {
+	args := []string{"up", "--foreground", "--run-dir", runDir}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "foreground", "run-dir", "filename":
+		default:
+			args = append(args, "--"+f.Name+"="+f.Value.String())
+		}
+	})
+	for _, f := range files {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, fmt.Errorf("cannot use %s: %w", f, err)
+		}
+		args = append(args, "-f", abs)
+	}
+	return args, nil
 }
 
 // waitStarted polls the control API until the cluster has started, the
