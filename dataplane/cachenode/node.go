@@ -18,6 +18,7 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/workpool"
 	"github.com/distcache/distcache/hotkey"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/routing"
@@ -220,9 +221,9 @@ type Node struct {
 	cancel  context.CancelFunc
 	started atomic.Bool
 	closing atomic.Bool
-	goMu    sync.Mutex // guards closed and wg.Add against Close's wg.Wait
-	closed  bool
-	wg      sync.WaitGroup
+	// tasks runs the node's goroutines (the backend reads of misses, the
+	// insertion loop); Close waits for them.
+	tasks *workpool.Pool
 }
 
 // New validates cfg and binds the node's UDP socket; the node does not serve
@@ -266,6 +267,7 @@ func New(cfg Config) (*Node, error) {
 		pending:   newPendingWrites(),
 		ctx:       ctx,
 		cancel:    cancel,
+		tasks:     workpool.New(0),
 	}
 	if err := n.registerMetrics(cfg.Registerer); err != nil {
 		cancel()
@@ -328,31 +330,16 @@ func (n *Node) Close() error {
 	n.work.Close()      // readers waiting for capacity finish their request now
 	err := n.ep.Close() // stops the readers: no new handler calls
 	n.cancel()
-	n.goMu.Lock()
-	n.closed = true
-	n.goMu.Unlock()
-	n.wg.Wait()
+	n.tasks.Close()
 	if err != nil {
 		return fmt.Errorf("cannot close cache node %s: %w", n.cfg.Member, err)
 	}
 	return nil
 }
 
-// spawn runs f in a goroutine that Close waits for, unless the node is
-// closed.
-func (n *Node) spawn(f func()) bool {
-	n.goMu.Lock()
-	defer n.goMu.Unlock()
-	if n.closed {
-		return false
-	}
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		f()
-	}()
-	return true
-}
+// spawn runs f on a goroutine of the node's pool, which Close waits for,
+// unless the node is closed.
+func (n *Node) spawn(f func()) bool { return n.tasks.Go(f) }
 
 // SetMap switches the node to p. A node that is not Active in p (Fenced,
 // Failed, or absent) drops every entry and its lease and serves no cached

@@ -19,6 +19,7 @@ import (
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/dataplane/workpool"
 )
 
 // Defaults applied to zero fields of Config.
@@ -181,7 +182,10 @@ type Shim struct {
 	// ctx ends when Close starts; it aborts calls and lock waits.
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // request goroutines
+	wg     sync.WaitGroup // the peer refresher
+	// tasks runs each request on a goroutine of its own (serve), reused
+	// from one request to the next.
+	tasks *workpool.Pool
 
 	mapMu   sync.Mutex              // serialises SetMap (view stores)
 	view    atomic.Pointer[mapView] // nil until the first SetMap
@@ -238,6 +242,7 @@ func New(cfg Config) (*Shim, error) {
 		sem:    make(chan struct{}, cfg.MaxInFlight),
 		work:   capacity.New(cfg.EmulatedRate),
 		queued: newQueuedReads(),
+		tasks:  workpool.New(0),
 	}
 	s.gets = &getBatcher{rdb: s.rdb}
 	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
@@ -299,6 +304,7 @@ func (s *Shim) Close() error {
 	s.work.Close() // readers and writes waiting for capacity go on at once
 	err := s.ep.Close()
 	s.cancel()
+	s.tasks.Close()
 	s.wg.Wait()
 	if rerr := s.rdb.Close(); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("cannot close Redis client: %w", rerr))
@@ -365,8 +371,10 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	if req.Op == wire.OpPut || req.Op == wire.OpRMW {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 	}
-	s.wg.Add(1)
-	go s.serve(r)
+	if !s.tasks.Go(func() { s.serve(r) }) { // closing: nobody will be answered
+		<-s.sem
+		s.dedup.abandon(dk)
+	}
 }
 
 // serve runs one request on its own goroutine. The request first takes its
@@ -381,7 +389,6 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 // so every read it waited behind would make them all wait. It is
 // never shed: it is at most once, and its client retransmits it.
 func (s *Shim) serve(r *request) {
-	defer s.wg.Done()
 	defer func() { <-s.sem }()
 	if r.op == wire.OpPut || r.op == wire.OpDel || r.op == wire.OpRMW {
 		s.work.TakeAhead(1)
