@@ -26,6 +26,9 @@ type clusterConfig struct {
 	// auth, when set, is the data-plane key every shim, node and client
 	// signs and checks with.
 	auth transport.Authenticator
+	// bundle makes every shim, node and client send bundles
+	// (transport.Config.Bundle).
+	bundle bool
 }
 
 type clusterOption func(*clusterConfig)
@@ -38,6 +41,10 @@ func withDataPlaneKey(t *testing.T) clusterOption {
 	}
 	return func(c *clusterConfig) { c.auth = k }
 }
+
+// withBundles makes every shim, node and client send the messages that
+// leave together for one peer as one bundle datagram.
+func withBundles() clusterOption { return func(c *clusterConfig) { c.bundle = true } }
 
 func withAppendOnlyRedis() clusterOption {
 	return func(c *clusterConfig) { c.redisOpts = append(c.redisOpts, redistest.WithAppendOnly()) }
@@ -64,10 +71,10 @@ func newCluster(t *testing.T, opts ...clusterOption) *cluster {
 		RedisOptions: cfg.redisOpts,
 		Shim: func(c *shim.Config) {
 			c.InvalidateTimeout = time.Second
-			c.Transport.Auth = cfg.auth
+			c.Transport.Auth, c.Transport.Bundle = cfg.auth, cfg.bundle
 		},
 		Node: func(c *cachenode.Config) {
-			c.Transport.Auth = cfg.auth
+			c.Transport.Auth, c.Transport.Bundle = cfg.auth, cfg.bundle
 			c.Capacity, c.Interval = 32, cfg.insertEvery
 			// A small sketch: the test has 200 keys, and a reset per 20 ms
 			// interval of the default 4 × 65536 counters is slow under -race.
@@ -104,7 +111,7 @@ func (c *cluster) restoreNode(member string, addr netip.AddrPort) {
 
 // newClient returns a client routed by the current map.
 func (c *cluster) newClient() *client.Client {
-	return c.NewClient(client.Config{AttemptTimeout: 500 * time.Millisecond, Transport: transport.Config{Auth: c.cfg.auth}})
+	return c.NewClient(client.Config{AttemptTimeout: 500 * time.Millisecond, Transport: transport.Config{Auth: c.cfg.auth, Bundle: c.cfg.bundle}})
 }
 
 // spineMember returns the name of spine member i.
@@ -135,6 +142,18 @@ func (c *cluster) macRejected() uint64 {
 	}
 	for _, sh := range c.Shims {
 		add(sh.Stats().Transport)
+	}
+	return n
+}
+
+// bundlesIn counts the bundles every node and shim received.
+func (c *cluster) bundlesIn() uint64 {
+	var n uint64
+	for _, nd := range c.Nodes() {
+		n += nd.Stats().Transport.BundlesIn
+	}
+	for _, sh := range c.Shims {
+		n += sh.Stats().Transport.BundlesIn
 	}
 	return n
 }

@@ -65,6 +65,26 @@ func TestLinearizableAuthenticated(t *testing.T) {
 	}
 }
 
+// TestLinearizableBundled runs the standard workload on a cluster whose
+// shims, nodes and clients send bundles: requests, replies and coherence
+// messages that leave together for one peer travel in one datagram, the
+// receivers split them, and the history stays linearizable.
+func TestLinearizableBundled(t *testing.T) {
+	c := newCluster(t, withBundles())
+	h := history.NewRecorder()
+	preload(t, h, c.newClient(), 200)
+	tl := run(t, c, h, standard())
+	t.Logf("%s: %d gets (%d hits), %d writes (%d refused, %d unknown), %d bundles received by nodes and shims",
+		c, tl.gets.Load(), tl.hits.Load(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load(), c.bundlesIn())
+	checkLinearizable(t, h)
+	if c.bundlesIn() == 0 {
+		t.Fatal("no node or shim received a bundle: the run did not exercise them")
+	}
+	if tl.hotHits.Load() == 0 {
+		t.Fatalf("the hottest key was never served from a cache node (%d reads)", tl.hotGets.Load())
+	}
+}
+
 // TestLinearizableAcrossNodeRemovalAndRestore fails a spine node (the map
 // marks it failed, then its process stops) a third into the run and brings
 // a fresh process back on its address two thirds in (then the map marks it
