@@ -347,10 +347,12 @@ SCHEDULES ?= 10
 SEED ?= 1
 CHAOS_REPORT ?= out/chaos
 CHAOS_TIMEOUT ?= 6h
+# CHAOS_FLAGS: more flags of the test, e.g. -bundle (the clusters send bundles).
+CHAOS_FLAGS ?=
 
 chaos-local: redis-server iptables ## Run SCHEDULES random fault schedules from SEED against local clusters, report in CHAOS_REPORT
 	$(GO) test -count=1 -run '^TestChaosLocal$$' -v -timeout $(CHAOS_TIMEOUT) ./test/fault \
-		-args -schedules=$(SCHEDULES) -seed=$(SEED) -report='$(abspath $(CHAOS_REPORT))'
+		-args -schedules=$(SCHEDULES) -seed=$(SEED) -report='$(abspath $(CHAOS_REPORT))' $(CHAOS_FLAGS)
 
 fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)
 	for t in $(FUZZ_TARGETS); do \

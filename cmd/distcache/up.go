@@ -143,6 +143,8 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 		return fmt.Errorf("cannot parse --log-level %q: %w", o.logLevel, err)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
+	log.Info("starting cluster", "cluster", topo.Name, "run_dir", runDir, "gateway", o.gateway, "bundle", o.bundle,
+		"shard_capacity", o.shardCapacity, "node_capacity", o.nodeCapacity, "map_poll", o.mapPoll)
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find the distcache executable: %w", err)

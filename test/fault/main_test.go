@@ -19,6 +19,7 @@ var (
 	flagSchedules = flag.Int("schedules", 0, "TestChaosLocal: how many random schedules to run (0: skip the test)")
 	flagSeed      = flag.Uint64("seed", 1, "TestChaosLocal: seed of the first schedule; schedule i uses seed+i")
 	flagReport    = flag.String("report", "", "TestChaosLocal: report directory (default: a temporary one)")
+	flagBundle    = flag.Bool("bundle", false, "TestChaosLocal: the clusters' shims, nodes and gateway send bundles (distcache up --bundle)")
 	flagKeep      = flag.Bool("keep", false, "keep the clusters' and checkers' files of the short tests (logged) instead of removing them")
 )
 

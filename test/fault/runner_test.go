@@ -55,7 +55,11 @@ func runSchedule(t *testing.T, n int, s schedule.Schedule, o checkOptions, dir s
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, nsName, file, dir)
+	var upArgs []string // startCluster's default
+	if *flagBundle {
+		upArgs = []string{"--map-poll", "100ms", "--bundle"}
+	}
+	c := startCluster(t, nsName, file, dir, upArgs...)
 	first := c.lastStatus().MapVersion
 	o.staleClients, o.seed = 2, s.Seed
 	d := o.duration
