@@ -29,6 +29,13 @@
 // before the write's invalidation keep the older read — they were
 // concurrent with the write — and no later reader joins it.
 //
+// The flights a receive batch starts leave together when the batch ends
+// (forward.go): those bound for one shim as one transport CallMany, their
+// requests in one sendmmsg and their replies collected by one goroutine,
+// instead of a goroutine, a system call and a wake-up each. Which flights
+// exist, who joins them and what seals them is decided per miss as before;
+// only the sending is shared.
+//
 // Readers that arrive while a write of the key is pending (its INVALIDATE
 // seen, its UPDATE not) are parked instead (park.go): a backend read started
 // then could precede the write's Redis write yet be answered after the write

@@ -45,6 +45,7 @@ type harnessConfig struct {
 	noShim   bool // the storage shard has no address
 	stubOpts []stubOption
 	timers   bool // the test fires park timeouts (harness.timers)
+	noStart  bool // the test starts the node (withoutStart)
 }
 
 type harnessOption func(*harnessConfig)
@@ -61,6 +62,10 @@ func withMembers(n int, failed ...int) harnessOption {
 func withStub(opts ...stubOption) harnessOption {
 	return func(h *harnessConfig) { h.stubOpts = append(h.stubOpts, opts...) }
 }
+
+// withoutStart leaves the node bound but not serving: datagrams sent to it
+// wait in its socket until the test calls h.node.Start.
+func withoutStart() harnessOption { return func(h *harnessConfig) { h.noStart = true } }
 
 // withoutShimAddress leaves the storage shard's address empty.
 // parkTimers holds the park timeouts the node started, for the test to fire.
@@ -151,8 +156,10 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 		m.Layers[0].Members[i].State = partmap.Failed
 	}
 	h.setMap(m)
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
+	if !hc.noStart {
+		if err := n.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The client does not retransmit (loopback does not lose datagrams), so
 	// the node's counters are exact.

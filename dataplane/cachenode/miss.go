@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/hashing"
@@ -104,9 +103,7 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 		n.flights[f.key] = f
 	}
 	n.missMu.Unlock()
-	if !n.spawn(func() { n.forward(f, v) }) {
-		n.finish(f) // closing: nobody will be answered
-	}
+	n.queueForward(f, v)
 }
 
 // sealFlights removes every flight from the table: readers arriving from
@@ -149,42 +146,6 @@ func (n *Node) finish(f *flight) []waiter {
 	return ws
 }
 
-// forward reads f's key from its storage shim and relays the outcome to
-// every waiter: the shim's status, value and version with this node's
-// telemetry (no FlagHit); StatusUnavailable when the shim does not answer
-// within BackendTimeout. The readers that joined a shared flight take the
-// shim's answer only if it carries FlagTracked — the shim read the key
-// while it invalidates this node for every later write of it, so a write
-// that completed before a reader joined sealed the flight first; otherwise
-// they are sent to the shim again, in a read that starts after they all
-// arrived.
-func (n *Node) forward(f *flight, v *view) {
-	status, value, version, tracked := n.backendGet(f, v)
-	ws := n.finish(f)
-	answered := status == wire.StatusOK || status == wire.StatusNotFound
-	if f.shared && !tracked && answered && len(ws) > 1 {
-		n.stats.untracked.Add(uint64(len(ws) - 1))
-		again := &flight{key: f.key, digest: f.digest, waiters: ws[1:]}
-		ws = ws[:1]
-		n.spawn(func() { n.forward(again, n.view.Load()) }) // closing: nobody will be answered
-	}
-	cur := n.view.Load()
-	now := time.Now()
-	reply := wire.Message{
-		Header: wire.Header{
-			Op: wire.OpGetReply, Status: status, Flags: wire.FlagTelemetry, Digest: f.digest,
-			NodeID: cur.id, Load: n.loadAt(n.now(now)), ValueVersion: version, MapVersion: cur.version,
-		},
-		Key:   []byte(f.key),
-		Value: value,
-	}
-	result := metrics.ResultMiss
-	if status != wire.StatusOK {
-		result = metrics.StatusResult(status)
-	}
-	n.answerWaiters(n.out, &reply, ws, result, now)
-}
-
 // answerWaiters sends reply to every waiter of ws, each with its own
 // sequence number, through out, and records each request's result and
 // latency up to now.
@@ -199,27 +160,4 @@ func (n *Node) answerWaiters(out transport.Sender, reply *wire.Message, ws []wai
 		}
 		n.reqs.Observe(wire.OpGet, result, now.Sub(w.arrived))
 	}
-}
-
-// backendGet sends GET for f's key to its shim under v. tracked reports
-// that the reply carried FlagTracked.
-func (n *Node) backendGet(f *flight, v *view) (status wire.Status, value []byte, version uint64, tracked bool) {
-	dst, ok := v.shim(f.key)
-	if !ok {
-		n.stats.backendErrors.Add(1)
-		n.log.Debug("no shim address for key", "key", f.key, "map_version", v.version)
-		return wire.StatusUnavailable, nil, 0, false
-	}
-	req := wire.Message{
-		Header: wire.Header{Op: wire.OpGet, Digest: f.digest, MapVersion: v.version},
-		Key:    []byte(f.key),
-	}
-	// A deadline of the call's own, not a context per miss.
-	rep, err := n.ep.CallUntil(n.ctx, time.Now().Add(n.cfg.BackendTimeout), dst, &req)
-	if err != nil {
-		n.stats.backendErrors.Add(1)
-		n.log.Debug("cannot read key from shim", "key", f.key, "shim", dst, "err", err)
-		return wire.StatusUnavailable, nil, 0, false
-	}
-	return rep.Status, rep.Value, rep.ValueVersion, rep.Has(wire.FlagTracked)
 }

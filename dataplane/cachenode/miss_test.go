@@ -1,7 +1,11 @@
 package cachenode
 
 import (
+	"fmt"
+	"net"
+	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -86,5 +90,59 @@ func TestCoalescingResumesAfterPhaseTwo(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMissesOfOneBatchForwardedTogether queues GETs of distinct keys in the
+// node's socket before it starts, so that its reader receives them in one
+// batch: their backend reads leave for the shim together (one CallMany),
+// and every reader gets its own key's value.
+func TestMissesOfOneBatchForwardedTogether(t *testing.T) {
+	const keys = 8
+	var values []stubOption
+	for i := range keys {
+		values = append(values, withValue(fmt.Sprintf("k%d", i), fmt.Sprintf("v%d", i)))
+	}
+	h := newHarness(t, withoutStart(), withStub(values...),
+		withConfig(func(c *Config) { c.Transport.Readers = 1 })) // one reader: one receive batch
+	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range keys {
+		d, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpGet, Seq: uint64(i + 1)}, Key: []byte(fmt.Sprintf("k%d", i))}, wire.DefaultDatagram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.WriteToUDPAddrPort(d, h.node.Addr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(testDeadline)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, wire.MaxDatagram)
+	for range keys {
+		n, _, err := conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := wire.Decode(buf[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("v%d", rep.Seq-1); rep.Status != wire.StatusOK || string(rep.Value) != want || rep.Has(wire.FlagHit) {
+			t.Errorf("GET %d: %s %q flags %#x, want OK %q without FlagHit", rep.Seq, rep.Status, rep.Value, rep.Flags, want)
+		}
+	}
+	if s := h.node.Stats(); s.Misses != keys || s.BackendBatches != 1 || s.BackendBatched != keys {
+		t.Errorf("stats: %d misses, %d backend batches of %d flights; want %d misses in 1 batch", s.Misses, s.BackendBatches, s.BackendBatched, keys)
+	}
+	if n := h.shim.count(wire.OpGet); n != keys {
+		t.Errorf("shim saw %d GETs, want %d", n, keys)
 	}
 }

@@ -224,6 +224,9 @@ type Node struct {
 	// tasks runs the node's goroutines (the backend reads of misses, the
 	// insertion loop); Close waits for them.
 	tasks *workpool.Pool
+	// forwards are the flights started by the receive batches being
+	// served, forwarded when each batch ends (forward.go).
+	forwards forwardQueue
 }
 
 // New validates cfg and binds the node's UDP socket; the node does not serve
@@ -241,15 +244,17 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create cache node: %w", err)
 	}
+	var n *Node // set below; the readers start in Start
 	tc := cfg.Transport
 	tc.Urgent = urgent
+	tc.AfterBatch = func() { n.forwardQueued() }
 	ep, err := transport.Listen(tc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create cache node: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	work := capacity.New(cfg.EmulatedRate)
-	n := &Node{
+	n = &Node{
 		cfg:       cfg,
 		log:       cfg.Logger.With("layer", cfg.Layer, "member", cfg.Member),
 		ep:        ep,

@@ -18,6 +18,8 @@ type Stats struct {
 	ParkForwarded  uint64 // parked misses sent to the shim after all (phase 2 late, lost or failed)
 	NotFound       uint64 // GETs answered not found by the shim
 	BackendErrors  uint64 // backend calls (GET or FETCH) that got no reply
+	BackendBatches uint64 // backend reads of several flights for one shim sent together (forwardMany)
+	BackendBatched uint64 // flights read in those
 	Invalidations  uint64 // INVALIDATE requests
 	Updates        uint64 // UPDATEs applied
 	UpdatesIgnored uint64 // UPDATEs not applied (no entry, other version, too big)
@@ -49,6 +51,7 @@ type counters struct {
 	invalidations, updates, updatesIgnored                             atomic.Uint64
 	fills, fillsIgnored, fillsFailed, fillsRefused, inserts, evictions atomic.Uint64
 	dropped, notOwner, parked, parkForwarded                           atomic.Uint64
+	backendBatches, backendBatched                                     atomic.Uint64
 	refused, unleased, untracked, cacheOnlyRefused                     atomic.Uint64
 }
 
@@ -61,6 +64,7 @@ func (n *Node) Stats() Stats {
 		Coalesced: c.coalesced.Load(), Duplicates: c.duplicates.Load(),
 		Parked: c.parked.Load(), ParkForwarded: c.parkForwarded.Load(),
 		NotFound: c.notFound.Load(), BackendErrors: c.backendErrors.Load(),
+		BackendBatches: c.backendBatches.Load(), BackendBatched: c.backendBatched.Load(),
 		Invalidations: c.invalidations.Load(), Updates: c.updates.Load(),
 		UpdatesIgnored: c.updatesIgnored.Load(), Fills: c.fills.Load(),
 		FillsIgnored: c.fillsIgnored.Load(), FillsFailed: c.fillsFailed.Load(),

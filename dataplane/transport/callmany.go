@@ -156,6 +156,19 @@ func (e *Endpoint) waitMany(ctx context.Context, deadline time.Time, reqs []Requ
 	}
 }
 
+// SendMany sends the messages of reqs (their Seq as set) as Send does, but
+// together: those of one datagram are queued for the send queue at once,
+// so they leave in as few sendmmsg calls as it allows (and, with
+// Config.Bundle, the ones for one peer in as few bundles). A server that
+// answers several requests at once (a cache node's batch of backend
+// reads) sends its replies with it.
+func (e *Endpoint) SendMany(reqs []Request) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	return e.sendMany(reqs)
+}
+
 // sendMany sends the requests: those of one datagram queued together for
 // the send queue, the others as Send sends them.
 func (e *Endpoint) sendMany(reqs []Request) error {

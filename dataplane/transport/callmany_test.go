@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,43 @@ func TestCallManyUnanswered(t *testing.T) {
 				case r.Err == nil:
 					checkEcho(t, i, r, reqs[i])
 				}
+			}
+		})
+	}
+}
+
+// TestSendManySendsTogether checks that SendMany's messages leave in one
+// system call per batch and, with bundles, in one bundle, each served
+// alone with its own sequence number; and that a closed endpoint refuses.
+func TestSendManySendsTogether(t *testing.T) {
+	tests := []struct {
+		name               string
+		bundle             bool
+		datagrams, bundles uint64
+	}{
+		{"a datagram each", false, 4, 0},
+		{"bundled", true, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			server, seqs := listenServed(t)
+			client := listen(t, nil, func(c *transport.Config) { c.Bundle = tt.bundle })
+			reqs := requests([]netip.AddrPort{server.Addr()}, "k", 4, noValue)
+			for i := range reqs {
+				reqs[i].Msg.Seq = uint64(100 + i)
+			}
+			if err := client.SendMany(reqs); err != nil {
+				t.Fatal(err)
+			}
+			if got := until(t, seqs, 103); !slices.Equal(got, []uint64{100, 101, 102, 103}) {
+				t.Errorf("served %v, want 100…103 in order", got)
+			}
+			if s := client.Stats(); s.DatagramsOut != tt.datagrams || s.BundlesOut != tt.bundles || s.Sends != 1 {
+				t.Errorf("%d datagrams (%d bundles) in %d system calls, want %d (%d) in 1", s.DatagramsOut, s.BundlesOut, s.Sends, tt.datagrams, tt.bundles)
+			}
+			_ = client.Close()
+			if err := client.SendMany(reqs); !errors.Is(err, transport.ErrClosed) {
+				t.Errorf("SendMany after Close: %v, want ErrClosed", err)
 			}
 		})
 	}

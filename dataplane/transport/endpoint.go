@@ -110,6 +110,12 @@ type Config struct {
 	// queueing behind the requests it serves, as a switch serves control
 	// packets from a queue of higher priority.
 	Urgent func(wire.Op) bool
+	// AfterBatch, when set, is called by a reader once it has handed every
+	// message of a receive batch to the Handler, before the replies it
+	// queued leave (with Batch 1 each reply leaves at once): a handler can
+	// gather the work of a batch and start it together (a cache node's
+	// misses, one backend call per shim).
+	AfterBatch func()
 	// Auth, when set, authenticates the messages that change what a
 	// receiver stores or serves (wire.Authenticated): they are sent signed
 	// (wire.FlagAuth), and those received without a valid tag — or any
@@ -402,6 +408,9 @@ func (e *Endpoint) read(h Handler) {
 				b, src := r.datagram(i)
 				rx.datagram(src, b, passAll)
 			}
+		}
+		if e.cfg.AfterBatch != nil {
+			e.cfg.AfterBatch()
 		}
 		r.Flush()
 	}

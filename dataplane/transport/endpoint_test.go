@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,5 +242,44 @@ func waitFor(t *testing.T, cond func() bool) {
 		case <-deadline:
 			t.Fatal("condition not reached")
 		}
+	}
+}
+
+// TestAfterBatchFollowsEachBatch checks that a reader calls
+// Config.AfterBatch once per receive batch, after handing its requests to
+// the handler and, for a reader that queues its replies (Batch > 1),
+// before they leave: such a reply arrives after the call.
+func TestAfterBatchFollowsEachBatch(t *testing.T) {
+	for _, batch := range []int{1, transport.DefaultBatch} {
+		t.Run(fmt.Sprintf("batch %d", batch), func(t *testing.T) {
+			var afterBatch atomic.Uint64
+			calls := make(chan struct{}, 8)
+			handler := func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+				r := wire.Message{Header: req.Header, Key: req.Key}
+				r.Op = req.Op.Reply()
+				r.ValueVersion = afterBatch.Load() // calls so far
+				_ = out.Send(src, &r)
+			}
+			server := listen(t, handler, withBatch(batch), func(c *transport.Config) {
+				c.AfterBatch = func() { afterBatch.Add(1); calls <- struct{}{} }
+			})
+			client := listen(t, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for i := range 3 {
+				rep, err := client.Call(ctx, server.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if batch > 1 && afterBatch.Load() <= rep.ValueVersion {
+					t.Fatalf("the reply left before AfterBatch was called for its batch")
+				}
+				select {
+				case <-calls: // the request's batch, one datagram
+				case <-ctx.Done():
+					t.Fatalf("AfterBatch not called after request %d", i)
+				}
+			}
+		})
 	}
 }
