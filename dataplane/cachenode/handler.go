@@ -122,9 +122,10 @@ func (n *Node) loadAt(now int64) uint32 {
 type flusher interface{ Flush() }
 
 // spend takes units of the node's emulated capacity. When they are not
-// there yet, it first sends the replies out holds, so that the requests
-// the reader has served do not wait for the ones behind them in its batch:
-// a server sends each reply when it is done with it.
+// there yet, it first sends the replies out holds and forwards the misses
+// queued so far (forward.go), so that the requests the reader has served
+// do not wait for the ones behind them in its batch: a server sends each
+// reply, and each miss to its shim, when it is done with it.
 func (n *Node) spend(out transport.Sender, units int) {
 	if n.work.TryTake(units) {
 		return
@@ -132,6 +133,7 @@ func (n *Node) spend(out transport.Sender, units int) {
 	if f, ok := out.(flusher); ok {
 		f.Flush()
 	}
+	n.forwardQueued()
 	n.work.Take(units)
 }
 

@@ -146,3 +146,35 @@ func TestMissesOfOneBatchForwardedTogether(t *testing.T) {
 		t.Errorf("shim saw %d GETs, want %d", n, keys)
 	}
 }
+
+// TestMissForwardedBeforeAHitWaits queues a hit, a miss and a hit in the
+// node's socket, with an emulated capacity of one unit now and the next
+// in 1,000 s: the second hit waits for its unit, and the miss before it in
+// the batch must not wait with it — its backend read leaves first.
+func TestMissForwardedBeforeAHitWaits(t *testing.T) {
+	h := newHarness(t, withoutStart(), withStub(holding(wire.OpGet)),
+		withConfig(func(c *Config) { c.Transport.Readers, c.EmulatedRate = 1, 0.001 }))
+	// A valid copy of "hit", put in place without traffic: the node does
+	// not serve yet.
+	e, _ := h.node.store.addPlaceholder("hit")
+	sh := h.node.store.shard("hit")
+	sh.mu.Lock()
+	e.value, e.version, e.valid, e.fetching = []byte("v"), 1, true, false
+	sh.mu.Unlock()
+	var datagrams [][]byte
+	for i, key := range []string{"hit", "miss", "hit"} {
+		d, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpGet, Seq: uint64(i + 1)}, Key: []byte(key)}, wire.DefaultDatagram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		datagrams = append(datagrams, d)
+	}
+	rawSend(t, h.node.Addr(), datagrams...)
+	if err := h.node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	held := h.shim.nextHeld(h.ctx, t)
+	if string(held.req.Key) != "miss" {
+		t.Fatalf("the shim got a GET of %q, want \"miss\"", held.req.Key)
+	}
+}
