@@ -43,7 +43,16 @@ func (c *Cluster) NodeArgs(l Layer, member, listen string) []string {
 	if t := c.Spec.HotKeys.Threshold; t > 0 {
 		args = append(args, "--hot-threshold="+strconv.Itoa(int(t)))
 	}
-	return args
+	return append(args, DataPlaneArgs(&c.Spec)...)
+}
+
+// DataPlaneArgs are the transport arguments that every cache node, shim
+// and gateway of spec takes (spec.dataPlane).
+func DataPlaneArgs(spec *v1alpha1.CacheClusterSpec) []string {
+	if spec.DataPlane != nil && spec.DataPlane.Bundles {
+		return []string{"--bundle"}
+	}
+	return nil
 }
 
 // ShimArgs are the `distcache shim` arguments of shard in front of the
@@ -75,7 +84,7 @@ func ShimArgs(spec *v1alpha1.CacheClusterSpec, shard, redisAddr, listen string, 
 		}
 		args = append(args, "--prev-map-grace="+max(grace, lease+mapLag).String())
 	}
-	return args
+	return append(args, DataPlaneArgs(spec)...)
 }
 
 // ServingLease is the spec's coherence.servingLease with the API's default.

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -269,7 +270,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	})
 	if runGateway {
 		name, redisAddr, metricsAddr := c.Name+"-gateway", tcp.next(), tcp.next()
-		args := []string{"gateway", "--redis-addr=" + redisAddr}
+		args := append([]string{"gateway", "--redis-addr=" + redisAddr}, topology.DataPlaneArgs(&c.Spec)...)
 		if o.GatewayUsersDir != "" {
 			args = append(args, "--users-dir="+o.GatewayUsersDir)
 		}
@@ -457,7 +458,7 @@ func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, rate float
 	if o.MapPoll > 0 {
 		args = append(args, "--map-poll="+o.MapPoll.String())
 	}
-	if o.Bundle {
+	if o.Bundle && !slices.Contains(args, "--bundle") { // or spec.dataPlane.bundles
 		args = append(args, "--bundle")
 	}
 	if rate > 0 {

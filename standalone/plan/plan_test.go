@@ -415,3 +415,44 @@ func TestFreePortsAreDistinct(t *testing.T) {
 		t.Fatalf("got %d TCP and %d UDP ports, want 20 each", len(tcp), len(udp))
 	}
 }
+
+// TestNewBundles checks that spec.dataPlane.bundles and Options.Bundle
+// (distcache up --bundle) each give every shim, cache node and the gateway
+// --bundle, once, and nothing else.
+func TestNewBundles(t *testing.T) {
+	tests := []struct {
+		name   string
+		spec   bool
+		option bool
+	}{
+		{"neither", false, false},
+		{"spec.dataPlane.bundles", true, false},
+		{"up --bundle", false, true},
+		{"both", true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			withBundles := func(s *v1alpha1.CacheClusterSpec) { s.DataPlane = &v1alpha1.DataPlaneSpec{Bundles: tc.spec} }
+			p, err := plan.New(newCluster(t, withBundles), plan.Options{RunDir: t.TempDir(), Ports: sequentialPorts, Bundle: tc.option})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if tc.spec || tc.option {
+				want = 1
+			}
+			for _, pr := range p.Processes {
+				n := 0
+				for _, a := range pr.Args {
+					if a == "--bundle" {
+						n++
+					}
+				}
+				dataPlane := pr.Kind == plan.Shim || pr.Kind == plan.Node || pr.Kind == plan.Gateway
+				if (dataPlane && n != want) || (!dataPlane && n != 0) {
+					t.Errorf("%s (%s): --bundle %d times in %q", pr.Name, pr.Kind, n, pr.Args)
+				}
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/topology"
 )
 
 // Where a gateway pod mounts the Secrets of spec.gateway: its users
@@ -174,6 +175,7 @@ func (r *Reconciler) setGatewayPod(cc *v1alpha1.CacheCluster, tpl *corev1.PodTem
 	image, _, pull := r.images(cc)
 	hostNet, port := cc.Spec.Gateway.HostNetwork, gatewayContainerPort(cc)
 	args := append([]string{"gateway", fmt.Sprintf("--redis-addr=0.0.0.0:%d", port), "--client-addr=0.0.0.0:0"}, mapConfigMapArgs(cc)...)
+	args = append(args, topology.DataPlaneArgs(&cc.Spec)...)
 	c := withDataPlaneKey(dataPlaneContainer("gateway", image, pull, args, 0))
 	c.Ports = []corev1.ContainerPort{
 		{Name: "redis", ContainerPort: port, Protocol: corev1.ProtocolTCP},
