@@ -286,6 +286,7 @@ func TestMetricsRegistered(t *testing.T) {
 		"distcache_coalesced_requests_total": 0, "distcache_requests_total": testThreshold + 1,
 		"distcache_lease_valid": 1, "distcache_lease_starts_total": 1, "distcache_unleased_reads_total": 0,
 		"distcache_refused_reads_total": 0, "distcache_untracked_rereads_total": 0,
+		"distcache_backend_batches_total": 0, "distcache_backend_batched_reads_total": 0, // one miss at a time
 		// The hot key's misses reported it once; the hit is counted on it.
 		"distcache_hotkey_misses_total": testThreshold, "distcache_hotkey_reports_total": 1,
 		"distcache_hotkey_reports_dropped_total": 0, "distcache_hotkey_tracked_hits_total": 1,
