@@ -50,9 +50,7 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 		reqs[j] = transport.Request{Dst: firsts[j].addr, Msg: &firsts[j].msg}
 	}
 	out := make([]transport.Reply, len(reqs))
-	if len(reqs) > 0 {
-		c.ep.CallMany(ctx, time.Now().Add(c.cfg.AttemptTimeout), reqs, out)
-	}
+	c.ep.CallMany(ctx, time.Now().Add(c.cfg.AttemptTimeout), reqs, out)
 	var wg sync.WaitGroup
 	for j := range firsts {
 		a := &firsts[j]

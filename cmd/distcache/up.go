@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/standalone"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/plan"
@@ -101,7 +102,7 @@ one machine can show the load balancing of many servers.`,
 	f.DurationVar(&o.mapPoll, "map-poll", 100*time.Millisecond,
 		"how often processes check the map file for a new version (at most a quarter of spec.coherence.servingLease: cache nodes renew their lease by reading it)")
 	f.BoolVar(&o.bundle, "bundle", false,
-		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (their --bundle)")
+		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (spec.dataPlane.bundles; their --bundle)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -159,11 +160,11 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 			return fmt.Errorf("cannot find %s (install the Debian package prometheus): %w", o.prometheus, err)
 		}
 	}
+	bundleSpec(&topo.Spec, o.bundle)
 	p, err := plan.New(topo, plan.Options{
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: min(o.mapPoll, topology.ServingLease(&topo.Spec)/4), LogLevel: o.logLevel,
-		Bundle: o.bundle,
 	})
 	if err != nil {
 		return err
@@ -182,6 +183,21 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 			cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir)
 		},
 	})
+}
+
+// bundleSpec applies --bundle to spec: it turns spec.dataPlane.bundles
+// on, which gives every cache node, shim and gateway --bundle
+// (topology.DataPlaneArgs), as it does on Kubernetes.
+func bundleSpec(spec *v1alpha1.CacheClusterSpec, bundle bool) {
+	if !bundle {
+		return
+	}
+	var dp v1alpha1.DataPlaneSpec
+	if spec.DataPlane != nil {
+		dp = *spec.DataPlane
+	}
+	dp.Bundles = true
+	spec.DataPlane = &dp
 }
 
 // runBackground starts `distcache up --foreground` in a session of its own,

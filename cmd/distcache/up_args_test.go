@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
 // TestDaemonArgsForwardEveryFlag checks that the background cluster gets
@@ -41,6 +43,33 @@ func TestDaemonArgsForwardEveryFlag(t *testing.T) {
 				if a == "--foreground" || a == "--run-dir=rel/run" {
 					t.Errorf("daemonArgs repeats %s", a)
 				}
+			}
+		})
+	}
+}
+
+// TestBundleFlagSetsSpec checks that up --bundle turns spec.dataPlane.bundles
+// on, keeping what the spec had, and that without it the spec is left as
+// it is.
+func TestBundleFlagSetsSpec(t *testing.T) {
+	tests := []struct {
+		name string
+		spec *v1alpha1.DataPlaneSpec
+		flag bool
+		want *v1alpha1.DataPlaneSpec
+	}{
+		{"neither", nil, false, nil},
+		{"spec only", &v1alpha1.DataPlaneSpec{Bundles: true}, false, &v1alpha1.DataPlaneSpec{Bundles: true}},
+		{"flag only", nil, true, &v1alpha1.DataPlaneSpec{Bundles: true}},
+		{"both", &v1alpha1.DataPlaneSpec{Bundles: true}, true, &v1alpha1.DataPlaneSpec{Bundles: true}},
+		{"flag over spec off", &v1alpha1.DataPlaneSpec{}, true, &v1alpha1.DataPlaneSpec{Bundles: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := v1alpha1.CacheClusterSpec{DataPlane: tt.spec}
+			bundleSpec(&spec, tt.flag)
+			if (spec.DataPlane == nil) != (tt.want == nil) || (tt.want != nil && *spec.DataPlane != *tt.want) {
+				t.Errorf("spec.dataPlane = %+v, want %+v", spec.DataPlane, tt.want)
 			}
 		})
 	}

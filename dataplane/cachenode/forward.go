@@ -77,7 +77,7 @@ func (n *Node) forwardQueued() {
 // (settle).
 func (n *Node) forward(f *flight, v *view) {
 	status, value, version, tracked := n.backendGet(f, v)
-	n.settle(n.out, f, status, value, version, tracked)
+	n.settle(n.ep, f, status, value, version, tracked)
 }
 
 // forwardMany reads the keys of the flights fs, all bound for shim dst

@@ -184,7 +184,6 @@ type Node struct {
 	cfg Config
 	log *slog.Logger
 	ep  *transport.Endpoint
-	out transport.Sender // replies sent off the reader goroutines; tests replace it
 	// parkAfter starts a parked key's ParkTimeout; tests replace it before
 	// Start to fire timeouts themselves.
 	parkAfter func(d time.Duration, expire func()) stopper
@@ -258,7 +257,6 @@ func New(cfg Config) (*Node, error) {
 		cfg:       cfg,
 		log:       cfg.Logger.With("layer", cfg.Layer, "member", cfg.Member),
 		ep:        ep,
-		out:       ep,
 		parkAfter: func(d time.Duration, expire func()) stopper { return time.AfterFunc(d, expire) },
 		det:       det,
 		meter:     meter,

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -123,10 +122,6 @@ type Options struct {
 	MapPoll time.Duration
 	// LogLevel is the processes' log level (default info).
 	LogLevel string
-	// Bundle makes the shims, cache nodes and gateway send the messages
-	// that leave together for one peer in one bundle datagram (their
-	// --bundle; `distcache up --bundle`).
-	Bundle bool
 	// Ports hands out free ports (default: FreePorts).
 	Ports func(host string, tcp, udp int) (tcpPorts, udpPorts []int, err error)
 }
@@ -457,9 +452,6 @@ func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, rate float
 	args = append(args, "--map="+p.MapFile, "--data-plane-key-dir="+p.DataPlaneKeyDir, "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
 	if o.MapPoll > 0 {
 		args = append(args, "--map-poll="+o.MapPoll.String())
-	}
-	if o.Bundle && !slices.Contains(args, "--bundle") { // or spec.dataPlane.bundles
-		args = append(args, "--bundle")
 	}
 	if rate > 0 {
 		args = append(args, "--emulated-capacity="+strconv.FormatFloat(rate, 'f', -1, 64))

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -416,29 +417,19 @@ func TestFreePortsAreDistinct(t *testing.T) {
 	}
 }
 
-// TestNewBundles checks that spec.dataPlane.bundles and Options.Bundle
-// (distcache up --bundle) each give every shim, cache node and the gateway
-// --bundle, once, and nothing else.
+// TestNewBundles checks that spec.dataPlane.bundles (which distcache up
+// --bundle turns on, bundleSpec) gives every shim, cache node and the
+// gateway --bundle, once, and nothing else.
 func TestNewBundles(t *testing.T) {
-	tests := []struct {
-		name   string
-		spec   bool
-		option bool
-	}{
-		{"neither", false, false},
-		{"spec.dataPlane.bundles", true, false},
-		{"up --bundle", false, true},
-		{"both", true, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			withBundles := func(s *v1alpha1.CacheClusterSpec) { s.DataPlane = &v1alpha1.DataPlaneSpec{Bundles: tc.spec} }
-			p, err := plan.New(newCluster(t, withBundles), plan.Options{RunDir: t.TempDir(), Ports: sequentialPorts, Bundle: tc.option})
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bundles %v", on), func(t *testing.T) {
+			withBundles := func(s *v1alpha1.CacheClusterSpec) { s.DataPlane = &v1alpha1.DataPlaneSpec{Bundles: on} }
+			p, err := plan.New(newCluster(t, withBundles), plan.Options{RunDir: t.TempDir(), Ports: sequentialPorts})
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := 0
-			if tc.spec || tc.option {
+			if on {
 				want = 1
 			}
 			for _, pr := range p.Processes {
