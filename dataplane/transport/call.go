@@ -38,7 +38,10 @@ func (e *Endpoint) Call(ctx context.Context, dst netip.AddrPort, m *wire.Message
 
 // CallUntil is Call that also gives up at deadline (none when zero), with
 // an error wrapping context.DeadlineExceeded: a per-attempt bound that
-// costs no context of its own.
+// costs no context of its own. A window of the exchange (of the request
+// asked for, or of the reply received) moves the deadline on by as long
+// as the call had at its start: a big message still coming in window by
+// window is not abandoned because it takes longer than a small one.
 func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.AddrPort, m *wire.Message) (wire.Message, error) {
 	if e.closed.Load() {
 		return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ErrClosed)
@@ -55,6 +58,7 @@ func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.
 		e.mu.Unlock()
 	}()
 	interval := e.cfg.Retransmit
+	budget := time.Until(deadline) // what the call may wait without progress
 	t := time.NewTimer(wait(interval, deadline))
 	defer t.Stop()
 	if err := e.Send(dst, m); err != nil {
@@ -68,6 +72,9 @@ func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.
 			return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ctx.Err())
 		case <-c.progress:
 			interval = e.cfg.Retransmit
+			if !deadline.IsZero() {
+				deadline = time.Now().Add(budget)
+			}
 			t.Reset(wait(interval, deadline))
 			continue
 		case <-t.C:
