@@ -75,8 +75,7 @@ func (p *Pool) work(f func()) {
 	defer p.alive.Add(-1)
 	for {
 		f()
-		if p.idle.Add(1) > p.maxIdle {
-			p.idle.Add(-1)
+		if !p.becomeIdle() {
 			return
 		}
 		select {
@@ -85,6 +84,20 @@ func (p *Pool) work(f func()) {
 		case <-p.done:
 			p.idle.Add(-1)
 			return
+		}
+	}
+}
+
+// becomeIdle counts the calling worker idle unless MaxIdle others are, so
+// that Idle never counts more than MaxIdle, even for a moment.
+func (p *Pool) becomeIdle() bool {
+	for {
+		n := p.idle.Load()
+		if n >= p.maxIdle {
+			return false
+		}
+		if p.idle.CompareAndSwap(n, n+1) {
+			return true
 		}
 	}
 }
