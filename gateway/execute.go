@@ -129,11 +129,11 @@ func (s *Server) runUntil(ctx context.Context, sess *session, args [][]byte) []b
 		reply = appendError(nil, wrongArity(args[0]))
 	case !s.admitted(sess, c):
 		reply = appendError(nil, "NOAUTH Authentication required.")
-	case s.acquire(ctx, 1) == 0:
+	case s.admit.acquire(ctx, 1) == 0:
 		reply = appendError(nil, waitingError(ctx))
 	default:
 		reply = c.run(&call{ctx: ctx, srv: s, sess: sess, args: args, resp3: sess.resp3()}, nil)
-		s.release(1)
+		s.admit.release(1)
 	}
 	s.observe(c, reply, time.Since(start))
 	return reply

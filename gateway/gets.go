@@ -32,18 +32,16 @@ func (s *Server) splitGets(sess *session, cmds []redcon.Command, idx []int) (get
 // runGets answers the GETs idx of a batch on the calling goroutine with
 // Store.GetMany: their first requests leave together and the goroutine
 // wakes once for their replies, where a command each would cost a worker
-// hand-off and a wait of its own. Each GET holds a MaxInFlight token as
-// any command does: the GETs run in rounds, each as many as there are
-// tokens free once one is had (never holding tokens while waiting for
-// more, which could deadlock with other connections doing the same).
-// Those that get none before ctx ends fail as runBatch's do.
+// hand-off and a wait of its own. The GETs are admitted into the cluster
+// together (admission), in rounds of MaxInFlight when there are more;
+// those not admitted before ctx ends fail as runBatch's do.
 func (s *Server) runGets(ctx context.Context, sess *session, cmds []redcon.Command, idx []int, out [][]byte) {
 	start := time.Now()
 	resp3 := sess.resp3()
 	keys := make([]string, 0, len(idx))
 	res, errs := make([]client.Result, len(idx)), make([]error, len(idx))
 	for done := 0; done < len(idx); {
-		n := s.acquire(ctx, len(idx)-done)
+		n := s.admit.acquire(ctx, len(idx)-done)
 		if n == 0 {
 			for _, i := range idx[done:] {
 				out[i] = appendError(nil, waitingError(ctx))
@@ -56,37 +54,11 @@ func (s *Server) runGets(ctx context.Context, sess *session, cmds []redcon.Comma
 			keys = append(keys, string(cmds[i].Args[1]))
 		}
 		s.cfg.Store.GetMany(ctx, keys, res[:n], errs[:n])
-		s.release(n)
+		s.admit.release(n)
 		for j, i := range idx[done : done+n] {
 			out[i] = appendValue(nil, res[j].Value, errs[j], resp3)
 			s.observe(getCommand, out[i], time.Since(start))
 		}
 		done += n
-	}
-}
-
-// acquire waits for a MaxInFlight token until ctx ends, then takes up to
-// n-1 more that are free at once, and returns how many it took.
-func (s *Server) acquire(ctx context.Context, n int) int {
-	select {
-	case s.inFlight <- struct{}{}:
-	case <-ctx.Done():
-		return 0
-	}
-	got := 1
-	for ; got < n; got++ {
-		select {
-		case s.inFlight <- struct{}{}:
-		default:
-			return got
-		}
-	}
-	return got
-}
-
-// release returns n tokens.
-func (s *Server) release(n int) {
-	for range n {
-		<-s.inFlight
 	}
 }

@@ -76,7 +76,7 @@ type Config struct {
 	MaxConnections int
 	// MaxInFlight bounds the commands running in the cluster at once,
 	// over every connection (default DefaultMaxInFlight); the others wait
-	// in the gateway, in arrival order as the scheduler allows. Without
+	// in the gateway, in arrival order (admission.go). Without
 	// it, fifty clients pipelining sixteen commands each put 800 requests
 	// into the cluster's sockets at once: a queue longer than the
 	// transport's first retransmission (50 ms) gets every request sent
@@ -129,9 +129,9 @@ type Server struct {
 	nextID  atomic.Int64
 	// open counts the open connections (accepted and not yet closed).
 	open atomic.Int64
-	// inFlight holds a token per command running in the cluster
+	// admit bounds the commands running in the cluster
 	// (Config.MaxInFlight).
-	inFlight chan struct{}
+	admit *admission
 	// work runs pipelined commands (workers.go).
 	work *workers
 	// ctx ends every command in flight when the server closes.
@@ -148,12 +148,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("cannot start the gateway: no store")
 	}
-	inFlight := make(chan struct{}, cfg.MaxInFlight)
-	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(inFlight)) })
+	admit := newAdmission(cfg.MaxInFlight)
+	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(admit.running.Load()) })
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, metrics: m, started: time.Now(), inFlight: inFlight}
+	s := &Server{cfg: cfg, metrics: m, started: time.Now(), admit: admit}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.work = startWorkers(s.ctx, cfg.MaxInFlight)
 	s.rs = redcon.NewServerNetwork("tcp", "", s.serve, s.accept, s.closed)
