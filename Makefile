@@ -292,7 +292,7 @@ GATEWAY_BENCH_DIR ?= out/gatewaybench
 bench-gateway: redis-server nutcracker build ## Measure the Redis-compatible gateway against twemproxy and Redis: redis-benchmark side by side, and a skewed run with emulated capacity
 	$(GO) run ./hack/gatewaybench -distcache bin/distcache -run-dir '$(GATEWAY_BENCH_DIR)/run' -out '$(GATEWAY_BENCH_DIR)/redis-benchmark.md'
 	@bin/distcache down --run-dir '$(GATEWAY_BENCH_DIR)/skewed' >/dev/null 2>&1 || true
-	bin/distcache up -f hack/demo/cluster.yaml --run-dir '$(GATEWAY_BENCH_DIR)/skewed' --shard-capacity $(DEMO_SHARD_CAPACITY)
+	bin/distcache up -f hack/demo/cluster.yaml --run-dir '$(GATEWAY_BENCH_DIR)/skewed' --shard-capacity $(DEMO_SHARD_CAPACITY) --bundle
 	@trap "bin/distcache down --run-dir '$(GATEWAY_BENCH_DIR)/skewed'" EXIT; \
 		bin/distcache bench --run-dir '$(GATEWAY_BENCH_DIR)/skewed' --keys 1000000 --skew 0.99 --write-ratio 0.05 \
 		--via gateway --modes twemproxy,nocache,distcache --duration 20s --warmup 15s --out '$(GATEWAY_BENCH_DIR)/skewed-report'
