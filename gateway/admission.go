@@ -17,12 +17,12 @@ import (
 // deadlock each other.
 type admission struct {
 	sem     *semaphore.Weighted
-	max     int
+	limit   int
 	running atomic.Int64 // commands admitted and not yet done, for the metric
 }
 
-func newAdmission(max int) *admission {
-	return &admission{sem: semaphore.NewWeighted(int64(max)), max: max}
+func newAdmission(limit int) *admission {
+	return &admission{sem: semaphore.NewWeighted(int64(limit)), limit: limit}
 }
 
 // acquire waits until n commands (at most the bound: the most that are
@@ -30,7 +30,7 @@ func newAdmission(max int) *admission {
 // admitted, 0 when ctx ended first. Room at once admits even when ctx has
 // ended.
 func (a *admission) acquire(ctx context.Context, n int) int {
-	n = min(n, a.max)
+	n = min(n, a.limit)
 	if !a.sem.TryAcquire(int64(n)) && a.sem.Acquire(ctx, int64(n)) != nil {
 		return 0
 	}
