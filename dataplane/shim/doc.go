@@ -7,6 +7,9 @@
 // client may read directly (FlagDirect). GETs of one key that wait together
 // share one Redis read, and the reads of different keys that arrive while
 // one is under way go to Redis together as one pipeline (getbatch.go).
+// Without an emulated capacity, the GETs of one receive batch are served
+// together when the batch ends: one Redis round trip for their keys, one
+// send for their replies (readbatch.go).
 // FETCH is a cache node's insertion
 // of a hot key: the shim answers, under the key's lock, with the value and
 // the version counter C read under that lock. Every write of the key
@@ -55,8 +58,8 @@
 // acknowledging) acknowledges it without writing, and ends its phase 2
 // without a value.
 //
-// Every request is served on its own goroutine, at most MaxInFlight at a
-// time; beyond that the shim sheds load with StatusOverloaded. Requests for
+// Every request (or a receive batch's GETs, together) is served on a
+// goroutine of its own, at most MaxInFlight requests at a time; beyond that the shim sheds load with StatusOverloaded. Requests for
 // keys the partition map stores on another shard get StatusNotOwner.
 //
 // Emulated capacity (§6.1). Config.EmulatedRate gives the shim the

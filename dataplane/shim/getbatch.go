@@ -36,13 +36,25 @@ type pendingGet struct {
 
 // get reads key.
 func (b *getBatcher) get(ctx context.Context, key string) ([]byte, error) {
-	p := &pendingGet{key: key, done: make(chan struct{})}
+	p := b.getMany(ctx, []string{key})[0]
+	return p.v, p.err
+}
+
+// getMany reads keys, in the round trip of the reads queued with them,
+// and returns a completed read per key.
+func (b *getBatcher) getMany(ctx context.Context, keys []string) []*pendingGet {
+	ps := make([]*pendingGet, len(keys))
+	for i, key := range keys {
+		ps[i] = &pendingGet{key: key, done: make(chan struct{})}
+	}
 	b.mu.Lock()
-	b.queue = append(b.queue, p)
+	b.queue = append(b.queue, ps...)
 	if b.busy {
 		b.mu.Unlock()
-		<-p.done
-		return p.v, p.err
+		for _, p := range ps {
+			<-p.done
+		}
+		return ps
 	}
 	b.busy = true
 	for {
@@ -53,10 +65,10 @@ func (b *getBatcher) get(ctx context.Context, key string) ([]byte, error) {
 		clear(batch)
 		b.mu.Lock()
 		b.spare = batch[:0]
-		if len(b.queue) == 0 {
+		if len(b.queue) == 0 { // ps were in the first batch
 			b.busy = false
 			b.mu.Unlock()
-			return p.v, p.err
+			return ps
 		}
 	}
 }

@@ -201,6 +201,8 @@ type envConfig struct {
 	// addrs are members served by something other than a recordingNode
 	// (a real cache node), by member name.
 	addrs map[string]netip.AddrPort
+	// noStart leaves starting the shim to the test.
+	noStart bool
 }
 
 // envOption configures newEnv.
@@ -229,6 +231,9 @@ func withMemberAddress(name string, addr netip.AddrPort) envOption {
 func withShimHook(f func(*Shim)) envOption {
 	return func(c *envConfig) { c.hooks = append(c.hooks, f) }
 }
+
+// withoutStart leaves the shim unstarted (its map set): the test starts it.
+func withoutStart() envOption { return func(c *envConfig) { c.noStart = true } }
 
 // withConfig edits the shim's Config before New.
 func withConfig(f func(*Config)) envOption {
@@ -306,8 +311,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	m.Storage.Racks[0].Shards[0].Address = s.Addr().String()
 	e.setMap(m)
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
+	if !c.noStart {
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	e.client, err = transport.Listen(transport.Config{Addr: "127.0.0.1:0"})

@@ -30,7 +30,7 @@ type shimMetrics struct {
 	mapVersion              prometheus.Gauge
 }
 
-func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *capacity.Limiter, coalesced func() uint64) (*shimMetrics, error) {
+func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *capacity.Limiter, c *counters) (*shimMetrics, error) {
 	invalidations := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "distcache_coherence_invalidations_total",
 		Help: "Phase-1 INVALIDATEs sent, by result (ok: acknowledged, failed: not in time, released: no longer awaited once the owner's serving lease ran out after it was removed or fenced, best_effort: sent once to such an owner, not awaited).",
@@ -70,7 +70,10 @@ func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *cap
 			work.Used),
 		metrics.GaugeFunc("distcache_work_capacity", "Emulated capacity in work units per second (0: unlimited).", work.Rate),
 		metrics.CounterFunc("distcache_coalesced_requests_total",
-			"GETs answered by the Redis read of another GET of the key, which they joined while it waited for its work unit.", coalesced),
+			"GETs answered by the Redis read of another GET of the key, which they joined while it waited for its work unit.", c.coalescedGets.Load),
+		metrics.CounterFunc("distcache_read_batches_total",
+			"Receive batches of several GETs served together: one Redis round trip for their keys, one send for their replies.", c.readBatches.Load),
+		metrics.CounterFunc("distcache_batched_reads_total", "GETs served in such a batch.", c.batchedReads.Load),
 	); err != nil {
 		return nil, fmt.Errorf("cannot register shim metrics: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -57,13 +58,28 @@ func (s *Shim) redisGetCacheable(key string) (wire.Status, []byte) {
 // key's ownership for the serving lease), so the readers the node
 // coalesced onto this read may take its value (wire.FlagTracked).
 func (s *Shim) serveGets(reads []*request) {
+	tracked := s.tracking(reads)
+	status, value := s.redisGet(reads[0].key)
+	s.answerReads(reads, s.getReplies(nil, reads, tracked, status, value))
+}
+
+// tracking says, for each of reads (GETs of one key), whether its reply
+// may carry FlagTracked: it is a cache node's, no write of the key is in
+// progress, and the node is the key's Active owner. It must be decided
+// before Redis is read.
+func (s *Shim) tracking(reads []*request) []bool {
 	key := reads[0].key
 	noWrite, cur := s.locks.waiters(key) == 0, s.view.Load().cur
 	tracked := make([]bool, len(reads))
 	for i, r := range reads {
 		tracked[i] = !r.direct && noWrite && cur.isServingOwner(key, r.src)
 	}
-	status, value := s.redisGet(key)
+	return tracked
+}
+
+// getReplies appends to dst the replies to reads (GETs of one key) that
+// Redis answered with status and value, and counts them.
+func (s *Shim) getReplies(dst []transport.Request, reads []*request, tracked []bool, status wire.Status, value []byte) []transport.Request {
 	result := metrics.StatusResult(status)
 	if status == wire.StatusOK {
 		result = metrics.ResultMiss // served by storage, not by a cache
@@ -78,8 +94,9 @@ func (s *Shim) serveGets(reads []*request) {
 		if tracked[i] {
 			reply.Flags |= wire.FlagTracked
 		}
-		s.answerRead(r, &reply)
+		dst = append(dst, transport.Request{Dst: r.src, Msg: &reply})
 	}
+	return dst
 }
 
 // serveFetch answers a cache node's insertion (DistCache §4.3): under the

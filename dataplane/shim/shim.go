@@ -175,6 +175,7 @@ type Shim struct {
 	sem     chan struct{}     // a token per request being served
 	work    *capacity.Limiter // the emulated capacity, shared by readers and writes
 	queued  *queuedReads      // GETs waiting for their work unit, which later GETs of the key join
+	reads   readQueue         // GETs of the receive batches being served (readbatch.go)
 	// takeUnit takes a read's work unit if it is available by deadline
 	// (capacity.Limiter.TakeBy); tests replace it before Start.
 	takeUnit func(deadline time.Time) bool
@@ -183,8 +184,9 @@ type Shim struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the peer refresher
-	// tasks runs each request on a goroutine of its own (serve), reused
-	// from one request to the next.
+	// tasks runs each request on a goroutine of its own (serve), or a
+	// receive batch's GETs together (serveReadBatch), reused from one to
+	// the next.
 	tasks *workpool.Pool
 
 	mapMu   sync.Mutex              // serialises SetMap (view stores)
@@ -228,11 +230,14 @@ func New(cfg Config) (*Shim, error) {
 		return nil, fmt.Errorf("cannot create shim %s: emulated rate %v must be a finite number of work units per second, 0 for unlimited",
 			cfg.Shard, cfg.EmulatedRate)
 	}
-	ep, err := transport.Listen(cfg.Transport)
+	var s *Shim
+	tc := cfg.Transport
+	tc.AfterBatch = func() { s.serveQueuedReads() } // a handler runs after Start only
+	ep, err := transport.Listen(tc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create shim %s: %w", cfg.Shard, err)
 	}
-	s := &Shim{
+	s = &Shim{
 		cfg:    cfg,
 		log:    cfg.Logger.With("shard", cfg.Shard),
 		ep:     ep,
@@ -247,7 +252,7 @@ func New(cfg Config) (*Shim, error) {
 	s.gets = &getBatcher{rdb: s.rdb}
 	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
 	s.clock.start(time.Now())
-	if s.metrics, err = newShimMetrics(cfg.Registerer, ep, s.work, s.stats.coalescedGets.Load); err != nil {
+	if s.metrics, err = newShimMetrics(cfg.Registerer, ep, s.work, &s.stats); err != nil {
 		_ = ep.Close()
 		_ = s.rdb.Close()
 		return nil, err
@@ -370,6 +375,10 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, direct: req.Has(wire.FlagDirect), start: now}
 	if req.Op == wire.OpPut || req.Op == wire.OpRMW {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
+	}
+	if req.Op == wire.OpGet && s.batchesReads() {
+		s.reads.add(r) // served when the receive batch ends
+		return
 	}
 	if !s.tasks.Go(func() { s.serve(r) }) { // closing: nobody will be answered
 		<-s.sem

@@ -28,6 +28,8 @@ type Stats struct {
 	AlreadyApplied    uint64 // retransmitted writes a previous run of the shim had applied (Redis marks, applyScript): acknowledged, not applied again
 	Shed              uint64 // reads shed with StatusOverloaded: the emulated capacity was QueueTimeout away
 	CoalescedGets     uint64 // GETs answered by the Redis read of another GET of the key, which they joined while it waited for its work unit
+	ReadBatches       uint64 // receive batches of several GETs served together (serveReadBatch)
+	BatchedReads      uint64 // GETs served in such a batch
 	Work              uint64 // work units taken from the emulated capacity (requests, and copies of writes)
 	MapVersion        int64  // version of the current partition map (0: none)
 	Transport         transport.Stats
@@ -42,6 +44,7 @@ type counters struct {
 	invalidationsReleased                         atomic.Uint64
 	updatesSent, updateFailures, duplicates, shed atomic.Uint64
 	alreadyApplied, coalescedGets                 atomic.Uint64
+	readBatches, batchedReads                     atomic.Uint64
 }
 
 // Stats returns the counters.
@@ -56,9 +59,9 @@ func (s *Shim) Stats() Stats {
 		CopiesInvalidated: c.copies.Load(), Released: c.invalidationsReleased.Load(),
 		UpdatesSent: c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
 		DuplicateRequests: c.duplicates.Load(), AlreadyApplied: c.alreadyApplied.Load(), Shed: c.shed.Load(),
-		CoalescedGets: c.coalescedGets.Load(),
-		Work:          s.work.Used(),
-		Transport:     s.ep.Stats(),
+		CoalescedGets: c.coalescedGets.Load(), ReadBatches: c.readBatches.Load(), BatchedReads: c.batchedReads.Load(),
+		Work:      s.work.Used(),
+		Transport: s.ep.Stats(),
 	}
 	if v := s.view.Load(); v != nil {
 		st.MapVersion = v.cur.version

@@ -1,0 +1,130 @@
+package shim
+
+import (
+	"sync"
+
+	"github.com/distcache/distcache/dataplane/transport"
+)
+
+// readQueue holds the GETs of the receive batches being served. The reader
+// that served a batch serves them when the batch ends
+// (transport.Config.AfterBatch, serveQueuedReads): on one goroutine, their
+// keys read from Redis in one round trip and their replies sent in one
+// transport.Endpoint.SendMany (with bundles, a datagram per requester),
+// instead of a goroutine, a wait for the Redis round trip and a send each.
+// A cache node forwards a receive batch's misses to a shim together
+// (package cachenode), so the batch reaches the shim in one datagram and
+// leaves it in one. Only without an emulated capacity: with one, each GET
+// waits for its own work unit (serve), and a batch served together would
+// hold its first reads behind its last one's unit.
+type readQueue struct {
+	mu sync.Mutex // guards rs
+	rs []*request
+}
+
+// add queues r until its receive batch ends.
+func (q *readQueue) add(r *request) {
+	q.mu.Lock()
+	q.rs = append(q.rs, r)
+	q.mu.Unlock()
+}
+
+// take empties the queue and returns what it held.
+func (q *readQueue) take() []*request {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	rs := q.rs
+	q.rs = nil
+	return rs
+}
+
+// batchesReads says whether GETs are served a receive batch at a time.
+func (s *Shim) batchesReads() bool { return !s.work.Limited() }
+
+// serveQueuedReads serves the GETs the receive batch queued: alone as any
+// request, or together (serveReadBatch), on a goroutine of the pool.
+func (s *Shim) serveQueuedReads() {
+	rs := s.reads.take()
+	var started bool
+	switch len(rs) {
+	case 0:
+		return
+	case 1:
+		started = s.tasks.Go(func() { s.serve(rs[0]) })
+	default:
+		started = s.tasks.Go(func() { s.serveReadBatch(rs) })
+	}
+	if !started { // closing: nobody will be answered
+		for _, r := range rs {
+			<-s.sem
+			s.dedup.abandon(r.dedupKey())
+		}
+	}
+}
+
+// serveReadBatch serves GETs together. Each joins the queued read of its
+// key or leads one, as in serve; each lead takes its work unit (at once:
+// there is no emulated capacity, but the units are the load a shim
+// reports) and collects the GETs that joined it; the leads' keys are read
+// in one Redis round trip, after every GET that joined them arrived; and
+// every reply leaves in one SendMany.
+func (s *Shim) serveReadBatch(rs []*request) {
+	defer func() {
+		for range rs {
+			<-s.sem
+		}
+	}()
+	s.stats.readBatches.Add(1)
+	s.stats.batchedReads.Add(uint64(len(rs)))
+	var (
+		leads []*request
+		qrs   []*queuedRead
+	)
+	for _, r := range rs {
+		qr, joined := s.queued.join(r)
+		if joined {
+			s.stats.coalescedGets.Add(1)
+			continue // answered by the read it joined
+		}
+		leads, qrs = append(leads, r), append(qrs, qr)
+	}
+	groups := make([][]*request, 0, len(leads))
+	keys := make([]string, 0, len(leads))
+	for i, r := range leads {
+		ok := s.takeUnit(r.start.Add(s.cfg.QueueTimeout))
+		reads := append([]*request{r}, s.queued.start(r.key, qrs[i])...)
+		if !ok {
+			s.shed(reads)
+			continue
+		}
+		groups, keys = append(groups, reads), append(keys, r.key)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	tracked := make([][]bool, len(groups))
+	for i, reads := range groups {
+		tracked[i] = s.tracking(reads)
+	}
+	var (
+		replies []transport.Request
+		done    []*request
+	)
+	for i, p := range s.gets.getMany(s.ctx, keys) {
+		status, value := s.getStatus(p.key, p.v, p.err)
+		replies = s.getReplies(replies, groups[i], tracked[i], status, value)
+		done = append(done, groups[i]...)
+	}
+	s.answerReads(done, replies)
+}
+
+// answerReads sends the replies to reads together; the reads are done,
+// so they leave the dedup table first, as answerRead's do.
+func (s *Shim) answerReads(reads []*request, replies []transport.Request) {
+	for _, r := range reads {
+		s.dedup.abandon(r.dedupKey())
+	}
+	if err := s.ep.SendMany(replies); err != nil {
+		s.log.Debug("cannot send replies", "replies", len(replies), "err", err)
+	}
+}
