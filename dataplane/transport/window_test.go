@@ -295,3 +295,68 @@ func TestWindowsRepairLoss(t *testing.T) {
 		t.Errorf("MOREs client in %d out %d, server in %d out %d: want both to ask and be asked", cs.MoreIn, cs.MoreOut, ss.MoreIn, ss.MoreOut)
 	}
 }
+
+// sendWindow sends the fragments of m that start in the window at off and
+// returns where the next window starts.
+func (r *rawPeer) sendWindow(dst netip.AddrPort, m *wire.Message, off int) int {
+	r.t.Helper()
+	end := off + wire.Window
+	for off < end && off < len(m.Value) {
+		b, next, err := wire.AppendDatagram(nil, m, off, wire.DefaultDatagram)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		if _, err := r.conn.WriteToUDPAddrPort(b, dst); err != nil {
+			r.t.Fatal(err)
+		}
+		off = next
+	}
+	return off
+}
+
+// TestWindowsMoveTheAttemptDeadline answers a CallUntil with a reply of
+// three windows, each sent 60 % of the call's attempt after the client
+// asked for it (a slow sender, injected): the reply takes longer than the
+// attempt and still arrives, because each window moves the attempt's
+// deadline on by the attempt's length.
+func TestWindowsMoveTheAttemptDeadline(t *testing.T) {
+	const attempt = 2 * time.Second
+	client := listen(t, nil, withRetransmit(time.Minute)) // no resend while the test paces the reply
+	server := newRawPeer(t)
+	value := bigValue[:2*wire.Window+1000]
+	start := time.Now()
+	type outcome struct {
+		reply wire.Message
+		err   error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := client.CallUntil(t.Context(), start.Add(attempt), server.addr(),
+			&wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("big")})
+		done <- outcome{r, err}
+	}()
+	req := server.read()
+	m := wire.Message{Header: wire.Header{Op: wire.OpGetReply, Seq: req.Seq}, Key: []byte("big"), Value: value}
+	windows := 0
+	for off := 0; off < len(value); {
+		off = server.sendWindow(client.Addr(), &m, off)
+		if windows++; off >= len(value) {
+			break
+		}
+		more := server.read()
+		if more.Op != wire.OpMore || more.Seq != req.Seq || int(more.FragOffset) != off {
+			t.Fatalf("got %v seq %d offset %d, want MORE %d from %d", more.Op, more.Seq, more.FragOffset, req.Seq, off)
+		}
+		time.Sleep(attempt * 6 / 10) // the slow sender
+	}
+	o := <-done
+	if o.err != nil {
+		t.Fatalf("CallUntil() after %v: %v, want the reply: its windows came within an attempt of each other", time.Since(start), o.err)
+	}
+	if !bytes.Equal(o.reply.Value, value) {
+		t.Fatalf("reply of %d bytes differs from the %d sent", len(o.reply.Value), len(value))
+	}
+	if took := time.Since(start); windows != 3 || took < attempt {
+		t.Fatalf("%d windows in %v: the reply did not outlast the attempt (%v), so this tested nothing", windows, took, attempt)
+	}
+}
