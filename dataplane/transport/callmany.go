@@ -30,6 +30,9 @@ type batchWait struct {
 	left  atomic.Int32
 	done  chan struct{} // buffered 1: signalled when left reaches 0
 	slots []replySlot   // one per request
+	// progress (buffered 1) is signalled as a call's is (call.progress)
+	// when any of the exchanges moves on.
+	progress chan struct{}
 }
 
 // A replySlot's state: empty, then filling and full when a reply arrives,
@@ -83,7 +86,9 @@ func (b *batchWait) take(i int) (wire.Message, bool) {
 // many to make (a gateway's pipeline). The requests leave together — in
 // as few sendmmsg calls as the send queue allows, instead of a system call
 // or a hand-off each — and the caller wakes once: when every request is
-// answered, at deadline (none when zero) or when ctx ends. A request still
+// answered, at deadline (none when zero) or when ctx ends. A window of any
+// of the exchanges moves the deadline on by as long as the calls had at
+// the start, as CallUntil's do. A request still
 // unanswered after Retransmit is sent again (or the rest of its reply
 // asked for), then after twice as long each time, as Call's are. out[i]
 // is the outcome of reqs[i]; out must be as long as reqs.
@@ -95,13 +100,13 @@ func (e *Endpoint) CallMany(ctx context.Context, deadline time.Time, reqs []Requ
 		fail(reqs, out, ErrClosed)
 		return
 	}
-	b := &batchWait{done: make(chan struct{}, 1), slots: make([]replySlot, len(reqs))}
+	b := &batchWait{done: make(chan struct{}, 1), slots: make([]replySlot, len(reqs)), progress: make(chan struct{}, 1)}
 	b.left.Store(int32(len(reqs)))
 	calls := make([]call, len(reqs))
 	e.mu.Lock()
 	for i, r := range reqs {
 		r.Msg.Seq = e.NextSeq()
-		calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: b, slot: i}
+		calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: b, slot: i, progress: b.progress}
 		e.calls[r.Msg.Seq] = &calls[i]
 	}
 	e.mu.Unlock()
@@ -130,6 +135,7 @@ func (e *Endpoint) waitMany(ctx context.Context, deadline time.Time, reqs []Requ
 		return err
 	}
 	interval := e.cfg.Retransmit
+	budget := time.Until(deadline) // what the calls may wait without progress
 	t := time.NewTimer(wait(interval, deadline))
 	defer t.Stop()
 	for {
@@ -138,6 +144,15 @@ func (e *Endpoint) waitMany(ctx context.Context, deadline time.Time, reqs []Requ
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-b.progress:
+			// A window moved on: the deadline moves on as CallUntil's
+			// does. The timer is left alone, so that the other requests
+			// are still sent again on time (one firing at the old
+			// deadline sends a round early, no more).
+			if !deadline.IsZero() {
+				deadline = time.Now().Add(budget)
+			}
+			continue
 		case <-t.C:
 		}
 		now, err := e.retransmitDue(t, &interval, deadline)

@@ -314,49 +314,66 @@ func (r *rawPeer) sendWindow(dst netip.AddrPort, m *wire.Message, off int) int {
 	return off
 }
 
-// TestWindowsMoveTheAttemptDeadline answers a CallUntil with a reply of
-// three windows, each sent 60 % of the call's attempt after the client
-// asked for it (a slow sender, injected): the reply takes longer than the
-// attempt and still arrives, because each window moves the attempt's
-// deadline on by the attempt's length.
+// TestWindowsMoveTheAttemptDeadline answers a call with a reply of three
+// windows, each sent 60 % of the call's attempt after the client asked for
+// it (a slow sender, injected): the reply takes longer than the attempt
+// and still arrives, because each window moves the attempt's deadline on
+// by the attempt's length, for CallUntil and CallMany alike.
 func TestWindowsMoveTheAttemptDeadline(t *testing.T) {
 	const attempt = 2 * time.Second
-	client := listen(t, nil, withRetransmit(time.Minute)) // no resend while the test paces the reply
-	server := newRawPeer(t)
-	value := bigValue[:2*wire.Window+1000]
-	start := time.Now()
 	type outcome struct {
 		reply wire.Message
 		err   error
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		r, err := client.CallUntil(t.Context(), start.Add(attempt), server.addr(),
-			&wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("big")})
-		done <- outcome{r, err}
-	}()
-	req := server.read()
-	m := wire.Message{Header: wire.Header{Op: wire.OpGetReply, Seq: req.Seq}, Key: []byte("big"), Value: value}
-	windows := 0
-	for off := 0; off < len(value); {
-		off = server.sendWindow(client.Addr(), &m, off)
-		if windows++; off >= len(value) {
-			break
-		}
-		more := server.read()
-		if more.Op != wire.OpMore || more.Seq != req.Seq || int(more.FragOffset) != off {
-			t.Fatalf("got %v seq %d offset %d, want MORE %d from %d", more.Op, more.Seq, more.FragOffset, req.Seq, off)
-		}
-		time.Sleep(attempt * 6 / 10) // the slow sender
+	tests := []struct {
+		name string
+		call func(e *transport.Endpoint, deadline time.Time, dst netip.AddrPort, m *wire.Message) outcome
+	}{
+		{"CallUntil", func(e *transport.Endpoint, deadline time.Time, dst netip.AddrPort, m *wire.Message) outcome {
+			r, err := e.CallUntil(context.Background(), deadline, dst, m)
+			return outcome{r, err}
+		}},
+		{"CallMany", func(e *transport.Endpoint, deadline time.Time, dst netip.AddrPort, m *wire.Message) outcome {
+			out := make([]transport.Reply, 1)
+			e.CallMany(context.Background(), deadline, []transport.Request{{Dst: dst, Msg: m}}, out)
+			return outcome{out[0].Msg, out[0].Err}
+		}},
 	}
-	o := <-done
-	if o.err != nil {
-		t.Fatalf("CallUntil() after %v: %v, want the reply: its windows came within an attempt of each other", time.Since(start), o.err)
-	}
-	if !bytes.Equal(o.reply.Value, value) {
-		t.Fatalf("reply of %d bytes differs from the %d sent", len(o.reply.Value), len(value))
-	}
-	if took := time.Since(start); windows != 3 || took < attempt {
-		t.Fatalf("%d windows in %v: the reply did not outlast the attempt (%v), so this tested nothing", windows, took, attempt)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			client := listen(t, nil, withRetransmit(time.Minute)) // no resend while the test paces the reply
+			server := newRawPeer(t)
+			value := bigValue[:2*wire.Window+1000]
+			start := time.Now()
+			done := make(chan outcome, 1)
+			go func() {
+				done <- tt.call(client, start.Add(attempt), server.addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("big")})
+			}()
+			req := server.read()
+			m := wire.Message{Header: wire.Header{Op: wire.OpGetReply, Seq: req.Seq}, Key: []byte("big"), Value: value}
+			windows := 0
+			for off := 0; off < len(value); {
+				off = server.sendWindow(client.Addr(), &m, off)
+				if windows++; off >= len(value) {
+					break
+				}
+				more := server.read()
+				if more.Op != wire.OpMore || more.Seq != req.Seq || int(more.FragOffset) != off {
+					t.Fatalf("got %v seq %d offset %d, want MORE %d from %d", more.Op, more.Seq, more.FragOffset, req.Seq, off)
+				}
+				time.Sleep(attempt * 6 / 10) // the slow sender
+			}
+			o := <-done
+			if o.err != nil {
+				t.Fatalf("call after %v: %v, want the reply: its windows came within an attempt of each other", time.Since(start), o.err)
+			}
+			if !bytes.Equal(o.reply.Value, value) {
+				t.Fatalf("reply of %d bytes differs from the %d sent", len(o.reply.Value), len(value))
+			}
+			if took := time.Since(start); windows != 3 || took < attempt {
+				t.Fatalf("%d windows in %v: the reply did not outlast the attempt (%v), so this tested nothing", windows, took, attempt)
+			}
+		})
 	}
 }
