@@ -2,12 +2,10 @@ package cachenode
 
 import (
 	"fmt"
-	"net"
-	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/internal/wiretest"
 )
 
 func TestConcurrentMissesCoalesce(t *testing.T) {
@@ -105,36 +103,17 @@ func TestMissesOfOneBatchForwardedTogether(t *testing.T) {
 	}
 	h := newHarness(t, withoutStart(), withStub(values...),
 		withConfig(func(c *Config) { c.Transport.Readers = 1 })) // one reader: one receive batch
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
+	peer := wiretest.NewPeer(t)
+	gets := make([]string, keys)
+	for i := range gets {
+		gets[i] = fmt.Sprintf("k%d", i)
 	}
-	defer conn.Close()
-	for i := range keys {
-		d, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpGet, Seq: uint64(i + 1)}, Key: []byte(fmt.Sprintf("k%d", i))}, wire.DefaultDatagram)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.WriteToUDPAddrPort(d, h.node.Addr()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	peer.SendGets(h.node.Addr(), gets...)
 	if err := h.node.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.SetReadDeadline(time.Now().Add(testDeadline)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, wire.MaxDatagram)
 	for range keys {
-		n, _, err := conn.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := wire.Decode(buf[:n])
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := peer.Read(testDeadline)
 		if want := fmt.Sprintf("v%d", rep.Seq-1); rep.Status != wire.StatusOK || string(rep.Value) != want || rep.Has(wire.FlagHit) {
 			t.Errorf("GET %d: %s %q flags %#x, want OK %q without FlagHit", rep.Seq, rep.Status, rep.Value, rep.Flags, want)
 		}
@@ -161,15 +140,7 @@ func TestMissForwardedBeforeAHitWaits(t *testing.T) {
 	sh.mu.Lock()
 	e.value, e.version, e.valid, e.fetching = []byte("v"), 1, true, false
 	sh.mu.Unlock()
-	var datagrams [][]byte
-	for i, key := range []string{"hit", "miss", "hit"} {
-		d, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpGet, Seq: uint64(i + 1)}, Key: []byte(key)}, wire.DefaultDatagram)
-		if err != nil {
-			t.Fatal(err)
-		}
-		datagrams = append(datagrams, d)
-	}
-	rawSend(t, h.node.Addr(), datagrams...)
+	wiretest.NewPeer(t).SendGets(h.node.Addr(), "hit", "miss", "hit")
 	if err := h.node.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,11 @@ package shim
 
 import (
 	"fmt"
-	"net"
-	"net/netip"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/internal/wiretest"
 )
 
 // TestGetsOfOneBatchServedTogether queues GETs in the shim's socket before
@@ -23,37 +21,17 @@ func TestGetsOfOneBatchServedTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
+	peer := wiretest.NewPeer(t)
+	gets := make([]string, keys+1)
+	for i := range gets {
+		gets[i] = fmt.Sprintf("k%d", i%keys)
 	}
-	defer conn.Close()
-	for i := range keys + 1 {
-		m := wire.Message{Header: wire.Header{Op: wire.OpGet, Seq: uint64(i + 1)}, Key: []byte(fmt.Sprintf("k%d", i%keys))}
-		d, err := wire.Encode(&m, wire.DefaultDatagram)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.WriteToUDPAddrPort(d, e.shim.Addr()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	peer.SendGets(e.shim.Addr(), gets...)
 	if err := e.shim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.SetReadDeadline(time.Now().Add(patience)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, wire.MaxDatagram)
-	for range keys + 1 {
-		n, _, err := conn.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := wire.Decode(buf[:n])
-		if err != nil {
-			t.Fatal(err)
-		}
+	for range gets {
+		rep := peer.Read(patience)
 		if want := fmt.Sprintf("v%d", (rep.Seq-1)%keys); rep.Op != wire.OpGetReply || rep.Status != wire.StatusOK || string(rep.Value) != want {
 			t.Errorf("GET %d: %s %s %q, want GET_REPLY OK %q", rep.Seq, rep.Op, rep.Status, rep.Value, want)
 		}
