@@ -54,11 +54,17 @@ func (s *Shim) serveQueuedReads() {
 	default:
 		started = s.tasks.Go(func() { s.serveReadBatch(rs) })
 	}
-	if !started { // closing: nobody will be answered
-		for _, r := range rs {
-			<-s.sem
-			s.dedup.abandon(r.dedupKey())
-		}
+	if !started {
+		s.dropUnserved(rs...)
+	}
+}
+
+// dropUnserved forgets requests no goroutine will serve (the shim is
+// closing: nobody will be answered): their tokens and dedup entries.
+func (s *Shim) dropUnserved(rs ...*request) {
+	for _, r := range rs {
+		<-s.sem
+		s.dedup.abandon(r.dedupKey())
 	}
 }
 

@@ -380,9 +380,8 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		s.reads.add(r) // served when the receive batch ends
 		return
 	}
-	if !s.tasks.Go(func() { s.serve(r) }) { // closing: nobody will be answered
-		<-s.sem
-		s.dedup.abandon(dk)
+	if !s.tasks.Go(func() { s.serve(r) }) {
+		s.dropUnserved(r)
 	}
 }
 

@@ -72,9 +72,7 @@ func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.
 			return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ctx.Err())
 		case <-c.progress:
 			interval = e.cfg.Retransmit
-			if !deadline.IsZero() {
-				deadline = time.Now().Add(budget)
-			}
+			deadline = movedOn(deadline, budget)
 			t.Reset(wait(interval, deadline))
 			continue
 		case <-t.C:
@@ -129,6 +127,15 @@ func wait(interval time.Duration, deadline time.Time) time.Duration {
 		return interval
 	}
 	return max(min(interval, time.Until(deadline)), 0)
+}
+
+// movedOn is a call's deadline once its exchange has moved on: as far from
+// now as the call had at its start (budget). No deadline stays none.
+func movedOn(deadline time.Time, budget time.Duration) time.Time {
+	if deadline.IsZero() {
+		return deadline
+	}
+	return time.Now().Add(budget)
 }
 
 // nextRetransmit is the interval after cur: twice as long, at most limit.

@@ -149,9 +149,7 @@ func (e *Endpoint) waitMany(ctx context.Context, deadline time.Time, reqs []Requ
 			// does. The timer is left alone, so that the other requests
 			// are still sent again on time (one firing at the old
 			// deadline sends a round early, no more).
-			if !deadline.IsZero() {
-				deadline = time.Now().Add(budget)
-			}
+			deadline = movedOn(deadline, budget)
 			continue
 		case <-t.C:
 		}
