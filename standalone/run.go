@@ -235,7 +235,7 @@ func (c *cluster) start(ctx context.Context) error {
 			}
 		}
 		for _, pr := range group {
-			spec := supervisor.Spec{Name: pr.Name, Path: pr.Path, Args: pr.Args, Dir: pr.Dir, LogFile: pr.LogFile}
+			spec := supervisor.Spec{Name: pr.Name, Path: pr.Path, Args: pr.Args, Dir: pr.Dir, LogFile: pr.LogFile, Env: pr.Env}
 			if err := c.sup.Start(spec); err != nil {
 				return err
 			}

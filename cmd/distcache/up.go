@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -165,9 +166,14 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: min(o.mapPoll, topology.ServingLease(&topo.Spec)/4), LogLevel: o.logLevel,
+		GOMAXPROCS: inheritedMaxProcs(),
 	})
 	if err != nil {
 		return err
+	}
+	if p.GOMAXPROCS > 0 {
+		log.Info("the shims, cache nodes and control loop share the host's CPUs: each runs with GOMAXPROCS "+
+			"(set GOMAXPROCS to choose it)", "gomaxprocs", p.GOMAXPROCS, "cpus", runtime.NumCPU())
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -183,6 +189,15 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 			cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir)
 		},
 	})
+}
+
+// inheritedMaxProcs is plan.Options.GOMAXPROCS: -1 (the processes inherit
+// it) when GOMAXPROCS is set in the environment, else 0 (the plan chooses).
+func inheritedMaxProcs() int {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return -1
+	}
+	return 0
 }
 
 // bundleSpec applies --bundle to spec: it turns spec.dataPlane.bundles

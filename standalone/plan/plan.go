@@ -77,6 +77,9 @@ type Process struct {
 	Dir string
 	// LogFile receives the process's output.
 	LogFile string
+	// Env is the process's environment on top of the supervisor's: the
+	// GOMAXPROCS of a shim, node or control loop (gomaxprocs.go).
+	Env []string
 	// EmulatedRate is the emulated capacity in work units per second (0:
 	// none).
 	EmulatedRate float64
@@ -124,6 +127,13 @@ type Options struct {
 	LogLevel string
 	// Ports hands out free ports (default: FreePorts).
 	Ports func(host string, tcp, udp int) (tcpPorts, udpPorts []int, err error)
+	// GOMAXPROCS of the shims, cache nodes and control loop: 0 chooses it
+	// from CPUs (MaxProcs); negative leaves the runtime's default (and a
+	// GOMAXPROCS in the environment, which they inherit).
+	GOMAXPROCS int
+	// CPUs is the number of CPUs the processes share (default
+	// runtime.NumCPU()).
+	CPUs int
 }
 
 // Plan is a cluster laid out on one host.
@@ -156,6 +166,9 @@ type Plan struct {
 	// PrometheusConfig is the configuration of the plan's Prometheus
 	// (Options.Prometheus), which the cluster writes before starting it.
 	PrometheusConfig string
+	// GOMAXPROCS is that of the shims, cache nodes and control loop (0:
+	// the runtime's default).
+	GOMAXPROCS int
 	// Persistence is what the Redis servers keep across crashes, as
 	// topology.Persistence summarises it: "aof-always" or "aof-everysec"
 	// (the append-only file in each Redis's Dir), "none", or "unmanaged"
@@ -293,6 +306,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	if p.Map, err = c.Map(nil, a); err != nil {
 		return nil, err
 	}
+	p.setMaxProcs(o)
 	if err := p.checkNames(); err != nil {
 		return nil, err
 	}

@@ -47,6 +47,9 @@ type Spec struct {
 	// LogFile receives stdout and stderr, appended (its directory is
 	// created).
 	LogFile string
+	// Env are environment variables ("KEY=value") set for the process on
+	// top of the supervisor's own environment, which it inherits.
+	Env []string
 }
 
 // State is what a process is doing.
@@ -409,6 +412,9 @@ func (p *proc) start() error {
 	// Not tied to a context: Stop ends processes with SIGTERM first.
 	cmd := exec.CommandContext(context.Background(), p.spec.Path, p.spec.Args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = p.spec.Dir, logf, logf
+	if len(p.spec.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.spec.Env...) // later entries win
+	}
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("cannot start %s: %w", p.spec.Name, err)

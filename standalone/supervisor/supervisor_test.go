@@ -117,6 +117,26 @@ func TestOutputGoesToLogFile(t *testing.T) {
 	})
 }
 
+func TestEnvIsSetOnTopOfTheSupervisors(t *testing.T) {
+	t.Setenv("DISTCACHE_TEST_INHERITED", "inherited")
+	t.Setenv("DISTCACHE_TEST_REPLACED", "old")
+	s := newSupervisor(t)
+	spec := sh(t, "p", "echo \"env: $DISTCACHE_TEST_INHERITED $DISTCACHE_TEST_REPLACED $DISTCACHE_TEST_ADDED\"; exec sleep 300")
+	spec.Env = []string{"DISTCACHE_TEST_REPLACED=new", "DISTCACHE_TEST_ADDED=added"}
+	if err := s.Start(spec); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	poll.Until(t, "the log line", func() bool {
+		b, _ := os.ReadFile(spec.LogFile)
+		line = string(b)
+		return strings.Contains(line, "env:")
+	})
+	if want := "env: inherited new added\n"; line != want {
+		t.Fatalf("the process logged %q, want %q", line, want)
+	}
+}
+
 func TestStopEndsEverything(t *testing.T) {
 	s := supervisor.New(supervisor.Config{})
 	specs := []supervisor.Spec{
