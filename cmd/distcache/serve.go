@@ -97,6 +97,12 @@ type utilizationReporter interface {
 	Utilization() (float64, bool)
 }
 
+// workReporter is a role with an emulated capacity whose work /work
+// reports (metrics.WithWork): a shim or cache node.
+type workReporter interface {
+	Work() metrics.Work
+}
+
 // serve runs r until SIGINT or SIGTERM: it feeds r every new map version
 // from the map source and exposes reg on the metrics address.
 func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg *prometheus.Registry, healthy func() error, log *slog.Logger, attrs ...any) error {
@@ -129,6 +135,9 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 	})}
 	if u, ok := r.(utilizationReporter); ok {
 		opts = append(opts, metrics.WithUtilization(u.Utilization))
+	}
+	if wr, ok := r.(workReporter); ok {
+		opts = append(opts, metrics.WithWork(wr.Work))
 	}
 	ms, err := metrics.Listen(o.metricsAddr, reg, healthy, opts...)
 	if err != nil {

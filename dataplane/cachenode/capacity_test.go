@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/distcache/distcache/dataplane/capacity"
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -130,6 +131,10 @@ func TestWorkMetrics(t *testing.T) {
 			if got["distcache_work_units_total"] != 2 || got["distcache_work_capacity"] != tt.rate {
 				t.Fatalf("work units %v, capacity %v; want 2 and %v",
 					got["distcache_work_units_total"], got["distcache_work_capacity"], tt.rate)
+			}
+			// GET /work (what `distcache bench` reads) agrees.
+			if w, want := h.node.Work(), (metrics.Work{Units: 2, Capacity: tt.rate}); w != want {
+				t.Fatalf("Work() = %+v, want %+v", w, want)
 			}
 		})
 	}

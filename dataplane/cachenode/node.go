@@ -290,6 +290,12 @@ func (n *Node) Addr() netip.AddrPort { return n.ep.Addr() }
 // busy is told apart from one that is slow (a gray failure).
 func (n *Node) Utilization() (u float64, ok bool) { return n.busy.Utilization() }
 
+// Work is the work the node has done against its emulated capacity, as
+// GET /work answers it (distcache_work_units_total, distcache_work_capacity).
+func (n *Node) Work() metrics.Work {
+	return metrics.Work{Units: n.work.Used(), Capacity: n.work.Rate()}
+}
+
 // Start starts serving and, unless Config.Interval < 0, the insertion loop.
 // It fails before the first SetMap.
 func (n *Node) Start() error {

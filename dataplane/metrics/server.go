@@ -14,7 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Server serves /metrics and /healthz on its own port.
+// Server serves /metrics and /healthz on its own port, and /status and
+// /work when asked to (WithStatus, WithWork).
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
@@ -32,6 +33,7 @@ type ServerOption func(*serverConfig)
 type serverConfig struct {
 	utilization func() (float64, bool)
 	status      func() Status
+	work        func() Work
 }
 
 // Status is what GET /status answers, as JSON: the process's view of the
@@ -43,6 +45,30 @@ type Status struct {
 
 // StatusPath is where the server answers Status (WithStatus).
 const StatusPath = "/status"
+
+// Work is what GET /work answers, as JSON: the work a shim or cache node
+// has done against its emulated capacity, which `distcache bench` reads
+// from every process four times a second. It costs the process about
+// 0.05 ms of CPU; the same counters through /metrics, filtered, about
+// 2 ms, as every metric is gathered first.
+type Work struct {
+	// Units is distcache_work_units_total: the work units taken.
+	Units uint64 `json:"units"`
+	// Capacity is distcache_work_capacity: the emulated capacity in
+	// units per second (0: unlimited).
+	Capacity float64 `json:"capacity"`
+	// Coherence is the INVALIDATE and UPDATE calls a shim has sent (0
+	// for a cache node).
+	Coherence uint64 `json:"coherence"`
+}
+
+// WorkPath is where the server answers Work (WithWork).
+const WorkPath = "/work"
+
+// WithWork serves work()'s answer at WorkPath.
+func WithWork(work func() Work) ServerOption {
+	return func(c *serverConfig) { c.work = work }
+}
 
 // WithStatus serves status()'s answer at StatusPath.
 func WithStatus(status func() Status) ServerOption {
@@ -83,14 +109,22 @@ func Listen(addr string, reg *prometheus.Registry, healthy func() error, opts ..
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	if cfg.status != nil {
-		mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(cfg.status())
-		})
+		mux.HandleFunc("GET "+StatusPath, serveJSON(cfg.status))
+	}
+	if cfg.work != nil {
+		mux.HandleFunc("GET "+WorkPath, serveJSON(cfg.work))
 	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// serveJSON answers with v()'s value as JSON.
+func serveJSON[T any](v func() T) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v())
+	}
 }
 
 // Addr is the bound address.

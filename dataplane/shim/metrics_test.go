@@ -5,6 +5,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -86,5 +87,15 @@ func TestMetrics(t *testing.T) {
 	}
 	if got := metricValue(t, e, "distcache_datagrams_total", map[string]string{"direction": "in"}); got < 4 {
 		t.Errorf("datagrams in = %v, want at least the 4 requests", got)
+	}
+	// GET /work (what `distcache bench` reads) agrees with the metrics.
+	want := metrics.Work{
+		Units:    uint64(metricValue(t, e, "distcache_work_units_total", nil)),
+		Capacity: metricValue(t, e, "distcache_work_capacity", nil),
+		Coherence: uint64(metricValue(t, e, "distcache_coherence_invalidations_total", map[string]string{"result": "ok"}) +
+			metricValue(t, e, "distcache_coherence_updates_total", map[string]string{"result": "ok"})),
+	}
+	if got := e.shim.Work(); got != want || got.Coherence != 4 {
+		t.Errorf("Work() = %+v, want %+v from the metrics (4 coherence calls)", got, want)
 	}
 }

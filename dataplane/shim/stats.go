@@ -3,6 +3,7 @@ package shim
 import (
 	"sync/atomic"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 )
 
@@ -45,6 +46,14 @@ type counters struct {
 	updatesSent, updateFailures, duplicates, shed atomic.Uint64
 	alreadyApplied, coalescedGets                 atomic.Uint64
 	readBatches, batchedReads                     atomic.Uint64
+}
+
+// Work is the work the shim has done against its emulated capacity, as GET
+// /work answers it: distcache_work_units_total, distcache_work_capacity,
+// and the INVALIDATE and UPDATE calls it sent.
+func (s *Shim) Work() metrics.Work {
+	c := &s.stats
+	return metrics.Work{Units: s.work.Used(), Capacity: s.work.Rate(), Coherence: c.invalidations.Load() + c.updatesSent.Load()}
 }
 
 // Stats returns the counters.
