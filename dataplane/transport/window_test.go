@@ -14,6 +14,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/internal/wiretest"
 )
 
 // bigValue is a 1 MiB value of a recognisable pattern.
@@ -29,22 +30,11 @@ var bigValue = func() []byte {
 // wire protocol by hand, reading only when the test says so: a receiver
 // that is never scheduled while datagrams arrive.
 type rawPeer struct {
-	t    *testing.T
-	conn *net.UDPConn
-	buf  []byte
+	*wiretest.Peer
+	t *testing.T
 }
 
-func newRawPeer(t *testing.T) *rawPeer {
-	t.Helper()
-	conn, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.1:0")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return &rawPeer{t: t, conn: conn, buf: make([]byte, wire.MaxDatagram+1)}
-}
-
-func (r *rawPeer) addr() netip.AddrPort { return r.conn.LocalAddr().(*net.UDPAddr).AddrPort() }
+func newRawPeer(t *testing.T) *rawPeer { return &rawPeer{Peer: wiretest.NewPeer(t), t: t} }
 
 // send sends m to dst, one datagram per fragment.
 func (r *rawPeer) send(dst netip.AddrPort, m *wire.Message) {
@@ -54,9 +44,7 @@ func (r *rawPeer) send(dst netip.AddrPort, m *wire.Message) {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if _, err := r.conn.WriteToUDPAddrPort(b, dst); err != nil {
-			r.t.Fatal(err)
-		}
+		r.WriteTo(dst, b)
 		if next >= len(m.Value) {
 			return
 		}
@@ -68,12 +56,7 @@ func (r *rawPeer) send(dst netip.AddrPort, m *wire.Message) {
 // only keeps a broken endpoint from hanging the test.
 func (r *rawPeer) read() wire.Packet {
 	r.t.Helper()
-	_ = r.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, _, err := r.conn.ReadFromUDPAddrPort(r.buf)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	p, err := wire.Parse(bytes.Clone(r.buf[:n]))
+	p, err := wire.Parse(r.ReadDatagram(10 * time.Second))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -171,7 +154,7 @@ func TestRequestPacedByWindows(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := client.Call(ctx, server.addr(), &wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("big"), Value: bigValue})
+		_, err := client.Call(ctx, server.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("big"), Value: bigValue})
 		done <- err
 	}()
 	seq, mores := receiveWindows(t, server, client.Addr(), wire.OpPut)
@@ -306,9 +289,7 @@ func (r *rawPeer) sendWindow(dst netip.AddrPort, m *wire.Message, off int) int {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if _, err := r.conn.WriteToUDPAddrPort(b, dst); err != nil {
-			r.t.Fatal(err)
-		}
+		r.WriteTo(dst, b)
 		off = next
 	}
 	return off
@@ -348,7 +329,7 @@ func TestWindowsMoveTheAttemptDeadline(t *testing.T) {
 			start := time.Now()
 			done := make(chan outcome, 1)
 			go func() {
-				done <- tt.call(client, start.Add(attempt), server.addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("big")})
+				done <- tt.call(client, start.Add(attempt), server.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("big")})
 			}()
 			req := server.read()
 			m := wire.Message{Header: wire.Header{Op: wire.OpGetReply, Seq: req.Seq}, Key: []byte("big"), Value: value}

@@ -1,7 +1,8 @@
 // Package wiretest is a plain UDP socket that speaks the data-plane wire
 // protocol by hand, for tests that must bypass the transport: put
 // requests into a process's socket before its reader runs (so that they
-// arrive as one receive batch), or read exactly the datagrams it sends.
+// arrive as one receive batch), read exactly the datagrams it sends, or
+// play a peer that sends and reads only when the test says so.
 package wiretest
 
 import (
@@ -29,7 +30,7 @@ func NewPeer(t testing.TB) *Peer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return &Peer{t: t, conn: conn, buf: make([]byte, wire.MaxDatagram)}
+	return &Peer{t: t, conn: conn, buf: make([]byte, wire.MaxDatagram+1)} // +1: an oversized datagram is not cut to a valid size
 }
 
 // Addr is the peer's address.
@@ -42,6 +43,12 @@ func (p *Peer) Send(dst netip.AddrPort, m *wire.Message) {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	p.WriteTo(dst, d)
+}
+
+// WriteTo sends the datagram d, as it is, to dst.
+func (p *Peer) WriteTo(dst netip.AddrPort, d []byte) {
+	p.t.Helper()
 	if _, err := p.conn.WriteToUDPAddrPort(d, dst); err != nil {
 		p.t.Fatal(err)
 	}
@@ -60,6 +67,17 @@ func (p *Peer) SendGets(dst netip.AddrPort, keys ...string) {
 // patience only keeps a broken process from hanging the test.
 func (p *Peer) Read(patience time.Duration) wire.Message {
 	p.t.Helper()
+	m, err := wire.Decode(p.ReadDatagram(patience))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return m
+}
+
+// ReadDatagram returns the next datagram sent to the peer, as it is, in
+// bytes of its own; patience as Read's.
+func (p *Peer) ReadDatagram(patience time.Duration) []byte {
+	p.t.Helper()
 	if err := p.conn.SetReadDeadline(time.Now().Add(patience)); err != nil {
 		p.t.Fatal(err)
 	}
@@ -67,9 +85,5 @@ func (p *Peer) Read(patience time.Duration) wire.Message {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	m, err := wire.Decode(bytes.Clone(p.buf[:n]))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return m
+	return bytes.Clone(p.buf[:n])
 }
