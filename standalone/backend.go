@@ -137,8 +137,9 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 // 0.05 ms of its CPU (through /metrics it cost about 2 ms, every metric
 // gathered, then filtered); scraping several at once stalled a small
 // machine's data plane for tens of milliseconds (see spread), and Work
-// runs just before a benchmark injects a failure. A process that cannot be scraped (killed,
-// restarting) keeps its last sample; only a canceled ctx is an error.
+// runs just before a benchmark injects a failure. A process that cannot
+// be scraped (killed, restarting) keeps its last sample; only a canceled
+// ctx is an error.
 func (c *cluster) Work(ctx context.Context) ([]control.Process, error) {
 	var errs []error
 	for _, pr := range c.scrapedProcesses() {

@@ -13,9 +13,9 @@ import (
 // other's threads for every datagram, which on such a machine costs more
 // than the requests do. So the shims, cache nodes and control loop get a
 // GOMAXPROCS of MaxProcs: together the Go processes' Ps are about twice
-// the CPUs, as per-pod CPU limits would make them. The gateway, which every Redis client goes
-// through, keeps the runtime's default, as do Redis and Prometheus.
-// docs/benchmarks.md has the measurement.
+// the CPUs, as per-pod CPU limits would make them. The gateway, which
+// every Redis client goes through, keeps the runtime's default, as do
+// Redis and Prometheus. docs/benchmarks.md has the measurement.
 
 // MaxProcs is the GOMAXPROCS of each of goProcs Go processes sharing cpus
 // CPUs: ⌈2·cpus/goProcs⌉, at least 1 and at most cpus (the runtime's
