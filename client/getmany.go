@@ -36,9 +36,10 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 	start := time.Now()
 	v := c.view.Load()
 	firsts := make([]firstAttempt, 0, len(keys))
+	kbs := keyBytes(keys)
 	for i, key := range keys {
 		c.stats.gets.Add(1)
-		a, label, err := c.firstOf(v, i, key)
+		a, label, err := c.firstOf(v, i, key, kbs[i])
 		if err != nil {
 			res[i], errs[i] = c.settle(key, start, Result{}, label, err)
 			continue
@@ -83,11 +84,10 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 // firstOf is the first attempt of key's read (keys[i]): at its least loaded
 // cache candidate, or its storage shim when none is left (or with
 // Config.Bypass). A key that cannot be read fails at once.
-func (c *Client) firstOf(v *view, i int, key string) (firstAttempt, string, error) {
+func (c *Client) firstOf(v *view, i int, key string, kb []byte) (firstAttempt, string, error) {
 	if err := checkKey(key); err != nil {
 		return firstAttempt{}, metrics.StatusResult(wire.StatusTooLarge), err
 	}
-	kb := []byte(key)
 	if !c.cfg.Bypass {
 		var buf [maxInline]partmap.Candidate
 		cands := v.p.Candidates(key, buf[:0])
@@ -101,4 +101,18 @@ func (c *Client) firstOf(v *view, i int, key string) (firstAttempt, string, erro
 		return firstAttempt{}, metrics.StatusResult(wire.StatusInternal), err
 	}
 	return firstAttempt{key: i, direct: true, addr: addr, msg: m}, "", nil
+}
+
+// keyBytes copies keys into one allocation, for their requests.
+func keyBytes(keys []string) [][]byte {
+	size := 0
+	for _, k := range keys {
+		size += len(k)
+	}
+	all, out := make([]byte, 0, size), make([][]byte, len(keys))
+	for i, k := range keys {
+		all = append(all, k...)
+		out[i] = all[len(all)-len(k) : len(all) : len(all)]
+	}
+	return out
 }

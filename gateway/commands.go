@@ -102,6 +102,10 @@ func (c *command) keys(args [][]byte) [][]byte {
 	if last < 0 {
 		last += len(args)
 	}
+	if c.step == 1 { // the keys are contiguous: no copy
+		lo := min(c.first, len(args))
+		return args[lo:max(lo, min(last+1, len(args)))]
+	}
 	var out [][]byte
 	for i := c.first; i <= last && i < len(args); i += c.step {
 		out = append(out, args[i])

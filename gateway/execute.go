@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -15,41 +16,64 @@ import (
 // runs alone, so every client sees its commands take effect in the order
 // it sent them.
 func (s *Server) execute(sess *session, cmds []redcon.Command) [][]byte {
-	out := make([][]byte, len(cmds))
+	p := &sess.pipe
+	out := resized(p.out, len(cmds))
+	p.out = out
 	if len(cmds) == 1 {
 		out[0] = s.run(sess, cmds[0].Args)
 		return out
 	}
-	var b batch
+	b := &p.batch
 	for i, cmd := range cmds {
 		c := lookup(cmd.Args[0])
 		if c == nil || c.alone {
-			s.runBatch(sess, cmds, &b, out)
+			s.runBatch(sess, cmds, b, out)
 			out[i] = s.run(sess, cmd.Args)
 			continue
 		}
 		keys := c.keys(cmd.Args)
 		if b.conflicts(keys, c.write) {
-			s.runBatch(sess, cmds, &b, out)
+			s.runBatch(sess, cmds, b, out)
 		}
 		b.add(i, keys, c.write)
 	}
-	s.runBatch(sess, cmds, &b, out)
+	s.runBatch(sess, cmds, b, out)
 	return out
 }
 
-// batch is a set of pipelined commands that may run concurrently.
+// resized returns s with n zero elements, reusing its array when it is
+// large enough.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// batch is a set of pipelined commands that may run concurrently. It
+// knows the keys its commands read and write by a hash of each (keyHash):
+// two keys that share one only end a batch early, which is always safe.
 type batch struct {
 	idx           []int
-	reads, writes map[string]struct{}
+	reads, writes map[uint64]struct{}
 }
+
+// batchSeed seeds keyHash.
+var batchSeed = maphash.MakeSeed()
+
+// keyHash is a key's hash in a batch's sets: 64 bits, so that a set holds
+// no copy of the key.
+func keyHash(k []byte) uint64 { return maphash.Bytes(batchSeed, k) }
 
 func (b *batch) conflicts(keys [][]byte, write bool) bool {
 	for _, k := range keys {
-		if _, ok := b.writes[string(k)]; ok {
+		h := keyHash(k)
+		if _, ok := b.writes[h]; ok {
 			return true
 		}
-		if _, ok := b.reads[string(k)]; ok && write {
+		if _, ok := b.reads[h]; ok && write {
 			return true
 		}
 	}
@@ -63,10 +87,10 @@ func (b *batch) add(i int, keys [][]byte, write bool) {
 		set = &b.writes
 	}
 	if *set == nil {
-		*set = make(map[string]struct{})
+		*set = make(map[uint64]struct{})
 	}
 	for _, k := range keys {
-		(*set)[string(k)] = struct{}{}
+		(*set)[keyHash(k)] = struct{}{}
 	}
 }
 

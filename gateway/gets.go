@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/tidwall/redcon"
@@ -38,8 +39,7 @@ func (s *Server) splitGets(sess *session, cmds []redcon.Command, idx []int) (get
 func (s *Server) runGets(ctx context.Context, sess *session, cmds []redcon.Command, idx []int, out [][]byte) {
 	start := time.Now()
 	resp3 := sess.resp3()
-	keys := make([]string, 0, len(idx))
-	res, errs := make([]client.Result, len(idx)), make([]error, len(idx))
+	g := &sess.pipe.gets
 	for done := 0; done < len(idx); {
 		n := s.admit.acquire(ctx, len(idx)-done)
 		if n == 0 {
@@ -49,16 +49,68 @@ func (s *Server) runGets(ctx context.Context, sess *session, cmds []redcon.Comma
 			}
 			return
 		}
-		keys = keys[:0]
-		for _, i := range idx[done : done+n] {
-			keys = append(keys, string(cmds[i].Args[1]))
-		}
-		s.cfg.Store.GetMany(ctx, keys, res[:n], errs[:n])
+		round := idx[done : done+n]
+		keys, res, errs := g.round(cmds, round)
+		s.cfg.Store.GetMany(ctx, keys, res, errs)
 		s.admit.release(n)
-		for j, i := range idx[done : done+n] {
-			out[i] = appendValue(nil, res[j].Value, errs[j], resp3)
-			s.observe(getCommand, out[i], time.Since(start))
+		took := time.Since(start)
+		replies := make([]byte, 0, repliesLen(res))
+		for j, i := range round {
+			from := len(replies)
+			replies = appendValue(replies, res[j].Value, errs[j], resp3)
+			out[i] = replies[from:len(replies):len(replies)]
+			s.observe(getCommand, out[i], took)
 		}
+		g.release()
 		done += n
 	}
+}
+
+// getScratch holds one round of runGets: the keys read, as substrings of
+// one string, and their results.
+type getScratch struct {
+	keys []string
+	res  []client.Result
+	errs []error
+}
+
+// round fills g for the GETs round of cmds and returns its keys and the
+// results to fill in.
+func (g *getScratch) round(cmds []redcon.Command, round []int) ([]string, []client.Result, []error) {
+	size := 0
+	for _, i := range round {
+		size += len(cmds[i].Args[1])
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, i := range round {
+		b.Write(cmds[i].Args[1])
+	}
+	all := b.String()
+	g.keys = g.keys[:0]
+	for off, i := 0, 0; i < len(round); i++ {
+		n := len(cmds[round[i]].Args[1])
+		g.keys = append(g.keys, all[off:off+n])
+		off += n
+	}
+	g.res, g.errs = resized(g.res, len(round)), resized(g.errs, len(round))
+	return g.keys, g.res, g.errs
+}
+
+// release drops what the last round read, so that the scratch space keeps
+// no key or value alive.
+func (g *getScratch) release() {
+	clear(g.keys)
+	clear(g.res)
+	clear(g.errs)
+}
+
+// repliesLen is about the length of the GET replies to res: a value's bulk
+// string, or a short error or null.
+func repliesLen(res []client.Result) int {
+	n := 0
+	for _, r := range res {
+		n += len(r.Value) + 16
+	}
+	return n
 }

@@ -225,11 +225,16 @@ func (s *Server) serve(conn redcon.Conn, cmd redcon.Command) {
 		bc.completed()
 	}
 	sess := conn.Context().(*session)
-	cmds := append([]redcon.Command{cmd}, conn.ReadPipeline()...)
+	p := &sess.pipe
+	cmds := append(append(p.cmds[:0], cmd), conn.ReadPipeline()...)
 	s.metrics.pipelineDepth.Observe(float64(len(cmds)))
-	for _, r := range s.execute(sess, cmds) {
-		conn.WriteRaw(r)
+	out := s.execute(sess, cmds)
+	for _, r := range out {
+		conn.WriteRaw(r) // copied into the connection's write buffer
 	}
+	clear(cmds) // the scratch space keeps no command or reply alive
+	clear(out)
+	p.cmds = cmds
 	if sess.quit.Load() {
 		_ = conn.Close()
 	}

@@ -23,6 +23,18 @@ type session struct {
 	user string
 	// quit is set by QUIT: the connection closes after its reply.
 	quit atomic.Bool
+	// pipe is reused from one pipeline to the next: only the
+	// connection's goroutine (Server.serve) uses it.
+	pipe pipeline
+}
+
+// pipeline is a connection's scratch space for running a pipeline: what
+// would otherwise be allocated again for every one.
+type pipeline struct {
+	cmds  []redcon.Command // the commands read
+	out   [][]byte         // their replies (Server.execute)
+	batch batch            // the batch being formed (Server.execute)
+	gets  getScratch       // Server.runGets'
 }
 
 func newSession(id int64, conn redcon.Conn) *session {

@@ -185,10 +185,14 @@ func (e *Endpoint) SendMany(reqs []Request) error {
 // sendMany sends the requests: those of one datagram queued together for
 // the send queue, the others as Send sends them.
 func (e *Endpoint) sendMany(reqs []Request) error {
+	size := 0
+	for _, r := range reqs {
+		size += wire.HeaderLen + len(r.Msg.Key) + len(r.Msg.Value) + wire.TagLen
+	}
 	var (
-		dsts []netip.AddrPort
-		buf  []byte
-		ends []int
+		dsts = make([]netip.AddrPort, 0, len(reqs))
+		ends = make([]int, 0, len(reqs))
+		buf  = make([]byte, 0, min(size, len(reqs)*e.cfg.Datagram))
 	)
 	for _, r := range reqs {
 		if e.comb == nil || wire.Datagrams(r.Msg, e.cfg.Datagram) > 1 {

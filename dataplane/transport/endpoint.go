@@ -497,8 +497,7 @@ func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.M
 	}
 	r := *m
 	if !owned {
-		r.Key = append([]byte(nil), m.Key...)
-		r.Value = append([]byte(nil), m.Value...)
+		r.Key, r.Value = ownedCopy(m.Key, m.Value)
 	}
 	if c.batch != nil {
 		if !c.batch.deliver(c.slot, r) {
@@ -511,4 +510,13 @@ func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.M
 	default:
 		e.stats.unmatched.Add(1) // a duplicate of a reply already delivered
 	}
+}
+
+// ownedCopy copies a reply's key and value, which point into the receive
+// buffer, into one allocation of their own.
+func ownedCopy(key, value []byte) ([]byte, []byte) {
+	b := make([]byte, len(key)+len(value))
+	n := copy(b, key)
+	copy(b[n:], value)
+	return b[:n:n], b[n:]
 }
