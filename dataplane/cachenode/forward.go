@@ -142,7 +142,7 @@ func (n *Node) settle(out transport.Sender, f *flight, status wire.Status, value
 	answered := status == wire.StatusOK || status == wire.StatusNotFound
 	if f.shared && !tracked && answered && len(ws) > 1 {
 		n.stats.untracked.Add(uint64(len(ws) - 1))
-		again := &flight{key: f.key, digest: f.digest, waiters: ws[1:]}
+		again := newFlight(f.kb, f.digest, ws[1:])
 		ws = ws[:1]
 		n.spawn(func() { n.forward(again, n.view.Load()) }) // closing: nobody will be answered
 	}
@@ -153,7 +153,7 @@ func (n *Node) settle(out transport.Sender, f *flight, status wire.Status, value
 			Op: wire.OpGetReply, Status: status, Flags: wire.FlagTelemetry, Digest: f.digest,
 			NodeID: cur.id, Load: n.loadAt(n.now(now)), ValueVersion: version, MapVersion: cur.version,
 		},
-		Key:   []byte(f.key),
+		Key:   f.kb,
 		Value: value,
 	}
 	result := metrics.ResultMiss
@@ -167,7 +167,7 @@ func (n *Node) settle(out transport.Sender, f *flight, status wire.Status, value
 func backendRequest(f *flight, v *view) wire.Message {
 	return wire.Message{
 		Header: wire.Header{Op: wire.OpGet, Digest: f.digest, MapVersion: v.version},
-		Key:    []byte(f.key),
+		Key:    f.kb,
 	}
 }
 

@@ -1,6 +1,7 @@
 package cachenode
 
 import (
+	"bytes"
 	"net/netip"
 	"time"
 
@@ -29,10 +30,14 @@ type waiterID struct {
 // started while a write of its key is pending (pendingWrites), or that
 // others may not share (see miss), is never in Node.flights.
 type flight struct {
-	key     string
+	kb      []byte // the key, owned by the flight and never written
+	key     string // a view of kb
 	digest  hashing.Digest
 	waiters []waiter
-	seen    map[waiterID]struct{}
+	first   [1]waiter // waiters' first array
+	// seen holds the waiters' IDs once there are more than seenScan of
+	// them; before, a duplicate is found by scanning waiters.
+	seen map[waiterID]struct{}
 	// shared marks a flight entered in Node.flights: readers after the
 	// first may have joined after its request left, so they need a reply
 	// the shim marked FlagTracked (see forward).
@@ -61,7 +66,6 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 		n.det.RecordHit(key)
 	}
 	w := waiter{src: src, seq: req.Seq, arrived: start}
-	id := waiterID{src, req.Seq}
 	n.missMu.Lock()
 	shared := owned && n.leased(start)
 	joinable := shared && !n.pending.active(key, start)
@@ -81,29 +85,60 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 		}
 	}
 	if f := n.flights[key]; f != nil && joinable {
-		if _, dup := f.seen[id]; dup {
+		if !f.join(w) {
 			n.missMu.Unlock()
 			n.stats.duplicates.Add(1) // a retransmission; the flight answers it
 			return
 		}
-		f.seen[id] = struct{}{}
-		f.waiters = append(f.waiters, w)
 		n.missMu.Unlock()
 		n.stats.coalesced.Add(1)
 		return
 	}
-	f := &flight{
-		key:     string(req.Key),
-		digest:  req.Digest,
-		waiters: []waiter{w},
-		seen:    map[waiterID]struct{}{id: {}},
-		shared:  joinable,
-	}
+	f := newFlight(bytes.Clone(req.Key), req.Digest, nil)
+	f.first[0] = w
+	f.waiters = f.first[:]
+	f.shared = joinable
 	if joinable {
 		n.flights[f.key] = f
 	}
 	n.missMu.Unlock()
 	n.queueForward(f, v)
+}
+
+// newFlight is a flight of key kb, which it owns from now on, for
+// waiters ws.
+func newFlight(kb []byte, digest hashing.Digest, ws []waiter) *flight {
+	return &flight{kb: kb, key: bytesView(kb), digest: digest, waiters: ws}
+}
+
+// seenScan is how many waiters a flight scans for a duplicate before it
+// keeps their IDs in a set.
+const seenScan = 8
+
+// join adds w to f's waiters, unless it is one already (a retransmission).
+func (f *flight) join(w waiter) bool {
+	id := waiterID{w.src, w.seq}
+	if f.seen != nil {
+		if _, dup := f.seen[id]; dup {
+			return false
+		}
+		f.seen[id] = struct{}{}
+	} else {
+		for _, o := range f.waiters {
+			if o.src == w.src && o.seq == w.seq {
+				return false
+			}
+		}
+		if len(f.waiters) >= seenScan {
+			f.seen = make(map[waiterID]struct{}, 2*seenScan)
+			for _, o := range f.waiters {
+				f.seen[waiterID{o.src, o.seq}] = struct{}{}
+			}
+			f.seen[id] = struct{}{}
+		}
+	}
+	f.waiters = append(f.waiters, w)
+	return true
 }
 
 // sealFlights removes every flight from the table: readers arriving from

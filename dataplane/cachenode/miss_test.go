@@ -2,10 +2,12 @@ package cachenode
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/internal/wiretest"
+	"github.com/distcache/distcache/placement/hashing"
 )
 
 func TestConcurrentMissesCoalesce(t *testing.T) {
@@ -147,5 +149,44 @@ func TestMissForwardedBeforeAHitWaits(t *testing.T) {
 	held := h.shim.nextHeld(h.ctx, t)
 	if string(held.req.Key) != "miss" {
 		t.Fatalf("the shim got a GET of %q, want \"miss\"", held.req.Key)
+	}
+}
+
+// TestFlightJoinRefusesRetransmissions checks that a flight takes each
+// reader once, whether it finds duplicates by scanning its waiters or, past
+// seenScan of them, in its set.
+func TestFlightJoinRefusesRetransmissions(t *testing.T) {
+	src := netip.MustParseAddrPort("127.0.0.1:7000")
+	other := netip.MustParseAddrPort("127.0.0.1:7001")
+	for _, tc := range []struct {
+		name    string
+		readers int // distinct readers joining before the retransmissions
+	}{
+		{"one reader", 1},
+		{"below the set", seenScan - 1},
+		{"at the set", seenScan},
+		{"past the set", 3 * seenScan},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFlight([]byte("k"), hashing.Digest{}, nil)
+			f.first[0] = waiter{src: src, seq: 0}
+			f.waiters = f.first[:]
+			for i := 1; i < tc.readers; i++ {
+				if !f.join(waiter{src: src, seq: uint64(i)}) {
+					t.Fatalf("reader %d refused", i)
+				}
+			}
+			for i := range tc.readers {
+				if f.join(waiter{src: src, seq: uint64(i)}) {
+					t.Errorf("retransmission of reader %d joined", i)
+				}
+			}
+			if !f.join(waiter{src: other, seq: 0}) {
+				t.Error("a reader from another source with a used sequence number was refused")
+			}
+			if got, want := len(f.waiters), tc.readers+1; got != want {
+				t.Errorf("%d waiters, want %d", got, want)
+			}
+		})
 	}
 }

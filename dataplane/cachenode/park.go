@@ -6,6 +6,7 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/placement/hashing"
 )
 
 // parkCap bounds the readers parked on one key; more start their own
@@ -121,7 +122,7 @@ func (n *Node) forwardParked(key string, ws []waiter) {
 	n.stats.parkForwarded.Add(uint64(len(ws)))
 	// Never in Node.flights, so nobody joins it and it needs no seen set;
 	// the digest is computed from the key.
-	f := &flight{key: key, waiters: ws}
+	f := newFlight([]byte(key), hashing.Digest{}, ws)
 	v := n.view.Load()
 	n.spawn(func() { n.forward(f, v) }) // closing: nobody will be answered
 }
