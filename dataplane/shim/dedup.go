@@ -16,9 +16,9 @@ type dedupKey struct {
 	op  wire.Op
 }
 
-// dedupEntry is a write in progress (done false) or its stored reply.
+// dedupEntry is the stored reply of a completed write. A request in
+// progress has no entry of its own: its key maps to nil (see begin).
 type dedupEntry struct {
-	done    bool
 	reply   wire.Message // owns its bytes
 	expires time.Time
 }
@@ -47,7 +47,10 @@ const (
 type dedupTable struct {
 	ttl time.Duration
 
-	mu      sync.Mutex // guards entries and expiry
+	mu sync.Mutex // guards entries and expiry
+	// entries maps a request in progress to nil, and a completed write to
+	// its entry: most requests (every read) are never completed, and cost
+	// no allocation.
 	entries map[dedupKey]*dedupEntry
 	expiry  []expiring // completed entries, oldest first
 }
@@ -62,13 +65,13 @@ func (d *dedupTable) begin(k dedupKey, now time.Time) (dedupResult, wire.Message
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.sweepLocked(now)
-	if e := d.entries[k]; e != nil {
-		if !e.done {
+	if e, ok := d.entries[k]; ok {
+		if e == nil {
 			return dedupInProgress, wire.Message{}
 		}
 		return dedupDone, e.reply
 	}
-	d.entries[k] = &dedupEntry{}
+	d.entries[k] = nil
 	return dedupNew, wire.Message{}
 }
 
@@ -76,11 +79,11 @@ func (d *dedupTable) begin(k dedupKey, now time.Time) (dedupResult, wire.Message
 func (d *dedupTable) complete(k dedupKey, reply wire.Message, now time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e := d.entries[k]
-	if e == nil || e.done {
-		return
+	if e, ok := d.entries[k]; !ok || e != nil {
+		return // abandoned, or completed already
 	}
-	e.done, e.reply, e.expires = true, reply, now.Add(d.ttl)
+	e := &dedupEntry{reply: reply, expires: now.Add(d.ttl)}
+	d.entries[k] = e
 	d.expiry = append(d.expiry, expiring{key: k, entry: e})
 }
 
@@ -90,7 +93,7 @@ func (d *dedupTable) complete(k dedupKey, reply wire.Message, now time.Time) {
 func (d *dedupTable) abandon(k dedupKey) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e := d.entries[k]; e != nil && !e.done {
+	if e, ok := d.entries[k]; ok && e == nil {
 		delete(d.entries, k)
 	}
 }

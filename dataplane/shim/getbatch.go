@@ -27,11 +27,23 @@ type getBatcher struct {
 }
 
 // pendingGet is one queued read and, once done is closed, its result.
+// The reads of one getMany share done, closed by the last of them (last):
+// they are queued together, so they are read in one round trip.
 type pendingGet struct {
 	key  string
 	v    []byte
 	err  error
 	done chan struct{}
+	last bool
+}
+
+// complete records a read's result and, for the last read of its
+// getMany, signals them all done.
+func (p *pendingGet) complete(v []byte, err error) {
+	p.v, p.err = v, err
+	if p.last {
+		close(p.done)
+	}
 }
 
 // get reads key.
@@ -43,17 +55,21 @@ func (b *getBatcher) get(ctx context.Context, key string) ([]byte, error) {
 // getMany reads keys, in the round trip of the reads queued with them,
 // and returns a completed read per key.
 func (b *getBatcher) getMany(ctx context.Context, keys []string) []*pendingGet {
-	ps := make([]*pendingGet, len(keys))
-	for i, key := range keys {
-		ps[i] = &pendingGet{key: key, done: make(chan struct{})}
+	if len(keys) == 0 {
+		return nil
 	}
+	ps, reads := make([]*pendingGet, len(keys)), make([]pendingGet, len(keys))
+	done := make(chan struct{})
+	for i, key := range keys {
+		reads[i] = pendingGet{key: key, done: done}
+		ps[i] = &reads[i]
+	}
+	reads[len(reads)-1].last = true
 	b.mu.Lock()
 	b.queue = append(b.queue, ps...)
 	if b.busy {
 		b.mu.Unlock()
-		for _, p := range ps {
-			<-p.done
-		}
+		<-done
 		return ps
 	}
 	b.busy = true
@@ -77,8 +93,7 @@ func (b *getBatcher) getMany(ctx context.Context, keys []string) []*pendingGet {
 func (b *getBatcher) read(ctx context.Context, batch []*pendingGet) {
 	if len(batch) == 1 {
 		p := batch[0]
-		p.v, p.err = b.rdb.Get(ctx, p.key).Bytes()
-		close(p.done)
+		p.complete(b.rdb.Get(ctx, p.key).Bytes())
 		return
 	}
 	pipe := b.rdb.Pipeline()
@@ -88,7 +103,6 @@ func (b *getBatcher) read(ctx context.Context, batch []*pendingGet) {
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, p := range batch {
-		p.v, p.err = cmds[i].Bytes()
-		close(p.done)
+		p.complete(cmds[i].Bytes())
 	}
 }

@@ -71,7 +71,7 @@ func TestGetBatcherPipelinesQueuedReads(t *testing.T) {
 	keys := []string{"k1", "k2", "missing", "k3", "k1"}
 	var queued []*pendingGet
 	for _, k := range keys {
-		p := &pendingGet{key: k, done: make(chan struct{})}
+		p := &pendingGet{key: k, done: make(chan struct{}), last: true}
 		queued = append(queued, p)
 	}
 	b.queue = append(b.queue, queued...)
@@ -148,7 +148,7 @@ func TestGetBatcherRedisDown(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
 	b := &getBatcher{rdb: rdb}
-	p := &pendingGet{key: "a", done: make(chan struct{})}
+	p := &pendingGet{key: "a", done: make(chan struct{}), last: true}
 	b.queue = append(b.queue, p)
 	if _, err := b.get(t.Context(), "b"); err == nil || errors.Is(err, redis.Nil) {
 		t.Fatalf("get with Redis down: %v, want a connection error", err)
