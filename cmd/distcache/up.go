@@ -101,7 +101,7 @@ one machine can show the load balancing of many servers.`,
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
 		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
 	f.DurationVar(&o.mapPoll, "map-poll", 100*time.Millisecond,
-		"how often processes check the map file for a new version (at most a quarter of spec.coherence.servingLease: cache nodes renew their lease by reading it)")
+		"how often processes check the map file for a new version, besides reading it when inotify says it changed (cache nodes at least every quarter of spec.coherence.servingLease: they renew their lease by reading it)")
 	f.BoolVar(&o.bundle, "bundle", false,
 		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (spec.dataPlane.bundles; their --bundle)")
 	_ = cmd.MarkFlagRequired("filename")
@@ -165,7 +165,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	p, err := plan.New(topo, plan.Options{
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
-		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: min(o.mapPoll, topology.ServingLease(&topo.Spec)/4), LogLevel: o.logLevel,
+		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: o.mapPoll, LogLevel: o.logLevel,
 		GOMAXPROCS: inheritedMaxProcs(),
 	})
 	if err != nil {

@@ -162,3 +162,37 @@ func encode(t *testing.T, m *partmap.Map) []byte {
 	}
 	return raw
 }
+
+// TestRunReadsTheFileInotifySaysChanged runs the watcher of a plain map
+// file with a poll interval longer than the test: only inotify
+// (File.Notify) can make it read the version WriteFile renames over the
+// file. The watch starts on Run's goroutine, so the test writes the new
+// version again until it is installed (rewriting the same version changes
+// nothing).
+func TestRunReadsTheFileInotifySaysChanged(t *testing.T) {
+	m1 := testMap(t)
+	m2, _, err := m1.WithState(m1.Layers[0].Members[0].Name, partmap.Fenced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "map.json")
+	if err := mapwatch.WriteFile(path, m1); err != nil {
+		t.Fatal(err)
+	}
+	_, installed, _ := runWatcher(t, mapwatch.File(path))
+	for attempt := range 300 {
+		if err := mapwatch.WriteFile(path, m2); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case v := <-installed:
+			if v != m2.Version {
+				t.Fatalf("installed version %d, want %d", v, m2.Version)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+			t.Logf("write %d: not installed yet", attempt+1)
+		}
+	}
+	t.Fatal("inotify did not make the watcher read the new version in 300 writes")
+}

@@ -5,10 +5,12 @@
 // client) in one atomic step; an older version or a map that does not
 // decode is ignored, so a bad write never takes the current map away.
 //
-// The source is polled every interval (a file is polled rather than watched
-// with inotify: renames and symlink swaps are seen reliably). A source that
-// is also a Notifier triggers an immediate read when it may have changed,
-// so a new version is installed as soon as it is published. A notification
+// The source is polled every interval, which bounds how late a new version
+// is seen whatever else fails. A source that is also a Notifier triggers an
+// immediate read when it may have changed, so a new version is installed
+// as soon as it is published: a File is watched with inotify (its
+// directory, so that renames and a mounted ConfigMap's symlink swaps are
+// seen), the ConfigMap through the Kubernetes API. A notification
 // that carries the map (a ConfigMap watch event) installs it before that
 // read when it is newer: a remap reaches the subscribers without waiting
 // for a GET on a loaded API server. Installs are serialized and only ever

@@ -121,7 +121,11 @@ type Options struct {
 	// shards per rack, the aggregate of one rack as in DistCache §6.1).
 	NodeRate float64
 	// MapPoll is how often the processes check the map file (0: their
-	// default).
+	// default); the cache nodes check it at least every quarter of the
+	// serving lease, which they renew by reading it (nodeMapPoll). Every
+	// process also reads the file as soon as inotify says it changed
+	// (mapwatch.File.Notify): the poll bounds how late a process may learn
+	// of a new map when inotify is not available.
 	MapPoll time.Duration
 	// LogLevel is the processes' log level (default info).
 	LogLevel string
@@ -250,7 +254,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			a.shards = append(a.shards, shimAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: shard, Kind: Shim, Shard: shard, Path: o.Binary,
-				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, topology.LocalMapDeliveryLag), metricsAddr, p, o.ShardRate),
+				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, topology.LocalMapDeliveryLag), metricsAddr, p, o.MapPoll, o.ShardRate),
 				Addr:    shimAddr,
 				LogFile: o.log(shard), MetricsAddr: metricsAddr, EmulatedRate: o.ShardRate,
 			})
@@ -264,7 +268,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			a.members[l.Name] = append(a.members[l.Name], nodeAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: member, Kind: Node, Layer: l.Name, Path: o.Binary,
-				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), metricsAddr, p, o.NodeRate),
+				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), metricsAddr, p, nodeMapPoll(c, o.MapPoll), o.NodeRate),
 				Addr:    nodeAddr,
 				LogFile: o.log(member), MetricsAddr: metricsAddr, EmulatedRate: o.NodeRate,
 			})
@@ -287,7 +291,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 		}
 		p.Processes = append(p.Processes, Process{
 			Name: name, Kind: Gateway, Path: o.Binary,
-			Args:    o.roleArgs(args, metricsAddr, p, 0),
+			Args:    o.roleArgs(args, metricsAddr, p, o.MapPoll, 0),
 			Addr:    redisAddr,
 			LogFile: o.log(name), MetricsAddr: metricsAddr,
 			Auth: o.GatewayUsersDir != "", TLS: o.GatewayTLSCert != "",
@@ -460,12 +464,12 @@ func KeyDir(runDir string) string { return filepath.Join(runDir, "data-plane-key
 func (o Options) log(name string) string { return filepath.Join(o.RunDir, "logs", name+".log") }
 
 // roleArgs completes the command line of a shim, node or gateway: the
-// map, the data-plane key, metrics and logs, and an emulated capacity
-// unless rate is 0.
-func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, rate float64) []string {
+// map (polled every poll, unless 0), the data-plane key, metrics and logs,
+// and an emulated capacity unless rate is 0.
+func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, poll time.Duration, rate float64) []string {
 	args = append(args, "--map="+p.MapFile, "--data-plane-key-dir="+p.DataPlaneKeyDir, "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
-	if o.MapPoll > 0 {
-		args = append(args, "--map-poll="+o.MapPoll.String())
+	if poll > 0 {
+		args = append(args, "--map-poll="+poll.String())
 	}
 	if rate > 0 {
 		args = append(args, "--emulated-capacity="+strconv.FormatFloat(rate, 'f', -1, 64))
@@ -509,4 +513,15 @@ func (a *addresser) MemberAddress(layer string, i int) string {
 		return m[i]
 	}
 	return ""
+}
+
+// nodeMapPoll is how often a cache node of c reads its map: every poll,
+// and at least every quarter of its serving lease, which it renews by
+// reading the map (docs/dataplane.md, Fencing).
+func nodeMapPoll(c *topology.Cluster, poll time.Duration) time.Duration {
+	lease := topology.ServingLease(&c.Spec) / 4
+	if poll <= 0 {
+		return lease
+	}
+	return min(poll, lease)
 }
