@@ -248,15 +248,21 @@ func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
 	}
 	changed := make(chan struct{}, 1) // one pending notification is enough: the read that follows sees every change before it
 	if n, ok := w.src.(Notifier); ok {
-		go n.Notify(ctx, func(offered []byte) {
-			if offered != nil {
-				w.offer(offered)
+		go func() {
+			n.Notify(ctx, func(offered []byte) {
+				if offered != nil {
+					w.offer(offered)
+				}
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			})
+			if ctx.Err() == nil {
+				w.logger.Info("the map source sends no more change notifications; polling it alone",
+					"source", w.path, "interval", interval)
 			}
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		})
+		}()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
