@@ -48,10 +48,10 @@ func runWatcher(t *testing.T, src mapwatch.Source) (w *mapwatch.Watcher, install
 	return w, installed, read
 }
 
-// TestRunReadsOnNotification runs the watcher with a poll interval longer
-// than the test: only the source's notification can make it read the new
-// version, and the read observers learn of that read.
-func TestRunReadsOnNotification(t *testing.T) {
+// fencedNext writes a map file and returns its path and the map's next
+// version, with a member fenced.
+func fencedNext(t *testing.T) (string, *partmap.Map) {
+	t.Helper()
 	m1 := testMap(t)
 	m2, _, err := m1.WithState(m1.Layers[0].Members[0].Name, partmap.Fenced)
 	if err != nil {
@@ -61,6 +61,14 @@ func TestRunReadsOnNotification(t *testing.T) {
 	if err := mapwatch.WriteFile(path, m1); err != nil {
 		t.Fatal(err)
 	}
+	return path, m2
+}
+
+// TestRunReadsOnNotification runs the watcher with a poll interval longer
+// than the test: only the source's notification can make it read the new
+// version, and the read observers learn of that read.
+func TestRunReadsOnNotification(t *testing.T) {
+	path, m2 := fencedNext(t)
 	src := notifyingFile{File: mapwatch.File(path), wrote: make(chan struct{})}
 	_, installed, read := runWatcher(t, src)
 
@@ -170,15 +178,7 @@ func encode(t *testing.T, m *partmap.Map) []byte {
 // version again until it is installed (rewriting the same version changes
 // nothing).
 func TestRunReadsTheFileInotifySaysChanged(t *testing.T) {
-	m1 := testMap(t)
-	m2, _, err := m1.WithState(m1.Layers[0].Members[0].Name, partmap.Fenced)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "map.json")
-	if err := mapwatch.WriteFile(path, m1); err != nil {
-		t.Fatal(err)
-	}
+	path, m2 := fencedNext(t)
 	_, installed, _ := runWatcher(t, mapwatch.File(path))
 	for attempt := range 300 {
 		if err := mapwatch.WriteFile(path, m2); err != nil {
