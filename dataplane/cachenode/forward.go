@@ -48,11 +48,11 @@ func (n *Node) forwardQueued() {
 	q.mu.Unlock()
 	for len(fs) > 0 {
 		first := fs[0]
-		dst, ok := first.v.shim(first.f.key)
+		dst, ok := first.v.shim(first.f.key())
 		group := []*flight{first.f}
 		rest := fs[:0]
 		for _, qf := range fs[1:] {
-			if d, same := qf.v.shim(qf.f.key); ok && same && qf.v == first.v && d == dst {
+			if d, same := qf.v.shim(qf.f.key()); ok && same && qf.v == first.v && d == dst {
 				group = append(group, qf.f)
 			} else {
 				rest = append(rest, qf)
@@ -174,10 +174,10 @@ func backendRequest(f *flight, v *view) wire.Message {
 // backendGet sends GET for f's key to its shim under v. tracked reports
 // that the reply carried FlagTracked.
 func (n *Node) backendGet(f *flight, v *view) (status wire.Status, value []byte, version uint64, tracked bool) {
-	dst, ok := v.shim(f.key)
+	dst, ok := v.shim(f.key())
 	if !ok {
 		n.stats.backendErrors.Add(1)
-		n.log.Debug("no shim address for key", "key", f.key, "map_version", v.version)
+		n.log.Debug("no shim address for key", "key", f.key(), "map_version", v.version)
 		return wire.StatusUnavailable, nil, 0, false
 	}
 	req := backendRequest(f, v)
@@ -191,7 +191,7 @@ func (n *Node) backendGet(f *flight, v *view) (status wire.Status, value []byte,
 func (n *Node) backendOutcome(f *flight, dst netip.AddrPort, rep *wire.Message, err error) (status wire.Status, value []byte, version uint64, tracked bool) {
 	if err != nil {
 		n.stats.backendErrors.Add(1)
-		n.log.Debug("cannot read key from shim", "key", f.key, "shim", dst, "err", err)
+		n.log.Debug("cannot read key from shim", "key", f.key(), "shim", dst, "err", err)
 		return wire.StatusUnavailable, nil, 0, false
 	}
 	return rep.Status, rep.Value, rep.ValueVersion, rep.Has(wire.FlagTracked)

@@ -31,7 +31,6 @@ type waiterID struct {
 // others may not share (see miss), is never in Node.flights.
 type flight struct {
 	kb      []byte // the key, owned by the flight and never written
-	key     string // a view of kb
 	digest  hashing.Digest
 	waiters []waiter
 	first   [1]waiter // waiters' first array
@@ -99,7 +98,7 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 	f.waiters = f.first[:]
 	f.shared = joinable
 	if joinable {
-		n.flights[f.key] = f
+		n.flights[f.key()] = f
 	}
 	n.missMu.Unlock()
 	n.queueForward(f, v)
@@ -108,8 +107,11 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 // newFlight is a flight of key kb, which it owns from now on, for
 // waiters ws.
 func newFlight(kb []byte, digest hashing.Digest, ws []waiter) *flight {
-	return &flight{kb: kb, key: bytesView(kb), digest: digest, waiters: ws}
+	return &flight{kb: kb, digest: digest, waiters: ws}
 }
+
+// key is the flight's key as a string, a view of kb (no copy).
+func (f *flight) key() string { return bytesView(f.kb) }
 
 // seenScan is how many waiters a flight scans for a duplicate before it
 // keeps their IDs in a set.
@@ -173,8 +175,8 @@ func (n *Node) endWrite(key []byte, v uint64) []waiter {
 func (n *Node) finish(f *flight) []waiter {
 	n.missMu.Lock()
 	defer n.missMu.Unlock()
-	if n.flights[f.key] == f {
-		delete(n.flights, f.key)
+	if n.flights[f.key()] == f {
+		delete(n.flights, f.key())
 	}
 	ws := f.waiters
 	f.waiters, f.seen = nil, nil
