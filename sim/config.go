@@ -38,11 +38,9 @@ type Config struct {
 	// (0 chooses max(2^20, 64·servers), capped at Keys).
 	ExactKeys uint64
 
-	// HotKeyReplication enforces the precondition of the paper's Theorem 1,
-	// that no single key's read rate exceeds half a cache node's throughput,
-	// by giving such keys extra copies in the upper layer (redundancy
-	// control): see replicateHotKeys.
-	HotKeyReplication bool
+	// MaxCopies bounds the copies of one key under the Adaptive strategy
+	// (0: one on every spine and the leaf).
+	MaxCopies int
 
 	Routing RoutingConfig
 	// Map, when set, is the partition map to evaluate instead of the one
@@ -99,8 +97,6 @@ func Default() Config {
 		Keys:           100_000_000,
 		Skew:           0.99,
 		CoherenceCost:  1,
-
-		HotKeyReplication: true,
 		Routing: RoutingConfig{
 			Queries:        4_000_000,
 			Warmup:         200_000,
@@ -143,6 +139,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Spines < 1 || c.Racks < 1 || c.ServersPerRack < 1:
 		return fmt.Errorf("invalid simulation: need at least one spine, rack and server per rack (got %d, %d, %d)", c.Spines, c.Racks, c.ServersPerRack)
+	case c.MaxCopies < 0:
+		return fmt.Errorf("invalid simulation: max copies %d is negative", c.MaxCopies)
 	case c.CachePerNode < 0:
 		return fmt.Errorf("invalid simulation: cache per node %d is negative", c.CachePerNode)
 	case c.Keys < 1:

@@ -18,10 +18,12 @@
 // among its copies comes from replaying a sampled query stream through the
 // real power-of-k router (package routing), whose simulated senders learn
 // loads only from delayed telemetry in replies (§4.2), never from an oracle;
-// Optimal computes the max-flow optimum of §3.2 for the same placement.
-// Hot-key replication enforces Theorem 1's precondition that no key exceeds
-// half a cache node (§3.2, §3.3) by giving such keys extra copies on their
-// spine ring successors.
+// Optimal computes the max-flow optimum of §3.2 for Adaptive's placement.
+// DistCache is plain DistCache, one copy per layer, as the data plane runs
+// it; Adaptive gives each hot key the copies package copies decides by cost
+// and benefit: more than one per layer for a key hotter than Theorem 1
+// allows (§3.2), fewer or none where the coherence work of its writes
+// (§4.3) costs its server more than they save.
 //
 // Experiments reproduce figures 9a–c (skew, cache size, scale), 10 (write
 // ratio, with the two-phase coherence cost model of Config.CoherenceCost) and

@@ -26,7 +26,7 @@ func Evaluate(cfg Config, strategies []Strategy) ([]Result, error) {
 }
 
 func (m *model) evaluate(strategies []Strategy) ([]Result, error) {
-	var shared *plan // DistCache and Optimal share one placement
+	var adaptive *plan // Adaptive and Optimal share one placement
 	out := make([]Result, 0, len(strategies))
 	for _, s := range strategies {
 		var p *plan
@@ -34,11 +34,19 @@ func (m *model) evaluate(strategies []Strategy) ([]Result, error) {
 		case NoCache, Partition, Replication:
 			p = m.placement(s)
 			p.splitEvenly()
-		case DistCache, Optimal:
-			if shared == nil {
-				shared = m.placement(DistCache)
+		case DistCache, Adaptive, Optimal:
+			if s == DistCache {
+				p = m.placement(DistCache)
+			} else {
+				if adaptive == nil {
+					var err error
+					if adaptive, err = m.adaptivePlacement(); err != nil {
+						return nil, err
+					}
+				}
+				p = &plan{holders: adaptive.holders}
 			}
-			p = &plan{holders: shared.holders, split: make([][]float64, len(shared.holders))}
+			p.split = make([][]float64, len(p.holders))
 			if s == Optimal {
 				m.optimalSplit(p)
 			} else if err := m.routedSplit(p); err != nil {

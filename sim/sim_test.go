@@ -10,10 +10,9 @@ import (
 
 type configOption func(*Config)
 
-func withSkew(s float64) configOption        { return func(c *Config) { c.Skew = s } }
-func withWrites(w float64) configOption      { return func(c *Config) { c.WriteRatio = w } }
-func withoutHotKeyReplication() configOption { return func(c *Config) { c.HotKeyReplication = false } }
-func withTelemetryDelay(d int) configOption  { return func(c *Config) { c.Routing.TelemetryDelay = d } }
+func withSkew(s float64) configOption       { return func(c *Config) { c.Skew = s } }
+func withWrites(w float64) configOption     { return func(c *Config) { c.WriteRatio = w } }
+func withTelemetryDelay(d int) configOption { return func(c *Config) { c.Routing.TelemetryDelay = d } }
 
 // smallConfig is a scaled-down deployment (8 spines, 8 racks of 8 servers,
 // 20 objects per cache node, one million keys) that keeps the paper's
@@ -46,19 +45,20 @@ func evaluate(t *testing.T, cfg Config) map[Strategy]Result {
 }
 
 // TestReadOnlySkewedShape checks the shape of the paper's Figure 9a at
-// Zipf-0.99: DistCache matches the optimum of its placement and
-// CacheReplication, and CachePartition and NoCache fall clearly behind.
+// Zipf-0.99: DistCache with adaptive copies matches the optimum of its
+// placement and CacheReplication, and CachePartition and NoCache fall
+// clearly behind plain DistCache.
 func TestReadOnlySkewedShape(t *testing.T) {
 	r := evaluate(t, smallConfig())
 	thr := func(s Strategy) float64 { return r[s].Throughput }
-	if thr(DistCache) < 0.97*thr(Optimal) {
-		t.Errorf("distcache %.1f below 0.97 × optimal %.1f", thr(DistCache), thr(Optimal))
+	if thr(Adaptive) < 0.97*thr(Optimal) {
+		t.Errorf("adaptive %.1f below 0.97 × optimal %.1f", thr(Adaptive), thr(Optimal))
 	}
-	if thr(DistCache) > thr(Optimal)*(1+1e-9) {
-		t.Errorf("distcache %.1f above the optimum %.1f of its own placement", thr(DistCache), thr(Optimal))
+	if thr(Adaptive) > thr(Optimal)*(1+1e-9) {
+		t.Errorf("adaptive %.1f above the optimum %.1f of its own placement", thr(Adaptive), thr(Optimal))
 	}
-	if thr(DistCache) < 0.97*thr(Replication) {
-		t.Errorf("distcache %.1f below 0.97 × replication %.1f", thr(DistCache), thr(Replication))
+	if thr(Adaptive) < thr(Replication) {
+		t.Errorf("adaptive %.1f below replication %.1f", thr(Adaptive), thr(Replication))
 	}
 	if thr(Partition) > 0.8*thr(DistCache) || thr(NoCache) > thr(Partition) {
 		t.Errorf("want nocache %.1f < partition %.1f < 0.8 × distcache %.1f", thr(NoCache), thr(Partition), thr(DistCache))
@@ -85,7 +85,7 @@ func TestUniformAllEqual(t *testing.T) {
 // whose telemetry arrives too late to be useful.
 func TestPowerOfTwoChoicesMatters(t *testing.T) {
 	// Zipf-1.2 makes the cache nodes, not the servers, the bottleneck.
-	cfg := smallConfig(withSkew(1.2), withoutHotKeyReplication())
+	cfg := smallConfig(withSkew(1.2))
 	m, err := newModel(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestPowerOfTwoChoicesMatters(t *testing.T) {
 	p.splitEvenly()
 	random, _ := m.limit(m.loads(p))
 	routed := evaluate(t, cfg)[DistCache].Throughput
-	stale := evaluate(t, smallConfig(withSkew(1.2), withoutHotKeyReplication(), withTelemetryDelay(200_000)))[DistCache].Throughput
+	stale := evaluate(t, smallConfig(withSkew(1.2), withTelemetryDelay(200_000)))[DistCache].Throughput
 	t.Logf("random copy %.1f, routed %.1f, routed on stale telemetry %.1f", random, routed, stale)
 	if routed < 1.1*random {
 		t.Errorf("power-of-two routing %.1f not clearly above a random choice %.1f", routed, random)
@@ -104,23 +104,42 @@ func TestPowerOfTwoChoicesMatters(t *testing.T) {
 	}
 }
 
-// TestHotKeyReplicationLiftsTheHottestKeyLimit: with one copy per layer the
+// TestAdaptiveCopiesLiftTheHottestKeyLimit: with one copy per layer the
 // hottest key caps throughput at twice a cache node's capacity over its
-// probability; replication of keys hotter than half a node lifts the cap.
-func TestHotKeyReplicationLiftsTheHottestKeyLimit(t *testing.T) {
+// probability; the adaptive strategy's extra copies of keys hotter than
+// half a node lift the cap.
+func TestAdaptiveCopiesLiftTheHottestKeyLimit(t *testing.T) {
 	cfg := smallConfig(withSkew(1.2))
 	m, err := newModel(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	limit := 2 * float64(cfg.ServersPerRack) / m.prob[0]
-	plain := evaluate(t, smallConfig(withSkew(1.2), withoutHotKeyReplication()))[Optimal].Throughput
-	replicated := evaluate(t, cfg)[Optimal].Throughput
-	if plain > limit*(1+1e-9) {
-		t.Errorf("without replication %.1f exceeds the hottest-key limit %.1f", plain, limit)
+	r := evaluate(t, cfg)
+	if plain := r[DistCache].Throughput; plain > limit*(1+1e-9) {
+		t.Errorf("plain distcache %.1f exceeds the hottest-key limit %.1f", plain, limit)
 	}
-	if replicated < 1.5*plain {
-		t.Errorf("hot-key replication %.1f not clearly above %.1f", replicated, plain)
+	if r[Adaptive].Throughput < 1.5*r[DistCache].Throughput {
+		t.Errorf("adaptive %.1f not clearly above plain distcache %.1f", r[Adaptive].Throughput, r[DistCache].Throughput)
+	}
+}
+
+// TestAdaptiveNeverBelowTheOthers: at every write ratio, DistCache with
+// copies by cost and benefit does at least as well as no caching, as
+// CachePartition and as CacheReplication (issue 20's simulator goal), and
+// at least as well as plain DistCache once there are writes.
+func TestAdaptiveNeverBelowTheOthers(t *testing.T) {
+	for _, w := range []float64{0, 0.05, 0.1, 0.3, 0.5, 0.7, 1} {
+		r := evaluate(t, smallConfig(withWrites(w)))
+		others := []Strategy{NoCache, Partition, Replication}
+		if w > 0 {
+			others = append(others, DistCache)
+		}
+		for _, s := range others {
+			if r[Adaptive].Throughput < r[s].Throughput*(1-1e-9) {
+				t.Errorf("w=%v: adaptive %.1f below %s %.1f", w, r[Adaptive].Throughput, s, r[s].Throughput)
+			}
+		}
 	}
 }
 
@@ -191,11 +210,11 @@ func TestDeterministic(t *testing.T) {
 // from the seed: the same map gives the same throughputs, and a map with a
 // spine member failed changes them.
 func TestGivenMapIsEvaluated(t *testing.T) {
-	base := smallConfig()
+	base := smallConfig(withSkew(1.2)) // the cache nodes limit DistCache
 	want := evaluate(t, base)
 	same := base
 	same.Map = mustBuild(base.spec())
-	if got := evaluate(t, same); got[DistCache] != want[DistCache] || got[NoCache] != want[NoCache] {
+	if got := evaluate(t, same); got[DistCache] != want[DistCache] || got[Adaptive] != want[Adaptive] || got[NoCache] != want[NoCache] {
 		t.Fatalf("the seed's own map: %v, want %v", got, want)
 	}
 	failed := base

@@ -24,15 +24,20 @@ const (
 	Replication Strategy = "replication"
 	// DistCache caches the hottest keys of each node's partition in both
 	// layers and routes every read by power-of-two-choices on the loads the
-	// senders learn from telemetry.
+	// senders learn from telemetry: plain DistCache, one copy per layer.
 	DistCache Strategy = "distcache"
-	// Optimal keeps DistCache's placement but splits reads by the max-flow
+	// Adaptive is DistCache with the copies of each hot key decided by
+	// cost and benefit (package copies): none for a key whose writes
+	// dominate, fewer than one per layer where coherence work limits a
+	// storage server, more where one key's reads exceed half a node.
+	Adaptive Strategy = "adaptive"
+	// Optimal keeps Adaptive's placement but splits reads by the max-flow
 	// optimum of §3.2: the physical limit of that placement.
 	Optimal Strategy = "optimal"
 )
 
 // Strategies lists every strategy in report order.
-var Strategies = []Strategy{NoCache, Partition, Replication, DistCache, Optimal}
+var Strategies = []Strategy{NoCache, Partition, Replication, DistCache, Adaptive, Optimal}
 
 // plan says, for each exact rank below len(holders), which cache nodes hold
 // the key and which fraction of its reads each serves.
@@ -100,14 +105,11 @@ func (m *model) placement(s Strategy) *plan {
 		}
 		addSets(p, leafSets)
 		return p
-	default: // DistCache and Optimal share the placement
+	default:
 		spineSets := m.hottest(c, func(k int) int32 { return m.spine[k] })
 		p := newPlan(cachedRanks(spineSets, leafSets))
 		addSets(p, spineSets)
 		addSets(p, leafSets)
-		if m.cfg.HotKeyReplication {
-			return m.replicateHotKeys(p)
-		}
 		return p
 	}
 }

@@ -270,7 +270,6 @@ func (o *benchOptions) addPrediction(r *driver.Report, st *control.Status, m *pa
 	cfg.Spines, cfg.Racks, cfg.ServersPerRack = st.Layers[0].Nodes, len(m.Storage.Racks), perRack
 	cfg.CachePerNode = st.Layers[0].Entries
 	cfg.Keys, cfg.Skew, cfg.WriteRatio = r.Config.Keys, r.Config.Skew, r.Config.WriteRatio
-	cfg.HotKeyReplication = false // the data plane does not replicate hot keys
 	cfg.Map, cfg.Seed = m, r.Config.Seed
 	results, err := sim.Evaluate(cfg, []sim.Strategy{sim.NoCache, sim.DistCache})
 	if err != nil {

@@ -45,7 +45,7 @@ Each experiment writes DIR/<experiment>.csv, .png and .md.`,
 	f.Float64Var(&c.Skew, "skew", c.Skew, "Zipf exponent (0 = uniform)")
 	f.Float64Var(&c.WriteRatio, "write-ratio", c.WriteRatio, "fraction of queries that are writes")
 	f.Float64Var(&c.CoherenceCost, "coherence-cost", c.CoherenceCost, "server work per cached copy per write, in queries")
-	f.BoolVar(&c.HotKeyReplication, "hot-key-replication", c.HotKeyReplication, "give keys hotter than half a cache node extra upper-layer copies")
+	f.IntVar(&c.MaxCopies, "max-copies", c.MaxCopies, "most copies of one key under the adaptive strategy (0: every spine and the leaf)")
 	f.IntVar(&c.Routing.Queries, "queries", c.Routing.Queries, "length of the query stream that drives the router")
 	f.IntVar(&c.Routing.Warmup, "warmup", c.Routing.Warmup, "initial queries of the stream whose routing is not counted")
 	f.IntVar(&c.Routing.Clients, "clients", c.Routing.Clients, "independent senders, each learning loads only from its own replies")

@@ -1,0 +1,235 @@
+package copies
+
+import (
+	"math"
+	"slices"
+)
+
+// tolerance absorbs rounding in the capacity checks.
+const tolerance = 1e-9
+
+// assign computes the assignment at rate factor f (every reported rate and
+// base load multiplied by f) and reports whether it keeps every storage
+// server within capacity and every cache node's load that the router
+// cannot move elsewhere (single copies' reads, every copy's coherence
+// work) within its own, with the nodes' total load within their total
+// capacity.
+//
+// The hottest keys, as many as plain DistCache would cache with one copy
+// per layer, come first: each gets the fewest copies it needs, then, where
+// its server has room for the coherence work and its nodes have slots,
+// more up to one per layer. The slots left (those of keys that stayed
+// below one copy per layer) go to the next keys, hottest first.
+func (s *search) assign(f float64) bool {
+	s.reset(f)
+	primary := len(s.order)
+	if s.m.Slots > 0 {
+		primary = min(primary, s.m.Slots*len(s.slots)/max(1, s.layers))
+	}
+	for _, i := range s.order[:primary] {
+		c := s.minCopies(i, s.keys[i].Reads*f, s.keys[i].Writes*f)
+		if c < 0 {
+			return false
+		}
+		s.put(i, c, f)
+	}
+	for _, i := range s.order[primary:] {
+		s.server[s.keys[i].Server] += (s.keys[i].Reads + s.keys[i].Writes) * f
+	}
+	for _, i := range s.order[:primary] {
+		s.grow(i, f)
+	}
+	for _, i := range s.order[primary:] {
+		k := &s.keys[i]
+		if c := s.minCopies(i, k.Reads*f, k.Writes*f); c > 0 {
+			s.server[k.Server] -= (k.Reads + k.Writes) * f
+			s.put(i, c, f)
+		}
+	}
+	return s.serversFit() && s.nodesFit()
+}
+
+// reset empties the assignment for rate factor f.
+func (s *search) reset(f float64) {
+	for v, b := range s.base {
+		s.server[v] = b * f
+	}
+	clear(s.node)
+	clear(s.fixed)
+	s.total = 0
+	for v := range s.slots {
+		s.slots[v] = s.m.Slots
+		if s.m.Slots == 0 {
+			s.slots[v] = math.MaxInt
+		}
+	}
+	for i := range s.held {
+		s.held[i] = s.held[i][:0]
+	}
+}
+
+// put caches key i with c copies (none for c = 0) on nodes with a free
+// slot: fewer copies than layers go to the least loaded owners, and a
+// single copy only to a node with room for all of its load. A key that
+// cannot get c copies is not cached. Its server's load follows.
+func (s *search) put(i, c int, f float64) {
+	k := &s.keys[i]
+	r, w := k.Reads*f, k.Writes*f
+	s.next = s.next[:0]
+	if c > 0 {
+		for _, v := range s.candidates(i, c) {
+			if s.slots[v] > 0 && (c > 1 || s.fixed[v]+r+s.m.NodeWriteCost*w <= s.m.NodeCapacity*(1+tolerance)) {
+				s.next = append(s.next, v)
+			}
+		}
+	}
+	if c < s.layers {
+		owners := s.next[:countOwners(s.next, s.cands[i][:min(s.layers, len(s.cands[i]))])]
+		slices.SortStableFunc(owners, func(a, b int) int { return cmpFloat(s.node[a], s.node[b]) })
+	}
+	if len(s.next) < c {
+		c = 0
+	}
+	s.server[k.Server] += s.serverLoad(c, r, w)
+	for _, v := range s.next[:c] {
+		s.slots[v]--
+		s.node[v] += r/float64(c) + s.m.NodeWriteCost*w
+		s.fixed[v] += s.m.NodeWriteCost * w
+		if c == 1 {
+			s.fixed[v] += r
+		}
+		s.held[i] = append(s.held[i], v)
+	}
+	if c > 0 {
+		s.total += r + s.m.NodeWriteCost*w*float64(c)
+	}
+}
+
+// take undoes put for key i.
+func (s *search) take(i int, f float64) {
+	k := &s.keys[i]
+	r, w := k.Reads*f, k.Writes*f
+	c := len(s.held[i])
+	s.server[k.Server] -= s.serverLoad(c, r, w)
+	for _, v := range s.held[i] {
+		s.slots[v]++
+		s.node[v] -= r/float64(c) + s.m.NodeWriteCost*w
+		s.fixed[v] -= s.m.NodeWriteCost * w
+		if c == 1 {
+			s.fixed[v] -= r
+		}
+	}
+	if c > 0 {
+		s.total -= r + s.m.NodeWriteCost*w*float64(c)
+	}
+	s.held[i] = s.held[i][:0]
+}
+
+// grow gives cached key i more copies, up to one per layer, as many as its
+// server has room for the coherence work of and its owners have slots.
+func (s *search) grow(i int, f float64) {
+	k := &s.keys[i]
+	c := len(s.held[i])
+	if c == 0 || c >= s.layers {
+		return
+	}
+	free := 0
+	for _, v := range s.cands[i][:min(s.layers, len(s.cands[i]))] {
+		if s.slots[v] > 0 && !slices.Contains(s.held[i], v) {
+			free++
+		}
+	}
+	room := s.m.ServerCapacity*(1+tolerance) - s.server[k.Server]
+	want := c + free
+	for ; want > c; want-- {
+		if s.m.CoherenceCost*k.Writes*f*float64(want-c) <= room {
+			break
+		}
+	}
+	if want > c {
+		s.take(i, f)
+		s.put(i, want, f)
+	}
+}
+
+// minCopies is the fewest copies key i needs at rates r and w (0: it is
+// not worth caching), or -1 when no number of copies up to MaxCopies keeps
+// each copy within half a node. One copy needs no routing choice, so it
+// may take up to a whole node (nodesFit checks the node's total); several
+// copies must each stay within half a node for the router to balance them
+// (Theorem 1).
+func (s *search) minCopies(i int, r, w float64) int {
+	m, now := s.m, s.keys[i].Now
+	c := 1
+	if r+m.NodeWriteCost*w > m.NodeCapacity {
+		need := func(share float64) int {
+			room := share - m.NodeWriteCost*w
+			if room <= 0 {
+				return math.MaxInt
+			}
+			return max(2, int(math.Ceil(r/room-tolerance)))
+		}
+		half := m.NodeCapacity / 2
+		c = need(half)
+		if now > 1 && now >= need(half*(1+m.Hysteresis)) && now <= need(half*(1-m.Hysteresis)) {
+			c = now
+		}
+		if c == math.MaxInt {
+			return 0 // its writes alone would fill half a node: not cacheable
+		}
+	}
+	// Caching saves the server r (the reads) and costs it γ·c·w.
+	breakEven := m.CoherenceCost * float64(c) * w
+	if now > 0 {
+		breakEven *= 1 - m.Hysteresis
+	} else {
+		breakEven *= 1 + m.Hysteresis
+	}
+	if r <= breakEven {
+		return 0
+	}
+	if c > min(m.MaxCopies, len(s.candidates(i, c))) {
+		return -1
+	}
+	return c
+}
+
+// serverLoad is what a key with c copies costs its storage server.
+func (s *search) serverLoad(c int, r, w float64) float64 {
+	if c == 0 {
+		return r + w
+	}
+	return w * (1 + s.m.CoherenceCost*float64(c))
+}
+
+func (s *search) serversFit() bool {
+	for _, l := range s.server {
+		if l > s.m.ServerCapacity*(1+tolerance) {
+			return false
+		}
+	}
+	return true
+}
+
+// countOwners is the length of the prefix of free (a subsequence of
+// owners followed by other nodes) that are owners.
+func countOwners(free, owners []int) int {
+	n := 0
+	for n < len(free) && slices.Contains(owners, free[n]) {
+		n++
+	}
+	return n
+}
+
+// nodesFit reports whether every node's load that the router cannot move
+// (a single copy's reads, every copy's coherence work) is within its
+// capacity, and the total within the nodes' total.
+func (s *search) nodesFit() bool {
+	limit := s.m.NodeCapacity * (1 + tolerance)
+	for _, l := range s.fixed {
+		if l > limit {
+			return false
+		}
+	}
+	return s.total <= limit*float64(len(s.fixed))
+}
