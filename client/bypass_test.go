@@ -38,7 +38,13 @@ func TestBypassReadsGoToTheShim(t *testing.T) {
 					n.set(nodeLoad(0))
 				}
 			}
-			c := newTestClient(t, cl.p, withBypass(), withAttemptTimeout(50*time.Millisecond))
+			// A silent shim is waited for 50 ms an attempt; an answering
+			// one long enough that a slow machine never retries it.
+			timeout := 10 * time.Second
+			if tt.silentShim {
+				timeout = 50 * time.Millisecond
+			}
+			c := newTestClient(t, cl.p, withBypass(), withAttemptTimeout(timeout))
 			const reads = 6
 			for i := range reads {
 				key := fmt.Sprintf("k%d", i)

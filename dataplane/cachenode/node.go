@@ -166,9 +166,10 @@ type view struct {
 	addrs   *peers.Table // shims' addresses
 }
 
-// owns reports whether key belongs to this node under v.
+// owns reports whether this node may hold key under v: it is the key's
+// owner in its layer, or one of the holders the map decided for it.
 func (v *view) owns(key string) bool {
-	return v.active && v.p.Owner(v.layer, key) == v.member
+	return v.active && v.p.Holds(v.layer, v.member, key)
 }
 
 // shim returns the address of key's storage shim.

@@ -65,8 +65,8 @@ func RackName(r int) string { return fmt.Sprintf("rack-%d", r) }
 func ShardName(cluster string, r, s int) string { return fmt.Sprintf("%s-rack-%d-%d", cluster, r, s) }
 
 // Build computes the partition map for spec. Given the previously published
-// map, it keeps the ids and states of members that still exist, gives new
-// members fresh ids, and returns prev itself when nothing changed; otherwise
+// map, it keeps the ids and states of members that still exist and the
+// decided copies of keys whose members all do, gives new members fresh ids, and returns prev itself when nothing changed; otherwise
 // the result's version is prev's plus one (1 without prev).
 func Build(spec Spec, prev *Map) (*Map, error) {
 	if err := spec.validate(); err != nil {
@@ -91,6 +91,9 @@ func Build(spec Spec, prev *Map) (*Map, error) {
 	ids := newIDAllocator(prev)
 	for _, ls := range spec.Layers {
 		m.Layers = append(m.Layers, buildLayer(spec, ls, ids))
+	}
+	if prev != nil {
+		m.Copies = keptCopies(prev.Copies, m)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot build partition map: %w", err)

@@ -74,6 +74,11 @@ type Map struct {
 	Layers []Layer `json:"layers"`
 	// Storage places keys on storage racks and shards.
 	Storage Storage `json:"storage"`
+	// Copies lists the keys whose copies the control loop decided by cost
+	// and benefit, sorted by key; every other key has one copy per layer,
+	// on its owner. Readers older than this field reject a map that has
+	// it.
+	Copies []KeyCopies `json:"copies,omitempty"`
 }
 
 // Layer is one cache layer.
@@ -135,6 +140,7 @@ func (m *Map) Clone() *Map {
 	for i := range c.Storage.Racks {
 		c.Storage.Racks[i].Shards = slices.Clone(m.Storage.Racks[i].Shards)
 	}
+	c.Copies = slices.Clone(m.Copies) // entries are never modified in place
 	return &c
 }
 
@@ -217,6 +223,9 @@ func (m *Map) Validate() error {
 			return fmt.Errorf("invalid partition map: layers %q and %q share seed %d; layers must hash independently", other, l.Name, l.Seed)
 		}
 		seeds[l.Seed] = l.Name
+	}
+	if err := m.validateCopies(); err != nil {
+		return fmt.Errorf("invalid partition map: %w", err)
 	}
 	return nil
 }

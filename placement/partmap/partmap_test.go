@@ -3,6 +3,7 @@ package partmap_test
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -317,6 +318,8 @@ func itoa(i int) string {
 func FuzzDecode(f *testing.F) {
 	good, _ := os.ReadFile(filepath.Join("testdata", "demo.json"))
 	f.Add(good)
+	withCopies, _ := os.ReadFile(filepath.Join("testdata", "demo-copies.json"))
+	f.Add(withCopies)
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"format":1,"version":1,"cluster":"c","layers":[],"storage":{"seed":"1","racks":[{"name":"r","shards":[{"name":"s"}]}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -324,8 +327,14 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := partmap.Compile(m); err != nil {
+		p, err := partmap.Compile(m)
+		if err != nil {
 			t.Fatalf("decoded map does not compile: %v", err)
+		}
+		for _, kc := range m.Copies {
+			if n := len(p.Candidates(string(kc.Key), nil)); n > len(kc.Members) {
+				t.Fatalf("key %q has %d candidates for %d decided members", kc.Key, n, len(kc.Members))
+			}
 		}
 		enc, err := partmap.Encode(m)
 		if err != nil {
@@ -341,16 +350,39 @@ func FuzzDecode(f *testing.F) {
 	})
 }
 
+// BenchmarkCandidates looks up a key's candidates in the paper's topology,
+// without decided copies and with 8,192 keys' copies decided (the most a map
+// lists): for a key without a decision and for one with three copies.
 func BenchmarkCandidates(b *testing.B) {
 	m, _ := partmap.Build(partmap.Spec{
 		Cluster: "bench", Racks: 32, ShardsPerRack: 32,
 		Layers: []partmap.LayerSpec{{Name: "spine", Nodes: 32}, {Name: "leaf", BoundToRacks: true}},
 	}, nil)
-	p, _ := partmap.Compile(m)
-	buf := make([]partmap.Candidate, 0, 2)
-	b.ReportAllocs()
-	for b.Loop() {
-		buf = p.Candidates("key:123456", buf[:0])
+	decided := make([]partmap.KeyCopies, partmap.MaxKeyCopies)
+	for i := range decided {
+		decided[i] = partmap.KeyCopies{Key: []byte(fmt.Sprintf("hot:%d", i)), Members: []string{"bench-spine-0", "bench-spine-1", "bench-leaf-0"}}
+	}
+	withCopies, _, err := m.WithCopies(decided)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		m    *partmap.Map
+		key  string
+	}{
+		{"plain", m, "key:123456"},
+		{"copies/undecided-key", withCopies, "key:123456"},
+		{"copies/decided-key", withCopies, "hot:4321"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p, _ := partmap.Compile(bc.m)
+			buf := make([]partmap.Candidate, 0, 4)
+			b.ReportAllocs()
+			for b.Loop() {
+				buf = p.Candidates(bc.key, buf[:0])
+			}
+		})
 	}
 }
 

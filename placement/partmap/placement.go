@@ -14,6 +14,7 @@ import (
 type Placement struct {
 	m       *Map
 	layers  []compiledLayer
+	copies  map[string][]holder // Map.Copies by key; nil without any
 	rackFn  hashing.Func
 	shardFn hashing.Func
 }
@@ -68,6 +69,10 @@ func Recompile(prev *Placement, m *Map) (*Placement, error) {
 			return nil, fmt.Errorf("cannot compile partition map: layer %q: %w", l.Name, err)
 		}
 		p.layers = append(p.layers, cl)
+	}
+	var err error
+	if p.copies, err = compileCopies(m); err != nil {
+		return nil, fmt.Errorf("cannot compile partition map: %w", err)
 	}
 	return p, nil
 }
@@ -162,26 +167,47 @@ func (p *Placement) Owner(layer int, key string) int {
 	return cl.byRing[i]
 }
 
-// Candidates appends to dst key's owner in every layer that has an owning
-// member, upper layers first, and returns the extended slice; a Fenced owner
-// is marked so (readers skip it, writes invalidate it). With a dst of
-// sufficient capacity it does not allocate.
+// Candidates appends to dst the members that may hold key, and returns the
+// extended slice: for a key with decided copies (Map.Copies) its holders,
+// otherwise its owner in every layer that has an owning member, upper
+// layers first. A Fenced one is marked so (readers skip it, writes
+// invalidate it). With a dst of sufficient capacity it does not allocate.
 func (p *Placement) Candidates(key string, dst []Candidate) []Candidate {
-	for l := range p.layers {
-		m := p.Owner(l, key)
-		if m < 0 {
-			continue
+	if p.copies != nil {
+		if hs, ok := p.copies[key]; ok {
+			return p.decidedCandidates(key, hs, dst)
 		}
-		mb := &p.m.Layers[l].Members[m]
-		dst = append(dst, Candidate{
-			Layer:    l,
-			Member:   m,
-			Node:     mb.ID,
-			Capacity: p.layers[l].capacity[m],
-			Fenced:   mb.State == Fenced,
-		})
+	}
+	for l := range p.layers {
+		if m := p.Owner(l, key); m >= 0 {
+			dst = append(dst, p.candidate(l, m))
+		}
 	}
 	return dst
+}
+
+// candidate describes member m of layer l.
+func (p *Placement) candidate(l, m int) Candidate {
+	mb := &p.m.Layers[l].Members[m]
+	return Candidate{
+		Layer:    l,
+		Member:   m,
+		Node:     mb.ID,
+		Capacity: p.layers[l].capacity[m],
+		Fenced:   mb.State == Fenced,
+	}
+}
+
+// Holds reports whether member of layer is one of key's candidates: the
+// cache node that may hold a copy of key.
+func (p *Placement) Holds(layer, member int, key string) bool {
+	if p.copies != nil {
+		if hs, ok := p.copies[key]; ok {
+			var buf [8]Candidate
+			return hasCandidate(p.decidedCandidates(key, hs, buf[:0]), layer, member)
+		}
+	}
+	return p.Owner(layer, key) == member
 }
 
 // jump is Lamping and Veach's jump consistent hash ("A Fast, Minimal Memory,

@@ -161,3 +161,37 @@ func (c *cluster) bundlesIn() uint64 {
 func (c *cluster) String() string {
 	return fmt.Sprintf("%d racks × %d shards, %d spine + %d leaf nodes", c.cfg.racks, c.cfg.shardsPerRack, c.cfg.spineNodes, c.cfg.racks)
 }
+
+// setCopies publishes the next map version with copies as its decided
+// copies (partmap.Map.WithCopies).
+func (c *cluster) setCopies(copies ...partmap.KeyCopies) {
+	c.t.Helper()
+	next, changed, err := c.Placement().Map().WithCopies(copies)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if changed {
+		c.Publish(next)
+	}
+}
+
+// owners names key's candidates under the current map.
+func (c *cluster) owners(key string) []string {
+	p := c.Placement()
+	var out []string
+	for _, cd := range p.Candidates(key, nil) {
+		out = append(out, p.Map().Layers[cd.Layer].Members[cd.Member].Name)
+	}
+	return out
+}
+
+// cachedAt names the running nodes that hold a valid copy of key.
+func (c *cluster) cachedAt(key string) []string {
+	var out []string
+	for name, n := range c.Nodes() {
+		if _, _, valid, ok := n.Cached(key); ok && valid {
+			out = append(out, name)
+		}
+	}
+	return out
+}

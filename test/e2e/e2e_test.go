@@ -3,9 +3,11 @@ package e2e
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 
+	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/workload/history"
 )
 
@@ -121,6 +123,90 @@ func TestLinearizableAcrossNodeRemovalAndRestore(t *testing.T) {
 	}
 	if v := c.Placement().Version(); v != 3 {
 		t.Fatalf("map version %d after removal and restore, want 3", v)
+	}
+}
+
+// TestLinearizableWhileCopiesChange runs the standard workload while the
+// map changes the copies of the three hottest keys (partmap.KeyCopies, as
+// the control loop's cost-and-benefit decision does): a fifth into the run
+// every spine and their leaf hold them (three copies), two fifths in only
+// the spine that is not their owner does (one copy, moved), three fifths
+// in none does (not cached), four fifths in they are back to one copy per
+// layer. The history stays linearizable; the spine that holds the hottest
+// key only by decision serves it from its cache, and once the key has no
+// copies no node holds it.
+func TestLinearizableWhileCopiesChange(t *testing.T) {
+	c := newCluster(t)
+	h := history.NewRecorder()
+	preload(t, h, c.newClient(), 200)
+	hot := []string{keyName(0), keyName(1), keyName(2)}
+	spines, defaults := c.Members(0), map[string][]string{}
+	for _, k := range hot {
+		defaults[k] = c.owners(k)
+	}
+	// other is the spine that does not own key by default.
+	other := func(key string) string {
+		for _, s := range spines {
+			if !slices.Contains(defaults[key], s) {
+				return s
+			}
+		}
+		t.Fatalf("every spine owns %q", key)
+		return ""
+	}
+	decided := func(members func(key string) []string) []partmap.KeyCopies {
+		var out []partmap.KeyCopies
+		for _, k := range hot {
+			out = append(out, partmap.KeyCopies{Key: []byte(k), Members: members(k)})
+		}
+		return out
+	}
+	cfg := standard()
+	total := int64(cfg.workers * cfg.opsPerWork)
+	var (
+		mu          sync.Mutex
+		phase       int
+		onOtherOnly bool // the hottest key was cached where only a decision puts it
+		leftover    []string
+	)
+	cfg.onOp = func(n int64, _ *tally) {
+		mu.Lock()
+		defer mu.Unlock()
+		if phase == 1 || phase == 2 {
+			onOtherOnly = onOtherOnly || slices.Contains(c.cachedAt(hot[0]), other(hot[0]))
+		}
+		if n < int64(phase+1)*total/5 || phase == 4 {
+			return
+		}
+		phase++
+		switch phase {
+		case 1:
+			c.setCopies(decided(func(k string) []string { return append(slices.Clone(defaults[k]), other(k)) })...)
+		case 2:
+			c.setCopies(decided(func(k string) []string { return []string{other(k)} })...)
+		case 3:
+			c.setCopies(decided(func(string) []string { return nil })...)
+			leftover = append(leftover, c.cachedAt(hot[0])...)
+		case 4:
+			c.setCopies()
+		}
+	}
+	tl := run(t, c, h, cfg)
+	t.Logf("%s: %d gets (%d hits), %d writes (%d refused, %d unknown), %d failed reads; hottest key %d/%d hits",
+		c, tl.gets.Load(), tl.hits.Load(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load(), tl.failedReads.Load(),
+		tl.hotHits.Load(), tl.hotGets.Load())
+	checkLinearizable(t, h)
+	if phase != 4 {
+		t.Fatalf("the run ended in phase %d of 4", phase)
+	}
+	if !onOtherOnly {
+		t.Errorf("the hottest key was never cached on %s, which holds it only by decision", other(hot[0]))
+	}
+	if len(leftover) > 0 {
+		t.Errorf("with no copies decided, the hottest key was still cached on %v", leftover)
+	}
+	if v := c.Placement().Version(); v != 5 {
+		t.Errorf("map version %d after four changes of copies, want 5", v)
 	}
 }
 
