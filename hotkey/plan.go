@@ -11,6 +11,15 @@ import (
 type Decision struct {
 	Insert []string
 	Evict  []string
+	// Hits lists every tracked key with its hits in the interval, most hit
+	// first: what the node reports of the keys it serves (GET /hotkeys).
+	Hits []KeyHits
+}
+
+// KeyHits is a tracked key's hit count in one interval.
+type KeyHits struct {
+	Key  string
+	Hits uint64
 }
 
 // trackedKey is a tracked key with its hit count in the interval.
@@ -58,7 +67,14 @@ func (d *Detector) Plan(capacity int) Decision {
 	}
 	hot := TopK(cands, capacity)
 
-	dec := decide(hot, d.trackedCounts(), capacity)
+	tracked := d.trackedCounts()
+	var hits []KeyHits
+	for _, t := range tracked {
+		hits = append(hits, KeyHits{Key: t.key, Hits: t.count})
+	}
+	slices.SortFunc(hits, func(a, b KeyHits) int { return cmp.Or(cmp.Compare(b.Hits, a.Hits), cmp.Compare(a.Key, b.Key)) })
+	dec := decide(hot, tracked, capacity)
+	dec.Hits = hits
 	d.resetLocked()
 	return dec
 }

@@ -145,8 +145,20 @@ func TestPlan(t *testing.T) {
 					}
 				}
 				got := d.Plan(tc.capacity)
+				hits := got.Hits
+				got.Hits = nil
 				if !reflect.DeepEqual(got, tc.want) {
 					t.Fatalf("seed %d: Plan(%d) = %+v, want %+v", seed, tc.capacity, got, tc.want)
+				}
+				// Hits: every tracked key with its interval's hits, most
+				// hit first, ties by key.
+				var wantHits []KeyHits
+				for k, n := range tc.tracked {
+					wantHits = append(wantHits, KeyHits{Key: k, Hits: uint64(n)})
+				}
+				slices.SortFunc(wantHits, func(a, b KeyHits) int { return cmp.Or(cmp.Compare(b.Hits, a.Hits), cmp.Compare(a.Key, b.Key)) })
+				if len(hits) != len(wantHits) || (len(hits) > 0 && !reflect.DeepEqual(hits, wantHits)) {
+					t.Fatalf("seed %d: hits %+v, want %+v", seed, hits, wantHits)
 				}
 				// Plan resets the interval but not the tracked set.
 				st := d.Stats()
@@ -176,7 +188,7 @@ func TestPlanSkipsTracked(t *testing.T) {
 		d.RecordMiss("b")
 	}
 	d.Track("a")
-	if got, want := d.Plan(10), (Decision{Insert: []string{"b"}}); !reflect.DeepEqual(got, want) {
+	if got, want := planWithoutHits(d, 10), (Decision{Insert: []string{"b"}}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Plan = %+v, want %+v", got, want)
 	}
 }
@@ -205,7 +217,7 @@ func TestPlanIntervals(t *testing.T) {
 	query("a", 30)
 	query("b", 20)
 	query("c", 10)
-	dec := d.Plan(2)
+	dec := planWithoutHits(d, 2)
 	if want := (Decision{Insert: []string{"a", "b"}}); !reflect.DeepEqual(dec, want) {
 		t.Fatalf("interval 1: %+v, want %+v", dec, want)
 	}
@@ -214,7 +226,7 @@ func TestPlanIntervals(t *testing.T) {
 	query("a", 30)
 	query("b", 2)
 	query("c", 25)
-	dec = d.Plan(2)
+	dec = planWithoutHits(d, 2)
 	if want := (Decision{Insert: []string{"c"}, Evict: []string{"b"}}); !reflect.DeepEqual(dec, want) {
 		t.Fatalf("interval 2: %+v, want %+v", dec, want)
 	}
@@ -223,7 +235,7 @@ func TestPlanIntervals(t *testing.T) {
 	query("a", 30)
 	query("c", 25)
 	query("b", 6)
-	if dec = d.Plan(2); !reflect.DeepEqual(dec, Decision{}) {
+	if dec = planWithoutHits(d, 2); !reflect.DeepEqual(dec, Decision{}) {
 		t.Fatalf("interval 3: %+v, want no change", dec)
 	}
 	if got := countsOf(d); len(got) != 2 {
@@ -298,4 +310,12 @@ func ExampleTopK() {
 	hot := TopK([]Candidate{{"a", 3}, {"b", 9}, {"c", 3}, {"d", 1}}, 3)
 	fmt.Println(hot)
 	// Output: [{b 9} {a 3} {c 3}]
+}
+
+// planWithoutHits is d.Plan(capacity) with its Hits left out, for tests of
+// the insertions and evictions alone (TestPlan checks Hits).
+func planWithoutHits(d *Detector, capacity int) Decision {
+	dec := d.Plan(capacity)
+	dec.Hits = nil
+	return dec
 }

@@ -103,6 +103,12 @@ type workReporter interface {
 	Work() metrics.Work
 }
 
+// hotKeysReporter is a role that reports the keys it served most (GET
+// /hotkeys, metrics.WithHotKeys): a shim or cache node.
+type hotKeysReporter interface {
+	HotKeys() metrics.HotKeys
+}
+
 // serve runs r until SIGINT or SIGTERM: it feeds r every new map version
 // from the map source and exposes reg on the metrics address.
 func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg *prometheus.Registry, healthy func() error, log *slog.Logger, attrs ...any) error {
@@ -138,6 +144,9 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 	}
 	if wr, ok := r.(workReporter); ok {
 		opts = append(opts, metrics.WithWork(wr.Work))
+	}
+	if hr, ok := r.(hotKeysReporter); ok {
+		opts = append(opts, metrics.WithHotKeys(hr.HotKeys))
 	}
 	ms, err := metrics.Listen(o.metricsAddr, reg, healthy, opts...)
 	if err != nil {

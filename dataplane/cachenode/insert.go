@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/hotkey"
 )
 
 // InsertResult counts the outcome of one insertion interval.
@@ -123,6 +125,7 @@ func (n *Node) plan() ([]fetchJob, InsertResult) {
 	defer n.insertMu.Unlock()
 	var res InsertResult
 	d := n.det.Plan(n.cfg.Capacity)
+	n.recordHits(d.Hits)
 	for _, k := range d.Evict {
 		if n.store.remove(k) {
 			res.Evicted++
@@ -154,6 +157,18 @@ func (n *Node) plan() ([]fetchJob, InsertResult) {
 		jobs = append(jobs, fetchJob{key: r.key, e: r.e, v: v, refresh: true})
 	}
 	return jobs, res
+}
+
+// recordHits keeps the hits of the interval that ends as the node's
+// HotKeys. The caller holds insertMu.
+func (n *Node) recordHits(hits []hotkey.KeyHits) {
+	now := time.Now()
+	h := &metrics.HotKeys{Interval: now.Sub(n.lastPlan).Seconds(), Keys: make([]metrics.KeyCount, 0, len(hits))}
+	n.lastPlan = now
+	for _, kh := range hits {
+		h.Keys = append(h.Keys, metrics.KeyCount{Key: []byte(kh.Key), Reads: kh.Hits})
+	}
+	n.hot.Store(h)
 }
 
 // fetch sends FETCH for j's key to its shim and applies the reply to j's

@@ -1,10 +1,12 @@
 package cachenode
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/partmap"
 )
@@ -195,5 +197,31 @@ func TestEarlyIntervalIsAQuarterToHalfAnInterval(t *testing.T) {
 		if d := earlyInterval(time.Second); d < 250*time.Millisecond || d > 500*time.Millisecond {
 			t.Fatalf("earlyInterval(1s) = %v, want within [250ms, 500ms]", d)
 		}
+	}
+}
+
+// TestHotKeysReportsTheIntervalsHits: once an interval ends, the node
+// reports the hits of each key it caches in that interval, most hit first,
+// and nothing for keys it does not cache.
+func TestHotKeysReportsTheIntervalsHits(t *testing.T) {
+	h := newHarness(t)
+	if got := h.node.HotKeys(); len(got.Keys) != 0 {
+		t.Fatalf("before any interval: %+v", got)
+	}
+	h.cache("a", "v-a", 1)
+	h.cache("b", "v-b", 2)
+	for key, n := range map[string]int{"a": 2, "b": 5} {
+		for range n {
+			if rep := h.get(key); !rep.Has(wire.FlagHit) {
+				t.Fatalf("GET %s: not a hit", key)
+			}
+		}
+	}
+	h.heat("cold", 1)
+	h.node.InsertHot(h.ctx)
+	got := h.node.HotKeys()
+	want := []metrics.KeyCount{{Key: []byte("b"), Reads: 5}, {Key: []byte("a"), Reads: 2}}
+	if !reflect.DeepEqual(got.Keys, want) || !(got.Interval > 0) {
+		t.Fatalf("HotKeys() = %+v, want %+v over a positive interval", got, want)
 	}
 }

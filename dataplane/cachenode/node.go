@@ -203,8 +203,13 @@ type Node struct {
 	// placeholder insertions, so no key is inserted under a superseded map,
 	// and with Renew, so a lease is granted only for the map in use.
 	mapMu sync.Mutex
-	// insertMu serialises the plan-and-apply phase of InsertHot.
+	// insertMu serialises the plan-and-apply phase of InsertHot, and
+	// guards lastPlan.
 	insertMu sync.Mutex
+	lastPlan time.Time // when the detector's current interval began
+	// hot is the hits of the cached keys in the last complete interval,
+	// as GET /hotkeys answers them.
+	hot atomic.Pointer[metrics.HotKeys]
 
 	missMu  sync.Mutex // guards flights, the waiters of every flight, pending and parked
 	flights map[string]*flight
@@ -260,6 +265,7 @@ func New(cfg Config) (*Node, error) {
 		ep:        ep,
 		parkAfter: func(d time.Duration, expire func()) stopper { return time.AfterFunc(d, expire) },
 		det:       det,
+		lastPlan:  time.Now(), // the detector counts from its creation
 		meter:     meter,
 		epoch:     time.Now(),
 		store:     newStore(cfg.CapacityBytes),
@@ -295,6 +301,15 @@ func (n *Node) Utilization() (u float64, ok bool) { return n.busy.Utilization() 
 // GET /work answers it (distcache_work_units_total, distcache_work_capacity).
 func (n *Node) Work() metrics.Work {
 	return metrics.Work{Units: n.work.Used(), Capacity: n.work.Rate()}
+}
+
+// HotKeys is the hits of the keys the node cached in the insertion loop's
+// last complete interval, most hit first, as GET /hotkeys answers them.
+func (n *Node) HotKeys() metrics.HotKeys {
+	if h := n.hot.Load(); h != nil {
+		return *h
+	}
+	return metrics.HotKeys{}
 }
 
 // Start starts serving and, unless Config.Interval < 0, the insertion loop.

@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Server serves /metrics and /healthz on its own port, and /status and
-// /work when asked to (WithStatus, WithWork).
+// Server serves /metrics and /healthz on its own port, and /status, /work
+// and /hotkeys when asked to (WithStatus, WithWork, WithHotKeys).
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
@@ -34,6 +34,7 @@ type serverConfig struct {
 	utilization func() (float64, bool)
 	status      func() Status
 	work        func() Work
+	hotKeys     func() HotKeys
 }
 
 // Status is what GET /status answers, as JSON: the process's view of the
@@ -60,6 +61,35 @@ type Work struct {
 	// Coherence is the INVALIDATE and UPDATE calls a shim has sent (0
 	// for a cache node).
 	Coherence uint64 `json:"coherence"`
+}
+
+// HotKeys is what GET /hotkeys answers, as JSON: the keys a process served
+// most in its last complete counting interval — a cache node the hits of
+// the keys it caches, a storage shim the reads it served and the writes it
+// applied — which the control loop reads to decide each hot key's copies
+// (package placement/copies).
+type HotKeys struct {
+	// Interval is the length of the interval counted, in seconds (0 until
+	// the first one ends).
+	Interval float64 `json:"interval"`
+	// Keys lists the keys, most counted first.
+	Keys []KeyCount `json:"keys"`
+}
+
+// KeyCount is one key's operations in a HotKeys interval.
+type KeyCount struct {
+	// Key is the key (base64 in JSON).
+	Key    []byte `json:"key"`
+	Reads  uint64 `json:"reads"`
+	Writes uint64 `json:"writes,omitempty"`
+}
+
+// HotKeysPath is where the server answers HotKeys (WithHotKeys).
+const HotKeysPath = "/hotkeys"
+
+// WithHotKeys serves hot()'s answer at HotKeysPath.
+func WithHotKeys(hot func() HotKeys) ServerOption {
+	return func(c *serverConfig) { c.hotKeys = hot }
 }
 
 // WorkPath is where the server answers Work (WithWork).
@@ -113,6 +143,9 @@ func Listen(addr string, reg *prometheus.Registry, healthy func() error, opts ..
 	}
 	if cfg.work != nil {
 		mux.HandleFunc("GET "+WorkPath, serveJSON(cfg.work))
+	}
+	if cfg.hotKeys != nil {
+		mux.HandleFunc("GET "+HotKeysPath, serveJSON(cfg.hotKeys))
 	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go func() { _ = s.srv.Serve(ln) }()

@@ -48,3 +48,36 @@ func TestHealthzUtilization(t *testing.T) {
 		})
 	}
 }
+
+// TestHotKeysEndpoint: GET /hotkeys answers the reporter's keys as JSON,
+// binary keys in base64, and a server without a reporter has no such
+// endpoint.
+func TestHotKeysEndpoint(t *testing.T) {
+	hot := HotKeys{Interval: 1.5, Keys: []KeyCount{{Key: []byte{0, 'k'}, Reads: 7, Writes: 2}, {Key: []byte("r"), Reads: 3}}}
+	s, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), nil, WithHotKeys(func() HotKeys { return hot }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	resp, err := httpget.Get(t.Context(), "http://"+s.Addr()+HotKeysPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"interval":1.5,"keys":[{"key":"AGs=","reads":7,"writes":2},{"key":"cg==","reads":3}]}` + "\n"
+	if resp.Status != http.StatusOK || resp.Body != want {
+		t.Fatalf("GET %s: %d %q, want 200 %q", HotKeysPath, resp.Status, resp.Body, want)
+	}
+
+	bare, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bare.Close(context.Background()) })
+	resp, err = httpget.Get(t.Context(), "http://"+bare.Addr()+HotKeysPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Status != http.StatusNotFound {
+		t.Fatalf("GET %s without a reporter: %d, want 404", HotKeysPath, resp.Status)
+	}
+}

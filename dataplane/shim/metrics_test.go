@@ -1,7 +1,9 @@
 package shim
 
 import (
+	"reflect"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -97,5 +99,26 @@ func TestMetrics(t *testing.T) {
 	}
 	if got := e.shim.Work(); got != want || got.Coherence != 4 {
 		t.Errorf("Work() = %+v, want %+v from the metrics (4 coherence calls)", got, want)
+	}
+}
+
+// TestHotKeysCountsReadsAndWrites: once an interval ends, the shim reports
+// the GETs and writes of its keys in it, most first; requests it refuses
+// are not counted.
+func TestHotKeysCountsReadsAndWrites(t *testing.T) {
+	e := newEnv(t, withShards(2), withConfig(func(c *Config) { c.HotKeysInterval = time.Hour }))
+	hot, cold := e.key(0, "hot"), e.key(0, "cold")
+	e.shim.top.Rotate(time.Now()) // the interval starts here
+	for range 3 {
+		e.mustStatus(wire.OpGet, hot, nil, wire.StatusNotFound)
+	}
+	e.mustStatus(wire.OpPut, hot, []byte("v"), wire.StatusOK)
+	e.mustStatus(wire.OpDel, cold, nil, wire.StatusOK)
+	e.mustStatus(wire.OpGet, e.key(1, "foreign"), nil, wire.StatusNotOwner)
+	e.shim.top.Rotate(time.Now())
+	got := e.shim.HotKeys()
+	want := []metrics.KeyCount{{Key: []byte(hot), Reads: 3, Writes: 1}, {Key: []byte(cold), Writes: 1}}
+	if !reflect.DeepEqual(got.Keys, want) || !(got.Interval > 0) {
+		t.Fatalf("HotKeys() = %+v, want %+v over a positive interval", got, want)
 	}
 }

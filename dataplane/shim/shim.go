@@ -20,6 +20,7 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/dataplane/workpool"
+	"github.com/distcache/distcache/hotkey/topkeys"
 )
 
 // Defaults applied to zero fields of Config.
@@ -31,6 +32,8 @@ const (
 	DefaultDedupTTL          = 30 * time.Second
 	DefaultQueueTimeout      = 250 * time.Millisecond
 	DefaultLease             = time.Second
+	DefaultHotKeysInterval   = time.Second
+	DefaultHotKeys           = 256
 
 	// Redis client defaults, applied to zero fields of Config.Redis: fail
 	// fast, because a request's client retransmits and a write must not
@@ -96,6 +99,12 @@ type Config struct {
 	// §6.1); 0 means unlimited. A GET, FETCH, PUT or DEL costs 1 unit, and
 	// a write 1 more per cached copy it invalidates and updates.
 	EmulatedRate float64
+	// HotKeys is how many of its most requested keys the shim counts the
+	// reads and writes of (package hotkey/topkeys; default 256), and
+	// HotKeysInterval how long each count runs (default 1s); GET /hotkeys
+	// reports the last complete one.
+	HotKeys         int
+	HotKeysInterval time.Duration
 	// Registerer receives the metrics; nil means a private registry.
 	Registerer prometheus.Registerer
 	// Logger receives structured logs; nil discards them.
@@ -103,6 +112,12 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.HotKeys <= 0 {
+		c.HotKeys = DefaultHotKeys
+	}
+	if c.HotKeysInterval <= 0 {
+		c.HotKeysInterval = DefaultHotKeysInterval
+	}
 	if c.InvalidateTimeout <= 0 {
 		c.InvalidateTimeout = DefaultInvalidateTimeout
 	}
@@ -176,6 +191,7 @@ type Shim struct {
 	work    *capacity.Limiter // the emulated capacity, shared by readers and writes
 	queued  *queuedReads      // GETs waiting for their work unit, which later GETs of the key join
 	reads   readQueue         // GETs of the receive batches being served (readbatch.go)
+	top     *topkeys.Counter  // the most requested keys' reads and writes (GET /hotkeys)
 	// takeUnit takes a read's work unit if it is available by deadline
 	// (capacity.Limiter.TakeBy); tests replace it before Start.
 	takeUnit func(deadline time.Time) bool
@@ -248,6 +264,7 @@ func New(cfg Config) (*Shim, error) {
 		work:   capacity.New(cfg.EmulatedRate),
 		queued: newQueuedReads(),
 		tasks:  workpool.New(0),
+		top:    topkeys.New(cfg.HotKeys, time.Now()),
 	}
 	s.gets = &getBatcher{rdb: s.rdb}
 	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
@@ -279,6 +296,7 @@ func (s *Shim) Start() error {
 	if s.cfg.PeerRefresh >= 0 {
 		s.wg.Go(func() { peers.RefreshEvery(s.ctx, s.cfg.PeerRefresh, s.RefreshPeers) })
 	}
+	s.wg.Go(s.rotateHotKeys)
 	s.log.Info("shim serving", "addr", s.ep.Addr(), "redis", s.cfg.Redis.Addr)
 	return nil
 }
@@ -371,6 +389,12 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		s.metrics.requests.Observe(req.Op, metrics.StatusResult(wire.StatusOverloaded), time.Since(now))
 		s.replyNow(out, src, req, wire.StatusOverloaded)
 		return
+	}
+	switch req.Op { // a request counted once, not its retransmissions
+	case wire.OpGet:
+		s.top.Read(req.Key)
+	case wire.OpPut, wire.OpDel, wire.OpRMW:
+		s.top.Write(req.Key)
 	}
 	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, direct: req.Has(wire.FlagDirect), start: now}
 	if req.Op == wire.OpPut || req.Op == wire.OpRMW {

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
@@ -76,4 +77,33 @@ func (s *Shim) Stats() Stats {
 		st.MapVersion = v.cur.version
 	}
 	return st
+}
+
+// HotKeys is the reads and writes of the keys the shim was asked for most
+// in its last complete interval (Config.HotKeysInterval), most first, as
+// GET /hotkeys answers them. Reads are the GETs it received: a cache node's
+// misses (concurrent ones for a key coalesced there into one) and the
+// direct reads of clients; writes are PUTs, DELs and read-modify-writes.
+func (s *Shim) HotKeys() metrics.HotKeys {
+	last := s.top.Last()
+	h := metrics.HotKeys{Interval: last.Interval.Seconds(), Keys: make([]metrics.KeyCount, 0, len(last.Keys))}
+	for _, k := range last.Keys {
+		h.Keys = append(h.Keys, metrics.KeyCount{Key: []byte(k.Key), Reads: k.Reads, Writes: k.Writes})
+	}
+	return h
+}
+
+// rotateHotKeys ends a hot-key interval every Config.HotKeysInterval
+// until Close.
+func (s *Shim) rotateHotKeys() {
+	t := time.NewTicker(s.cfg.HotKeysInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.top.Rotate(now)
+		}
+	}
 }
