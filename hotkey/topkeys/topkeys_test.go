@@ -117,6 +117,10 @@ func TestConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	c.Rotate(t0.Add(time.Hour))
+	if n := len(c.Last().Keys); n > 16 {
+		t.Fatalf("%d keys monitored by a counter of 16", n)
+	}
 }
 
 func BenchmarkRead(b *testing.B) {
