@@ -44,6 +44,11 @@ type Model struct {
 	// Hysteresis is the relative band around each threshold inside which
 	// a key keeps the copies it has (0 ≤ Hysteresis < 1).
 	Hysteresis float64
+	// MaxRate, when positive, caps the rate factor at which the decision
+	// is taken: a running cluster prepares for its load grown by MaxRate
+	// at most, not for the most it could carry, so that a key gets no
+	// copies that only a far larger load would need.
+	MaxRate float64
 }
 
 // Validate reports the first unusable setting.
@@ -59,6 +64,8 @@ func (m Model) Validate() error {
 		return fmt.Errorf("invalid copies model: %d slots per node", m.Slots)
 	case m.Hysteresis < 0 || m.Hysteresis >= 1:
 		return fmt.Errorf("invalid copies model: hysteresis %v outside [0, 1)", m.Hysteresis)
+	case m.MaxRate < 0 || math.IsNaN(m.MaxRate):
+		return fmt.Errorf("invalid copies model: max rate %v is negative", m.MaxRate)
 	}
 	return nil
 }
@@ -82,9 +89,10 @@ type Decision struct {
 	// Holders lists, for each key in the order given, the cache nodes
 	// that hold its copies; empty when it is not cached.
 	Holders [][]int
-	// Rate is the factor by which the reported rates can grow before the
-	// busiest storage server is at capacity under this decision (+Inf when
-	// nothing limits it).
+	// Rate is the factor of the reported rates at which the decision was
+	// taken: the most they can grow before the busiest storage server is
+	// at capacity under it (+Inf when nothing limits it), or Model.MaxRate
+	// if that is less.
 	Rate float64
 }
 
@@ -122,6 +130,9 @@ func Decide(m Model, keys []Key, base []float64, nodes Nodes) (Decision, error) 
 		return Decision{}, errors.New("cannot decide copies: keys have no cache owner")
 	}
 	rate := s.bisect()
+	if m.MaxRate > 0 && rate > m.MaxRate && s.assign(m.MaxRate) {
+		rate = m.MaxRate
+	}
 	s.assign(rate)
 	return Decision{Holders: s.result(), Rate: rate}, nil
 }

@@ -156,6 +156,13 @@ func TestDecideRate(t *testing.T) {
 			t.Errorf("keys %v: rate %v, want %v", tt.keys, d.Rate, tt.want)
 		}
 	}
+	// MaxRate caps the rate the decision is taken at: 1.5 for the read key
+	// that alone would allow 2.
+	capped := testModel(func(m *Model) { m.MaxRate = 1.5 })
+	d := decide(t, capped, []Key{key("r", 50, 0, 0)}, []float64{0}, layout{count: 2, owners: map[string][]int{"r": {0, 1}}})
+	if d.Rate != 1.5 || len(d.Holders[0]) != 2 {
+		t.Errorf("with MaxRate 1.5: rate %v, holders %v; want 1.5 and one copy per layer", d.Rate, d.Holders[0])
+	}
 }
 
 // TestDecideHysteresis: a key just above the break-even point of caching
@@ -207,6 +214,7 @@ func TestDecideRejects(t *testing.T) {
 		{"no copies", testModel(func(m *Model) { m.MaxCopies = 0 }), nil, "max copies 0"},
 		{"negative slots", testModel(withSlots(-1)), nil, "-1 slots"},
 		{"hysteresis of 1", testModel(withHysteresis(1)), nil, "hysteresis 1 outside"},
+		{"negative max rate", testModel(func(m *Model) { m.MaxRate = -1 }), nil, "max rate -1"},
 		{"unknown server", testModel(), []Key{key("k", 1, 0, 3)}, `key "k" is on server 3 of 1`},
 		{"negative rate", testModel(), []Key{key("k", -1, 0, 0)}, "has rates -1 and 0"},
 		{"NaN rate", testModel(), []Key{key("k", math.NaN(), 0, 0)}, "has rates NaN"},

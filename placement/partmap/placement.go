@@ -178,12 +178,25 @@ func (p *Placement) Candidates(key string, dst []Candidate) []Candidate {
 			return p.decidedCandidates(key, hs, dst)
 		}
 	}
+	return p.Owners(key, dst)
+}
+
+// Owners appends to dst key's owner in every layer that has an owning
+// member, upper layers first: its candidates when no copies are decided
+// for it.
+func (p *Placement) Owners(key string, dst []Candidate) []Candidate {
 	for l := range p.layers {
 		if m := p.Owner(l, key); m >= 0 {
 			dst = append(dst, p.candidate(l, m))
 		}
 	}
 	return dst
+}
+
+// Decided reports whether the map decides key's copies (Map.Copies).
+func (p *Placement) Decided(key string) bool {
+	_, ok := p.copies[key]
+	return ok
 }
 
 // candidate describes member m of layer l.
