@@ -35,7 +35,7 @@ const (
 	DefaultCoherenceCost = 1
 	DefaultHysteresis    = 0.2
 	DefaultMaxKeys       = 1024
-	DefaultMinRate       = 1
+	DefaultMinShare      = 0.02
 	DefaultHeadroom      = 2
 )
 
@@ -59,7 +59,9 @@ type Config struct {
 	// most partmap.MaxKeyCopies).
 	MaxKeys int
 	// MinRate is the requests per second below which a key is left with
-	// one copy per layer (default 1).
+	// one copy per layer (default DefaultMinShare of ServerCapacity): a key
+	// that light costs or saves its server too little to be worth a map
+	// version.
 	MinRate float64
 	// Headroom is the growth of the reported load the decision prepares
 	// for, at most (copies.Model.MaxRate; default 2): copies that only a
@@ -79,7 +81,7 @@ func (c Config) withDefaults(p *partmap.Placement) Config {
 	}
 	c.MaxKeys = min(c.MaxKeys, partmap.MaxKeyCopies)
 	if c.MinRate == 0 {
-		c.MinRate = DefaultMinRate
+		c.MinRate = DefaultMinShare * c.ServerCapacity
 	}
 	if c.Headroom == 0 {
 		c.Headroom = DefaultHeadroom

@@ -53,6 +53,11 @@ type Config struct {
 	// StatusProbeInterval is the period of the status's health checks of
 	// every process (default DefaultStatusProbeInterval).
 	StatusProbeInterval time.Duration
+	// AdaptiveCopies makes the control loop decide the copies of hot keys
+	// by cost and benefit (package redundancy) from the nodes' and shims'
+	// reports, with the plan's emulated capacities (DefaultNodeCapacity
+	// and DefaultShardCapacity without them).
+	AdaptiveCopies bool
 	// StartTimeout bounds the wait for every process to be ready (default
 	// DefaultStartTimeout); StopTimeout the wait for them to exit on
 	// SIGTERM before SIGKILL (default DefaultStopTimeout).
@@ -264,7 +269,42 @@ func (c *cluster) loopConfig() controlloop.FileConfig {
 			lc.Members = append(lc.Members, controlloop.MemberConfig{Name: pr.Name, HealthAddr: pr.MetricsAddr, DataAddr: pr.Addr})
 		}
 	}
+	if c.cfg.AdaptiveCopies {
+		lc.Copies = copiesConfig(p)
+	}
 	return lc
+}
+
+// Capacities the control loop's decision of copies assumes without
+// emulated capacities: about what one shim with its redis-server and one
+// cache node serve on a core of a small machine (docs/benchmarks.md).
+const (
+	DefaultShardCapacity = 20_000
+	DefaultNodeCapacity  = 200_000
+)
+
+// copiesConfig is the control loop's decision of copies for plan p: its
+// emulated capacities, the smallest cache of a layer as every node's
+// slots, and every shim's metrics server.
+func copiesConfig(p *plan.Plan) *controlloop.CopiesFileConfig {
+	cc := &controlloop.CopiesFileConfig{NodeCapacity: p.NodeRate, ServerCapacity: p.ShardRate}
+	if cc.ServerCapacity == 0 {
+		cc.ServerCapacity = DefaultShardCapacity
+	}
+	if cc.NodeCapacity == 0 {
+		cc.NodeCapacity = DefaultNodeCapacity
+	}
+	for _, l := range p.Cluster.SoftwareLayers() {
+		if e := int(l.Spec.Capacity.Entries); e > 0 && (cc.Slots == 0 || e < cc.Slots) {
+			cc.Slots = e
+		}
+	}
+	for _, pr := range p.Processes {
+		if pr.Kind == plan.Shim {
+			cc.Shards = append(cc.Shards, controlloop.ShardConfig{Name: pr.Shard, MetricsAddr: pr.MetricsAddr})
+		}
+	}
+	return cc
 }
 
 // waitReady polls the group's processes until all are ready.

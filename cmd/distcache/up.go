@@ -38,6 +38,7 @@ type upOptions struct {
 	probeInterval time.Duration
 	mapPoll       time.Duration
 	bundle        bool
+	copies        bool
 	// gatewayUsersDir, gatewayTLSCert and gatewayTLSKey are the gateway's
 	// --users-dir, --tls-cert and --tls-key (plan.Options).
 	gatewayUsersDir, gatewayTLSCert, gatewayTLSKey string
@@ -104,6 +105,8 @@ one machine can show the load balancing of many servers.`,
 		"how often processes check the map file for a new version, besides reading it when inotify says it changed (cache nodes at least every quarter of spec.coherence.servingLease: they renew their lease by reading it)")
 	f.BoolVar(&o.bundle, "bundle", false,
 		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (spec.dataPlane.bundles; their --bundle)")
+	f.BoolVar(&o.copies, "adaptive-copies", false,
+		"the control loop decides every hot key's copies by cost and benefit from the nodes' and shims' reports (none for a write-hot key, more than one per layer for one hotter than half a node) and publishes them with the map, every 5s")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -145,7 +148,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 		return fmt.Errorf("cannot parse --log-level %q: %w", o.logLevel, err)
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
-	log.Info("starting cluster", "cluster", topo.Name, "run_dir", runDir, "gateway", o.gateway, "bundle", o.bundle,
+	log.Info("starting cluster", "cluster", topo.Name, "run_dir", runDir, "gateway", o.gateway, "bundle", o.bundle, "adaptive_copies", o.copies,
 		"shard_capacity", o.shardCapacity, "node_capacity", o.nodeCapacity, "map_poll", o.mapPoll)
 	self, err := os.Executable()
 	if err != nil {
@@ -183,7 +186,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	policy := topology.FailoverPolicy(&topo.Spec, topology.LocalMapDeliveryLag)
 	policy.FenceAfter = fenceAfter
 	return standalone.Run(ctx, standalone.Config{
-		Plan: p, RunDir: runDir, Policy: policy,
+		Plan: p, RunDir: runDir, Policy: policy, AdaptiveCopies: o.copies,
 		ProbeInterval: o.probeInterval, StartTimeout: o.startTimeout, Logger: log,
 		Ready: func() {
 			cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir)

@@ -125,23 +125,27 @@ func (s *search) take(i int, f float64) {
 	s.held[i] = s.held[i][:0]
 }
 
-// grow gives cached key i more copies, up to one per layer, as many as its
-// server has room for the coherence work of and its owners have slots.
+// grow gives cached key i the copies it wants (wantCopies), or as many
+// more as its server has room for the coherence work of and its candidate
+// nodes have slots.
 func (s *search) grow(i int, f float64) {
 	k := &s.keys[i]
 	c := len(s.held[i])
-	if c == 0 || c >= s.layers {
+	if c == 0 {
+		return
+	}
+	want := s.wantCopies(k.Reads*f, k.Writes*f)
+	if want <= c {
 		return
 	}
 	free := 0
-	for _, v := range s.cands[i][:min(s.layers, len(s.cands[i]))] {
+	for _, v := range s.candidates(i, want) {
 		if s.slots[v] > 0 && !slices.Contains(s.held[i], v) {
 			free++
 		}
 	}
 	room := s.m.ServerCapacity*(1+tolerance) - s.server[k.Server]
-	want := c + free
-	for ; want > c; want-- {
+	for want = min(want, c+free); want > c; want-- {
 		if s.m.CoherenceCost*k.Writes*f*float64(want-c) <= room {
 			break
 		}
@@ -152,31 +156,29 @@ func (s *search) grow(i int, f float64) {
 	}
 }
 
-// minCopies is the fewest copies key i needs at rates r and w (0: it is
-// not worth caching), or -1 when no number of copies up to MaxCopies keeps
-// each copy within half a node. One copy needs no routing choice, so it
-// may take up to a whole node (nodesFit checks the node's total); several
-// copies must each stay within half a node for the router to balance them
-// (Theorem 1).
+// copiesFor is the number of copies that keeps each one's share of a
+// key's reads (split evenly) and its coherence work within share of a
+// node, or math.MaxInt when the writes alone exceed it.
+func (s *search) copiesFor(r, w, share float64) int {
+	room := share - s.m.NodeWriteCost*w
+	if room <= 0 {
+		return math.MaxInt
+	}
+	return max(1, int(math.Ceil(r/room-tolerance)))
+}
+
+// minCopies is the fewest copies key i needs at rates r and w, each
+// within a whole node (0: it is not worth caching), or -1 when more than
+// MaxCopies would be needed.
 func (s *search) minCopies(i int, r, w float64) int {
 	m, now := s.m, s.keys[i].Now
-	c := 1
-	if r+m.NodeWriteCost*w > m.NodeCapacity {
-		need := func(share float64) int {
-			room := share - m.NodeWriteCost*w
-			if room <= 0 {
-				return math.MaxInt
-			}
-			return max(2, int(math.Ceil(r/room-tolerance)))
-		}
-		half := m.NodeCapacity / 2
-		c = need(half)
-		if now > 1 && now >= need(half*(1+m.Hysteresis)) && now <= need(half*(1-m.Hysteresis)) {
-			c = now
-		}
-		if c == math.MaxInt {
-			return 0 // its writes alone would fill half a node: not cacheable
-		}
+	full := m.NodeCapacity
+	c := s.copiesFor(r, w, full)
+	if now > 0 && now >= s.copiesFor(r, w, full*(1+m.Hysteresis)) && now <= s.copiesFor(r, w, full*(1-m.Hysteresis)) {
+		c = now
+	}
+	if c == math.MaxInt {
+		return 0 // its writes alone would fill a node: not cacheable
 	}
 	// Caching saves the server r (the reads) and costs it γ·c·w.
 	breakEven := m.CoherenceCost * float64(c) * w
@@ -192,6 +194,14 @@ func (s *search) minCopies(i int, r, w float64) int {
 		return -1
 	}
 	return c
+}
+
+// wantCopies is the copies a cached key gets where its server and nodes
+// allow: one per layer, as plain DistCache, and enough that each copy
+// stays within half a node, Theorem 1's precondition for the router to
+// balance them, at most MaxCopies.
+func (s *search) wantCopies(r, w float64) int {
+	return min(max(s.layers, s.copiesFor(r, w, s.m.NodeCapacity/2)), s.m.MaxCopies)
 }
 
 // serverLoad is what a key with c copies costs its storage server.

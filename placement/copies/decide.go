@@ -125,6 +125,9 @@ func Decide(m Model, keys []Key, base []float64, nodes Nodes) (Decision, error) 
 			return Decision{}, fmt.Errorf("cannot decide copies: key %d (%q) has rates %v and %v", i, k.Name, k.Reads, k.Writes)
 		}
 	}
+	if len(keys) == 0 {
+		return Decision{Rate: math.Inf(1)}, nil
+	}
 	s := newSearch(m, keys, base, nodes)
 	if s.layers == 0 {
 		return Decision{}, errors.New("cannot decide copies: keys have no cache owner")

@@ -139,8 +139,8 @@ func TestDecideCopies(t *testing.T) {
 // TestDecideRate checks the modelled rate: a server that carries 2 of
 // uncached load besides a read-only key limits the system at 10/2 = 5; a
 // write-only key, which is not cached, adds 1 and limits it at 10/3; a
-// read key that two copies cannot carry within half a node each limits it
-// at 2·50/50 = 2.
+// read key that two copies cannot carry within a node each limits it at
+// 2·100/50 = 4.
 func TestDecideRate(t *testing.T) {
 	tests := []struct {
 		keys []Key
@@ -148,7 +148,7 @@ func TestDecideRate(t *testing.T) {
 	}{
 		{[]Key{key("r", 5, 0, 0)}, 5},
 		{[]Key{key("w", 0, 1, 0)}, 10.0 / 3},
-		{[]Key{key("r", 50, 0, 0)}, 2},
+		{[]Key{key("r", 50, 0, 0)}, 4},
 	}
 	for _, tt := range tests {
 		d := decide(t, testModel(), tt.keys, []float64{2}, layout{count: 2})
@@ -226,5 +226,12 @@ func TestDecideRejects(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestDecideNothing(t *testing.T) {
+	d := decide(t, testModel(), nil, []float64{1}, layout{count: 2})
+	if len(d.Holders) != 0 || !math.IsInf(d.Rate, 1) {
+		t.Fatalf("no keys: %+v", d)
 	}
 }

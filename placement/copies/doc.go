@@ -31,18 +31,18 @@
 // capacity (bisection on R), and returns that assignment. At a given R,
 // keys are taken hottest first:
 //
-//  1. A key gets the fewest copies it needs: one if its whole load fits a
-//     node (a single copy involves no routing choice), otherwise enough
-//     that each copy's share stays within half a node, Theorem 1's
-//     precondition for the router, c = ⌈r / (½·C_node − 2·w)⌉. It gets
-//     none if that is more than MaxCopies or if caching would not save
-//     its server work (r ≤ γ·c·w: writes dominate).
-//  2. Then, hottest first, each cached key gets more copies, up to one per
-//     layer (plain DistCache's two choices for the router) and never fewer
-//     than it needs, as long as its server stays within capacity with the
-//     extra coherence work. Keys whose servers have room keep plain
-//     DistCache's copies; the keys of the servers that limit the system
-//     keep only what their reads need.
+//  1. A key gets the fewest copies that keep each one's share (its reads
+//     split evenly, plus the coherence work of its writes) within a node,
+//     c_min = ⌈r / (C_node − 2·w)⌉; none if that is more than MaxCopies or
+//     if caching would not save its server work (r ≤ γ·c_min·w: writes
+//     dominate).
+//  2. Then, hottest first, each cached key gets the copies it wants: one
+//     per layer (plain DistCache's choice for the router) and enough that
+//     each copy stays within half a node, Theorem 1's precondition,
+//     ⌈r / (½·C_node − 2·w)⌉ — as many of them as its server has room for
+//     the coherence work of. Keys whose servers have room get what the
+//     theorem asks for; the keys of the servers that limit the system keep
+//     only what their reads need.
 //
 // A key with fewer copies than layers goes to its least loaded owners (a
 // choice made once, when the decision is taken: the two-choice allocation
@@ -53,8 +53,8 @@
 //
 // Hysteresis: a key that is cached keeps being cached until its reads fall
 // below (1 − Hysteresis) of the break-even point, and a key that is not
-// needs (1 + Hysteresis) of it; the number of copies a key needs for
-// Theorem 1 moves only when its share per copy leaves the band
-// [(1 − Hysteresis)·½, (1 + Hysteresis)·½] of a node. A decision therefore
+// needs (1 + Hysteresis) of it; the number of copies a key needs moves
+// only when its share per copy leaves the band
+// [(1 − Hysteresis), (1 + Hysteresis)] of a node. A decision therefore
 // does not flap when rates wobble around a threshold.
 package copies

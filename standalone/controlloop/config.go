@@ -16,6 +16,7 @@ import (
 
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/redundancy"
 )
 
 // FileConfig is the control loop process's configuration file, which
@@ -33,6 +34,9 @@ type FileConfig struct {
 	Policy PolicyConfig `json:"policy"`
 	// Members are the cache members to probe, by their name in the map.
 	Members []MemberConfig `json:"members"`
+	// Copies, when set, makes the loop decide the copies of hot keys from
+	// the reports of the members' and the shards' metrics servers.
+	Copies *CopiesFileConfig `json:"copies,omitempty"`
 }
 
 // PolicyConfig is a failover.Policy in the configuration file.
@@ -103,6 +107,9 @@ func (c FileConfig) Validate() error {
 			return fmt.Errorf("cannot use control loop configuration: member %s is listed twice", m.Name)
 		}
 		seen[m.Name] = true
+	}
+	if err := c.Copies.validate(); err != nil {
+		return fmt.Errorf("cannot use control loop configuration: %w", err)
 	}
 	return nil
 }
@@ -214,6 +221,7 @@ func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, 
 		Policy: c.Policy.Policy(), MapFile: c.MapFile, EventsFile: c.EventsFile,
 		Prober:   AllProbers{health, ping},
 		Interval: time.Duration(c.Interval), Logger: logger, Registerer: reg,
+		Copies: c.Copies.config(c.Members, redundancy.NewScraper()),
 	}, m)
 	if err != nil {
 		_ = ping.Close()

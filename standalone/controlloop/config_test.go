@@ -75,6 +75,31 @@ func TestConfigEncoding(t *testing.T) {
 	}
 }
 
+// withCopies makes the loop decide copies of hot keys.
+func withCopies() configOption {
+	return func(c *controlloop.FileConfig) {
+		c.Copies = &controlloop.CopiesFileConfig{
+			Interval: controlloop.Duration(5 * time.Second), NodeCapacity: 4000, ServerCapacity: 200, Slots: 100,
+			Shards: []controlloop.ShardConfig{{Name: "demo-rack-0-0", MetricsAddr: "127.0.0.1:40101"}},
+		}
+	}
+}
+
+func TestConfigEncodingWithCopies(t *testing.T) {
+	b, err := controlloop.EncodeConfig(newConfig(withCopies()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "config-copies.golden.json", b)
+	got, err := controlloop.DecodeConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Copies == nil || got.Copies.NodeCapacity != 4000 || len(got.Copies.Shards) != 1 || got.Copies.Shards[0].MetricsAddr != "127.0.0.1:40101" {
+		t.Fatalf("decoded copies %+v", got.Copies)
+	}
+}
+
 func TestDecodeConfigRejects(t *testing.T) {
 	encode := func(opts ...configOption) string {
 		b, err := controlloop.EncodeConfig(newConfig(opts...))
@@ -93,6 +118,9 @@ func TestDecodeConfigRejects(t *testing.T) {
 		{"member twice", encode(func(c *controlloop.FileConfig) { c.Members[1].Name = c.Members[0].Name }), "listed twice"},
 		{"member without address", encode(func(c *controlloop.FileConfig) { c.Members[0].HealthAddr = "" }), "has no healthAddr"},
 		{"unnamed member", encode(func(c *controlloop.FileConfig) { c.Members[0].Name = "" }), "has no name"},
+		{"copies without capacities", encode(withCopies(), func(c *controlloop.FileConfig) { c.Copies.ServerCapacity = 0 }), "must be positive"},
+		{"copies of an unreachable shard", encode(withCopies(), func(c *controlloop.FileConfig) { c.Copies.Shards[0].MetricsAddr = "" }), "needs a name and a metricsAddr"},
+		{"negative copies interval", encode(withCopies(), func(c *controlloop.FileConfig) { c.Copies.Interval = -1 }), "copies: interval"},
 		{"unknown field", `{"mapFile": "m", "policy": {"grace": "1s", "holdDown": "1s"}, "gracePeriod": "1s"}`, "unknown field"},
 		{"bad duration", `{"mapFile": "m", "policy": {"grace": "soon", "holdDown": "1s"}}`, "cannot parse duration"},
 		{"two objects", `{"mapFile": "m", "policy": {"grace": "1s", "holdDown": "1s"}} {}`, "data after the object"},

@@ -67,6 +67,9 @@ type Config struct {
 	Prober Prober
 	// Interval is the probe period (default DefaultInterval).
 	Interval time.Duration
+	// Copies, when set, decides the copies of hot keys (package
+	// redundancy) and publishes them with the map.
+	Copies *CopiesConfig
 	// Registerer, when set, receives the loop's metrics.
 	Registerer prometheus.Registerer
 	// Logger receives the state changes (default: discarded).
@@ -95,6 +98,8 @@ type Loop struct {
 	events  []Event                         // published by this loop, in order
 	stepped bool                            // a step has completed
 	lastErr error                           // the last step's error
+
+	nextCopies time.Time // when copies are next decided; used by step only
 }
 
 // New returns a loop that starts from m, which is already published at
@@ -108,6 +113,14 @@ func New(cfg Config, m *partmap.Map) (*Loop, error) {
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
+	}
+	if err := cfg.Copies.validate(); err != nil {
+		return nil, err
+	}
+	if c := cfg.Copies; c != nil && c.Interval <= 0 {
+		copied := *c
+		copied.Interval = DefaultCopiesInterval
+		cfg.Copies = &copied
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -164,6 +177,7 @@ func (l *Loop) step(ctx context.Context) error {
 	l.mu.Unlock()
 	start := l.cfg.Now()
 	ready := l.probe(ctx, m)
+	reports, decideCopies := l.scrapeCopies(ctx, start)
 	now := l.cfg.Now()
 
 	l.mu.Lock()
@@ -178,6 +192,12 @@ func (l *Loop) step(ctx context.Context) error {
 		}
 	}
 	next, changes, _ := l.cfg.Policy.Apply(l.m, l.obs, now)
+	if decideCopies {
+		var err error
+		if next, err = l.withCopies(next, reports); err != nil {
+			l.cfg.Logger.Error("cannot decide copies", "err", err)
+		}
+	}
 	if next == l.m {
 		return nil
 	}

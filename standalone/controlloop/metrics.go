@@ -7,6 +7,7 @@ import (
 
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/redundancy"
 )
 
 // loopMetrics are the loop's distcache_controlloop_* series. Their labels
@@ -15,6 +16,9 @@ type loopMetrics struct {
 	remaps          *prometheus.CounterVec // by the state a member entered
 	probeFailures   *prometheus.CounterVec // by member
 	publishFailures prometheus.Counter
+	// copies counts the keys of the last decision of copies by their
+	// number of copies ("0", "1", "2", "3+").
+	copies *prometheus.GaugeVec
 }
 
 // newLoopMetrics creates the metrics and registers them with reg (nil: not
@@ -33,6 +37,10 @@ func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, current func() *p
 			Name: "distcache_controlloop_publish_failures_total",
 			Help: "Map versions that could not be written to the map file (retried at the next step).",
 		}),
+		copies: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "distcache_controlloop_hot_keys",
+			Help: "Hot keys of the last decision of copies (redundancy control), by their number of copies (0, 1, 2, 3+).",
+		}, []string{"copies"}),
 	}
 	for _, s := range []partmap.MemberState{partmap.Active, partmap.Fenced, partmap.Failed} {
 		lm.remaps.WithLabelValues(string(s))
@@ -51,12 +59,27 @@ func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, current func() *p
 	}, func() float64 { return float64(current().Version) })
 	members := &membersCollector{current: current, desc: prometheus.NewDesc("distcache_controlloop_members",
 		"Cache members in the map the control loop last published, by state (Active, Fenced, Failed).", []string{"state"}, nil)}
-	for _, c := range []prometheus.Collector{lm.remaps, lm.probeFailures, lm.publishFailures, gauge, members} {
+	for _, c := range []prometheus.Collector{lm.remaps, lm.probeFailures, lm.publishFailures, lm.copies, gauge, members} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("cannot register control loop metrics: %w", err)
 		}
 	}
 	return lm, nil
+}
+
+// copiesDecided records a decision's keys by their number of copies.
+func (lm *loopMetrics) copiesDecided(res redundancy.Result) {
+	var by [4]int
+	for c, n := range res.ByCopies {
+		by[min(c, 3)] += n
+	}
+	for c, n := range by {
+		label := fmt.Sprint(c)
+		if c == 3 {
+			label = "3+"
+		}
+		lm.copies.WithLabelValues(label).Set(float64(n))
+	}
 }
 
 func (lm *loopMetrics) probeFailed(member string) { lm.probeFailures.WithLabelValues(member).Inc() }
