@@ -24,7 +24,7 @@ func (c *cluster) Status(_ context.Context) control.Status {
 	m := c.currentMap()
 	st := control.Status{
 		Cluster: p.Cluster.Name, RunDir: c.cfg.RunDir, MapFile: p.MapFile, MapVersion: m.Version,
-		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate,
+		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate, AdaptiveCopies: c.cfg.AdaptiveCopies,
 		MetricsAddr: p.MetricsAddr, TargetsFile: p.TargetsFile,
 		Persistence: p.Persistence, Processes: c.processes(m),
 	}

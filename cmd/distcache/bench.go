@@ -271,7 +271,13 @@ func (o *benchOptions) addPrediction(r *driver.Report, st *control.Status, m *pa
 	cfg.CachePerNode = st.Layers[0].Entries
 	cfg.Keys, cfg.Skew, cfg.WriteRatio = r.Config.Keys, r.Config.Skew, r.Config.WriteRatio
 	cfg.Map, cfg.Seed = m, r.Config.Seed
-	results, err := sim.Evaluate(cfg, []sim.Strategy{sim.NoCache, sim.DistCache})
+	// A cluster whose control loop decides copies by cost and benefit
+	// runs the simulator's adaptive strategy, with the same decision code.
+	distcache := sim.DistCache
+	if st.AdaptiveCopies {
+		distcache = sim.Adaptive
+	}
+	results, err := sim.Evaluate(cfg, []sim.Strategy{sim.NoCache, distcache})
 	if err != nil {
 		return err
 	}
@@ -280,7 +286,7 @@ func (o *benchOptions) addPrediction(r *driver.Report, st *control.Status, m *pa
 		switch res.Strategy {
 		case sim.NoCache:
 			byMode[driver.NoCache] = res.Throughput
-		case sim.DistCache:
+		case distcache:
 			byMode[driver.DistCache] = res.Throughput
 		}
 	}

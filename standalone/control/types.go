@@ -69,6 +69,9 @@ type Status struct {
 	// second (0: not emulated).
 	ShardRate float64 `json:"shardRate,omitempty"`
 	NodeRate  float64 `json:"nodeRate,omitempty"`
+	// AdaptiveCopies reports that the control loop decides the copies of
+	// hot keys by cost and benefit (distcache up --adaptive-copies).
+	AdaptiveCopies bool `json:"adaptiveCopies,omitempty"`
 	// Persistence is what the Redis servers keep across crashes:
 	// "aof-always" or "aof-everysec" (each redis-server's append-only file
 	// in the run directory's redis/<shard>/), "none" (memory only) or
