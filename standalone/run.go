@@ -55,9 +55,11 @@ type Config struct {
 	StatusProbeInterval time.Duration
 	// AdaptiveCopies makes the control loop decide the copies of hot keys
 	// by cost and benefit (package redundancy) from the nodes' and shims'
-	// reports, with the plan's emulated capacities (DefaultNodeCapacity
-	// and DefaultShardCapacity without them).
-	AdaptiveCopies bool
+	// reports, assuming CopiesShardCapacity and CopiesNodeCapacity
+	// requests a second (when zero: the plan's emulated capacities, else
+	// DefaultShardCapacity and DefaultNodeCapacity).
+	AdaptiveCopies                          bool
+	CopiesShardCapacity, CopiesNodeCapacity float64
 	// StartTimeout bounds the wait for every process to be ready (default
 	// DefaultStartTimeout); StopTimeout the wait for them to exit on
 	// SIGTERM before SIGKILL (default DefaultStopTimeout).
@@ -270,7 +272,7 @@ func (c *cluster) loopConfig() controlloop.FileConfig {
 		}
 	}
 	if c.cfg.AdaptiveCopies {
-		lc.Copies = copiesConfig(p)
+		lc.Copies = copiesConfig(p, c.cfg.CopiesShardCapacity, c.cfg.CopiesNodeCapacity)
 	}
 	return lc
 }
@@ -283,11 +285,17 @@ const (
 	DefaultNodeCapacity  = 200_000
 )
 
-// copiesConfig is the control loop's decision of copies for plan p: its
-// emulated capacities, the smallest cache of a layer as every node's
-// slots, and every shim's metrics server.
-func copiesConfig(p *plan.Plan) *controlloop.CopiesFileConfig {
-	cc := &controlloop.CopiesFileConfig{NodeCapacity: p.NodeRate, ServerCapacity: p.ShardRate}
+// copiesConfig is the control loop's decision of copies for plan p: the
+// capacities given (the plan's emulated ones when zero), the smallest
+// cache of a layer as every node's slots, and every shim's metrics server.
+func copiesConfig(p *plan.Plan, shard, node float64) *controlloop.CopiesFileConfig {
+	cc := &controlloop.CopiesFileConfig{NodeCapacity: node, ServerCapacity: shard}
+	if cc.ServerCapacity == 0 {
+		cc.ServerCapacity = p.ShardRate
+	}
+	if cc.NodeCapacity == 0 {
+		cc.NodeCapacity = p.NodeRate
+	}
 	if cc.ServerCapacity == 0 {
 		cc.ServerCapacity = DefaultShardCapacity
 	}

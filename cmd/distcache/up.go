@@ -39,6 +39,8 @@ type upOptions struct {
 	mapPoll       time.Duration
 	bundle        bool
 	copies        bool
+	copiesShard   float64
+	copiesNode    float64
 	// gatewayUsersDir, gatewayTLSCert and gatewayTLSKey are the gateway's
 	// --users-dir, --tls-cert and --tls-key (plan.Options).
 	gatewayUsersDir, gatewayTLSCert, gatewayTLSKey string
@@ -107,6 +109,10 @@ one machine can show the load balancing of many servers.`,
 		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (spec.dataPlane.bundles; their --bundle)")
 	f.BoolVar(&o.copies, "adaptive-copies", false,
 		"the control loop decides every hot key's copies by cost and benefit from the nodes' and shims' reports (none for a write-hot key, more than one per layer for one hotter than half a node) and publishes them with the map, every 5s")
+	f.Float64Var(&o.copiesShard, "copies-shard-capacity", 0,
+		"requests per second a storage shard serves, as --adaptive-copies assumes (default: --shard-capacity, else 20000)")
+	f.Float64Var(&o.copiesNode, "copies-node-capacity", 0,
+		"requests per second a cache node serves, as --adaptive-copies assumes (default: the nodes' emulated capacity, else 200000)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -186,7 +192,8 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	policy := topology.FailoverPolicy(&topo.Spec, topology.LocalMapDeliveryLag)
 	policy.FenceAfter = fenceAfter
 	return standalone.Run(ctx, standalone.Config{
-		Plan: p, RunDir: runDir, Policy: policy, AdaptiveCopies: o.copies,
+		Plan: p, RunDir: runDir, Policy: policy,
+		AdaptiveCopies: o.copies, CopiesShardCapacity: o.copiesShard, CopiesNodeCapacity: o.copiesNode,
 		ProbeInterval: o.probeInterval, StartTimeout: o.startTimeout, Logger: log,
 		Ready: func() {
 			cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir)

@@ -56,8 +56,16 @@ func runSchedule(t *testing.T, n int, s schedule.Schedule, o checkOptions, dir s
 		t.Fatal(err)
 	}
 	var upArgs []string // startCluster's default
+	if *flagBundle || *flagCopies {
+		upArgs = []string{"--map-poll", "100ms"}
+	}
 	if *flagBundle {
-		upArgs = []string{"--map-poll", "100ms", "--bundle"}
+		upArgs = append(upArgs, "--bundle")
+	}
+	if *flagCopies {
+		// Capacities near the checker's rates, so that its hottest keys'
+		// copies are decided, and change with the faults.
+		upArgs = append(upArgs, "--adaptive-copies", "--copies-shard-capacity", "500", "--copies-node-capacity", "5000")
 	}
 	c := startCluster(t, nsName, file, dir, upArgs...)
 	first := c.lastStatus().MapVersion
