@@ -2,8 +2,6 @@ package partmap_test
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -192,19 +190,7 @@ func TestGoldenEncodingWithCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "demo-copies.json")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("encoding differs from %s:\n%s", golden, got)
-	}
+	checkGolden(t, "demo-copies.json", got)
 	back, err := partmap.Decode(got)
 	if err != nil {
 		t.Fatal(err)

@@ -60,14 +60,11 @@ func mustCompile(t *testing.T, m *partmap.Map) *partmap.Placement {
 	return p
 }
 
-// TestGoldenEncoding pins the JSON document every component reads.
-func TestGoldenEncoding(t *testing.T) {
-	m := mustBuild(t, newSpec(), nil)
-	got, err := partmap.Encode(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", "demo.json")
+// checkGolden compares got with testdata/name, or rewrites the file with
+// -update, and returns its content.
+func checkGolden(t *testing.T, name string, got []byte) []byte {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
 	if *update {
 		if err := os.WriteFile(golden, got, 0o600); err != nil {
 			t.Fatal(err)
@@ -78,8 +75,19 @@ func TestGoldenEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("encoding changed; run go test -update if intended\n%s", got)
+		t.Fatalf("encoding differs from %s; run go test -update if intended\n%s", golden, got)
 	}
+	return want
+}
+
+// TestGoldenEncoding pins the JSON document every component reads.
+func TestGoldenEncoding(t *testing.T) {
+	m := mustBuild(t, newSpec(), nil)
+	got, err := partmap.Encode(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := checkGolden(t, "demo.json", got)
 	back, err := partmap.Decode(want)
 	if err != nil {
 		t.Fatal(err)
