@@ -266,7 +266,7 @@ func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate
 
 // getDirect is one GET attempt at key's storage shim, bypassing the caches.
 func (c *Client) getDirect(ctx context.Context, v *view, key string, kb []byte) (Result, string, step, error) {
-	addr, m, err := c.directRequest(v, key, kb)
+	addr, m, err := c.directRequest(ctx, v, key, kb)
 	if err != nil {
 		return Result{}, metrics.StatusResult(wire.StatusInternal), stepDone, err
 	}
@@ -276,8 +276,8 @@ func (c *Client) getDirect(ctx context.Context, v *view, key string, kb []byte) 
 
 // directRequest is a GET attempt at key's storage shim: its address and
 // message, counted as a direct read.
-func (c *Client) directRequest(v *view, key string, kb []byte) (netip.AddrPort, wire.Message, error) {
-	addr, err := v.shardAddr(key)
+func (c *Client) directRequest(ctx context.Context, v *view, key string, kb []byte) (netip.AddrPort, wire.Message, error) {
+	addr, err := c.shardAddr(ctx, v, key)
 	if err != nil {
 		return addr, wire.Message{}, err
 	}

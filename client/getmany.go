@@ -39,7 +39,7 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 	kbs := keyBytes(keys)
 	for i, key := range keys {
 		c.stats.gets.Add(1)
-		a, label, err := c.firstOf(v, i, key, kbs[i])
+		a, label, err := c.firstOf(ctx, v, i, key, kbs[i])
 		if err != nil {
 			res[i], errs[i] = c.settle(key, start, Result{}, label, err)
 			continue
@@ -84,7 +84,7 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 // firstOf is the first attempt of key's read (keys[i]): at its least loaded
 // cache candidate, or its storage shim when none is left (or with
 // Config.Bypass). A key that cannot be read fails at once.
-func (c *Client) firstOf(v *view, i int, key string, kb []byte) (firstAttempt, string, error) {
+func (c *Client) firstOf(ctx context.Context, v *view, i int, key string, kb []byte) (firstAttempt, string, error) {
 	if err := checkKey(key); err != nil {
 		return firstAttempt{}, metrics.StatusResult(wire.StatusTooLarge), err
 	}
@@ -96,7 +96,7 @@ func (c *Client) firstOf(v *view, i int, key string, kb []byte) (firstAttempt, s
 			return firstAttempt{key: i, cd: cands[j], addr: addr, sent: sent, msg: m}, "", nil
 		}
 	}
-	addr, m, err := c.directRequest(v, key, kb)
+	addr, m, err := c.directRequest(ctx, v, key, kb)
 	if err != nil {
 		return firstAttempt{}, metrics.StatusResult(wire.StatusInternal), err
 	}

@@ -62,7 +62,7 @@ func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []by
 			return wire.Message{}, metrics.ResultTimeout, err // nothing sent by this attempt
 		}
 		v := c.view.Load() // a retry follows a map change
-		dst, err := v.shardAddr(key)
+		dst, err := c.shardAddr(ctx, v, key)
 		if err != nil {
 			return wire.Message{}, metrics.StatusResult(wire.StatusInternal), err
 		}

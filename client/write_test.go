@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/internal/dnstest"
 )
 
 func TestWritesGoToTheKeysShim(t *testing.T) {
@@ -198,5 +200,37 @@ func TestWriteExpiredContextSendsNothing(t *testing.T) {
 	}
 	if n := len(cl.shimFor("k").requests()); n != 0 {
 		t.Errorf("shim got %d datagrams, want 0", n)
+	}
+}
+
+// TestNoRouteResolvesAgain: a write whose shard's DNS name has no record
+// fails with ErrNoRoute without waiting; once the record exists, the next
+// write resolves the map's names again on its own — with the periodic
+// refresh off — and reaches the shim, as right after an install, when a
+// shim's record appears after the client started.
+func TestNoRouteResolvesAgain(t *testing.T) {
+	cl := newCluster(t)
+	dns := dnstest.Start(t)
+	shim := cl.shims[0][0]
+	const name = "test-rack-0-0.test.svc.example."
+	m := cl.m.Clone()
+	m.Storage.Racks[0].Shards[0].Address = name + ":" + strconv.Itoa(int(shim.ep.Addr().Port()))
+	c := newTestClient(t, compile(t, m), func(c *Config) { c.Resolver, c.PeerRefresh = dns.Resolver(), -1 })
+	clock := fakeClock(c)
+	if err := c.Put(testCtx(t), "k", []byte("v")); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("Put without a DNS record: %v, want ErrNoRoute", err)
+	}
+	dns.Set(name, "127.0.0.1")
+	if err := c.Put(testCtx(t), "k", []byte("v")); !errors.Is(err, ErrNoRoute) {
+		t.Fatalf("Put within %v of the last lookup: %v, want ErrNoRoute (lookups are rate-limited)", noRouteRefreshEvery, err)
+	}
+	clock.Add(int64(noRouteRefreshEvery))
+	if err := c.Put(testCtx(t), "k", []byte("v")); err != nil {
+		t.Fatalf("Put once the record exists: %v", err)
+	}
+	var stored string
+	shim.do(func(s *fakeShim) { stored = string(s.data["k"]) })
+	if stored != "v" {
+		t.Fatalf("the shim holds %q, want v", stored)
 	}
 }
