@@ -1,6 +1,7 @@
 package copies
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -34,7 +35,7 @@ func (s *search) assign(f float64) bool {
 		s.put(i, c, f)
 	}
 	for _, i := range s.order[primary:] {
-		s.server[s.keys[i].Server] += (s.keys[i].Reads + s.keys[i].Writes) * f
+		s.put(i, 0, f) // uncached until the slots left are known
 	}
 	for _, i := range s.order[:primary] {
 		s.grow(i, f)
@@ -42,7 +43,7 @@ func (s *search) assign(f float64) bool {
 	for _, i := range s.order[primary:] {
 		k := &s.keys[i]
 		if c := s.minCopies(i, k.Reads*f, k.Writes*f); c > 0 {
-			s.server[k.Server] -= (k.Reads + k.Writes) * f
+			s.take(i, f)
 			s.put(i, c, f)
 		}
 	}
@@ -76,53 +77,56 @@ func (s *search) put(i, c int, f float64) {
 	k := &s.keys[i]
 	r, w := k.Reads*f, k.Writes*f
 	s.next = s.next[:0]
+	freeOwners := 0
 	if c > 0 {
-		for _, v := range s.candidates(i, c) {
+		for j, v := range s.candidates(i, c) {
 			if s.slots[v] > 0 && (c > 1 || s.fixed[v]+r+s.m.NodeWriteCost*w <= s.m.NodeCapacity*(1+tolerance)) {
 				s.next = append(s.next, v)
+				if j < s.owners[i] {
+					freeOwners++
+				}
 			}
 		}
 	}
-	if c < s.layers {
-		owners := s.next[:countOwners(s.next, s.cands[i][:min(s.layers, len(s.cands[i]))])]
-		slices.SortStableFunc(owners, func(a, b int) int { return cmpFloat(s.node[a], s.node[b]) })
+	if c < s.layers && freeOwners > 1 {
+		slices.SortStableFunc(s.next[:freeOwners], func(a, b int) int { return cmp.Compare(s.node[a], s.node[b]) })
 	}
 	if len(s.next) < c {
 		c = 0
 	}
-	s.server[k.Server] += s.serverLoad(c, r, w)
-	for _, v := range s.next[:c] {
+	s.held[i] = append(s.held[i][:0], s.next[:c]...)
+	for _, v := range s.held[i] {
 		s.slots[v]--
-		s.node[v] += r/float64(c) + s.m.NodeWriteCost*w
-		s.fixed[v] += s.m.NodeWriteCost * w
-		if c == 1 {
-			s.fixed[v] += r
-		}
-		s.held[i] = append(s.held[i], v)
 	}
-	if c > 0 {
-		s.total += r + s.m.NodeWriteCost*w*float64(c)
-	}
+	s.charge(i, f, 1)
 }
 
 // take undoes put for key i.
 func (s *search) take(i int, f float64) {
+	s.charge(i, f, -1)
+	for _, v := range s.held[i] {
+		s.slots[v]++
+	}
+	s.held[i] = s.held[i][:0]
+}
+
+// charge adds (sign 1) or removes (sign -1) the load key i's copies put
+// on its server and on the nodes that hold it.
+func (s *search) charge(i int, f, sign float64) {
 	k := &s.keys[i]
 	r, w := k.Reads*f, k.Writes*f
 	c := len(s.held[i])
-	s.server[k.Server] -= s.serverLoad(c, r, w)
+	s.server[k.Server] += sign * s.serverLoad(c, r, w)
 	for _, v := range s.held[i] {
-		s.slots[v]++
-		s.node[v] -= r/float64(c) + s.m.NodeWriteCost*w
-		s.fixed[v] -= s.m.NodeWriteCost * w
+		s.node[v] += sign * (r/float64(c) + s.m.NodeWriteCost*w)
+		s.fixed[v] += sign * s.m.NodeWriteCost * w
 		if c == 1 {
-			s.fixed[v] -= r
+			s.fixed[v] += sign * r
 		}
 	}
 	if c > 0 {
-		s.total -= r + s.m.NodeWriteCost*w*float64(c)
+		s.total += sign * (r + s.m.NodeWriteCost*w*float64(c))
 	}
-	s.held[i] = s.held[i][:0]
 }
 
 // grow gives cached key i the copies it wants (wantCopies), or as many
@@ -219,16 +223,6 @@ func (s *search) serversFit() bool {
 		}
 	}
 	return true
-}
-
-// countOwners is the length of the prefix of free (a subsequence of
-// owners followed by other nodes) that are owners.
-func countOwners(free, owners []int) int {
-	n := 0
-	for n < len(free) && slices.Contains(owners, free[n]) {
-		n++
-	}
-	return n
 }
 
 // nodesFit reports whether every node's load that the router cannot move

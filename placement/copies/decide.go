@@ -1,6 +1,7 @@
 package copies
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -149,6 +150,7 @@ type search struct {
 	nodes  Nodes
 	order  []int   // key indexes, hottest first
 	cands  [][]int // owners, then the extra nodes once a key needs them
+	owners []int   // how many of cands[i] are owners
 	extra  []bool  // whether cands[i] has its extra nodes
 	layers int     // owners per key
 
@@ -167,6 +169,7 @@ func newSearch(m Model, keys []Key, base []float64, nodes Nodes) *search {
 		m: m, keys: keys, base: base, nodes: nodes,
 		order:  make([]int, len(keys)),
 		cands:  make([][]int, len(keys)),
+		owners: make([]int, len(keys)),
 		extra:  make([]bool, len(keys)),
 		held:   make([][]int, len(keys)),
 		server: make([]float64, len(base)),
@@ -177,10 +180,11 @@ func newSearch(m Model, keys []Key, base []float64, nodes Nodes) *search {
 	for i, k := range keys {
 		s.order[i] = i
 		s.cands[i] = nodes.Owners(k.Name, nil)
-		s.layers = max(s.layers, len(s.cands[i]))
+		s.owners[i] = len(s.cands[i])
+		s.layers = max(s.layers, s.owners[i])
 	}
 	slices.SortStableFunc(s.order, func(a, b int) int {
-		return -cmpFloat(keys[a].Reads+keys[a].Writes, keys[b].Reads+keys[b].Writes)
+		return cmp.Compare(keys[b].Reads+keys[b].Writes, keys[a].Reads+keys[a].Writes)
 	})
 	return s
 }
@@ -194,16 +198,6 @@ func (s *search) candidates(i, c int) []int {
 		s.cands[i] = s.nodes.Extra(s.keys[i].Name, s.m.MaxCopies-len(s.cands[i]), s.cands[i])
 	}
 	return s.cands[i]
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // bisect returns the largest rate factor at which assign keeps every
