@@ -66,8 +66,9 @@ func ShardName(cluster string, r, s int) string { return fmt.Sprintf("%s-rack-%d
 
 // Build computes the partition map for spec. Given the previously published
 // map, it keeps the ids and states of members that still exist and the
-// decided copies of keys whose members all do, gives new members fresh ids, and returns prev itself when nothing changed; otherwise
-// the result's version is prev's plus one (1 without prev).
+// decided copies of keys whose members all do, gives new members fresh ids,
+// and returns prev itself when nothing changed; otherwise the result's
+// version is prev's plus one (1 without prev).
 func Build(spec Spec, prev *Map) (*Map, error) {
 	if err := spec.validate(); err != nil {
 		return nil, fmt.Errorf("cannot build partition map: %w", err)

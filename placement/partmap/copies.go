@@ -69,22 +69,43 @@ func equalCopies(a, b []KeyCopies) bool {
 // keptCopies returns the entries of copies whose members all exist in m:
 // those Build carries from the previous map into the next.
 func keptCopies(copies []KeyCopies, m *Map) []KeyCopies {
+	if len(copies) == 0 {
+		return nil
+	}
+	index := m.memberIndex()
 	var out []KeyCopies
 	for _, kc := range copies {
-		if !slices.ContainsFunc(kc.Members, func(name string) bool { _, _, ok := m.Member(name); return !ok }) {
+		if !slices.ContainsFunc(kc.Members, func(name string) bool { _, ok := index[name]; return !ok }) {
 			out = append(out, kc)
 		}
 	}
 	return out
 }
 
+// memberIndex maps the name of every member of m to its layer and index:
+// the lookups of Copies' members, which Map.Member would make one scan of
+// every layer each.
+func (m *Map) memberIndex() map[string]holder {
+	index := map[string]holder{}
+	for l := range m.Layers {
+		for i, mb := range m.Layers[l].Members {
+			index[mb.Name] = holder{l, i}
+		}
+	}
+	return index
+}
+
 // validateCopies checks m.Copies: sorted distinct keys of 1 to
 // MaxCopiesKeyLen bytes, at most MaxKeyCopies of them, each with distinct
 // members of m, at most MaxCopiesPerKey.
 func (m *Map) validateCopies() error {
+	if len(m.Copies) == 0 {
+		return nil
+	}
 	if len(m.Copies) > MaxKeyCopies {
 		return fmt.Errorf("%d keys with decided copies, more than %d", len(m.Copies), MaxKeyCopies)
 	}
+	index := m.memberIndex()
 	for i, kc := range m.Copies {
 		switch {
 		case len(kc.Key) == 0 || len(kc.Key) > MaxCopiesKeyLen:
@@ -95,7 +116,7 @@ func (m *Map) validateCopies() error {
 			return fmt.Errorf("copies of key %q: %d members, more than %d", kc.Key, len(kc.Members), MaxCopiesPerKey)
 		}
 		for j, name := range kc.Members {
-			if _, _, ok := m.Member(name); !ok {
+			if _, ok := index[name]; !ok {
 				return fmt.Errorf("copies of key %q: no member %q", kc.Key, name)
 			}
 			if slices.Contains(kc.Members[:j], name) {
@@ -114,15 +135,16 @@ func compileCopies(m *Map) (map[string][]holder, error) {
 	if len(m.Copies) == 0 {
 		return nil, nil
 	}
+	index := m.memberIndex()
 	out := make(map[string][]holder, len(m.Copies))
 	for _, kc := range m.Copies {
 		hs := make([]holder, 0, len(kc.Members))
 		for _, name := range kc.Members {
-			l, i, ok := m.Member(name)
+			h, ok := index[name]
 			if !ok {
 				return nil, errors.New("copies name an unknown member") // Validate ran first
 			}
-			hs = append(hs, holder{l, i})
+			hs = append(hs, h)
 		}
 		slices.SortFunc(hs, func(a, b holder) int {
 			if a.layer != b.layer {

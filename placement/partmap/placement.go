@@ -193,12 +193,6 @@ func (p *Placement) Owners(key string, dst []Candidate) []Candidate {
 	return dst
 }
 
-// Decided reports whether the map decides key's copies (Map.Copies).
-func (p *Placement) Decided(key string) bool {
-	_, ok := p.copies[key]
-	return ok
-}
-
 // candidate describes member m of layer l.
 func (p *Placement) candidate(l, m int) Candidate {
 	mb := &p.m.Layers[l].Members[m]
