@@ -2,9 +2,7 @@ package redundancy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -110,7 +108,7 @@ func ratesOf(h metrics.HotKeys) []KeyRate {
 
 func (s *Scraper) hotKeys(ctx context.Context, addr string) (metrics.HotKeys, error) {
 	var h metrics.HotKeys
-	err := s.getJSON(ctx, addr, metrics.HotKeysPath, &h)
+	err := metrics.GetJSON(ctx, s.client, addr, metrics.HotKeysPath, metrics.MaxHotKeysAnswer, &h)
 	return h, err
 }
 
@@ -118,7 +116,7 @@ func (s *Scraper) hotKeys(ctx context.Context, addr string) (metrics.HotKeys, er
 // on the first.
 func (s *Scraper) load(ctx context.Context, addr string) (float64, error) {
 	var w metrics.Work
-	if err := s.getJSON(ctx, addr, metrics.WorkPath, &w); err != nil {
+	if err := metrics.GetJSON(ctx, s.client, addr, metrics.WorkPath, metrics.MaxSmallAnswer, &w); err != nil {
 		return 0, err
 	}
 	now := s.now()
@@ -130,23 +128,4 @@ func (s *Scraper) load(ctx context.Context, addr string) (float64, error) {
 		return 0, nil // first round, or the process restarted
 	}
 	return float64(w.Units-prev.units) / now.Sub(prev.at).Seconds(), nil
-}
-
-func (s *Scraper) getJSON(ctx context.Context, addr, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		return fmt.Errorf("cannot read %s of %s: %w", path, addr, err)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return fmt.Errorf("cannot read %s of %s: %w", path, addr, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("cannot read %s of %s: HTTP %s", path, addr, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("cannot decode %s of %s: %w", path, addr, err)
-	}
-	return nil
 }

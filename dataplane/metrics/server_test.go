@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,5 +80,27 @@ func TestHotKeysEndpoint(t *testing.T) {
 	}
 	if resp.Status != http.StatusNotFound {
 		t.Fatalf("GET %s without a reporter: %d, want 404", HotKeysPath, resp.Status)
+	}
+}
+
+// TestGetJSON reads a server's endpoints as the control loop, the operator
+// and the benchmark do: an answer is decoded, a longer one than the limit
+// is an error, and so is a missing endpoint.
+func TestGetJSON(t *testing.T) {
+	hot := HotKeys{Interval: 1, Keys: []KeyCount{{Key: []byte("k"), Reads: 3}}}
+	s, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), nil, WithHotKeys(func() HotKeys { return hot }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	var got HotKeys
+	if err := GetJSON(t.Context(), http.DefaultClient, s.Addr(), HotKeysPath, MaxHotKeysAnswer, &got); err != nil || len(got.Keys) != 1 || got.Keys[0].Reads != 3 {
+		t.Fatalf("GetJSON = %+v, %v", got, err)
+	}
+	if err := GetJSON(t.Context(), http.DefaultClient, s.Addr(), HotKeysPath, 10, &got); err == nil || !strings.Contains(err.Error(), "cannot decode") {
+		t.Errorf("an answer over the limit: %v, want a decoding error", err)
+	}
+	if err := GetJSON(t.Context(), http.DefaultClient, s.Addr(), WorkPath, MaxSmallAnswer, &Work{}); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Errorf("a missing endpoint: %v, want HTTP 404", err)
 	}
 }

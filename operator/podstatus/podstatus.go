@@ -13,9 +13,7 @@ package podstatus
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -146,26 +144,14 @@ func (p *Prober) mapVersion(ctx context.Context, ip string) (int64, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(p.Port)) + metrics.StatusPath
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, fmt.Errorf("cannot ask %s for its status: %w", ip, err)
-	}
 	c := p.Client
 	if c == nil {
 		c = http.DefaultClient
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("cannot ask %s for its status: %w", ip, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("cannot ask %s for its status: %s", ip, resp.Status)
-	}
 	var st metrics.Status
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&st); err != nil {
-		return 0, fmt.Errorf("cannot read the status of %s: %w", ip, err)
+	addr := net.JoinHostPort(ip, strconv.Itoa(p.Port))
+	if err := metrics.GetJSON(ctx, c, addr, metrics.StatusPath, metrics.MaxSmallAnswer, &st); err != nil {
+		return 0, fmt.Errorf("cannot ask %s for its status: %w", ip, err)
 	}
 	return st.MapVersion, nil
 }
