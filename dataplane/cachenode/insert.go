@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/hotkey"
 )
@@ -159,16 +158,12 @@ func (n *Node) plan() ([]fetchJob, InsertResult) {
 	return jobs, res
 }
 
-// recordHits keeps the hits of the interval that ends as the node's
-// HotKeys. The caller holds insertMu.
+// recordHits keeps the hits of the interval that ends, for HotKeys to
+// report when asked. The caller holds insertMu.
 func (n *Node) recordHits(hits []hotkey.KeyHits) {
 	now := time.Now()
-	h := &metrics.HotKeys{Interval: now.Sub(n.lastPlan).Seconds(), Keys: make([]metrics.KeyCount, 0, len(hits))}
+	n.hot.Store(&intervalHits{seconds: now.Sub(n.lastPlan).Seconds(), hits: hits})
 	n.lastPlan = now
-	for _, kh := range hits {
-		h.Keys = append(h.Keys, metrics.KeyCount{Key: []byte(kh.Key), Reads: kh.Hits})
-	}
-	n.hot.Store(h)
 }
 
 // fetch sends FETCH for j's key to its shim and applies the reply to j's

@@ -207,9 +207,8 @@ type Node struct {
 	// guards lastPlan.
 	insertMu sync.Mutex
 	lastPlan time.Time // when the detector's current interval began
-	// hot is the hits of the cached keys in the last complete interval,
-	// as GET /hotkeys answers them.
-	hot atomic.Pointer[metrics.HotKeys]
+	// hot is the hits of the cached keys in the last complete interval.
+	hot atomic.Pointer[intervalHits]
 
 	missMu  sync.Mutex // guards flights, the waiters of every flight, pending and parked
 	flights map[string]*flight
@@ -303,13 +302,30 @@ func (n *Node) Work() metrics.Work {
 	return metrics.Work{Units: n.work.Used(), Capacity: n.work.Rate()}
 }
 
+// hotKeysReported bounds the keys HotKeys reports: as many as the control
+// loop considers (redundancy.DefaultMaxKeys).
+const hotKeysReported = 1024
+
+// intervalHits is the hits of the cached keys in one insertion interval
+// (hotkey.Decision.Hits, most hit first) and its length.
+type intervalHits struct {
+	seconds float64
+	hits    []hotkey.KeyHits
+}
+
 // HotKeys is the hits of the keys the node cached in the insertion loop's
-// last complete interval, most hit first, as GET /hotkeys answers them.
+// last complete interval, most hit first, at most hotKeysReported of them,
+// as GET /hotkeys answers them.
 func (n *Node) HotKeys() metrics.HotKeys {
-	if h := n.hot.Load(); h != nil {
-		return *h
+	h := n.hot.Load()
+	if h == nil {
+		return metrics.HotKeys{}
 	}
-	return metrics.HotKeys{}
+	out := metrics.HotKeys{Interval: h.seconds, Keys: make([]metrics.KeyCount, 0, min(len(h.hits), hotKeysReported))}
+	for _, kh := range h.hits[:min(len(h.hits), hotKeysReported)] {
+		out.Keys = append(out.Keys, metrics.KeyCount{Key: []byte(kh.Key), Reads: kh.Hits})
+	}
+	return out
 }
 
 // Start starts serving and, unless Config.Interval < 0, the insertion loop.
