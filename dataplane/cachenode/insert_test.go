@@ -2,12 +2,14 @@ package cachenode
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/hotkey"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -223,5 +225,22 @@ func TestHotKeysReportsTheIntervalsHits(t *testing.T) {
 	want := []metrics.KeyCount{{Key: []byte("b"), Reads: 5}, {Key: []byte("a"), Reads: 2}}
 	if !reflect.DeepEqual(got.Keys, want) || !(got.Interval > 0) {
 		t.Fatalf("HotKeys() = %+v, want %+v over a positive interval", got, want)
+	}
+}
+
+// TestHotKeysReportsTheMostHitOnly: a node caching more keys than
+// hotKeysReported reports the most hit of them only.
+func TestHotKeysReportsTheMostHitOnly(t *testing.T) {
+	h := newHarness(t)
+	hits := make([]hotkey.KeyHits, hotKeysReported+500)
+	for i := range hits {
+		hits[i] = hotkey.KeyHits{Key: "k" + strconv.Itoa(i), Hits: uint64(len(hits) - i)}
+	}
+	h.node.insertMu.Lock()
+	h.node.recordHits(hits)
+	h.node.insertMu.Unlock()
+	got := h.node.HotKeys().Keys
+	if len(got) != hotKeysReported || string(got[0].Key) != "k0" || got[0].Reads != uint64(len(hits)) {
+		t.Fatalf("reported %d keys starting with %+v, want the %d most hit from k0", len(got), got[0], hotKeysReported)
 	}
 }
