@@ -149,9 +149,6 @@ type Client struct {
 
 	cancelRefresh context.CancelFunc // ends the peer refresh loop (nil: none)
 	stopRefresh   chan struct{}      // closed when it has ended
-	// lastNoRoute is when (now's time base) a request last resolved the
-	// map's names again for want of a shard's address (shardAddr).
-	lastNoRoute atomic.Int64
 
 	stats     counters
 	requests  *metrics.Requests
@@ -271,35 +268,23 @@ func (c *Client) compile(p *partmap.Placement) *view {
 	if old := c.view.Load(); old != nil {
 		prev = old.addrs
 	}
-	opts := []peers.Option{peers.WithPrevious(prev)}
+	opts := []peers.Option{peers.WithPrevious(prev), peers.WithClock(func() time.Time { return c.epoch.Add(time.Duration(c.now())) })}
 	if c.cfg.Resolver != nil {
 		opts = append(opts, peers.WithResolver(c.cfg.Resolver))
 	}
 	return &view{p: p, version: uint64(p.Version()), addrs: peers.Resolve(m, c.cfg.Logger, opts...), hits: c.layerHits.forLayers(names)}
 }
 
-// noRouteRefreshEvery bounds how often requests that find no address for
-// their shard resolve the map's names again.
-const noRouteRefreshEvery = 100 * time.Millisecond
-
 // shardAddr returns the address of key's storage shim under v. When the
-// shard's name has no address yet — a pod whose DNS record appeared after
-// the last periodic refresh (Config.PeerRefresh), as right after an
-// install — it resolves the map's names again, at most every
-// noRouteRefreshEvery for all requests together, and looks once more.
+// shard's name has no address yet (a DNS record that appeared after the
+// last periodic refresh, Config.PeerRefresh), it resolves the map's names
+// again (peers.Table.RefreshMissing, rate-limited) and looks once more.
 func (c *Client) shardAddr(ctx context.Context, v *view, key string) (netip.AddrPort, error) {
 	a, err := v.shardAddr(key)
-	if err == nil || !errors.Is(err, ErrNoRoute) {
-		return a, err
+	if errors.Is(err, ErrNoRoute) && v.addrs.RefreshMissing(ctx) {
+		return v.shardAddr(key)
 	}
-	now, last := c.now(), c.lastNoRoute.Load()
-	if (last != 0 && now-last < int64(noRouteRefreshEvery)) || !c.lastNoRoute.CompareAndSwap(last, now) {
-		return a, err
-	}
-	if v.addrs.Refresh(ctx) == 0 {
-		return a, err
-	}
-	return v.shardAddr(key)
+	return a, err
 }
 
 // shardAddr returns the address of key's storage shim under v.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/internal/dnstest"
 )
@@ -222,9 +223,9 @@ func TestNoRouteResolvesAgain(t *testing.T) {
 	}
 	dns.Set(name, "127.0.0.1")
 	if err := c.Put(testCtx(t), "k", []byte("v")); !errors.Is(err, ErrNoRoute) {
-		t.Fatalf("Put within %v of the last lookup: %v, want ErrNoRoute (lookups are rate-limited)", noRouteRefreshEvery, err)
+		t.Fatalf("Put within %v of the last lookup: %v, want ErrNoRoute (lookups are rate-limited)", peers.MissRefreshEvery, err)
 	}
-	clock.Add(int64(noRouteRefreshEvery))
+	clock.Add(int64(peers.MissRefreshEvery))
 	if err := c.Put(testCtx(t), "k", []byte("v")); err != nil {
 		t.Fatalf("Put once the record exists: %v", err)
 	}

@@ -43,8 +43,10 @@ type Table struct {
 	resolver *net.Resolver
 	log      *slog.Logger
 	prev     *Table // whose addresses Resolve reuses (WithPrevious); dropped after
+	now      func() time.Time
 
-	refreshMu sync.Mutex // serialises Refresh
+	refreshMu sync.Mutex   // serialises Refresh
+	lastMiss  atomic.Int64 // when RefreshMissing last resolved (UnixNano; 0: never)
 }
 
 // addrs are resolved addresses, [layer][member] and [rack][shard].
@@ -66,6 +68,10 @@ type Option func(*Table)
 
 // WithResolver resolves names with r instead of net.DefaultResolver.
 func WithResolver(r *net.Resolver) Option { return func(t *Table) { t.resolver = r } }
+
+// WithClock makes RefreshMissing read the time from now instead of
+// time.Now.
+func WithClock(now func() time.Time) Option { return func(t *Table) { t.now = now } }
 
 // WithPrevious takes the addresses prev resolved for names the new map
 // still has, instead of looking them up again (nil: none).
@@ -97,7 +103,7 @@ func Resolve(m *partmap.Map, log *slog.Logger, opts ...Option) *Table {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	t := &Table{resolver: net.DefaultResolver, log: log}
+	t := &Table{resolver: net.DefaultResolver, log: log, now: time.Now}
 	for _, o := range opts {
 		o(t)
 	}
@@ -196,6 +202,22 @@ func (t *Table) Refresh(ctx context.Context) int {
 		t.cur.Store(next)
 	}
 	return changed
+}
+
+// MissRefreshEvery bounds how often RefreshMissing resolves names again.
+const MissRefreshEvery = 100 * time.Millisecond
+
+// RefreshMissing is Refresh for a caller that found no address for a
+// peer — one whose DNS record appeared after the last periodic Refresh, as
+// right after an install — and waits to reach it: it resolves the names
+// again at most every MissRefreshEvery for all callers together, and
+// reports whether an address changed.
+func (t *Table) RefreshMissing(ctx context.Context) bool {
+	now, last := t.now().UnixNano(), t.lastMiss.Load()
+	if (last != 0 && now-last < int64(MissRefreshEvery)) || !t.lastMiss.CompareAndSwap(last, now) {
+		return false
+	}
+	return t.Refresh(ctx) > 0
 }
 
 // diff counts and logs the addresses that differ between a and b.

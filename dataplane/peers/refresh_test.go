@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/internal/dnstest"
@@ -121,5 +122,30 @@ func TestResolveReusesThePreviousTable(t *testing.T) {
 	}
 	if got := next.Shard(0, 0); got != netip.MustParseAddrPort("198.18.0.9:7000") {
 		t.Errorf("shard at %v, want the previous table's 198.18.0.9:7000", got)
+	}
+}
+
+// TestRefreshMissing: a caller that finds no address resolves the names
+// again, at most every MissRefreshEvery for all callers together.
+func TestRefreshMissing(t *testing.T) {
+	dns := dnstest.Start(t)
+	m, err := partmap.Build(partmap.Spec{Cluster: "t", Racks: 1, ShardsPerRack: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "t-rack-0-0.t-rack-0.ns.svc.test."
+	m.Storage.Racks[0].Shards[0].Address = name + ":7000"
+	now := time.Unix(1000, 0)
+	tb := peers.Resolve(m, nil, peers.WithResolver(dns.Resolver()), peers.WithClock(func() time.Time { return now }))
+	if tb.RefreshMissing(t.Context()) || tb.Shard(0, 0).IsValid() {
+		t.Fatal("a name without a record resolved")
+	}
+	dns.Set(name, "198.18.0.7")
+	if tb.RefreshMissing(t.Context()) {
+		t.Fatalf("resolved again within %v of the last time", peers.MissRefreshEvery)
+	}
+	now = now.Add(peers.MissRefreshEvery)
+	if !tb.RefreshMissing(t.Context()) || tb.Shard(0, 0) != netip.MustParseAddrPort("198.18.0.7:7000") {
+		t.Fatalf("after %v: shard at %v, want the new record's address", peers.MissRefreshEvery, tb.Shard(0, 0))
 	}
 }
