@@ -130,6 +130,20 @@ type Result struct {
 	Rate float64
 }
 
+// CopiesBuckets names the buckets of Result.Buckets, as the metrics
+// label them.
+var CopiesBuckets = [4]string{"0", "1", "2", "3+"}
+
+// Buckets counts the keys considered by their copies: none, one, two,
+// three or more.
+func (r Result) Buckets() [4]int {
+	var by [4]int
+	for c, n := range r.ByCopies {
+		by[min(c, 3)] += n
+	}
+	return by
+}
+
 // Plan decides the copies of the reported keys under the current
 // placement p.
 func Plan(cfg Config, p *partmap.Placement, r Reports) (Result, error) {

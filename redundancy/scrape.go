@@ -13,6 +13,10 @@ import (
 // scrapeTimeout bounds one GET of a report.
 const scrapeTimeout = time.Second
 
+// staleWork is the age after which a shim's last /work sample is
+// forgotten: its address no longer answers (a restarted pod has another).
+const staleWork = 10 * time.Minute
+
 // Targets are the metrics servers (host:port) that report hot keys.
 type Targets struct {
 	// Nodes are the cache nodes'.
@@ -91,7 +95,21 @@ func (s *Scraper) Scrape(ctx context.Context, t Targets) (Reports, error) {
 		})
 	}
 	wg.Wait()
+	s.forgetStale()
 	return r, errors.Join(errs...)
+}
+
+// forgetStale drops the /work samples of addresses that have not
+// answered for staleWork.
+func (s *Scraper) forgetStale() {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for addr, w := range s.work {
+		if now.Sub(w.at) > staleWork {
+			delete(s.work, addr)
+		}
+	}
 }
 
 // ratesOf turns a report's counts into rates per second.

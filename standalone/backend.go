@@ -24,7 +24,7 @@ func (c *cluster) Status(_ context.Context) control.Status {
 	m := c.currentMap()
 	st := control.Status{
 		Cluster: p.Cluster.Name, RunDir: c.cfg.RunDir, MapFile: p.MapFile, MapVersion: m.Version,
-		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate, AdaptiveCopies: c.cfg.AdaptiveCopies,
+		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate, AdaptiveCopies: adaptiveCopies(p),
 		MetricsAddr: p.MetricsAddr, TargetsFile: p.TargetsFile,
 		Persistence: p.Persistence, Processes: c.processes(m),
 	}
@@ -217,3 +217,10 @@ func (c *cluster) supervise(name string, f func(string) error) error {
 
 // Shutdown implements control.Backend.
 func (c *cluster) Shutdown() { c.shutdownOnce.Do(func() { close(c.shutdown) }) }
+
+// adaptiveCopies says whether the control loop decides the copies of hot
+// keys (spec.hotKeys.replication).
+func adaptiveCopies(p *plan.Plan) bool {
+	_, ok := p.Cluster.Copies(0, 0)
+	return ok
+}

@@ -53,13 +53,6 @@ type Config struct {
 	// StatusProbeInterval is the period of the status's health checks of
 	// every process (default DefaultStatusProbeInterval).
 	StatusProbeInterval time.Duration
-	// AdaptiveCopies makes the control loop decide the copies of hot keys
-	// by cost and benefit (package redundancy) from the nodes' and shims'
-	// reports, assuming CopiesShardCapacity and CopiesNodeCapacity
-	// requests a second (when zero: the plan's emulated capacities, else
-	// DefaultShardCapacity and DefaultNodeCapacity).
-	AdaptiveCopies                          bool
-	CopiesShardCapacity, CopiesNodeCapacity float64
 	// StartTimeout bounds the wait for every process to be ready (default
 	// DefaultStartTimeout); StopTimeout the wait for them to exit on
 	// SIGTERM before SIGKILL (default DefaultStopTimeout).
@@ -271,41 +264,24 @@ func (c *cluster) loopConfig() controlloop.FileConfig {
 			lc.Members = append(lc.Members, controlloop.MemberConfig{Name: pr.Name, HealthAddr: pr.MetricsAddr, DataAddr: pr.Addr})
 		}
 	}
-	if c.cfg.AdaptiveCopies {
-		lc.Copies = copiesConfig(p, c.cfg.CopiesShardCapacity, c.cfg.CopiesNodeCapacity)
-	}
+	lc.Copies = copiesConfig(p)
 	return lc
 }
 
-// Capacities the control loop's decision of copies assumes without
-// emulated capacities: about what one shim with its redis-server and one
-// cache node serve on a core of a small machine (docs/benchmarks.md).
-const (
-	DefaultShardCapacity = 20_000
-	DefaultNodeCapacity  = 200_000
-)
-
-// copiesConfig is the control loop's decision of copies for plan p: the
-// capacities given (the plan's emulated ones when zero), the smallest
-// cache of a layer as every node's slots, and every shim's metrics server.
-func copiesConfig(p *plan.Plan, shard, node float64) *controlloop.CopiesFileConfig {
-	cc := &controlloop.CopiesFileConfig{NodeCapacity: node, ServerCapacity: shard}
-	if cc.ServerCapacity == 0 {
-		cc.ServerCapacity = p.ShardRate
+// copiesConfig is the control loop's decision of copies for plan p, nil
+// unless spec.hotKeys.replication enables it: the spec's policy, with the
+// plan's emulated capacities for those it leaves unset, and every shim's
+// metrics server.
+func copiesConfig(p *plan.Plan) *controlloop.CopiesFileConfig {
+	policy, ok := p.Cluster.Copies(p.NodeRate, p.ShardRate)
+	if !ok {
+		return nil
 	}
-	if cc.NodeCapacity == 0 {
-		cc.NodeCapacity = p.NodeRate
-	}
-	if cc.ServerCapacity == 0 {
-		cc.ServerCapacity = DefaultShardCapacity
-	}
-	if cc.NodeCapacity == 0 {
-		cc.NodeCapacity = DefaultNodeCapacity
-	}
-	for _, l := range p.Cluster.SoftwareLayers() {
-		if e := int(l.Spec.Capacity.Entries); e > 0 && (cc.Slots == 0 || e < cc.Slots) {
-			cc.Slots = e
-		}
+	c := policy.Plan
+	cc := &controlloop.CopiesFileConfig{
+		Interval: controlloop.Duration(policy.Interval), NodeCapacity: c.NodeCapacity, ServerCapacity: c.ServerCapacity,
+		Slots: c.Slots, MaxCopies: c.MaxCopies, MinRate: c.MinRate, CoherenceCost: c.CoherenceCost,
+		Hysteresis: c.Hysteresis, Headroom: c.Headroom,
 	}
 	for _, pr := range p.Processes {
 		if pr.Kind == plan.Shim {

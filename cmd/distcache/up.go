@@ -108,11 +108,11 @@ one machine can show the load balancing of many servers.`,
 	f.BoolVar(&o.bundle, "bundle", false,
 		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (spec.dataPlane.bundles; their --bundle)")
 	f.BoolVar(&o.copies, "adaptive-copies", false,
-		"the control loop decides every hot key's copies by cost and benefit from the nodes' and shims' reports (none for a write-hot key, more than one per layer for one hotter than half a node) and publishes them with the map, every 5s")
+		"the control loop decides every hot key's copies by cost and benefit from the nodes' and shims' reports (none for a write-hot key, more than one per layer for one hotter than half a node) and publishes them with the map (turns spec.hotKeys.replication on; the spec's settings apply)")
 	f.Float64Var(&o.copiesShard, "copies-shard-capacity", 0,
-		"requests per second a storage shard serves, as --adaptive-copies assumes (default: --shard-capacity, else 20000)")
+		"requests per second a storage shard serves, as --adaptive-copies assumes (spec.hotKeys.replication.storageCapacity; default: the spec's, else --shard-capacity, else 20000)")
 	f.Float64Var(&o.copiesNode, "copies-node-capacity", 0,
-		"requests per second a cache node serves, as --adaptive-copies assumes (default: the nodes' emulated capacity, else 200000)")
+		"requests per second a cache node serves, as --adaptive-copies assumes (spec.hotKeys.replication.nodeCapacity; default: the spec's, else the nodes' emulated capacity, else 200000)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -171,6 +171,9 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 		}
 	}
 	bundleSpec(&topo.Spec, o.bundle)
+	if err := o.copiesSpec(&topo.Spec); err != nil {
+		return err
+	}
 	p, err := plan.New(topo, plan.Options{
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
@@ -193,7 +196,6 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	policy.FenceAfter = fenceAfter
 	return standalone.Run(ctx, standalone.Config{
 		Plan: p, RunDir: runDir, Policy: policy,
-		AdaptiveCopies: o.copies, CopiesShardCapacity: o.copiesShard, CopiesNodeCapacity: o.copiesNode,
 		ProbeInterval: o.probeInterval, StartTimeout: o.startTimeout, Logger: log,
 		Ready: func() {
 			cmd.Printf("cluster %s ready: %d processes, run directory %s\n", topo.Name, len(p.Processes), runDir)
@@ -208,6 +210,31 @@ func inheritedMaxProcs() int {
 		return -1
 	}
 	return 0
+}
+
+// copiesSpec applies --adaptive-copies and the capacities it assumes to
+// spec: it turns spec.hotKeys.replication on, as a CacheCluster that sets
+// it does on Kubernetes, and sets the capacities given.
+func (o *upOptions) copiesSpec(spec *v1alpha1.CacheClusterSpec) error {
+	if !o.copies {
+		return nil
+	}
+	if o.copiesShard < 0 || o.copiesNode < 0 {
+		return fmt.Errorf("cannot use --copies-shard-capacity %v or --copies-node-capacity %v: capacities are positive", o.copiesShard, o.copiesNode)
+	}
+	var r v1alpha1.HotKeyReplicationSpec
+	if spec.HotKeys.Replication != nil {
+		r = *spec.HotKeys.Replication
+	}
+	r.Enabled = true
+	if o.copiesShard > 0 {
+		r.StorageCapacity = int64(o.copiesShard)
+	}
+	if o.copiesNode > 0 {
+		r.NodeCapacity = int64(o.copiesNode)
+	}
+	spec.HotKeys.Replication = &r
+	return nil
 }
 
 // bundleSpec applies --bundle to spec: it turns spec.dataPlane.bundles

@@ -40,10 +40,13 @@ type CopiesFileConfig struct {
 	NodeCapacity   float64 `json:"nodeCapacity"`
 	ServerCapacity float64 `json:"serverCapacity"`
 	// Slots is the number of keys a cache node holds (0: no limit).
-	Slots      int     `json:"slots,omitempty"`
-	MaxCopies  int     `json:"maxCopies,omitempty"`
-	Hysteresis float64 `json:"hysteresis,omitempty"`
-	Headroom   float64 `json:"headroom,omitempty"`
+	Slots int `json:"slots,omitempty"`
+	// The other fields of redundancy.Config (0: its defaults).
+	MaxCopies     int     `json:"maxCopies,omitempty"`
+	MinRate       float64 `json:"minRate,omitempty"`
+	CoherenceCost float64 `json:"coherenceCost,omitempty"`
+	Hysteresis    float64 `json:"hysteresis,omitempty"`
+	Headroom      float64 `json:"headroom,omitempty"`
 	// Shards are the storage shims, whose metrics servers report their
 	// keys' reads and writes.
 	Shards []ShardConfig `json:"shards"`
@@ -92,7 +95,8 @@ func (c *CopiesFileConfig) config(members []MemberConfig, source ReportSource) *
 		Interval: time.Duration(c.Interval),
 		Plan: redundancy.Config{
 			NodeCapacity: c.NodeCapacity, ServerCapacity: c.ServerCapacity, Slots: c.Slots,
-			MaxCopies: c.MaxCopies, Hysteresis: c.Hysteresis, Headroom: c.Headroom,
+			MaxCopies: c.MaxCopies, MinRate: c.MinRate, CoherenceCost: c.CoherenceCost,
+			Hysteresis: c.Hysteresis, Headroom: c.Headroom,
 		},
 		Source:  source,
 		Targets: t,

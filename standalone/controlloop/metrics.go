@@ -69,16 +69,8 @@ func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, current func() *p
 
 // copiesDecided records a decision's keys by their number of copies.
 func (lm *loopMetrics) copiesDecided(res redundancy.Result) {
-	var by [4]int
-	for c, n := range res.ByCopies {
-		by[min(c, 3)] += n
-	}
-	for c, n := range by {
-		label := fmt.Sprint(c)
-		if c == 3 {
-			label = "3+"
-		}
-		lm.copies.WithLabelValues(label).Set(float64(n))
+	for c, n := range res.Buckets() {
+		lm.copies.WithLabelValues(redundancy.CopiesBuckets[c]).Set(float64(n))
 	}
 }
 

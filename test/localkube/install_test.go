@@ -136,8 +136,10 @@ func installPath(ctx context.Context, t *testing.T, k *kube) {
 	gatewayServes(ctx, t, gatewayIP)
 	gatewayAuthenticates(ctx, t, k, gatewayIP)
 	gatewayServesTLS(ctx, t, k, gatewayIP)
+	copiesOn(k)
 	kubectl("", "apply", "-f", filepath.Join(root, "hack", "kind", "bench-job.yaml"))
 	kubectl("", "wait", "--for=condition=Complete", "job/shop-managed-bench", "--timeout=240s")
+	copiesOff(k)
 	logs := kubectl("", "logs", "job/shop-managed-bench")
 	rows := benchRow.FindAllStringSubmatch(logs, -1)
 	if len(rows) != 2 || !strings.Contains(logs, "no lost writes") || strings.Contains(logs, "writes failed") {
@@ -218,4 +220,35 @@ func gatewayServes(ctx context.Context, t *testing.T, clusterIP string) {
 	if info, err := rc.Info(ctx, "distcache").Result(); err != nil || !strings.Contains(info, "cluster:"+sample) {
 		t.Fatalf("INFO distcache through the gateway Service = %q (%v)", info, err)
 	}
+}
+
+// copiesOn turns spec.hotKeys.replication on for the sample, deciding
+// every second, and waits for a decision that read the report of every
+// Ready cache node and shim through the pod network.
+func copiesOn(k *kube) {
+	k.t.Helper()
+	k.do("", "patch", "cachecluster", sample, "--type=merge", "-p", `{"spec":{"hotKeys":{"replication":{"enabled":true,"interval":"1s"}}}}`)
+	k.await("copies decided from every pod's report", time.Minute, func() (bool, error) {
+		cc := k.cluster(sample)
+		hk := cc.Status.HotKeys
+		if cc.Status.ObservedGeneration != cc.Generation || hk == nil || hk.LastDecision == nil {
+			return false, fmt.Errorf("status.hotKeys %+v at generation %d", hk, cc.Status.ObservedGeneration)
+		}
+		return hk.ReportsMissing == 0, fmt.Errorf("%d reports missing", hk.ReportsMissing)
+	})
+}
+
+// copiesOff turns the decision off again, logging its last status, and
+// waits until the map gives every key one copy per layer.
+func copiesOff(k *kube) {
+	k.t.Helper()
+	if hk := k.cluster(sample).Status.HotKeys; hk != nil {
+		k.t.Logf("copies of hot keys after the benchmark Job: %+v", *hk)
+	}
+	k.do("", "patch", "cachecluster", sample, "--type=merge", "-p", `{"spec":{"hotKeys":{"replication":{"enabled":false}}}}`)
+	k.await("copies back to one per layer", time.Minute, func() (bool, error) {
+		cc := k.cluster(sample)
+		return cc.Status.ObservedGeneration == cc.Generation && cc.Status.HotKeys == nil, fmt.Errorf("status.hotKeys %+v", cc.Status.HotKeys)
+	})
+	k.awaitHealed(sample, samplePods)
 }

@@ -89,6 +89,16 @@ func withRouting(f func(*v1alpha1.RoutingSpec)) clusterOption {
 	return func(c *v1alpha1.CacheCluster) { f(&c.Spec.Routing) }
 }
 
+// withReplication enables the decision of copies of hot keys and changes
+// its spec.
+func withReplication(f func(*v1alpha1.HotKeyReplicationSpec)) clusterOption {
+	return func(c *v1alpha1.CacheCluster) {
+		r := &v1alpha1.HotKeyReplicationSpec{Enabled: true}
+		f(r)
+		c.Spec.HotKeys.Replication = r
+	}
+}
+
 // withCoherence changes the cluster's coherence spec.
 func withCoherence(f func(*v1alpha1.CoherenceSpec)) clusterOption {
 	return func(c *v1alpha1.CacheCluster) { f(&c.Spec.Coherence) }

@@ -217,23 +217,6 @@ type CoherenceSpec struct {
 	ServingLease *metav1.Duration `json:"servingLease,omitempty"`
 }
 
-// HotKeySpec tunes hot-key detection and insertion (NetCache §4.4).
-type HotKeySpec struct {
-	// Interval is how often each cache node inserts its hottest uncached
-	// keys and evicts its coldest.
-	// +kubebuilder:default="1s"
-	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +optional
-	Interval *metav1.Duration `json:"interval,omitempty"`
-	// Threshold is the misses of a key within an interval that make it a
-	// candidate for insertion.
-	// +kubebuilder:default=128
-	// +kubebuilder:validation:Minimum=1
-	// +optional
-	Threshold int32 `json:"threshold,omitempty"`
-}
-
 // FailoverSpec is when a member is remapped away and given its keys back.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.gracePeriod) || duration(self.gracePeriod) >= duration('100ms')",message="failover.gracePeriod must be at least 100ms"
@@ -476,6 +459,10 @@ type CacheClusterStatus struct {
 	// while the cluster runs none (spec.gateway.replicas 0).
 	// +optional
 	Gateway *GatewayStatus `json:"gateway,omitempty"`
+	// HotKeys is the last decision of the copies of hot keys; unset while
+	// spec.hotKeys.replication is not enabled.
+	// +optional
+	HotKeys *HotKeyStatus `json:"hotKeys,omitempty"`
 }
 
 // CacheCluster is a multi-layer cache in front of a sharded Redis backend.

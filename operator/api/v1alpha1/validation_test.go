@@ -52,6 +52,8 @@ const (
 	msgDaemonSetScale  = "gateway.replicas cannot be set with mode: DaemonSet, which runs one gateway pod on every node"
 	msgHostNetworkPort = "gateway.port must be at least 1024 with hostNetwork"
 	msgHostNetworkNP   = "gateway.hostNetwork cannot be used with networkPolicy.enabled"
+	msgCopiesMinRate   = "hotKeys.replication.minRate must be below storageCapacity (20000 when unset)"
+	msgCopiesInterval  = "hotKeys.replication.interval must be at least 1s"
 )
 
 // ruleCase is an object that breaks exactly one CEL rule: the API server
@@ -155,6 +157,13 @@ func celRuleCases() []ruleCase {
 		})), "spec.gateway", msgHostNetworkPort},
 		{"gateway on the host network with the NetworkPolicy", newCluster(withGateway(daemonSetGateway(true)), withNetworkPolicy()),
 			"spec", msgHostNetworkNP},
+		{"replication minRate at storageCapacity", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) {
+			r.MinRate, r.StorageCapacity = 5000, 5000
+		})), "spec.hotKeys.replication", msgCopiesMinRate},
+		{"replication minRate above the default storageCapacity", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) { r.MinRate = 20000 })),
+			"spec.hotKeys.replication", msgCopiesMinRate},
+		{"replication interval under 1s", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) { r.Interval = duration("999ms") })),
+			"spec.hotKeys.replication", msgCopiesInterval},
 		{"CacheCluster name of 31 characters", newCluster(withName(uniqueNameOfLength("cc", 31))), "<nil>", msgClusterName},
 		{"CacheLayer name of 21 characters", longLayer, "<nil>", msgLayerName},
 		{"onos driver without onos", newFabric(withDriver(v1alpha1.DriverONOS)), "spec", msgONOSNeeded},
@@ -204,6 +213,12 @@ func schemaCases(t *testing.T) []schemaCase {
 			[]string{"spec.storage.racks", "should be less than or equal to 4096"}},
 		{"shardsPerRack 0", withRawField(t, newCluster(), int64(0), "spec", "storage", "shardsPerRack"), "spec.storage.shardsPerRack",
 			[]string{"spec.storage.shardsPerRack", "should be greater than or equal to 1"}},
+		{"replication maxCopies above 64", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) { r.MaxCopies = 65 })),
+			"spec.hotKeys.replication.maxCopies", []string{"spec.hotKeys.replication.maxCopies", "should be less than or equal to 64"}},
+		{"replication hysteresisPercent above 100", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) { r.HysteresisPercent = 101 })),
+			"spec.hotKeys.replication.hysteresisPercent", []string{"spec.hotKeys.replication.hysteresisPercent", "should be less than or equal to 100"}},
+		{"replication negative headroomPercent", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) { r.HeadroomPercent = ptr.To[int32](-1) })),
+			"spec.hotKeys.replication.headroomPercent", []string{"spec.hotKeys.replication.headroomPercent", "should be greater than or equal to 0"}},
 		{"unknown appendOnly", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.AppendOnly = "no" })), "spec.storage.appendOnly",
 			[]string{`Unsupported value: "no"`, `supported values: "always", "everysec", "disabled"`}},
 		{"unknown storage mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Mode = "sentinel" })), "spec.storage.mode",
@@ -300,6 +315,11 @@ func validCases() []validCase {
 		{"distinct hashSeeds", newCluster(withLayers(newLayer("a", withHashSeed(1)), newLayer("b", withHashSeed(2)), newLayer("c")))},
 		{"choices equal to the layers", newCluster(withLayers(newLayer("a"), newLayer("b")), withRouting(func(r *v1alpha1.RoutingSpec) { r.Choices = 2 }))},
 		{"layerRefs instead of inline layers", newCluster(withLayerRefs("spine", "leaf"), withRouting(func(r *v1alpha1.RoutingSpec) { r.Choices = 2 }))},
+		{"replication with every knob at its edge", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) {
+			r.Interval, r.MaxCopies, r.MinRate, r.NodeCapacity, r.StorageCapacity = duration("1s"), 64, 999, 1, 1000
+			r.CoherenceCostPercent, r.HysteresisPercent, r.HeadroomPercent = 10000, 100, ptr.To[int32](0)
+		}))},
+		{"replication off with a minRate for later", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) { r.Enabled, r.MinRate = false, 19999 }))},
 		{"failover of exactly 1s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.GracePeriod, f.HoldDown = duration("1s"), duration("1000ms") }))},
 		{"inline switch-backed layer", newCluster(withLayers(newLayer("spine", withSwitchBackend("fabric", v1alpha1.RoleSpine))))},
 		{"gateway DaemonSet with the default replicas", newCluster(withGateway(daemonSetGateway(false)))},

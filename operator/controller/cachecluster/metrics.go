@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/redundancy"
 )
 
 // Metrics are the operator's distcache_operator_* series.
@@ -15,6 +16,7 @@ type Metrics struct {
 	remaps     *prometheus.CounterVec
 	version    *prometheus.GaugeVec
 	members    *prometheus.GaugeVec
+	hotKeys    *prometheus.GaugeVec
 }
 
 // NewMetrics registers the metrics with reg.
@@ -32,6 +34,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "distcache_operator_members", Help: "Cache members in the published partition map per cluster, by state (Active, Fenced, Failed).",
 		}, []string{"namespace", "cluster", "state"}),
+		hotKeys: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "distcache_operator_hot_keys", Help: "Hot keys of the last decision of copies (spec.hotKeys.replication) per cluster, by their number of copies (0, 1, 2, 3+).",
+		}, []string{"namespace", "cluster", "copies"}),
 	}
 	var err error
 	if m.reconciles, err = register(reg, m.reconciles); err != nil {
@@ -44,6 +49,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.members, err = register(reg, m.members); err != nil {
+		return nil, err
+	}
+	if m.hotKeys, err = register(reg, m.hotKeys); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -110,4 +118,20 @@ func (m *Metrics) forget(namespace, cluster string) {
 	m.remaps.DeletePartialMatch(labels)
 	m.version.DeletePartialMatch(labels)
 	m.members.DeletePartialMatch(labels)
+	m.hotKeys.DeletePartialMatch(labels)
+}
+
+// copiesDecided records a decision of cluster's copies of hot keys; nil:
+// none are decided (the series are dropped).
+func (m *Metrics) copiesDecided(namespace, cluster string, res *redundancy.Result) {
+	if m == nil {
+		return
+	}
+	if res == nil {
+		m.hotKeys.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "cluster": cluster})
+		return
+	}
+	for c, n := range res.Buckets() {
+		m.hotKeys.WithLabelValues(namespace, cluster, redundancy.CopiesBuckets[c]).Set(float64(n))
+	}
 }

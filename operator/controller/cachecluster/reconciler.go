@@ -40,6 +40,10 @@ type Reconciler struct {
 	// (podstatus.Prober). Nil: not asked, and Ready does not wait for the
 	// processes to install the published map (tests without a data plane).
 	Applied MapApplication
+	// HotKeys reads the data plane's hot-key reports, from which the
+	// copies of hot keys are decided (spec.hotKeys.replication). Nil: no
+	// copies are decided (tests without a data plane).
+	HotKeys HotKeyReports
 	// DataPlaneImage is the distcache image of clusters whose spec names
 	// none: the operator's own image (--data-plane-image), so that
 	// upgrading the operator rolls the data plane onto the same release.
@@ -72,7 +76,8 @@ type state struct {
 	mapApplied  int32                           // Ready pods whose process uses the published map; -1: not asked
 	gateway     *gatewayObservation             // the gateway's workload; nil: not reached
 	blocked     *metav1.Condition               // a Ready=False condition that stopped the phases
-	requeue     time.Duration                   // the earliest pending failover decision
+	hotKeys     *v1alpha1.HotKeyStatus          // the last decision of copies; nil: none decided
+	requeue     time.Duration                   // the earliest pending decision (failover, copies)
 }
 
 // Reconcile fetches the cluster, handles deletion and the finalizer, runs
@@ -237,7 +242,10 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 	policy := topology.FailoverPolicy(&s.cc.Spec, topology.APIMapDeliveryLag)
 	s.obs = r.observations(s, next)
 	next, changes, recheck := policy.Apply(next, s.obs, s.now)
-	s.requeue = recheck
+	s.recheckWithin(recheck)
+	if next, err = r.decideCopies(ctx, s, next); err != nil {
+		return ctrl.Result{}, err
+	}
 	if next != prev {
 		if err := r.writeMap(ctx, s.cc, cm, next); err != nil {
 			return ctrl.Result{}, err
@@ -355,8 +363,8 @@ func (r *Reconciler) observeMapApplied(ctx context.Context, s *state) (ctrl.Resu
 			s.mapApplied++
 		}
 	}
-	if s.mapApplied < s.readyPods && (s.requeue == 0 || s.requeue > appliedRecheck) {
-		s.requeue = appliedRecheck
+	if s.mapApplied < s.readyPods {
+		s.recheckWithin(appliedRecheck)
 	}
 	return ctrl.Result{}, nil
 }

@@ -48,6 +48,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc.Status.ReadyShards = s.shardsReady
 	cc.Status.ReadyPods = s.readyPods
 	cc.Status.MapApplied = max(s.mapApplied, 0)
+	cc.Status.HotKeys = s.hotKeys
 	cc.Status.Layers = cc.Status.Layers[:0]
 	var members, ready, failed, recovering int32
 	for _, l := range m.Layers {

@@ -1,0 +1,131 @@
+package cachecluster
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/redundancy"
+	"github.com/distcache/distcache/topology"
+)
+
+// HotKeyReports reads a round of the data plane's hot-key reports
+// (podstatus.HotKeys): those of the cache nodes' pods and of the storage
+// shims' pods, by shard name. missing counts the pods whose report the
+// round lacks; the error says why, and the reports of the others come
+// with it.
+type HotKeyReports interface {
+	Reports(ctx context.Context, nodes []*corev1.Pod, shims map[string]*corev1.Pod) (r redundancy.Reports, missing int, err error)
+}
+
+// decideCopies gives m the copies of hot keys that spec.hotKeys.replication
+// decides (package redundancy) when a decision is due, and none when the
+// spec does not enable it. Between decisions m keeps the copies it has.
+func (r *Reconciler) decideCopies(ctx context.Context, s *state, m *partmap.Map) (*partmap.Map, error) {
+	policy, ok := s.topo.Copies(0, 0)
+	if !ok || r.HotKeys == nil {
+		s.hotKeys = nil
+		r.Metrics.copiesDecided(s.cc.Namespace, s.cc.Name, nil)
+		next, _, err := m.WithCopies(nil)
+		return next, err
+	}
+	s.hotKeys = s.cc.Status.HotKeys
+	if last := s.hotKeys; last != nil && last.LastDecision != nil {
+		if wait := last.LastDecision.Add(policy.Interval).Sub(s.now); wait > 0 {
+			s.recheckWithin(wait)
+			return m, nil
+		}
+	}
+	s.recheckWithin(policy.Interval)
+	nodes, shims := r.reportingPods(s, m)
+	reports, missing, err := r.HotKeys.Reports(ctx, nodes, shims)
+	if err != nil {
+		log.FromContext(ctx).Info("some hot-key reports are missing", "missing", missing, "err", err)
+	}
+	status := &v1alpha1.HotKeyStatus{LastDecision: &metav1.Time{Time: s.now}, ReportsMissing: int32(missing)}
+	if missing == len(nodes)+len(shims) {
+		// Nothing reported: keep the copies rather than drop them all.
+		status.Decided = int32(len(m.Copies))
+		s.hotKeys = status
+		return m, nil
+	}
+	next, res, err := planCopies(policy, m, reports)
+	if err != nil {
+		return m, err
+	}
+	by := res.Buckets()
+	status.Uncached, status.OneCopy, status.TwoCopies, status.MoreCopies = int32(by[0]), int32(by[1]), int32(by[2]), int32(by[3])
+	status.Decided = int32(len(next.Copies))
+	status.LoadHeadroom = strconv.FormatFloat(res.Rate, 'f', 2, 64)
+	s.hotKeys = status
+	r.Metrics.copiesDecided(s.cc.Namespace, s.cc.Name, &res)
+	return next, nil
+}
+
+// planCopies is m with the copies policy decides from reports.
+func planCopies(policy topology.CopiesPolicy, m *partmap.Map, reports redundancy.Reports) (*partmap.Map, redundancy.Result, error) {
+	p, err := partmap.Compile(m)
+	if err != nil {
+		return m, redundancy.Result{}, err
+	}
+	res, err := redundancy.Plan(policy.Plan, p, reports)
+	if err != nil {
+		return m, res, err
+	}
+	next, _, err := m.WithCopies(res.Copies)
+	return next, res, err
+}
+
+// reportingPods are the Ready pods of m's Active members and of the
+// storage shims, by shard name.
+func (r *Reconciler) reportingPods(s *state, m *partmap.Map) (nodes []*corev1.Pod, shims map[string]*corev1.Pod) {
+	for _, l := range m.Layers {
+		for _, mb := range l.Members {
+			if p := s.pods[mb.Name]; mb.State == partmap.Active && podReady(p) {
+				nodes = append(nodes, p)
+			}
+		}
+	}
+	shims = map[string]*corev1.Pod{}
+	for rack := range s.topo.Racks() {
+		for shard := range s.topo.ShardsPerRack() {
+			name := s.topo.ShardName(rack, shard)
+			if p := shimPod(s, name); podReady(p) {
+				shims[name] = p
+			}
+		}
+	}
+	return nodes, shims
+}
+
+// shimPod is the pod of shard name's shim: the rack StatefulSet's pod
+// (managed), the redis-operator's pod (redisOperator), or a Ready pod of
+// the shim Deployment (external).
+func shimPod(s *state, name string) *corev1.Pod {
+	switch s.cc.Spec.Storage.Mode {
+	case v1alpha1.StorageRedisOperator:
+		return s.pods[name+"-0"]
+	case v1alpha1.StorageExternal:
+		var found *corev1.Pod
+		for _, p := range s.pods {
+			if p.Labels[LabelShard] == name && p.Labels[LabelComponent] == ComponentShim && (found == nil || podReady(p)) {
+				found = p
+			}
+		}
+		return found
+	}
+	return s.pods[name]
+}
+
+// recheckWithin makes the reconcile come back within d at the latest.
+func (s *state) recheckWithin(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
