@@ -9,6 +9,10 @@
 // The prober remembers what each pod answered, keyed by pod UID and restart
 // count, and asks again only pods that have not reported the version asked
 // about: once a version has reached every pod, reconciles cost no requests.
+//
+// HotKeys reads the pods' hot-key reports on the same port (GET /hotkeys,
+// and the shims' GET /work), from which the controller decides the copies
+// of hot keys (package redundancy).
 package podstatus
 
 import (
