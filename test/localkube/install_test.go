@@ -23,6 +23,7 @@ import (
 	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/internal/kubetest"
 	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 
@@ -138,7 +139,7 @@ func installPath(ctx context.Context, t *testing.T, k *kube) {
 	gatewayServesTLS(ctx, t, k, gatewayIP)
 	copiesOn(k)
 	kubectl("", "apply", "-f", filepath.Join(root, "hack", "kind", "bench-job.yaml"))
-	kubectl("", "wait", "--for=condition=Complete", "job/shop-managed-bench", "--timeout=240s")
+	copiesDuring(k, "shop-managed-bench")
 	copiesOff(k)
 	logs := kubectl("", "logs", "job/shop-managed-bench")
 	rows := benchRow.FindAllStringSubmatch(logs, -1)
@@ -223,11 +224,14 @@ func gatewayServes(ctx context.Context, t *testing.T, clusterIP string) {
 }
 
 // copiesOn turns spec.hotKeys.replication on for the sample, deciding
-// every second, and waits for a decision that read the report of every
-// Ready cache node and shim through the pod network.
+// every second with capacities small enough that the benchmark Job's
+// hottest keys (about 100 reads a second) count, and waits for a decision
+// that read the report of every Ready cache node and shim through the pod
+// network.
 func copiesOn(k *kube) {
 	k.t.Helper()
-	k.do("", "patch", "cachecluster", sample, "--type=merge", "-p", `{"spec":{"hotKeys":{"replication":{"enabled":true,"interval":"1s"}}}}`)
+	k.do("", "patch", "cachecluster", sample, "--type=merge", "-p",
+		`{"spec":{"hotKeys":{"replication":{"enabled":true,"interval":"1s","storageCapacity":100,"nodeCapacity":1000}}}}`)
 	k.await("copies decided from every pod's report", time.Minute, func() (bool, error) {
 		cc := k.cluster(sample)
 		hk := cc.Status.HotKeys
@@ -238,13 +242,27 @@ func copiesOn(k *kube) {
 	})
 }
 
-// copiesOff turns the decision off again, logging its last status, and
-// waits until the map gives every key one copy per layer.
+// copiesDuring waits for job to complete, and fails the test unless a
+// decision while it ran considered some of its keys.
+func copiesDuring(k *kube, job string) {
+	k.t.Helper()
+	var seen v1alpha1.HotKeyStatus
+	k.await("benchmark Job complete", 4*time.Minute, func() (bool, error) {
+		if hk := k.cluster(sample).Status.HotKeys; hk != nil && hk.Uncached+hk.OneCopy+hk.TwoCopies+hk.MoreCopies > 0 {
+			seen = *hk
+		}
+		done := k.do("", "get", "job/"+job, "-o", "jsonpath={.status.succeeded}")
+		return done == "1", fmt.Errorf("job %s succeeded %q", job, done)
+	})
+	if seen.LastDecision == nil {
+		k.t.Fatal("no decision of copies while the benchmark Job ran considered a key")
+	}
+	k.t.Logf("a decision of copies of hot keys under the benchmark Job: %+v", seen)
+}
+
+// copiesOff turns the decision off again and waits until the map gives every key one copy per layer.
 func copiesOff(k *kube) {
 	k.t.Helper()
-	if hk := k.cluster(sample).Status.HotKeys; hk != nil {
-		k.t.Logf("copies of hot keys after the benchmark Job: %+v", *hk)
-	}
 	k.do("", "patch", "cachecluster", sample, "--type=merge", "-p", `{"spec":{"hotKeys":{"replication":{"enabled":false}}}}`)
 	k.await("copies back to one per layer", time.Minute, func() (bool, error) {
 		cc := k.cluster(sample)

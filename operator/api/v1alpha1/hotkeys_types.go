@@ -109,7 +109,8 @@ type HotKeyStatus struct {
 	// one per layer.
 	Decided int32 `json:"decided"`
 	// LoadHeadroom is the factor by which the reported load can grow
-	// before a storage shard is at its capacity under the decision.
+	// before a storage shard is at its capacity under the decision; unset
+	// when the decision considered no key.
 	// +optional
 	LoadHeadroom string `json:"loadHeadroom,omitempty"`
 	// ReportsMissing counts the cache nodes and shims whose report the

@@ -2,6 +2,7 @@ package cachecluster
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -62,7 +63,9 @@ func (r *Reconciler) decideCopies(ctx context.Context, s *state, m *partmap.Map)
 	by := res.Buckets()
 	status.Uncached, status.OneCopy, status.TwoCopies, status.MoreCopies = int32(by[0]), int32(by[1]), int32(by[2]), int32(by[3])
 	status.Decided = int32(len(next.Copies))
-	status.LoadHeadroom = strconv.FormatFloat(res.Rate, 'f', 2, 64)
+	if !math.IsInf(res.Rate, 0) && !math.IsNaN(res.Rate) { // no key considered: no bound
+		status.LoadHeadroom = strconv.FormatFloat(res.Rate, 'f', 2, 64)
+	}
 	s.hotKeys = status
 	r.Metrics.copiesDecided(s.cc.Namespace, s.cc.Name, &res)
 	return next, nil
