@@ -17,6 +17,9 @@ const emulatedCapacityHelp = "work units per second this process may do, emulati
 // agree.
 const servingLeaseHelp = "how long a cache node serves cached values after a read of its map found it Active; shims stop waiting for a node that left a key after it (every node and shim of a cluster must use the same value)"
 
+// A cache node reports the miss-ratio curve of its reads at GET /mrc.
+var _ missRatioCurveReporter = (*cachenode.Node)(nil)
+
 func newNodeCommand() *cobra.Command {
 	var (
 		o      serveOptions
@@ -67,6 +70,8 @@ func newNodeCommand() *cobra.Command {
 	f.DurationVar(&cfg.ParkTimeout, "park-timeout", cachenode.DefaultParkTimeout,
 		"how long a read of a key whose write is pending waits for the write's phase 2 before the readers parked on it share one storage read")
 	f.DurationVar(&cfg.Lease, "serving-lease", cachenode.DefaultLease, servingLeaseHelp)
+	f.DurationVar(&cfg.MRCWindow, "mrc-window", cachenode.DefaultMRCWindow,
+		"window of the miss-ratio curve GET /mrc reports: the last complete one (negative: the reads since start)")
 	_ = cmd.MarkFlagRequired("member")
 	return cmd
 }

@@ -109,6 +109,12 @@ type hotKeysReporter interface {
 	HotKeys() metrics.HotKeys
 }
 
+// missRatioCurveReporter is a role that reports the miss-ratio curve of
+// its reads (GET /mrc, metrics.WithMissRatioCurve): a cache node.
+type missRatioCurveReporter interface {
+	MissRatioCurve() metrics.MissRatioCurve
+}
+
 // serve runs r until SIGINT or SIGTERM: it feeds r every new map version
 // from the map source and exposes reg on the metrics address.
 func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg *prometheus.Registry, healthy func() error, log *slog.Logger, attrs ...any) error {
@@ -147,6 +153,9 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 	}
 	if hr, ok := r.(hotKeysReporter); ok {
 		opts = append(opts, metrics.WithHotKeys(hr.HotKeys))
+	}
+	if cr, ok := r.(missRatioCurveReporter); ok {
+		opts = append(opts, metrics.WithMissRatioCurve(cr.MissRatioCurve))
 	}
 	ms, err := metrics.Listen(o.metricsAddr, reg, healthy, opts...)
 	if err != nil {

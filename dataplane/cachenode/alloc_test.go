@@ -133,3 +133,19 @@ func BenchmarkHitParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkHitSampled is BenchmarkHit with every key sampled for the
+// miss-ratio curve: the estimator's locked path on every hit, as for the
+// reads of a sampled hot key (a fraction Config.MRC.InitialRate of keys).
+func BenchmarkHitSampled(b *testing.B) {
+	cfg := testConfig()
+	cfg.MRC.InitialRate = 1
+	n, req := hitFixtureWith(b, cfg)
+	src := netip.MustParseAddrPort("127.0.0.1:9")
+	var m wire.Message
+	b.ReportAllocs()
+	for b.Loop() {
+		m = req
+		n.handle(discardSender{}, src, &m)
+	}
+}

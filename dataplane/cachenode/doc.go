@@ -93,6 +93,16 @@
 // of insertions are serialised, so a key is never inserted under a map that
 // is no longer current.
 //
+// # Miss-ratio curve
+//
+// Every GET of a key the node serves (a hit, or a miss of a key it owns) is
+// also a reference for an online estimate of the LRU miss-ratio curve of
+// the node's reads (SHARDS, package hotkey/mrc), kept over windows of
+// Config.MRCWindow by two alternating estimators, which MissRatioCurve
+// (GET /mrc) reports with the node's hits in the same window, for a
+// control loop that sizes layers from the curves as D3N does. The design
+// and its costs are in curve.go.
+//
 // # Emulated capacity (§6.1)
 //
 // Config.EmulatedRate gives the node the capacity of an emulated switch, in

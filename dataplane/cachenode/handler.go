@@ -44,7 +44,8 @@ func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 // copy and its serving lease, otherwise a miss (lease.go). A node that is
 // not Active in its map refuses with StatusNotOwner and its map version, so
 // that a reader routing by an older map reads elsewhere and refreshes it.
-// The hit path does not allocate.
+// Hits, and the other reads of keys the node owns, are observed for its
+// miss-ratio curve (curve.go). The hit path does not allocate.
 func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	now := n.now(start)
 	n.meter.Add(1, now)
@@ -60,14 +61,19 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		st = stateInvalid
 	}
 	if st != stateValid {
+		owned := v.owns(bytesView(req.Key))
+		if owned { // a read this node's LRU cache would see (curve.go)
+			n.observeRead(req)
+		}
 		if req.Has(wire.FlagCacheOnly) { // a hedged read: a copy or nothing
 			n.stats.cacheOnlyRefused.Add(1)
 			n.refuse(out, src, req, v, now, wire.StatusUnavailable, start)
 			return
 		}
-		n.miss(src, req, v, st, start)
+		n.miss(src, req, v, st, owned, start)
 		return
 	}
+	n.observeRead(req)
 	n.stats.hits.Add(1)
 	n.det.RecordHit(bytesView(req.Key))
 	// The hit's work unit. The value was read before the wait: a write

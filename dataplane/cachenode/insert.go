@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/hotkey"
 )
@@ -211,4 +212,30 @@ func (n *Node) fetchFailed(j *fetchJob) fetchOutcome {
 		n.det.Untrack(j.key)
 	}
 	return fetchFailed
+}
+
+// hotKeysReported bounds the keys HotKeys reports: as many as the control
+// loop considers (redundancy.DefaultMaxKeys).
+const hotKeysReported = 1024
+
+// intervalHits is the hits of the cached keys in one insertion interval
+// (hotkey.Decision.Hits, most hit first) and its length.
+type intervalHits struct {
+	seconds float64
+	hits    []hotkey.KeyHits
+}
+
+// HotKeys is the hits of the keys the node cached in the insertion loop's
+// last complete interval, most hit first, at most hotKeysReported of them,
+// as GET /hotkeys answers them.
+func (n *Node) HotKeys() metrics.HotKeys {
+	h := n.hot.Load()
+	if h == nil {
+		return metrics.HotKeys{}
+	}
+	out := metrics.HotKeys{Interval: h.seconds, Keys: make([]metrics.KeyCount, 0, min(len(h.hits), hotKeysReported))}
+	for _, kh := range h.hits[:min(len(h.hits), hotKeysReported)] {
+		out.Keys = append(out.Keys, metrics.KeyCount{Key: []byte(kh.Key), Reads: kh.Hits})
+	}
+	return out
 }

@@ -44,18 +44,19 @@ type flight struct {
 }
 
 // miss serves a GET without a valid copy (or without the lease to serve
-// it): it counts the key for the hot-key detector and joins or starts the
-// key's flight or, while a write of the key is pending, parks the reader
-// until the write's phase 2 (park.go). A reader shares another's backend
-// read or waits for a write's phase 2 only for a key the node owns and
-// while the node holds its serving lease: only then does every write of
-// the key that completes before the reader arrived invalidate this node
-// first, which seals the flight and records the pending write (Fencing in
-// docs/dataplane.md). Any other reader starts a backend read of its own.
-func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryState, start time.Time) {
+// it), of a key the node owns under v or not (owned, as handleGet found
+// it): it counts an owned key for the hot-key detector and joins or
+// starts the key's flight or, while a write of the key is pending, parks
+// the reader until the write's phase 2 (park.go). A reader shares
+// another's backend read or waits for a write's phase 2 only for a key the
+// node owns and while the node holds its serving lease: only then does
+// every write of the key that completes before the reader arrived
+// invalidate this node first, which seals the flight and records the
+// pending write (Fencing in docs/dataplane.md). Any other reader starts a
+// backend read of its own.
+func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryState, owned bool, start time.Time) {
 	n.stats.misses.Add(1)
 	key := bytesView(req.Key)
-	owned := v.owns(key)
 	if owned {
 		n.det.RecordMiss(key)
 	}

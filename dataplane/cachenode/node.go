@@ -20,6 +20,7 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/workpool"
 	"github.com/distcache/distcache/hotkey"
+	"github.com/distcache/distcache/hotkey/mrc"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/routing"
 )
@@ -96,6 +97,17 @@ type Config struct {
 	// costs 1 unit, and so does each INVALIDATE and each UPDATE of a key
 	// the node holds; a forwarded miss costs nothing.
 	EmulatedRate float64
+	// MRCWindow is the window of the miss-ratio curve the node reports
+	// (MissRatioCurve, GET /mrc; curve.go): the curve covers the last
+	// complete window of this length (default DefaultMRCWindow). A
+	// negative MRCWindow ends no window: the curve covers the reads since
+	// New.
+	MRCWindow time.Duration
+	// MRC configures the node's two SHARDS estimators of the curve
+	// (package hotkey/mrc). A zero InitialRate is not mrc's 1 but a rate
+	// at which a sampled key stands for at most a hundredth of Capacity
+	// (1 up to 100 entries; 0.01 at the default 10,000).
+	MRC mrc.Config
 	// Registerer receives the node's metrics; nil means a private registry.
 	Registerer prometheus.Registerer
 	// Logger receives structured logs; nil discards them.
@@ -123,6 +135,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Lease == 0 {
 		c.Lease = DefaultLease
+	}
+	if c.MRCWindow == 0 {
+		c.MRCWindow = DefaultMRCWindow
+	}
+	if c.MRC.InitialRate == 0 {
+		c.MRC.InitialRate = mrcInitialRate(c.Capacity)
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -209,6 +227,8 @@ type Node struct {
 	lastPlan time.Time // when the detector's current interval began
 	// hot is the hits of the cached keys in the last complete interval.
 	hot atomic.Pointer[intervalHits]
+	// curve estimates the miss-ratio curve of the node's reads (curve.go).
+	curve *curveWindows
 
 	missMu  sync.Mutex // guards flights, the waiters of every flight, pending and parked
 	flights map[string]*flight
@@ -248,6 +268,10 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create cache node: %w", err)
 	}
+	curve, err := newCurveWindows(cfg.MRC, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("cannot create cache node: %w", err)
+	}
 	var n *Node // set below; the readers start in Start
 	tc := cfg.Transport
 	tc.Urgent = urgent
@@ -266,6 +290,7 @@ func New(cfg Config) (*Node, error) {
 		det:       det,
 		lastPlan:  time.Now(), // the detector counts from its creation
 		meter:     meter,
+		curve:     curve,
 		epoch:     time.Now(),
 		store:     newStore(cfg.CapacityBytes),
 		work:      work,
@@ -302,33 +327,8 @@ func (n *Node) Work() metrics.Work {
 	return metrics.Work{Units: n.work.Used(), Capacity: n.work.Rate()}
 }
 
-// hotKeysReported bounds the keys HotKeys reports: as many as the control
-// loop considers (redundancy.DefaultMaxKeys).
-const hotKeysReported = 1024
-
-// intervalHits is the hits of the cached keys in one insertion interval
-// (hotkey.Decision.Hits, most hit first) and its length.
-type intervalHits struct {
-	seconds float64
-	hits    []hotkey.KeyHits
-}
-
-// HotKeys is the hits of the keys the node cached in the insertion loop's
-// last complete interval, most hit first, at most hotKeysReported of them,
-// as GET /hotkeys answers them.
-func (n *Node) HotKeys() metrics.HotKeys {
-	h := n.hot.Load()
-	if h == nil {
-		return metrics.HotKeys{}
-	}
-	out := metrics.HotKeys{Interval: h.seconds, Keys: make([]metrics.KeyCount, 0, min(len(h.hits), hotKeysReported))}
-	for _, kh := range h.hits[:min(len(h.hits), hotKeysReported)] {
-		out.Keys = append(out.Keys, metrics.KeyCount{Key: []byte(kh.Key), Reads: kh.Hits})
-	}
-	return out
-}
-
-// Start starts serving and, unless Config.Interval < 0, the insertion loop.
+// Start starts serving and, unless Config.Interval < 0, the insertion loop
+// (and unless Config.MRCWindow < 0, the windows of the miss-ratio curve).
 // It fails before the first SetMap.
 func (n *Node) Start() error {
 	if n.view.Load() == nil {
@@ -343,6 +343,9 @@ func (n *Node) Start() error {
 	n.ep.Start(n.handle)
 	if n.cfg.Interval > 0 {
 		n.spawn(n.loop)
+	}
+	if n.cfg.MRCWindow > 0 {
+		n.spawn(n.rotateCurves)
 	}
 	if n.cfg.PeerRefresh >= 0 {
 		n.spawn(func() { peers.RefreshEvery(n.ctx, n.cfg.PeerRefresh, n.RefreshPeers) })

@@ -15,10 +15,13 @@ const (
 	// MaxHotKeysAnswer bounds the answer of HotKeysPath: a node reports at
 	// most about a thousand keys, of at most 512 bytes each.
 	MaxHotKeysAnswer = 4 << 20
+	// MaxMissRatioCurveAnswer bounds the answer of MissRatioCurvePath: a
+	// node reports about 64 points, some 3 KiB.
+	MaxMissRatioCurveAnswer = 64 << 10
 )
 
 // GetJSON asks the metrics server at addr (host:port) for one of its JSON
-// endpoints (StatusPath, WorkPath, HotKeysPath) and decodes the answer, of
+// endpoints (StatusPath, WorkPath, HotKeysPath, MissRatioCurvePath) and decodes the answer, of
 // at most limit bytes, into v.
 func GetJSON(ctx context.Context, client *http.Client, addr, path string, limit int64, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)

@@ -14,8 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Server serves /metrics and /healthz on its own port, and /status, /work
-// and /hotkeys when asked to (WithStatus, WithWork, WithHotKeys).
+// Server serves /metrics and /healthz on its own port, and /status, /work,
+// /hotkeys and /mrc when asked to (WithStatus, WithWork, WithHotKeys,
+// WithMissRatioCurve).
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
@@ -35,6 +36,7 @@ type serverConfig struct {
 	status      func() Status
 	work        func() Work
 	hotKeys     func() HotKeys
+	curve       func() MissRatioCurve
 }
 
 // Status is what GET /status answers, as JSON: the process's view of the
@@ -92,6 +94,11 @@ func WithHotKeys(hot func() HotKeys) ServerOption {
 	return func(c *serverConfig) { c.hotKeys = hot }
 }
 
+// WithMissRatioCurve serves curve()'s answer at MissRatioCurvePath.
+func WithMissRatioCurve(curve func() MissRatioCurve) ServerOption {
+	return func(c *serverConfig) { c.curve = curve }
+}
+
 // WorkPath is where the server answers Work (WithWork).
 const WorkPath = "/work"
 
@@ -146,6 +153,9 @@ func Listen(addr string, reg *prometheus.Registry, healthy func() error, opts ..
 	}
 	if cfg.hotKeys != nil {
 		mux.HandleFunc("GET "+HotKeysPath, serveJSON(cfg.hotKeys))
+	}
+	if cfg.curve != nil {
+		mux.HandleFunc("GET "+MissRatioCurvePath, serveJSON(cfg.curve))
 	}
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go func() { _ = s.srv.Serve(ln) }()

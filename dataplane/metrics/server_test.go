@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -102,5 +103,48 @@ func TestGetJSON(t *testing.T) {
 	}
 	if err := GetJSON(t.Context(), http.DefaultClient, s.Addr(), WorkPath, MaxSmallAnswer, &Work{}); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Errorf("a missing endpoint: %v, want HTTP 404", err)
+	}
+}
+
+// TestMissRatioCurveEndpoint: GET /mrc answers the reporter's curve as
+// JSON, which GetJSON reads back within MaxMissRatioCurveAnswer, and a
+// server without a reporter has no such endpoint.
+func TestMissRatioCurveEndpoint(t *testing.T) {
+	curve := MissRatioCurve{Window: 30, Requests: 1000, Hits: 640, Entries: 4,
+		Points: []CurvePoint{{Entries: 1, MissRatio: 0.9}, {Entries: 4, MissRatio: 0.25}, {Entries: 16, MissRatio: 0.125}}}
+	tests := []struct {
+		name       string
+		opts       []ServerOption
+		wantStatus int
+		wantBody   string
+	}{
+		{name: "reported", opts: []ServerOption{WithMissRatioCurve(func() MissRatioCurve { return curve })},
+			wantStatus: http.StatusOK,
+			wantBody: `{"window":30,"requests":1000,"hits":640,"entries":4,"points":[` +
+				`{"entries":1,"missRatio":0.9},{"entries":4,"missRatio":0.25},{"entries":16,"missRatio":0.125}]}` + "\n"},
+		{name: "without a reporter", wantStatus: http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), nil, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = s.Close(context.Background()) })
+			resp, err := httpget.Get(t.Context(), "http://"+s.Addr()+MissRatioCurvePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Status != tt.wantStatus || (tt.wantBody != "" && resp.Body != tt.wantBody) {
+				t.Fatalf("GET %s: %d %q, want %d %q", MissRatioCurvePath, resp.Status, resp.Body, tt.wantStatus, tt.wantBody)
+			}
+			if tt.wantStatus != http.StatusOK {
+				return
+			}
+			var got MissRatioCurve
+			if err := GetJSON(t.Context(), http.DefaultClient, s.Addr(), MissRatioCurvePath, MaxMissRatioCurveAnswer, &got); err != nil || !reflect.DeepEqual(got, curve) {
+				t.Fatalf("GetJSON = %+v, %v, want %+v", got, err, curve)
+			}
+		})
 	}
 }
