@@ -175,10 +175,10 @@ func (n *Node) MissRatioCurve() metrics.MissRatioCurve {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if d := w.done; d != nil {
-		return curveReport(d.est, d.seconds, d.hits, n.cfg.Capacity)
+		return curveReport(d.est, d.seconds, d.hits, n.capacity())
 	}
 	return curveReport(w.cur.Load(), max(time.Since(w.start).Seconds(), 0),
-		n.stats.hits.Load()-w.startHits, n.cfg.Capacity)
+		n.stats.hits.Load()-w.startHits, n.capacity())
 }
 
 // curveReport is est's curve at about mrcPoints sizes up to mrcReach times

@@ -124,7 +124,7 @@ func (n *Node) plan() ([]fetchJob, InsertResult) {
 	n.insertMu.Lock()
 	defer n.insertMu.Unlock()
 	var res InsertResult
-	d := n.det.Plan(n.cfg.Capacity)
+	d := n.det.Plan(n.capacity())
 	n.recordHits(d.Hits)
 	for _, k := range d.Evict {
 		if n.store.remove(k) {

@@ -56,7 +56,9 @@ type Config struct {
 	// Transport configures the UDP endpoint (Addr "127.0.0.1:0" etc.).
 	Transport transport.Config
 	// Capacity is the most entries cached, placeholders included
-	// (default DefaultCapacity).
+	// (default DefaultCapacity), unless the map sizes the node's layer
+	// (partmap.Layer.Entries): then the map's, from the next insertion
+	// interval on, without a restart.
 	Capacity int
 	// CapacityBytes is the most value bytes cached (default
 	// DefaultCapacityBytes).
@@ -181,6 +183,7 @@ type view struct {
 	member  int          // own index in the layer, or -1
 	id      uint32       // own member id (kept from the previous map when absent)
 	active  bool         // a member and Active: owns keys and caches them
+	entries int          // the layer's entries in the map (0: Config.Capacity)
 	addrs   *peers.Table // shims' addresses
 }
 
@@ -439,6 +442,15 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 	return nil
 }
 
+// capacity is the most entries the node caches: its layer's in the
+// current map, else Config.Capacity.
+func (n *Node) capacity() int {
+	if v := n.view.Load(); v != nil && v.entries > 0 {
+		return v.entries
+	}
+	return n.cfg.Capacity
+}
+
 // newView compiles the node's view of p.
 func newView(p *partmap.Placement, layer, member string, prev *view, log *slog.Logger) *view {
 	m := p.Map()
@@ -450,6 +462,7 @@ func newView(p *partmap.Placement, layer, member string, prev *view, log *slog.L
 		mb := m.Layers[l].Members[i]
 		v.layer, v.member, v.id = l, i, mb.ID
 		v.active = mb.State == partmap.Active
+		v.entries = m.Layers[l].Entries
 	}
 	var prevAddrs *peers.Table
 	if prev != nil {

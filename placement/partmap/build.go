@@ -95,6 +95,7 @@ func Build(spec Spec, prev *Map) (*Map, error) {
 	}
 	if prev != nil {
 		m.Copies = keptCopies(prev.Copies, m)
+		keepEntries(prev, m)
 	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("cannot build partition map: %w", err)

@@ -90,6 +90,9 @@ type Layer struct {
 	VirtualNodes int `json:"virtualNodes"`
 	// BoundToRacks makes the member of a rack own the keys stored in it.
 	BoundToRacks bool `json:"boundToRacks,omitempty"`
+	// Entries is the most keys each member caches, as the sizing of the
+	// layers decided it (WithEntries); 0: each node's own capacity.
+	Entries int `json:"entries,omitempty"`
 	// Members lists every member, active or failed.
 	Members []Member `json:"members"`
 }
@@ -236,6 +239,9 @@ func (l *Layer) validate(racks map[string]bool, ids map[uint32]string, names map
 	}
 	if l.VirtualNodes < 1 || l.VirtualNodes > ring.MaxVirtualNodes {
 		return fmt.Errorf("virtual nodes %d out of range [1, %d]", l.VirtualNodes, ring.MaxVirtualNodes)
+	}
+	if l.Entries < 0 || l.Entries > MaxLayerEntries {
+		return fmt.Errorf("entries %d out of range [0, %d]", l.Entries, MaxLayerEntries)
 	}
 	bound := map[string]string{}
 	for _, mb := range l.Members {

@@ -328,6 +328,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good)
 	withCopies, _ := os.ReadFile(filepath.Join("testdata", "demo-copies.json"))
 	f.Add(withCopies)
+	withEntries, _ := os.ReadFile(filepath.Join("testdata", "demo-entries.json"))
+	f.Add(withEntries)
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"format":1,"version":1,"cluster":"c","layers":[],"storage":{"seed":"1","racks":[{"name":"r","shards":[{"name":"s"}]}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
