@@ -1,6 +1,7 @@
 package topology_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -55,5 +56,24 @@ func TestCopies(t *testing.T) {
 				t.Fatalf("Copies = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// TestSizing: spec.cacheBudget becomes the split's policy over the
+// software layers of capacity.auto, which start with their entries.
+func TestSizing(t *testing.T) {
+	auto := func(s *v1alpha1.CacheLayerSpec) { s.Capacity.Auto = true }
+	spec := v1alpha1.CacheClusterSpec{
+		Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 1},
+		Layers:  []v1alpha1.NamedLayer{layer("spine", nodes(2), entries(300), auto), layer("mid", nodes(2), entries(50)), layer("leaf", bound, entries(100), auto)},
+	}
+	if _, ok := topotest.New(t, "shop", spec).Sizing(); ok {
+		t.Fatal("no budget: sized")
+	}
+	spec.CacheBudget = &v1alpha1.CacheBudgetSpec{Entries: 900, HysteresisPercent: 5}
+	p, ok := topotest.New(t, "shop", spec).Sizing()
+	if !ok || p.Interval != topology.DefaultSizingInterval || p.Plan.Budget != 900 || p.Plan.Hysteresis != 0.05 ||
+		!slices.Equal(p.Plan.Layers, []string{"spine", "leaf"}) || p.Plan.Start["spine"] != 300 || p.Plan.Start["leaf"] != 100 {
+		t.Fatalf("Sizing = %+v, %v", p, ok)
 	}
 }

@@ -35,27 +35,3 @@ type CurvePoint struct {
 // MissRatioCurvePath is where the server answers MissRatioCurve
 // (WithMissRatioCurve).
 const MissRatioCurvePath = "/mrc"
-
-// MissRatioAt returns the curve's miss ratio at a cache of the given size,
-// interpolated linearly between the two points around it (and between
-// miss ratio 1 at size 0 and the first point). Past the last point it is
-// the last point's: the true curve only falls from there, so that is an
-// upper bound. A size of zero or less, or a curve without points, has
-// miss ratio 1.
-func (c MissRatioCurve) MissRatioAt(entries int) float64 {
-	prev := CurvePoint{Entries: 0, MissRatio: 1}
-	if entries <= 0 {
-		return 1
-	}
-	for _, p := range c.Points {
-		if entries <= p.Entries {
-			if p.Entries == prev.Entries {
-				return p.MissRatio
-			}
-			f := float64(entries-prev.Entries) / float64(p.Entries-prev.Entries)
-			return prev.MissRatio + f*(p.MissRatio-prev.MissRatio)
-		}
-		prev = p
-	}
-	return prev.MissRatio
-}

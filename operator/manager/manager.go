@@ -117,7 +117,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	cc := &cachecluster.Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("distcache-operator"), Metrics: metrics,
-		Applied: &podstatus.Prober{Port: port}, HotKeys: podstatus.NewHotKeys(port), DataPlaneImage: o.DataPlaneImage,
+		Applied: &podstatus.Prober{Port: port}, HotKeys: podstatus.NewHotKeys(port),
+		Curves: podstatus.NewCurves(port), DataPlaneImage: o.DataPlaneImage,
 	}
 	for _, setup := range []func(ctrl.Manager) error{
 		cc.SetupWithManager,

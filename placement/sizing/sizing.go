@@ -204,7 +204,8 @@ func search(cfg Config, layers []Layer, start []int) []int {
 }
 
 // pairBest sets s[i] and s[j] to the best split of the entries they hold
-// together, on a grid of cfg.Steps points, and says whether it gained.
+// together, on a grid of cfg.Steps points refined to one entry around its
+// best, and says whether it gained.
 func pairBest(cfg Config, layers []Layer, s []int, i, j int) bool {
 	ni, nj := layers[i].Nodes, layers[j].Nodes
 	pool := ni*s[i] + nj*s[j]
@@ -214,9 +215,17 @@ func pairBest(cfg Config, layers []Layer, s []int, i, j int) bool {
 	}
 	current := layers[i].hits(s[i]) + layers[j].hits(s[j])
 	bestI, bestHits := s[i], current
+	hitsAt := func(e int) float64 { return layers[i].hits(e) + layers[j].hits((pool-ni*e)/nj) }
+	better := func(h float64) bool { return h > bestHits+1e-9*math.Max(1, bestHits) }
 	step := max(1, (hi-lo)/cfg.Steps)
 	for e := lo; e <= hi; e += step {
-		if h := layers[i].hits(e) + layers[j].hits((pool-ni*e)/nj); h > bestHits+1e-9*math.Max(1, bestHits) {
+		if h := hitsAt(e); better(h) {
+			bestI, bestHits = e, h
+		}
+	}
+	// Refine around the grid's best, one entry at a time.
+	for e := max(lo, bestI-step); e <= min(hi, bestI+step); e++ {
+		if h := hitsAt(e); better(h) {
 			bestI, bestHits = e, h
 		}
 	}

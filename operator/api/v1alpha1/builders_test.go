@@ -99,6 +99,17 @@ func withReplication(f func(*v1alpha1.HotKeyReplicationSpec)) clusterOption {
 	}
 }
 
+// withCacheBudget gives the cluster a cache budget of entries, split every
+// interval ("" for the default).
+func withCacheBudget(entries int64, interval string) clusterOption {
+	return func(c *v1alpha1.CacheCluster) {
+		c.Spec.CacheBudget = &v1alpha1.CacheBudgetSpec{Entries: entries}
+		if interval != "" {
+			c.Spec.CacheBudget.Interval = duration(interval)
+		}
+	}
+}
+
 // withCoherence changes the cluster's coherence spec.
 func withCoherence(f func(*v1alpha1.CoherenceSpec)) clusterOption {
 	return func(c *v1alpha1.CacheCluster) { f(&c.Spec.Coherence) }
@@ -180,6 +191,11 @@ func withoutNodes() layerOption {
 
 // withBoundToRacks binds the layer to the storage racks and, as a bound
 // layer must, leaves its node count unset (a later withNodes sets it again).
+// withAutoCapacity sizes the layer from the cluster's cache budget.
+func withAutoCapacity() layerOption {
+	return func(s *v1alpha1.CacheLayerSpec) { s.Capacity.Auto = true }
+}
+
 func withBoundToRacks() layerOption {
 	return func(s *v1alpha1.CacheLayerSpec) {
 		s.BoundToRacks = true

@@ -270,6 +270,8 @@ type ImagesSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.layers) || self.layers.filter(l, has(l.boundToRacks) && l.boundToRacks).size() == 0 || (self.layers.filter(l, has(l.boundToRacks) && l.boundToRacks).size() == 1 && has(self.layers[size(self.layers) - 1].boundToRacks) && self.layers[size(self.layers) - 1].boundToRacks)",message="only the lowest (last) layer may be bound to storage racks"
 // +kubebuilder:validation:XValidation:rule="!has(self.layers) || self.layers.all(a, !has(a.hashSeed) || self.layers.filter(b, has(b.hashSeed) && b.hashSeed == a.hashSeed).size() == 1)",message="layers must have distinct hashSeeds: layers with the same seed partition keys alike and defeat power-of-k-choices"
 // +kubebuilder:validation:XValidation:rule="!has(self.routing) || !has(self.routing.choices) || self.routing.choices <= (has(self.layers) ? size(self.layers) : (has(self.layerRefs) ? size(self.layerRefs) : 0))",message="routing.choices cannot exceed the number of layers"
+// +kubebuilder:validation:XValidation:rule="!has(self.layers) || !self.layers.exists(l, has(l.capacity) && has(l.capacity.auto) && l.capacity.auto) || has(self.cacheBudget)",message="a layer with capacity.auto needs spec.cacheBudget: the entries its members share with the other auto layers"
+// +kubebuilder:validation:XValidation:rule="!has(self.cacheBudget) || !has(self.layers) || self.layers.exists(l, has(l.capacity) && has(l.capacity.auto) && l.capacity.auto)",message="spec.cacheBudget sizes only layers with capacity.auto: set it on at least one layer"
 // +kubebuilder:validation:XValidation:rule="!has(self.gateway) || !has(self.gateway.hostNetwork) || !self.gateway.hostNetwork || !has(self.networkPolicy) || !self.networkPolicy.enabled",message="gateway.hostNetwork cannot be used with networkPolicy.enabled: network plugins do not match host-network pods by their labels, so the policy would drop the gateway's requests to the cache nodes and shims"
 type CacheClusterSpec struct {
 	// Storage is the Redis backend.
@@ -332,6 +334,11 @@ type CacheClusterSpec struct {
 	// another (docs/dataplane.md).
 	// +optional
 	DataPlane *DataPlaneSpec `json:"dataPlane,omitempty"`
+	// CacheBudget is the entries the members of the layers with
+	// capacity.auto cache together, split among those layers from their
+	// nodes' miss-ratio curves.
+	// +optional
+	CacheBudget *CacheBudgetSpec `json:"cacheBudget,omitempty"`
 }
 
 // DataPlaneSpec tunes the data plane's UDP transport.
@@ -463,6 +470,10 @@ type CacheClusterStatus struct {
 	// spec.hotKeys.replication is not enabled.
 	// +optional
 	HotKeys *HotKeyStatus `json:"hotKeys,omitempty"`
+	// CacheSizing is the last split of spec.cacheBudget; unset without
+	// one.
+	// +optional
+	CacheSizing *CacheSizingStatus `json:"cacheSizing,omitempty"`
 }
 
 // CacheCluster is a multi-layer cache in front of a sharded Redis backend.

@@ -103,6 +103,12 @@ type NodeCapacity struct {
 	// +kubebuilder:default="64Mi"
 	// +optional
 	Bytes *resource.Quantity `json:"bytes,omitempty"`
+	// Auto sizes the layer from the cluster's cacheBudget: the entries of
+	// each member are chosen, and changed while it runs, from the
+	// miss-ratio curves the nodes measure (docs/operator.md, "Cache
+	// budget"); Entries is only what a member starts with.
+	// +optional
+	Auto bool `json:"auto,omitempty"`
 }
 
 // SwitchLayerSpec is where a switch-backed layer's members come from.

@@ -71,6 +71,9 @@ const (
 	// topology cannot be built from it (e.g. layers that reference each
 	// other's names twice).
 	ReasonInvalidTopology = "InvalidTopology"
+	// ReasonCacheBudgetTooSmall: spec.cacheBudget cannot give every member
+	// of the layers of capacity.auto an entry.
+	ReasonCacheBudgetTooSmall = "CacheBudgetTooSmall"
 	// ReasonSwitchLayersUnsupported: switch-backed layers are accepted but not
 	// yet programmed; the fabric drivers are not part of this version.
 	ReasonSwitchLayersUnsupported = "SwitchLayersUnsupported"

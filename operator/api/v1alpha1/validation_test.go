@@ -54,6 +54,9 @@ const (
 	msgHostNetworkNP   = "gateway.hostNetwork cannot be used with networkPolicy.enabled"
 	msgCopiesMinRate   = "hotKeys.replication.minRate must be below storageCapacity (20000 when unset)"
 	msgCopiesInterval  = "hotKeys.replication.interval must be at least 1s"
+	msgAutoNeedsBudget = "a layer with capacity.auto needs spec.cacheBudget"
+	msgBudgetNeedsAuto = "spec.cacheBudget sizes only layers with capacity.auto"
+	msgBudgetInterval  = "cacheBudget.interval must be at least 1s"
 )
 
 // ruleCase is an object that breaks exactly one CEL rule: the API server
@@ -164,6 +167,9 @@ func celRuleCases() []ruleCase {
 			"spec.hotKeys.replication", msgCopiesMinRate},
 		{"replication interval under 1s", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) { r.Interval = duration("999ms") })),
 			"spec.hotKeys.replication", msgCopiesInterval},
+		{"auto layer without a budget", newCluster(withLayers(newLayer("spine", withAutoCapacity()))), "spec", msgAutoNeedsBudget},
+		{"budget without an auto layer", newCluster(withCacheBudget(1000, "")), "spec", msgBudgetNeedsAuto},
+		{"budget interval under 1s", newCluster(withLayers(newLayer("spine", withAutoCapacity())), withCacheBudget(1000, "500ms")), "spec.cacheBudget", msgBudgetInterval},
 		{"CacheCluster name of 31 characters", newCluster(withName(uniqueNameOfLength("cc", 31))), "<nil>", msgClusterName},
 		{"CacheLayer name of 21 characters", longLayer, "<nil>", msgLayerName},
 		{"onos driver without onos", newFabric(withDriver(v1alpha1.DriverONOS)), "spec", msgONOSNeeded},
@@ -319,6 +325,8 @@ func validCases() []validCase {
 			r.Interval, r.MaxCopies, r.MinRate, r.NodeCapacity, r.StorageCapacity = duration("1s"), 64, 999, 1, 1000
 			r.CoherenceCostPercent, r.HysteresisPercent, r.HeadroomPercent = 10000, 100, ptr.To[int32](0)
 		}))},
+		{"auto layers with a budget", newCluster(withLayers(newLayer("spine", withAutoCapacity()), newLayer("leaf", withBoundToRacks(), withAutoCapacity())),
+			withCacheBudget(5000, "1s"))},
 		{"replication off with a minRate for later", newCluster(withReplication(func(r *v1alpha1.HotKeyReplicationSpec) { r.Enabled, r.MinRate = false, 19999 }))},
 		{"failover of exactly 1s", newCluster(withFailover(func(f *v1alpha1.FailoverSpec) { f.GracePeriod, f.HoldDown = duration("1s"), duration("1000ms") }))},
 		{"inline switch-backed layer", newCluster(withLayers(newLayer("spine", withSwitchBackend("fabric", v1alpha1.RoleSpine))))},

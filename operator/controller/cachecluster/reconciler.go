@@ -44,6 +44,10 @@ type Reconciler struct {
 	// copies of hot keys are decided (spec.hotKeys.replication). Nil: no
 	// copies are decided (tests without a data plane).
 	HotKeys HotKeyReports
+	// Curves reads the cache nodes' miss-ratio curves, from which the
+	// cache budget is split among the layers (spec.cacheBudget). Nil: the
+	// layers keep their nodes' own capacity.
+	Curves CurveReports
 	// DataPlaneImage is the distcache image of clusters whose spec names
 	// none: the operator's own image (--data-plane-image), so that
 	// upgrading the operator rolls the data plane onto the same release.
@@ -77,6 +81,7 @@ type state struct {
 	gateway     *gatewayObservation             // the gateway's workload; nil: not reached
 	blocked     *metav1.Condition               // a Ready=False condition that stopped the phases
 	hotKeys     *v1alpha1.HotKeyStatus          // the last decision of copies; nil: none decided
+	sizing      *v1alpha1.CacheSizingStatus     // the last split of the cache budget; nil: none
 	requeue     time.Duration                   // the earliest pending decision (failover, copies)
 }
 
@@ -244,6 +249,11 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 	next, changes, recheck := policy.Apply(next, s.obs, s.now)
 	s.recheckWithin(recheck)
 	if next, err = r.decideCopies(ctx, s, next); err != nil {
+		return ctrl.Result{}, err
+	}
+	if next, err = r.decideSizing(ctx, s, next); errors.Is(err, errBudget) {
+		return ctrl.Result{}, nil // blocked: the status says why
+	} else if err != nil {
 		return ctrl.Result{}, err
 	}
 	if next != prev {
