@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ type benchOptions struct {
 	failMode  string
 	slowDelay time.Duration // of --fail-mode slow
 	downFor   time.Duration
+	shiftAt   time.Duration // --shift-at
 	out       string
 	jsonPath  string
 	predict   bool
@@ -70,9 +72,19 @@ and recovers it --down-for later; the report shows the throughput timeline
          to the shims) is held --slow-delay before it leaves: a node that
          answers everything, slowly (a gray failure). The cluster's own
          process delays them on the host's loopback (NFQUEUE), which needs
-         it to run as root with iptables-legacy (make iptables).`,
+         it to run as root with iptables-legacy (make iptables).
+
+--shift-at T shifts the hot set T into DistCache's measured window (the
+clock of --fail-node; T must be under --duration): every operation issued
+from then on maps its Zipf rank to a key by a second permutation (seeded
+from --seed), so the hot keys turn cold and as many others turn hot, with
+the same skew, for experiments on how the caches adapt. The hottest
+--preload keys of both permutations are written before the runs, and the
+report says when the hot set shifted, with the throughput and hit ratios
+before and after, per timeline interval, and marks it on the timeline.`,
 		Example: `  distcache bench --run-dir out/demo/run --write-ratio 0.05 --fail-node demo-spine-1@8s --out out/demo
   distcache bench --run-dir out/demo/run --fail-node demo-spine-1@8s --fail-mode slow --slow-delay 50ms
+  distcache bench --run-dir out/demo/run --duration 20s --shift-at 10s --out out/shift
   distcache bench --map /path/to/map.json --rate 5000 --modes distcache
   distcache bench --map-configmap shop/shop-partition-map --rate 5000 --modes distcache   # in a pod, or with --kubeconfig`,
 		Args: cobra.NoArgs,
@@ -102,6 +114,7 @@ and recovers it --down-for later; the report shows the throughput timeline
 	f.StringVar(&o.failMode, "fail-mode", string(driver.FailKill), "how --fail-node fails the node: kill (SIGKILL, then restart), pause (SIGSTOP, then SIGCONT) or slow (delay every datagram it sends by --slow-delay)")
 	f.DurationVar(&o.slowDelay, "slow-delay", 100*time.Millisecond, "delay of every data-plane datagram a node failed with --fail-mode slow sends")
 	f.DurationVar(&o.downFor, "down-for", 5*time.Second, "how long --fail-node keeps the node failed")
+	f.DurationVar(&o.shiftAt, "shift-at", 0, "shift the hot set this long into DistCache's measured window (under --duration): ranks map to keys by a second permutation from then on (0: never)")
 	f.Float64Var(&c.ServerCapacity, "server-capacity", 0, "one storage server's capacity in work units/s, the unit of normalized throughput (default: the emulated one)")
 	f.Uint64Var(&c.Seed, "seed", 1, "seed of the key permutation (as the simulator's), operation streams and clients")
 	f.StringVar(&o.out, "out", "", "directory for report.txt, report.json and report.png")
@@ -207,6 +220,24 @@ func (o *benchOptions) configure(st *control.Status, changed func(flag string) b
 		return err
 	}
 	o.cfg.Failure = f
+	return o.shift()
+}
+
+// shift checks --shift-at against --duration and --modes and sets the
+// driver's ShiftAt.
+func (o *benchOptions) shift() error {
+	window := o.cfg.WithDefaults()
+	switch {
+	case o.shiftAt < 0:
+		return fmt.Errorf("cannot shift the hot set: --shift-at %v is negative", o.shiftAt)
+	case o.shiftAt == 0:
+		return nil
+	case o.shiftAt >= window.Duration:
+		return fmt.Errorf("cannot shift the hot set at %v: --shift-at must be less than --duration (%v), the measured window", o.shiftAt, window.Duration)
+	case !slices.Contains(window.Modes, driver.DistCache):
+		return fmt.Errorf("cannot shift the hot set: --shift-at shifts it in the distcache mode's window, and --modes %s does not run it", strings.Join(o.modes, ","))
+	}
+	o.cfg.ShiftAt = o.shiftAt
 	return nil
 }
 

@@ -79,3 +79,42 @@ func TestMapOnlyCannotFail(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchShiftFlag turns --shift-at into the driver's ShiftAt, checked
+// against --duration and --modes, through the command's own flags.
+func TestBenchShiftFlag(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    time.Duration
+		wantErr string // in the error; "" = none
+	}{
+		{"no shift", nil, 0, ""},
+		{"zero is none", []string{"--shift-at", "0s"}, 0, ""},
+		{"within the default window", []string{"--shift-at", "5s"}, 5 * time.Second, ""},
+		{"within a longer window", []string{"--duration", "30s", "--shift-at", "20s"}, 20 * time.Second, ""},
+		{"at the window's end", []string{"--duration", "10s", "--shift-at", "10s"}, 0,
+			"--shift-at must be less than --duration (10s)"},
+		{"after the window", []string{"--duration", "5s", "--shift-at", "8s"}, 0, "must be less than --duration"},
+		{"negative", []string{"--shift-at", "-1s"}, 0, "is negative"},
+		{"without distcache", []string{"--modes", "nocache", "--shift-at", "2s"}, 0, "does not run it"},
+		{"with a failure", []string{"--fail-node", "demo-spine-1@2s", "--shift-at", "4s"}, 4 * time.Second, ""},
+	}
+	st := &control.Status{Cluster: "demo", Processes: []control.Process{{Name: "demo-spine-1", Kind: "node"}}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &benchOptions{}
+			cmd := benchCommand(o)
+			if err := cmd.ParseFlags(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.configure(st, cmd.Flags().Changed)
+			if (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+			if err == nil && o.cfg.ShiftAt != tt.want {
+				t.Fatalf("ShiftAt %v, want %v", o.cfg.ShiftAt, tt.want)
+			}
+		})
+	}
+}

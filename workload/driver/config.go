@@ -159,7 +159,8 @@ type Config struct {
 	// ConfigMap through the Kubernetes API (package kubemap).
 	MapSource mapwatch.Source
 	// Keys is the size of the key space (default DefaultKeys); rank r is
-	// key workload.Key(scrambler.Permute(r)).
+	// key workload.Key(scrambler.Permute(r)), by a second scrambler from
+	// ShiftAt on.
 	Keys uint64
 	// Skew is the Zipf exponent, 0 for uniform (default DefaultSkew; set
 	// Uniform for 0).
@@ -215,6 +216,16 @@ type Config struct {
 	Twemproxy Store
 	// Failure, if set, is injected into DistCache's measured window.
 	Failure *Failure
+	// ShiftAt, if positive, shifts the hot set at that time after
+	// DistCache's measured window starts (as Failure.At): every operation
+	// issued from then on maps its Zipf rank to a key by a second key
+	// permutation, seeded from Seed like the first but with another label,
+	// so the hot keys turn cold and other keys turn hot with the same
+	// skew. The window's end makes the first permutation current again.
+	// It must be under Duration. The preload then writes the Preload
+	// hottest ranks of both permutations, since a cache node caches only
+	// keys that exist. 0: no shift.
+	ShiftAt time.Duration
 	// Interval is the timeline's sample period (default DefaultInterval).
 	Interval time.Duration
 	// ServerCapacity is one storage server's capacity in work units per
@@ -352,6 +363,14 @@ func (c Config) validate() error {
 		case !slices.Contains(c.Modes, DistCache):
 			errs = append(errs, errors.New("a failure is injected into the distcache mode, which is not run"))
 		}
+	}
+	switch {
+	case c.ShiftAt < 0:
+		errs = append(errs, fmt.Errorf("hot-set shift time %v must not be negative", c.ShiftAt))
+	case c.ShiftAt > 0 && c.ShiftAt >= c.Duration:
+		errs = append(errs, fmt.Errorf("hot-set shift time %v must be within the measured window of %v", c.ShiftAt, c.Duration))
+	case c.ShiftAt > 0 && !slices.Contains(c.Modes, DistCache):
+		errs = append(errs, errors.New("the hot set shifts in the distcache mode, which is not run"))
 	}
 	if c.Client.Registerer != nil {
 		errs = append(errs, errors.New("client template with a Registerer: every client needs its own"))

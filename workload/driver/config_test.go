@@ -64,6 +64,15 @@ func TestConfigValidate(t *testing.T) {
 		}, ""},
 		{"kill ignores a delay", func(c *Config) { c.Failure = &Failure{Member: "x", Mode: FailKill, Delay: -1} }, ""},
 		{"shared registerer", func(c *Config) { c.Client.Registerer = prometheus.NewRegistry() }, "Registerer"},
+		{"hot-set shift", func(c *Config) { c.ShiftAt = 5 * time.Second }, ""},
+		{"negative hot-set shift", func(c *Config) { c.ShiftAt = -time.Second }, "must not be negative"},
+		{"hot-set shift at the window's end", func(c *Config) { c.ShiftAt = DefaultDuration }, "within the measured window"},
+		{"hot-set shift after the window", func(c *Config) {
+			c.Duration, c.ShiftAt = 2*time.Second, 3*time.Second
+		}, "within the measured window"},
+		{"hot-set shift without distcache", func(c *Config) {
+			c.Modes, c.ShiftAt = []Mode{NoCache}, time.Second
+		}, "not run"},
 	}
 	for _, tt := range tests {
 		c := ok

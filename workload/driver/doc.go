@@ -51,6 +51,13 @@
 // window (as the paper's fig. 11): Cluster.Kill then Cluster.Restart
 // (FailKill), Cluster.Pause then Cluster.Resume (FailPause), or Cluster.Slow
 // then Cluster.Unslow (FailSlow).
+// With Config.ShiftAt the hot set shifts in DistCache's measured window:
+// from that time after the window starts (the failure's clock), the
+// dispatcher maps every rank it issues by a second seeded permutation
+// (an atomic pointer swap, read once per issue), so the hot keys turn cold
+// and others hot with the same skew; the preload wrote the hottest keys of
+// both permutations, and the timeline's per-interval hit ratio shows the
+// caches adapting.
 // Before each mode and before the read-back below it waits, for a bounded
 // time, until no emulated server is still busy with what an earlier phase
 // left queued, and it paces the preload and the read-back to half the

@@ -27,6 +27,7 @@ type phase struct {
 	count    uint64           // operation bound
 	measure  bool             // record latencies and the timeline
 	failure  *Failure         // injected into this phase (measure only)
+	shiftAt  time.Duration    // when the hot set shifts (measure only; 0: never)
 }
 
 // phaseResult is what a phase did.
@@ -38,6 +39,7 @@ type phaseResult struct {
 	hist       *histogram // nil unless measured
 	timeline   []Point
 	fail       *failureRun // nil without a failure
+	shift      *shiftRun   // nil without a hot-set shift
 }
 
 // seconds is the phase's length.
@@ -62,9 +64,10 @@ func (t *tally) load() tallyTotals {
 // answered is the operations that got an answer (NotFound included).
 func (t tallyTotals) answered() uint64 { return t.completed - t.errors }
 
-// op is one operation the dispatcher issues.
+// op is one operation the dispatcher issues: a key id (its Zipf rank
+// mapped by the key permutation current at the issue) and its kind.
 type op struct {
-	rank  uint64
+	id    uint64
 	write bool
 }
 
@@ -110,11 +113,15 @@ func (r *runner) runPhase(ctx context.Context, ph phase) (*phaseResult, error) {
 	if ph.failure != nil {
 		res.fail = r.startFailure(ctx, cancel, *ph.failure, res.start, &t)
 	}
-	res.issued, res.late = r.dispatch(ctx, ph, res.start, ops)
+	if ph.shiftAt > 0 {
+		res.shift = r.startShift(ph.shiftAt, res.start, &t, ph.clients)
+	}
+	res.issued, res.late = r.dispatch(ctx, ph, res.start, ops, res.shift)
 	close(ops)
 	wg.Wait()
 	res.end = time.Now()
 	res.fail.stop()
+	res.shift.stop()
 	res.timeline = mon.stop(res.end)
 	res.totals = t.load()
 	if ph.measure {
@@ -134,8 +141,10 @@ func (r *runner) runPhase(ctx context.Context, ph phase) (*phaseResult, error) {
 // dispatch issues ph's operations on schedule to the workers reading ops,
 // until ph.count are issued, ph.duration has passed or ctx ends. An
 // operation that finds every worker busy waits for one and is counted late;
-// later operations keep their schedule (they catch up if they can).
-func (r *runner) dispatch(ctx context.Context, ph phase, start time.Time, ops chan<- op) (issued, late uint64) {
+// later operations keep their schedule (they catch up if they can). Before
+// every issue it polls shift (nil: none), so that the operations issued
+// from its time on map their ranks by the shifted permutation.
+func (r *runner) dispatch(ctx context.Context, ph phase, start time.Time, ops chan<- op, shift *shiftRun) (issued, late uint64) {
 	rng := rand.New(rand.NewPCG(r.cfg.Seed, hashing.Derive(r.cfg.Seed, "driver/ops/"+string(ph.mode)+"/"+ph.name)))
 	deadline := start.Add(ph.duration)
 	timer := time.NewTimer(ph.duration)
@@ -155,7 +164,10 @@ func (r *runner) dispatch(ctx context.Context, ph phase, start time.Time, ops ch
 			}
 			continue
 		}
-		o := op{rank: r.zipf.Sample(rng), write: r.cfg.WriteRatio > 0 && rng.Float64() < r.cfg.WriteRatio}
+		if shift.poll(now) {
+			r.log.Info("hot set shifted", "mode", ph.mode, "at", now.Sub(start))
+		}
+		o := op{id: r.keys.id(r.zipf.Sample(rng)), write: r.cfg.WriteRatio > 0 && rng.Float64() < r.cfg.WriteRatio}
 		select {
 		case ops <- o:
 		default:
@@ -181,7 +193,7 @@ func (r *runner) dispatch(ctx context.Context, ph phase, start time.Time, ops ch
 
 // do runs one operation on cl and counts it in t (and h, if not nil).
 func (r *runner) do(ctx context.Context, cl Store, mode Mode, o op, t *tally, h *histogram) {
-	key := modeKey(mode, workload.Key(r.scr.Permute(o.rank)))
+	key := modeKey(mode, workload.Key(o.id))
 	begin := time.Now()
 	var err error
 	if o.write {

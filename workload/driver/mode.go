@@ -53,7 +53,7 @@ func (r *runner) runMode(ctx context.Context, mode Mode, shardSum float64) (Mode
 	ph := phase{name: "measure", mode: mode, stores: stores, clients: clients, rate: rate, duration: r.cfg.Duration,
 		count: count, measure: true}
 	if mode == DistCache {
-		ph.failure = r.cfg.Failure
+		ph.failure, ph.shiftAt = r.cfg.Failure, r.cfg.ShiftAt
 	}
 	st0 := sumStats(clients)
 	w0, err := r.work(ctx, mode)
@@ -123,14 +123,7 @@ func (r *runner) modeResult(mode Mode, ph *phaseResult, w0, w1 []Work, st client
 		P50Seconds:  ph.hist.quantile(0.50).Seconds(),
 		P99Seconds:  ph.hist.quantile(0.99).Seconds(),
 		P999Seconds: ph.hist.quantile(0.999).Seconds(),
-		HitRatio:    map[string]float64{"all": ratio(st.hits, st.gets)},
-	}
-	for l, layer := range m.Layers {
-		var hits uint64
-		if l < len(st.layerHits) {
-			hits = st.layerHits[l]
-		}
-		out.HitRatio[layer.Name] = ratio(hits, st.gets)
+		HitRatio:    hitRatios(st, m),
 	}
 	// Capacity: over the window, or up to a failure (unless that is
 	// shorter than a timeline interval: then over the window).

@@ -23,7 +23,7 @@ type monitor struct {
 	info    progressInfo
 	start   time.Time
 	t       *tally
-	clients []*client.Client // whose retries and timeouts the timeline counts
+	clients []*client.Client // whose retries, timeouts, reads and hits the timeline counts
 	sample  bool
 
 	stopc chan time.Time // receives the phase's end
@@ -39,6 +39,7 @@ type sampleState struct {
 	at                time.Time
 	completed, errors uint64
 	retries, timeouts uint64
+	gets, hits        uint64
 }
 
 // doneAt is a progress sample.
@@ -99,6 +100,8 @@ func (m *monitor) state(now time.Time) sampleState {
 		st := c.Stats()
 		s.retries += st.Retries
 		s.timeouts += st.Timeouts
+		s.gets += st.Gets
+		s.hits += st.Hits
 	}
 	return s
 }
@@ -110,13 +113,20 @@ func (m *monitor) point(now time.Time) {
 	if secs <= 0 {
 		return
 	}
-	m.timeline = append(m.timeline, Point{
+	p := Point{
 		T:            s.at.Sub(m.start).Seconds(),
 		OpsPerSecond: float64(s.completed-m.last.completed) / secs,
 		Errors:       s.errors - m.last.errors,
 		Retries:      s.retries - m.last.retries,
 		Timeouts:     s.timeouts - m.last.timeouts,
-	})
+	}
+	if gets := s.gets - m.last.gets; gets > 0 {
+		// Hits are counted as reads finish, gets as they start: an
+		// interval can end between the two.
+		h := min(float64(s.hits-m.last.hits)/float64(gets), 1)
+		p.HitRatio = &h
+	}
+	m.timeline = append(m.timeline, p)
 	m.last = s
 }
 

@@ -19,6 +19,8 @@ type Report struct {
 	// PreloadErrors counts preload writes that failed.
 	PreloadErrors int            `json:"preload_errors,omitempty"`
 	Failure       *FailureResult `json:"failure,omitempty"`
+	// Shift is the hot-set shift of DistCache's window (Config.ShiftAt).
+	Shift *ShiftResult `json:"shift,omitempty"`
 }
 
 // ReportConfig is the configuration a report was measured with.
@@ -46,6 +48,9 @@ type ReportConfig struct {
 	// "gateway" (Redis clients of a gateway, Config.Via), or "" for the
 	// client library's calls.
 	Via string `json:"via,omitempty"`
+	// ShiftAtSeconds is Config.ShiftAt (0: no hot-set shift); with it,
+	// Preload keys of each key permutation were preloaded.
+	ShiftAtSeconds float64 `json:"shift_at_seconds,omitempty"`
 }
 
 // EffectiveMode is the mode of the failure, FailKill for a report without
@@ -133,6 +138,10 @@ type Point struct {
 	Errors       uint64  `json:"errors"`
 	Retries      uint64  `json:"retries"`
 	Timeouts     uint64  `json:"timeouts"`
+	// HitRatio is the share of the interval's reads served from a cached
+	// copy (client.Stats), nil when the mode's clients counted no read in
+	// it (or it has none: twemproxy).
+	HitRatio *float64 `json:"hit_ratio,omitempty"`
 }
 
 // LostWrite is one key whose value was not an acceptable one.
@@ -192,6 +201,34 @@ type FailureResult struct {
 	// whose rate was under RecoveryShare of Before (0: none was).
 	MapChangeAfter float64 `json:"map_change_after"`
 	RecoveredAfter float64 `json:"recovered_after"`
+}
+
+// ShiftResult is the hot-set shift of DistCache's window: from At on,
+// ranks map to keys by a second permutation. Times are seconds since the
+// window started. The mode's normalized throughput covers the whole
+// window, both hot sets.
+type ShiftResult struct {
+	// ConfiguredAt is Config.ShiftAt.
+	ConfiguredAt float64 `json:"configured_at"`
+	// Shifted reports whether the hot set shifted: false when the window
+	// ended first (by Config.Count).
+	Shifted bool `json:"shifted"`
+	// At is when it shifted: the issue of the first operation due at or
+	// after ConfiguredAt.
+	At float64 `json:"at"`
+	// Seed is the second permutation's scrambler seed.
+	Seed uint64 `json:"scrambler_seed"`
+	// Interval is the timeline's bin in seconds.
+	Interval float64 `json:"interval_seconds,omitempty"`
+	// Before and After are the answered operations per second before and
+	// after the shift.
+	Before float64 `json:"throughput_before"`
+	After  float64 `json:"throughput_after"`
+	// HitRatioBefore and HitRatioAfter are the shares of reads served
+	// from a cached copy before and after the shift, per layer (by name)
+	// and "all", as ModeResult.HitRatio.
+	HitRatioBefore map[string]float64 `json:"hit_ratio_before,omitempty"`
+	HitRatioAfter  map[string]float64 `json:"hit_ratio_after,omitempty"`
 }
 
 // MapVersion is a partition map version the driver installed, and when.

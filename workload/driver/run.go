@@ -33,7 +33,7 @@ type runner struct {
 	// and NoCache go through: the clients, or Config.Via's stores of them.
 	routedStores, bypassStores []Store
 	zipf                       *workload.Zipf
-	scr                        *workload.Scrambler
+	keys                       *keyMap // ranks to key ids, before and after a hot-set shift
 	ledger                     *ledger
 	seq                        atomic.Uint64 // the last value sequence number used
 	serverCapacity             float64       // the normalisation unit (0: none)
@@ -97,7 +97,9 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 		return nil, errors.New("cannot choose the offered rate: no storage shard has an emulated capacity; set the rate")
 	}
 	rep := &Report{Config: r.reportConfig(emulated)}
-	if rep.PreloadErrors, err = r.preload(ctx, DistCache, r.routedStores); err != nil {
+	// After a hot-set shift the new hot keys must exist too: a cache node
+	// caches only keys the storage has.
+	if rep.PreloadErrors, err = r.preload(ctx, DistCache, r.routedStores, cfg.ShiftAt > 0); err != nil {
 		return nil, err
 	}
 	var (
@@ -107,7 +109,7 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 	)
 	for _, mode := range cfg.Modes {
 		if mode == Twemproxy {
-			n, err := r.preload(ctx, Twemproxy, []Store{cfg.Twemproxy})
+			n, err := r.preload(ctx, Twemproxy, []Store{cfg.Twemproxy}, false)
 			if err != nil {
 				return nil, err
 			}
@@ -121,6 +123,9 @@ func Run(ctx context.Context, cfg Config, cluster Cluster) (*Report, error) {
 		if ph.fail != nil {
 			fail, failStart, failTimeline = ph.fail, ph.start, res.Timeline
 			rep.Failure = ph.fail.result(ph.start, ph.end, ph.totals)
+		}
+		if ph.shift != nil {
+			rep.Shift = ph.shift.result(ph.start, ph.end, ph.totals, r.watcher.Current().Map(), cfg.Interval)
 		}
 	}
 	if err := r.settle(ctx, "check"); err != nil {
@@ -152,8 +157,7 @@ func newRunner(cfg Config, cluster Cluster) (*runner, error) {
 	if r.zipf, err = workload.NewZipf(cfg.Keys, cfg.Skew); err != nil {
 		return nil, fmt.Errorf("cannot run benchmark: %w", err)
 	}
-	// The simulator's seed derivation: the same seed, the same hot keys.
-	if r.scr, err = workload.NewScrambler(cfg.Keys, hashing.Derive(cfg.Seed, "scramble")); err != nil {
+	if r.keys, err = newKeyMap(cfg.Keys, cfg.Seed); err != nil {
 		return nil, fmt.Errorf("cannot run benchmark: %w", err)
 	}
 	p := w.Current()
@@ -228,7 +232,7 @@ func (r *runner) reportConfig(emulated bool) ReportConfig {
 		WriteRatio: c.WriteRatio, ValueSize: c.ValueSize, Concurrency: c.Concurrency, Clients: c.Clients,
 		DurationSeconds: c.Duration.Seconds(), Count: c.Count, Rate: c.Rate, Preload: c.Preload,
 		WarmupSeconds: c.Warmup.Seconds(), ServerCapacity: r.serverCapacity, Emulated: emulated, Seed: c.Seed,
-		Via: c.ViaName}
+		Via: c.ViaName, ShiftAtSeconds: c.ShiftAt.Seconds()}
 }
 
 // mapVersionsSince returns the map versions installed since start.
@@ -246,19 +250,28 @@ func (r *runner) mapVersionsSince(start time.Time) []MapVersion {
 
 // preload writes mode's keys of the Preload hottest ranks once through
 // stores, within CheckTimeout and at most at the bulk rate (a write of a
-// key nobody caches yet costs its shim one unit); it returns the keys it
-// could not write.
-func (r *runner) preload(ctx context.Context, mode Mode, stores []Store) (int, error) {
-	n := r.cfg.Preload
-	if n == 0 {
+// key nobody caches yet costs its shim one unit); with both, it writes
+// those of the shifted permutation too (the hottest ranks' keys after a
+// hot-set shift). It returns the keys it could not write.
+func (r *runner) preload(ctx context.Context, mode Mode, stores []Store, both bool) (int, error) {
+	hot := r.cfg.Preload
+	if hot == 0 {
 		return 0, nil
 	}
-	r.log.Info("preloading the hottest keys", "mode", mode, "keys", n)
+	n := hot
+	if both {
+		n = 2 * hot
+	}
+	r.log.Info("preloading the hottest keys", "mode", mode, "keys", n, "shifted_too", both)
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.CheckTimeout)
 	defer cancel()
 	var failed atomic.Int64
 	done := r.parallel(pctx, "preload", n, r.cfg.Concurrency, r.bulkRate, func(ctx context.Context, i int) {
-		key := modeKey(mode, workload.Key(r.scr.Permute(uint64(i))))
+		id := r.keys.baseID(uint64(i))
+		if i >= hot {
+			id = r.keys.shiftedID(uint64(i - hot))
+		}
+		key := modeKey(mode, workload.Key(id))
 		if err := r.preloadKey(ctx, stores[i%len(stores)], key); err != nil {
 			failed.Add(1)
 			r.log.Debug("preload write failed", "key", key, "err", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/client"
+	"github.com/distcache/distcache/workload"
 )
 
 // testConfig is a small run against c, bounded by Count (and a generous
@@ -225,5 +226,47 @@ func TestRunWithFailure(t *testing.T) {
 	running := c.Running(member)
 	if !running {
 		t.Errorf("%s is not running after the benchmark", member)
+	}
+}
+
+// TestRunWithShift shifts the hot set in DistCache's window on the real
+// cluster: the run reports the shift, the timeline has hit ratios, the
+// hottest keys of both permutations were preloaded and nothing is lost.
+func TestRunWithShift(t *testing.T) {
+	c := newTestCluster(t)
+	cfg := testConfig(t, c)
+	cfg.Modes, cfg.Rate, cfg.Count = []Mode{DistCache}, 200, 0
+	cfg.Duration, cfg.ShiftAt = 800*time.Millisecond, 300*time.Millisecond
+	rep, err := Run(testContext(t), cfg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Shift
+	if s == nil || !s.Shifted || s.At < s.ConfiguredAt || s.ConfiguredAt != 0.3 || rep.Config.ShiftAtSeconds != 0.3 ||
+		s.HitRatioBefore == nil || s.HitRatioAfter == nil || s.Before <= 0 || s.After <= 0 {
+		t.Fatalf("shift %+v (configured %v s), want one at 0.3 s or later", s, rep.Config.ShiftAtSeconds)
+	}
+	withRatio := 0
+	for _, p := range rep.Modes[0].Timeline {
+		if p.HitRatio != nil {
+			withRatio++
+		}
+	}
+	if withRatio == 0 {
+		t.Errorf("no timeline point has a hit ratio: %+v", rep.Modes[0].Timeline)
+	}
+	if rep.LostWrites != 0 || rep.CheckedKeys == 0 || rep.PreloadErrors != 0 {
+		t.Errorf("%d lost writes in %d keys checked (%v), %d preload errors", rep.LostWrites, rep.CheckedKeys,
+			rep.LostExamples, rep.PreloadErrors)
+	}
+	k, err := newKeyMap(cfg.Keys, cfg.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	for _, key := range []string{workload.Key(k.baseID(0)), workload.Key(k.shiftedID(0)), workload.Key(k.shiftedID(uint64(cfg.Preload - 1)))} {
+		if n, err := c.redisOf(key).Exists(ctx, key).Result(); err != nil || n != 1 {
+			t.Errorf("hot key %s not preloaded (exists %d, %v)", key, n, err)
+		}
 	}
 }

@@ -36,14 +36,16 @@ var (
 	}
 	killColor    = color.RGBA{R: 0xc0, A: 0xff}
 	restartColor = color.RGBA{G: 0x90, A: 0xff}
+	shiftColor   = color.RGBA{R: 0x88, G: 0x22, B: 0xaa, A: 0xff}
 	nodeColor    = color.RGBA{R: 0x33, G: 0x66, B: 0xcc, A: 0xff}
 	shardColor   = color.RGBA{R: 0xdd, G: 0x88, B: 0x22, A: 0xff}
 )
 
 // WritePNG draws r to the PNG file path: the throughput timeline of every
-// mode with the failure and the recovery marked (the paper's fig. 11),
-// then per mode a bar per cache node and storage shard showing its
-// utilisation over the window (work units per second without capacities).
+// mode with the failure, the recovery and the hot-set shift marked (the
+// paper's fig. 11), then per mode a bar per cache node and storage shard
+// showing its utilisation over the window (work units per second without
+// capacities).
 func WritePNG(path string, r *driver.Report) (err error) {
 	defer func() { // gonum/plot reports some invalid input by panicking
 		if v := recover(); v != nil {
@@ -78,7 +80,8 @@ func WritePNG(path string, r *driver.Report) (err error) {
 }
 
 // timelinePlot draws each mode's completed operations per second over its
-// measured window, and the failure and its recovery as vertical lines.
+// measured window, and the failure, its recovery and the hot-set shift as
+// vertical lines.
 func timelinePlot(r *driver.Report) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "throughput over the measured window"
@@ -119,6 +122,9 @@ func timelinePlot(r *driver.Report) *plot.Plot {
 		if f.Restarted {
 			addMarker(p, f.RestartedAt, top, restartColor, w.unmark)
 		}
+	}
+	if s := r.Shift; s != nil && s.Shifted {
+		addMarker(p, s.At, top, shiftColor, "hot set shift")
 	}
 	p.Y.Min, p.Y.Max = 0, top
 	p.X.Min, p.X.Max = 0, math.Max(p.X.Max, end)

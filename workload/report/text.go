@@ -21,7 +21,8 @@ const busiestShown = 3
 const storageTier = "storage"
 
 // WriteText writes r as readable tables: the configuration, a summary row
-// per mode, the loads per layer, the failure and the consistency check.
+// per mode, the loads per layer, the failure, the hot-set shift and the
+// consistency check.
 func WriteText(w io.Writer, r *driver.Report) error {
 	var b strings.Builder
 	writeHeader(&b, r)
@@ -32,6 +33,10 @@ func WriteText(w io.Writer, r *driver.Report) error {
 	if r.Failure != nil {
 		b.WriteString("\n")
 		writeFailure(&b, r)
+	}
+	if r.Shift != nil {
+		b.WriteString("\n")
+		writeShift(&b, r)
 	}
 	b.WriteString("\n")
 	writeCheck(&b, r)
@@ -49,8 +54,12 @@ func writeHeader(b *strings.Builder, r *driver.Report) {
 	if c.Skew > 0 {
 		skew = "Zipf " + num(c.Skew)
 	}
-	fmt.Fprintf(b, "workload: %d keys, %s, %s writes, %d-byte values, %d hottest preloaded\n",
-		c.Keys, skew, percent(c.WriteRatio), c.ValueSize, c.Preload)
+	preloaded := "preloaded"
+	if c.ShiftAtSeconds > 0 {
+		preloaded = "of each key permutation preloaded"
+	}
+	fmt.Fprintf(b, "workload: %d keys, %s, %s writes, %d-byte values, %d hottest %s\n",
+		c.Keys, skew, percent(c.WriteRatio), c.ValueSize, c.Preload, preloaded)
 	window := seconds(c.DurationSeconds)
 	if c.Count > 0 {
 		window += fmt.Sprintf(" or %d ops", c.Count)
