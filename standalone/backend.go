@@ -30,7 +30,7 @@ func (c *cluster) Status(_ context.Context) control.Status {
 	}
 	for _, l := range p.Cluster.SoftwareLayers() {
 		st.Layers = append(st.Layers, control.Layer{
-			Name: l.Name, Nodes: p.Cluster.Nodes(l), BoundToRacks: l.Spec.BoundToRacks, Entries: int(l.Spec.Capacity.Entries),
+			Name: l.Name, Nodes: p.Cluster.Nodes(l), BoundToRacks: l.Spec.BoundToRacks, Entries: layerEntries(m, l.Name, int(l.Spec.Capacity.Entries)),
 		})
 	}
 	for _, e := range c.events() {
@@ -223,4 +223,13 @@ func (c *cluster) Shutdown() { c.shutdownOnce.Do(func() { close(c.shutdown) }) }
 func adaptiveCopies(p *plan.Plan) bool {
 	_, ok := p.Cluster.Copies(0, 0)
 	return ok
+}
+
+// layerEntries is what a member of layer caches: the map's entries when
+// the cache budget sized it, else the spec's.
+func layerEntries(m *partmap.Map, layer string, spec int) int {
+	if e := m.LayerEntries()[layer]; e > 0 {
+		return e
+	}
+	return spec
 }

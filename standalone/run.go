@@ -265,6 +265,7 @@ func (c *cluster) loopConfig() controlloop.FileConfig {
 		}
 	}
 	lc.Copies = copiesConfig(p)
+	lc.Sizing = sizingConfig(p)
 	return lc
 }
 
@@ -289,6 +290,17 @@ func copiesConfig(p *plan.Plan) *controlloop.CopiesFileConfig {
 		}
 	}
 	return cc
+}
+
+// sizingConfig is the control loop's split of the cache budget for plan
+// p, nil unless spec.cacheBudget sizes some layer.
+func sizingConfig(p *plan.Plan) *controlloop.SizingFileConfig {
+	policy, ok := p.Cluster.Sizing()
+	if !ok {
+		return nil
+	}
+	c := policy.Plan
+	return &controlloop.SizingFileConfig{Interval: controlloop.Duration(policy.Interval), Budget: c.Budget, Layers: c.Layers, Start: c.Start, Hysteresis: c.Hysteresis}
 }
 
 // waitReady polls the group's processes until all are ready.

@@ -144,6 +144,7 @@ func Split(cfg Config, layers []Layer, current []int) (Result, error) {
 	if !fits(cfg, layers, start) {
 		start = Even(cfg.Budget, layers)
 	}
+	start = spread(cfg.Budget, layers, start)
 	best := search(cfg, layers, start)
 	res := Result{Entries: start, Hits: total(layers, start)}
 	for _, l := range layers {
@@ -167,6 +168,25 @@ func Even(budget int, layers []Layer) []int {
 	out := make([]int, len(layers))
 	for i := range out {
 		out[i] = budget / max(nodes, 1)
+	}
+	return out
+}
+
+// spread gives the budget s leaves unused to every node alike, so that the
+// search, which only moves entries, has the whole budget to split.
+func spread(budget int, layers []Layer, s []int) []int {
+	used, nodes := 0, 0
+	for i, l := range layers {
+		used += l.Nodes * s[i]
+		nodes += l.Nodes
+	}
+	more := (budget - used) / nodes
+	if more <= 0 {
+		return s
+	}
+	out := slices.Clone(s)
+	for i := range out {
+		out[i] += more
 	}
 	return out
 }

@@ -60,6 +60,8 @@ func TestSplit(t *testing.T) {
 			layers: []sizing.Layer{wide, narrow}, want: []int{500, 125}, changed: true},
 		{name: "same curves: the even split stays", cfg: sizing.Config{Budget: 1000},
 			layers: []sizing.Layer{layer("a", 2, uniform(100, 1000)), layer("b", 2, uniform(100, 1000))}, current: []int{250, 250}, want: []int{250, 250}},
+		{name: "a budget the current split leaves unused is spread", cfg: sizing.Config{Budget: 2000},
+			layers: []sizing.Layer{layer("a", 2, uniform(100, 1000)), layer("b", 2, uniform(100, 1000))}, current: []int{100, 100}, want: []int{500, 500}, changed: true},
 		{name: "a gain within the hysteresis is not taken", cfg: sizing.Config{Budget: 2000, Steps: 2000, Hysteresis: 0.5},
 			layers: []sizing.Layer{wide, narrow}, current: []int{400, 150}, want: []int{400, 150}},
 		{name: "a current split over the budget is replaced", cfg: sizing.Config{Budget: 2000, Steps: 2000, Hysteresis: 10},

@@ -15,6 +15,7 @@ import (
 	"github.com/google/renameio/v2"
 
 	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/layersizing"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/redundancy"
 )
@@ -37,6 +38,9 @@ type FileConfig struct {
 	// Copies, when set, makes the loop decide the copies of hot keys from
 	// the reports of the members' and the shards' metrics servers.
 	Copies *CopiesFileConfig `json:"copies,omitempty"`
+	// Sizing, when set, makes the loop split a cache budget among the
+	// layers from the nodes' miss-ratio curves.
+	Sizing *SizingFileConfig `json:"sizing,omitempty"`
 }
 
 // PolicyConfig is a failover.Policy in the configuration file.
@@ -109,6 +113,9 @@ func (c FileConfig) Validate() error {
 		seen[m.Name] = true
 	}
 	if err := c.Copies.validate(); err != nil {
+		return fmt.Errorf("cannot use control loop configuration: %w", err)
+	}
+	if err := c.Sizing.validate(); err != nil {
 		return fmt.Errorf("cannot use control loop configuration: %w", err)
 	}
 	return nil
@@ -222,6 +229,7 @@ func Open(c FileConfig, logger *slog.Logger, reg prometheus.Registerer) (*Loop, 
 		Prober:   AllProbers{health, ping},
 		Interval: time.Duration(c.Interval), Logger: logger, Registerer: reg,
 		Copies: c.Copies.config(c.Members, redundancy.NewScraper()),
+		Sizing: c.Sizing.config(c.Members, layersizing.NewScraper()),
 	}, m)
 	if err != nil {
 		_ = ping.Close()

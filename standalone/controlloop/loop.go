@@ -70,6 +70,9 @@ type Config struct {
 	// Copies, when set, decides the copies of hot keys (package
 	// redundancy) and publishes them with the map.
 	Copies *CopiesConfig
+	// Sizing, when set, splits a cache budget among the layers (package
+	// layersizing) and publishes each layer's entries with the map.
+	Sizing *SizingConfig
 	// Registerer, when set, receives the loop's metrics.
 	Registerer prometheus.Registerer
 	// Logger receives the state changes (default: discarded).
@@ -100,6 +103,7 @@ type Loop struct {
 	lastErr error                           // the last step's error
 
 	nextCopies time.Time // when copies are next decided; used by step only
+	nextSizing time.Time // when the budget is next split; used by step only
 }
 
 // New returns a loop that starts from m, which is already published at
@@ -121,6 +125,14 @@ func New(cfg Config, m *partmap.Map) (*Loop, error) {
 		copied := *c
 		copied.Interval = DefaultCopiesInterval
 		cfg.Copies = &copied
+	}
+	if err := cfg.Sizing.validate(); err != nil {
+		return nil, err
+	}
+	if c := cfg.Sizing; c != nil && c.Interval <= 0 {
+		copied := *c
+		copied.Interval = DefaultSizingInterval
+		cfg.Sizing = &copied
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -178,6 +190,7 @@ func (l *Loop) step(ctx context.Context) error {
 	start := l.cfg.Now()
 	ready := l.probe(ctx, m)
 	reports, decideCopies := l.scrapeCopies(ctx, start)
+	curves, decideSizing := l.scrapeSizing(ctx, start)
 	now := l.cfg.Now()
 
 	l.mu.Lock()
@@ -196,6 +209,12 @@ func (l *Loop) step(ctx context.Context) error {
 		var err error
 		if next, err = l.withCopies(next, reports); err != nil {
 			l.cfg.Logger.Error("cannot decide copies", "err", err)
+		}
+	}
+	if decideSizing {
+		var err error
+		if next, err = l.withSizing(next, curves); err != nil {
+			l.cfg.Logger.Error("cannot size the cache layers", "err", err)
 		}
 	}
 	if next == l.m {

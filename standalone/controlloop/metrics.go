@@ -2,10 +2,12 @@ package controlloop
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/layersizing"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/redundancy"
 )
@@ -19,6 +21,10 @@ type loopMetrics struct {
 	// copies counts the keys of the last decision of copies by their
 	// number of copies ("0", "1", "2", "3+").
 	copies *prometheus.GaugeVec
+	// entries and hitRatio are the last split of the cache budget: each
+	// sized layer's entries a member, and its hit ratio as the curves
+	// estimate it and as the nodes measured it.
+	entries, hitRatio *prometheus.GaugeVec
 }
 
 // newLoopMetrics creates the metrics and registers them with reg (nil: not
@@ -41,6 +47,14 @@ func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, current func() *p
 			Name: "distcache_controlloop_hot_keys",
 			Help: "Hot keys of the last decision of copies (redundancy control), by their number of copies (0, 1, 2, 3+).",
 		}, []string{"copies"}),
+		entries: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "distcache_controlloop_layer_entries",
+			Help: "Entries a member of each layer sized from the cache budget caches, by the last split.",
+		}, []string{"layer"}),
+		hitRatio: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "distcache_controlloop_layer_hit_ratio",
+			Help: "Hit ratio of each layer sized from the cache budget at the last split, as its nodes' miss-ratio curves estimate it at the split's entries (source=estimated) and as they measured it (source=measured).",
+		}, []string{"layer", "source"}),
 	}
 	for _, s := range []partmap.MemberState{partmap.Active, partmap.Fenced, partmap.Failed} {
 		lm.remaps.WithLabelValues(string(s))
@@ -59,7 +73,7 @@ func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, current func() *p
 	}, func() float64 { return float64(current().Version) })
 	members := &membersCollector{current: current, desc: prometheus.NewDesc("distcache_controlloop_members",
 		"Cache members in the map the control loop last published, by state (Active, Fenced, Failed).", []string{"state"}, nil)}
-	for _, c := range []prometheus.Collector{lm.remaps, lm.probeFailures, lm.publishFailures, lm.copies, gauge, members} {
+	for _, c := range []prometheus.Collector{lm.remaps, lm.probeFailures, lm.publishFailures, lm.copies, lm.entries, lm.hitRatio, gauge, members} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("cannot register control loop metrics: %w", err)
 		}
@@ -71,6 +85,18 @@ func newLoopMetrics(reg prometheus.Registerer, m *partmap.Map, current func() *p
 func (lm *loopMetrics) copiesDecided(res redundancy.Result) {
 	for c, n := range res.Buckets() {
 		lm.copies.WithLabelValues(redundancy.CopiesBuckets[c]).Set(float64(n))
+	}
+}
+
+// sized records a split of the cache budget.
+func (lm *loopMetrics) sized(res layersizing.Result) {
+	for _, l := range res.Layers {
+		lm.entries.WithLabelValues(l.Name).Set(float64(l.Entries))
+		for source, v := range map[string]float64{"estimated": l.Estimated, "measured": l.Measured} {
+			if !math.IsNaN(v) {
+				lm.hitRatio.WithLabelValues(l.Name, source).Set(v)
+			}
+		}
 	}
 }
 
