@@ -29,9 +29,8 @@ func NewCurves(port int) *Curves {
 // not answer, which the error names.
 func (c *Curves) Curves(ctx context.Context, nodes map[string]*corev1.Pod) (r layersizing.Reports, missing int, err error) {
 	addrs := map[string]string{}
-	h := HotKeys{Port: c.Port}
 	for member, p := range nodes {
-		if a := h.addr(p); a != "" {
+		if a := metricsAddr(p, c.Port); a != "" {
 			addrs[member] = a
 		} else {
 			missing++

@@ -54,9 +54,12 @@ func (h *HotKeys) Reports(ctx context.Context, nodes []*corev1.Pod, shims map[st
 	return r, missing, err
 }
 
-func (h *HotKeys) addr(p *corev1.Pod) string {
+func (h *HotKeys) addr(p *corev1.Pod) string { return metricsAddr(p, h.Port) }
+
+// metricsAddr is pod p's metrics server at port, "" without an IP.
+func metricsAddr(p *corev1.Pod, port int) string {
 	if p == nil || p.Status.PodIP == "" {
 		return ""
 	}
-	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(h.Port))
+	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))
 }

@@ -28,14 +28,34 @@ type statusServer struct {
 func startStatusServer(t *testing.T, ip string, port int) *statusServer {
 	t.Helper()
 	s := &statusServer{}
-	srv, err := metrics.Listen(net.JoinHostPort(ip, strconv.Itoa(port)), prometheus.NewRegistry(), nil,
-		metrics.WithStatus(func() metrics.Status { return metrics.Status{MapVersion: s.version.Load()} }))
+	port = startPodMetrics(t, ip, port, metrics.WithStatus(func() metrics.Status { return metrics.Status{MapVersion: s.version.Load()} }))
+	s.addr = net.JoinHostPort(ip, strconv.Itoa(port))
+	return s
+}
+
+// startPodMetrics starts a data-plane process's metrics server (the real
+// one) on its pod's IP and port (0: any), serving opts, and returns the
+// port.
+func startPodMetrics(t *testing.T, ip string, port int, opts ...metrics.ServerOption) int {
+	t.Helper()
+	srv, err := metrics.Listen(net.JoinHostPort(ip, strconv.Itoa(port)), prometheus.NewRegistry(), nil, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close(context.Background()) })
-	s.addr = srv.Addr()
-	return s
+	_, portText, _ := net.SplitHostPort(srv.Addr())
+	port, _ = strconv.Atoi(portText)
+	return port
+}
+
+// setPodsReadyAt makes each named pod Ready since a minute before clk's
+// time, at its IP.
+func setPodsReadyAt(t *testing.T, cc *v1alpha1.CacheCluster, clk *clock, ips map[string]string) {
+	t.Helper()
+	for name, ip := range ips {
+		setPodReady(t, cc, name, true, clk.Now().Add(-time.Minute))
+		setPodIP(t, cc, name, ip)
+	}
 }
 
 // setPodIP gives a pod the IP its process listens on.

@@ -2,13 +2,10 @@ package cachecluster_test
 
 import (
 	"context"
-	"net"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/distcache/distcache/dataplane/metrics"
@@ -28,15 +25,9 @@ type hotKeyServer struct {
 func startHotKeyServer(t *testing.T, ip string, port int) (*hotKeyServer, int) {
 	t.Helper()
 	s := &hotKeyServer{}
-	srv, err := metrics.Listen(net.JoinHostPort(ip, strconv.Itoa(port)), prometheus.NewRegistry(), nil,
+	port = startPodMetrics(t, ip, port,
 		metrics.WithHotKeys(func() metrics.HotKeys { s.mu.Lock(); defer s.mu.Unlock(); return s.hot }),
 		metrics.WithWork(func() metrics.Work { return metrics.Work{} }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close(context.Background()) })
-	_, portText, _ := net.SplitHostPort(srv.Addr())
-	port, _ = strconv.Atoi(portText)
 	return s, port
 }
 
@@ -76,10 +67,7 @@ func TestCopiesDecidedFromTheReports(t *testing.T) {
 	spine1.report()
 	leaf0.report(metrics.KeyCount{Key: []byte("ultra"), Reads: 600})
 	shim.report(metrics.KeyCount{Key: []byte("ultra"), Reads: 50}, metrics.KeyCount{Key: []byte("written"), Reads: 100, Writes: 400})
-	for name, ip := range map[string]string{"copies-spine-0": "127.0.0.21", "copies-spine-1": "127.0.0.22", "copies-leaf-0": "127.0.0.23", "copies-rack-0-0": "127.0.0.24"} {
-		setPodReady(t, cc, name, true, clk.Now().Add(-time.Minute))
-		setPodIP(t, cc, name, ip)
-	}
+	setPodsReadyAt(t, cc, clk, map[string]string{"copies-spine-0": "127.0.0.21", "copies-spine-1": "127.0.0.22", "copies-leaf-0": "127.0.0.23", "copies-rack-0-0": "127.0.0.24"})
 	clk.advance(time.Second) // the first decision, before the pods reported, is due again
 
 	eventually(t, "ultra on every spine member and the leaf, written uncached", func() (bool, error) {

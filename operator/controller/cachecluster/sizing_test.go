@@ -2,13 +2,10 @@ package cachecluster_test
 
 import (
 	"context"
-	"net"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,14 +25,8 @@ type curveServer struct {
 func startCurveServer(t *testing.T, ip string, port int) (*curveServer, int) {
 	t.Helper()
 	s := &curveServer{}
-	srv, err := metrics.Listen(net.JoinHostPort(ip, strconv.Itoa(port)), prometheus.NewRegistry(), nil,
+	port = startPodMetrics(t, ip, port,
 		metrics.WithMissRatioCurve(func() metrics.MissRatioCurve { s.mu.Lock(); defer s.mu.Unlock(); return s.curve }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close(context.Background()) })
-	_, portText, _ := net.SplitHostPort(srv.Addr())
-	port, _ = strconv.Atoi(portText)
 	return s, port
 }
 
@@ -79,10 +70,7 @@ func TestCacheBudgetSplitFromTheCurves(t *testing.T) {
 	spine0.report(1000, 1000, 0.5)
 	spine1.report(1000, 1000, 0.5)
 	leaf.report(500, 100, 1)
-	for name, ip := range map[string]string{"sizing-spine-0": "127.0.0.31", "sizing-spine-1": "127.0.0.32", "sizing-leaf-0": "127.0.0.33"} {
-		setPodReady(t, cc, name, true, clk.Now().Add(-time.Minute))
-		setPodIP(t, cc, name, ip)
-	}
+	setPodsReadyAt(t, cc, clk, map[string]string{"sizing-spine-0": "127.0.0.31", "sizing-spine-1": "127.0.0.32", "sizing-leaf-0": "127.0.0.33"})
 	clk.advance(time.Second)
 	eventually(t, "the leaf its 100 keys, the spines the rest", func() (bool, error) {
 		m, err := publishedMap(t, cc)
