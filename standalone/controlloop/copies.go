@@ -129,7 +129,7 @@ func (l *Loop) withCopies(m *partmap.Map, r redundancy.Reports) (*partmap.Map, e
 	if err != nil {
 		return m, fmt.Errorf("cannot decide copies: %w", err)
 	}
-	res, err := redundancy.Plan(l.cfg.Copies.Plan, p, r)
+	res, err := redundancy.Plan(l.cfg.Copies.Plan, p, l.smoother.Add(r))
 	if err != nil {
 		return m, err
 	}

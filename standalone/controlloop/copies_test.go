@@ -51,7 +51,8 @@ func shardReport(t *testing.T, m *partmap.Map, key string, reads, writes float64
 // TestCopiesDecidedAndPublished: every copies interval the loop reads the
 // reports, decides, and publishes a new map version only when the decided
 // copies change: a key written more than read gets none, and loses its
-// entry once it is read far more than written.
+// entry once it has been read far more than written for the rounds the
+// loop remembers.
 func TestCopiesDecidedAndPublished(t *testing.T) {
 	m := newMap(t)
 	path := filepath.Join(t.TempDir(), "map.json")
@@ -95,9 +96,17 @@ func TestCopiesDecidedAndPublished(t *testing.T) {
 	if got = step(5 * time.Second); got.Version != m.Version+1 || source.scrapes != 2 {
 		t.Fatalf("the same decision: v%d after %d scrapes, want no new version and 2 scrapes", got.Version, source.scrapes)
 	}
+	// A key's rates are the largest of the last rounds (redundancy.Smoother):
+	// it counts as written 20 times a second until that round is older
+	// than the last DefaultSmoothRounds.
 	source.set(shardReport(t, m, "written", 100, 1))
-	if got = step(5 * time.Second); got.Version != m.Version+2 || len(got.Copies) != 0 {
-		t.Fatalf("read far more than written: v%d copies %+v, want v%d and no decided copies", got.Version, got.Copies, m.Version+2)
+	for range redundancy.DefaultSmoothRounds - 1 {
+		if got = step(5 * time.Second); len(got.Copies) == 0 {
+			t.Fatalf("read far more than written in one round: v%d without decided copies, want the written rounds still counted", got.Version)
+		}
+	}
+	if got = step(5 * time.Second); got.Version <= m.Version+1 || len(got.Copies) != 0 {
+		t.Fatalf("read far more than written for %d rounds: v%d copies %+v, want a new version without decided copies", redundancy.DefaultSmoothRounds, got.Version, got.Copies)
 	}
 }
 

@@ -43,6 +43,7 @@ import (
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/redundancy"
 )
 
 // DefaultInterval is the probe period when Config.Interval is zero.
@@ -102,8 +103,9 @@ type Loop struct {
 	stepped bool                            // a step has completed
 	lastErr error                           // the last step's error
 
-	nextCopies time.Time // when copies are next decided; used by step only
-	nextSizing time.Time // when the budget is next split; used by step only
+	nextCopies time.Time           // when copies are next decided; used by step only
+	smoother   redundancy.Smoother // the last rounds of hot-key reports; used under mu
+	nextSizing time.Time           // when the budget is next split; used by step only
 }
 
 // New returns a loop that starts from m, which is already published at

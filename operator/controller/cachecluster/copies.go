@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,7 +57,7 @@ func (r *Reconciler) decideCopies(ctx context.Context, s *state, m *partmap.Map)
 		s.hotKeys = status
 		return m, nil
 	}
-	next, res, err := planCopies(policy, m, reports)
+	next, res, err := planCopies(policy, m, r.copiesHistory.smoothed(s.cc.Namespace+"/"+s.cc.Name, reports))
 	if err != nil {
 		return m, err
 	}
@@ -124,6 +125,35 @@ func shimPod(s *state, name string) *corev1.Pod {
 		return found
 	}
 	return s.pods[name]
+}
+
+// reportHistory keeps each cluster's last rounds of hot-key reports
+// (redundancy.Smoother) across reconciles.
+type reportHistory struct {
+	mu  sync.Mutex                      // guards per
+	per map[string]*redundancy.Smoother // by namespace/name
+}
+
+// smoothed records cluster's round r and returns the smoothed reports.
+func (h *reportHistory) smoothed(cluster string, r redundancy.Reports) redundancy.Reports {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.per == nil {
+		h.per = map[string]*redundancy.Smoother{}
+	}
+	sm, ok := h.per[cluster]
+	if !ok {
+		sm = &redundancy.Smoother{}
+		h.per[cluster] = sm
+	}
+	return sm.Add(r)
+}
+
+// forget drops a deleted cluster's rounds.
+func (h *reportHistory) forget(cluster string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.per, cluster)
 }
 
 // recheckWithin makes the reconcile come back within d at the latest.

@@ -52,6 +52,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cc *v1alpha1.CacheClus
 		r.Applied.Forget(cc.Namespace + "/" + cc.Name)
 	}
 	r.readiness.forget(cc.Namespace + "/" + cc.Name)
+	r.copiesHistory.forget(cc.Namespace + "/" + cc.Name)
 	r.Metrics.forget(cc.Namespace, cc.Name)
 	controllerutil.RemoveFinalizer(cc, Finalizer)
 	if err := r.Update(ctx, cc); err != nil {

@@ -56,6 +56,8 @@ type Reconciler struct {
 
 	// readiness times members' readiness changes more finely than the API.
 	readiness readinessClock
+	// copiesHistory keeps the last rounds of each cluster's hot-key reports.
+	copiesHistory reportHistory
 }
 
 // MapApplication tells which data-plane pods' processes use a map version.
