@@ -225,14 +225,16 @@ func gatewayServes(ctx context.Context, t *testing.T, clusterIP string) {
 }
 
 // copiesOn turns spec.hotKeys.replication on for the sample, deciding
-// every second with capacities small enough that the benchmark Job's
-// hottest keys (about 100 reads a second) count, and waits for a decision
-// that read the report of every Ready cache node and shim through the pod
-// network.
+// every 2 s with capacities small enough that the benchmark Job's hottest
+// keys (about 100 reads a second, above the 20 of minRate) count and large
+// enough that its load leaves the shards room (capacities near the load
+// make the decision move keys to one copy and back, a map version at each
+// decision), and waits for a decision that read the report of every Ready
+// cache node and shim through the pod network.
 func copiesOn(k *kube) {
 	k.t.Helper()
 	k.do("", "patch", "cachecluster", sample, "--type=merge", "-p",
-		`{"spec":{"hotKeys":{"replication":{"enabled":true,"interval":"1s","storageCapacity":100,"nodeCapacity":1000}}}}`)
+		`{"spec":{"hotKeys":{"replication":{"enabled":true,"interval":"2s","storageCapacity":1000,"nodeCapacity":10000}}}}`)
 	k.await("copies decided from every pod's report", time.Minute, func() (bool, error) {
 		cc := k.cluster(sample)
 		hk := cc.Status.HotKeys
@@ -263,7 +265,7 @@ func copiesDuring(k *kube, job string) {
 	if seen.LastDecision == nil {
 		k.t.Fatal("no decision of copies while the benchmark Job ran considered a key")
 	}
-	k.t.Logf("a decision of copies of hot keys under the benchmark Job: %+v", seen)
+	k.t.Logf("a decision of copies of hot keys under the benchmark Job: %+v (partition map v%d after the Job)", seen, k.cluster(sample).Status.MapVersion)
 }
 
 // copiesOff turns the decision off again and waits until the map gives every key one copy per layer.
