@@ -89,12 +89,8 @@ func planCopies(policy topology.CopiesPolicy, m *partmap.Map, reports redundancy
 // reportingPods are the Ready pods of m's Active members and of the
 // storage shims, by shard name.
 func (r *Reconciler) reportingPods(s *state, m *partmap.Map) (nodes []*corev1.Pod, shims map[string]*corev1.Pod) {
-	for _, l := range m.Layers {
-		for _, mb := range l.Members {
-			if p := s.pods[mb.Name]; mb.State == partmap.Active && podReady(p) {
-				nodes = append(nodes, p)
-			}
-		}
+	for _, p := range activeReadyPods(s, m, func(string) bool { return true }) {
+		nodes = append(nodes, p)
 	}
 	shims = map[string]*corev1.Pod{}
 	for rack := range s.topo.Racks() {
@@ -106,6 +102,23 @@ func (r *Reconciler) reportingPods(s *state, m *partmap.Map) (nodes []*corev1.Po
 		}
 	}
 	return nodes, shims
+}
+
+// activeReadyPods are the Ready pods of m's Active members of the layers
+// that layer accepts, by member name: the cache nodes whose reports count.
+func activeReadyPods(s *state, m *partmap.Map, layer func(name string) bool) map[string]*corev1.Pod {
+	out := map[string]*corev1.Pod{}
+	for _, l := range m.Layers {
+		if !layer(l.Name) {
+			continue
+		}
+		for _, mb := range l.Members {
+			if p := s.pods[mb.Name]; mb.State == partmap.Active && podReady(p) {
+				out[mb.Name] = p
+			}
+		}
+	}
+	return out
 }
 
 // shimPod is the pod of shard name's shim: the rack StatefulSet's pod

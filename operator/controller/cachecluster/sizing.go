@@ -46,17 +46,7 @@ func (r *Reconciler) decideSizing(ctx context.Context, s *state, m *partmap.Map)
 		}
 	}
 	s.recheckWithin(policy.Interval)
-	nodes := map[string]*corev1.Pod{}
-	for _, l := range m.Layers {
-		if !slices.Contains(policy.Plan.Layers, l.Name) {
-			continue
-		}
-		for _, mb := range l.Members {
-			if p := s.pods[mb.Name]; mb.State == partmap.Active && podReady(p) {
-				nodes[mb.Name] = p
-			}
-		}
-	}
+	nodes := activeReadyPods(s, m, func(name string) bool { return slices.Contains(policy.Plan.Layers, name) })
 	reports, _, err := r.Curves.Curves(ctx, nodes)
 	if err != nil {
 		log.FromContext(ctx).Info("some miss-ratio curves are missing", "err", err)
