@@ -53,8 +53,14 @@ func startPodMetrics(t *testing.T, ip string, port int, opts ...metrics.ServerOp
 func setPodsReadyAt(t *testing.T, cc *v1alpha1.CacheCluster, clk *clock, ips map[string]string) {
 	t.Helper()
 	for name, ip := range ips {
-		setPodReady(t, cc, name, true, clk.Now().Add(-time.Minute))
-		setPodIP(t, cc, name, ip)
+		// In one update, as a kubelet reports a started pod: the operator
+		// never sees a Ready pod without its address.
+		pod := podNamed(t, cc, name)
+		setReadyCondition(pod, true, clk.Now().Add(-time.Minute))
+		pod.Status.PodIP = ip
+		if err := env.Client.Status().Update(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

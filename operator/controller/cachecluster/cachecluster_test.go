@@ -47,27 +47,39 @@ func publishedMap(t *testing.T, cc *v1alpha1.CacheCluster) (*partmap.Map, error)
 // changed at since.
 func setPodReady(t *testing.T, cc *v1alpha1.CacheCluster, name string, ready bool, since time.Time) {
 	t.Helper()
-	ctx := context.Background()
+	pod := podNamed(t, cc, name)
+	setReadyCondition(pod, ready, since)
+	if err := env.Client.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// podNamed is cc's pod name, created (without status) if it does not exist:
+// envtest runs no StatefulSet controller.
+func podNamed(t *testing.T, cc *v1alpha1.CacheCluster, name string) *corev1.Pod {
+	t.Helper()
 	pod := &corev1.Pod{}
 	if err := get(t, pod, cc.Namespace, name); apierrors.IsNotFound(err) {
 		pod = &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cc.Namespace, Labels: map[string]string{cachecluster.LabelCluster: cc.Name}},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Image: "distcache"}}},
 		}
-		if err := env.Client.Create(ctx, pod); err != nil {
+		if err := env.Client.Create(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
 	} else if err != nil {
 		t.Fatal(err)
 	}
+	return pod
+}
+
+// setReadyCondition sets pod's Ready condition, true or false since since.
+func setReadyCondition(pod *corev1.Pod, ready bool, since time.Time) {
 	st := corev1.ConditionFalse
 	if ready {
 		st = corev1.ConditionTrue
 	}
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.NewTime(since)}}
-	if err := env.Client.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func memberStatus(cc *v1alpha1.CacheCluster, name string) (v1alpha1.MemberStatus, bool) {

@@ -68,9 +68,11 @@ func TestCopiesDecidedFromTheReports(t *testing.T) {
 	leaf0.report(metrics.KeyCount{Key: []byte("ultra"), Reads: 600})
 	shim.report(metrics.KeyCount{Key: []byte("ultra"), Reads: 50}, metrics.KeyCount{Key: []byte("written"), Reads: 100, Writes: 400})
 	setPodsReadyAt(t, cc, clk, map[string]string{"copies-spine-0": "127.0.0.21", "copies-spine-1": "127.0.0.22", "copies-leaf-0": "127.0.0.23", "copies-rack-0-0": "127.0.0.24"})
-	clk.advance(time.Second) // the first decision, before the pods reported, is due again
 
 	eventually(t, "ultra on every spine member and the leaf, written uncached", func() (bool, error) {
+		// A decision comes due at every poll: one made before the
+		// operator's cache saw every pod Ready is made again.
+		clk.advance(time.Second)
 		m, err := publishedMap(t, cc)
 		if err != nil {
 			return false, err

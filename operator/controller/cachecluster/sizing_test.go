@@ -71,8 +71,10 @@ func TestCacheBudgetSplitFromTheCurves(t *testing.T) {
 	spine1.report(1000, 1000, 0.5)
 	leaf.report(500, 100, 1)
 	setPodsReadyAt(t, cc, clk, map[string]string{"sizing-spine-0": "127.0.0.31", "sizing-spine-1": "127.0.0.32", "sizing-leaf-0": "127.0.0.33"})
-	clk.advance(time.Second)
 	eventually(t, "the leaf its 100 keys, the spines the rest", func() (bool, error) {
+		// A decision comes due at every poll: one made before the
+		// operator's cache saw every pod Ready is made again.
+		clk.advance(time.Second)
 		m, err := publishedMap(t, cc)
 		if err != nil {
 			return false, err
