@@ -36,7 +36,6 @@ const (
 	DefaultHysteresis    = 0.2
 	DefaultMaxKeys       = 1024
 	DefaultMinShare      = 0.02
-	DefaultHeadroom      = 2
 )
 
 // Config is the cost model and the bounds of Plan.
@@ -63,9 +62,12 @@ type Config struct {
 	// that light costs or saves its server too little to be worth a map
 	// version.
 	MinRate float64
-	// Headroom is the growth of the reported load the decision prepares
-	// for, at most (copies.Model.MaxRate; default 2): copies that only a
-	// larger load would need are not made.
+	// Headroom, when positive, is the growth of the reported load the
+	// decision prepares for, at most (copies.Model.MaxRate): copies that
+	// only a larger load would need are not made. 0: no bound — the
+	// decision makes the copies that the most load the placement can
+	// carry needs, so that a burst finds them in place and the decision
+	// does not depend on how busy the cluster happens to be.
 	Headroom float64
 }
 
@@ -82,9 +84,6 @@ func (c Config) withDefaults(p *partmap.Placement) Config {
 	c.MaxKeys = min(c.MaxKeys, partmap.MaxKeyCopies)
 	if c.MinRate == 0 {
 		c.MinRate = DefaultMinShare * c.ServerCapacity
-	}
-	if c.Headroom == 0 {
-		c.Headroom = DefaultHeadroom
 	}
 	if c.MaxCopies == 0 && p.Layers() > 0 {
 		c.MaxCopies = len(p.Map().Layers[0].Members) + p.Layers() - 1

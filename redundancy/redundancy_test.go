@@ -65,13 +65,16 @@ func TestPlan(t *testing.T) {
 		name    string
 		reports func() Reports
 		key     string
+		// headroom is Config.Headroom (0: no bound).
+		headroom float64
 		// want is the key's decided members; nil with decided false: no
 		// entry, one copy per layer on its owners.
 		decided bool
 		want    func() []string
 	}{{
-		name: "a moderately read key keeps one copy per layer",
-		key:  "warm",
+		name:     "a moderately read key keeps one copy per layer when twice its load fits",
+		key:      "warm",
+		headroom: 2,
 		reports: func() Reports {
 			return Reports{Hits: [][]KeyRate{{{Key: "warm", Reads: 200}}, {{Key: "warm", Reads: 200}}}}
 		},
@@ -84,8 +87,9 @@ func TestPlan(t *testing.T) {
 		decided: true,
 		want:    func() []string { return nil },
 	}, {
-		name: "a key read faster than a node serves gets copies on the spine ring",
-		key:  "hot",
+		name:     "a key read faster than a node serves gets copies on the spine ring",
+		key:      "hot",
+		headroom: 2,
 		reports: func() Reports {
 			// 700 reads a second, prepared for twice that: each copy
 			// within half of 1,000 needs three copies.
@@ -97,10 +101,47 @@ func TestPlan(t *testing.T) {
 			reps := p.Replicas(0, "hot", 2, nil)
 			return append(o, p.Map().Layers[0].Members[reps[1]].Name)
 		},
+	}, {
+		name: "without a headroom, the only key that bounds the cluster gets a copy on every spine",
+		key:  "warm",
+		reports: func() Reports {
+			return Reports{Hits: [][]KeyRate{{{Key: "warm", Reads: 200}}, {{Key: "warm", Reads: 200}}}}
+		},
+		decided: true,
+		want: func() []string {
+			out := []string{owners("warm")[1]}
+			for _, mb := range p.Map().Layers[0].Members {
+				out = append(out, mb.Name)
+			}
+			return out
+		},
+	}, {
+		name: "without a headroom, a busy shard bounds the copies: those its load factor needs",
+		key:  "hot",
+		reports: func() Reports {
+			// A shard at half its capacity: the load can only double,
+			// as with a headroom of 2.
+			busy := p.Map().Storage.Racks[0].Shards[0].Name
+			if busy == shardOf(p, "hot") {
+				busy = p.Map().Storage.Racks[1].Shards[0].Name
+			}
+			return Reports{
+				Hits:   [][]KeyRate{{{Key: "hot", Reads: 350}}, {{Key: "hot", Reads: 350}}},
+				Shards: map[string]ShardReport{busy: {Load: 50}},
+			}
+		},
+		decided: true,
+		want: func() []string {
+			o := owners("hot")
+			reps := p.Replicas(0, "hot", 2, nil)
+			return append(o, p.Map().Layers[0].Members[reps[1]].Name)
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Plan(testConfig(), p, tt.reports())
+			cfg := testConfig()
+			cfg.Headroom = tt.headroom
+			res, err := Plan(cfg, p, tt.reports())
 			if err != nil {
 				t.Fatal(err)
 			}

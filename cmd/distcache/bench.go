@@ -115,6 +115,7 @@ before and after, per timeline interval, and marks it on the timeline.`,
 	f.DurationVar(&o.slowDelay, "slow-delay", 100*time.Millisecond, "delay of every data-plane datagram a node failed with --fail-mode slow sends")
 	f.DurationVar(&o.downFor, "down-for", 5*time.Second, "how long --fail-node keeps the node failed")
 	f.DurationVar(&o.shiftAt, "shift-at", 0, "shift the hot set this long into DistCache's measured window (under --duration): ranks map to keys by a second permutation from then on (0: never)")
+	f.IntVar(&c.HotRacks, "hot-racks", 0, "put the hot set on the storage of the first N racks: keys stored there take the lowest Zipf ranks (0: every rack; no prediction)")
 	f.Float64Var(&c.ServerCapacity, "server-capacity", 0, "one storage server's capacity in work units/s, the unit of normalized throughput (default: the emulated one)")
 	f.Uint64Var(&c.Seed, "seed", 1, "seed of the key permutation (as the simulator's), operation streams and clients")
 	f.StringVar(&o.out, "out", "", "directory for report.txt, report.json and report.png")
@@ -287,6 +288,9 @@ func hasNode(st *control.Status, name string) bool {
 // when the run started) and the run's workload, and records its normalized
 // throughput next to each mode's measurement.
 func (o *benchOptions) addPrediction(r *driver.Report, st *control.Status, m *partmap.Map) error {
+	if o.cfg.HotRacks > 0 {
+		return errors.New("the simulator draws the hot set from every rack, not from the first --hot-racks")
+	}
 	if len(st.Layers) != 2 || st.Layers[0].BoundToRacks || !st.Layers[1].BoundToRacks {
 		return errors.New("the simulator models a spine layer above a leaf layer bound to the racks")
 	}

@@ -66,7 +66,9 @@ func TestCopiesDecidedAndPublished(t *testing.T) {
 		Registerer: reg,
 		Copies: &controlloop.CopiesConfig{
 			Interval: 5 * time.Second, Source: source,
-			Plan: redundancy.Config{NodeCapacity: 1000, ServerCapacity: 100},
+			// Prepared for twice the load: a key read 100 times a second
+			// needs no more than one copy per layer.
+			Plan: redundancy.Config{NodeCapacity: 1000, ServerCapacity: 100, Headroom: 2},
 		},
 	}, m)
 	if err != nil {

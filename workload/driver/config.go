@@ -52,6 +52,10 @@ const (
 	DefaultMapPoll       = 50 * time.Millisecond
 )
 
+// MaxHotRacksKeys bounds the key space of a run with Config.HotRacks: its
+// permutations are tables of 8 bytes a key.
+const MaxHotRacksKeys = 10_000_000
+
 // Probe constants (package doc): the probe offers probeLoad × the storage
 // servers' summed capacity, and the measured rate puts the busiest member at
 // targetUtilization of its capacity.
@@ -226,6 +230,13 @@ type Config struct {
 	// hottest ranks of both permutations, since a cache node caches only
 	// keys that exist. 0: no shift.
 	ShiftAt time.Duration
+	// HotRacks, if positive, puts the hot set on the storage of the
+	// cluster's first HotRacks racks: both permutations give the lowest
+	// ranks to the keys stored there, in their own order, then the rest.
+	// It must be below the cluster's racks, and the key space at most
+	// MaxHotRacksKeys (a table of every key's rank). The simulator draws
+	// hot keys from every rack, so it does not predict such a run.
+	HotRacks int
 	// Interval is the timeline's sample period (default DefaultInterval).
 	Interval time.Duration
 	// ServerCapacity is one storage server's capacity in work units per
@@ -371,6 +382,12 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("hot-set shift time %v must be within the measured window of %v", c.ShiftAt, c.Duration))
 	case c.ShiftAt > 0 && !slices.Contains(c.Modes, DistCache):
 		errs = append(errs, errors.New("the hot set shifts in the distcache mode, which is not run"))
+	}
+	switch {
+	case c.HotRacks < 0:
+		errs = append(errs, fmt.Errorf("hot racks %d must not be negative", c.HotRacks))
+	case c.HotRacks > 0 && c.Keys > MaxHotRacksKeys:
+		errs = append(errs, fmt.Errorf("a hot set on %d racks needs a table of every key: %d keys is more than %d", c.HotRacks, c.Keys, MaxHotRacksKeys))
 	}
 	if c.Client.Registerer != nil {
 		errs = append(errs, errors.New("client template with a Registerer: every client needs its own"))

@@ -51,6 +51,8 @@ type ReportConfig struct {
 	// ShiftAtSeconds is Config.ShiftAt (0: no hot-set shift); with it,
 	// Preload keys of each key permutation were preloaded.
 	ShiftAtSeconds float64 `json:"shift_at_seconds,omitempty"`
+	// HotRacks is Config.HotRacks (0: hot keys on every rack).
+	HotRacks int `json:"hot_racks,omitempty"`
 }
 
 // EffectiveMode is the mode of the failure, FailKill for a report without

@@ -157,10 +157,10 @@ func newRunner(cfg Config, cluster Cluster) (*runner, error) {
 	if r.zipf, err = workload.NewZipf(cfg.Keys, cfg.Skew); err != nil {
 		return nil, fmt.Errorf("cannot run benchmark: %w", err)
 	}
-	if r.keys, err = newKeyMap(cfg.Keys, cfg.Seed); err != nil {
+	p := w.Current()
+	if r.keys, err = newKeyMap(cfg.Keys, cfg.Seed, p, cfg.HotRacks); err != nil {
 		return nil, fmt.Errorf("cannot run benchmark: %w", err)
 	}
-	p := w.Current()
 	for i := range cfg.Clients {
 		for _, bypass := range []bool{false, true} {
 			cc := cfg.Client
@@ -232,7 +232,7 @@ func (r *runner) reportConfig(emulated bool) ReportConfig {
 		WriteRatio: c.WriteRatio, ValueSize: c.ValueSize, Concurrency: c.Concurrency, Clients: c.Clients,
 		DurationSeconds: c.Duration.Seconds(), Count: c.Count, Rate: c.Rate, Preload: c.Preload,
 		WarmupSeconds: c.Warmup.Seconds(), ServerCapacity: r.serverCapacity, Emulated: emulated, Seed: c.Seed,
-		Via: c.ViaName, ShiftAtSeconds: c.ShiftAt.Seconds()}
+		Via: c.ViaName, ShiftAtSeconds: c.ShiftAt.Seconds(), HotRacks: c.HotRacks}
 }
 
 // mapVersionsSince returns the map versions installed since start.

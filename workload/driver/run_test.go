@@ -259,7 +259,7 @@ func TestRunWithShift(t *testing.T) {
 		t.Errorf("%d lost writes in %d keys checked (%v), %d preload errors", rep.LostWrites, rep.CheckedKeys,
 			rep.LostExamples, rep.PreloadErrors)
 	}
-	k, err := newKeyMap(cfg.Keys, cfg.Seed)
+	k, err := newKeyMap(cfg.Keys, cfg.Seed, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,35 +19,54 @@ const (
 	shiftedScrambleLabel = "scramble/shift"
 )
 
+// permutation maps Zipf ranks to key ids, a bijection of the key space.
+type permutation interface {
+	Permute(rank uint64) uint64
+}
+
 // keyMap maps Zipf ranks to key ids by one of two seeded permutations of the
 // key space: the base one, or after a hot-set shift (Config.ShiftAt) the
 // shifted one, which makes the hot keys cold and other keys hot with the
 // same skew. It is safe for concurrent use: id costs one atomic load, and
-// shift and unshift swap the pointer.
+// shift and unshift flip it.
 type keyMap struct {
-	base, shifted *workload.Scrambler
+	base, shifted permutation
 	baseSeed      uint64 // the base permutation's scrambler seed
 	shiftedSeed   uint64 // the shifted one's
-	cur           atomic.Pointer[workload.Scrambler]
+	isShifted     atomic.Bool
 }
 
 // newKeyMap returns the key map of a key space of n keys whose
 // permutations' seeds derive from seed, mapping by the base permutation.
-func newKeyMap(n, seed uint64) (*keyMap, error) {
+// With hotRacks > 0 both put the keys p stores in its first hotRacks racks
+// first (hotRacksFirst).
+func newKeyMap(n, seed uint64, p *partmap.Placement, hotRacks int) (*keyMap, error) {
 	k := &keyMap{baseSeed: hashing.Derive(seed, scrambleLabel), shiftedSeed: hashing.Derive(seed, shiftedScrambleLabel)}
-	var err error
-	if k.base, err = workload.NewScrambler(n, k.baseSeed); err != nil {
+	base, err := workload.NewScrambler(n, k.baseSeed)
+	if err != nil {
 		return nil, fmt.Errorf("cannot create the key permutation: %w", err)
 	}
-	if k.shifted, err = workload.NewScrambler(n, k.shiftedSeed); err != nil {
+	shifted, err := workload.NewScrambler(n, k.shiftedSeed)
+	if err != nil {
 		return nil, fmt.Errorf("cannot create the shifted key permutation: %w", err)
 	}
-	k.cur.Store(k.base)
+	k.base, k.shifted = base, shifted
+	if hotRacks > 0 {
+		if racks := len(p.Map().Storage.Racks); hotRacks >= racks {
+			return nil, fmt.Errorf("cannot put the hot set in %d racks: the cluster has %d, and the others would see no reads", hotRacks, racks)
+		}
+		k.base, k.shifted = hotRacksFirst(base, n, p, hotRacks), hotRacksFirst(shifted, n, p, hotRacks)
+	}
 	return k, nil
 }
 
 // id returns rank's key id by the current permutation.
-func (k *keyMap) id(rank uint64) uint64 { return k.cur.Load().Permute(rank) }
+func (k *keyMap) id(rank uint64) uint64 {
+	if k.isShifted.Load() {
+		return k.shifted.Permute(rank)
+	}
+	return k.base.Permute(rank)
+}
 
 // baseID and shiftedID return rank's key id by either permutation,
 // whichever is current.
@@ -55,11 +74,32 @@ func (k *keyMap) baseID(rank uint64) uint64    { return k.base.Permute(rank) }
 func (k *keyMap) shiftedID(rank uint64) uint64 { return k.shifted.Permute(rank) }
 
 // shift makes the shifted permutation current, unshift the base one.
-func (k *keyMap) shift()   { k.cur.Store(k.shifted) }
-func (k *keyMap) unshift() { k.cur.Store(k.base) }
+func (k *keyMap) shift()   { k.isShifted.Store(true) }
+func (k *keyMap) unshift() { k.isShifted.Store(false) }
 
-// isShifted reports whether the shifted permutation is current.
-func (k *keyMap) isShifted() bool { return k.cur.Load() == k.shifted }
+// rankTable is a permutation held as the key id of every rank.
+type rankTable []uint64
+
+func (t rankTable) Permute(rank uint64) uint64 { return t[rank] }
+
+// hotRacksFirst is s reordered so that the keys p stores in racks below
+// hotRacks take the lowest ranks, each group in s's order: the hot set
+// lives on those racks' storage (one tenant's data on a few racks), so
+// the rack-bound layer's nodes of those racks see the hot keys and the
+// others only the tail, while an unbound layer's nodes see them all.
+func hotRacksFirst(s permutation, n uint64, p *partmap.Placement, hotRacks int) rankTable {
+	out := make(rankTable, 0, n)
+	var rest []uint64
+	for rank := range n {
+		id := s.Permute(rank)
+		if rack, _ := p.Shard(workload.Key(id)); rack < hotRacks {
+			out = append(out, id)
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	return append(out, rest...)
+}
 
 // shiftRun shifts the hot set of a measured phase: the phase's dispatcher
 // polls it before every issue, and the first issue at or after after into

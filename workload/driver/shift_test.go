@@ -17,7 +17,7 @@ import (
 // between shift and unshift, and their hottest keys differ.
 func TestKeyMapPermutations(t *testing.T) {
 	const n, seed, hot = 100_000, 7, 1000
-	k, err := newKeyMap(n, seed)
+	k, err := newKeyMap(n, seed, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,8 @@ func TestKeyMapPermutations(t *testing.T) {
 		{"unshifted", k.unshift, false},
 	} {
 		step.do()
-		if k.isShifted() != step.shifted {
-			t.Fatalf("%s: shifted %v, want %v", step.name, k.isShifted(), step.shifted)
+		if k.isShifted.Load() != step.shifted {
+			t.Fatalf("%s: shifted %v, want %v", step.name, k.isShifted.Load(), step.shifted)
 		}
 		for r := range uint64(hot) {
 			want := sim.Permute(r)
@@ -87,7 +87,7 @@ func TestShiftPoll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k, err := newKeyMap(1000, 3)
+			k, err := newKeyMap(1000, 3, nil, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,15 +106,15 @@ func TestShiftPoll(t *testing.T) {
 						t.Errorf("counters at the shift %+v, want %d completed", s.atShift, 10*(i+1))
 					}
 				}
-				if shifted := got >= 0; k.isShifted() != shifted || (k.id(0) == k.shiftedID(0)) != shifted {
-					t.Fatalf("after the poll at %v: key map shifted %v, want %v", d, k.isShifted(), shifted)
+				if shifted := got >= 0; k.isShifted.Load() != shifted || (k.id(0) == k.shiftedID(0)) != shifted {
+					t.Fatalf("after the poll at %v: key map shifted %v, want %v", d, k.isShifted.Load(), shifted)
 				}
 			}
 			if got != tt.want || s.shifted != (tt.want >= 0) {
 				t.Fatalf("shifted at %v (%v), want %v", got, s.shifted, tt.want)
 			}
 			s.stop()
-			if k.isShifted() {
+			if k.isShifted.Load() {
 				t.Error("still shifted after stop")
 			}
 		})
@@ -128,7 +128,7 @@ func TestShiftPoll(t *testing.T) {
 
 // TestShiftResult summarises a shift from its counters.
 func TestShiftResult(t *testing.T) {
-	k, err := newKeyMap(100, 1)
+	k, err := newKeyMap(100, 1, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestShiftResult(t *testing.T) {
 func TestDispatchMapsByCurrentPermutation(t *testing.T) {
 	cfg := Config{MapFile: "m", Keys: 1000, Seed: 5, Logger: slog.New(slog.DiscardHandler)}.WithDefaults()
 	for _, due := range []bool{false, true} {
-		k, err := newKeyMap(cfg.Keys, cfg.Seed)
+		k, err := newKeyMap(cfg.Keys, cfg.Seed, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,5 +221,61 @@ func TestDispatchMapsByCurrentPermutation(t *testing.T) {
 			t.Errorf("due %v: hottest key issued %d (%d times), want %d (%d times)", due, hottest, counts[hottest], want, counts[want])
 		}
 		s.stop()
+	}
+}
+
+// TestHotRacksFirst: with the hot set on the first racks, both
+// permutations give the lowest ranks to exactly the keys stored there, in
+// the scrambler's order, and stay bijections; a hot set on every rack is
+// refused.
+func TestHotRacksFirst(t *testing.T) {
+	const n, seed, hotRacks = 5000, 9, 2
+	m, err := partmap.Build(partmap.Spec{Cluster: "t", Racks: 8, ShardsPerRack: 2, StorageSeed: 4,
+		Layers: []partmap.LayerSpec{{Name: "spine", Nodes: 2, Seed: 1, VirtualNodes: 16}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := partmap.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := newKeyMap(n, seed, p, hotRacks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := newKeyMap(n, seed, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inHotRacks := func(id uint64) bool { rack, _ := p.Shard(workload.Key(id)); return rack < hotRacks }
+	for _, perm := range []struct {
+		name      string
+		got, from func(uint64) uint64
+	}{{"base", k.baseID, plain.baseID}, {"shifted", k.shiftedID, plain.shiftedID}} {
+		var want []uint64 // the scrambler's order, hot racks' keys first
+		for _, hot := range []bool{true, false} {
+			for r := range uint64(n) {
+				if id := perm.from(r); inHotRacks(id) == hot {
+					want = append(want, id)
+				}
+			}
+		}
+		hot := 0
+		for r := range uint64(n) {
+			if got := perm.got(r); got != want[r] {
+				t.Fatalf("%s: rank %d maps to %d, want %d", perm.name, r, got, want[r])
+			}
+			if inHotRacks(want[r]) {
+				hot++
+			}
+		}
+		// 2 racks of 8: about a quarter of the keys, and every one of
+		// them ranked before every other key.
+		if hot < n/8 || hot > n/2 || !inHotRacks(perm.got(uint64(hot-1))) || inHotRacks(perm.got(uint64(hot))) {
+			t.Errorf("%s: %d keys in the hot racks, not all ranked first", perm.name, hot)
+		}
+	}
+	if _, err := newKeyMap(n, seed, p, 8); err == nil {
+		t.Error("a hot set on all 8 racks accepted")
 	}
 }

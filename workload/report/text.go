@@ -60,6 +60,9 @@ func writeHeader(b *strings.Builder, r *driver.Report) {
 	}
 	fmt.Fprintf(b, "workload: %d keys, %s, %s writes, %d-byte values, %d hottest %s\n",
 		c.Keys, skew, percent(c.WriteRatio), c.ValueSize, c.Preload, preloaded)
+	if c.HotRacks > 0 {
+		fmt.Fprintf(b, "hot set: keys stored in the first %d racks take the lowest ranks\n", c.HotRacks)
+	}
 	window := seconds(c.DurationSeconds)
 	if c.Count > 0 {
 		window += fmt.Sprintf(" or %d ops", c.Count)

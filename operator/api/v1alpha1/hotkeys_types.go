@@ -84,9 +84,10 @@ type HotKeyReplicationSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	HysteresisPercent int32 `json:"hysteresisPercent,omitempty"`
-	// HeadroomPercent is the growth of the reported load, in percent,
-	// that the decision prepares for at most: copies that only a larger
-	// load would need are not made. Unset: 100 (twice the load).
+	// HeadroomPercent, when set, is the growth of the reported load, in
+	// percent, that the decision prepares for at most: copies that only a
+	// larger load would need are not made. Unset: no bound — the copies
+	// the most load the cluster can carry needs, whatever its load now.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	// +optional
