@@ -69,3 +69,6 @@ func (n *mapNodes) same(holders []int, owners []partmap.Candidate) bool {
 	}
 	return true
 }
+
+// layers is the number of cache layers.
+func (n *mapNodes) layers() int { return len(n.offset) }

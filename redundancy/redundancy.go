@@ -17,7 +17,11 @@
 // the current map. Plan hands these to copies.Decide with the placement's
 // owners (and the upper layer's ring successors for extra copies) and
 // returns the decision as the copies of the next map version: only the
-// keys whose holders differ from one copy per layer on their owners.
+// keys whose holders differ from one copy per layer on their owners. A
+// decision that would only take copies below one per layer keeps the
+// map's copies unless it lets the placement carry more than the
+// hysteresis more load (keepUnlessBetter), so that the noise of the
+// reports does not publish a map version at every round.
 package redundancy
 
 import (
@@ -154,7 +158,7 @@ func Plan(cfg Config, p *partmap.Placement, r Reports) (Result, error) {
 	keys := aggregate(p, r, index, cfg)
 	base := baseLoads(r, keys, servers, index, cfg.CoherenceCost)
 	nodes := newMapNodes(p)
-	d, err := copies.Decide(copies.Model{
+	model := copies.Model{
 		NodeCapacity:   cfg.NodeCapacity,
 		ServerCapacity: cfg.ServerCapacity,
 		CoherenceCost:  cfg.CoherenceCost,
@@ -163,8 +167,12 @@ func Plan(cfg Config, p *partmap.Placement, r Reports) (Result, error) {
 		Slots:          cfg.Slots,
 		Hysteresis:     cfg.Hysteresis,
 		MaxRate:        cfg.Headroom,
-	}, keys, base, nodes)
+	}
+	d, err := copies.Decide(model, keys, base, nodes)
 	if err != nil {
+		return Result{}, fmt.Errorf("cannot plan copies: %w", err)
+	}
+	if d, err = keepUnlessBetter(model, p, keys, base, nodes, d); err != nil {
 		return Result{}, fmt.Errorf("cannot plan copies: %w", err)
 	}
 	res := Result{ByCopies: d.Copies(), Rate: d.Rate}

@@ -138,7 +138,7 @@ func (s *search) grow(i int, f float64) {
 	if c == 0 {
 		return
 	}
-	want := s.wantCopies(k.Reads*f, k.Writes*f)
+	want := s.wantCopies(k.Now, k.Reads*f, k.Writes*f)
 	if want <= c {
 		return
 	}
@@ -200,12 +200,20 @@ func (s *search) minCopies(i int, r, w float64) int {
 	return c
 }
 
-// wantCopies is the copies a cached key gets where its server and nodes
-// allow: one per layer, as plain DistCache, and enough that each copy
-// stays within half a node, Theorem 1's precondition for the router to
-// balance them, at most MaxCopies.
-func (s *search) wantCopies(r, w float64) int {
-	return min(max(s.layers, s.copiesFor(r, w, s.m.NodeCapacity/2)), s.m.MaxCopies)
+// wantCopies is the copies a cached key that has now gets where its
+// server and nodes allow: one per layer, as plain DistCache, and enough
+// that each copy stays within half a node, Theorem 1's precondition for
+// the router to balance them, at most MaxCopies. A key with more than one
+// per layer keeps its count while its copies' share stays within the
+// hysteresis band around half a node, as minCopies does around a whole
+// node.
+func (s *search) wantCopies(now int, r, w float64) int {
+	half := s.m.NodeCapacity / 2
+	c := s.copiesFor(r, w, half)
+	if now > s.layers && now >= s.copiesFor(r, w, half*(1+s.m.Hysteresis)) && now <= s.copiesFor(r, w, half*(1-s.m.Hysteresis)) {
+		c = now
+	}
+	return min(max(s.layers, c), s.m.MaxCopies)
 }
 
 // serverLoad is what a key with c copies costs its storage server.

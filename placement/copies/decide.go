@@ -118,13 +118,8 @@ func Decide(m Model, keys []Key, base []float64, nodes Nodes) (Decision, error) 
 	if err := m.Validate(); err != nil {
 		return Decision{}, err
 	}
-	for i, k := range keys {
-		if k.Server < 0 || k.Server >= len(base) {
-			return Decision{}, fmt.Errorf("cannot decide copies: key %q is on server %d of %d", k.Name, k.Server, len(base))
-		}
-		if k.Reads < 0 || k.Writes < 0 || math.IsNaN(k.Reads+k.Writes) {
-			return Decision{}, fmt.Errorf("cannot decide copies: key %d (%q) has rates %v and %v", i, k.Name, k.Reads, k.Writes)
-		}
+	if err := checkKeys(keys, base); err != nil {
+		return Decision{}, fmt.Errorf("cannot decide copies: %w", err)
 	}
 	if len(keys) == 0 {
 		return Decision{Rate: math.Inf(1)}, nil
@@ -245,4 +240,61 @@ func (s *search) result() [][]int {
 		}
 	}
 	return out
+}
+
+// Rate is the rate factor at which holders — each key's cache nodes, in
+// the order of keys, as Decision.Holders — keep every storage server and
+// every cache node's unmovable load within capacity, and the nodes' total
+// within theirs: the most the reported rates can grow under those copies
+// (+Inf when nothing limits it). It lets a caller compare the copies it
+// has with a new Decision on the same reports.
+func Rate(m Model, keys []Key, base []float64, nodes Nodes, holders [][]int) (float64, error) {
+	if err := m.Validate(); err != nil {
+		return 0, err
+	}
+	if err := checkKeys(keys, base); err != nil {
+		return 0, fmt.Errorf("cannot rate copies: %w", err)
+	}
+	if len(holders) != len(keys) {
+		return 0, fmt.Errorf("cannot rate copies: %d holder lists for %d keys", len(holders), len(keys))
+	}
+	s := newSearch(m, keys, base, nodes)
+	s.reset(1)
+	for i, h := range holders {
+		for _, v := range h {
+			if v < 0 || v >= len(s.node) {
+				return 0, fmt.Errorf("cannot rate copies: key %q on node %d of %d", keys[i].Name, v, len(s.node))
+			}
+		}
+		s.held[i] = append(s.held[i][:0], h...)
+		s.charge(i, 1, 1)
+	}
+	rate := math.Inf(1)
+	limit := func(capacity, load float64) {
+		if load > 0 {
+			rate = min(rate, capacity/load)
+		}
+	}
+	for _, l := range s.server {
+		limit(m.ServerCapacity, l)
+	}
+	for _, l := range s.fixed {
+		limit(m.NodeCapacity, l)
+	}
+	limit(m.NodeCapacity*float64(len(s.fixed)), s.total)
+	return rate, nil
+}
+
+// checkKeys reports the first key on no server of base or with unusable
+// rates.
+func checkKeys(keys []Key, base []float64) error {
+	for i, k := range keys {
+		if k.Server < 0 || k.Server >= len(base) {
+			return fmt.Errorf("key %q is on server %d of %d", k.Name, k.Server, len(base))
+		}
+		if k.Reads < 0 || k.Writes < 0 || math.IsNaN(k.Reads+k.Writes) {
+			return fmt.Errorf("key %d (%q) has rates %v and %v", i, k.Name, k.Reads, k.Writes)
+		}
+	}
+	return nil
 }

@@ -235,3 +235,86 @@ func TestDecideNothing(t *testing.T) {
 		t.Fatalf("no keys: %+v", d)
 	}
 }
+
+// TestRate: the rate factor of given copies is the tightest of the
+// servers', the single copies' nodes' and the nodes' total bounds, and the
+// rate of a decision's own holders is the decision's.
+func TestRate(t *testing.T) {
+	l := layout{count: 4}
+	m := testModel()
+	tests := []struct {
+		name    string
+		keys    []Key
+		base    []float64
+		holders [][]int
+		want    float64
+	}{
+		// Uncached: its server serves 4 reads + 1 write, plus 1 of base.
+		{"uncached key: its server", []Key{key("a", 4, 1, 0)}, []float64{1, 0}, [][]int{nil}, 10.0 / 6},
+		// Two copies: the server sees 1 write and 2 coherence, 3 of 10.
+		{"two copies: the server's coherence work", []Key{key("a", 60, 1, 0)}, []float64{0, 0}, [][]int{{0, 1}}, 10.0 / 3},
+		// One copy: its node serves 90 reads and 2 of write work.
+		{"one copy: its node", []Key{key("a", 90, 1, 1)}, []float64{0, 0}, [][]int{{0}}, 100.0 / 92},
+		{"nothing limits", nil, []float64{0}, nil, math.Inf(1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Rate(m, tt.keys, tt.base, l, tt.holders)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(got-tt.want) > 1e-9 && got != tt.want {
+				t.Errorf("rate %v, want %v", got, tt.want)
+			}
+		})
+	}
+	keys := []Key{key("hot", 150, 0.5, 0), key("warm", 30, 1, 1), key("written", 2, 6, 0)}
+	base := []float64{2, 1}
+	d := decide(t, m, keys, base, l)
+	got, err := Rate(m, keys, base, l, d.Holders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got-d.Rate) > d.Rate*1e-5 {
+		t.Errorf("rate of the decision's holders %v, the decision's %v", got, d.Rate)
+	}
+	if _, err := Rate(m, keys, base, l, d.Holders[:1]); err == nil {
+		t.Error("holders for one of three keys accepted")
+	}
+	if _, err := Rate(m, keys, base, l, [][]int{{7}, nil, nil}); err == nil {
+		t.Error("a holder outside the nodes accepted")
+	}
+}
+
+// TestDecideExtraCopiesHysteresis: a key with more copies than layers
+// keeps their count while each copy's share of its reads stays within the
+// band around half a node (50 of 100 here), decided at the reported rates.
+func TestDecideExtraCopiesHysteresis(t *testing.T) {
+	tests := []struct {
+		name   string
+		reads  float64
+		now    int
+		h      float64
+		copies int
+	}{
+		{"160 reads, new: 4 copies of 40", 160, 0, 0.1, 4},
+		{"160 reads, 3 copies, no hysteresis: 4", 160, 3, 0, 4},
+		{"160 reads, 3 copies of 53 within the band: kept", 160, 3, 0.1, 3},
+		{"190 reads, 3 copies of 63 beyond the band: 4", 190, 3, 0.1, 4},
+		{"140 reads, 4 copies of 35, 3 of 47 within the band: kept", 140, 4, 0.1, 4},
+		{"110 reads, 4 copies, 3 of 37 beyond the band: 3", 110, 4, 0.1, 3},
+		{"90 reads, 4 copies, fewer needed beyond the band: 2", 90, 4, 0.1, 2},
+	}
+	l := layout{count: 6, owners: map[string][]int{"k": {0, 1}}, extra: map[string][]int{"k": {2, 3, 4}}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := testModel(withHysteresis(tt.h))
+			m.MaxRate = 1
+			keys := []Key{key("k", tt.reads, 0, 0, now(tt.now))}
+			d := decide(t, m, keys, []float64{0}, l)
+			if got := len(d.Holders[0]); got != tt.copies {
+				t.Errorf("%d copies, want %d (holders %v, rate %v)", got, tt.copies, d.Holders[0], d.Rate)
+			}
+		})
+	}
+}
