@@ -99,22 +99,25 @@ func TestDistcacheHeaderMatchesTheWire(t *testing.T) {
 	}
 }
 
-// TestConstantsMatchTheWire: every op, flag and status the P4 sources name
-// has the Go value, and every op the wire knows has a P4 constant.
+// TestConstantsMatchTheWire: every op, flag and status the P4 sources name,
+// and the bounds of what a switch caches, have the Go value, and every op
+// the wire knows has a P4 constant.
 func TestConstantsMatchTheWire(t *testing.T) {
 	consts := parseFile(t, headersFile).Consts
 	want := map[string]uint64{
 		"DC_MAGIC": uint64(wire.Magic), "DC_VERSION": uint64(wire.ProtocolVersion),
-		"DC_OP_BUNDLE":        uint64(wire.OpBundle),
-		"DC_FLAG_HIT":         uint64(wire.FlagHit),
-		"DC_FLAG_TELEMETRY":   uint64(wire.FlagTelemetry),
-		"DC_FLAG_FRAGMENTED":  uint64(wire.FlagFragmented),
-		"DC_FLAG_DIRECT":      uint64(wire.FlagDirect),
-		"DC_FLAG_TRACKED":     uint64(wire.FlagTracked),
-		"DC_FLAG_CACHE_ONLY":  uint64(wire.FlagCacheOnly),
-		"DC_FLAG_AUTH":        uint64(wire.FlagAuth),
-		"DC_STATUS_OK":        uint64(wire.StatusOK),
-		"DC_STATUS_NOT_FOUND": uint64(wire.StatusNotFound),
+		"DC_OP_BUNDLE":            uint64(wire.OpBundle),
+		"DC_FLAG_HIT":             uint64(wire.FlagHit),
+		"DC_FLAG_TELEMETRY":       uint64(wire.FlagTelemetry),
+		"DC_FLAG_FRAGMENTED":      uint64(wire.FlagFragmented),
+		"DC_FLAG_DIRECT":          uint64(wire.FlagDirect),
+		"DC_FLAG_TRACKED":         uint64(wire.FlagTracked),
+		"DC_FLAG_CACHE_ONLY":      uint64(wire.FlagCacheOnly),
+		"DC_FLAG_AUTH":            uint64(wire.FlagAuth),
+		"DC_SWITCH_MAX_KEY_LEN":   wire.MaxSwitchKeyLen,
+		"DC_SWITCH_MAX_VALUE_LEN": wire.MaxSwitchValueLen,
+		"DC_STATUS_OK":            uint64(wire.StatusOK),
+		"DC_STATUS_NOT_FOUND":     uint64(wire.StatusNotFound),
 	}
 	for op := wire.Op(1); op <= wire.MaxOp; op++ {
 		want["DC_OP_"+op.String()] = uint64(op)

@@ -50,6 +50,10 @@
 // with an expiry, which no cache may hold: a FETCH_REPLY that fills
 // nothing, and an UPDATE that leaves the copies invalid.
 //
+// Switches: a switch-backed layer caches only keys of at most
+// MaxSwitchKeyLen bytes with values of at most MaxSwitchValueLen
+// (SwitchCacheable), what a P4 pipeline parses whole.
+//
 // Bundles: a datagram of op BUNDLE carries several complete datagrams for
 // the same receiver, each behind a 2-byte length (bundle.go); the
 // transport can send the messages that leave together for one peer that

@@ -452,3 +452,25 @@ func TestPeekOp(t *testing.T) {
 		}
 	}
 }
+
+func TestSwitchCacheable(t *testing.T) {
+	tests := []struct {
+		key, value int
+		want       bool
+	}{
+		{1, 0, true},
+		{wire.MaxSwitchKeyLen, wire.MaxSwitchValueLen, true},
+		{wire.MaxSwitchKeyLen + 1, 8, false},
+		{16, wire.MaxSwitchValueLen + 1, false},
+		{0, 8, false},
+		{16, -1, false},
+	}
+	for _, tt := range tests {
+		if got := wire.SwitchCacheable(tt.key, tt.value); got != tt.want {
+			t.Errorf("SwitchCacheable(%d, %d) = %v, want %v", tt.key, tt.value, got, tt.want)
+		}
+	}
+	if wire.MinDatagram < wire.HeaderLen+wire.MaxSwitchKeyLen+wire.MaxSwitchValueLen {
+		t.Errorf("a switch-cacheable message does not fit the smallest datagram (%d bytes)", wire.MinDatagram)
+	}
+}

@@ -50,6 +50,14 @@ const bit<8> DC_FLAG_TRACKED    = 0x10;
 const bit<8> DC_FLAG_CACHE_ONLY = 0x20;
 const bit<8> DC_FLAG_AUTH       = 0x40;
 
+/*
+ * What a switch caches (wire.SwitchCacheable): keys of 1 to 32 bytes,
+ * parsed as up to four 8-byte words and a tail; values of at most 128
+ * bytes, sixteen 8-byte register words. Everything else is a miss.
+ */
+const bit<16> DC_SWITCH_MAX_KEY_LEN   = 32;
+const bit<32> DC_SWITCH_MAX_VALUE_LEN = 128;
+
 /* Statuses (wire.Status) a switch sets on its replies. */
 const bit<8> DC_STATUS_OK        = 0;
 const bit<8> DC_STATUS_NOT_FOUND = 1;
