@@ -2,6 +2,7 @@ package cachecluster
 
 import (
 	"context"
+	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -92,16 +93,7 @@ func (r *Reconciler) reportingPods(s *state, m *partmap.Map) (nodes []*corev1.Po
 	for _, p := range activeReadyPods(s, m, func(string) bool { return true }) {
 		nodes = append(nodes, p)
 	}
-	shims = map[string]*corev1.Pod{}
-	for rack := range s.topo.Racks() {
-		for shard := range s.topo.ShardsPerRack() {
-			name := s.topo.ShardName(rack, shard)
-			if p := shimPod(s, name); podReady(p) {
-				shims[name] = p
-			}
-		}
-	}
-	return nodes, shims
+	return nodes, maps.Clone(s.readyShims)
 }
 
 // activeReadyPods are the Ready pods of m's Active members of the layers
@@ -119,25 +111,6 @@ func activeReadyPods(s *state, m *partmap.Map, layer func(name string) bool) map
 		}
 	}
 	return out
-}
-
-// shimPod is the pod of shard name's shim: the rack StatefulSet's pod
-// (managed), the redis-operator's pod (redisOperator), or a Ready pod of
-// the shim Deployment (external).
-func shimPod(s *state, name string) *corev1.Pod {
-	switch s.cc.Spec.Storage.Mode {
-	case v1alpha1.StorageRedisOperator:
-		return s.pods[name+"-0"]
-	case v1alpha1.StorageExternal:
-		var found *corev1.Pod
-		for _, p := range s.pods {
-			if p.Labels[LabelShard] == name && p.Labels[LabelComponent] == ComponentShim && (found == nil || podReady(p)) {
-				found = p
-			}
-		}
-		return found
-	}
-	return s.pods[name]
 }
 
 // reportHistory keeps each cluster's last rounds of hot-key reports

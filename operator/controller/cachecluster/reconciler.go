@@ -77,7 +77,7 @@ type state struct {
 	pods        map[string]*corev1.Pod          // the cluster's pods by name
 	obs         map[string]failover.Observation // members' readiness
 	published   *partmap.Map                    // the map in the ConfigMap after this reconcile
-	shardsReady int32                           // storage shards whose pods are Ready
+	readyShims  map[string]*corev1.Pod          // each storage shard's Ready shim pod, by shard name (the storage phase's)
 	readyPods   int32                           // the cluster's Ready pods
 	mapApplied  int32                           // Ready pods whose process uses the published map; -1: not asked
 	gateway     *gatewayObservation             // the gateway's workload; nil: not reached

@@ -45,7 +45,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc, m := s.cc, s.published
 	cc.Status.MapVersion = m.Version
 	cc.Status.LayerCount = int32(len(s.topo.Layers))
-	cc.Status.ReadyShards = s.shardsReady
+	cc.Status.ReadyShards = int32(len(s.readyShims))
 	cc.Status.ReadyPods = s.readyPods
 	cc.Status.MapApplied = max(s.mapApplied, 0)
 	cc.Status.HotKeys = s.hotKeys
@@ -78,7 +78,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	}
 	cc.Status.Members, cc.Status.ReadyMembers = members, ready
 	c := counts{members: members, ready: ready, failed: failed, recovering: recovering,
-		shards: int32(s.topo.Racks() * s.topo.ShardsPerRack()), shardsReady: s.shardsReady,
+		shards: int32(s.topo.Racks() * s.topo.ShardsPerRack()), shardsReady: int32(len(s.readyShims)),
 		readyPods: s.readyPods, mapApplied: s.mapApplied,
 		switchLayers: len(s.topo.Layers) - len(s.topo.SoftwareLayers())}
 	setReady(cc, m.Version, c)

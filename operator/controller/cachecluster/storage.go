@@ -57,15 +57,21 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 			return err
 		}
 	}
-	s.shardsReady = 0
+	s.readyShims = map[string]*corev1.Pod{}
 	for rack := range s.topo.Racks() {
 		for shard := range s.topo.ShardsPerRack() {
-			if podReady(s.pods[s.topo.ShardName(rack, shard)]) {
-				s.shardsReady++
-			}
+			name := s.topo.ShardName(rack, shard)
+			s.shimReady(name, s.pods[name])
 		}
 	}
 	return nil
+}
+
+// shimReady records p as shard name's shim pod if it is Ready.
+func (s *state) shimReady(name string, p *corev1.Pod) {
+	if podReady(p) {
+		s.readyShims[name] = p
+	}
 }
 
 func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl map[string]string, sts *appsv1.StatefulSet) {
@@ -146,22 +152,20 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 	image, _, pull := r.images(s.cc)
 	per := s.topo.ShardsPerRack()
 	access := redisAccessOf(&s.cc.Spec.Storage)
-	ready := map[string]bool{} // shards whose shim has a Ready pod (its Deployment's pods carry the shard's label)
+	ready := map[string]*corev1.Pod{} // a Ready pod of each shard's shim (its Deployment's pods carry the shard's label)
 	for _, p := range s.pods {
-		if podReady(p) {
-			ready[p.Labels[LabelShard]] = true
+		if p.Labels[LabelComponent] == ComponentShim && podReady(p) {
+			ready[p.Labels[LabelShard]] = p
 		}
 	}
-	s.shardsReady = 0
+	s.readyShims = map[string]*corev1.Pod{}
 	for i, endpoint := range s.cc.Spec.Storage.External {
 		rack, shard := i/per, i%per
 		name := s.topo.ShardName(rack, shard)
 		lbl := labels(s.cc, ComponentShim)
 		lbl[LabelRack] = strconv.Itoa(rack)
 		lbl[LabelShard] = name
-		if ready[name] {
-			s.shardsReady++
-		}
+		s.shimReady(name, ready[name])
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
 		if err := r.apply(ctx, s.cc, svc, func() {
 			svc.Labels = lbl
@@ -196,7 +200,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 // of one pod, <shard>-0, labelled like the Redis object (so with the
 // cluster's label): a shard is Ready when that pod is, Redis and shim.
 func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error {
-	s.shardsReady = 0
+	s.readyShims = map[string]*corev1.Pod{}
 	for rack := range s.topo.Racks() {
 		for shard := range s.topo.ShardsPerRack() {
 			name := s.topo.ShardName(rack, shard)
@@ -214,9 +218,7 @@ func (r *Reconciler) reconcileRedisOperator(ctx context.Context, s *state) error
 			}); err != nil {
 				return err
 			}
-			if podReady(s.pods[name+"-0"]) {
-				s.shardsReady++
-			}
+			s.shimReady(name, s.pods[name+"-0"])
 		}
 	}
 	return nil
