@@ -4,10 +4,9 @@ import (
 	"math"
 
 	"github.com/distcache/distcache/placement/copies"
-	"github.com/distcache/distcache/placement/partmap"
 )
 
-// keepUnlessBetter is d, or the copies the keys have under p when d only
+// keepUnlessBetter is d, or the copies the keys have now when d only
 // takes copies below one per layer (or moves a key's copies among its
 // owners) and serves the reported load no better than them by more than
 // the model's hysteresis.
@@ -21,18 +20,11 @@ import (
 // rate. A key given back its copy per layer, a change between cached and
 // not, or beyond one copy per layer (Theorem 1's precondition, with its
 // own hysteresis in Decide) is always published.
-func keepUnlessBetter(m copies.Model, p *partmap.Placement, keys []copies.Key, base []float64, nodes *mapNodes, d copies.Decision) (copies.Decision, error) {
-	now := make([][]int, len(keys))
-	var buf []partmap.Candidate
-	for i, k := range keys {
-		buf = p.Candidates(k.Name, buf[:0])
-		for _, c := range buf {
-			now[i] = append(now[i], nodes.offset[c.Layer]+c.Member)
+func keepUnlessBetter(m copies.Model, keys []copies.Key, base []float64, nodes *mapNodes, now [][]int, d copies.Decision) (copies.Decision, error) {
+	for i := range keys {
+		if !fewerWithinLayers(len(now[i]), len(d.Holders[i]), nodes.layers()) {
+			return d, nil // a change beyond rate tuning
 		}
-		if fewerWithinLayers(len(now[i]), len(d.Holders[i]), nodes.layers()) {
-			continue
-		}
-		return d, nil // a change beyond rate tuning
 	}
 	rate, err := copies.Rate(m, keys, base, nodes, now)
 	if err != nil {

@@ -30,10 +30,13 @@ func (n *mapNodes) Count() int { return n.count }
 func (n *mapNodes) Owners(key string, dst []int) []int {
 	n.buf = n.p.Owners(key, n.buf[:0])
 	for _, c := range n.buf {
-		dst = append(dst, n.offset[c.Layer]+c.Member)
+		dst = append(dst, n.index(c))
 	}
 	return dst
 }
+
+// index is the node number of candidate c.
+func (n *mapNodes) index(c partmap.Candidate) int { return n.offset[c.Layer] + c.Member }
 
 // Extra appends up to more successors of key's owner on the upper layer's
 // ring.
@@ -63,7 +66,7 @@ func (n *mapNodes) same(holders []int, owners []partmap.Candidate) bool {
 		return false
 	}
 	for _, c := range owners {
-		if !slices.Contains(holders, n.offset[c.Layer]+c.Member) {
+		if !slices.Contains(holders, n.index(c)) {
 			return false
 		}
 	}

@@ -155,9 +155,9 @@ func Plan(cfg Config, p *partmap.Placement, r Reports) (Result, error) {
 	}
 	cfg = cfg.withDefaults(p)
 	servers, index := shardIndex(p.Map())
-	keys := aggregate(p, r, index, cfg)
-	base := baseLoads(r, keys, servers, index, cfg.CoherenceCost)
 	nodes := newMapNodes(p)
+	keys, now := aggregate(p, nodes, r, index, cfg)
+	base := baseLoads(r, keys, servers, index, cfg.CoherenceCost)
 	model := copies.Model{
 		NodeCapacity:   cfg.NodeCapacity,
 		ServerCapacity: cfg.ServerCapacity,
@@ -172,7 +172,7 @@ func Plan(cfg Config, p *partmap.Placement, r Reports) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("cannot plan copies: %w", err)
 	}
-	if d, err = keepUnlessBetter(model, p, keys, base, nodes, d); err != nil {
+	if d, err = keepUnlessBetter(model, keys, base, nodes, now, d); err != nil {
 		return Result{}, fmt.Errorf("cannot plan copies: %w", err)
 	}
 	res := Result{ByCopies: d.Copies(), Rate: d.Rate}
@@ -212,8 +212,8 @@ func serverOf(p *partmap.Placement, key string, index map[string]int) int {
 
 // aggregate sums every report's rates per key and returns the hottest
 // cfg.MaxKeys keys of at least cfg.MinRate, each with its server and its
-// copies under p.
-func aggregate(p *partmap.Placement, r Reports, index map[string]int, cfg Config) []copies.Key {
+// number of copies under p, and the nodes that hold those copies.
+func aggregate(p *partmap.Placement, nodes *mapNodes, r Reports, index map[string]int, cfg Config) (keys []copies.Key, now [][]int) {
 	sum := map[string]*KeyRate{}
 	add := func(k KeyRate) {
 		if s, ok := sum[k.Key]; ok {
@@ -243,13 +243,17 @@ func aggregate(p *partmap.Placement, r Reports, index map[string]int, cfg Config
 		return cmp.Or(cmp.Compare(b.Reads+b.Writes, a.Reads+a.Writes), cmp.Compare(a.Key, b.Key))
 	})
 	rates = rates[:min(len(rates), cfg.MaxKeys)]
-	keys := make([]copies.Key, len(rates))
+	keys = make([]copies.Key, len(rates))
+	now = make([][]int, len(rates))
 	var buf []partmap.Candidate
 	for i, k := range rates {
 		buf = p.Candidates(k.Key, buf[:0])
+		for _, c := range buf {
+			now[i] = append(now[i], nodes.index(c))
+		}
 		keys[i] = copies.Key{Name: k.Key, Reads: k.Reads, Writes: k.Writes, Server: serverOf(p, k.Key, index), Now: len(buf)}
 	}
-	return keys
+	return keys, now
 }
 
 // baseLoads is each storage server's load besides keys: its shim's work

@@ -178,7 +178,7 @@ func (s *search) minCopies(i int, r, w float64) int {
 	m, now := s.m, s.keys[i].Now
 	full := m.NodeCapacity
 	c := s.copiesFor(r, w, full)
-	if now > 0 && now >= s.copiesFor(r, w, full*(1+m.Hysteresis)) && now <= s.copiesFor(r, w, full*(1-m.Hysteresis)) {
+	if now > 0 && s.inBand(now, r, w, full) {
 		c = now
 	}
 	if c == math.MaxInt {
@@ -210,10 +210,17 @@ func (s *search) minCopies(i int, r, w float64) int {
 func (s *search) wantCopies(now int, r, w float64) int {
 	half := s.m.NodeCapacity / 2
 	c := s.copiesFor(r, w, half)
-	if now > s.layers && now >= s.copiesFor(r, w, half*(1+s.m.Hysteresis)) && now <= s.copiesFor(r, w, half*(1-s.m.Hysteresis)) {
+	if now > s.layers && s.inBand(now, r, w, half) {
 		c = now
 	}
 	return min(max(s.layers, c), s.m.MaxCopies)
+}
+
+// inBand reports whether now copies are what a key at rates r and w needs
+// for some share within the hysteresis band around share (copiesFor):
+// a key that has them keeps them.
+func (s *search) inBand(now int, r, w, share float64) bool {
+	return now >= s.copiesFor(r, w, share*(1+s.m.Hysteresis)) && now <= s.copiesFor(r, w, share*(1-s.m.Hysteresis))
 }
 
 // serverLoad is what a key with c copies costs its storage server.

@@ -2,7 +2,6 @@ package cachecluster
 
 import (
 	"context"
-	"maps"
 	"math"
 	"strconv"
 	"sync"
@@ -93,7 +92,7 @@ func (r *Reconciler) reportingPods(s *state, m *partmap.Map) (nodes []*corev1.Po
 	for _, p := range activeReadyPods(s, m, func(string) bool { return true }) {
 		nodes = append(nodes, p)
 	}
-	return nodes, maps.Clone(s.readyShims)
+	return nodes, s.readyShims
 }
 
 // activeReadyPods are the Ready pods of m's Active members of the layers
