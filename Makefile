@@ -87,10 +87,10 @@ SIM_FLAGS ?=
 # Fuzzing: every decoder's fuzz target as Target:package.
 FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzSplitBundle:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/ \
 	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/ \
-	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/
+	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/ FuzzParse:./stratum_pipelines/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build image test test-deps vet fmt lint sim bench bench-map-delivery bench-gateway demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
+.PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -354,6 +354,9 @@ CHAOS_FLAGS ?=
 chaos-local: redis-server iptables ## Run SCHEDULES random fault schedules from SEED against local clusters, report in CHAOS_REPORT
 	$(GO) test -count=1 -run '^TestChaosLocal$$' -v -timeout $(CHAOS_TIMEOUT) ./test/fault \
 		-args -schedules=$(SCHEDULES) -seed=$(SEED) -report='$(abspath $(CHAOS_REPORT))' $(CHAOS_FLAGS)
+
+p4: ## Compile the v1model P4 pipelines with p4c (or Docker's p4lang/p4c) into out/p4; says plainly where neither exists
+	hack/p4/build.sh
 
 fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)
 	for t in $(FUZZ_TARGETS); do \

@@ -118,6 +118,7 @@ func TestConstantsMatchTheWire(t *testing.T) {
 		"DC_SWITCH_MAX_VALUE_LEN": wire.MaxSwitchValueLen,
 		"DC_STATUS_OK":            uint64(wire.StatusOK),
 		"DC_STATUS_NOT_FOUND":     uint64(wire.StatusNotFound),
+		"DC_STATUS_UNAVAILABLE":   uint64(wire.StatusUnavailable),
 	}
 	for op := wire.Op(1); op <= wire.MaxOp; op++ {
 		want["DC_OP_"+op.String()] = uint64(op)

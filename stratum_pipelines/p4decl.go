@@ -47,12 +47,24 @@ type Const struct {
 	Value uint64
 }
 
-// Decls are the declarations Parse understands: typedefs of bit<N>, and
-// the headers and constants built from them.
+// Decls are the declarations Parse understands: typedefs of bit<N>, the
+// headers, structs and constants built from them, the parameters of the
+// parsers and controls, and what the controller sees of a program (the
+// P4Info): tables, actions, registers, counters, digests and controller
+// headers.
 type Decls struct {
 	Typedefs map[string]int // name to width
 	Headers  map[string]Header
 	Consts   map[string]Const
+	Structs  map[string]Struct
+	Params   map[string]string // parameter name to type, e.g. hdr: headers_t
+
+	ControllerHeaders []ControllerHeader
+	Tables            []Table
+	Actions           []Action
+	Registers         []Register
+	Counters          []Counter
+	Digests           []string // the struct types sent in digests
 }
 
 var (
@@ -69,15 +81,19 @@ var (
 // target parses.
 const maxBits = 1024
 
-// Parse reads the typedefs, constants and headers of P4_16 source src,
-// skipping comments and preprocessor lines. It fails on a field of a type
-// it does not know, a width outside 1…1024 bits, a constant that does not
-// fit its width, or a name declared twice.
+// Parse reads the declarations of P4_16 source src (Decls), skipping
+// comments and preprocessor lines. It fails on a field of a type it does
+// not know, a width outside 1…1024 bits, a constant that does not fit its
+// width, a name declared twice, or a table, register, counter or
+// controller header without an @id.
 func Parse(src string) (Decls, error) {
 	src = commentBlock.ReplaceAllString(src, " ")
 	src = commentLine.ReplaceAllString(src, "")
 	src = preprocessor.ReplaceAllString(src, "")
-	d := Decls{Typedefs: map[string]int{}, Headers: map[string]Header{}, Consts: map[string]Const{}}
+	d := Decls{
+		Typedefs: map[string]int{}, Headers: map[string]Header{}, Consts: map[string]Const{},
+		Structs: map[string]Struct{}, Params: map[string]string{},
+	}
 	seen := map[string]bool{}
 	declare := func(name string) error {
 		if seen[name] {
@@ -116,7 +132,16 @@ func Parse(src string) (Decls, error) {
 		}
 		d.Headers[h.Name] = h
 	}
-	return d, nil
+	if err := d.parseStructs(src, declare); err != nil {
+		return d, err
+	}
+	if err := d.parseParams(src); err != nil {
+		return d, err
+	}
+	if err := d.parseControllerHeaders(src); err != nil {
+		return d, err
+	}
+	return d, d.parseObjects(src)
 }
 
 // parseHeader reads the body of header name: fields "type name;".

@@ -61,6 +61,7 @@ const bit<32> DC_SWITCH_MAX_VALUE_LEN = 128;
 /* Statuses (wire.Status) a switch sets on its replies. */
 const bit<8> DC_STATUS_OK        = 0;
 const bit<8> DC_STATUS_NOT_FOUND = 1;
+const bit<8> DC_STATUS_UNAVAILABLE = 3; /* a hedged read the switch cannot serve */
 
 header ethernet_h {
     mac_addr_t dst_addr;
@@ -106,6 +107,21 @@ header distcache_h {
     bit<32>  frag_offset;    /* 44: where this datagram's value bytes start */
     bit<64>  value_version;  /* 48: coherence (DistCache §4.3) */
     bit<64>  map_version;    /* 56: the sender's partition map */
+}
+
+/*
+ * The key and a switch-sized value after distcache_h, parsed whole (a
+ * key of at most DC_SWITCH_MAX_KEY_LEN bytes, a value of at most
+ * DC_SWITCH_MAX_VALUE_LEN): 8-byte words, then a tail of 1-byte headers.
+ * A hit's reply is the request with the value appended, so the key must
+ * be parsed for the value to follow it.
+ */
+header word_h {
+    bit<64> w;
+}
+
+header byte_h {
+    bit<8> b;
 }
 
 #endif /* DISTCACHE_HEADERS_P4 */
