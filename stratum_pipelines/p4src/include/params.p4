@@ -17,6 +17,8 @@ const bit<32> SKETCH_WIDTH = 65536;
 const bit<32> BLOOM_BITS = 65536;
 /* Entries of the address and shard tables: storage shards a switch fronts. */
 const bit<32> SHARD_ENTRIES = 4096;
+/* Reads relayed to shims and not yet answered: a slot per (client, seq). */
+const bit<32> RELAY_SLOTS = 65536;
 /* A load window in ingress timestamp units (microseconds on v1model). */
 const bit<48> LOAD_WINDOW = 100000;
 

@@ -8,8 +8,12 @@
  *   valid copy, while the serving lease lasts, is a hit: the switch turns
  *   the request into the GET_REPLY, appends the value from the value
  *   registers, stamps its member id and load, and sends it back. Any other
- *   read is a miss: its destination becomes the shard's shim
- *   (storage_route) and the shim answers the client directly. Uncached
+ *   read is a miss, relayed to the shard's shim (storage_route) as a cache
+ *   node relays it: the switch sends it from its read port under a
+ *   sequence number of its own, remembered with the client's address and
+ *   sequence number in the relay registers, and turns the shim's reply
+ *   back into the reply to the client (the client's retransmits and MORE
+ *   reuse the slot, so the shim sees one request). Uncached
  *   keys are counted in a Count-Min sketch; one that crosses the threshold
  *   and that the Bloom filter has not seen is reported in a hot_key_t
  *   digest (NetCache §4.3).
@@ -64,6 +68,11 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout standar
     @id(0x1600000f) @name(".bloom1")      register<bit<1>>(BLOOM_BITS) bloom1;
     @id(0x16000010) @name(".bloom2")      register<bit<1>>(BLOOM_BITS) bloom2;
     @id(0x16000011) @name(".hot_threshold") register<bit<16>>(1) hot_threshold;
+    @id(0x16000012) @name(".relay_client_addr") register<bit<32>>(RELAY_SLOTS) relay_client_addr;
+    @id(0x16000013) @name(".relay_client_port") register<bit<16>>(RELAY_SLOTS) relay_client_port;
+    @id(0x16000014) @name(".relay_client_seq")  register<bit<64>>(RELAY_SLOTS) relay_client_seq;
+    @id(0x16000015) @name(".relay_seq")         register<bit<64>>(RELAY_SLOTS) relay_seq;
+    @id(0x16000016) @name(".relay_next")        register<bit<48>>(1) relay_next;
 
     @id(0x12000001) @name(".cache_hits") counter(CACHE_SLOTS, CounterType.packets) cache_hits;
     @id(0x12000002) @name(".datagrams")  counter(256, CounterType.packets_and_bytes) datagrams;
@@ -183,6 +192,24 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout standar
         meta.load = current > last ? current : last;
     }
 
+    /* The packet leaves by the read port it came in on, to (addr, port). */
+    action send_from_read_port(bit<32> addr, bit<16> port) {
+        hdr.ipv4.src_addr = hdr.ipv4.dst_addr;
+        hdr.udp.src_port = hdr.udp.dst_port;
+        hdr.ipv4.dst_addr = addr;
+        hdr.udp.dst_port = port;
+        hdr.udp.checksum = 0;
+    }
+
+    /* The load a relayed reply reports, without counting it as a read. */
+    action peek_load() {
+        bit<32> current;
+        bit<32> last;
+        load.read(current, 0);
+        load.read(last, 1);
+        meta.load = current > last ? current : last;
+    }
+
     /* Count-Min (four rows) and Bloom filter (three arrays) of an
      * uncached key, each indexed by its own slice of the key digest. */
     action count_uncached() {
@@ -216,7 +243,11 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout standar
 
         if (meta.role == ROLE_READS) {
             storage_route.apply();
-            count_load();
+            if (hdr.dc.op == DC_OP_GET) {
+                count_load();
+            } else {
+                peek_load();
+            }
             bool hit = false;
             if (hdr.dc.op == DC_OP_GET && held) {
                 bit<1> v;
@@ -268,12 +299,53 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout standar
                 reflect(DC_OP_GET_REPLY);
                 hdr.dc.status = DC_STATUS_UNAVAILABLE;
                 stamp();
-            } else if (meta.drop == 0) {
-                /* A miss: on to the shard's shim, which answers the client. */
-                hdr.ipv4.dst_addr = meta.shim_addr;
-                hdr.udp.dst_port = meta.shim_port;
-                hdr.udp.checksum = 0;
-                stamp();
+            } else if (hdr.dc.op == DC_OP_GET || hdr.dc.op == DC_OP_MORE) {
+                /* A miss, or the client asking for the next window of a
+                 * relayed reply: to the shim, from the client's slot. */
+                bit<32> r;
+                hash(r, HashAlgorithm.crc32, (bit<32>)0,
+                     { hdr.ipv4.src_addr, hdr.udp.src_port, hdr.dc.seq }, RELAY_SLOTS);
+                bit<32> addr; bit<16> port; bit<64> seq; bit<64> relayed;
+                relay_client_addr.read(addr, r);
+                relay_client_port.read(port, r);
+                relay_client_seq.read(seq, r);
+                relay_seq.read(relayed, r);
+                if (addr != hdr.ipv4.src_addr || port != hdr.udp.src_port || seq != hdr.dc.seq) {
+                    if (hdr.dc.op == DC_OP_MORE) {
+                        meta.drop = 1; /* the slot went to another read */
+                    } else {
+                        bit<48> n;
+                        relay_next.read(n, 0);
+                        n = n + 1;
+                        relay_next.write(0, n);
+                        relayed = n ++ r[15:0];
+                        relay_client_addr.write(r, hdr.ipv4.src_addr);
+                        relay_client_port.write(r, hdr.udp.src_port);
+                        relay_client_seq.write(r, hdr.dc.seq);
+                        relay_seq.write(r, relayed);
+                    }
+                }
+                if (meta.drop == 0) {
+                    send_from_read_port(meta.shim_addr, meta.shim_port);
+                    hdr.dc.seq = relayed;
+                }
+            } else if (hdr.dc.op == DC_OP_GET_REPLY) {
+                /* The shim's reply to a relayed read, back to its client. */
+                bit<32> r = (bit<32>)hdr.dc.seq[15:0];
+                bit<64> relayed;
+                relay_seq.read(relayed, r);
+                if (relayed == hdr.dc.seq && relayed != 0) {
+                    bit<32> addr; bit<16> port;
+                    relay_client_addr.read(addr, r);
+                    relay_client_port.read(port, r);
+                    relay_client_seq.read(hdr.dc.seq, r);
+                    send_from_read_port(addr, port);
+                    stamp();
+                } else {
+                    meta.drop = 1;
+                }
+            } else {
+                meta.drop = 1;
             }
         } else if (meta.role == ROLE_COHERENCE) {
             bit<64> ver = 0;
