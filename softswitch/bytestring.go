@@ -1,0 +1,64 @@
+package softswitch
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// canonical is b in P4Runtime's canonical binary-string form (no leading
+// zero bytes; zero is one zero byte), checked to fit bits. Non-canonical
+// input is accepted, as the P4Runtime specification asks of servers.
+func canonical(b []byte, bits int) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("empty bytestring for a %d-bit value", bits)
+	}
+	i := 0
+	for i < len(b)-1 && b[i] == 0 {
+		i++
+	}
+	b = b[i:]
+	if used := bitLen(b); used > bits {
+		return nil, fmt.Errorf("value of %d bits does not fit %d bits", used, bits)
+	}
+	return b, nil
+}
+
+// bitLen is the number of significant bits of big-endian b.
+func bitLen(b []byte) int {
+	for i, c := range b {
+		if c != 0 {
+			n := 0
+			for ; c != 0; c >>= 1 {
+				n++
+			}
+			return (len(b)-i-1)*8 + n
+		}
+	}
+	return 0
+}
+
+// stripZeros is the canonical form of a value the data path produced
+// (at least one byte), without copying.
+func stripZeros(b []byte) []byte {
+	i := 0
+	for i < len(b)-1 && b[i] == 0 {
+		i++
+	}
+	return b[i:]
+}
+
+// toUint is the value of big-endian b of at most 8 significant bytes.
+func toUint(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// fromUint is v as a canonical bytestring.
+func fromUint(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return append([]byte(nil), stripZeros(b[:])...)
+}

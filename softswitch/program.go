@@ -1,0 +1,275 @@
+package softswitch
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
+)
+
+// Program is the P4 program the software switch runs: the cache switch
+// of stratum_pipelines, whose P4Info a controller must push.
+const Program = "v1model/cache_switch.p4"
+
+// register is a P4 register array; every cell fits 64 bits.
+type register struct {
+	info  *p4configv1.Register
+	mask  uint64
+	cells []uint64
+}
+
+func (r *register) read(i uint32) uint64     { return r.cells[i] }
+func (r *register) write(i uint32, v uint64) { r.cells[i] = v & r.mask }
+
+// counter is an indexed P4 counter array.
+type counter struct {
+	info    *p4configv1.Counter
+	packets []uint64
+	bytes   []uint64
+}
+
+func (c *counter) count(i uint32, n int) {
+	if int(i) < len(c.packets) {
+		c.packets[i]++
+		c.bytes[i] += uint64(n)
+	}
+}
+
+// state is a configured pipeline: its tables, registers and counters, by
+// P4Runtime id and by name. A switch restart starts from a new state:
+// every register zero, every table empty.
+type state struct {
+	info      *p4configv1.P4Info
+	cookie    uint64
+	tables    map[uint32]*table
+	registers map[uint32]*register
+	counters  map[uint32]*counter
+	digests   map[uint32]*p4configv1.Digest
+	byName    map[string]uint32
+}
+
+// newState builds the objects of info, which must be the P4Info of
+// Program: the software switch implements that program and no other.
+func newState(info *p4configv1.P4Info, cookie uint64) (*state, error) {
+	want, err := pipelines.ProgramP4Info(Program)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "cannot load the software switch's P4Info: %v", err)
+	}
+	if diffs := mismatch(want, info); len(diffs) > 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "the pipeline's P4Info is not %s's, which the software switch runs: %s", Program, strings.Join(diffs, "; "))
+	}
+	s := &state{
+		info: info, cookie: cookie, tables: map[uint32]*table{}, registers: map[uint32]*register{},
+		counters: map[uint32]*counter{}, digests: map[uint32]*p4configv1.Digest{}, byName: map[string]uint32{},
+	}
+	actions := map[uint32]*p4configv1.Action{}
+	for _, a := range info.Actions {
+		actions[a.Preamble.Id] = a
+		s.byName[a.Preamble.Name] = a.Preamble.Id
+	}
+	for _, t := range info.Tables {
+		tb, err := newTable(t, actions)
+		if err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+		s.tables[t.Preamble.Id] = tb
+		s.byName[t.Preamble.Name] = t.Preamble.Id
+	}
+	for _, r := range info.Registers {
+		bits := r.TypeSpec.GetBitstring().GetBit().GetBitwidth()
+		if bits < 1 || bits > 64 {
+			return nil, status.Errorf(codes.InvalidArgument, "register %s: %d bits, the software switch holds 1 to 64", r.Preamble.Name, bits)
+		}
+		s.registers[r.Preamble.Id] = &register{info: r, mask: ^uint64(0) >> (64 - bits), cells: make([]uint64, r.Size)}
+		s.byName[r.Preamble.Name] = r.Preamble.Id
+	}
+	for _, c := range info.Counters {
+		s.counters[c.Preamble.Id] = &counter{info: c, packets: make([]uint64, c.Size), bytes: make([]uint64, c.Size)}
+		s.byName[c.Preamble.Name] = c.Preamble.Id
+	}
+	for _, d := range info.Digests {
+		s.digests[d.Preamble.Id] = d
+		s.byName[d.Preamble.Name] = d.Preamble.Id
+	}
+	return s, nil
+}
+
+func (s *state) table(name string) *table       { return s.tables[s.byName[name]] }
+func (s *state) register(name string) *register { return s.registers[s.byName[name]] }
+func (s *state) counter(name string) *counter   { return s.counters[s.byName[name]] }
+
+// writeRegister applies a MODIFY of one cell, or of every cell when the
+// index is unset.
+func (s *state) writeRegister(typ p4v1.Update_Type, re *p4v1.RegisterEntry) error {
+	r, ok := s.registers[re.RegisterId]
+	if !ok {
+		return status.Errorf(codes.NotFound, "no register %d", re.RegisterId)
+	}
+	if typ != p4v1.Update_MODIFY {
+		return status.Errorf(codes.InvalidArgument, "register %s: only MODIFY, not %s", r.info.Preamble.Name, typ)
+	}
+	b := re.GetData().GetBitstring()
+	if b == nil {
+		return status.Errorf(codes.InvalidArgument, "register %s: data must be a bitstring", r.info.Preamble.Name)
+	}
+	v, err := canonical(b, int(r.info.TypeSpec.GetBitstring().GetBit().GetBitwidth()))
+	if err != nil {
+		return status.Errorf(codes.InvalidArgument, "register %s: %v", r.info.Preamble.Name, err)
+	}
+	if re.Index == nil {
+		for i := range r.cells {
+			r.cells[i] = toUint(v)
+		}
+		return nil
+	}
+	if re.Index.Index < 0 || re.Index.Index >= int64(len(r.cells)) {
+		return status.Errorf(codes.OutOfRange, "register %s: index %d outside 0…%d", r.info.Preamble.Name, re.Index.Index, len(r.cells)-1)
+	}
+	r.cells[re.Index.Index] = toUint(v)
+	return nil
+}
+
+func (s *state) readRegister(re *p4v1.RegisterEntry, dst []*p4v1.Entity) ([]*p4v1.Entity, error) {
+	var rs []*register
+	if re.RegisterId == 0 {
+		for _, r := range s.registers {
+			rs = append(rs, r)
+		}
+	} else if r, ok := s.registers[re.RegisterId]; ok {
+		rs = append(rs, r)
+	} else {
+		return dst, status.Errorf(codes.NotFound, "no register %d", re.RegisterId)
+	}
+	for _, r := range rs {
+		from, to := int64(0), int64(len(r.cells))
+		if re.Index != nil {
+			if re.Index.Index < 0 || re.Index.Index >= to {
+				return dst, status.Errorf(codes.OutOfRange, "register %s: index %d outside 0…%d", r.info.Preamble.Name, re.Index.Index, to-1)
+			}
+			from, to = re.Index.Index, re.Index.Index+1
+		}
+		for i := from; i < to; i++ {
+			dst = append(dst, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
+				RegisterId: r.info.Preamble.Id, Index: &p4v1.Index{Index: i},
+				Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: fromUint(r.cells[i])}},
+			}}})
+		}
+	}
+	return dst, nil
+}
+
+// writeCounter sets one cell of a counter, or every cell.
+func (s *state) writeCounter(typ p4v1.Update_Type, ce *p4v1.CounterEntry) error {
+	c, ok := s.counters[ce.CounterId]
+	if !ok {
+		return status.Errorf(codes.NotFound, "no counter %d", ce.CounterId)
+	}
+	if typ != p4v1.Update_MODIFY {
+		return status.Errorf(codes.InvalidArgument, "counter %s: only MODIFY, not %s", c.info.Preamble.Name, typ)
+	}
+	pk, by := uint64(ce.GetData().GetPacketCount()), uint64(ce.GetData().GetByteCount())
+	if ce.Index == nil {
+		for i := range c.packets {
+			c.packets[i], c.bytes[i] = pk, by
+		}
+		return nil
+	}
+	if ce.Index.Index < 0 || ce.Index.Index >= int64(len(c.packets)) {
+		return status.Errorf(codes.OutOfRange, "counter %s: index %d outside 0…%d", c.info.Preamble.Name, ce.Index.Index, len(c.packets)-1)
+	}
+	c.packets[ce.Index.Index], c.bytes[ce.Index.Index] = pk, by
+	return nil
+}
+
+func (s *state) readCounter(ce *p4v1.CounterEntry, dst []*p4v1.Entity) ([]*p4v1.Entity, error) {
+	var cs []*counter
+	if ce.CounterId == 0 {
+		for _, c := range s.counters {
+			cs = append(cs, c)
+		}
+	} else if c, ok := s.counters[ce.CounterId]; ok {
+		cs = append(cs, c)
+	} else {
+		return dst, status.Errorf(codes.NotFound, "no counter %d", ce.CounterId)
+	}
+	for _, c := range cs {
+		from, to := int64(0), int64(len(c.packets))
+		if ce.Index != nil {
+			if ce.Index.Index < 0 || ce.Index.Index >= to {
+				return dst, status.Errorf(codes.OutOfRange, "counter %s: index %d outside 0…%d", c.info.Preamble.Name, ce.Index.Index, to-1)
+			}
+			from, to = ce.Index.Index, ce.Index.Index+1
+		}
+		for i := from; i < to; i++ {
+			dst = append(dst, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{
+				CounterId: c.info.Preamble.Id, Index: &p4v1.Index{Index: i},
+				Data: &p4v1.CounterData{PacketCount: int64(c.packets[i]), ByteCount: int64(c.bytes[i])},
+			}}})
+		}
+	}
+	return dst, nil
+}
+
+// errUnconfigured is returned for writes and reads before a pipeline.
+var errUnconfigured = status.Error(codes.FailedPrecondition, "no forwarding pipeline is configured")
+
+// maxMismatches bounds the differences a refused pipeline reports.
+const maxMismatches = 5
+
+// mismatch lists how got differs from want, object by object.
+func mismatch(want, got *p4configv1.P4Info) []string {
+	var d []string
+	if w, g := want.GetPkgInfo().GetArch(), got.GetPkgInfo().GetArch(); w != g {
+		d = append(d, fmt.Sprintf("architecture %q, not %q", g, w))
+	}
+	d = append(d, diffObjects("table", want.Tables, got.Tables)...)
+	d = append(d, diffObjects("action", want.Actions, got.Actions)...)
+	d = append(d, diffObjects("register", want.Registers, got.Registers)...)
+	d = append(d, diffObjects("counter", want.Counters, got.Counters)...)
+	d = append(d, diffObjects("digest", want.Digests, got.Digests)...)
+	d = append(d, diffObjects("controller header", want.ControllerPacketMetadata, got.ControllerPacketMetadata)...)
+	if len(d) == 0 && !proto.Equal(want, got) {
+		d = append(d, "the type info or annotations differ")
+	}
+	if len(d) > maxMismatches {
+		d = append(d[:maxMismatches], fmt.Sprintf("and %d more", len(d)-maxMismatches))
+	}
+	return d
+}
+
+type p4Object interface {
+	proto.Message
+	GetPreamble() *p4configv1.Preamble
+}
+
+func diffObjects[T p4Object](kind string, want, got []T) []string {
+	byID := map[uint32]T{}
+	for _, g := range got {
+		byID[g.GetPreamble().GetId()] = g
+	}
+	var d []string
+	for _, w := range want {
+		p := w.GetPreamble()
+		g, ok := byID[p.GetId()]
+		delete(byID, p.GetId())
+		switch {
+		case !ok:
+			d = append(d, fmt.Sprintf("%s %s (id %#x) missing", kind, p.GetName(), p.GetId()))
+		case !proto.Equal(w, g):
+			d = append(d, fmt.Sprintf("%s %s (id %#x) differs", kind, p.GetName(), p.GetId()))
+		}
+	}
+	var extra []string
+	for id, g := range byID {
+		extra = append(extra, fmt.Sprintf("%s %s (id %#x) unknown", kind, g.GetPreamble().GetName(), id))
+	}
+	sort.Strings(extra)
+	return append(d, extra...)
+}

@@ -1,0 +1,317 @@
+package softswitch
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"golang.org/x/net/ipv4"
+
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// Defaults of Config.
+const (
+	DefaultBatch = 32
+	// queueLen bounds the packet-ins and hot-key reports waiting for the
+	// controller; more are dropped and counted, as a CPU port drops.
+	queueLen    = 4096
+	maxDatagram = 65536
+)
+
+// Config configures a software switch.
+type Config struct {
+	// Addr is the IPv4 address its ports bind.
+	Addr netip.Addr
+	// BasePort is the coherence port; read port s (the storage shard of
+	// global index s) is BasePort + 1 + s.
+	BasePort uint16
+	// ReadPorts is the number of read ports.
+	ReadPorts int
+	// Batch is the most datagrams one receive takes (DefaultBatch).
+	Batch  int
+	Logger *slog.Logger
+}
+
+// Stats counts what the switch did; every field is updated atomically.
+type Stats struct {
+	Received     atomic.Uint64 // datagrams received on its ports
+	Hits         atomic.Uint64 // GETs answered from the registers
+	Refused      atomic.Uint64 // hedged reads (FLAG_CACHE_ONLY) without a valid copy
+	Relayed      atomic.Uint64 // misses (and MOREs) sent on to a shim
+	Replies      atomic.Uint64 // shim replies relayed back to their clients
+	Coherence    atomic.Uint64 // INVALIDATE, UPDATE and FETCH_REPLY handled
+	Dropped      atomic.Uint64 // dropped by the pipeline (no route, no relay slot, not addressed)
+	Unparsed     atomic.Uint64 // not a DistCache datagram, or too short for its key
+	NoEgress     atomic.Uint64 // leaving from an address the switch has no port at
+	SendErrors   atomic.Uint64
+	PacketIns    atomic.Uint64 // FETCH_REPLYs passed to the controller
+	QueueDrops   atomic.Uint64 // packet-ins and hot-key reports the controller did not take in time
+	HotKeys      atomic.Uint64 // hot-key reports
+	Unconfigured atomic.Uint64 // datagrams received before a pipeline was pushed
+}
+
+// Switch is a software switch running the cache switch program.
+type Switch struct {
+	cfg   Config
+	log   *slog.Logger
+	start time.Time
+	conns []*net.UDPConn
+	pcs   []*ipv4.PacketConn
+
+	// mu is the pipeline lock: it guards st and c (tables, registers,
+	// counters), held for a whole receive batch as a pipeline processes
+	// packets in order, and for each P4Runtime request.
+	mu sync.Mutex
+	st *state
+	c  *cache
+
+	packetIns chan []byte
+	hotKeys   chan hotKeyReport
+	stats     Stats
+	wg        sync.WaitGroup
+	closed    atomic.Bool
+}
+
+// New binds the switch's ports and starts serving them; until a pipeline
+// is pushed (SetPipeline) it drops every datagram.
+func New(cfg Config) (*Switch, error) {
+	if !cfg.Addr.Is4() {
+		return nil, fmt.Errorf("cannot start the software switch: address %s is not IPv4", cfg.Addr)
+	}
+	if cfg.ReadPorts < 1 || int(cfg.BasePort)+cfg.ReadPorts > 65535 {
+		return nil, fmt.Errorf("cannot start the software switch: ports %d…%d", cfg.BasePort, int(cfg.BasePort)+cfg.ReadPorts)
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultBatch
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Switch{cfg: cfg, log: cfg.Logger, start: time.Now(),
+		packetIns: make(chan []byte, queueLen), hotKeys: make(chan hotKeyReport, queueLen)}
+	for i := 0; i <= cfg.ReadPorts; i++ {
+		addr := netip.AddrPortFrom(cfg.Addr, cfg.BasePort+uint16(i))
+		conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
+		if err != nil {
+			s.closeConns()
+			return nil, fmt.Errorf("cannot start the software switch: cannot bind %s: %w", addr, err)
+		}
+		s.conns = append(s.conns, conn)
+		s.pcs = append(s.pcs, ipv4.NewPacketConn(conn))
+	}
+	for i := range s.conns {
+		s.wg.Add(1)
+		go s.serve(i)
+	}
+	return s, nil
+}
+
+// Addr is the switch's coherence address (its member address).
+func (s *Switch) Addr() netip.AddrPort { return netip.AddrPortFrom(s.cfg.Addr, s.cfg.BasePort) }
+
+// Stats returns the switch's counters.
+func (s *Switch) Stats() *Stats { return &s.stats }
+
+// Close stops serving and closes the ports.
+func (s *Switch) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	err := s.closeConns()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Switch) closeConns() error {
+	var errs []error
+	for _, c := range s.conns {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// SetPipeline installs a new pipeline: the P4Info must be the program's
+// (Program). Every table starts empty and every register zero, as after
+// a switch restart.
+func (s *Switch) SetPipeline(info *p4configv1.P4Info, cookie uint64) error {
+	st, err := newState(info, cookie)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.st, s.c = st, newCache(st)
+	s.mu.Unlock()
+	s.log.Info("forwarding pipeline installed", "program", Program, "cookie", cookie)
+	return nil
+}
+
+// Pipeline returns the installed P4Info and cookie, if any.
+func (s *Switch) Pipeline() (*p4configv1.P4Info, uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st == nil {
+		return nil, 0, false
+	}
+	return s.st.info, s.st.cookie, true
+}
+
+// now is the ingress timestamp: microseconds since the switch started.
+func (s *Switch) now() uint64 { return uint64(time.Since(s.start) / time.Microsecond) }
+
+// serve receives batches on port i and runs each through the pipeline.
+func (s *Switch) serve(i int) {
+	defer s.wg.Done()
+	local := netip.AddrPortFrom(s.cfg.Addr, s.cfg.BasePort+uint16(i))
+	in := make([]ipv4.Message, s.cfg.Batch)
+	for j := range in {
+		in[j].Buffers = [][]byte{make([]byte, maxDatagram)}
+	}
+	pkts := make([]packet, s.cfg.Batch)
+	out := make([][]ipv4.Message, len(s.conns))
+	for {
+		n, err := s.pcs[i].ReadBatch(in, 0)
+		if err != nil {
+			if s.closed.Load() {
+				return
+			}
+			s.log.Warn("cannot receive", "port", local, "err", err)
+			continue
+		}
+		s.stats.Received.Add(uint64(n))
+		s.process(local, in[:n], pkts[:n])
+		s.egress(pkts[:n], out)
+	}
+}
+
+// process runs a received batch through the pipeline under the lock.
+func (s *Switch) process(local netip.AddrPort, in []ipv4.Message, pkts []packet) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for j := range in {
+		p := &pkts[j]
+		*p = packet{dst: local, b: in[j].Buffers[0][:in[j].N]}
+		if ua, ok := in[j].Addr.(*net.UDPAddr); ok {
+			p.src = ua.AddrPort()
+			p.src = netip.AddrPortFrom(p.src.Addr().Unmap(), p.src.Port())
+		}
+		if s.c == nil {
+			s.stats.Unconfigured.Add(1)
+			p.drop = true
+			continue
+		}
+		p.parse()
+		if !p.dc {
+			s.stats.Unparsed.Add(1)
+			p.drop = true
+			continue
+		}
+		s.c.apply(p, now, s.reportHotKey)
+		if p.role == roleNone {
+			p.drop = true // not addressed to the switch: no route on loopback
+		}
+	}
+}
+
+func (s *Switch) reportHotKey(r hotKeyReport) {
+	s.stats.HotKeys.Add(1)
+	select {
+	case s.hotKeys <- r:
+	default:
+		s.stats.QueueDrops.Add(1)
+	}
+}
+
+// egress sends the batch's packets from the ports they leave by, one
+// sendmmsg per port, and hands FETCH_REPLYs to the controller.
+func (s *Switch) egress(pkts []packet, out [][]ipv4.Message) {
+	for k := range out {
+		out[k] = out[k][:0]
+	}
+	for j := range pkts {
+		p := &pkts[j]
+		switch {
+		case p.drop:
+			s.stats.Dropped.Add(1)
+			continue
+		case p.toCPU:
+			s.packetIn(p)
+			continue
+		}
+		k, ok := s.port(p.src)
+		if !ok {
+			s.stats.NoEgress.Add(1)
+			continue
+		}
+		s.countEgress(p)
+		out[k] = append(out[k], ipv4.Message{Buffers: [][]byte{p.b}, Addr: net.UDPAddrFromAddrPort(p.dst)})
+	}
+	for k, msgs := range out {
+		for len(msgs) > 0 {
+			n, err := s.pcs[k].WriteBatch(msgs, 0)
+			if err != nil {
+				s.stats.SendErrors.Add(uint64(len(msgs)))
+				break
+			}
+			msgs = msgs[n:]
+		}
+	}
+}
+
+func (s *Switch) countEgress(p *packet) {
+	switch {
+	case p.role == roleCoherence:
+		s.stats.Coherence.Add(1)
+	case p.reply && p.flags()&byte(wire.FlagHit) != 0:
+		s.stats.Hits.Add(1)
+	case p.reply:
+		s.stats.Refused.Add(1)
+	case p.op() == wire.OpGetReply:
+		s.stats.Replies.Add(1)
+	default:
+		s.stats.Relayed.Add(1)
+	}
+}
+
+// port is the index of the port a packet from src leaves by.
+func (s *Switch) port(src netip.AddrPort) (int, bool) {
+	if src.Addr() != s.cfg.Addr || src.Port() < s.cfg.BasePort || int(src.Port()-s.cfg.BasePort) >= len(s.conns) {
+		return 0, false
+	}
+	return int(src.Port() - s.cfg.BasePort), true
+}
+
+func (s *Switch) packetIn(p *packet) {
+	s.stats.Coherence.Add(1)
+	frame := appendFrame(nil, p.src, p.dst, p.b)
+	select {
+	case s.packetIns <- frame:
+		s.stats.PacketIns.Add(1)
+	default:
+		s.stats.QueueDrops.Add(1)
+	}
+}
+
+// PacketOut sends a controller's frame (Ethernet, IPv4, UDP) from the
+// switch port its source names, as the program forwards a packet-out.
+func (s *Switch) PacketOut(frame []byte) error {
+	src, dst, payload, err := parseFrame(frame)
+	if err != nil {
+		return err
+	}
+	k, ok := s.port(src)
+	if !ok {
+		return fmt.Errorf("cannot send packet-out: the switch has no port at %s", src)
+	}
+	if _, err := s.conns[k].WriteToUDPAddrPort(payload, dst); err != nil {
+		return fmt.Errorf("cannot send packet-out to %s: %w", dst, err)
+	}
+	return nil
+}
