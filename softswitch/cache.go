@@ -61,15 +61,16 @@ func newCache(s *state) *cache {
 	return c
 }
 
-// hotKeyReport is one hot_key_t digest.
-type hotKeyReport struct {
-	digest [16]byte
-	count  uint16
+// HotKey is one hot_key_t digest: an uncached key's digest and its
+// Count-Min estimate.
+type HotKey struct {
+	Digest [16]byte
+	Count  uint16
 }
 
 // apply runs the control on p at ingress time now (microseconds); a hot
 // key is reported through report.
-func (c *cache) apply(p *packet, now uint64, report func(hotKeyReport)) {
+func (c *cache) apply(p *packet, now uint64, report func(HotKey)) {
 	c.clock.write(0, now)
 	c.applySwitchAddress(p)
 	if p.role != roleNone {
@@ -143,7 +144,7 @@ func (c *cache) countLoad(p *packet, now uint64) {
 
 func (c *cache) peekLoad(p *packet) { p.load = uint32(max(c.load.read(0), c.load.read(1))) }
 
-func (c *cache) reads(p *packet, held bool, now uint64, report func(hotKeyReport)) {
+func (c *cache) reads(p *packet, held bool, now uint64, report func(HotKey)) {
 	c.applyStorageRoute(p)
 	op := p.op()
 	if op == wire.OpGet {
@@ -191,7 +192,7 @@ func (c *cache) answerHit(p *packet) {
 }
 
 // countUncached is count_uncached with the hot-key report after it.
-func (c *cache) countUncached(p *packet, report func(hotKeyReport)) {
+func (c *cache) countUncached(p *packet, report func(HotKey)) {
 	m := uint16(0xffff)
 	for i, row := range c.sketch {
 		idx := p.digestWord(i)
@@ -214,9 +215,9 @@ func (c *cache) countUncached(p *packet, report func(hotKeyReport)) {
 	for i, b := range c.bloom {
 		b.write(p.digestWord(4+i), 1)
 	}
-	var r hotKeyReport
-	copy(r.digest[:], p.digest())
-	r.count = m
+	var r HotKey
+	copy(r.Digest[:], p.digest())
+	r.Count = m
 	report(r)
 }
 

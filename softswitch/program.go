@@ -55,15 +55,24 @@ type state struct {
 	byName    map[string]uint32
 }
 
+// CheckP4Info checks that info is the P4Info of Program, which the
+// software switch runs; the error says how it differs.
+func CheckP4Info(info *p4configv1.P4Info) error {
+	want, err := pipelines.ProgramP4Info(Program)
+	if err != nil {
+		return status.Errorf(codes.Internal, "cannot load the software switch's P4Info: %v", err)
+	}
+	if diffs := mismatch(want, info); len(diffs) > 0 {
+		return status.Errorf(codes.InvalidArgument, "the pipeline's P4Info is not %s's, which the software switch runs: %s", Program, strings.Join(diffs, "; "))
+	}
+	return nil
+}
+
 // newState builds the objects of info, which must be the P4Info of
 // Program: the software switch implements that program and no other.
 func newState(info *p4configv1.P4Info, cookie uint64) (*state, error) {
-	want, err := pipelines.ProgramP4Info(Program)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "cannot load the software switch's P4Info: %v", err)
-	}
-	if diffs := mismatch(want, info); len(diffs) > 0 {
-		return nil, status.Errorf(codes.InvalidArgument, "the pipeline's P4Info is not %s's, which the software switch runs: %s", Program, strings.Join(diffs, "; "))
+	if err := CheckP4Info(info); err != nil {
+		return nil, err
 	}
 	s := &state{
 		info: info, cookie: cookie, tables: map[uint32]*table{}, registers: map[uint32]*register{},

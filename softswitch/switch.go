@@ -12,6 +12,7 @@ import (
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"golang.org/x/net/ipv4"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -73,7 +74,7 @@ type Switch struct {
 	c  *cache
 
 	packetIns chan []byte
-	hotKeys   chan hotKeyReport
+	hotKeys   chan HotKey
 	stats     Stats
 	wg        sync.WaitGroup
 	closed    atomic.Bool
@@ -95,7 +96,7 @@ func New(cfg Config) (*Switch, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Switch{cfg: cfg, log: cfg.Logger, start: time.Now(),
-		packetIns: make(chan []byte, queueLen), hotKeys: make(chan hotKeyReport, queueLen)}
+		packetIns: make(chan []byte, queueLen), hotKeys: make(chan HotKey, queueLen)}
 	for i := 0; i <= cfg.ReadPorts; i++ {
 		addr := netip.AddrPortFrom(cfg.Addr, cfg.BasePort+uint16(i))
 		conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
@@ -151,6 +152,30 @@ func (s *Switch) SetPipeline(info *p4configv1.P4Info, cookie uint64) error {
 	s.log.Info("forwarding pipeline installed", "program", Program, "cookie", cookie)
 	return nil
 }
+
+// Verify checks info as SetPipeline would, without installing it.
+func (s *Switch) Verify(info *p4configv1.P4Info) error { return CheckP4Info(info) }
+
+// Reconcile installs info keeping the tables and registers when the
+// switch runs the same P4Info already (only the cookie changes), as
+// P4Runtime's RECONCILE_AND_COMMIT asks.
+func (s *Switch) Reconcile(info *p4configv1.P4Info, cookie uint64) error {
+	s.mu.Lock()
+	if s.st != nil && proto.Equal(s.st.info, info) {
+		s.st.cookie = cookie
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	return s.SetPipeline(info, cookie)
+}
+
+// PacketIns are the frames the pipeline sends the controller (the
+// FETCH_REPLYs it applied), for the P4Runtime stream to deliver.
+func (s *Switch) PacketIns() <-chan []byte { return s.packetIns }
+
+// HotKeys are the pipeline's hot-key digests.
+func (s *Switch) HotKeys() <-chan HotKey { return s.hotKeys }
 
 // Pipeline returns the installed P4Info and cookie, if any.
 func (s *Switch) Pipeline() (*p4configv1.P4Info, uint64, bool) {
@@ -220,7 +245,7 @@ func (s *Switch) process(local netip.AddrPort, in []ipv4.Message, pkts []packet)
 	}
 }
 
-func (s *Switch) reportHotKey(r hotKeyReport) {
+func (s *Switch) reportHotKey(r HotKey) {
 	s.stats.HotKeys.Add(1)
 	select {
 	case s.hotKeys <- r:

@@ -1,0 +1,249 @@
+package p4rtserver
+
+import (
+	"context"
+	"encoding/binary"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/distcache/distcache/softswitch"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
+)
+
+const testTimeout = 10 * time.Second
+
+// testServer is a software switch behind a P4Runtime server on loopback.
+type testServer struct {
+	sw   *softswitch.Switch
+	addr string
+	info *p4configv1.P4Info
+}
+
+func startServer(t *testing.T) *testServer {
+	t.Helper()
+	var sw *softswitch.Switch
+	var err error
+	for range 20 {
+		sw, err = softswitch.New(softswitch.Config{Addr: netip.MustParseAddr("127.0.0.1"),
+			BasePort: uint16(20000 + rand.IntN(30000)), ReadPorts: 1, Logger: slog.New(slog.DiscardHandler)})
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer()
+	srv := New(sw, Config{Logger: slog.New(slog.DiscardHandler)})
+	srv.Register(g)
+	go g.Serve(lis)
+	t.Cleanup(func() { g.Stop(); srv.Close() })
+	info, err := pipelines.ProgramP4Info(softswitch.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testServer{sw: sw, addr: lis.Addr().String(), info: info}
+}
+
+// controller is one P4Runtime client with its stream.
+type controller struct {
+	c        p4v1.P4RuntimeClient
+	stream   p4v1.P4Runtime_StreamChannelClient
+	election *p4v1.Uint128
+	cancel   context.CancelFunc
+}
+
+func (ts *testServer) connect(t *testing.T, election uint64) *controller {
+	t.Helper()
+	conn, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c := &controller{c: p4v1.NewP4RuntimeClient(conn), election: &p4v1.Uint128{Low: election}, cancel: cancel}
+	if c.stream, err = c.c.StreamChannel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.stream.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{
+		Arbitration: &p4v1.MasterArbitrationUpdate{DeviceId: 1, ElectionId: c.election}}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// next is the next stream message of the kind want returns non-nil for,
+// skipping others.
+func next[T any](t *testing.T, c *controller, want func(*p4v1.StreamMessageResponse) T) T {
+	t.Helper()
+	got := make(chan T, 1)
+	go func() {
+		for {
+			m, err := c.stream.Recv()
+			if err != nil {
+				return
+			}
+			if v := want(m); any(v) != any(*new(T)) {
+				got <- v
+				return
+			}
+		}
+	}()
+	select {
+	case v := <-got:
+		return v
+	case <-time.After(testTimeout):
+		t.Fatal("no stream message of the kind awaited")
+		return *new(T)
+	}
+}
+
+func arbitration(m *p4v1.StreamMessageResponse) *p4v1.MasterArbitrationUpdate { return m.GetArbitration() }
+
+func (c *controller) setPipeline(t *testing.T, info *p4configv1.P4Info, cookie uint64) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	_, err := c.c.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{
+		DeviceId: 1, ElectionId: c.election, Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
+		Config: &p4v1.ForwardingPipelineConfig{P4Info: info, Cookie: &p4v1.ForwardingPipelineConfig_Cookie{Cookie: cookie}},
+	})
+	return err
+}
+
+func (c *controller) write(t *testing.T, updates ...*p4v1.Update) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	_, err := c.c.Write(ctx, &p4v1.WriteRequest{DeviceId: 1, ElectionId: c.election, Updates: updates})
+	return err
+}
+
+// TestArbitration: the higher election id is primary (OK), the other a
+// backup told ALREADY_EXISTS with the primary's id; only the primary may
+// push a pipeline; when the primary leaves, the backup is told it is
+// primary; an election id another controller holds is refused.
+func TestArbitration(t *testing.T) {
+	ts := startServer(t)
+	low := ts.connect(t, 5)
+	if a := next(t, low, arbitration); codes.Code(a.Status.Code) != codes.OK {
+		t.Fatalf("the only controller: %v", a.Status)
+	}
+	high := ts.connect(t, 9)
+	if a := next(t, high, arbitration); codes.Code(a.Status.Code) != codes.OK || a.ElectionId.Low != 9 {
+		t.Fatalf("the higher election id: %v", a)
+	}
+	if a := next(t, low, arbitration); codes.Code(a.Status.Code) != codes.AlreadyExists || a.ElectionId.Low != 9 {
+		t.Fatalf("the backup: %v", a)
+	}
+	if err := low.setPipeline(t, ts.info, 1); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("a backup's pipeline: %v", err)
+	}
+	if err := high.setPipeline(t, ts.info, 1); err != nil {
+		t.Fatalf("the primary's pipeline: %v", err)
+	}
+	high.cancel()
+	if a := next(t, low, arbitration); codes.Code(a.Status.Code) != codes.OK || a.ElectionId.Low != 5 {
+		t.Fatalf("after the primary left: %v", a)
+	}
+	dup := ts.connect(t, 5)
+	if _, err := dup.stream.Recv(); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("a duplicate election id: %v", err)
+	}
+}
+
+// TestPipelineAndWrites: a P4Info that is not the program's is refused
+// with what differs; the program's is installed and read back with its
+// cookie; a Write with a bad update fails with one p4.v1.Error per update
+// while applying the good ones.
+func TestPipelineAndWrites(t *testing.T) {
+	ts := startServer(t)
+	c := ts.connect(t, 1)
+	next(t, c, arbitration)
+	bad := &p4configv1.P4Info{PkgInfo: &p4configv1.PkgInfo{Arch: "tna"}}
+	if err := c.setPipeline(t, bad, 1); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `architecture "tna"`) {
+		t.Errorf("another program's P4Info: %v", err)
+	}
+	if err := c.setPipeline(t, ts.info, 77); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	got, err := c.c.GetForwardingPipelineConfig(ctx, &p4v1.GetForwardingPipelineConfigRequest{DeviceId: 1, ResponseType: p4v1.GetForwardingPipelineConfigRequest_COOKIE_ONLY})
+	if err != nil || got.Config.Cookie.Cookie != 77 || got.Config.P4Info != nil {
+		t.Errorf("cookie %v, %v", got, err)
+	}
+
+	lookup := objectID(ts.info, "cache_lookup")
+	entry := func(digest byte, slot uint32) *p4v1.Update {
+		return &p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+			TableId: lookup,
+			Match:   []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{digest}}}}},
+			Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: objectID(ts.info, "cached"),
+				Params: []*p4v1.Action_Param{{ParamId: 1, Value: binary.BigEndian.AppendUint32(nil, slot)}}}}},
+		}}}}
+	}
+	err = c.write(t, entry(1, 1), entry(1, 2), entry(2, 3))
+	st, _ := status.FromError(err)
+	if st.Code() != codes.Unknown || len(st.Details()) != 3 {
+		t.Fatalf("write: %v with %d details", err, len(st.Details()))
+	}
+	want := []codes.Code{codes.OK, codes.AlreadyExists, codes.OK}
+	for i, d := range st.Details() {
+		if e, ok := d.(*p4v1.Error); !ok || codes.Code(e.CanonicalCode) != want[i] {
+			t.Errorf("update %d: %v, want %s", i, d, want[i])
+		}
+	}
+	rs, err := c.c.Read(ctx, &p4v1.ReadRequest{DeviceId: 1, Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: lookup}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		r, err := rs.Recv()
+		if err != nil {
+			break
+		}
+		n += len(r.Entities)
+	}
+	if n != 2 {
+		t.Errorf("read %d entries, want 2", n)
+	}
+}
+
+func objectID(info *p4configv1.P4Info, name string) uint32 {
+	for _, x := range info.Tables {
+		if x.Preamble.Name == name {
+			return x.Preamble.Id
+		}
+	}
+	for _, x := range info.Actions {
+		if x.Preamble.Name == name {
+			return x.Preamble.Id
+		}
+	}
+	for _, x := range info.Registers {
+		if x.Preamble.Name == name {
+			return x.Preamble.Id
+		}
+	}
+	return 0
+}
