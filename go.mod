@@ -15,6 +15,7 @@ require (
 	github.com/google/renameio/v2 v2.0.1
 	github.com/grafana/grafana-foundation-sdk/go v0.0.12
 	github.com/mdlayher/netlink v1.7.3-0.20250113171957-fbb4dce95f42
+	github.com/openconfig/gnmi v0.14.1
 	github.com/p4lang/p4runtime v1.5.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

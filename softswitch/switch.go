@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/softswitch/gnmiserver"
 )
 
 // Defaults of Config.
@@ -116,6 +117,17 @@ func New(cfg Config) (*Switch, error) {
 
 // Addr is the switch's coherence address (its member address).
 func (s *Switch) Addr() netip.AddrPort { return netip.AddrPortFrom(s.cfg.Addr, s.cfg.BasePort) }
+
+// Ports names the switch's ports — "coherence", then "read-<s>" for the
+// read port of shard s — and says whether each is up (bound and served).
+func (s *Switch) Ports() []gnmiserver.Port {
+	up := !s.closed.Load()
+	ports := []gnmiserver.Port{{Name: "coherence", Up: up}}
+	for i := range s.cfg.ReadPorts {
+		ports = append(ports, gnmiserver.Port{Name: fmt.Sprintf("read-%d", i), Up: up})
+	}
+	return ports
+}
 
 // Stats returns the switch's counters.
 func (s *Switch) Stats() *Stats { return &s.stats }
