@@ -41,6 +41,15 @@ export DISTCACHE_PROMETHEUS ?= $(PROMETHEUS_DIR)/prometheus
 REDIS_PY_VERSION ?= 8.1.0
 REDIS_PY_DIR := $(abspath $(TOOLS_DIR))/redis-py/$(REDIS_PY_VERSION)
 export DISTCACHE_REDIS_PY ?= $(REDIS_PY_DIR)/bin/python
+# The P4Runtime clients the software switch's conformance tests run
+# (softswitch/conformance), each in a virtualenv of its own — their
+# protobuf pins conflict — from the pinned requirements next to the tests.
+FINSY_VERSION ?= 0.30.0
+FINSY_DIR := $(abspath $(TOOLS_DIR))/finsy/$(FINSY_VERSION)
+export DISTCACHE_FINSY_PY ?= $(FINSY_DIR)/bin/python
+P4RUNTIME_SH_VERSION ?= 0.0.6
+P4RUNTIME_SH_DIR := $(abspath $(TOOLS_DIR))/p4runtime-shell/$(P4RUNTIME_SH_VERSION)
+export DISTCACHE_P4RUNTIME_SH_PY ?= $(P4RUNTIME_SH_DIR)/bin/python
 
 # The build's version, commit and date, linked into the binary
 # (internal/buildinfo; `distcache version`). VERSION is the image tag: the
@@ -78,7 +87,7 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # script (test/scripts); prometheus and promtool for the tests of the metrics
 # and the alert rules; localkube's binaries and Debian packages for the
 # test that brings a real node up and down (test/localkube).
-TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes redis-py localkube-deps
+TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes redis-py finsy p4runtime-shell localkube-deps
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -111,7 +120,7 @@ image: ## Build the container image without Docker into IMAGE_ARCHIVE (docker lo
 	$(GO) run ./hack/image -binary $(IMAGE_DIR)/distcache-linux-$(IMAGE_ARCH) -arch $(IMAGE_ARCH) \
 		-version $(VERSION) -revision $(COMMIT) -created $(COMMIT_EPOCH) -out $(IMAGE_ARCHIVE)
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, localkube
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, finsy, p4runtime-shell, localkube
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
@@ -158,6 +167,22 @@ $(REDIS_PY_DIR)/bin/python:
 	rm -rf '$(REDIS_PY_DIR)'
 	python3 -m venv '$(REDIS_PY_DIR)'
 	'$(REDIS_PY_DIR)/bin/pip' install --quiet --disable-pip-version-check 'redis==$(REDIS_PY_VERSION)'
+
+# Create the finsy and p4runtime-shell virtualenvs unless they are there
+# (keyed by version: a change of their requirements goes with a new version).
+.PHONY: finsy p4runtime-shell
+finsy: $(FINSY_DIR)/bin/python
+$(FINSY_DIR)/bin/python:
+	@python3 -c 'import ensurepip, venv' 2>/dev/null || ( $(call apt_install,python3-with-venv,python3 python3-venv) )
+	rm -rf '$(FINSY_DIR)'
+	python3 -m venv '$(FINSY_DIR)'
+	'$(FINSY_DIR)/bin/pip' install --quiet --disable-pip-version-check -r softswitch/conformance/testdata/finsy-requirements.txt
+p4runtime-shell: $(P4RUNTIME_SH_DIR)/bin/python
+$(P4RUNTIME_SH_DIR)/bin/python:
+	@python3 -c 'import ensurepip, venv' 2>/dev/null || ( $(call apt_install,python3-with-venv,python3 python3-venv) )
+	rm -rf '$(P4RUNTIME_SH_DIR)'
+	python3 -m venv '$(P4RUNTIME_SH_DIR)'
+	'$(P4RUNTIME_SH_DIR)/bin/pip' install --quiet --disable-pip-version-check -r softswitch/conformance/testdata/p4runtime-shell-requirements.txt
 
 # Builds upstream Prometheus into PROMETHEUS_DIR unless it is there (about
 # 4 minutes on 2 cores, once per version).

@@ -227,7 +227,7 @@ func (s *state) readCounter(ce *p4v1.CounterEntry, dst []*p4v1.Entity) ([]*p4v1.
 }
 
 // errUnconfigured is returned for writes and reads before a pipeline.
-var errUnconfigured = status.Error(codes.FailedPrecondition, "no forwarding pipeline is configured")
+var errUnconfigured = status.Error(codes.FailedPrecondition, "no forwarding pipeline config is set")
 
 // maxMismatches bounds the differences a refused pipeline reports.
 const maxMismatches = 5

@@ -118,13 +118,14 @@ func New(cfg Config) (*Switch, error) {
 // Addr is the switch's coherence address (its member address).
 func (s *Switch) Addr() netip.AddrPort { return netip.AddrPortFrom(s.cfg.Addr, s.cfg.BasePort) }
 
-// Ports names the switch's ports — "coherence", then "read-<s>" for the
-// read port of shard s — and says whether each is up (bound and served).
+// Ports names the switch's ports — "coherence" (ifindex 1), then
+// "read-<s>" (ifindex s+2) for the read port of shard s — and says
+// whether each is up (bound and served).
 func (s *Switch) Ports() []gnmiserver.Port {
 	up := !s.closed.Load()
-	ports := []gnmiserver.Port{{Name: "coherence", Up: up}}
+	ports := []gnmiserver.Port{{Name: "coherence", ID: 1, Up: up}}
 	for i := range s.cfg.ReadPorts {
-		ports = append(ports, gnmiserver.Port{Name: fmt.Sprintf("read-%d", i), Up: up})
+		ports = append(ports, gnmiserver.Port{Name: fmt.Sprintf("read-%d", i), ID: uint64(i + 2), Up: up})
 	}
 	return ports
 }

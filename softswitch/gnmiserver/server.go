@@ -1,6 +1,6 @@
 // Package gnmiserver serves gNMI (openconfig/gnmi v0.14.1) for the
 // software switch: the OpenConfig interface state of its ports —
-// /interfaces/interface[name=…]/state/{name,oper-status,admin-status} —
+// /interfaces/interface[name=…]/state/{name,ifindex,oper-status,admin-status} —
 // by Get and by Subscribe (ONCE, POLL, and STREAM with SAMPLE or
 // ON_CHANGE), which a controller watches to see the switch and its ports
 // alive. Set is not supported: the switch's configuration is its
@@ -27,6 +27,7 @@ const minSample = 100 * time.Millisecond
 // Port is one port of the target and its state.
 type Port struct {
 	Name string
+	ID   uint64 // the ifindex, P4Runtime's port number
 	Up   bool
 }
 
@@ -59,8 +60,10 @@ func (s *Server) Capabilities(context.Context, *gpb.CapabilityRequest) (*gpb.Cap
 // leaf is one value of the model.
 type leaf struct {
 	path  []*gpb.PathElem
-	value string
+	value *gpb.TypedValue
 }
+
+func stringVal(v string) *gpb.TypedValue { return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: v}} }
 
 // leaves are the model's values now.
 func (s *Server) leaves() []leaf {
@@ -70,7 +73,13 @@ func (s *Server) leaves() []leaf {
 		if p.Up {
 			oper = "UP"
 		}
-		for _, l := range []struct{ name, value string }{{"name", p.Name}, {"oper-status", oper}, {"admin-status", "UP"}} {
+		for _, l := range []struct {
+			name  string
+			value *gpb.TypedValue
+		}{
+			{"name", stringVal(p.Name)}, {"ifindex", &gpb.TypedValue{Value: &gpb.TypedValue_UintVal{UintVal: p.ID}}},
+			{"oper-status", stringVal(oper)}, {"admin-status", stringVal("UP")},
+		} {
 			out = append(out, leaf{path: []*gpb.PathElem{
 				{Name: "interfaces"}, {Name: "interface", Key: map[string]string{"name": p.Name}},
 				{Name: "state"}, {Name: l.name},
@@ -118,7 +127,7 @@ func (s *Server) notification(prefix *gpb.Path, paths []*gpb.Path, enc gpb.Encod
 			if matches(join(prefix, p), l.path) {
 				n.Update = append(n.Update, &gpb.Update{
 					Path: &gpb.Path{Elem: l.path[len(prefix.GetElem()):]},
-					Val:  &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: l.value}},
+					Val:  l.value,
 				})
 				break
 			}

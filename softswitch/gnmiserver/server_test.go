@@ -18,7 +18,7 @@ import (
 type ports struct{ down atomic.Bool }
 
 func (p *ports) Ports() []Port {
-	return []Port{{Name: "coherence", Up: true}, {Name: "read-0", Up: !p.down.Load()}}
+	return []Port{{Name: "coherence", ID: 1, Up: true}, {Name: "read-0", ID: 2, Up: !p.down.Load()}}
 }
 
 func client(t *testing.T, target Target) gpb.GNMIClient {
@@ -55,8 +55,8 @@ func TestGet(t *testing.T) {
 	}{
 		{"one port", operStatus("read-0"), 1, codes.OK},
 		{"every port", operStatus("*"), 2, codes.OK},
-		{"everything", &gpb.Path{Elem: []*gpb.PathElem{{Name: "interfaces"}}}, 6, codes.OK},
-		{"below", &gpb.Path{Elem: []*gpb.PathElem{{Name: "interfaces"}, {Name: "..."}}}, 6, codes.OK},
+		{"everything", &gpb.Path{Elem: []*gpb.PathElem{{Name: "interfaces"}}}, 8, codes.OK},
+		{"below", &gpb.Path{Elem: []*gpb.PathElem{{Name: "interfaces"}, {Name: "..."}}}, 8, codes.OK},
 		{"no such port", operStatus("read-9"), 0, codes.NotFound},
 	}
 	for _, tt := range tests {

@@ -160,7 +160,7 @@ func (s *Server) GetForwardingPipelineConfig(_ context.Context, req *p4v1.GetFor
 	}
 	info, cookie, ok := s.t.Pipeline()
 	if !ok {
-		return nil, status.Error(codes.FailedPrecondition, "no forwarding pipeline is configured")
+		return nil, status.Error(codes.FailedPrecondition, "no forwarding pipeline config is set")
 	}
 	s.mu.Lock()
 	device := s.deviceConfig
