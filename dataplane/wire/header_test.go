@@ -9,6 +9,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/hashing"
+	"github.com/distcache/distcache/placement/partmap"
 )
 
 // msgOpt sets one field of a test message built by msg.
@@ -472,5 +473,13 @@ func TestSwitchCacheable(t *testing.T) {
 	}
 	if wire.MinDatagram < wire.HeaderLen+wire.MaxSwitchKeyLen+wire.MaxSwitchValueLen {
 		t.Errorf("a switch-cacheable message does not fit the smallest datagram (%d bytes)", wire.MinDatagram)
+	}
+}
+
+// TestSwitchKeyBoundMatchesPlacement: the placement routes around switch
+// layers exactly the keys a switch cannot cache.
+func TestSwitchKeyBoundMatchesPlacement(t *testing.T) {
+	if wire.MaxSwitchKeyLen != partmap.MaxSwitchKeyLen {
+		t.Errorf("wire caches keys of %d bytes at a switch, the placement routes %d", wire.MaxSwitchKeyLen, partmap.MaxSwitchKeyLen)
 	}
 }

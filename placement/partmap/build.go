@@ -47,6 +47,8 @@ type LayerSpec struct {
 	// VirtualNodes defaults to ring.DefaultVirtualNodes.
 	VirtualNodes int
 	BoundToRacks bool
+	// Switch: the layer is served by programmable switches (Layer.Switch).
+	Switch bool
 	// Capacity is the members' relative throughput (0 means 1).
 	Capacity float64
 }
@@ -114,7 +116,7 @@ func Build(spec Spec, prev *Map) (*Map, error) {
 }
 
 func buildLayer(spec Spec, ls LayerSpec, ids *idAllocator) Layer {
-	l := Layer{Name: ls.Name, Seed: ls.Seed, VirtualNodes: ls.VirtualNodes, BoundToRacks: ls.BoundToRacks}
+	l := Layer{Name: ls.Name, Seed: ls.Seed, VirtualNodes: ls.VirtualNodes, BoundToRacks: ls.BoundToRacks, Switch: ls.Switch}
 	if l.Seed == 0 {
 		l.Seed = hashing.Derive(0, spec.Cluster+"/layer/"+ls.Name)
 	}

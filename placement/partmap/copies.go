@@ -116,8 +116,12 @@ func (m *Map) validateCopies() error {
 			return fmt.Errorf("copies of key %q: %d members, more than %d", kc.Key, len(kc.Members), MaxCopiesPerKey)
 		}
 		for j, name := range kc.Members {
-			if _, ok := index[name]; !ok {
+			h, ok := index[name]
+			if !ok {
 				return fmt.Errorf("copies of key %q: no member %q", kc.Key, name)
+			}
+			if m.Layers[h.layer].Switch {
+				return fmt.Errorf("copies of key %q: member %q: %w", kc.Key, name, errSwitchCopies)
 			}
 			if slices.Contains(kc.Members[:j], name) {
 				return fmt.Errorf("copies of key %q: member %q listed twice", kc.Key, name)

@@ -93,6 +93,12 @@ type Layer struct {
 	// Entries is the most keys each member caches, as the sizing of the
 	// layers decided it (WithEntries); 0: each node's own capacity.
 	Entries int `json:"entries,omitempty"`
+	// Switch marks a layer served by programmable switches (switch.go):
+	// members' addresses are their coherence ports, reads go to a read
+	// port per storage shard, and keys longer than MaxSwitchKeyLen bytes
+	// have no candidate in it. Readers older than this field reject a map
+	// that has it.
+	Switch bool `json:"switch,omitempty"`
 	// Members lists every member, active or failed.
 	Members []Member `json:"members"`
 }
@@ -226,6 +232,9 @@ func (m *Map) Validate() error {
 			return fmt.Errorf("invalid partition map: layers %q and %q share seed %d; layers must hash independently", other, l.Name, l.Seed)
 		}
 		seeds[l.Seed] = l.Name
+	}
+	if err := m.validateSwitchLayers(); err != nil {
+		return fmt.Errorf("invalid partition map: %w", err)
 	}
 	if err := m.validateCopies(); err != nil {
 		return fmt.Errorf("invalid partition map: %w", err)

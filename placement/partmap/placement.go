@@ -17,6 +17,8 @@ type Placement struct {
 	copies  map[string][]holder // Map.Copies by key; nil without any
 	rackFn  hashing.Func
 	shardFn hashing.Func
+	// shardBase is, by rack, the global index of its first shard.
+	shardBase []int
 }
 
 type compiledLayer struct {
@@ -24,6 +26,7 @@ type compiledLayer struct {
 	byRing   []int      // ring member index -> index in Layer.Members
 	byRack   []int      // bound layers: rack index -> owning member index, or -1
 	capacity []float64  // per member, defaulted to 1
+	switched bool       // a switch-backed layer (Layer.Switch)
 }
 
 // Candidate is a key's owner in one layer.
@@ -60,8 +63,11 @@ func Recompile(prev *Placement, m *Map) (*Placement, error) {
 		shardFn: hashing.New(hashing.Derive(m.Storage.Seed, "shard")),
 	}
 	rackIndex := make(map[string]int, len(m.Storage.Racks))
+	base := 0
 	for i, r := range m.Storage.Racks {
 		rackIndex[r.Name] = i
+		p.shardBase = append(p.shardBase, base)
+		base += len(r.Shards)
 	}
 	for i, l := range m.Layers {
 		cl, err := compileLayer(l, rackIndex, len(m.Storage.Racks), prev.ringOf(i))
@@ -90,7 +96,7 @@ func (p *Placement) ringOf(i int) *ring.Ring {
 // members are those that own keys in l now, or for the points of the
 // members it keeps (ring.WithMembers) when some failed or were restored.
 func compileLayer(l Layer, rackIndex map[string]int, racks int, prev *ring.Ring) (compiledLayer, error) {
-	var cl compiledLayer
+	cl := compiledLayer{switched: l.Switch}
 	names := make([]string, 0, len(l.Members))
 	cl.capacity = make([]float64, len(l.Members))
 	if l.BoundToRacks {
@@ -160,7 +166,12 @@ func (p *Placement) Owner(layer int, key string) int {
 		// The rack's own member failed: its keys fall back to the layer's
 		// ring over the surviving members, so only they move.
 	}
-	i := cl.ring.LocateKey(key)
+	var i int
+	if cl.switched {
+		i = cl.ring.Locate(switchPoint(key))
+	} else {
+		i = cl.ring.LocateKey(key)
+	}
 	if i < 0 {
 		return -1
 	}
@@ -183,9 +194,13 @@ func (p *Placement) Candidates(key string, dst []Candidate) []Candidate {
 
 // Owners appends to dst key's owner in every layer that has an owning
 // member, upper layers first: its candidates when no copies are decided
-// for it.
+// for it. A switch-backed layer has none for a key longer than
+// MaxSwitchKeyLen.
 func (p *Placement) Owners(key string, dst []Candidate) []Candidate {
 	for l := range p.layers {
+		if p.layers[l].switched && len(key) > MaxSwitchKeyLen {
+			continue
+		}
 		if m := p.Owner(l, key); m >= 0 {
 			dst = append(dst, p.candidate(l, m))
 		}
