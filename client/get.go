@@ -199,19 +199,29 @@ func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate,
 	return c.nodeAnswered(ctx, v, cd, sent, r, err, mayRefresh)
 }
 
+// readAddr is where a GET of cd's key goes: the member's address, or a
+// switch member's read port for the key's shard.
+func (v *view) readAddr(cd partmap.Candidate) netip.AddrPort {
+	a := v.addrs.Member(cd.Layer, cd.Member)
+	if cd.Switch && a.IsValid() {
+		a = netip.AddrPortFrom(a.Addr(), partmap.SwitchReadPort(a.Port(), cd.Shard))
+	}
+	return a
+}
+
 // nodeRequest is a GET attempt at cache candidate cd, with flags: its
 // address and message, recorded in the load table as sent now.
 func (c *Client) nodeRequest(v *view, cd partmap.Candidate, kb []byte, flags wire.Flag) (netip.AddrPort, wire.Message, int64) {
 	sent := c.now()
 	c.table.Sent(routing.NodeID(cd.Node), sent)
-	return v.addrs.Member(cd.Layer, cd.Member),
+	return v.readAddr(cd),
 		wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: flags, MapVersion: v.version}, Key: kb}, sent
 }
 
 // nodeAnswered is the outcome of a GET attempt at cache candidate cd sent
 // at sent: its reply r, or the error that ended the wait.
 func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate, sent int64, r wire.Message, err error, mayRefresh bool) (Result, string, step, error) {
-	addr := v.addrs.Member(cd.Layer, cd.Member)
+	addr := v.readAddr(cd)
 	node := routing.NodeID(cd.Node)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errWentElsewhere) {

@@ -66,7 +66,8 @@ serving lease. docs/switches.md describes it.`,
 				name, addr string
 				register   func(*grpc.Server)
 			}{
-				{"P4Runtime", p4rtAddr, p4rt.Register},
+				// As Stratum, the P4Runtime port serves gNMI too.
+				{"P4Runtime", p4rtAddr, func(g *grpc.Server) { p4rt.Register(g); gnmiserver.New(sw).Register(g) }},
 				{"gNMI", gnmiAddr, gnmiserver.New(sw).Register},
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)

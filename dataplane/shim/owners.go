@@ -43,6 +43,11 @@ type mapView struct {
 	// replaced is closed when SetMap installs the next view: a write
 	// waiting for phase 1 then re-reads the owners (invalidate.go).
 	replaced chan struct{}
+	// switches are the coherence addresses of the switch-backed members of
+	// cur and past: the peers the transport exchanges coherence messages
+	// with unsigned (transport.Config.Unsigned), as a switch cannot
+	// compute the data-plane MAC.
+	switches map[netip.AddrPort]bool
 }
 
 // owner is a cache node that may hold a copy of a key.
@@ -88,6 +93,7 @@ func (s *Shim) SetMap(p *partmap.Placement) error {
 		next.past = next.past[:len(next.past)-1]
 	}
 	next.inactiveSince = inactiveSince(st, old, now)
+	next.switches = switchAddrs(next)
 	s.view.Store(next)
 	if old != nil {
 		close(old.replaced)
@@ -137,6 +143,38 @@ func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
 	}
 	st.addrs = peers.Resolve(m, s.log, peers.WithPrevious(prev))
 	return st, nil
+}
+
+// switchAddrs collects the coherence addresses of v's switch members.
+func switchAddrs(v *mapView) map[netip.AddrPort]bool {
+	var out map[netip.AddrPort]bool
+	add := func(st *mapState) {
+		for _, l := range st.p.Map().Layers {
+			if !l.Switch {
+				continue
+			}
+			for _, mb := range l.Members {
+				if a, err := netip.ParseAddrPort(mb.Address); err == nil {
+					if out == nil {
+						out = map[netip.AddrPort]bool{}
+					}
+					out[a] = true
+				}
+			}
+		}
+	}
+	add(v.cur)
+	for _, pm := range v.past {
+		add(pm.st)
+	}
+	return out
+}
+
+// isSwitch reports whether peer is a switch member's coherence address
+// in the current map or one it replaced (transport.Config.Unsigned).
+func (s *Shim) isSwitch(peer netip.AddrPort) bool {
+	v := s.view.Load()
+	return v != nil && v.switches[peer]
 }
 
 // ownsKey reports whether st stores key on this shim's shard.

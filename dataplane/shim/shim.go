@@ -249,6 +249,9 @@ func New(cfg Config) (*Shim, error) {
 	var s *Shim
 	tc := cfg.Transport
 	tc.AfterBatch = func() { s.serveQueuedReads() } // a handler runs after Start only
+	if tc.Auth != nil {
+		tc.Unsigned = func(peer netip.AddrPort) bool { return s.isSwitch(peer) }
+	}
 	ep, err := transport.Listen(tc)
 	if err != nil {
 		return nil, fmt.Errorf("cannot create shim %s: %w", cfg.Shard, err)

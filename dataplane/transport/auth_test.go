@@ -138,3 +138,42 @@ func BenchmarkCallPut(b *testing.B) {
 		})
 	}
 }
+
+// TestUnsignedPeers: a keyed endpoint sends an Unsigned peer (a switch)
+// its coherence messages without a tag and takes its unsigned replies,
+// while an unsigned INVALIDATE from any other peer is still dropped.
+func TestUnsignedPeers(t *testing.T) {
+	flags := make(chan wire.Flag, 1)
+	sw := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+		flags <- req.Flags
+		ack := wire.Message{Header: wire.Header{Op: req.Op.Reply(), Seq: req.Seq}, Key: req.Key}
+		out.Send(src, &ack)
+	}, noOpt)
+	served := make(chan wire.Op, 4)
+	shim := listen(t, func(_ transport.Sender, _ netip.AddrPort, req *wire.Message) { served <- req.Op },
+		withAuth(t, clusterKey, nil), func(c *transport.Config) {
+			c.Unsigned = func(p netip.AddrPort) bool { return p == sw.Addr() }
+		})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := shim.Call(ctx, sw.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpInvalidate}, Key: []byte("k")})
+	if err != nil || r.Op != wire.OpInvalidateAck {
+		t.Fatalf("INVALIDATE to the switch: %v, %v", r.Header, err)
+	}
+	if f := <-flags; f&wire.FlagAuth != 0 {
+		t.Error("the INVALIDATE to an unsigned peer carried a tag")
+	}
+	other := listen(t, nil, noOpt)
+	for seq, op := range []wire.Op{wire.OpInvalidate, wire.OpGet} {
+		m := wire.Message{Header: wire.Header{Op: op, Seq: uint64(seq + 1)}, Key: []byte("k")}
+		if err := other.Send(shim.Addr(), &m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if op := <-served; op != wire.OpGet {
+		t.Errorf("served %v from a peer that is not unsigned before the marker GET", op)
+	}
+	if n := shim.Stats().MACRejected[wire.OpInvalidate]; n != 1 {
+		t.Errorf("MACRejected[INVALIDATE] = %d, want 1", n)
+	}
+}

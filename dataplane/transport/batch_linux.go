@@ -157,7 +157,7 @@ func (r *mmsgReader) sendRange(dst netip.AddrPort, m *wire.Message, from, end in
 			r.Flush()
 			buf = r.free()
 		}
-		b, next, err := r.e.appendDatagram(buf, m, off) // in place: at most Datagram bytes, the slot's room
+		b, next, err := r.e.appendDatagram(buf, dst, m, off) // in place: at most Datagram bytes, the slot's room
 		if err != nil {
 			return err
 		}

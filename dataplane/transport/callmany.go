@@ -201,7 +201,7 @@ func (e *Endpoint) sendMany(reqs []Request) error {
 			}
 			continue
 		}
-		b, _, err := e.appendDatagram(buf, r.Msg, 0)
+		b, _, err := e.appendDatagram(buf, r.Dst, r.Msg, 0)
 		if err != nil {
 			return err
 		}

@@ -123,6 +123,13 @@ type Config struct {
 	// Stats.MACRejected. Nil sends and accepts them unsigned. A
 	// *wireauth.Keyring is one.
 	Auth Authenticator
+	// Unsigned, when set with Auth, names the peers that exchange the
+	// authenticated ops without a tag: switches, whose pipelines cannot
+	// compute the MAC. Messages to them are sent unsigned, and theirs are
+	// accepted unsigned (a signed one is still verified). The data-plane
+	// key then does not cover those peers' coherence messages: the
+	// network between them and this endpoint is trusted instead.
+	Unsigned func(peer netip.AddrPort) bool
 	// Bundle sends the datagrams that leave together for the same peer (a
 	// combined Send's, a reader's replies) as one bundle datagram (package
 	// wire) of at most Datagram bytes, instead of a datagram per message.
@@ -331,7 +338,7 @@ func (e *Endpoint) sendRange(dst netip.AddrPort, m *wire.Message, from, end int)
 	bp := e.bufs.Get().(*[]byte)
 	defer e.bufs.Put(bp)
 	for off := from; ; {
-		b, next, err := e.appendDatagram((*bp)[:0], m, off)
+		b, next, err := e.appendDatagram((*bp)[:0], dst, m, off)
 		if err != nil {
 			return err
 		}
@@ -348,13 +355,15 @@ func (e *Endpoint) sendRange(dst netip.AddrPort, m *wire.Message, from, end int)
 	}
 }
 
-// signs says whether the endpoint signs messages of op.
-func (e *Endpoint) signs(op wire.Op) bool { return e.cfg.Auth != nil && wire.Authenticated(op) }
+// signs says whether the endpoint signs messages of op to peer.
+func (e *Endpoint) signs(op wire.Op, peer netip.AddrPort) bool {
+	return e.cfg.Auth != nil && wire.Authenticated(op) && (e.cfg.Unsigned == nil || !e.cfg.Unsigned(peer))
+}
 
-// appendDatagram encodes the datagram of m from value offset off, signed
-// when m's op is authenticated and the endpoint has a key.
-func (e *Endpoint) appendDatagram(dst []byte, m *wire.Message, off int) ([]byte, int, error) {
-	if e.signs(m.Op) {
+// appendDatagram encodes the datagram of m to peer from value offset off,
+// signed when m's op is authenticated and the endpoint signs for peer.
+func (e *Endpoint) appendDatagram(dst []byte, peer netip.AddrPort, m *wire.Message, off int) ([]byte, int, error) {
+	if e.signs(m.Op, peer) {
 		return wire.AppendSignedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth)
 	}
 	return wire.AppendDatagram(dst, m, off, e.cfg.Datagram)
@@ -467,11 +476,12 @@ func unmapped(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }
 
-// authentic reports whether datagram b (parsed as p) may be served: it
-// needs a valid tag when its op is authenticated or it carries one.
-func (e *Endpoint) authentic(b []byte, p *wire.Packet) bool {
+// authentic reports whether datagram b (parsed as p) from src may be
+// served: it needs a valid tag when its op is authenticated (unless src
+// is Unsigned) or it carries one.
+func (e *Endpoint) authentic(b []byte, p *wire.Packet, src netip.AddrPort) bool {
 	if !p.Has(wire.FlagAuth) {
-		return !wire.Authenticated(p.Op)
+		return !wire.Authenticated(p.Op) || (e.cfg.Unsigned != nil && e.cfg.Unsigned(src))
 	}
 	data, tag, ok := wire.Signed(b)
 	return ok && e.cfg.Auth.Verify(data, tag)

@@ -83,7 +83,7 @@ func (rx *receiver) message(src netip.AddrPort, b []byte) {
 		e.cfg.Logger.Debug("dropped malformed datagram", "from", src, "bytes", len(b), "err", err)
 		return
 	}
-	if e.cfg.Auth != nil && !e.authentic(b, &p) {
+	if e.cfg.Auth != nil && !e.authentic(b, &p, src) {
 		e.stats.macRejected[p.Op%opSlots].Add(1)
 		e.cfg.Logger.Debug("dropped datagram failing its MAC", "from", src, "op", p.Op, "signed", p.Has(wire.FlagAuth))
 		return

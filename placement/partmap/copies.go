@@ -165,7 +165,8 @@ func compileCopies(m *Map) (map[string][]holder, error) {
 // copies: each member that owns keys (a Fenced one marked so), and in
 // place of a Failed one its layer's owner of the key, as the key's copy
 // would have moved there without a decision, unless that owner already
-// holds one.
+// holds one; then its owner in every switch-backed layer, which decisions
+// do not cover (a switch caches the keys of its share).
 func (p *Placement) decidedCandidates(key string, hs []holder, dst []Candidate) []Candidate {
 	start := len(dst)
 	for _, h := range hs {
@@ -180,7 +181,7 @@ func (p *Placement) decidedCandidates(key string, hs []holder, dst []Candidate) 
 			dst = append(dst, p.candidate(h.layer, member))
 		}
 	}
-	return dst
+	return p.switchOwners(key, dst)
 }
 
 func hasCandidate(cs []Candidate, layer, member int) bool {

@@ -39,6 +39,11 @@ type Candidate struct {
 	// Fenced reports that the owner is Fenced: it still takes the key's
 	// invalidations but serves no reads.
 	Fenced bool
+	// Switch reports a switch-backed layer's member: reads of the key go
+	// to its read port for Shard, the key's global shard index
+	// (SwitchReadPort).
+	Switch bool
+	Shard  int
 }
 
 // Compile validates m and builds its lookup structure. m must not be
@@ -197,15 +202,45 @@ func (p *Placement) Candidates(key string, dst []Candidate) []Candidate {
 // for it. A switch-backed layer has none for a key longer than
 // MaxSwitchKeyLen.
 func (p *Placement) Owners(key string, dst []Candidate) []Candidate {
+	shard := -1
 	for l := range p.layers {
-		if p.layers[l].switched && len(key) > MaxSwitchKeyLen {
-			continue
-		}
-		if m := p.Owner(l, key); m >= 0 {
+		if p.layers[l].switched {
+			dst = p.switchOwner(l, key, &shard, dst)
+		} else if m := p.Owner(l, key); m >= 0 {
 			dst = append(dst, p.candidate(l, m))
 		}
 	}
 	return dst
+}
+
+// switchOwners appends key's owner in every switch-backed layer.
+func (p *Placement) switchOwners(key string, dst []Candidate) []Candidate {
+	shard := -1
+	for l := range p.layers {
+		if p.layers[l].switched {
+			dst = p.switchOwner(l, key, &shard, dst)
+		}
+	}
+	return dst
+}
+
+// switchOwner appends key's owner in switch-backed layer l, if the key is
+// short enough for a switch, with the key's global shard index (computed
+// once into *shard).
+func (p *Placement) switchOwner(l int, key string, shard *int, dst []Candidate) []Candidate {
+	if len(key) > MaxSwitchKeyLen {
+		return dst
+	}
+	m := p.Owner(l, key)
+	if m < 0 {
+		return dst
+	}
+	if *shard < 0 {
+		*shard = p.ShardIndex(key)
+	}
+	c := p.candidate(l, m)
+	c.Switch, c.Shard = true, *shard
+	return append(dst, c)
 }
 
 // candidate describes member m of layer l.

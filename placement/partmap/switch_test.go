@@ -128,3 +128,22 @@ func TestGoldenEncodingWithSwitchLayer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSwitchOwnerWithDecidedCopies: decided copies cover the software
+// layers; a key with them keeps its switch-backed layer's owner.
+func TestSwitchOwnerWithDecidedCopies(t *testing.T) {
+	m := mustBuild(t, newSpec(withSwitchSpine()), nil)
+	leaf := m.Layers[1].Members[2].Name
+	m, _, err := m.WithCopies([]partmap.KeyCopies{{Key: []byte("hot"), Members: []string{leaf}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := mustCompile(t, m)
+	cs := p.Candidates("hot", nil)
+	if len(cs) != 2 || cs[0].Layer != 1 || cs[1].Layer != 0 || !cs[1].Switch || cs[1].Shard != p.ShardIndex("hot") {
+		t.Errorf("candidates %+v", cs)
+	}
+	if !p.Holds(0, cs[1].Member, "hot") {
+		t.Error("the switch owner does not hold the key")
+	}
+}
