@@ -61,10 +61,11 @@ func newCache(s *state) *cache {
 	return c
 }
 
-// HotKey is one hot_key_t digest: an uncached key's digest and its
+// HotKey is one hot_key_t digest: an uncached key, its digest and its
 // Count-Min estimate.
 type HotKey struct {
 	Digest [16]byte
+	Key    []byte // at most 32 bytes: only keys the switch parses are counted
 	Count  uint16
 }
 
@@ -217,6 +218,7 @@ func (c *cache) countUncached(p *packet, report func(HotKey)) {
 	}
 	var r HotKey
 	copy(r.Digest[:], p.digest())
+	r.Key = append([]byte(nil), p.b[wire.HeaderLen:wire.HeaderLen+p.keyLen]...)
 	r.Count = m
 	report(r)
 }

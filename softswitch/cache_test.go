@@ -157,7 +157,7 @@ func TestHotKeyReported(t *testing.T) {
 	}
 	select {
 	case r := <-h.sw.hotKeys:
-		if r.Count != 3 || !bytes.Equal(r.Digest[:], digestOf([]byte("warm"))) {
+		if r.Count != 3 || !bytes.Equal(r.Digest[:], digestOf([]byte("warm"))) || string(r.Key) != "warm" {
 			t.Errorf("report %+v", r)
 		}
 	case <-time.After(callTimeout):

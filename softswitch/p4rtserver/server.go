@@ -206,9 +206,14 @@ func (s *Server) hotKey(hk softswitch.HotKey) {
 		s.stats.undelivered.Add(1)
 		return
 	}
+	var key [32]byte // bit<256>, the key left-aligned
+	copy(key[:], hk.Key)
+	bits := func(b []byte) *p4v1.P4Data { return &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: canonical(b)}} }
 	data := &p4v1.P4Data{Data: &p4v1.P4Data_Struct{Struct: &p4v1.P4StructLike{Members: []*p4v1.P4Data{
-		{Data: &p4v1.P4Data_Bitstring{Bitstring: canonical(hk.Digest[:])}},
-		{Data: &p4v1.P4Data_Bitstring{Bitstring: canonical([]byte{byte(hk.Count >> 8), byte(hk.Count)})}},
+		bits(hk.Digest[:]),
+		bits([]byte{byte(len(hk.Key) >> 8), byte(len(hk.Key))}),
+		bits(key[:]),
+		bits([]byte{byte(hk.Count >> 8), byte(hk.Count)}),
 	}}}}
 	s.toPrimary(&p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Digest{Digest: &p4v1.DigestList{
 		DigestId: id, ListId: s.listID.Add(1), Data: []*p4v1.P4Data{data}, Timestamp: time.Now().UnixNano(),

@@ -61,12 +61,17 @@ struct metadata_t {
     bit<32>  load;        /* reads in the current load window */
     bit<64>  tail_word;   /* the value word the tail bytes come from */
     bit<16>  hot_count;   /* Count-Min estimate of an uncached key */
+    bit<256> key;         /* the parsed key, left-aligned, for a hot-key report */
 }
 
 /* The hot-key report (NetCache §4.3): an uncached key whose Count-Min
- * estimate crossed the threshold and that the Bloom filter has not seen. */
+ * estimate crossed the threshold and that the Bloom filter has not seen,
+ * with the key itself (left-aligned, zero-padded) for the controller's
+ * FETCH. */
 struct hot_key_t {
     bit<128> key_digest;
+    bit<16>  key_len;
+    bit<256> key;
     bit<16>  count;
 }
 

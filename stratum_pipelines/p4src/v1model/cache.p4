@@ -201,6 +201,24 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout standar
         hdr.udp.checksum = 0;
     }
 
+    /* The key's words and tail bytes into one left-aligned field: the
+     * tail starts after the key's whole words (key_len / 8 of them). */
+    action pack_key() {
+        meta.key = 0;
+        if (hdr.key_words[0].isValid()) { meta.key[255:192] = hdr.key_words[0].w; }
+        if (hdr.key_words[1].isValid()) { meta.key[191:128] = hdr.key_words[1].w; }
+        if (hdr.key_words[2].isValid()) { meta.key[127:64]  = hdr.key_words[2].w; }
+        if (hdr.key_words[3].isValid()) { meta.key[63:0]    = hdr.key_words[3].w; }
+        bit<8> tail_at = 248 - (bit<8>)(hdr.dc.key_len >> 3) * 64;
+        if (hdr.key_tail[0].isValid()) { meta.key = meta.key | ((bit<256>)hdr.key_tail[0].b << tail_at); }
+        if (hdr.key_tail[1].isValid()) { meta.key = meta.key | ((bit<256>)hdr.key_tail[1].b << (tail_at - 8)); }
+        if (hdr.key_tail[2].isValid()) { meta.key = meta.key | ((bit<256>)hdr.key_tail[2].b << (tail_at - 16)); }
+        if (hdr.key_tail[3].isValid()) { meta.key = meta.key | ((bit<256>)hdr.key_tail[3].b << (tail_at - 24)); }
+        if (hdr.key_tail[4].isValid()) { meta.key = meta.key | ((bit<256>)hdr.key_tail[4].b << (tail_at - 32)); }
+        if (hdr.key_tail[5].isValid()) { meta.key = meta.key | ((bit<256>)hdr.key_tail[5].b << (tail_at - 40)); }
+        if (hdr.key_tail[6].isValid()) { meta.key = meta.key | ((bit<256>)hdr.key_tail[6].b << (tail_at - 48)); }
+    }
+
     /* The load a relayed reply reports, without counting it as a read. */
     action peek_load() {
         bit<32> current;
@@ -268,7 +286,8 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout standar
                         bloom0.write((bit<32>)hdr.dc.key_digest[79:64], 1);
                         bloom1.write((bit<32>)hdr.dc.key_digest[95:80], 1);
                         bloom2.write((bit<32>)hdr.dc.key_digest[111:96], 1);
-                        digest<hot_key_t>(1, { hdr.dc.key_digest, meta.hot_count });
+                        pack_key();
+                        digest<hot_key_t>(1, { hdr.dc.key_digest, hdr.dc.key_len, meta.key, meta.hot_count });
                     }
                 }
             }
