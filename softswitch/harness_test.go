@@ -189,12 +189,12 @@ func (h *harness) fetch(t *testing.T, key string, seq uint64) wire.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sw.PacketOut(appendFrame(nil, h.sw.Addr(), h.shim.Addr(), b)); err != nil {
+	if err := h.sw.PacketOut(pipelines.AppendFrame(nil, h.sw.Addr(), h.shim.Addr(), b)); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case frame := <-h.sw.packetIns:
-		_, _, payload, err := parseFrame(frame)
+		_, _, payload, err := pipelines.ParseFrame(frame)
 		if err != nil {
 			t.Fatal(err)
 		}

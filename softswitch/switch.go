@@ -16,6 +16,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/softswitch/gnmiserver"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // Defaults of Config.
@@ -328,7 +329,7 @@ func (s *Switch) port(src netip.AddrPort) (int, bool) {
 
 func (s *Switch) packetIn(p *packet) {
 	s.stats.Coherence.Add(1)
-	frame := appendFrame(nil, p.src, p.dst, p.b)
+	frame := pipelines.AppendFrame(nil, p.src, p.dst, p.b)
 	select {
 	case s.packetIns <- frame:
 		s.stats.PacketIns.Add(1)
@@ -340,7 +341,7 @@ func (s *Switch) packetIn(p *packet) {
 // PacketOut sends a controller's frame (Ethernet, IPv4, UDP) from the
 // switch port its source names, as the program forwards a packet-out.
 func (s *Switch) PacketOut(frame []byte) error {
-	src, dst, payload, err := parseFrame(frame)
+	src, dst, payload, err := pipelines.ParseFrame(frame)
 	if err != nil {
 		return err
 	}

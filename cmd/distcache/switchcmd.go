@@ -122,4 +122,3 @@ func serverTLS(cert, key string) (credentials.TransportCredentials, error) {
 	}
 	return credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}), nil
 }
-

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/distcache/distcache/dataplane/shim"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -45,6 +47,11 @@ type Config struct {
 	Node func(*cachenode.Config)
 	// MapFile, when set, receives every map version published.
 	MapFile string
+	// SwitchSpine makes the spine layer switch-backed: a software switch
+	// per member with its controller (internal/switchtest), configured by
+	// Switch.
+	SwitchSpine bool
+	Switch      switchtest.Config
 }
 
 // Cluster is a running cluster. Its methods are safe for concurrent use
@@ -57,10 +64,14 @@ type Cluster struct {
 	Redis map[string]*redistest.Server
 	Shims map[string]*shim.Shim
 
-	mu      sync.Mutex                 // guards nodes, p and clients
-	nodes   map[string]*cachenode.Node // running nodes by member name
-	p       *partmap.Placement         // the map last published
-	clients []*client.Client           // clients following the map
+	mu       sync.Mutex                    // guards nodes, p and clients
+	nodes    map[string]*cachenode.Node    // running nodes by member name
+	switches map[string]*switchtest.Member // switch members by name; fixed after Start
+	p        *partmap.Placement            // the map last published
+	clients  []*client.Client              // clients following the map
+
+	renewErrors  atomic.Uint64 // switch renewals that failed
+	lastRenewErr atomic.Value  // the last one's error
 }
 
 // Start starts a cluster; everything stops when the test ends. It must be
@@ -69,12 +80,13 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	m, err := partmap.Build(partmap.Spec{
 		Cluster: cfg.Name, Racks: cfg.Racks, ShardsPerRack: cfg.ShardsPerRack,
-		Layers: []partmap.LayerSpec{{Name: "spine", Nodes: cfg.Spine}, {Name: "leaf", BoundToRacks: true}},
+		Layers: []partmap.LayerSpec{{Name: "spine", Nodes: cfg.Spine, Switch: cfg.SwitchSpine}, {Name: "leaf", BoundToRacks: true}},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{t: t, cfg: cfg, Redis: map[string]*redistest.Server{}, Shims: map[string]*shim.Shim{}, nodes: map[string]*cachenode.Node{}}
+	c := &Cluster{t: t, cfg: cfg, Redis: map[string]*redistest.Server{}, Shims: map[string]*shim.Shim{},
+		nodes: map[string]*cachenode.Node{}, switches: map[string]*switchtest.Member{}}
 	for r := range m.Storage.Racks {
 		for i := range m.Storage.Racks[r].Shards {
 			sh := &m.Storage.Racks[r].Shards[i]
@@ -96,6 +108,14 @@ func Start(t testing.TB, cfg Config) *Cluster {
 	for l := range m.Layers {
 		for i := range m.Layers[l].Members {
 			mb := &m.Layers[l].Members[i]
+			if m.Layers[l].Switch {
+				sc := cfg.Switch
+				sc.ReadPorts = max(sc.ReadPorts, cfg.Racks*cfg.ShardsPerRack)
+				sw := switchtest.Start(t, mb.Name, sc)
+				c.switches[mb.Name] = sw
+				mb.Address = sw.Addr().String()
+				continue
+			}
 			n, err := c.newNode(m.Layers[l].Name, mb.Name, "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
@@ -146,7 +166,30 @@ func (c *Cluster) renew() {
 	for _, n := range c.nodes {
 		n.Renew(at, c.p.Version())
 	}
+	c.renewSwitches(at)
 }
+
+// renewSwitches applies the published map to every switch and renews its
+// lease from at; a switch that cannot be reached keeps its old lease,
+// which runs out. The caller holds c.mu.
+func (c *Cluster) renewSwitches(at time.Time) {
+	for name, sw := range c.switches {
+		if err := sw.Renew(c.p, at); err != nil {
+			c.renewErrors.Add(1)
+			c.lastRenewErr.Store(fmt.Errorf("switch %s: %w", name, err))
+		}
+	}
+}
+
+// RenewErrors counts the switch renewals that failed, with the last one's
+// error.
+func (c *Cluster) RenewErrors() (uint64, error) {
+	err, _ := c.lastRenewErr.Load().(error)
+	return c.renewErrors.Load(), err
+}
+
+// Switches returns the switch members by name.
+func (c *Cluster) Switches() map[string]*switchtest.Member { return c.switches }
 
 // newNode creates (but does not start) the cache node of member and
 // records it as running.
@@ -197,6 +240,7 @@ func (c *Cluster) publish(m *partmap.Map) error {
 		}
 		n.Renew(at, p.Version())
 	}
+	c.renewSwitches(at)
 	for _, cl := range c.clients {
 		cl.SetMap(p)
 	}

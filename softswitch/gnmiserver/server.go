@@ -63,7 +63,9 @@ type leaf struct {
 	value *gpb.TypedValue
 }
 
-func stringVal(v string) *gpb.TypedValue { return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: v}} }
+func stringVal(v string) *gpb.TypedValue {
+	return &gpb.TypedValue{Value: &gpb.TypedValue_StringVal{StringVal: v}}
+}
 
 // leaves are the model's values now.
 func (s *Server) leaves() []leaf {

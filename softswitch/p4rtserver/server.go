@@ -65,7 +65,7 @@ type Server struct {
 	deviceConfig []byte                         // the committed config's p4_device_config
 	digests      map[uint32]bool                // digests the controller asked for (DigestEntry)
 
-	stats struct{ streamDrops, undelivered atomic.Uint64 }
+	stats  struct{ streamDrops, undelivered atomic.Uint64 }
 	listID atomic.Uint64
 	done   chan struct{}
 }
@@ -208,7 +208,9 @@ func (s *Server) hotKey(hk softswitch.HotKey) {
 	}
 	var key [32]byte // bit<256>, the key left-aligned
 	copy(key[:], hk.Key)
-	bits := func(b []byte) *p4v1.P4Data { return &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: canonical(b)}} }
+	bits := func(b []byte) *p4v1.P4Data {
+		return &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: canonical(b)}}
+	}
 	data := &p4v1.P4Data{Data: &p4v1.P4Data_Struct{Struct: &p4v1.P4StructLike{Members: []*p4v1.P4Data{
 		bits(hk.Digest[:]),
 		bits([]byte{byte(len(hk.Key) >> 8), byte(len(hk.Key))}),

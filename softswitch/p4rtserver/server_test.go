@@ -116,7 +116,9 @@ func next[T any](t *testing.T, c *controller, want func(*p4v1.StreamMessageRespo
 	}
 }
 
-func arbitration(m *p4v1.StreamMessageResponse) *p4v1.MasterArbitrationUpdate { return m.GetArbitration() }
+func arbitration(m *p4v1.StreamMessageResponse) *p4v1.MasterArbitrationUpdate {
+	return m.GetArbitration()
+}
 
 func (c *controller) setPipeline(t *testing.T, info *p4configv1.P4Info, cookie uint64) error {
 	t.Helper()

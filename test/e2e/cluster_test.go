@@ -11,9 +11,11 @@ import (
 	"github.com/distcache/distcache/dataplane/shim"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wireauth"
+	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/hotkey"
 	"github.com/distcache/distcache/internal/clustertest"
 	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -29,6 +31,9 @@ type clusterConfig struct {
 	// bundle makes every shim, node and client send bundles
 	// (transport.Config.Bundle).
 	bundle bool
+	// switchSpine makes the spine layer switch-backed: software switches
+	// programmed by their controllers over P4Runtime.
+	switchSpine bool
 }
 
 type clusterOption func(*clusterConfig)
@@ -45,6 +50,10 @@ func withDataPlaneKey(t *testing.T) clusterOption {
 // withBundles makes every shim, node and client send the messages that
 // leave together for one peer as one bundle datagram.
 func withBundles() clusterOption { return func(c *clusterConfig) { c.bundle = true } }
+
+// withSwitchSpine serves the spine layer with software switches, each
+// programmed by its controller over P4Runtime (internal/switchtest).
+func withSwitchSpine() clusterOption { return func(c *clusterConfig) { c.switchSpine = true } }
 
 func withAppendOnlyRedis() clusterOption {
 	return func(c *clusterConfig) { c.redisOpts = append(c.redisOpts, redistest.WithAppendOnly()) }
@@ -69,6 +78,10 @@ func newCluster(t *testing.T, opts ...clusterOption) *cluster {
 	cc := clustertest.Start(t, clustertest.Config{
 		Name: "e2e", Racks: cfg.racks, ShardsPerRack: cfg.shardsPerRack, Spine: cfg.spineNodes,
 		RedisOptions: cfg.redisOpts,
+		SwitchSpine:  cfg.switchSpine,
+		Switch: switchtest.Config{Interval: cfg.insertEvery, Controller: func(c *cacheswitch.Config) {
+			c.Capacity, c.HotThreshold = 32, 3
+		}},
 		Shim: func(c *shim.Config) {
 			c.InvalidateTimeout = time.Second
 			c.Transport.Auth, c.Transport.Bundle = cfg.auth, cfg.bundle
@@ -116,6 +129,15 @@ func (c *cluster) newClient() *client.Client {
 
 // spineMember returns the name of spine member i.
 func (c *cluster) spineMember(i int) string { return c.Members(0)[i] }
+
+// switchHits sums the hits the switches served.
+func (c *cluster) switchHits() uint64 {
+	var n uint64
+	for _, sw := range c.Switches() {
+		n += sw.Switch().Stats().Hits.Load()
+	}
+	return n
+}
 
 // nodeStats sums the node counters.
 func (c *cluster) nodeStats() (hits, parked, malformed uint64) {

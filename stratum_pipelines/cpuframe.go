@@ -1,4 +1,4 @@
-package softswitch
+package pipelines
 
 import (
 	"encoding/binary"
@@ -8,9 +8,11 @@ import (
 )
 
 // The Ethernet, IPv4 and UDP headers of a packet-in or packet-out: the
-// frames the controller and the P4 program exchange through the CPU port.
-// The software switch's ports carry UDP payloads, so it builds these
-// frames for packet-ins and reads them from packet-outs.
+// frames a cache switch's controller and its program exchange through the
+// CPU port (the controller's FETCH out, the FETCH_REPLY in). The software
+// switch's ports carry UDP payloads, so it builds these frames for
+// packet-ins and reads them from packet-outs; the controller does the
+// converse.
 const (
 	ethLen   = 14
 	ipv4Len  = 20
@@ -18,11 +20,12 @@ const (
 	frameLen = ethLen + ipv4Len + udpLen
 )
 
-var errFrame = errors.New("not an IPv4 UDP frame")
+// ErrFrame: a frame that is not Ethernet carrying IPv4 and UDP.
+var ErrFrame = errors.New("not an IPv4 UDP frame")
 
-// appendFrame appends an Ethernet, IPv4 and UDP frame from src to dst
+// AppendFrame appends an Ethernet, IPv4 and UDP frame from src to dst
 // carrying payload.
-func appendFrame(b []byte, src, dst netip.AddrPort, payload []byte) []byte {
+func AppendFrame(b []byte, src, dst netip.AddrPort, payload []byte) []byte {
 	var h [frameLen]byte
 	binary.BigEndian.PutUint16(h[12:], 0x0800)
 	ip := h[ethLen:]
@@ -40,21 +43,21 @@ func appendFrame(b []byte, src, dst netip.AddrPort, payload []byte) []byte {
 	return append(append(b, h[:]...), payload...)
 }
 
-// parseFrame reads an Ethernet frame carrying IPv4 and UDP: its
+// ParseFrame reads an Ethernet frame carrying IPv4 and UDP: its
 // addresses and the UDP payload.
-func parseFrame(f []byte) (src, dst netip.AddrPort, payload []byte, err error) {
+func ParseFrame(f []byte) (src, dst netip.AddrPort, payload []byte, err error) {
 	if len(f) < frameLen || binary.BigEndian.Uint16(f[12:]) != 0x0800 {
-		return src, dst, nil, fmt.Errorf("cannot read packet-out: %w", errFrame)
+		return src, dst, nil, fmt.Errorf("cannot read frame: %w", ErrFrame)
 	}
 	ip := f[ethLen:]
 	ihl := int(ip[0]&0x0f) * 4
 	if ip[0]>>4 != 4 || ihl < ipv4Len || ip[9] != 17 || len(ip) < ihl+udpLen {
-		return src, dst, nil, fmt.Errorf("cannot read packet-out: %w", errFrame)
+		return src, dst, nil, fmt.Errorf("cannot read frame: %w", ErrFrame)
 	}
 	udp := ip[ihl:]
 	n := int(binary.BigEndian.Uint16(udp[4:]))
 	if n < udpLen || n > len(udp) {
-		return src, dst, nil, fmt.Errorf("cannot read packet-out: UDP length %d of %d bytes", n, len(udp))
+		return src, dst, nil, fmt.Errorf("cannot read frame: UDP length %d of %d bytes", n, len(udp))
 	}
 	src = netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip[12:16])), binary.BigEndian.Uint16(udp[0:]))
 	dst = netip.AddrPortFrom(netip.AddrFrom4([4]byte(ip[16:20])), binary.BigEndian.Uint16(udp[2:]))

@@ -1,0 +1,243 @@
+package cacheswitch
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/distcache/distcache/dataplane/peers"
+	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/placement/hashing"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
+)
+
+// slot is a cached key: its lookup entry and the FETCH its fill waits for.
+type slot struct {
+	index    uint32
+	key      string
+	fetchSeq uint64 // the FETCH the slot waits for (fill_seq); 0 when filled
+	hits     uint64 // cache_hits when last read, for eviction
+}
+
+// slotTable holds the switch's slots by key and the free ones.
+type slotTable struct {
+	byKey map[string]*slot
+	free  []uint32
+}
+
+func newSlotTable(capacity int) slotTable {
+	t := slotTable{byKey: map[string]*slot{}}
+	for i := capacity - 1; i >= 0; i-- {
+		t.free = append(t.free, uint32(i))
+	}
+	return t
+}
+
+// releaseNotHeld removes the slots of keys the member does not hold under
+// the current map (every slot when it is not Active).
+func (c *Controller) releaseNotHeld(ctx context.Context) error {
+	var gone []*slot
+	for key, s := range c.slots.byKey {
+		if !c.active || !c.p.Holds(c.layer, c.member, key) {
+			gone = append(gone, s)
+		}
+	}
+	return c.release(ctx, gone)
+}
+
+// release deletes the slots' lookup entries and clears their valid bits.
+func (c *Controller) release(ctx context.Context, gone []*slot) error {
+	if len(gone) == 0 {
+		return nil
+	}
+	var ups []*p4v1.Update
+	for _, s := range gone {
+		ups = append(ups, update(p4v1.Update_DELETE, c.lookupMatch(s.key)))
+	}
+	if err := c.dev.Write(ctx, ups...); err != nil {
+		return fmt.Errorf("cannot remove %d keys from %s: %w", len(gone), c.cfg.Member, err)
+	}
+	ups = ups[:0]
+	for _, s := range gone {
+		ups = append(ups, update(p4v1.Update_MODIFY, register(c.id.valid, int64(s.index), u16(0))))
+		delete(c.slots.byKey, s.key)
+		c.slots.free = append(c.slots.free, s.index)
+	}
+	c.stats.Evicted.Add(uint64(len(gone)))
+	return c.dev.Write(ctx, ups...)
+}
+
+// lookupEntry is key's cache_lookup entry for slot index.
+func (c *Controller) lookupEntry(key string, index uint32) *p4v1.Entity {
+	d := hashing.DigestOfString(key)
+	return tableEntry(c.id.cacheLookup, c.id.cached, [][]byte{d[:]}, u32(index))
+}
+
+// lookupMatch is key's cache_lookup match, for a delete.
+func (c *Controller) lookupMatch(key string) *p4v1.Entity {
+	d := hashing.DigestOfString(key)
+	return tableEntry(c.id.cacheLookup, 0, [][]byte{d[:]})
+}
+
+// Insert gives the hottest keys reported since the last call that the
+// member holds a slot each, evicting the slots with the fewest hits when
+// they are hotter, fetches them, and fetches again the slots whose fill
+// has not arrived or was refused. It then resets the switch's sketch.
+func (c *Controller) Insert(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hot := c.hot
+	c.hot = map[string]uint16{}
+	if c.p == nil || !c.active {
+		return nil
+	}
+	type cand struct {
+		key   string
+		count uint16
+	}
+	var cands []cand
+	for k, n := range hot {
+		if _, cached := c.slots.byKey[k]; !cached && len(k) <= wire.MaxSwitchKeyLen && c.p.Holds(c.layer, c.member, k) {
+			cands = append(cands, cand{k, n})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].count > cands[j].count })
+	victims, err := c.victims(ctx, len(cands)-len(c.slots.free))
+	if err != nil {
+		return err
+	}
+	var evict []*slot
+	for _, cd := range cands {
+		if len(c.slots.free) == 0 {
+			if len(victims) == 0 || victims[0].hits >= uint64(cd.count) {
+				break
+			}
+			evict = append(evict, victims[0])
+			victims = victims[1:]
+			if err := c.release(ctx, evict[len(evict)-1:]); err != nil {
+				return err
+			}
+		}
+		if err := c.insert(ctx, cd.key); err != nil {
+			return err
+		}
+	}
+	if err := c.refetch(ctx); err != nil {
+		return err
+	}
+	return c.resetSketch(ctx)
+}
+
+// victims are up to n filled slots by hits since the last read, fewest
+// first.
+func (c *Controller) victims(ctx context.Context, n int) ([]*slot, error) {
+	if n <= 0 || len(c.slots.byKey) == 0 {
+		return nil, nil
+	}
+	var filters []*p4v1.Entity
+	var ss []*slot
+	for _, s := range c.slots.byKey {
+		if s.fetchSeq == 0 {
+			filters = append(filters, counterCell(c.id.cacheHits, int64(s.index)))
+			ss = append(ss, s)
+		}
+	}
+	es, err := c.dev.Read(ctx, filters...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the hits of %s: %w", c.cfg.Member, err)
+	}
+	total := map[uint32]uint64{}
+	for _, e := range es {
+		ce := e.GetCounterEntry()
+		total[uint32(ce.GetIndex().GetIndex())] = uint64(ce.GetData().GetPacketCount())
+	}
+	recent := map[*slot]uint64{}
+	for _, s := range ss {
+		recent[s] = total[s.index] - s.hits
+		s.hits = total[s.index]
+	}
+	sort.Slice(ss, func(i, j int) bool { return recent[ss[i]] < recent[ss[j]] })
+	for _, s := range ss {
+		s.hits = recent[s] // compared with the candidates' counts of one interval
+	}
+	return ss[:min(n, len(ss))], nil
+}
+
+// insert gives key a free slot: the registers of a new, invalid slot
+// waiting for a FETCH, then its lookup entry, then the FETCH.
+func (c *Controller) insert(ctx context.Context, key string) error {
+	s := &slot{index: c.slots.free[len(c.slots.free)-1], key: key, fetchSeq: c.seq()}
+	if err := c.dev.Write(ctx,
+		update(p4v1.Update_MODIFY, register(c.id.valid, int64(s.index), u16(0))),
+		update(p4v1.Update_MODIFY, register(c.id.version, int64(s.index), u64(0))),
+		update(p4v1.Update_MODIFY, register(c.id.fillSeq, int64(s.index), u64(s.fetchSeq)))); err != nil {
+		return fmt.Errorf("cannot prepare a slot of %s: %w", c.cfg.Member, err)
+	}
+	if err := c.dev.Write(ctx, update(p4v1.Update_INSERT, c.lookupEntry(key, s.index))); err != nil {
+		return fmt.Errorf("cannot insert %q into %s: %w", key, c.cfg.Member, err)
+	}
+	c.slots.free = c.slots.free[:len(c.slots.free)-1]
+	c.slots.byKey[key] = s
+	c.stats.Inserted.Add(1)
+	return c.fetch(s)
+}
+
+// refetch sends a new FETCH for every slot still waiting for its fill.
+func (c *Controller) refetch(ctx context.Context) error {
+	for _, s := range c.slots.byKey {
+		if s.fetchSeq == 0 {
+			continue
+		}
+		s.fetchSeq = c.seq()
+		if err := c.dev.Write(ctx, update(p4v1.Update_MODIFY, register(c.id.fillSeq, int64(s.index), u64(s.fetchSeq)))); err != nil {
+			return fmt.Errorf("cannot fetch %q again into %s: %w", s.key, c.cfg.Member, err)
+		}
+		if err := c.fetch(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Controller) seq() uint64 {
+	c.nextSeq++
+	return c.nextSeq
+}
+
+// fetch sends slot s's FETCH from the switch's coherence port to the
+// key's shim, through the switch's CPU port.
+func (c *Controller) fetch(s *slot) error {
+	m := c.p.Map()
+	mb := m.Layers[c.layer].Members[c.member]
+	src, err := netip.ParseAddrPort(mb.Address)
+	if err != nil {
+		return fmt.Errorf("cannot fetch into %s: address %q: %w", mb.Name, mb.Address, err)
+	}
+	r, sh := c.p.Shard(s.key)
+	dst, err := peers.ResolveAddr(m.Storage.Racks[r].Shards[sh].Address)
+	if err != nil {
+		return fmt.Errorf("cannot fetch %q: %w", s.key, err)
+	}
+	b, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpFetch, Seq: s.fetchSeq, MapVersion: uint64(m.Version)}, Key: []byte(s.key)}, wire.DefaultDatagram)
+	if err != nil {
+		return fmt.Errorf("cannot fetch %q: %w", s.key, err)
+	}
+	c.stats.Fetches.Add(1)
+	return c.dev.PacketOut(pipelines.AppendFrame(nil, src, dst, b))
+}
+
+// resetSketch zeroes the Count-Min rows and the Bloom filter for the next
+// interval.
+func (c *Controller) resetSketch(ctx context.Context) error {
+	var ups []*p4v1.Update
+	for _, id := range []uint32{c.id.sketch0, c.id.sketch1, c.id.sketch2, c.id.sketch3} {
+		ups = append(ups, update(p4v1.Update_MODIFY, register(id, -1, u16(0))))
+	}
+	for _, id := range []uint32{c.id.bloom0, c.id.bloom1, c.id.bloom2} {
+		ups = append(ups, update(p4v1.Update_MODIFY, register(id, -1, []byte{0})))
+	}
+	return c.dev.Write(ctx, ups...)
+}

@@ -1,0 +1,318 @@
+// Package stratum is the fabric driver for switches run by a Stratum
+// agent — or any P4Runtime target, such as the software switch: one
+// P4Runtime session per switch over gRPC (the p4lang Go bindings), in
+// which the driver is the primary controller by its election id, pushes
+// the pipeline, writes and reads table entries and registers, sends
+// packet-outs and receives packet-ins and digests; and gNMI for the
+// state of the switch's ports.
+//
+// A session ends when the stream breaks (the switch or the connection
+// went away) or when another controller with a higher election id takes
+// mastership; Done then closes and Err says which. The caller dials a new
+// session; a switch that restarted has lost its pipeline and every entry
+// and register, and the caller starts it over.
+package stratum
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// Errors that end a session.
+var (
+	// ErrNotPrimary: another controller holds a higher election id.
+	ErrNotPrimary = errors.New("another controller is primary")
+	// ErrMastershipLost: a controller with a higher election id took over.
+	ErrMastershipLost = errors.New("mastership lost to another controller")
+)
+
+// queueLen bounds the packet-ins and digests not yet taken.
+const queueLen = 4096
+
+// Config configures a session with one switch.
+type Config struct {
+	// Address is the switch's P4Runtime endpoint (host:port).
+	Address string
+	// DeviceID is the switch's P4Runtime device id.
+	DeviceID uint64
+	// ElectionID is the controller's election id (1 when 0).
+	ElectionID uint64
+	// TLS, when set, secures the connection; plaintext otherwise.
+	TLS *tls.Config
+	// Timeout bounds each RPC (10 s when 0).
+	Timeout time.Duration
+	Logger  *slog.Logger
+}
+
+// Conn is a primary P4Runtime session with one switch.
+type Conn struct {
+	cfg      Config
+	log      *slog.Logger
+	cc       *grpc.ClientConn
+	rt       p4v1.P4RuntimeClient
+	stream   p4v1.P4Runtime_StreamChannelClient
+	cancel   context.CancelFunc
+	election *p4v1.Uint128
+
+	packetIns chan []byte
+	digests   chan *p4v1.DigestList
+	sendMu    sync.Mutex // serialises Send on the stream
+
+	done    chan struct{}
+	errOnce sync.Once
+	err     error // why the session ended; set before done closes
+}
+
+// Dial connects to the switch and becomes its primary controller.
+func Dial(ctx context.Context, cfg Config) (*Conn, error) {
+	if cfg.ElectionID == 0 {
+		cfg.ElectionID = 1
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	creds := insecure.NewCredentials()
+	if cfg.TLS != nil {
+		creds = credentials.NewTLS(cfg.TLS)
+	}
+	cc, err := grpc.NewClient(cfg.Address, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return nil, fmt.Errorf("cannot dial switch %s: %w", cfg.Address, err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		cfg: cfg, log: cfg.Logger.With("switch", cfg.Address, "device_id", cfg.DeviceID), cc: cc,
+		rt: p4v1.NewP4RuntimeClient(cc), cancel: cancel, election: &p4v1.Uint128{Low: cfg.ElectionID},
+		packetIns: make(chan []byte, queueLen), digests: make(chan *p4v1.DigestList, queueLen), done: make(chan struct{}),
+	}
+	if err := c.arbitrate(ctx, sctx); err != nil {
+		cancel()
+		cc.Close()
+		return nil, err
+	}
+	go c.receive()
+	return c, nil
+}
+
+// arbitrate opens the stream and waits to be told it is primary.
+func (c *Conn) arbitrate(ctx, sctx context.Context) error {
+	var err error
+	if c.stream, err = c.rt.StreamChannel(sctx); err != nil {
+		return fmt.Errorf("cannot open the P4Runtime stream of %s: %w", c.cfg.Address, err)
+	}
+	if err := c.stream.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
+		DeviceId: c.cfg.DeviceID, ElectionId: c.election,
+	}}}); err != nil {
+		return fmt.Errorf("cannot send arbitration to %s: %w", c.cfg.Address, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		m, err := c.stream.Recv()
+		switch {
+		case err != nil:
+			got <- fmt.Errorf("cannot arbitrate with %s: %w", c.cfg.Address, err)
+		case m.GetArbitration() == nil:
+			got <- fmt.Errorf("cannot arbitrate with %s: first stream message is %T", c.cfg.Address, m.GetUpdate())
+		case codes.Code(m.GetArbitration().GetStatus().GetCode()) != codes.OK:
+			got <- fmt.Errorf("cannot become primary of %s (election id %d): %w", c.cfg.Address, c.cfg.ElectionID, ErrNotPrimary)
+		default:
+			got <- nil
+		}
+	}()
+	select {
+	case err := <-got:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("cannot arbitrate with %s: %w", c.cfg.Address, ctx.Err())
+	}
+}
+
+// receive serves the stream until it ends.
+func (c *Conn) receive() {
+	for {
+		m, err := c.stream.Recv()
+		if err != nil {
+			c.end(fmt.Errorf("P4Runtime stream of %s ended: %w", c.cfg.Address, err))
+			return
+		}
+		switch {
+		case m.GetArbitration() != nil:
+			if codes.Code(m.GetArbitration().GetStatus().GetCode()) != codes.OK {
+				c.end(fmt.Errorf("switch %s: %w", c.cfg.Address, ErrMastershipLost))
+				return
+			}
+		case m.GetPacket() != nil:
+			c.queue(c.packetIns, m.GetPacket().Payload)
+		case m.GetDigest() != nil:
+			d := m.GetDigest()
+			c.queueDigest(d)
+			c.send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_DigestAck{DigestAck: &p4v1.DigestListAck{DigestId: d.DigestId, ListId: d.ListId}}})
+		case m.GetError() != nil:
+			c.log.Warn("switch reported a stream error", "code", codes.Code(m.GetError().CanonicalCode), "message", m.GetError().Message)
+		}
+	}
+}
+
+func (c *Conn) queue(ch chan []byte, b []byte) {
+	select {
+	case ch <- b:
+	default:
+		c.log.Warn("dropping a packet-in: the controller is behind")
+	}
+}
+
+func (c *Conn) queueDigest(d *p4v1.DigestList) {
+	select {
+	case c.digests <- d:
+	default:
+		c.log.Warn("dropping a digest: the controller is behind")
+	}
+}
+
+func (c *Conn) send(m *p4v1.StreamMessageRequest) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.stream.Send(m)
+}
+
+func (c *Conn) end(err error) {
+	c.errOnce.Do(func() {
+		c.err = err
+		close(c.done)
+	})
+}
+
+// Done is closed when the session ends; Err says why.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is why the session ended (nil while it lasts).
+func (c *Conn) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// Close ends the session.
+func (c *Conn) Close() error {
+	c.end(errors.New("session closed"))
+	c.cancel()
+	return c.cc.Close()
+}
+
+// PacketIns are the payloads of the switch's packet-ins.
+func (c *Conn) PacketIns() <-chan []byte { return c.packetIns }
+
+// Digests are the switch's digest lists (already acknowledged).
+func (c *Conn) Digests() <-chan *p4v1.DigestList { return c.digests }
+
+func (c *Conn) rpcContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.Timeout)
+}
+
+// SetPipeline pushes info (VERIFY_AND_COMMIT): the switch starts over with
+// empty tables and zero registers.
+func (c *Conn) SetPipeline(ctx context.Context, info *p4configv1.P4Info, deviceConfig []byte, cookie uint64) error {
+	ctx, cancel := c.rpcContext(ctx)
+	defer cancel()
+	_, err := c.rt.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{
+		DeviceId: c.cfg.DeviceID, ElectionId: c.election, Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
+		Config: &p4v1.ForwardingPipelineConfig{P4Info: info, P4DeviceConfig: deviceConfig, Cookie: &p4v1.ForwardingPipelineConfig_Cookie{Cookie: cookie}},
+	})
+	if err != nil {
+		return fmt.Errorf("cannot set the pipeline of %s: %w", c.cfg.Address, err)
+	}
+	return nil
+}
+
+// WriteError is a Write that failed for some of its updates.
+type WriteError struct {
+	Updates []error // per update, nil for those applied
+}
+
+func (e *WriteError) Error() string {
+	for i, err := range e.Updates {
+		if err != nil {
+			return fmt.Sprintf("update %d of %d failed: %v", i, len(e.Updates), err)
+		}
+	}
+	return "write failed"
+}
+
+// Write sends updates in one WriteRequest; a failure of some of them is a
+// *WriteError with P4Runtime's per-update errors.
+func (c *Conn) Write(ctx context.Context, updates ...*p4v1.Update) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	ctx, cancel := c.rpcContext(ctx)
+	defer cancel()
+	_, err := c.rt.Write(ctx, &p4v1.WriteRequest{DeviceId: c.cfg.DeviceID, ElectionId: c.election, Updates: updates})
+	if err == nil {
+		return nil
+	}
+	st, _ := status.FromError(err)
+	if st.Code() != codes.Unknown || len(st.Details()) != len(updates) {
+		return fmt.Errorf("cannot write to %s: %w", c.cfg.Address, err)
+	}
+	we := &WriteError{Updates: make([]error, len(updates))}
+	for i, d := range st.Details() {
+		if e, ok := d.(*p4v1.Error); ok && codes.Code(e.CanonicalCode) != codes.OK {
+			we.Updates[i] = status.Error(codes.Code(e.CanonicalCode), e.Message)
+		}
+	}
+	return fmt.Errorf("cannot write to %s: %w", c.cfg.Address, we)
+}
+
+// Read returns the entities the filters select.
+func (c *Conn) Read(ctx context.Context, filters ...*p4v1.Entity) ([]*p4v1.Entity, error) {
+	ctx, cancel := c.rpcContext(ctx)
+	defer cancel()
+	rs, err := c.rt.Read(ctx, &p4v1.ReadRequest{DeviceId: c.cfg.DeviceID, Entities: filters})
+	if err != nil {
+		return nil, fmt.Errorf("cannot read from %s: %w", c.cfg.Address, err)
+	}
+	var out []*p4v1.Entity
+	for {
+		r, err := rs.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot read from %s: %w", c.cfg.Address, err)
+		}
+		out = append(out, r.Entities...)
+	}
+}
+
+// PacketOut sends payload (an Ethernet frame) through the switch's CPU
+// port.
+func (c *Conn) PacketOut(payload []byte) error {
+	err := c.send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Packet{Packet: &p4v1.PacketOut{
+		Payload:  payload,
+		Metadata: []*p4v1.PacketMetadata{{MetadataId: 1, Value: []byte{0}}, {MetadataId: 2, Value: []byte{0}}},
+	}}})
+	if err != nil {
+		return fmt.Errorf("cannot send a packet-out to %s: %w", c.cfg.Address, err)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+// Package switchtest runs a switch-backed cache member inside a test
+// process: a software switch (package softswitch) with its P4Runtime and
+// gNMI services on loopback, and the controller that programs it over
+// real gRPC (fabric/stratum and fabric/cacheswitch), as standalone mode
+// and the operator run them.
+package switchtest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/stratum"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/softswitch"
+	"github.com/distcache/distcache/softswitch/gnmiserver"
+	"github.com/distcache/distcache/softswitch/p4rtserver"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
+)
+
+// Member is a running switch and its controller.
+type Member struct {
+	Runner *cacheswitch.Runner
+	// P4Runtime is the switch's P4Runtime (and gNMI) address.
+	P4Runtime string
+
+	mu  sync.Mutex // guards sw, srv
+	sw  *softswitch.Switch
+	srv *server
+	cfg Config
+	t   testing.TB
+}
+
+// server is a switch's gRPC services.
+type server struct {
+	g    *grpc.Server
+	p4rt *p4rtserver.Server
+}
+
+// Config shapes a member.
+type Config struct {
+	// ReadPorts is the storage shards the switch can front.
+	ReadPorts int
+	// Controller edits the controller's configuration (member and P4Info
+	// are set already).
+	Controller func(*cacheswitch.Config)
+	// Interval is the controller's insertion interval.
+	Interval time.Duration
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// Start runs the switch of member and its controller until the test ends,
+// and waits until the switch is programmed.
+func Start(t testing.TB, member string, cfg Config) *Member {
+	t.Helper()
+	var sw *softswitch.Switch
+	var err error
+	for range 50 {
+		sw, err = softswitch.New(softswitch.Config{Addr: netip.MustParseAddr("127.0.0.1"),
+			BasePort: uint16(20000 + rand.IntN(30000)), ReadPorts: cfg.ReadPorts, Logger: quiet})
+		if err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Member{P4Runtime: lis.Addr().String(), sw: sw, cfg: cfg, t: t}
+	m.srv = serve(sw, lis)
+	t.Cleanup(m.stop)
+
+	info, err := pipelines.ProgramP4Info(softswitch.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := cacheswitch.Config{Member: member, Info: info, Logger: quiet}
+	if cfg.Controller != nil {
+		cfg.Controller(&cc)
+	}
+	m.Runner = cacheswitch.NewRunner(cacheswitch.RunnerConfig{
+		Dial: func(ctx context.Context) (cacheswitch.Session, error) {
+			return stratum.Dial(ctx, stratum.Config{Address: m.P4Runtime, DeviceID: 1, Logger: quiet})
+		},
+		Controller: cc, Interval: cfg.Interval, Retry: 50 * time.Millisecond, Logger: quiet,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Runner.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-m.Runner.Programmed():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("switch %s was not programmed", member)
+	}
+	return m
+}
+
+func serve(sw *softswitch.Switch, lis net.Listener) *server {
+	g := grpc.NewServer()
+	p4rt := p4rtserver.New(sw, p4rtserver.Config{Logger: quiet})
+	p4rt.Register(g)
+	gnmiserver.New(sw).Register(g)
+	go g.Serve(lis)
+	return &server{g: g, p4rt: p4rt}
+}
+
+func (m *Member) stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.srv.g.Stop()
+	m.srv.p4rt.Close()
+	m.sw.Close()
+}
+
+// Switch is the running software switch.
+func (m *Member) Switch() *softswitch.Switch {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sw
+}
+
+// Restart stops the switch and its services and starts a new one on the
+// same ports: empty, without a pipeline, as after a power cycle. The
+// controller's session breaks, and it programs the new switch.
+func (m *Member) Restart() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.srv.g.Stop()
+	m.srv.p4rt.Close()
+	addr := m.sw.Addr()
+	m.sw.Close()
+	sw, err := softswitch.New(softswitch.Config{Addr: addr.Addr(), BasePort: addr.Port(), ReadPorts: m.cfg.ReadPorts, Logger: quiet})
+	if err != nil {
+		return fmt.Errorf("cannot restart switch at %s: %w", addr, err)
+	}
+	lis, err := net.Listen("tcp", m.P4Runtime)
+	if err != nil {
+		sw.Close()
+		return fmt.Errorf("cannot restart the services of switch at %s: %w", addr, err)
+	}
+	m.sw, m.srv = sw, serve(sw, lis)
+	return nil
+}
+
+// Addr is the switch's coherence address: its member address.
+func (m *Member) Addr() netip.AddrPort { return m.Switch().Addr() }
+
+// Renew applies p, read at readAt, and renews the switch's lease.
+func (m *Member) Renew(p *partmap.Placement, readAt time.Time) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return m.Runner.Renew(ctx, p, readAt)
+}
