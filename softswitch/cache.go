@@ -315,6 +315,9 @@ func (c *cache) coherence(p *packet, held bool) {
 		} else {
 			p.toCPU = true
 		}
+	case wire.OpPing:
+		p.reflect(wire.OpPong)
+		p.stamp()
 	default:
 		p.drop = true
 	}

@@ -169,3 +169,13 @@ func TestHotKeyReported(t *testing.T) {
 	default:
 	}
 }
+
+// TestPingAnswered: the coherence port answers a PING with a PONG
+// carrying the switch's telemetry, as a cache node answers the control
+// loop's probe.
+func TestPingAnswered(t *testing.T) {
+	h := newHarness(t)
+	if r := h.coherence(t, wire.OpPing, "ping", nil, 0); r.Op != wire.OpPong || r.NodeID != testNode {
+		t.Errorf("reply %+v", r.Header)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/softswitch"
 	"github.com/distcache/distcache/softswitch/gnmiserver"
 	"github.com/distcache/distcache/softswitch/p4rtserver"
@@ -21,6 +23,7 @@ import (
 func newSwitchCommand() *cobra.Command {
 	var (
 		addr, p4rtAddr, gnmiAddr string
+		metricsAddr              string
 		tlsCert, tlsKey          string
 		logLevel                 string
 		cfg                      softswitch.Config
@@ -56,6 +59,15 @@ serving lease. docs/switches.md describes it.`,
 				return err
 			}
 			defer sw.Close()
+			reg, wrapped := metrics.Registry("switch", "")
+			if err := sw.RegisterMetrics(wrapped); err != nil {
+				return err
+			}
+			ms, err := metrics.Listen(metricsAddr, reg, sw.Healthy)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = ms.Close(context.Background()) }()
 			var opts []grpc.ServerOption
 			if creds != nil {
 				opts = append(opts, grpc.Creds(creds))
@@ -84,7 +96,7 @@ serving lease. docs/switches.md describes it.`,
 				go func() { errs <- g.Serve(lis) }()
 				log.Info("serving", "api", s.name, "addr", lis.Addr().String())
 			}
-			log.Info("software switch running", "coherence", sw.Addr(), "read_ports", cfg.ReadPorts, "device_id", deviceID)
+			log.Info("software switch running", "coherence", sw.Addr(), "read_ports", cfg.ReadPorts, "device_id", deviceID, "metrics", ms.Addr())
 			select {
 			case <-ctx.Done():
 				return nil
@@ -104,6 +116,7 @@ serving lease. docs/switches.md describes it.`,
 	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate of the P4Runtime and gNMI services (with --tls-key; plaintext without)")
 	f.StringVar(&tlsKey, "tls-key", "", "PEM key of --tls-cert")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:0", "address of the /metrics and /healthz endpoint (healthy once a pipeline is installed)")
 	_ = cmd.MarkFlagRequired("base-port")
 	return cmd
 }

@@ -25,7 +25,8 @@
  *   (fill_seq) and its version is not older. Packets write values, never
  *   the controller. INVALIDATE and UPDATE are acknowledged to the shim
  *   (FLAG_HIT on the acknowledgement of an INVALIDATE of a held key);
- *   FETCH_REPLY goes on to the controller.
+ *   FETCH_REPLY goes on to the controller. A PING is answered with a
+ *   PONG, as a cache node answers the control loop's probe.
  * - Fencing: the controller renews lease_until in the switch's clock
  *   (clock is the last packet's timestamp) after it applied the current
  *   partition map to the lookup table; a switch cut off from its
@@ -419,6 +420,10 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout standar
                     /* The controller learns the fill's outcome from the slot. */
                     meta.to_cpu = 1;
                 }
+            } else if (hdr.dc.op == DC_OP_PING) {
+                /* Liveness: the control loop's probe of the member. */
+                reflect(DC_OP_PONG);
+                stamp();
             } else {
                 meta.drop = 1;
             }
