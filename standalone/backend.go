@@ -122,7 +122,7 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 		if sm, ok := c.samples[pr.Name]; ok {
 			cp.WorkUnits, cp.Coherence, cp.Load = sm.work, sm.coherence, c.loads[pr.Name]
 		}
-		if pr.Kind == plan.Node {
+		if pr.Kind == plan.Node || pr.Kind == plan.Switch {
 			if l, i, ok := m.Member(pr.Name); ok {
 				cp.MemberState = string(m.Layers[l].Members[i].State)
 			}

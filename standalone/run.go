@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -227,10 +228,12 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
-	for _, kind := range []plan.Kind{plan.Redis, plan.Shim, plan.Node, plan.ControlLoop, plan.Gateway, plan.Prometheus} {
+	// A switch is ready once the fabric controller, started with it, has
+	// programmed it.
+	for _, kinds := range [][]plan.Kind{{plan.Redis}, {plan.Shim}, {plan.Node}, {plan.Switch, plan.Fabric}, {plan.ControlLoop}, {plan.Gateway}, {plan.Prometheus}} {
 		var group []plan.Process
 		for _, pr := range p.Processes {
-			if pr.Kind == kind {
+			if slices.Contains(kinds, pr.Kind) {
 				group = append(group, pr)
 			}
 		}
@@ -260,7 +263,7 @@ func (c *cluster) loopConfig() controlloop.FileConfig {
 		Policy: controlloop.PolicyOf(c.cfg.Policy),
 	}
 	for _, pr := range p.Processes {
-		if pr.Kind == plan.Node {
+		if pr.Kind == plan.Node || pr.Kind == plan.Switch {
 			lc.Members = append(lc.Members, controlloop.MemberConfig{Name: pr.Name, HealthAddr: pr.MetricsAddr, DataAddr: pr.Addr})
 		}
 	}

@@ -46,6 +46,27 @@ func (c *Cluster) NodeArgs(l Layer, member, listen string) []string {
 	return append(args, DataPlaneArgs(&c.Spec)...)
 }
 
+// FabricArgs are the `distcache fabric` arguments of the cluster's
+// switch-backed layers: the serving lease every node and shim uses, the
+// hot-key interval and threshold, and the switches' capacity (the first
+// switch-backed layer's capacity.entries, if set).
+func (c *Cluster) FabricArgs() []string {
+	args := []string{"--serving-lease=" + ServingLease(&c.Spec).String()}
+	if d := c.Spec.HotKeys.Interval; d != nil {
+		args = append(args, "--interval="+d.Duration.String())
+	}
+	if t := c.Spec.HotKeys.Threshold; t > 0 {
+		args = append(args, "--hot-threshold="+strconv.Itoa(int(min(t, 65535))))
+	}
+	for _, l := range c.Layers {
+		if !l.Software() && l.Spec.Capacity.Entries > 0 {
+			args = append(args, "--capacity="+strconv.Itoa(int(l.Spec.Capacity.Entries)))
+			break
+		}
+	}
+	return args
+}
+
 // DataPlaneArgs are the transport arguments that every cache node, shim
 // and gateway of spec takes (spec.dataPlane).
 func DataPlaneArgs(spec *v1alpha1.CacheClusterSpec) []string {

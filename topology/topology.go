@@ -16,6 +16,9 @@ var ErrLayerNotFound = errors.New("cache layer not found")
 type Layer struct {
 	Name string
 	Spec v1alpha1.CacheLayerSpec
+	// Switches are a switch-backed layer's members, in member order (by
+	// rack for a layer bound to racks), once ResolveSwitches found them.
+	Switches []v1alpha1.Switch
 }
 
 // Software says whether the layer is served by cache-node pods.
@@ -58,6 +61,13 @@ type Cluster struct {
 // New checks that the layers can form a cluster.
 func New(name string, spec v1alpha1.CacheClusterSpec, layers []Layer) (*Cluster, error) {
 	c := &Cluster{Name: name, Spec: spec, Layers: layers}
+	if spec.DataPlane != nil && spec.DataPlane.Bundles {
+		for _, l := range layers {
+			if !l.Software() {
+				return nil, fmt.Errorf("cannot lay out cache cluster %s: spec.dataPlane.bundles with switch-backed layer %s: a switch parses one message per datagram, not bundles", name, l.Name)
+			}
+		}
+	}
 	if _, err := partmap.Build(c.MapSpec(nil), nil); err != nil {
 		return nil, fmt.Errorf("cannot lay out cache cluster %s: %w", name, err)
 	}
@@ -83,6 +93,9 @@ func (c *Cluster) SoftwareLayers() []Layer {
 
 // Nodes is the member count of layer l.
 func (c *Cluster) Nodes(l Layer) int {
+	if !l.Software() {
+		return len(l.Switches)
+	}
 	if l.Spec.BoundToRacks {
 		return c.Racks()
 	}
@@ -92,8 +105,10 @@ func (c *Cluster) Nodes(l Layer) int {
 	return int(*l.Spec.Nodes)
 }
 
-// MapSpec is the partmap.Spec of the cluster's software layers, with
-// addresses from a (nil leaves them to the previous map).
+// MapSpec is the partmap.Spec of the cluster's software layers and of
+// its switch-backed layers whose switches are resolved (ResolveSwitches),
+// with addresses from a (nil leaves the software members' to the previous
+// map; switches' are their DataAddress).
 func (c *Cluster) MapSpec(a partmap.Addresser) partmap.Spec {
 	s := partmap.Spec{
 		Cluster:       c.Name,
@@ -101,12 +116,22 @@ func (c *Cluster) MapSpec(a partmap.Addresser) partmap.Spec {
 		ShardsPerRack: c.ShardsPerRack(),
 		Addresses:     a,
 	}
-	for _, l := range c.SoftwareLayers() {
+	for _, l := range c.Layers {
+		if len(l.Switches) > 0 {
+			s.Addresses = switchAddresser{a, c.Layers}
+			break
+		}
+	}
+	for _, l := range c.Layers {
+		if !l.Software() && len(l.Switches) == 0 {
+			continue
+		}
 		ls := partmap.LayerSpec{
 			Name:         l.Name,
 			Nodes:        c.Nodes(l),
 			VirtualNodes: int(l.Spec.VirtualNodes),
 			BoundToRacks: l.Spec.BoundToRacks,
+			Switch:       !l.Software(),
 		}
 		if l.Spec.HashSeed != nil {
 			ls.Seed = uint64(*l.Spec.HashSeed)

@@ -67,6 +67,16 @@ func (r *clusterRef) loadCluster(ctx context.Context) (*manifest.Bundle, *topolo
 	if err != nil {
 		return nil, nil, err
 	}
+	racks := int(max(cc.Spec.Storage.Racks, 1))
+	if err := topology.ResolveSwitches(layers, racks, func(name string) (*v1alpha1.SwitchFabricSpec, bool) {
+		f, ok := b.Fabrics[name]
+		if !ok {
+			return nil, false
+		}
+		return &f.Spec, true
+	}); err != nil {
+		return nil, nil, err
+	}
 	topo, err := topology.New(cc.Name, cc.Spec, layers)
 	if err != nil {
 		return nil, nil, err

@@ -66,7 +66,7 @@ func printStatus(w io.Writer, st control.Status) {
 	fmt.Fprintln(tw, "KIND\tNAME\tLAYER/SHARD\tSTATE\tMEMBER\tREADY\tPID\tRESTARTS\tLOAD/s\tUTIL\tADDR")
 	for _, p := range st.Processes {
 		where := p.Layer
-		if p.Kind != "node" {
+		if p.Kind != "node" && p.Kind != "switch" {
 			where = p.Shard
 		}
 		// Redis servers and the control loop do no work the scrape reads.
@@ -117,12 +117,15 @@ func printSummary(w io.Writer, st control.Status) {
 	for _, l := range order {
 		ls = append(ls, fmt.Sprintf("%s %d", l, layers[l]))
 	}
-	gateways := ""
+	gateways, switches := "", ""
 	if n := kinds[string(plan.Gateway)]; n > 0 {
 		gateways = fmt.Sprintf(", %d gateway", n)
 	}
-	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s), %d control loop%s, map version %d\n",
-		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), kinds["controlloop"], gateways, st.MapVersion)
+	if n := kinds[string(plan.Switch)]; n > 0 {
+		switches = fmt.Sprintf(", %d software switches and %d fabric controller", n, kinds[string(plan.Fabric)])
+	}
+	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s)%s, %d control loop%s, map version %d\n",
+		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), switches, kinds["controlloop"], gateways, st.MapVersion)
 	fmt.Fprintf(w, "run directory %s (map.json, logs/)\n", st.RunDir)
 	fmt.Fprintln(w, persistenceLine(st))
 	if st.ShardRate > 0 {

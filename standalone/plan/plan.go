@@ -49,6 +49,12 @@ const (
 	// Prometheus is a Prometheus server scraping the cluster (`distcache
 	// up --prometheus`): Addr is its web address.
 	Prometheus Kind = "prometheus"
+	// Switch is a software switch of a switch-backed layer's member
+	// (`distcache switch`): Addr is its coherence address.
+	Switch Kind = "switch"
+	// Fabric is the controller that programs the switches (`distcache
+	// fabric`).
+	Fabric Kind = "fabric"
 )
 
 // Process is one local process of the cluster.
@@ -223,7 +229,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	if o.Prometheus != "" {
 		prometheus = 1
 	}
-	wantTCP, wantUDP := redises+shards+members+2+gateway+prometheus, shards+members
+	wantTCP, wantUDP := redises+shards+members+2+gateway+prometheus+switchPorts(c), shards+members
 	tcpPorts, udpPorts, err := o.Ports(o.Host, wantTCP, wantUDP)
 	if err != nil {
 		return nil, fmt.Errorf("cannot lay out %s: %w", c.Name, err)
@@ -274,6 +280,9 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			})
 		}
 	}
+	if err := p.addSwitches(c, o, tcp); err != nil {
+		return nil, err
+	}
 	loop, loopMetrics := c.Name+"-controlloop", tcp.next()
 	p.Processes = append(p.Processes, Process{
 		Name: loop, Kind: ControlLoop, Path: o.Binary,
@@ -318,18 +327,16 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 }
 
 // Check refuses what New would refuse before anything is laid out: a
-// spec that needs Kubernetes (a switch-backed layer, Secrets, Redis auth
-// or TLS), and gateway files (o.GatewayUsersDir, GatewayTLSCert,
+// spec that needs Kubernetes (Secrets, Redis auth or TLS) or switches
+// standalone mode cannot run (checkSwitches), and gateway files (o.GatewayUsersDir, GatewayTLSCert,
 // GatewayTLSKey) that are missing, unreadable, not a certificate and its
 // key, or given to a plan that runs no gateway. It makes those paths
 // absolute. `distcache up` calls it before it starts the cluster in the
 // background, so that such a mistake is its own error rather than a line
 // in the log of the process that runs the cluster.
 func Check(c *topology.Cluster, o *Options) error {
-	for _, l := range c.Layers {
-		if !l.Software() {
-			return fmt.Errorf("cannot run layer %s: switch-backed layers need a SwitchFabric: %w", l.Name, ErrUnsupported)
-		}
+	if err := checkSwitches(c); err != nil {
+		return err
 	}
 	g := c.Spec.Gateway
 	if g.UsersSecretName != "" {

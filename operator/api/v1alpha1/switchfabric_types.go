@@ -41,6 +41,13 @@ type Switch struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Rack *int32 `json:"rack,omitempty"`
+	// DataAddress is the IPv4 address and UDP port of the switch's cache
+	// program: its coherence port, the member's address in the partition
+	// map. The read port of storage shard g is this port + 1 + g. Required
+	// for the switches of a switch-backed layer.
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,3}\.){3}[0-9]{1,3}:[0-9]{1,5}$`
+	// +optional
+	DataAddress string `json:"dataAddress,omitempty"`
 }
 
 // ONOSSpec is the ONOS controller of a fabric with the onos driver.
@@ -62,9 +69,10 @@ type LocalSecretReference struct {
 
 // SwitchFabricSpec is a set of programmable switches and how to reach them.
 //
-// Reserved: this version of the operator validates a SwitchFabric and
-// reports it (Ready False, reason DriverUnavailable), but no driver
-// connects to the switches, so none of these fields takes effect yet.
+// In standalone mode (distcache up) the stratum driver programs the
+// switches of a switch-backed layer (docs/switches.md). This version of
+// the operator validates a SwitchFabric and reports it (Ready False,
+// reason DriverUnavailable) but does not program switches yet.
 //
 // +kubebuilder:validation:XValidation:rule="self.driver != 'onos' || has(self.onos)",message="the onos driver needs onos.endpoint"
 // +kubebuilder:validation:XValidation:rule="self.driver == 'onos' || !has(self.onos)",message="onos is only for driver: onos"

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/fleet"
+	"github.com/distcache/distcache/fabric/stratum"
+	"github.com/distcache/distcache/softswitch"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
+)
+
+func newFabricCommand() *cobra.Command {
+	var (
+		maps                  mapSourceFlags
+		mapPoll               time.Duration
+		metricsAddr, logLevel string
+		switches              []string
+		cfg      cacheswitch.Config
+		interval time.Duration
+		election uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "fabric",
+		Short: "Program a fabric's cache switches over P4Runtime from the partition map (the stratum driver)",
+		Long: `Run the controller of a fabric's switch-backed cache members: for each
+--switch, a primary P4Runtime session that pushes the cache switch program,
+installs the member's addresses and the shims' routes from the partition map,
+renews the switch's serving lease on every read of the map, and inserts the
+hot keys the switch reports. 'distcache up' starts it for a standalone
+cluster with a switch-backed layer; docs/switches.md describes it.`,
+		Example: `  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logLevel)
+			if err != nil {
+				return err
+			}
+			w, err := maps.open(cmd.Context(), log)
+			if err != nil {
+				return err
+			}
+			if cfg.Info, err = pipelines.ProgramP4Info(softswitch.Program); err != nil {
+				return err
+			}
+			runners := map[string]*cacheswitch.Runner{}
+			for _, s := range switches {
+				member, addr, device, err := parseSwitchFlag(s)
+				if err != nil {
+					return err
+				}
+				cc := cfg
+				cc.Member, cc.Logger = member, log
+				runners[member] = cacheswitch.NewRunner(cacheswitch.RunnerConfig{
+					Dial: func(ctx context.Context) (cacheswitch.Session, error) {
+						return stratum.Dial(ctx, stratum.Config{Address: addr, DeviceID: device, ElectionID: election, Logger: log})
+					},
+					Controller: cc, Interval: interval, Logger: log,
+				})
+			}
+			f := fleet.New(runners, log)
+			reg, wrapped := metrics.Registry("fabric", "")
+			if err := f.RegisterMetrics(wrapped); err != nil {
+				return err
+			}
+			ms, err := metrics.Listen(metricsAddr, reg, f.Healthy)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = ms.Close(context.Background()) }()
+			w.OnRead(func(at time.Time, _ int64) { f.Renew(w.Current(), at) })
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			go w.Run(ctx, mapPoll)
+			log.Info("programming switches", "switches", len(runners), "metrics", ms.Addr(), "map_version", w.Current().Version())
+			f.Run(ctx)
+			return nil
+		},
+	}
+	maps.addFlags(cmd, "partition map file (standalone mode's); its reads renew the switches' leases", true)
+	fl := cmd.Flags()
+	fl.DurationVar(&mapPoll, "map-poll", mapwatch.DefaultInterval, "how often the map is read: each read renews the switches' serving leases")
+	fl.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:0", "address of the /metrics and /healthz endpoint")
+	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringArrayVar(&switches, "switch", nil, "a switch member and its P4Runtime endpoint: MEMBER=HOST:PORT[,device=N] (repeatable)")
+	fl.DurationVar(&cfg.Lease, "serving-lease", cacheswitch.DefaultLease, servingLeaseHelp)
+	fl.IntVar(&cfg.Capacity, "capacity", cacheswitch.DefaultCapacity, "keys each switch caches")
+	fl.Uint16Var(&cfg.HotThreshold, "hot-threshold", cacheswitch.DefaultHotThreshold, "reads of an uncached key in an interval that make the switch report it")
+	fl.DurationVar(&interval, "interval", cacheswitch.DefaultInterval, "hot-key insertion period")
+	fl.Uint64Var(&election, "election-id", 1, "the controller's P4Runtime election id")
+	_ = cmd.MarkFlagRequired("switch")
+	return cmd
+}
+
+// parseSwitchFlag reads MEMBER=HOST:PORT[,device=N].
+func parseSwitchFlag(s string) (member, addr string, device uint64, err error) {
+	member, rest, ok := strings.Cut(s, "=")
+	if !ok || member == "" || rest == "" {
+		return "", "", 0, fmt.Errorf("cannot parse --switch %q: want MEMBER=HOST:PORT[,device=N]", s)
+	}
+	addr, opt, _ := strings.Cut(rest, ",")
+	device = 1
+	if opt != "" {
+		v, ok := strings.CutPrefix(opt, "device=")
+		if !ok {
+			return "", "", 0, fmt.Errorf("cannot parse --switch %q: unknown option %q", s, opt)
+		}
+		if device, err = strconv.ParseUint(v, 10, 64); err != nil || device == 0 {
+			return "", "", 0, fmt.Errorf("cannot parse --switch %q: device %q is not a positive number", s, v)
+		}
+	}
+	return member, addr, device, nil
+}

@@ -1,0 +1,139 @@
+// Package fleet keeps the switches of a fabric programmed from a
+// partition map source: a cacheswitch.Runner per switch member, and a
+// renewal worker per switch that applies the latest map read to it (a
+// switch's Renew takes a few RPCs; a slow or unreachable switch delays
+// only its own renewals, and only the newest read is applied).
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// read is a map read: the placement and when the read started.
+type read struct {
+	p  *partmap.Placement
+	at time.Time
+}
+
+// member is one switch: its runner and its pending read.
+type member struct {
+	name   string
+	runner *cacheswitch.Runner
+	latest chan read // holds at most the newest read not yet applied
+
+	mu      sync.Mutex // guards lastOK, lastErr
+	lastOK  time.Time
+	lastErr error
+}
+
+// Fleet programs a fabric's switches.
+type Fleet struct {
+	log     *slog.Logger
+	members []*member
+}
+
+// New returns a fleet of the runners, by member name.
+func New(runners map[string]*cacheswitch.Runner, log *slog.Logger) *Fleet {
+	f := &Fleet{log: log}
+	for name, r := range runners {
+		f.members = append(f.members, &member{name: name, runner: r, latest: make(chan read, 1)})
+	}
+	return f
+}
+
+// Renew hands every switch the map read at at; it does not block.
+func (f *Fleet) Renew(p *partmap.Placement, at time.Time) {
+	for _, m := range f.members {
+		select {
+		case <-m.latest: // an older read not applied yet: replaced
+		default:
+		}
+		m.latest <- read{p, at}
+	}
+}
+
+// Run runs every runner and renewal worker until ctx ends.
+func (f *Fleet) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, m := range f.members {
+		wg.Go(func() { m.runner.Run(ctx) })
+		wg.Go(func() { f.renewals(ctx, m) })
+	}
+	wg.Wait()
+}
+
+func (f *Fleet) renewals(ctx context.Context, m *member) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-m.latest:
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := m.runner.Renew(rctx, r.p, r.at)
+			cancel()
+			m.mu.Lock()
+			if err == nil {
+				m.lastOK = time.Now()
+			} else if !errors.Is(err, m.lastErr) {
+				f.log.Warn("cannot renew the switch", "member", m.name, "err", err)
+			}
+			m.lastErr = err
+			m.mu.Unlock()
+		}
+	}
+}
+
+// Healthy reports the first switch whose last renewal failed.
+func (f *Fleet) Healthy() error {
+	for _, m := range f.members {
+		m.mu.Lock()
+		err := m.lastErr
+		m.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("switch %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// RegisterMetrics exports each switch controller's counters as
+// distcache_fabric_* with a member label.
+func (f *Fleet) RegisterMetrics(reg prometheus.Registerer) error {
+	for _, m := range f.members {
+		r := prometheus.WrapRegistererWith(prometheus.Labels{"switch_member": m.name}, reg)
+		stat := func(get func(*cacheswitch.Stats) uint64) func() uint64 {
+			return func() uint64 {
+				if c := m.runner.Controller(); c != nil {
+					return get(c.Stats())
+				}
+				return 0
+			}
+		}
+		counter := func(name, help string, get func(*cacheswitch.Stats) uint64) prometheus.Collector {
+			return metrics.CounterFunc("distcache_fabric_"+name+"_total", help, stat(get))
+		}
+		if err := metrics.Register(r,
+			counter("lease_renewals", "Serving lease renewals of the switch's current session.", func(s *cacheswitch.Stats) uint64 { return s.Renewals.Load() }),
+			counter("lease_denied", "Renewals that left the switch without a lease (member not Active).", func(s *cacheswitch.Stats) uint64 { return s.LeaseDenied.Load() }),
+			counter("keys_inserted", "Hot keys given a slot.", func(s *cacheswitch.Stats) uint64 { return s.Inserted.Load() }),
+			counter("keys_evicted", "Keys whose slot was released.", func(s *cacheswitch.Stats) uint64 { return s.Evicted.Load() }),
+			counter("fills", "Slots filled by a FETCH_REPLY.", func(s *cacheswitch.Stats) uint64 { return s.Filled.Load() }),
+			counter("fills_refused", "FETCH_REPLYs the switch did not apply.", func(s *cacheswitch.Stats) uint64 { return s.FillRefused.Load() }),
+			counter("hot_key_reports", "Hot-key digests received.", func(s *cacheswitch.Stats) uint64 { return s.HotKeys.Load() }),
+		); err != nil {
+			return err
+		}
+	}
+	return nil
+}

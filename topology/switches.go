@@ -1,0 +1,101 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/placement/partmap"
+)
+
+// ErrFabricNotFound is wrapped by ResolveSwitches for a fabricRef that
+// names no SwitchFabric.
+var ErrFabricNotFound = errors.New("switch fabric not found")
+
+// FabricGetter looks up a SwitchFabric's spec by name.
+type FabricGetter func(name string) (*v1alpha1.SwitchFabricSpec, bool)
+
+// ResolveSwitches gives every switch-backed layer its members: the
+// switches of its fabric with its role, in the fabric's order — by rack
+// for a layer bound to racks, which needs one switch per rack — each with
+// a DataAddress.
+func ResolveSwitches(layers []Layer, racks int, get FabricGetter) error {
+	for i := range layers {
+		l := &layers[i]
+		if l.Software() {
+			continue
+		}
+		ref := l.Spec.Switch
+		f, ok := get(ref.FabricRef)
+		if !ok {
+			return fmt.Errorf("cannot resolve layer %s: fabric %q: %w", l.Name, ref.FabricRef, ErrFabricNotFound)
+		}
+		var sws []v1alpha1.Switch
+		for _, s := range f.Switches {
+			if s.Role != ref.Role {
+				continue
+			}
+			if s.DataAddress == "" {
+				return fmt.Errorf("cannot resolve layer %s: switch %s of fabric %s has no dataAddress", l.Name, s.Name, ref.FabricRef)
+			}
+			sws = append(sws, s)
+		}
+		if len(sws) == 0 {
+			return fmt.Errorf("cannot resolve layer %s: fabric %s has no %s switch", l.Name, ref.FabricRef, ref.Role)
+		}
+		if l.Spec.BoundToRacks {
+			if err := byRack(l.Name, sws, racks); err != nil {
+				return err
+			}
+		}
+		l.Switches = sws
+	}
+	return nil
+}
+
+// byRack orders the switches of a layer bound to racks by their rack:
+// exactly one per rack.
+func byRack(layer string, sws []v1alpha1.Switch, racks int) error {
+	seen := map[int32]string{}
+	for _, s := range sws {
+		switch {
+		case s.Rack == nil || int(*s.Rack) >= racks:
+			return fmt.Errorf("cannot resolve layer %s: switch %s serves no rack of 0…%d", layer, s.Name, racks-1)
+		case seen[*s.Rack] != "":
+			return fmt.Errorf("cannot resolve layer %s: switches %s and %s both serve rack %d", layer, seen[*s.Rack], s.Name, *s.Rack)
+		}
+		seen[*s.Rack] = s.Name
+	}
+	if len(sws) != racks {
+		return fmt.Errorf("cannot resolve layer %s: %d switches for %d racks; a layer bound to racks has one per rack", layer, len(sws), racks)
+	}
+	sort.Slice(sws, func(i, j int) bool { return *sws[i].Rack < *sws[j].Rack })
+	return nil
+}
+
+// switchAddresser answers for switch-backed layers' members with their
+// DataAddress and leaves the rest to a (which may be nil).
+type switchAddresser struct {
+	a      partmap.Addresser
+	layers []Layer
+}
+
+func (s switchAddresser) ShardAddress(r, i int) string {
+	if s.a == nil {
+		return ""
+	}
+	return s.a.ShardAddress(r, i)
+}
+
+func (s switchAddresser) MemberAddress(layer string, i int) string {
+	for _, l := range s.layers {
+		if l.Name == layer && !l.Software() && i < len(l.Switches) {
+			return l.Switches[i].DataAddress
+		}
+	}
+	if s.a == nil {
+		return ""
+	}
+	return s.a.MemberAddress(layer, i)
+}

@@ -1,0 +1,93 @@
+package topology_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/topology"
+)
+
+func rack(r int32) *int32 { return &r }
+
+// fabric is a fabric of two spine switches and a storage-leaf switch per
+// rack, changed by edit.
+func fabric(edit func(*v1alpha1.SwitchFabricSpec)) topology.FabricGetter {
+	f := &v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", Switches: []v1alpha1.Switch{
+		{Name: "s1", DeviceID: 1, Role: v1alpha1.RoleSpine, DataAddress: "127.0.0.1:7400"},
+		{Name: "leaf-b", DeviceID: 3, Role: v1alpha1.RoleStorageLeaf, Rack: rack(1), DataAddress: "127.0.0.1:7600"},
+		{Name: "s2", DeviceID: 2, Role: v1alpha1.RoleSpine, DataAddress: "127.0.0.1:7500"},
+		{Name: "leaf-a", DeviceID: 4, Role: v1alpha1.RoleStorageLeaf, Rack: rack(0), DataAddress: "127.0.0.1:7700"},
+	}}
+	if edit != nil {
+		edit(f)
+	}
+	return func(name string) (*v1alpha1.SwitchFabricSpec, bool) { return f, name == "tofino" }
+}
+
+func switchLayers() []topology.Layer {
+	return []topology.Layer{
+		{Name: "spine", Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
+			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "tofino", Role: v1alpha1.RoleSpine}}},
+		{Name: "leaf", Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch, BoundToRacks: true,
+			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "tofino", Role: v1alpha1.RoleStorageLeaf}}},
+	}
+}
+
+// TestSwitchLayersInTheMap: switch-backed layers resolved from their
+// fabric enter the partition map, members at their switches' data
+// addresses, a storage-leaf layer's by rack.
+func TestSwitchLayersInTheMap(t *testing.T) {
+	layers := switchLayers()
+	if err := topology.ResolveSwitches(layers, 2, fabric(nil)); err != nil {
+		t.Fatal(err)
+	}
+	spec := v1alpha1.CacheClusterSpec{Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 2}}
+	c, err := topology.New("shop", spec, layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Map(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Layers) != 2 || !m.Layers[0].Switch || !m.Layers[1].Switch {
+		t.Fatalf("layers %+v", m.Layers)
+	}
+	want := [][]string{{"127.0.0.1:7400", "127.0.0.1:7500"}, {"127.0.0.1:7700", "127.0.0.1:7600"}}
+	for l, addrs := range want {
+		for i, a := range addrs {
+			if got := m.Layers[l].Members[i].Address; got != a {
+				t.Errorf("layer %d member %d at %q, want %q", l, i, got, a)
+			}
+		}
+	}
+}
+
+func TestResolveSwitchesRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*v1alpha1.SwitchFabricSpec)
+		want string
+	}{
+		{"no data address", func(f *v1alpha1.SwitchFabricSpec) { f.Switches[0].DataAddress = "" }, "switch s1 of fabric tofino has no dataAddress"},
+		{"two switches of a rack", func(f *v1alpha1.SwitchFabricSpec) { f.Switches[3].Rack = rack(1) }, "both serve rack 1"},
+		{"a rack without its switch", func(f *v1alpha1.SwitchFabricSpec) { f.Switches = f.Switches[:3] }, "1 switches for 2 racks"},
+		{"no switch of the role", func(f *v1alpha1.SwitchFabricSpec) {
+			f.Switches[0].Role, f.Switches[2].Role = v1alpha1.RoleClientLeaf, v1alpha1.RoleClientLeaf
+		}, "has no spine switch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := topology.ResolveSwitches(switchLayers(), 2, fabric(tt.edit))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one with %q", err, tt.want)
+			}
+		})
+	}
+	layers := switchLayers()
+	layers[0].Spec.Switch.FabricRef = "other"
+	if err := topology.ResolveSwitches(layers, 2, fabric(nil)); err == nil || !strings.Contains(err.Error(), "switch fabric not found") {
+		t.Errorf("unknown fabric: %v", err)
+	}
+}
