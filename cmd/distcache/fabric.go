@@ -27,9 +27,9 @@ func newFabricCommand() *cobra.Command {
 		mapPoll               time.Duration
 		metricsAddr, logLevel string
 		switches              []string
-		cfg      cacheswitch.Config
-		interval time.Duration
-		election uint64
+		cfg                   cacheswitch.Config
+		interval              time.Duration
+		election              uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "fabric",

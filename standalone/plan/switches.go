@@ -88,4 +88,3 @@ func checkSwitches(c *topology.Cluster) error {
 	}
 	return nil
 }
-
