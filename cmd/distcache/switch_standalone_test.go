@@ -1,0 +1,121 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/standalone/control"
+)
+
+// freeTCP is a free loopback TCP address.
+func freeTCP(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// switchCluster is a cluster file with a spine of two software switches
+// on free ports (a data port range of 1 + shards each) and a leaf layer.
+func switchCluster(t *testing.T) string {
+	t.Helper()
+	base := 20000 + 10*rand.IntN(3000)
+	return fmt.Sprintf(`apiVersion: distcache.io/v1alpha1
+kind: SwitchFabric
+metadata: {name: lab}
+spec:
+  driver: stratum
+  pipeline: distcache-v1model
+  switches:
+    - {name: a, deviceID: 1, role: spine, p4runtimeAddress: %q, dataAddress: "127.0.0.1:%d"}
+    - {name: b, deviceID: 2, role: spine, p4runtimeAddress: %q, dataAddress: "127.0.0.1:%d"}
+---
+apiVersion: distcache.io/v1alpha1
+kind: CacheCluster
+metadata: {name: sw}
+spec:
+  storage: {racks: 2, shardsPerRack: 1}
+  layers:
+    - {name: spine, backend: switch, switch: {fabricRef: lab, role: spine}}
+    - {name: leaf, boundToRacks: true}
+  hotKeys: {interval: 200ms, threshold: 2}
+  coherence: {servingLease: 200ms}
+  failover: {gracePeriod: 100ms, holdDown: 1s}
+`, freeTCP(t), base, freeTCP(t), base+5)
+}
+
+// TestUpWithSwitchSpine runs a cluster whose spine is two software
+// switches programmed by the fabric controller: the clients' history is
+// linearizable with no lost write, also across a switch killed (the
+// supervisor restarts it empty, the controller programs it again, the
+// control loop fails it over and back) and one paused.
+func TestUpWithSwitchSpine(t *testing.T) {
+	bin := buildDistcache(t)
+	file, runDir := clusterFile(t, bin, switchCluster(t))
+	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir)
+	if err != nil || !strings.Contains(out, "2 software switches and 1 fabric controller") {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	check := func(what string, during func()) {
+		t.Helper()
+		dir := t.TempDir()
+		ready := filepath.Join(dir, "ready")
+		cmd := exec.CommandContext(t.Context(), bin, "check", "--run-dir", runDir, "--keys", "64", "--workers", "8",
+			"--duration", "4s", "--max-ops", "1000000", "--ready-file", ready, "--out", filepath.Join(dir, "check"))
+		var stdout, stderr syncBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		poll.Until(t, "the ready file", func() bool { _, err := os.Stat(ready); return err == nil })
+		during()
+		if err := cmd.Wait(); err != nil || !strings.HasPrefix(stdout.String(), "PASS: ") {
+			t.Fatalf("check %s: %v\nstdout:\n%s\nstderr:\n%s", what, err, stdout.String(), stderr.String())
+		}
+	}
+	check("with the switches up", func() {})
+	spine := func(name string) control.Process {
+		for _, p := range status(t, bin, runDir).Processes {
+			if p.Name == name {
+				return p
+			}
+		}
+		t.Fatalf("no process %s", name)
+		return control.Process{}
+	}
+	check("across a switch killed and a switch paused", func() {
+		if err := syscall.Kill(spine("sw-spine-0").PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		paused := spine("sw-spine-1").PID
+		if err := syscall.Kill(paused, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		poll.Eventually(t, "the paused switch failed over", func() (bool, error) {
+			return spine("sw-spine-1").MemberState == "Failed", nil
+		})
+		if err := syscall.Kill(paused, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	})
+	poll.Eventually(t, "both switches Active again, the killed one restarted", func() (bool, error) {
+		a, b := spine("sw-spine-0"), spine("sw-spine-1")
+		return a.Restarts == 1 && a.Ready && a.MemberState == "Active" && b.Ready && b.MemberState == "Active",
+			fmt.Errorf("a %s ready %v restarts %d, b %s ready %v", a.MemberState, a.Ready, a.Restarts, b.MemberState, b.Ready)
+	})
+	out, err = run(t, bin, "status", "--run-dir", runDir)
+	if err != nil || !strings.Contains(out, "spine/sw-spine-0 Failed → Active") || !strings.Contains(out, "spine/sw-spine-1 Failed → Active") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+}
