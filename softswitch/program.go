@@ -133,8 +133,12 @@ func (s *state) writeRegister(typ p4v1.Update_Type, re *p4v1.RegisterEntry) erro
 		return status.Errorf(codes.InvalidArgument, "register %s: %v", r.info.Preamble.Name, err)
 	}
 	if re.Index == nil {
-		for i := range r.cells {
-			r.cells[i] = toUint(v)
+		if x := toUint(v); x == 0 {
+			clear(r.cells) // a controller's reset of a sketch: no per-cell loop
+		} else {
+			for i := range r.cells {
+				r.cells[i] = x
+			}
 		}
 		return nil
 	}

@@ -214,6 +214,7 @@ func (s *Switch) serve(i int) {
 	}
 	pkts := make([]packet, s.cfg.Batch)
 	out := make([][]ipv4.Message, len(s.conns))
+	eg := newEgressSlots(s.cfg.Batch)
 	for {
 		n, err := s.pcs[i].ReadBatch(in, 0)
 		if err != nil {
@@ -225,7 +226,7 @@ func (s *Switch) serve(i int) {
 		}
 		s.stats.Received.Add(uint64(n))
 		s.process(local, in[:n], pkts[:n])
-		s.egress(pkts[:n], out)
+		s.egress(pkts[:n], out, eg)
 	}
 }
 
@@ -268,9 +269,25 @@ func (s *Switch) reportHotKey(r HotKey) {
 	}
 }
 
+// egressSlots are a reader's reusable destination addresses and buffer
+// lists, one per packet of a batch, so that sending allocates nothing.
+type egressSlots struct {
+	addrs []net.UDPAddr
+	bufs  [][][]byte
+}
+
+func newEgressSlots(n int) *egressSlots {
+	e := &egressSlots{addrs: make([]net.UDPAddr, n), bufs: make([][][]byte, n)}
+	for i := range e.addrs {
+		e.addrs[i].IP = make(net.IP, 4)
+		e.bufs[i] = make([][]byte, 1)
+	}
+	return e
+}
+
 // egress sends the batch's packets from the ports they leave by, one
 // sendmmsg per port, and hands FETCH_REPLYs to the controller.
-func (s *Switch) egress(pkts []packet, out [][]ipv4.Message) {
+func (s *Switch) egress(pkts []packet, out [][]ipv4.Message, eg *egressSlots) {
 	for k := range out {
 		out[k] = out[k][:0]
 	}
@@ -290,7 +307,12 @@ func (s *Switch) egress(pkts []packet, out [][]ipv4.Message) {
 			continue
 		}
 		s.countEgress(p)
-		out[k] = append(out[k], ipv4.Message{Buffers: [][]byte{p.b}, Addr: net.UDPAddrFromAddrPort(p.dst)})
+		a := &eg.addrs[j]
+		a4 := p.dst.Addr().As4()
+		copy(a.IP, a4[:])
+		a.Port = int(p.dst.Port())
+		eg.bufs[j][0] = p.b
+		out[k] = append(out[k], ipv4.Message{Buffers: eg.bufs[j], Addr: a})
 	}
 	for k, msgs := range out {
 		for len(msgs) > 0 {
