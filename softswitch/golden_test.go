@@ -70,7 +70,7 @@ func ethFrame(dstMAC, srcMAC uint64, src, dst netip.AddrPort, ttl byte, payload 
 	putMAC(f[6:], srcMAC)
 	f[14+8] = ttl
 	binary.BigEndian.PutUint16(f[14+10:], 0)
-	binary.BigEndian.PutUint16(f[14+10:], checksum16(f[14:34]))
+	binary.BigEndian.PutUint16(f[14+10:], pipelines.IPv4Checksum(f[14:34]))
 	return f
 }
 
@@ -78,17 +78,6 @@ func putMAC(b []byte, mac uint64) {
 	var m [8]byte
 	binary.BigEndian.PutUint64(m[:], mac)
 	copy(b[:6], m[2:])
-}
-
-func checksum16(h []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }
 
 func fromClient(payload []byte) vector {

@@ -224,28 +224,11 @@ func objectID(t *testing.T, name string) uint32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, x := range info.Tables {
-		if x.Preamble.Name == name {
-			return x.Preamble.Id
-		}
+	id, ok := pipelines.ObjectID(info, name)
+	if !ok {
+		t.Fatalf("the P4Info has no %s", name)
 	}
-	for _, x := range info.Actions {
-		if x.Preamble.Name == name {
-			return x.Preamble.Id
-		}
-	}
-	for _, x := range info.Registers {
-		if x.Preamble.Name == name {
-			return x.Preamble.Id
-		}
-	}
-	for _, x := range info.Counters {
-		if x.Preamble.Name == name {
-			return x.Preamble.Id
-		}
-	}
-	t.Fatalf("the P4Info has no %s", name)
-	return 0
+	return id
 }
 
 // tableEntry is an entry of table with exact matches (field ids 1, 2, …)

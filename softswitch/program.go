@@ -114,6 +114,34 @@ func (s *state) table(name string) *table       { return s.tables[s.byName[name]
 func (s *state) register(name string) *register { return s.registers[s.byName[name]] }
 func (s *state) counter(name string) *counter   { return s.counters[s.byName[name]] }
 
+// selected is the objects a read selects: every one (id 0) or id's.
+func selected[T any](objs map[uint32]T, id uint32, kind string) ([]T, error) {
+	if id == 0 {
+		out := make([]T, 0, len(objs))
+		for _, o := range objs {
+			out = append(out, o)
+		}
+		return out, nil
+	}
+	o, ok := objs[id]
+	if !ok {
+		return nil, status.Errorf(codes.NotFound, "no %s %d", kind, id)
+	}
+	return []T{o}, nil
+}
+
+// cellRange is the cells of an array of n that idx selects: all of them
+// without an index, else the one.
+func cellRange(idx *p4v1.Index, n int, kind, name string) (from, to int64, err error) {
+	if idx == nil {
+		return 0, int64(n), nil
+	}
+	if idx.Index < 0 || idx.Index >= int64(n) {
+		return 0, 0, status.Errorf(codes.OutOfRange, "%s %s: index %d outside 0…%d", kind, name, idx.Index, n-1)
+	}
+	return idx.Index, idx.Index + 1, nil
+}
+
 // writeRegister applies a MODIFY of one cell, or of every cell when the
 // index is unset.
 func (s *state) writeRegister(typ p4v1.Update_Type, re *p4v1.RegisterEntry) error {
@@ -121,52 +149,41 @@ func (s *state) writeRegister(typ p4v1.Update_Type, re *p4v1.RegisterEntry) erro
 	if !ok {
 		return status.Errorf(codes.NotFound, "no register %d", re.RegisterId)
 	}
+	name := r.info.Preamble.Name
 	if typ != p4v1.Update_MODIFY {
-		return status.Errorf(codes.InvalidArgument, "register %s: only MODIFY, not %s", r.info.Preamble.Name, typ)
+		return status.Errorf(codes.InvalidArgument, "register %s: only MODIFY, not %s", name, typ)
 	}
 	b := re.GetData().GetBitstring()
 	if b == nil {
-		return status.Errorf(codes.InvalidArgument, "register %s: data must be a bitstring", r.info.Preamble.Name)
+		return status.Errorf(codes.InvalidArgument, "register %s: data must be a bitstring", name)
 	}
 	v, err := canonical(b, int(r.info.TypeSpec.GetBitstring().GetBit().GetBitwidth()))
 	if err != nil {
-		return status.Errorf(codes.InvalidArgument, "register %s: %v", r.info.Preamble.Name, err)
+		return status.Errorf(codes.InvalidArgument, "register %s: %v", name, err)
 	}
-	if re.Index == nil {
-		if x := toUint(v); x == 0 {
-			clear(r.cells) // a controller's reset of a sketch: no per-cell loop
-		} else {
-			for i := range r.cells {
-				r.cells[i] = x
-			}
+	from, to, err := cellRange(re.Index, len(r.cells), "register", name)
+	if err != nil {
+		return err
+	}
+	if x := toUint(v); x == 0 {
+		clear(r.cells[from:to]) // a controller's reset of a sketch: no per-cell loop
+	} else {
+		for i := from; i < to; i++ {
+			r.cells[i] = x
 		}
-		return nil
 	}
-	if re.Index.Index < 0 || re.Index.Index >= int64(len(r.cells)) {
-		return status.Errorf(codes.OutOfRange, "register %s: index %d outside 0…%d", r.info.Preamble.Name, re.Index.Index, len(r.cells)-1)
-	}
-	r.cells[re.Index.Index] = toUint(v)
 	return nil
 }
 
 func (s *state) readRegister(re *p4v1.RegisterEntry, dst []*p4v1.Entity) ([]*p4v1.Entity, error) {
-	var rs []*register
-	if re.RegisterId == 0 {
-		for _, r := range s.registers {
-			rs = append(rs, r)
-		}
-	} else if r, ok := s.registers[re.RegisterId]; ok {
-		rs = append(rs, r)
-	} else {
-		return dst, status.Errorf(codes.NotFound, "no register %d", re.RegisterId)
+	rs, err := selected(s.registers, re.RegisterId, "register")
+	if err != nil {
+		return dst, err
 	}
 	for _, r := range rs {
-		from, to := int64(0), int64(len(r.cells))
-		if re.Index != nil {
-			if re.Index.Index < 0 || re.Index.Index >= to {
-				return dst, status.Errorf(codes.OutOfRange, "register %s: index %d outside 0…%d", r.info.Preamble.Name, re.Index.Index, to-1)
-			}
-			from, to = re.Index.Index, re.Index.Index+1
+		from, to, err := cellRange(re.Index, len(r.cells), "register", r.info.Preamble.Name)
+		if err != nil {
+			return dst, err
 		}
 		for i := from; i < to; i++ {
 			dst = append(dst, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
@@ -187,38 +204,26 @@ func (s *state) writeCounter(typ p4v1.Update_Type, ce *p4v1.CounterEntry) error 
 	if typ != p4v1.Update_MODIFY {
 		return status.Errorf(codes.InvalidArgument, "counter %s: only MODIFY, not %s", c.info.Preamble.Name, typ)
 	}
+	from, to, err := cellRange(ce.Index, len(c.packets), "counter", c.info.Preamble.Name)
+	if err != nil {
+		return err
+	}
 	pk, by := uint64(ce.GetData().GetPacketCount()), uint64(ce.GetData().GetByteCount())
-	if ce.Index == nil {
-		for i := range c.packets {
-			c.packets[i], c.bytes[i] = pk, by
-		}
-		return nil
+	for i := from; i < to; i++ {
+		c.packets[i], c.bytes[i] = pk, by
 	}
-	if ce.Index.Index < 0 || ce.Index.Index >= int64(len(c.packets)) {
-		return status.Errorf(codes.OutOfRange, "counter %s: index %d outside 0…%d", c.info.Preamble.Name, ce.Index.Index, len(c.packets)-1)
-	}
-	c.packets[ce.Index.Index], c.bytes[ce.Index.Index] = pk, by
 	return nil
 }
 
 func (s *state) readCounter(ce *p4v1.CounterEntry, dst []*p4v1.Entity) ([]*p4v1.Entity, error) {
-	var cs []*counter
-	if ce.CounterId == 0 {
-		for _, c := range s.counters {
-			cs = append(cs, c)
-		}
-	} else if c, ok := s.counters[ce.CounterId]; ok {
-		cs = append(cs, c)
-	} else {
-		return dst, status.Errorf(codes.NotFound, "no counter %d", ce.CounterId)
+	cs, err := selected(s.counters, ce.CounterId, "counter")
+	if err != nil {
+		return dst, err
 	}
 	for _, c := range cs {
-		from, to := int64(0), int64(len(c.packets))
-		if ce.Index != nil {
-			if ce.Index.Index < 0 || ce.Index.Index >= to {
-				return dst, status.Errorf(codes.OutOfRange, "counter %s: index %d outside 0…%d", c.info.Preamble.Name, ce.Index.Index, to-1)
-			}
-			from, to = ce.Index.Index, ce.Index.Index+1
+		from, to, err := cellRange(ce.Index, len(c.packets), "counter", c.info.Preamble.Name)
+		if err != nil {
+			return dst, err
 		}
 		for i := from; i < to; i++ {
 			dst = append(dst, &p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{

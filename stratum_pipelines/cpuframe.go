@@ -35,7 +35,7 @@ func AppendFrame(b []byte, src, dst netip.AddrPort, payload []byte) []byte {
 	s, d := src.Addr().As4(), dst.Addr().As4()
 	copy(ip[12:], s[:])
 	copy(ip[16:], d[:])
-	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip[:ipv4Len]))
+	binary.BigEndian.PutUint16(ip[10:], IPv4Checksum(ip[:ipv4Len]))
 	udp := ip[ipv4Len:]
 	binary.BigEndian.PutUint16(udp[0:], src.Port())
 	binary.BigEndian.PutUint16(udp[2:], dst.Port())
@@ -64,7 +64,9 @@ func ParseFrame(f []byte) (src, dst netip.AddrPort, payload []byte, err error) {
 	return src, dst, udp[udpLen:n], nil
 }
 
-func ipChecksum(h []byte) uint16 {
+// IPv4Checksum is the header checksum of IPv4 header h (its checksum
+// field zero).
+func IPv4Checksum(h []byte) uint16 {
 	var sum uint32
 	for i := 0; i+1 < len(h); i += 2 {
 		sum += uint32(binary.BigEndian.Uint16(h[i:]))

@@ -169,3 +169,31 @@ func ReadP4Info(fsys fs.FS, name string) (*p4configv1.P4Info, error) {
 func ProgramP4Info(program string) (*p4configv1.P4Info, error) {
 	return ReadP4Info(Sources, "p4src/"+P4InfoPath(program))
 }
+
+// ObjectID is the P4Runtime id of the table, action, register, counter or
+// digest of info named name (names are unique across them in these
+// programs).
+func ObjectID(info *p4configv1.P4Info, name string) (uint32, bool) {
+	var pre []*p4configv1.Preamble
+	for _, x := range info.Tables {
+		pre = append(pre, x.Preamble)
+	}
+	for _, x := range info.Actions {
+		pre = append(pre, x.Preamble)
+	}
+	for _, x := range info.Registers {
+		pre = append(pre, x.Preamble)
+	}
+	for _, x := range info.Counters {
+		pre = append(pre, x.Preamble)
+	}
+	for _, x := range info.Digests {
+		pre = append(pre, x.Preamble)
+	}
+	for _, p := range pre {
+		if p.Name == name {
+			return p.Id, true
+		}
+	}
+	return 0, false
+}

@@ -59,19 +59,51 @@ type Config struct {
 
 var quiet = slog.New(slog.DiscardHandler)
 
+// NewSwitch starts a software switch on loopback at a free base port
+// (another one when a port is taken) with readPorts read ports; it stops
+// when the test ends.
+func NewSwitch(t testing.TB, readPorts int) *softswitch.Switch {
+	t.Helper()
+	sw, err := newSwitch(readPorts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sw.Close() })
+	return sw
+}
+
+// newSwitch starts a software switch at a random free base port.
+func newSwitch(readPorts int) (*softswitch.Switch, error) {
+	var last error
+	for range 50 {
+		sw, err := softswitch.New(softswitch.Config{Addr: netip.MustParseAddr("127.0.0.1"),
+			BasePort: uint16(20000 + rand.IntN(30000)), ReadPorts: readPorts, Logger: quiet})
+		if err == nil {
+			return sw, nil
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("cannot start a software switch: %w", last)
+}
+
+// Serve serves sw's P4Runtime and gNMI on one loopback port, as Stratum
+// does, until the test ends, and returns the address.
+func Serve(t testing.TB, sw *softswitch.Switch) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(sw, lis)
+	t.Cleanup(func() { srv.g.Stop(); srv.p4rt.Close() })
+	return lis.Addr().String()
+}
+
 // Start runs the switch of member and its controller until the test ends,
 // and waits until the switch is programmed.
 func Start(t testing.TB, member string, cfg Config) *Member {
 	t.Helper()
-	var sw *softswitch.Switch
-	var err error
-	for range 50 {
-		sw, err = softswitch.New(softswitch.Config{Addr: netip.MustParseAddr("127.0.0.1"),
-			BasePort: uint16(20000 + rand.IntN(30000)), ReadPorts: cfg.ReadPorts, Logger: quiet})
-		if err == nil {
-			break
-		}
-	}
+	sw, err := newSwitch(cfg.ReadPorts)
 	if err != nil {
 		t.Fatal(err)
 	}

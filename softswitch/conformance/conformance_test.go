@@ -5,10 +5,6 @@
 package conformance
 
 import (
-	"log/slog"
-	"math/rand/v2"
-	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,11 +13,9 @@ import (
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
-	"google.golang.org/grpc"
 
+	"github.com/distcache/distcache/internal/switchtest"
 	"github.com/distcache/distcache/softswitch"
-	"github.com/distcache/distcache/softswitch/gnmiserver"
-	"github.com/distcache/distcache/softswitch/p4rtserver"
 )
 
 // The clients the Makefile installs (FINSY_VERSION, P4RUNTIME_SH_VERSION),
@@ -55,30 +49,8 @@ func python(t *testing.T, env, dir, version string) string {
 // loopback port, as Stratum serves them.
 func startSwitch(t *testing.T) (*softswitch.Switch, string) {
 	t.Helper()
-	var sw *softswitch.Switch
-	var err error
-	for range 20 {
-		sw, err = softswitch.New(softswitch.Config{Addr: netip.MustParseAddr("127.0.0.1"),
-			BasePort: uint16(20000 + rand.IntN(30000)), ReadPorts: 1, Logger: slog.New(slog.DiscardHandler)})
-		if err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sw.Close() })
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	p4rt := p4rtserver.New(sw, p4rtserver.Config{Logger: slog.New(slog.DiscardHandler)})
-	p4rt.Register(g)
-	gnmiserver.New(sw).Register(g)
-	go g.Serve(lis)
-	t.Cleanup(func() { g.Stop(); p4rt.Close() })
-	return sw, lis.Addr().String()
+	sw := switchtest.NewSwitch(t, 1)
+	return sw, switchtest.Serve(t, sw)
 }
 
 func run(t *testing.T, py string, args ...string) {

@@ -1,12 +1,8 @@
-package p4rtserver
+package p4rtserver_test
 
 import (
 	"context"
 	"encoding/binary"
-	"log/slog"
-	"math/rand/v2"
-	"net"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/distcache/distcache/internal/switchtest"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
@@ -33,33 +30,13 @@ type testServer struct {
 
 func startServer(t *testing.T) *testServer {
 	t.Helper()
-	var sw *softswitch.Switch
-	var err error
-	for range 20 {
-		sw, err = softswitch.New(softswitch.Config{Addr: netip.MustParseAddr("127.0.0.1"),
-			BasePort: uint16(20000 + rand.IntN(30000)), ReadPorts: 1, Logger: slog.New(slog.DiscardHandler)})
-		if err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sw.Close() })
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer()
-	srv := New(sw, Config{Logger: slog.New(slog.DiscardHandler)})
-	srv.Register(g)
-	go g.Serve(lis)
-	t.Cleanup(func() { g.Stop(); srv.Close() })
+	sw := switchtest.NewSwitch(t, 1)
+	addr := switchtest.Serve(t, sw)
 	info, err := pipelines.ProgramP4Info(softswitch.Program)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testServer{sw: sw, addr: lis.Addr().String(), info: info}
+	return &testServer{sw: sw, addr: addr, info: info}
 }
 
 // controller is one P4Runtime client with its stream.
@@ -232,20 +209,6 @@ func TestPipelineAndWrites(t *testing.T) {
 }
 
 func objectID(info *p4configv1.P4Info, name string) uint32 {
-	for _, x := range info.Tables {
-		if x.Preamble.Name == name {
-			return x.Preamble.Id
-		}
-	}
-	for _, x := range info.Actions {
-		if x.Preamble.Name == name {
-			return x.Preamble.Id
-		}
-	}
-	for _, x := range info.Registers {
-		if x.Preamble.Name == name {
-			return x.Preamble.Id
-		}
-	}
-	return 0
+	id, _ := pipelines.ObjectID(info, name)
+	return id
 }
