@@ -8,10 +8,10 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
-	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/distcache/distcache/dataplane/wire"
@@ -124,15 +124,19 @@ func goldenVectors() []vector {
 
 // goldenEntity turns an STF command into the P4Runtime update it stands
 // for.
-func goldenEntity(t *testing.T, info *p4configv1.P4Info, c string) *p4v1.Update {
+func goldenEntity(t *testing.T, c string) *p4v1.Update {
 	t.Helper()
 	f := strings.Fields(c)
 	switch f[0] {
 	case "register_write":
-		var idx int64
-		var v uint64
-		fmt.Sscan(f[2], &idx)
-		fmt.Sscan(f[3], &v)
+		idx, err := strconv.ParseInt(f[2], 0, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := strconv.ParseUint(f[3], 0, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: registerEntry(t, f[1], idx, u64(v))}
 	case "setdefault":
 		e := stfAction(t, f[1], strings.Join(f[2:], " "), nil)
@@ -161,9 +165,11 @@ func stfAction(t *testing.T, table, call string, matches []string) *p4v1.Entity 
 	for i, m := range matches {
 		_, v, _ := strings.Cut(m, ":")
 		if value, plen, ok := strings.Cut(v, "/"); ok {
-			var n int32
-			fmt.Sscan(plen, &n)
-			te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: uint32(i + 1), FieldMatchType: &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: stfValue(t, value), PrefixLen: n}}})
+			n, err := strconv.Atoi(plen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: uint32(i + 1), FieldMatchType: &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: stfValue(t, value), PrefixLen: int32(n)}}})
 			continue
 		}
 		te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: uint32(i + 1), FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: stfValue(t, v)}}})
@@ -186,8 +192,8 @@ func stfValue(t *testing.T, v string) []byte {
 		}
 		return b
 	}
-	var n uint64
-	if _, err := fmt.Sscan(v, &n); err != nil {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
 		t.Fatalf("STF value %q: %v", v, err)
 	}
 	return u64(n)
@@ -248,7 +254,7 @@ func TestGoldenVectors(t *testing.T) {
 		case v.comment != "":
 			fmt.Fprintf(&b, "\n# %s\n", v.comment)
 		case v.command != "":
-			if errs := s.Write([]*p4v1.Update{goldenEntity(t, info, v.command)}); errs[0] != nil {
+			if errs := s.Write([]*p4v1.Update{goldenEntity(t, v.command)}); errs[0] != nil {
 				t.Fatalf("%s: %v", v.command, errs[0])
 			}
 			fmt.Fprintf(&b, "%s\n", v.command)

@@ -106,7 +106,7 @@ func (h *harness) serveShim(out transport.Sender, src netip.AddrPort, req *wire.
 	} else {
 		reply.Value, reply.ValueVersion = v.value, v.version
 	}
-	out.Send(src, &reply)
+	_ = out.Send(src, &reply)
 }
 
 func (h *harness) setValue(key string, value []byte, version uint64) {

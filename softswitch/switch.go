@@ -103,7 +103,7 @@ func New(cfg Config) (*Switch, error) {
 		addr := netip.AddrPortFrom(cfg.Addr, cfg.BasePort+uint16(i))
 		conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
 		if err != nil {
-			s.closeConns()
+			_ = s.closeConns()
 			return nil, fmt.Errorf("cannot start the software switch: cannot bind %s: %w", addr, err)
 		}
 		s.conns = append(s.conns, conn)

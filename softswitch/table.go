@@ -183,7 +183,7 @@ func (t *table) write(typ p4v1.Update_Type, te *p4v1.TableEntry) error {
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	stored := &p4v1.TableEntry{TableId: te.TableId, Match: ms, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}, ControllerMetadata: te.ControllerMetadata, Metadata: te.Metadata}
+	stored := &p4v1.TableEntry{TableId: te.TableId, Match: ms, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}, Metadata: te.Metadata}
 	t.entries[key] = &entry{te: stored, action: a.ActionId, params: params}
 	return nil
 }

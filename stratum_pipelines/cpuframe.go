@@ -20,7 +20,7 @@ const (
 	frameLen = ethLen + ipv4Len + udpLen
 )
 
-// ErrFrame: a frame that is not Ethernet carrying IPv4 and UDP.
+// ErrFrame marks a frame that is not Ethernet carrying IPv4 and UDP.
 var ErrFrame = errors.New("not an IPv4 UDP frame")
 
 // AppendFrame appends an Ethernet, IPv4 and UDP frame from src to dst

@@ -86,7 +86,7 @@ serving lease. docs/switches.md describes it.`,
 			defer stop()
 			errs := make(chan error, len(servers))
 			for _, s := range servers {
-				lis, err := net.Listen("tcp", s.addr)
+				lis, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
 				if err != nil {
 					return fmt.Errorf("cannot serve %s on %s: %w", s.name, s.addr, err)
 				}

@@ -147,7 +147,7 @@ func TestUnsignedPeers(t *testing.T) {
 	sw := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 		flags <- req.Flags
 		ack := wire.Message{Header: wire.Header{Op: req.Op.Reply(), Seq: req.Seq}, Key: req.Key}
-		out.Send(src, &ack)
+		_ = out.Send(src, &ack)
 	}, noOpt)
 	served := make(chan wire.Op, 4)
 	shim := listen(t, func(_ transport.Sender, _ netip.AddrPort, req *wire.Message) { served <- req.Op },

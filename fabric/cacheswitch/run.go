@@ -81,7 +81,7 @@ func (c *Controller) filled(ctx context.Context, frame []byte) error {
 	}
 	p, err := wire.Parse(payload)
 	if err != nil || p.Op != wire.OpFetchReply {
-		return fmt.Errorf("packet-in is not a FETCH_REPLY: %v", err)
+		return fmt.Errorf("packet-in is not a FETCH_REPLY (op %s): %w", p.Op, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -13,8 +13,8 @@ import (
 	"github.com/distcache/distcache/placement/partmap"
 )
 
-// ErrNoSession: the switch has no live session (it is unreachable, or
-// another controller is primary): its lease is not renewed.
+// ErrNoSession says the switch has no live session (it is unreachable,
+// or another controller is primary): its lease is not renewed.
 var ErrNoSession = errors.New("no session with the switch")
 
 // Session is a driver's primary session with a switch (stratum.Conn).
@@ -127,7 +127,7 @@ func (r *Runner) Renew(ctx context.Context, p *partmap.Placement, readAt time.Ti
 	c, last := r.cur, r.lastErr
 	r.mu.Unlock()
 	if c == nil {
-		return fmt.Errorf("cannot renew %s: %w (last: %v)", r.cfg.Controller.Member, ErrNoSession, last)
+		return fmt.Errorf("cannot renew %s: %w (last: %w)", r.cfg.Controller.Member, ErrNoSession, last)
 	}
 	return c.Renew(ctx, p, readAt)
 }

@@ -163,7 +163,7 @@ func (c *Conn) receive() {
 		case m.GetDigest() != nil:
 			d := m.GetDigest()
 			c.queueDigest(d)
-			c.send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_DigestAck{DigestAck: &p4v1.DigestListAck{DigestId: d.DigestId, ListId: d.ListId}}})
+			_ = c.send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_DigestAck{DigestAck: &p4v1.DigestListAck{DigestId: d.DigestId, ListId: d.ListId}}})
 		case m.GetError() != nil:
 			c.log.Warn("switch reported a stream error", "code", codes.Code(m.GetError().CanonicalCode), "message", m.GetError().Message)
 		}

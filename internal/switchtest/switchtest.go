@@ -90,7 +90,7 @@ func newSwitch(readPorts int) (*softswitch.Switch, error) {
 // does, until the test ends, and returns the address.
 func Serve(t testing.TB, sw *softswitch.Switch) string {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func Start(t testing.TB, member string, cfg Config) *Member {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func serve(sw *softswitch.Switch, lis net.Listener) *server {
 	p4rt := p4rtserver.New(sw, p4rtserver.Config{Logger: quiet})
 	p4rt.Register(g)
 	gnmiserver.New(sw).Register(g)
-	go g.Serve(lis)
+	go func() { _ = g.Serve(lis) }()
 	return &server{g: g, p4rt: p4rt}
 }
 
@@ -179,7 +179,7 @@ func (m *Member) Restart() error {
 	if err != nil {
 		return fmt.Errorf("cannot restart switch at %s: %w", addr, err)
 	}
-	lis, err := net.Listen("tcp", m.P4Runtime)
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", m.P4Runtime)
 	if err != nil {
 		sw.Close()
 		return fmt.Errorf("cannot restart the services of switch at %s: %w", addr, err)

@@ -16,7 +16,7 @@ import (
 type switchAddresser struct{}
 
 func (switchAddresser) ShardAddress(r, s int) string { return fmt.Sprintf("127.0.0.1:%d", 7000+10*r+s) }
-func (switchAddresser) MemberAddress(layer string, i int) string {
+func (switchAddresser) MemberAddress(_ string, i int) string {
 	return fmt.Sprintf("127.0.0.1:%d", 8000+100*i)
 }
 

@@ -161,7 +161,7 @@ func (s *Server) Get(_ context.Context, req *gpb.GetRequest) (*gpb.GetResponse, 
 func (s *Server) Subscribe(srv grpc.BidiStreamingServer[gpb.SubscribeRequest, gpb.SubscribeResponse]) error {
 	req, err := srv.Recv()
 	if err != nil {
-		return nil
+		return nil //nolint:nilerr // the client ended the stream
 	}
 	list := req.GetSubscribe()
 	if list == nil {
@@ -194,7 +194,7 @@ func (s *Server) Subscribe(srv grpc.BidiStreamingServer[gpb.SubscribeRequest, gp
 		for {
 			r, err := srv.Recv()
 			if err != nil {
-				return nil
+				return nil //nolint:nilerr // the client ended the stream
 			}
 			if r.GetPoll() == nil {
 				return status.Error(codes.InvalidArgument, "a POLL subscription takes only polls")

@@ -37,7 +37,7 @@ func (s *Server) arbitrate(st *stream, a *p4v1.MasterArbitrationUpdate) error {
 	if a.DeviceId != s.cfg.DeviceID {
 		return status.Errorf(codes.NotFound, "no device %d (this switch is device %d)", a.DeviceId, s.cfg.DeviceID)
 	}
-	if a.GetRole().GetName() != "" || a.GetRole().GetId() != 0 {
+	if a.GetRole().GetName() != "" {
 		return status.Errorf(codes.Unimplemented, "role %q: the software switch has only the default role", a.GetRole().GetName())
 	}
 	id := electionID(a.ElectionId)
