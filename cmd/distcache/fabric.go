@@ -54,22 +54,22 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			if cfg.Info, err = pipelines.ProgramP4Info(softswitch.Program); err != nil {
 				return err
 			}
-			runners := map[string]*cacheswitch.Runner{}
+			members := map[string]fleet.Member{}
 			for _, s := range switches {
-				member, addr, device, err := parseSwitchFlag(s)
+				member, addr, gnmi, device, err := parseSwitchFlag(s)
 				if err != nil {
 					return err
 				}
 				cc := cfg
 				cc.Member, cc.Logger = member, log
-				runners[member] = cacheswitch.NewRunner(cacheswitch.RunnerConfig{
+				members[member] = fleet.Member{GNMI: gnmi, Runner: cacheswitch.NewRunner(cacheswitch.RunnerConfig{
 					Dial: func(ctx context.Context) (cacheswitch.Session, error) {
 						return stratum.Dial(ctx, stratum.Config{Address: addr, DeviceID: device, ElectionID: election, Logger: log})
 					},
 					Controller: cc, Interval: interval, Logger: log,
-				})
+				})}
 			}
-			f := fleet.New(runners, log)
+			f := fleet.New(members, log)
 			reg, wrapped := metrics.Registry("fabric", "")
 			if err := f.RegisterMetrics(wrapped); err != nil {
 				return err
@@ -83,7 +83,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go w.Run(ctx, mapPoll)
-			log.Info("programming switches", "switches", len(runners), "metrics", ms.Addr(), "map_version", w.Current().Version())
+			log.Info("programming switches", "switches", len(members), "metrics", ms.Addr(), "map_version", w.Current().Version())
 			f.Run(ctx)
 			return nil
 		},
@@ -93,7 +93,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 	fl.DurationVar(&mapPoll, "map-poll", mapwatch.DefaultInterval, "how often the map is read: each read renews the switches' serving leases")
 	fl.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:0", "address of the /metrics and /healthz endpoint")
 	fl.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	fl.StringArrayVar(&switches, "switch", nil, "a switch member and its P4Runtime endpoint: MEMBER=HOST:PORT[,device=N] (repeatable)")
+	fl.StringArrayVar(&switches, "switch", nil, "a switch member and its P4Runtime endpoint: MEMBER=HOST:PORT[,device=N][,gnmi=HOST:PORT] (repeatable; with gnmi, its ports are watched)")
 	fl.DurationVar(&cfg.Lease, "serving-lease", cacheswitch.DefaultLease, servingLeaseHelp)
 	fl.IntVar(&cfg.Capacity, "capacity", cacheswitch.DefaultCapacity, "keys each switch caches")
 	fl.Uint16Var(&cfg.HotThreshold, "hot-threshold", cacheswitch.DefaultHotThreshold, "reads of an uncached key in an interval that make the switch report it")
@@ -103,22 +103,25 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 	return cmd
 }
 
-// parseSwitchFlag reads MEMBER=HOST:PORT[,device=N].
-func parseSwitchFlag(s string) (member, addr string, device uint64, err error) {
+// parseSwitchFlag reads MEMBER=HOST:PORT[,device=N][,gnmi=HOST:PORT].
+func parseSwitchFlag(s string) (member, addr, gnmi string, device uint64, err error) {
 	member, rest, ok := strings.Cut(s, "=")
 	if !ok || member == "" || rest == "" {
-		return "", "", 0, fmt.Errorf("cannot parse --switch %q: want MEMBER=HOST:PORT[,device=N]", s)
+		return "", "", "", 0, fmt.Errorf("cannot parse --switch %q: want MEMBER=HOST:PORT[,device=N][,gnmi=HOST:PORT]", s)
 	}
-	addr, opt, _ := strings.Cut(rest, ",")
-	device = 1
-	if opt != "" {
-		v, ok := strings.CutPrefix(opt, "device=")
-		if !ok {
-			return "", "", 0, fmt.Errorf("cannot parse --switch %q: unknown option %q", s, opt)
-		}
-		if device, err = strconv.ParseUint(v, 10, 64); err != nil || device == 0 {
-			return "", "", 0, fmt.Errorf("cannot parse --switch %q: device %q is not a positive number", s, v)
+	opts := strings.Split(rest, ",")
+	addr, device = opts[0], 1
+	for _, opt := range opts[1:] {
+		switch k, v, _ := strings.Cut(opt, "="); k {
+		case "device":
+			if device, err = strconv.ParseUint(v, 10, 64); err != nil || device == 0 {
+				return "", "", "", 0, fmt.Errorf("cannot parse --switch %q: device %q is not a positive number", s, v)
+			}
+		case "gnmi":
+			gnmi = v
+		default:
+			return "", "", "", 0, fmt.Errorf("cannot parse --switch %q: unknown option %q", s, opt)
 		}
 	}
-	return member, addr, device, nil
+	return member, addr, gnmi, device, nil
 }

@@ -119,3 +119,29 @@ func TestUpWithSwitchSpine(t *testing.T) {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
 }
+
+func TestParseSwitchFlag(t *testing.T) {
+	tests := []struct {
+		in                 string
+		member, addr, gnmi string
+		device             uint64
+		err                string
+	}{
+		{in: "m=127.0.0.1:9559", member: "m", addr: "127.0.0.1:9559", device: 1},
+		{in: "m=h:1,device=7,gnmi=h:2", member: "m", addr: "h:1", gnmi: "h:2", device: 7},
+		{in: "m=h:1,device=0", err: "is not a positive number"},
+		{in: "m=h:1,speed=9", err: `unknown option "speed=9"`},
+		{in: "=h:1", err: "want MEMBER=HOST:PORT"},
+	}
+	for _, tt := range tests {
+		member, addr, gnmi, device, err := parseSwitchFlag(tt.in)
+		switch {
+		case tt.err != "":
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: error %v, want %q", tt.in, err, tt.err)
+			}
+		case err != nil || member != tt.member || addr != tt.addr || gnmi != tt.gnmi || device != tt.device:
+			t.Errorf("%s: %q %q %q %d %v", tt.in, member, addr, gnmi, device, err)
+		}
+	}
+}

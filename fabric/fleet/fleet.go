@@ -17,6 +17,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/stratum"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -26,15 +27,25 @@ type read struct {
 	at time.Time
 }
 
-// member is one switch: its runner and its pending read.
+// Member is one switch of a fleet.
+type Member struct {
+	Runner *cacheswitch.Runner
+	// GNMI, when set, is the switch's gNMI endpoint: the fleet watches
+	// its ports' operational state.
+	GNMI string
+}
+
+// member is one switch: its runner, its pending read and its ports.
 type member struct {
 	name   string
 	runner *cacheswitch.Runner
+	gnmi   string
 	latest chan read // holds at most the newest read not yet applied
 
-	mu      sync.Mutex // guards lastOK, lastErr
+	mu      sync.Mutex // guards lastOK, lastErr, ports
 	lastOK  time.Time
 	lastErr error
+	ports   map[string]bool // port name to up, as gNMI last reported
 }
 
 // Fleet programs a fabric's switches.
@@ -43,11 +54,11 @@ type Fleet struct {
 	members []*member
 }
 
-// New returns a fleet of the runners, by member name.
-func New(runners map[string]*cacheswitch.Runner, log *slog.Logger) *Fleet {
+// New returns a fleet of the members, by member name.
+func New(members map[string]Member, log *slog.Logger) *Fleet {
 	f := &Fleet{log: log}
-	for name, r := range runners {
-		f.members = append(f.members, &member{name: name, runner: r, latest: make(chan read, 1)})
+	for name, m := range members {
+		f.members = append(f.members, &member{name: name, runner: m.Runner, gnmi: m.GNMI, latest: make(chan read, 1), ports: map[string]bool{}})
 	}
 	return f
 }
@@ -69,8 +80,61 @@ func (f *Fleet) Run(ctx context.Context) {
 	for _, m := range f.members {
 		wg.Go(func() { m.runner.Run(ctx) })
 		wg.Go(func() { f.renewals(ctx, m) })
+		if m.gnmi != "" {
+			wg.Go(func() { f.watchPorts(ctx, m) })
+		}
 	}
 	wg.Wait()
+}
+
+// portRetry is the wait before subscribing again to a switch's ports.
+const portRetry = time.Second
+
+// watchPorts follows the operational state of m's ports over gNMI, and
+// subscribes again when the stream breaks (the switch restarted or went
+// away: its ports are then unknown until it answers).
+func (f *Fleet) watchPorts(ctx context.Context, m *member) {
+	for ctx.Err() == nil {
+		err := stratum.WatchPorts(ctx, m.gnmi, nil, func(p stratum.PortState) {
+			m.mu.Lock()
+			was, known := m.ports[p.Name]
+			m.ports[p.Name] = p.Up
+			m.mu.Unlock()
+			if known && was != p.Up {
+				f.log.Info("switch port changed", "member", m.name, "port", p.Name, "up", p.Up)
+			}
+		})
+		m.mu.Lock()
+		clear(m.ports)
+		m.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		f.log.Debug("watching the switch's ports again", "member", m.name, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(portRetry):
+		}
+	}
+}
+
+// Ports reports member's ports as gNMI last reported them: how many, and
+// how many are up.
+func (f *Fleet) Ports(member string) (total, up int) {
+	for _, m := range f.members {
+		if m.name != member {
+			continue
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		for _, u := range m.ports {
+			total++
+			if u {
+				up++
+			}
+		}
+	}
+	return total, up
 }
 
 func (f *Fleet) renewals(ctx context.Context, m *member) {
@@ -131,6 +195,10 @@ func (f *Fleet) RegisterMetrics(reg prometheus.Registerer) error {
 			counter("fills", "Slots filled by a FETCH_REPLY.", func(s *cacheswitch.Stats) uint64 { return s.Filled.Load() }),
 			counter("fills_refused", "FETCH_REPLYs the switch did not apply.", func(s *cacheswitch.Stats) uint64 { return s.FillRefused.Load() }),
 			counter("hot_key_reports", "Hot-key digests received.", func(s *cacheswitch.Stats) uint64 { return s.HotKeys.Load() }),
+			metrics.GaugeFunc("distcache_fabric_ports_up", "The switch's ports gNMI reports up (0 until it reports).", func() float64 {
+				_, up := f.Ports(m.name)
+				return float64(up)
+			}),
 		); err != nil {
 			return err
 		}

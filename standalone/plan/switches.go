@@ -54,7 +54,7 @@ func (p *Plan) addSwitches(c *topology.Cluster, o Options, tcp *portQueue) error
 					"--device-id=" + strconv.FormatInt(s.DeviceID, 10), "--metrics-addr=" + metricsAddr, "--log-level=" + o.LogLevel},
 				Addr: s.DataAddress, LogFile: o.log(member), MetricsAddr: metricsAddr,
 			})
-			switches = append(switches, "--switch="+member+"="+s.P4RuntimeAddress+",device="+strconv.FormatInt(s.DeviceID, 10))
+			switches = append(switches, "--switch="+member+"="+s.P4RuntimeAddress+",device="+strconv.FormatInt(s.DeviceID, 10)+",gnmi="+gnmi)
 		}
 	}
 	if len(switches) == 0 {

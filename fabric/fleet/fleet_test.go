@@ -1,0 +1,49 @@
+package fleet_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/fleet"
+	"github.com/distcache/distcache/fabric/stratum"
+	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/softswitch"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
+)
+
+// TestFleetWatchesPorts: a fleet programs a software switch over
+// P4Runtime and follows its ports over gNMI: all up once it reports them,
+// all down once the switch closes them.
+func TestFleetWatchesPorts(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	sw := switchtest.NewSwitch(t, 2)
+	addr := switchtest.Serve(t, sw)
+	info, err := pipelines.ProgramP4Info(softswitch.Program)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cacheswitch.NewRunner(cacheswitch.RunnerConfig{
+		Dial: func(ctx context.Context) (cacheswitch.Session, error) {
+			return stratum.Dial(ctx, stratum.Config{Address: addr, DeviceID: 1, Logger: quiet})
+		},
+		Controller: cacheswitch.Config{Member: "m-0", Info: info, Logger: quiet}, Logger: quiet,
+	})
+	f := fleet.New(map[string]fleet.Member{"m-0": {Runner: r, GNMI: addr}}, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	<-r.Programmed()
+	if _, _, ok := sw.Pipeline(); !ok {
+		t.Fatal("the runner programmed no pipeline")
+	}
+	poll.Until(t, "three ports up", func() bool { total, up := f.Ports("m-0"); return total == 3 && up == 3 })
+	if err := sw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "every port down", func() bool { total, up := f.Ports("m-0"); return total == 3 && up == 0 })
+}
