@@ -49,7 +49,7 @@ func ResolveSwitches(layers []Layer, racks int, get FabricGetter) error {
 				return err
 			}
 		}
-		l.Switches = sws
+		l.Switches, l.Driver = sws, f.Driver
 	}
 	return nil
 }

@@ -17,8 +17,10 @@ type Layer struct {
 	Name string
 	Spec v1alpha1.CacheLayerSpec
 	// Switches are a switch-backed layer's members, in member order (by
-	// rack for a layer bound to racks), once ResolveSwitches found them.
+	// rack for a layer bound to racks), once ResolveSwitches found them;
+	// Driver is their fabric's driver.
 	Switches []v1alpha1.Switch
+	Driver   v1alpha1.FabricDriver
 }
 
 // Software says whether the layer is served by cache-node pods.

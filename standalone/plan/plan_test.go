@@ -447,3 +447,34 @@ func TestNewBundles(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckRefusesSwitchesItCannotRun: switch-backed layers without their
+// fabric's switches, of the onos driver, or without P4Runtime addresses.
+func TestCheckRefusesSwitchesItCannotRun(t *testing.T) {
+	layer := func(edit func(*topology.Layer)) []topology.Layer {
+		l := topology.Layer{Name: "spine", Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
+			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "f", Role: v1alpha1.RoleSpine}},
+			Driver:   v1alpha1.DriverStratum,
+			Switches: []v1alpha1.Switch{{Name: "a", DeviceID: 1, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "127.0.0.1:9559", DataAddress: "127.0.0.1:7400"}}}
+		edit(&l)
+		return []topology.Layer{l}
+	}
+	tests := []struct {
+		name   string
+		layers []topology.Layer
+		want   string
+	}{
+		{"unresolved", layer(func(l *topology.Layer) { l.Switches = nil }), "need a SwitchFabric"},
+		{"onos", layer(func(l *topology.Layer) { l.Driver = v1alpha1.DriverONOS }), "driver is onos"},
+		{"no P4Runtime address", layer(func(l *topology.Layer) { l.Switches[0].P4RuntimeAddress = "" }), "set its p4runtimeAddress"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &topology.Cluster{Name: "c", Layers: tt.layers}
+			err := plan.Check(c, &plan.Options{})
+			if !errors.Is(err, plan.ErrUnsupported) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want ErrUnsupported with %q", err, tt.want)
+			}
+		})
+	}
+}

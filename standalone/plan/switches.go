@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/topology"
 )
@@ -79,6 +80,9 @@ func checkSwitches(c *topology.Cluster) error {
 		}
 		if len(l.Switches) == 0 {
 			return fmt.Errorf("cannot run layer %s: switch-backed layers need a SwitchFabric in the cluster file: %w", l.Name, ErrUnsupported)
+		}
+		if l.Driver == v1alpha1.DriverONOS {
+			return fmt.Errorf("cannot run layer %s: its fabric's driver is onos, and an ONOS controller runs its switches, not this host: %w", l.Name, ErrUnsupported)
 		}
 		for _, s := range l.Switches {
 			if s.P4RuntimeAddress == "" {
