@@ -19,7 +19,9 @@ type slot struct {
 	index    uint32
 	key      string
 	fetchSeq uint64 // the FETCH the slot waits for (fill_seq); 0 when filled
-	hits     uint64 // cache_hits when last read, for eviction
+	// hitsRead is cache_hits of the slot when last read; recentHits the
+	// hits since the read before, which eviction compares.
+	hitsRead, recentHits uint64
 }
 
 // slotTable holds the switch's slots by key and the free ones.
@@ -112,7 +114,7 @@ func (c *Controller) Insert(ctx context.Context) error {
 	var evict []*slot
 	for _, cd := range cands {
 		if len(c.slots.free) == 0 {
-			if len(victims) == 0 || victims[0].hits >= uint64(cd.count) {
+			if len(victims) == 0 || victims[0].recentHits >= uint64(cd.count) {
 				break
 			}
 			evict = append(evict, victims[0])
@@ -131,7 +133,8 @@ func (c *Controller) Insert(ctx context.Context) error {
 	return c.resetSketch(ctx)
 }
 
-// victims are up to n filled slots by hits since the last read, fewest
+// victims are up to n filled slots by their hits since the last read
+// (about an interval's: comparable with a candidate's count), fewest
 // first.
 func (c *Controller) victims(ctx context.Context, n int) ([]*slot, error) {
 	if n <= 0 || len(c.slots.byKey) == 0 {
@@ -154,15 +157,10 @@ func (c *Controller) victims(ctx context.Context, n int) ([]*slot, error) {
 		ce := e.GetCounterEntry()
 		total[uint32(ce.GetIndex().GetIndex())] = uint64(ce.GetData().GetPacketCount())
 	}
-	recent := map[*slot]uint64{}
 	for _, s := range ss {
-		recent[s] = total[s.index] - s.hits
-		s.hits = total[s.index]
+		s.recentHits, s.hitsRead = total[s.index]-s.hitsRead, total[s.index]
 	}
-	sort.Slice(ss, func(i, j int) bool { return recent[ss[i]] < recent[ss[j]] })
-	for _, s := range ss {
-		s.hits = recent[s] // compared with the candidates' counts of one interval
-	}
+	sort.Slice(ss, func(i, j int) bool { return ss[i].recentHits < ss[j].recentHits })
 	return ss[:min(n, len(ss))], nil
 }
 
