@@ -2,6 +2,7 @@ package cacheswitch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -111,21 +112,27 @@ func (c *Controller) Insert(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Choose first, then program in a few batched writes: a write per key
+	// would hold the lock (and the lease renewals) for as many round trips.
 	var evict []*slot
+	var keys []string
+	free := len(c.slots.free)
 	for _, cd := range cands {
-		if len(c.slots.free) == 0 {
+		if free == 0 {
 			if len(victims) == 0 || victims[0].recentHits >= uint64(cd.count) {
 				break
 			}
-			evict = append(evict, victims[0])
-			victims = victims[1:]
-			if err := c.release(ctx, evict[len(evict)-1:]); err != nil {
-				return err
-			}
+			evict, victims = append(evict, victims[0]), victims[1:]
+			free++
 		}
-		if err := c.insert(ctx, cd.key); err != nil {
-			return err
-		}
+		keys = append(keys, cd.key)
+		free--
+	}
+	if err := c.release(ctx, evict); err != nil {
+		return err
+	}
+	if err := c.insert(ctx, keys); err != nil {
+		return err
 	}
 	if err := c.refetch(ctx); err != nil {
 		return err
@@ -164,35 +171,74 @@ func (c *Controller) victims(ctx context.Context, n int) ([]*slot, error) {
 	return ss[:min(n, len(ss))], nil
 }
 
-// insert gives key a free slot: the registers of a new, invalid slot
-// waiting for a FETCH, then its lookup entry, then the FETCH.
-func (c *Controller) insert(ctx context.Context, key string) error {
-	s := &slot{index: c.slots.free[len(c.slots.free)-1], key: key, fetchSeq: c.seq()}
-	if err := c.dev.Write(ctx,
-		update(p4v1.Update_MODIFY, register(c.id.valid, int64(s.index), u16(0))),
-		update(p4v1.Update_MODIFY, register(c.id.version, int64(s.index), u64(0))),
-		update(p4v1.Update_MODIFY, register(c.id.fillSeq, int64(s.index), u64(s.fetchSeq)))); err != nil {
-		return fmt.Errorf("cannot prepare a slot of %s: %w", c.cfg.Member, err)
+// insert gives each key a free slot: the registers of new, invalid
+// slots waiting for a FETCH, then their lookup entries, then the FETCHes.
+// A key whose entry the switch refused gets its slot back.
+func (c *Controller) insert(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
 	}
-	if err := c.dev.Write(ctx, update(p4v1.Update_INSERT, c.lookupEntry(key, s.index))); err != nil {
-		return fmt.Errorf("cannot insert %q into %s: %w", key, c.cfg.Member, err)
+	slots := make([]*slot, len(keys))
+	var regs, entries []*p4v1.Update
+	for i, key := range keys {
+		s := &slot{index: c.slots.free[len(c.slots.free)-1-i], key: key, fetchSeq: c.seq()}
+		slots[i] = s
+		regs = append(regs,
+			update(p4v1.Update_MODIFY, register(c.id.valid, int64(s.index), u16(0))),
+			update(p4v1.Update_MODIFY, register(c.id.version, int64(s.index), u64(0))),
+			update(p4v1.Update_MODIFY, register(c.id.fillSeq, int64(s.index), u64(s.fetchSeq))))
+		entries = append(entries, update(p4v1.Update_INSERT, c.lookupEntry(key, s.index)))
 	}
-	c.slots.free = c.slots.free[:len(c.slots.free)-1]
-	c.slots.byKey[key] = s
-	c.stats.Inserted.Add(1)
-	return c.fetch(s)
+	if err := c.dev.Write(ctx, regs...); err != nil {
+		return fmt.Errorf("cannot prepare %d slots of %s: %w", len(keys), c.cfg.Member, err)
+	}
+	c.slots.free = c.slots.free[:len(c.slots.free)-len(keys)]
+	failed := map[int]bool{}
+	if err := c.dev.Write(ctx, entries...); err != nil {
+		var we updateErrors
+		if !errors.As(err, &we) {
+			return fmt.Errorf("cannot insert %d keys into %s: %w", len(keys), c.cfg.Member, err)
+		}
+		for i, e := range we.UpdateErrors() {
+			if e != nil {
+				failed[i] = true
+				c.log.Warn("cannot insert a key", "key", keys[i], "err", e)
+			}
+		}
+	}
+	for i, s := range slots {
+		if failed[i] {
+			c.slots.free = append(c.slots.free, s.index)
+			continue
+		}
+		c.slots.byKey[s.key] = s
+		c.stats.Inserted.Add(1)
+		if err := c.fetch(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// updateErrors is a Device's Write error that says which updates failed
+// (stratum.WriteError).
+type updateErrors interface{ UpdateErrors() []error }
 
 // refetch sends a new FETCH for every slot still waiting for its fill.
 func (c *Controller) refetch(ctx context.Context) error {
+	var waiting []*slot
+	var ups []*p4v1.Update
 	for _, s := range c.slots.byKey {
-		if s.fetchSeq == 0 {
-			continue
+		if s.fetchSeq != 0 {
+			s.fetchSeq = c.seq()
+			waiting = append(waiting, s)
+			ups = append(ups, update(p4v1.Update_MODIFY, register(c.id.fillSeq, int64(s.index), u64(s.fetchSeq))))
 		}
-		s.fetchSeq = c.seq()
-		if err := c.dev.Write(ctx, update(p4v1.Update_MODIFY, register(c.id.fillSeq, int64(s.index), u64(s.fetchSeq)))); err != nil {
-			return fmt.Errorf("cannot fetch %q again into %s: %w", s.key, c.cfg.Member, err)
-		}
+	}
+	if err := c.dev.Write(ctx, ups...); err != nil {
+		return fmt.Errorf("cannot fetch %d keys again into %s: %w", len(waiting), c.cfg.Member, err)
+	}
+	for _, s := range waiting {
 		if err := c.fetch(s); err != nil {
 			return err
 		}

@@ -249,6 +249,9 @@ type WriteError struct {
 	Updates []error // per update, nil for those applied
 }
 
+// UpdateErrors are the per-update errors, nil for the updates applied.
+func (e *WriteError) UpdateErrors() []error { return e.Updates }
+
 func (e *WriteError) Error() string {
 	for i, err := range e.Updates {
 		if err != nil {
