@@ -3,6 +3,7 @@ package softswitch
 import (
 	"encoding/binary"
 	"fmt"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // canonical is b in P4Runtime's canonical binary-string form (no leading
@@ -37,28 +38,9 @@ func bitLen(b []byte) int {
 	return 0
 }
 
-// stripZeros is the canonical form of a value the data path produced
-// (at least one byte), without copying.
-func stripZeros(b []byte) []byte {
-	i := 0
-	for i < len(b)-1 && b[i] == 0 {
-		i++
-	}
-	return b[i:]
-}
-
-// toUint is the value of big-endian b of at most 8 significant bytes.
-func toUint(b []byte) uint64 {
-	var v uint64
-	for _, c := range b {
-		v = v<<8 | uint64(c)
-	}
-	return v
-}
-
 // fromUint is v as a canonical bytestring.
 func fromUint(v uint64) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], v)
-	return append([]byte(nil), stripZeros(b[:])...)
+	return append([]byte(nil), pipelines.StripZeros(b[:])...)
 }

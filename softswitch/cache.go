@@ -2,6 +2,7 @@ package softswitch
 
 import (
 	"encoding/binary"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 	"hash/crc32"
 	"net/netip"
 
@@ -81,7 +82,7 @@ func (c *cache) apply(p *packet, now uint64, report func(HotKey)) {
 	held := false
 	if p.role != roleNone && p.cacheable {
 		var kb [17]byte
-		if e := c.cacheLookup.lookup(appendKey(kb[:0], stripZeros(p.digest()))); e != nil {
+		if e := c.cacheLookup.lookup(appendKey(kb[:0], pipelines.StripZeros(p.digest()))); e != nil {
 			p.slot, held = uint32(e.params[0]), true
 		}
 	}
@@ -98,7 +99,7 @@ func (c *cache) applySwitchAddress(p *packet) {
 	a4, port := p.dst.Addr().As4(), p.dst.Port()
 	var pb [2]byte
 	binary.BigEndian.PutUint16(pb[:], port)
-	key := appendKey(appendKey(kb[:0], stripZeros(a4[:])), stripZeros(pb[:]))
+	key := appendKey(appendKey(kb[:0], pipelines.StripZeros(a4[:])), pipelines.StripZeros(pb[:]))
 	e := c.switchAddress.lookup(key)
 	switch {
 	case e == nil:
@@ -120,7 +121,7 @@ func (c *cache) applyStorageRoute(p *packet) {
 	var kb [5]byte
 	var sb [4]byte
 	binary.BigEndian.PutUint32(sb[:], p.shard)
-	e := c.storageRoute.lookup(appendKey(kb[:0], stripZeros(sb[:])))
+	e := c.storageRoute.lookup(appendKey(kb[:0], pipelines.StripZeros(sb[:])))
 	if e == nil || e.action != c.toShim {
 		p.drop = true // no_shim
 		return

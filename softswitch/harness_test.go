@@ -215,7 +215,7 @@ func (h *harness) readRegister(t *testing.T, name string, i int64) uint64 {
 	if err != nil || len(es) != 1 {
 		t.Fatalf("read %s[%d]: %d entities, %v", name, i, len(es), err)
 	}
-	return toUint(es[0].GetRegisterEntry().GetData().GetBitstring())
+	return pipelines.BytesUint(es[0].GetRegisterEntry().GetData().GetBitstring())
 }
 
 func objectID(t *testing.T, name string) uint32 {

@@ -165,7 +165,7 @@ func (s *state) writeRegister(typ p4v1.Update_Type, re *p4v1.RegisterEntry) erro
 	if err != nil {
 		return err
 	}
-	if x := toUint(v); x == 0 {
+	if x := pipelines.BytesUint(v); x == 0 {
 		clear(r.cells[from:to]) // a controller's reset of a sketch: no per-cell loop
 	} else {
 		for i := from; i < to; i++ {

@@ -2,6 +2,7 @@ package softswitch
 
 import (
 	"fmt"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -135,7 +136,7 @@ func (t *table) checkAction(ta *p4v1.TableAction, asDefault bool) (*p4v1.Action,
 		if err != nil {
 			return nil, nil, fmt.Errorf("action %s parameter %s: %w", info.Preamble.Name, p.Name, err)
 		}
-		params[i] = toUint(v) // every parameter of the programs fits 64 bits
+		params[i] = pipelines.BytesUint(v) // every parameter of the programs fits 64 bits
 		out.Params = append(out.Params, &p4v1.Action_Param{ParamId: p.Id, Value: v})
 	}
 	for id := range given {

@@ -61,7 +61,7 @@ func TestWriteErrors(t *testing.T) {
 		t.Errorf("the good update after the bad ones: %v", errs[len(tests)])
 	}
 	got, err := h.sw.Read([]*p4v1.Entity{tableEntry(t, "cache_lookup", "cached", [][]byte{{0, 7}})})
-	if err != nil || len(got) != 1 || toUint(got[0].GetTableEntry().GetAction().GetAction().Params[0].Value) != 3 {
+	if err != nil || len(got) != 1 || pipelines.BytesUint(got[0].GetTableEntry().GetAction().GetAction().Params[0].Value) != 3 {
 		t.Errorf("read back %v, %v", got, err)
 	}
 }

@@ -27,6 +27,7 @@ package cacheswitch
 import (
 	"context"
 	"fmt"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -193,7 +194,7 @@ func (c *Controller) readClock(ctx context.Context) (uint64, error) {
 	if err != nil || len(es) != 1 {
 		return 0, fmt.Errorf("cannot read the clock of %s: %d cells, %w", c.cfg.Member, len(es), err)
 	}
-	return bytesValue(es[0].GetRegisterEntry().GetData().GetBitstring()), nil
+	return pipelines.BytesUint(es[0].GetRegisterEntry().GetData().GetBitstring()), nil
 }
 
 // apply installs p: identity, addresses and routes, and releases the

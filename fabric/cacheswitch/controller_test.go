@@ -81,11 +81,7 @@ func (k *controlled) register(t *testing.T, name string) uint64 {
 	if err != nil || len(es) != 1 {
 		t.Fatalf("read %s: %v", name, err)
 	}
-	var v uint64
-	for _, b := range es[0].GetRegisterEntry().GetData().GetBitstring() {
-		v = v<<8 | uint64(b)
-	}
-	return v
+	return pipelines.BytesUint(es[0].GetRegisterEntry().GetData().GetBitstring())
 }
 
 func (k *controlled) entries(t *testing.T, table string) int {

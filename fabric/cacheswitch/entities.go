@@ -3,6 +3,7 @@ package cacheswitch
 import (
 	"encoding/binary"
 	"fmt"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -21,38 +22,22 @@ type ids struct {
 // lookupIDs resolves the objects by name; the P4Info must be the cache
 // switch program's.
 func lookupIDs(info *p4configv1.P4Info) (ids, error) {
-	byName := map[string]uint32{}
-	for _, x := range info.Tables {
-		byName["table "+x.Preamble.Name] = x.Preamble.Id
-	}
-	for _, x := range info.Actions {
-		byName["action "+x.Preamble.Name] = x.Preamble.Id
-	}
-	for _, x := range info.Registers {
-		byName["register "+x.Preamble.Name] = x.Preamble.Id
-	}
-	for _, x := range info.Counters {
-		byName["counter "+x.Preamble.Name] = x.Preamble.Id
-	}
-	for _, x := range info.Digests {
-		byName["digest "+x.Preamble.Name] = x.Preamble.Id
-	}
 	var id ids
 	for _, f := range []struct {
 		dst  *uint32
 		name string
 	}{
-		{&id.switchAddress, "table switch_address"}, {&id.identity, "table identity"},
-		{&id.storageRoute, "table storage_route"}, {&id.cacheLookup, "table cache_lookup"},
-		{&id.serveReads, "action serve_reads"}, {&id.serveCoherence, "action serve_coherence"},
-		{&id.setIdentity, "action set_identity"}, {&id.toShim, "action to_shim"}, {&id.cached, "action cached"},
-		{&id.valid, "register valid"}, {&id.version, "register version"}, {&id.fillSeq, "register fill_seq"},
-		{&id.leaseUntil, "register lease_until"}, {&id.clock, "register clock"}, {&id.hotThreshold, "register hot_threshold"},
-		{&id.sketch0, "register sketch_row0"}, {&id.sketch1, "register sketch_row1"}, {&id.sketch2, "register sketch_row2"},
-		{&id.sketch3, "register sketch_row3"}, {&id.bloom0, "register bloom0"}, {&id.bloom1, "register bloom1"},
-		{&id.bloom2, "register bloom2"}, {&id.cacheHits, "counter cache_hits"}, {&id.hotKey, "digest hot_key_t"},
+		{&id.switchAddress, "switch_address"}, {&id.identity, "identity"},
+		{&id.storageRoute, "storage_route"}, {&id.cacheLookup, "cache_lookup"},
+		{&id.serveReads, "serve_reads"}, {&id.serveCoherence, "serve_coherence"},
+		{&id.setIdentity, "set_identity"}, {&id.toShim, "to_shim"}, {&id.cached, "cached"},
+		{&id.valid, "valid"}, {&id.version, "version"}, {&id.fillSeq, "fill_seq"},
+		{&id.leaseUntil, "lease_until"}, {&id.clock, "clock"}, {&id.hotThreshold, "hot_threshold"},
+		{&id.sketch0, "sketch_row0"}, {&id.sketch1, "sketch_row1"}, {&id.sketch2, "sketch_row2"},
+		{&id.sketch3, "sketch_row3"}, {&id.bloom0, "bloom0"}, {&id.bloom1, "bloom1"},
+		{&id.bloom2, "bloom2"}, {&id.cacheHits, "cache_hits"}, {&id.hotKey, "hot_key_t"},
 	} {
-		v, ok := byName[f.name]
+		v, ok := pipelines.ObjectID(info, f.name)
 		if !ok {
 			return id, fmt.Errorf("cannot program the switch: its P4Info has no %s", f.name)
 		}
@@ -106,12 +91,3 @@ func counterCell(id uint32, i int64) *p4v1.Entity {
 func u16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
 func u32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
-
-// bytesValue is a bitstring as a number (at most 8 significant bytes).
-func bytesValue(b []byte) uint64 {
-	var v uint64
-	for _, c := range b {
-		v = v<<8 | uint64(c)
-	}
-	return v
-}

@@ -54,14 +54,14 @@ func (c *Controller) hotKeys(d *p4v1.DigestList) {
 		if len(m) != 4 {
 			continue
 		}
-		n := int(bytesValue(m[1].GetBitstring()))
+		n := int(pipelines.BytesUint(m[1].GetBitstring()))
 		raw := m[2].GetBitstring()
 		if n < 1 || n > wire.MaxSwitchKeyLen || len(raw) > 32 {
 			continue
 		}
 		var key [32]byte
 		copy(key[32-len(raw):], raw) // canonical: leading zero bytes dropped
-		count := uint16(bytesValue(m[3].GetBitstring()))
+		count := uint16(pipelines.BytesUint(m[3].GetBitstring()))
 		c.stats.HotKeys.Add(1)
 		k := string(key[:n])
 		if count > c.hot[k] {
@@ -93,7 +93,7 @@ func (c *Controller) filled(ctx context.Context, frame []byte) error {
 	if err != nil || len(es) != 1 {
 		return fmt.Errorf("cannot read slot %d of %s: %w", s.index, c.cfg.Member, err)
 	}
-	if bytesValue(es[0].GetRegisterEntry().GetData().GetBitstring()) == 1 {
+	if pipelines.BytesUint(es[0].GetRegisterEntry().GetData().GetBitstring()) == 1 {
 		s.fetchSeq = 0
 		c.stats.Filled.Add(1)
 		return nil

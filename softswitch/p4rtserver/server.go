@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/distcache/distcache/softswitch"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // APIVersion is the P4Runtime version served.
@@ -209,7 +210,7 @@ func (s *Server) hotKey(hk softswitch.HotKey) {
 	var key [32]byte // bit<256>, the key left-aligned
 	copy(key[:], hk.Key)
 	bits := func(b []byte) *p4v1.P4Data {
-		return &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: canonical(b)}}
+		return &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: pipelines.StripZeros(b)}}
 	}
 	data := &p4v1.P4Data{Data: &p4v1.P4Data_Struct{Struct: &p4v1.P4StructLike{Members: []*p4v1.P4Data{
 		bits(hk.Digest[:]),
@@ -230,14 +231,6 @@ func (s *Server) toPrimary(m *p4v1.StreamMessageResponse) {
 		return
 	}
 	s.send(s.primary, m)
-}
-
-// canonical strips leading zero bytes (P4Runtime's canonical form).
-func canonical(b []byte) []byte {
-	for len(b) > 1 && b[0] == 0 {
-		b = b[1:]
-	}
-	return b
 }
 
 // Capabilities reports the P4Runtime version served.
