@@ -3,6 +3,7 @@ package softswitch
 import (
 	"encoding/binary"
 	"fmt"
+
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 

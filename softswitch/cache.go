@@ -2,11 +2,11 @@ package softswitch
 
 import (
 	"encoding/binary"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 	"hash/crc32"
 	"net/netip"
 
 	"github.com/distcache/distcache/dataplane/wire"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // Sizes of p4src/include/params.p4 the control computes with.

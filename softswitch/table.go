@@ -2,13 +2,14 @@ package softswitch
 
 import (
 	"fmt"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // table is one P4 table: its entries by match key, and its default action.

@@ -27,7 +27,6 @@ package cacheswitch
 import (
 	"context"
 	"fmt"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -39,6 +38,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/placement/partmap"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // Defaults of Config.

@@ -3,10 +3,11 @@ package cacheswitch
 import (
 	"encoding/binary"
 	"fmt"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // ids are the P4Runtime ids of the cache switch program's objects the
