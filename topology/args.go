@@ -46,23 +46,49 @@ func (c *Cluster) NodeArgs(l Layer, member, listen string) []string {
 	return append(args, DataPlaneArgs(&c.Spec)...)
 }
 
-// FabricArgs are the `distcache fabric` arguments of the cluster's
-// switch-backed layers: the serving lease every node and shim uses, the
-// hot-key interval and threshold, and the switches' capacity (the first
-// switch-backed layer's capacity.entries, if set).
-func (c *Cluster) FabricArgs() []string {
-	args := []string{"--serving-lease=" + ServingLease(&c.Spec).String()}
+// SwitchProgramming is how the fabric controller programs the cluster's
+// switches: the serving lease every node and shim uses, the hot-key
+// interval and threshold (0: the controller's defaults), and the
+// switches' capacity (the first switch-backed layer's capacity.entries;
+// 0: the default).
+type SwitchProgramming struct {
+	Lease        time.Duration
+	Interval     time.Duration
+	HotThreshold uint16
+	Capacity     int
+}
+
+// SwitchProgramming is how the cluster's switches are programmed.
+func (c *Cluster) SwitchProgramming() SwitchProgramming {
+	p := SwitchProgramming{Lease: ServingLease(&c.Spec)}
 	if d := c.Spec.HotKeys.Interval; d != nil {
-		args = append(args, "--interval="+d.Duration.String())
+		p.Interval = d.Duration
 	}
 	if t := c.Spec.HotKeys.Threshold; t > 0 {
-		args = append(args, "--hot-threshold="+strconv.Itoa(int(min(t, 65535))))
+		p.HotThreshold = uint16(min(t, 65535))
 	}
 	for _, l := range c.Layers {
 		if !l.Software() && l.Spec.Capacity.Entries > 0 {
-			args = append(args, "--capacity="+strconv.Itoa(int(l.Spec.Capacity.Entries)))
+			p.Capacity = int(l.Spec.Capacity.Entries)
 			break
 		}
+	}
+	return p
+}
+
+// FabricArgs are the `distcache fabric` arguments of the cluster's
+// switch-backed layers (SwitchProgramming).
+func (c *Cluster) FabricArgs() []string {
+	p := c.SwitchProgramming()
+	args := []string{"--serving-lease=" + p.Lease.String()}
+	if p.Interval > 0 {
+		args = append(args, "--interval="+p.Interval.String())
+	}
+	if p.HotThreshold > 0 {
+		args = append(args, "--hot-threshold="+strconv.Itoa(int(p.HotThreshold)))
+	}
+	if p.Capacity > 0 {
+		args = append(args, "--capacity="+strconv.Itoa(p.Capacity))
 	}
 	return args
 }

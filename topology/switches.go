@@ -99,3 +99,24 @@ func (s switchAddresser) MemberAddress(layer string, i int) string {
 	}
 	return s.a.MemberAddress(layer, i)
 }
+
+// SwitchMember is a switch of a switch-backed layer and its member name in
+// the partition map.
+type SwitchMember struct {
+	Layer  string
+	Fabric string
+	Switch v1alpha1.Switch
+	Member string
+}
+
+// SwitchMembers are the switches of the cluster's switch-backed layers
+// (resolved by ResolveSwitches), in layer and member order.
+func (c *Cluster) SwitchMembers() []SwitchMember {
+	var out []SwitchMember
+	for _, l := range c.Layers {
+		for i, s := range l.Switches {
+			out = append(out, SwitchMember{Layer: l.Name, Fabric: l.Spec.Switch.FabricRef, Switch: s, Member: partmap.MemberName(c.Name, l.Name, i)})
+		}
+	}
+	return out
+}

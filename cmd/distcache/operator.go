@@ -47,6 +47,7 @@ func newOperatorCommand() *cobra.Command {
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
 	f.StringVar(&o.Namespace, "namespace", "", "only watch this namespace (default: all)")
+	f.Uint64Var(&o.P4RuntimeElectionID, "p4runtime-election-id", 1, "the operator's P4Runtime election id with the switches of its SwitchFabrics (a controller with a higher one takes them over)")
 	f.StringVar(&o.DataPlaneImage, "data-plane-image", buildinfo.Image,
 		"distcache image of the data-plane pods of clusters whose spec.images.distcache is empty (the Helm chart passes the operator's own image)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

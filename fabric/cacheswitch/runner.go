@@ -39,8 +39,28 @@ type RunnerConfig struct {
 	Interval time.Duration
 	// Retry is the wait before dialing again after a session ends (1 s
 	// when 0).
-	Retry  time.Duration
-	Logger *slog.Logger
+	Retry time.Duration
+	// OnChange, when set, is called with the runner's state whenever it
+	// changes: a session programmed the switch, or it ended or could not
+	// start for another reason than the last time.
+	OnChange func(State)
+	Logger   *slog.Logger
+}
+
+// State is a runner's session as last seen.
+type State struct {
+	// Programmed says a session is up and the switch runs the pipeline
+	// pushed in it.
+	Programmed bool
+	// Since is when Programmed last changed (the runner's creation until
+	// it first does).
+	Since time.Time
+	// Err is why the last session ended or could not start; nil while
+	// programmed.
+	Err error
+	// Sessions counts the sessions that programmed the switch: each
+	// started it empty.
+	Sessions int
 }
 
 // Runner keeps one switch programmed across sessions: it dials, pushes
@@ -51,10 +71,10 @@ type Runner struct {
 	cfg RunnerConfig
 	log *slog.Logger
 
-	mu      sync.Mutex // guards cur, lastErr
-	cur     *Controller
-	lastErr error
-	cookie  uint64
+	mu     sync.Mutex // guards cur, state
+	cur    *Controller
+	state  State
+	cookie uint64
 
 	programmed     chan struct{} // closed once the first session programmed the switch
 	programmedOnce sync.Once
@@ -68,19 +88,50 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Runner{cfg: cfg, log: cfg.Logger.With("member", cfg.Controller.Member), programmed: make(chan struct{})}
+	return &Runner{cfg: cfg, log: cfg.Logger.With("member", cfg.Controller.Member), programmed: make(chan struct{}),
+		state: State{Since: time.Now()}}
+}
+
+// State is the runner's session as last seen.
+func (r *Runner) State() State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
+// setState records a session programmed (c) or ended (err), and tells
+// OnChange when that changed the state.
+func (r *Runner) setState(c *Controller, err error) {
+	r.mu.Lock()
+	st, changed := r.state, false
+	r.cur = c
+	if programmed := c != nil; programmed != st.Programmed {
+		st.Programmed, st.Since, changed = programmed, time.Now(), true
+	}
+	if c != nil {
+		st.Sessions++
+		changed = true
+	}
+	if (err == nil) != (st.Err == nil) || (err != nil && err.Error() != st.Err.Error()) {
+		changed = true
+	}
+	st.Err = err
+	r.state = st
+	r.mu.Unlock()
+	if changed && r.cfg.OnChange != nil {
+		r.cfg.OnChange(st)
+	}
 }
 
 // Run serves sessions until ctx ends.
 func (r *Runner) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		err := r.session(ctx)
-		r.mu.Lock()
-		r.cur, r.lastErr = nil, err
-		r.mu.Unlock()
 		if ctx.Err() != nil {
+			r.setState(nil, ctx.Err())
 			return
 		}
+		r.setState(nil, err)
 		r.log.Warn("switch session ended; dialing again", "err", err, "after", r.cfg.Retry)
 		select {
 		case <-ctx.Done():
@@ -105,9 +156,7 @@ func (r *Runner) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	r.cur = c
-	r.mu.Unlock()
+	r.setState(c, nil)
 	r.programmedOnce.Do(func() { close(r.programmed) })
 	r.log.Info("switch programmed", "program", "cache_switch")
 	if err := c.Run(ctx, r.cfg.Interval, s.Done()); err != nil {
@@ -124,7 +173,7 @@ func (r *Runner) session(ctx context.Context) error {
 // one.
 func (r *Runner) Renew(ctx context.Context, p *partmap.Placement, readAt time.Time) error {
 	r.mu.Lock()
-	c, last := r.cur, r.lastErr
+	c, last := r.cur, r.state.Err
 	r.mu.Unlock()
 	if c == nil {
 		return fmt.Errorf("cannot renew %s: %w (last: %w)", r.cfg.Controller.Member, ErrNoSession, last)

@@ -7,6 +7,7 @@ package fleet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,8 @@ type Member struct {
 	// GNMI, when set, is the switch's gNMI endpoint: the fleet watches
 	// its ports' operational state.
 	GNMI string
+	// GNMITLS secures the gNMI connection; plaintext when nil.
+	GNMITLS *tls.Config
 }
 
 // member is one switch: its runner, its pending read and its ports.
@@ -40,6 +43,7 @@ type member struct {
 	name   string
 	runner *cacheswitch.Runner
 	gnmi   string
+	tls    *tls.Config
 	latest chan read // holds at most the newest read not yet applied
 
 	mu      sync.Mutex // guards lastOK, lastErr, ports
@@ -58,7 +62,7 @@ type Fleet struct {
 func New(members map[string]Member, log *slog.Logger) *Fleet {
 	f := &Fleet{log: log}
 	for name, m := range members {
-		f.members = append(f.members, &member{name: name, runner: m.Runner, gnmi: m.GNMI, latest: make(chan read, 1), ports: map[string]bool{}})
+		f.members = append(f.members, &member{name: name, runner: m.Runner, gnmi: m.GNMI, tls: m.GNMITLS, latest: make(chan read, 1), ports: map[string]bool{}})
 	}
 	return f
 }
@@ -95,7 +99,7 @@ const portRetry = time.Second
 // away: its ports are then unknown until it answers).
 func (f *Fleet) watchPorts(ctx context.Context, m *member) {
 	for ctx.Err() == nil {
-		err := stratum.WatchPorts(ctx, m.gnmi, nil, func(p stratum.PortState) {
+		err := stratum.WatchPorts(ctx, m.gnmi, m.tls, func(p stratum.PortState) {
 			m.mu.Lock()
 			was, known := m.ports[p.Name]
 			m.ports[p.Name] = p.Up

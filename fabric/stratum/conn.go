@@ -38,6 +38,10 @@ var (
 	ErrNotPrimary = errors.New("another controller is primary")
 	// ErrMastershipLost: a controller with a higher election id took over.
 	ErrMastershipLost = errors.New("mastership lost to another controller")
+	// ErrPipelineRejected says the switch refused the pipeline pushed to
+	// it (P4Runtime INVALID_ARGUMENT or FAILED_PRECONDITION): its target
+	// does not run that program.
+	ErrPipelineRejected = errors.New("the switch refused the pipeline")
 )
 
 // queueLen bounds the packet-ins and digests not yet taken.
@@ -238,6 +242,9 @@ func (c *Conn) SetPipeline(ctx context.Context, info *p4configv1.P4Info, deviceC
 		DeviceId: c.cfg.DeviceID, ElectionId: c.election, Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
 		Config: &p4v1.ForwardingPipelineConfig{P4Info: info, P4DeviceConfig: deviceConfig, Cookie: &p4v1.ForwardingPipelineConfig_Cookie{Cookie: cookie}},
 	})
+	if code := status.Code(err); code == codes.InvalidArgument || code == codes.FailedPrecondition {
+		return fmt.Errorf("cannot set the pipeline of %s: %w: %w", c.cfg.Address, ErrPipelineRejected, err)
+	}
 	if err != nil {
 		return fmt.Errorf("cannot set the pipeline of %s: %w", c.cfg.Address, err)
 	}

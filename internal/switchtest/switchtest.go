@@ -27,17 +27,25 @@ import (
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
-// Member is a running switch and its controller.
-type Member struct {
-	Runner *cacheswitch.Runner
+// Target is a running software switch and its P4Runtime and gNMI
+// services, without a controller: the test's controller programs it.
+type Target struct {
 	// P4Runtime is the switch's P4Runtime (and gNMI) address.
 	P4Runtime string
 
-	mu  sync.Mutex // guards sw, srv
-	sw  *softswitch.Switch
-	srv *server
-	cfg Config
-	t   testing.TB
+	mu        sync.Mutex // guards sw, srv, stopped
+	sw        *softswitch.Switch
+	srv       *server
+	stopped   bool
+	readPorts int
+	deviceID  uint64
+}
+
+// Member is a running switch and its controller.
+type Member struct {
+	*Target
+	Runner *cacheswitch.Runner
+	cfg    Config
 }
 
 // server is a switch's gRPC services.
@@ -94,7 +102,7 @@ func Serve(t testing.TB, sw *softswitch.Switch) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serve(sw, lis)
+	srv := serve(sw, lis, 1)
 	t.Cleanup(func() { srv.g.Stop(); srv.p4rt.Close() })
 	return lis.Addr().String()
 }
@@ -111,9 +119,8 @@ func Start(t testing.TB, member string, cfg Config) *Member {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &Member{P4Runtime: lis.Addr().String(), sw: sw, cfg: cfg, t: t}
-	m.srv = serve(sw, lis)
-	t.Cleanup(m.stop)
+	m := &Member{Target: &Target{P4Runtime: lis.Addr().String(), sw: sw, srv: serve(sw, lis, 1), readPorts: cfg.ReadPorts, deviceID: 1}, cfg: cfg}
+	t.Cleanup(m.Stop)
 
 	info, err := pipelines.ProgramP4Info(softswitch.Program)
 	if err != nil {
@@ -141,41 +148,68 @@ func Start(t testing.TB, member string, cfg Config) *Member {
 	return m
 }
 
-func serve(sw *softswitch.Switch, lis net.Listener) *server {
+func serve(sw *softswitch.Switch, lis net.Listener, deviceID uint64) *server {
 	g := grpc.NewServer()
-	p4rt := p4rtserver.New(sw, p4rtserver.Config{Logger: quiet})
+	p4rt := p4rtserver.New(sw, p4rtserver.Config{DeviceID: deviceID, Logger: quiet})
 	p4rt.Register(g)
 	gnmiserver.New(sw).Register(g)
 	go func() { _ = g.Serve(lis) }()
 	return &server{g: g, p4rt: p4rt}
 }
 
-func (m *Member) stop() {
+// StartTarget starts a software switch on loopback with readPorts read
+// ports and serves its P4Runtime (as device deviceID) and gNMI, until the
+// test ends.
+func StartTarget(t testing.TB, readPorts int, deviceID uint64) *Target {
+	t.Helper()
+	sw, err := newSwitch(readPorts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		sw.Close()
+		t.Fatal(err)
+	}
+	tg := &Target{P4Runtime: lis.Addr().String(), sw: sw, srv: serve(sw, lis, deviceID), readPorts: readPorts, deviceID: deviceID}
+	t.Cleanup(tg.Stop)
+	return tg
+}
+
+// Stop stops the switch and its services: it answers nothing, as a
+// switch that lost power.
+func (m *Target) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	m.stopped = true
 	m.srv.g.Stop()
 	m.srv.p4rt.Close()
 	m.sw.Close()
 }
 
 // Switch is the running software switch.
-func (m *Member) Switch() *softswitch.Switch {
+func (m *Target) Switch() *softswitch.Switch {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.sw
 }
 
-// Restart stops the switch and its services and starts a new one on the
-// same ports: empty, without a pipeline, as after a power cycle. The
-// controller's session breaks, and it programs the new switch.
-func (m *Member) Restart() error {
+// Restart stops the switch and its services, if they run, and starts a
+// new one on the same ports: empty, without a pipeline, as after a power
+// cycle. A controller's session breaks, and it programs the new switch.
+func (m *Target) Restart() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.srv.g.Stop()
-	m.srv.p4rt.Close()
+	if !m.stopped {
+		m.srv.g.Stop()
+		m.srv.p4rt.Close()
+		m.sw.Close()
+	}
 	addr := m.sw.Addr()
-	m.sw.Close()
-	sw, err := softswitch.New(softswitch.Config{Addr: addr.Addr(), BasePort: addr.Port(), ReadPorts: m.cfg.ReadPorts, Logger: quiet})
+	sw, err := softswitch.New(softswitch.Config{Addr: addr.Addr(), BasePort: addr.Port(), ReadPorts: m.readPorts, Logger: quiet})
 	if err != nil {
 		return fmt.Errorf("cannot restart switch at %s: %w", addr, err)
 	}
@@ -184,12 +218,12 @@ func (m *Member) Restart() error {
 		sw.Close()
 		return fmt.Errorf("cannot restart the services of switch at %s: %w", addr, err)
 	}
-	m.sw, m.srv = sw, serve(sw, lis)
+	m.sw, m.srv, m.stopped = sw, serve(sw, lis, m.deviceID), false
 	return nil
 }
 
 // Addr is the switch's coherence address: its member address.
-func (m *Member) Addr() netip.AddrPort { return m.Switch().Addr() }
+func (m *Target) Addr() netip.AddrPort { return m.Switch().Addr() }
 
 // Renew applies p, read at readAt, and renews the switch's lease.
 func (m *Member) Renew(p *partmap.Placement, readAt time.Time) error {

@@ -60,6 +60,10 @@ type Options struct {
 	// DataPlaneImage is the distcache image of clusters whose spec names
 	// none (default: the image this tree releases).
 	DataPlaneImage string
+	// P4RuntimeElectionID is the operator's election id with the switches
+	// of its SwitchFabrics (1 when 0): a controller with a higher one
+	// takes them over.
+	P4RuntimeElectionID uint64
 }
 
 // cacheOptions limit what the operator keeps in memory: the objects of the
@@ -123,7 +127,8 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	for _, setup := range []func(ctrl.Manager) error{
 		cc.SetupWithManager,
 		(&cachelayer.Reconciler{Client: mgr.GetClient()}).SetupWithManager,
-		(&switchfabric.Reconciler{Client: mgr.GetClient()}).SetupWithManager,
+		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(),
+			Recorder: mgr.GetEventRecorder("distcache-operator"), ElectionID: o.P4RuntimeElectionID}).SetupWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			return err

@@ -90,42 +90,48 @@ func TestOperator(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The map is published, but the cluster is not Ready: nothing programs
-	// the switch-backed layer (and no pod runs in this control plane).
-	eventually(t, "cluster map published", func() bool {
+	// The cluster waits for its fabric.
+	eventually(t, "FabricNotFound", func() bool {
 		_ = c.Get(ctx, client.ObjectKeyFromObject(cc), cc)
 		r := condition(cc.Status.Conditions, v1alpha1.ConditionReady)
-		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == v1alpha1.ReasonSwitchLayersUnsupported &&
-			cc.Status.MapVersion == 1 && cc.Status.ObservedGeneration == cc.Generation
+		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == v1alpha1.ReasonFabricNotFound
 	})
-	if cc.Status.LayerCount != 2 || cc.Status.Members != 2 {
-		t.Fatalf("status: %d layers, %d members; want 2 layers (one switch-backed), 2 software members", cc.Status.LayerCount, cc.Status.Members)
-	}
-	if d := condition(cc.Status.Conditions, v1alpha1.ConditionDegraded); d == nil || d.Reason != v1alpha1.ReasonSwitchLayersUnsupported {
-		t.Fatalf("Degraded = %+v, want reason %s", d, v1alpha1.ReasonSwitchLayersUnsupported)
-	}
 	eventually(t, "tor layer waits for its fabric", func() bool {
 		_ = c.Get(ctx, client.ObjectKeyFromObject(tor), tor)
 		r := condition(tor.Status.Conditions, v1alpha1.ConditionReady)
 		return r != nil && r.Reason == v1alpha1.ReasonFabricNotFound && len(tor.Status.Clusters) == 1
 	})
+	// The fabric arrives; its switches' P4Runtime ports are loopback ports
+	// where nothing listens, so the operator reports them unreachable.
 	fabric := &v1alpha1.SwitchFabric{ObjectMeta: metav1.ObjectMeta{Name: "fabric", Namespace: ns.Name},
 		Spec: v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", Switches: []v1alpha1.Switch{
-			{Name: "tor-0", DeviceID: 1, Role: v1alpha1.RoleStorageLeaf, P4RuntimeAddress: "192.0.2.1:9559", Rack: ptr.To[int32](0)},
-			{Name: "spine-0", DeviceID: 2, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "192.0.2.2:9559"},
+			{Name: "tor-0", DeviceID: 1, Role: v1alpha1.RoleStorageLeaf, P4RuntimeAddress: "127.0.0.1:1", Rack: ptr.To[int32](0), DataAddress: "127.0.0.1:2000"},
+			{Name: "spine-0", DeviceID: 2, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "127.0.0.1:1"},
 		}}}
 	if err := c.Create(ctx, fabric); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "fabric status", func() bool {
+	eventually(t, "fabric bound to shop, its switch unreachable", func() bool {
 		_ = c.Get(ctx, client.ObjectKeyFromObject(fabric), fabric)
 		r := condition(fabric.Status.Conditions, v1alpha1.ConditionReady)
-		return r != nil && r.Reason == v1alpha1.ReasonDriverUnavailable && fabric.Status.Switches["storage-leaf"] == 1
+		return r != nil && r.Reason == v1alpha1.ReasonSwitchUnreachable && fabric.Status.Cluster == "shop" &&
+			fabric.Status.Switches["storage-leaf"] == 1 && len(fabric.Status.SwitchStatuses) == 1
 	})
+	// The map holds both layers; the switch is not Ready (no pod runs in
+	// this control plane either).
+	eventually(t, "cluster map published", func() bool {
+		_ = c.Get(ctx, client.ObjectKeyFromObject(cc), cc)
+		r := condition(cc.Status.Conditions, v1alpha1.ConditionReady)
+		return r != nil && r.Status == metav1.ConditionFalse && r.Reason == v1alpha1.ReasonPodsNotReady &&
+			cc.Status.MapVersion >= 1 && cc.Status.ObservedGeneration == cc.Generation
+	})
+	if cc.Status.LayerCount != 2 || cc.Status.Members != 3 {
+		t.Fatalf("status: %d layers, %d members; want 2 layers (one switch-backed), 3 members", cc.Status.LayerCount, cc.Status.Members)
+	}
 	eventually(t, "tor layer sees its fabric", func() bool {
 		_ = c.Get(ctx, client.ObjectKeyFromObject(tor), tor)
 		r := condition(tor.Status.Conditions, v1alpha1.ConditionReady)
-		return r != nil && r.Status == metav1.ConditionTrue && r.Reason == v1alpha1.ReasonSwitchLayersUnsupported
+		return r != nil && r.Status == metav1.ConditionTrue && r.Reason == v1alpha1.ReasonReconciled
 	})
 	checkMetrics(t, crmetrics.Registry)
 }

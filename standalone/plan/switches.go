@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
-	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/topology"
 )
 
@@ -36,27 +35,25 @@ func switchPorts(c *topology.Cluster) int {
 func (p *Plan) addSwitches(c *topology.Cluster, o Options, tcp *portQueue) error {
 	shards := c.Racks() * c.ShardsPerRack()
 	var switches []string
-	for _, l := range c.Layers {
-		for i, s := range l.Switches {
-			member := partmap.MemberName(c.Name, l.Name, i)
-			data, err := netip.ParseAddrPort(s.DataAddress)
-			if err != nil {
-				return fmt.Errorf("cannot lay out switch %s: dataAddress %q: %w", s.Name, s.DataAddress, err)
-			}
-			gnmi := s.GNMIAddress
-			if gnmi == "" {
-				gnmi = tcp.next()
-			}
-			metricsAddr := tcp.next()
-			p.Processes = append(p.Processes, Process{
-				Name: member, Kind: Switch, Layer: l.Name, Path: o.Binary,
-				Args: []string{"switch", "--addr=" + data.Addr().String(), "--base-port=" + strconv.Itoa(int(data.Port())),
-					"--read-ports=" + strconv.Itoa(shards), "--p4runtime-addr=" + s.P4RuntimeAddress, "--gnmi-addr=" + gnmi,
-					"--device-id=" + strconv.FormatInt(s.DeviceID, 10), "--metrics-addr=" + metricsAddr, "--log-level=" + o.LogLevel},
-				Addr: s.DataAddress, LogFile: o.log(member), MetricsAddr: metricsAddr,
-			})
-			switches = append(switches, "--switch="+member+"="+s.P4RuntimeAddress+",device="+strconv.FormatInt(s.DeviceID, 10)+",gnmi="+gnmi)
+	for _, sm := range c.SwitchMembers() {
+		s, member := sm.Switch, sm.Member
+		data, err := netip.ParseAddrPort(s.DataAddress)
+		if err != nil {
+			return fmt.Errorf("cannot lay out switch %s: dataAddress %q: %w", s.Name, s.DataAddress, err)
 		}
+		gnmi := s.GNMIAddress
+		if gnmi == "" {
+			gnmi = tcp.next()
+		}
+		metricsAddr := tcp.next()
+		p.Processes = append(p.Processes, Process{
+			Name: member, Kind: Switch, Layer: sm.Layer, Path: o.Binary,
+			Args: []string{"switch", "--addr=" + data.Addr().String(), "--base-port=" + strconv.Itoa(int(data.Port())),
+				"--read-ports=" + strconv.Itoa(shards), "--p4runtime-addr=" + s.P4RuntimeAddress, "--gnmi-addr=" + gnmi,
+				"--device-id=" + strconv.FormatInt(s.DeviceID, 10), "--metrics-addr=" + metricsAddr, "--log-level=" + o.LogLevel},
+			Addr: s.DataAddress, LogFile: o.log(member), MetricsAddr: metricsAddr,
+		})
+		switches = append(switches, "--switch="+member+"="+s.P4RuntimeAddress+",device="+strconv.FormatInt(s.DeviceID, 10)+",gnmi="+gnmi)
 	}
 	if len(switches) == 0 {
 		return nil

@@ -74,12 +74,27 @@ const (
 	// ReasonCacheBudgetTooSmall: spec.cacheBudget cannot give every member
 	// of the layers of capacity.auto an entry.
 	ReasonCacheBudgetTooSmall = "CacheBudgetTooSmall"
-	// ReasonSwitchLayersUnsupported: switch-backed layers are accepted but not
-	// yet programmed; the fabric drivers are not part of this version.
-	ReasonSwitchLayersUnsupported = "SwitchLayersUnsupported"
 	// ReasonDriverUnavailable: a SwitchFabric's driver is not available in
 	// this version of the operator.
 	ReasonDriverUnavailable = "DriverUnavailable"
+	// ReasonSwitchUnreachable: the operator has no session with a switch
+	// (it does not answer, or its session broke).
+	ReasonSwitchUnreachable = "SwitchUnreachable"
+	// ReasonMastershipLost: another controller with a higher election id
+	// is a switch's primary: the operator cannot program it.
+	ReasonMastershipLost = "MastershipLost"
+	// ReasonPipelineMismatch: a switch refused the pipeline pushed to it,
+	// or the fabric names a pipeline this operator does not have.
+	ReasonPipelineMismatch = "PipelineMismatch"
+	// ReasonNotInUse: no CacheCluster's switch-backed layer uses a
+	// SwitchFabric, so its switches are not programmed.
+	ReasonNotInUse = "NotInUse"
+	// ReasonFabricShared: switch-backed layers of several CacheClusters
+	// use one SwitchFabric; a switch caches for one cluster.
+	ReasonFabricShared = "FabricShared"
+	// ReasonTLSSecretInvalid: a SwitchFabric's tlsSecretRef names no
+	// Secret, or one without a usable tls.crt, tls.key and ca.crt.
+	ReasonTLSSecretInvalid = "TLSSecretInvalid"
 	// ReasonDeleting: the object is being deleted.
 	ReasonDeleting = "Deleting"
 )

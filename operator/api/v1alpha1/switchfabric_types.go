@@ -69,10 +69,12 @@ type LocalSecretReference struct {
 
 // SwitchFabricSpec is a set of programmable switches and how to reach them.
 //
-// In standalone mode (distcache up) the stratum driver programs the
-// switches of a switch-backed layer (docs/switches.md). This version of
-// the operator validates a SwitchFabric and reports it (Ready False,
-// reason DriverUnavailable) but does not program switches yet.
+// The operator programs the switches of a fabric that a CacheCluster's
+// switch-backed layer uses, with the stratum driver: a primary P4Runtime
+// session per switch that pushes the pipeline and keeps the switch's
+// entries and serving lease from the cluster's partition map
+// (docs/switches.md); standalone mode (distcache up) does the same. The
+// onos driver is validated and reported (Ready False, DriverUnavailable).
 //
 // +kubebuilder:validation:XValidation:rule="self.driver != 'onos' || has(self.onos)",message="the onos driver needs onos.endpoint"
 // +kubebuilder:validation:XValidation:rule="self.driver == 'onos' || !has(self.onos)",message="onos is only for driver: onos"
@@ -114,6 +116,49 @@ type SwitchFabricStatus struct {
 	// Switches counts the fabric's switches by role.
 	// +optional
 	Switches map[string]int32 `json:"switches,omitempty"`
+	// Cluster is the CacheCluster whose switch-backed layers the fabric's
+	// switches serve; empty while none uses the fabric.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+	// SwitchStatuses is each switch's session with the operator.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	SwitchStatuses []SwitchStatus `json:"switchStatuses,omitempty"`
+}
+
+// SwitchStatus is what the operator's session with one switch observed.
+type SwitchStatus struct {
+	// Name of the switch.
+	Name string `json:"name"`
+	// Member is the switch's member name in the cluster's partition map.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// Programmed says the operator is the switch's primary controller and
+	// has pushed the pipeline in the current session: the switch serves.
+	// A switch that is not is failed over like a cache node that is not
+	// Ready.
+	Programmed bool `json:"programmed"`
+	// Since is when Programmed last changed.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// Sessions counts the sessions that programmed the switch since the
+	// operator started: each started it with an empty cache.
+	// +optional
+	Sessions int32 `json:"sessions,omitempty"`
+	// Reason is why the switch is not programmed: SwitchUnreachable,
+	// MastershipLost or PipelineMismatch.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message says more, in words.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Ports is how many ports the switch reports over gNMI, and PortsUp
+	// how many of them are up (both 0 without a gnmiAddress).
+	// +optional
+	Ports int32 `json:"ports,omitempty"`
+	// +optional
+	PortsUp int32 `json:"portsUp,omitempty"`
 }
 
 // SwitchFabric is a set of Stratum- or ONOS-managed programmable switches

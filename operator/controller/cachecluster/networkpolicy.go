@@ -33,7 +33,7 @@ func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *state) (ctrl
 	}
 	if err := r.apply(ctx, s.cc, np, func() {
 		np.Labels = labels(s.cc, "network-policy")
-		np.Spec = networkPolicySpec(s.cc)
+		np.Spec = networkPolicySpec(s.cc, switchPeers(s)...)
 	}); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -41,10 +41,10 @@ func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *state) (ctrl
 }
 
 // networkPolicySpec admits, to every pod of cc: the data-plane ports (UDP)
-// from cc's own pods and from its clients, and the metrics port (TCP) from
-// anywhere, for Prometheus. Everything else — Redis above all, whose port is
+// from cc's own pods, from its clients and from its switches (peers), and
+// the metrics port (TCP) from anywhere, for Prometheus. Everything else — Redis above all, whose port is
 // only for the shim beside it — is refused.
-func networkPolicySpec(cc *v1alpha1.CacheCluster) networkingv1.NetworkPolicySpec {
+func networkPolicySpec(cc *v1alpha1.CacheCluster, switches ...networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicySpec {
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
 	port := func(p corev1.Protocol, n int32) networkingv1.NetworkPolicyPort {
 		v := intstr.FromInt32(n)
@@ -60,10 +60,10 @@ func networkPolicySpec(cc *v1alpha1.CacheCluster) networkingv1.NetworkPolicySpec
 		Ingress: []networkingv1.NetworkPolicyIngressRule{
 			{
 				Ports: []networkingv1.NetworkPolicyPort{port(udp, ShimPort), port(udp, NodePort)},
-				From: []networkingv1.NetworkPolicyPeer{
+				From: append([]networkingv1.NetworkPolicyPeer{
 					{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelCluster: cc.Name}}},
 					{PodSelector: clients, NamespaceSelector: &metav1.LabelSelector{}},
-				},
+				}, switches...),
 			},
 			{Ports: []networkingv1.NetworkPolicyPort{port(tcp, MetricsPort)}},
 		},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/clusterresolve"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/topology"
 )
@@ -75,6 +76,7 @@ type state struct {
 	now        time.Time
 	topo       *topology.Cluster
 	pods       map[string]*corev1.Pod          // the cluster's pods by name
+	switches   map[string]switchObservation    // switch members' sessions, by member name
 	obs        map[string]failover.Observation // members' readiness
 	published  *partmap.Map                    // the map in the ConfigMap after this reconcile
 	readyShims map[string]*corev1.Pod          // each storage shard's Ready shim pod, by shard name (the storage phase's)
@@ -157,31 +159,21 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// resolveTopology resolves the layers and lays out the cluster.
+// resolveTopology resolves the layers and the switch-backed layers'
+// fabrics and lays out the cluster (package clusterresolve).
 func (r *Reconciler) resolveTopology(ctx context.Context, s *state) (ctrl.Result, error) {
-	refs := map[string]*v1alpha1.CacheLayerSpec{}
-	for _, name := range s.cc.Spec.LayerRefs {
-		l := &v1alpha1.CacheLayer{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: s.cc.Namespace, Name: name}, l)
-		if client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("cannot get CacheLayer %s: %w", name, err)
-		}
-		if err == nil {
-			refs[name] = &l.Spec
-		}
-	}
-	layers, err := topology.ResolveLayers(&s.cc.Spec, func(name string) (*v1alpha1.CacheLayerSpec, bool) {
-		spec, ok := refs[name]
-		return spec, ok
-	})
-	if err != nil {
+	c, err := clusterresolve.Resolve(ctx, r.Client, s.cc)
+	switch {
+	case errors.Is(err, clusterresolve.ErrLayerNotFound):
 		return s.block(v1alpha1.ReasonLayerNotFound, err) // the CacheLayer watch brings the cluster back
-	}
-	t, err := topology.New(s.cc.Name, s.cc.Spec, layers)
-	if err != nil {
+	case errors.Is(err, topology.ErrFabricNotFound):
+		return s.block(v1alpha1.ReasonFabricNotFound, err) // the SwitchFabric watch brings it back
+	case errors.Is(err, clusterresolve.ErrInvalid):
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
+	case err != nil:
+		return ctrl.Result{}, err
 	}
-	s.topo = t
+	s.topo, s.switches = c.Cluster, switchObservations(c)
 	return ctrl.Result{}, nil
 }
 
@@ -321,6 +313,10 @@ func (r *Reconciler) observations(s *state, m *partmap.Map) map[string]failover.
 	prefix := s.cc.Namespace + "/" + s.cc.Name + "/"
 	for _, l := range m.Layers {
 		for _, mb := range l.Members {
+			if l.Switch {
+				obs[mb.Name] = observeSwitch(s.switches[mb.Name], recorded[mb.Name], s.now)
+				continue
+			}
 			obs[mb.Name] = r.readiness.refine(prefix+mb.Name, observe(s.pods[mb.Name], recorded[mb.Name], s.now), s.now)
 		}
 	}

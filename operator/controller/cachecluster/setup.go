@@ -41,7 +41,8 @@ const layerRefIndex = "spec.layerRefs"
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the reconciler: it owns the cluster's sets,
-// services and map, and watches its pods and the CacheLayers it references.
+// services and map, and watches its pods, the CacheLayers it references
+// and the SwitchFabrics whose status reports its switch members.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.CacheCluster{}, layerRefIndex,
 		func(o client.Object) []string { return o.(*v1alpha1.CacheCluster).Spec.LayerRefs }); err != nil {
@@ -59,7 +60,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
-		Watches(&v1alpha1.CacheLayer{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfLayer))
+		Watches(&v1alpha1.CacheLayer{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfLayer)).
+		Watches(&v1alpha1.SwitchFabric{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfFabric))
 	// The redis-operator's Redis objects, where its CRD is installed: one
 	// changed or deleted behind the operator's back is put back.
 	if _, err := mgr.GetRESTMapper().RESTMapping(RedisGVK.GroupKind(), RedisGVK.Version); err == nil {

@@ -79,8 +79,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc.Status.Members, cc.Status.ReadyMembers = members, ready
 	c := counts{members: members, ready: ready, failed: failed, recovering: recovering,
 		shards: int32(s.topo.Racks() * s.topo.ShardsPerRack()), shardsReady: int32(len(s.readyShims)),
-		readyPods: s.readyPods, mapApplied: s.mapApplied,
-		switchLayers: len(s.topo.Layers) - len(s.topo.SoftwareLayers())}
+		readyPods: s.readyPods, mapApplied: s.mapApplied}
 	setReady(cc, m.Version, c)
 	setProgressing(cc, c)
 	setDegraded(cc, c, before)
@@ -91,7 +90,6 @@ type counts struct {
 	members, ready, failed, recovering int32
 	shards, shardsReady                int32
 	readyPods, mapApplied              int32 // mapApplied -1: not asked
-	switchLayers                       int
 }
 
 // shardsMissing is the number of shards known not to be Ready.
@@ -122,9 +120,6 @@ func (c counts) appliedText() string {
 func setReady(cc *v1alpha1.CacheCluster, version int64, c counts) {
 	msg := fmt.Sprintf("partition map v%d published%s: %d of %d members ready, %s", version, c.appliedText(), c.ready, c.members, c.shardsText())
 	switch {
-	case c.switchLayers > 0:
-		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonSwitchLayersUnsupported,
-			fmt.Sprintf("%d switch-backed layers are not programmed by this operator version; %s", c.switchLayers, msg))
 	case c.ready < c.members || c.shardsMissing() > 0:
 		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonPodsNotReady, msg)
 	case c.mapPending() > 0:
@@ -154,7 +149,7 @@ func setProgressing(cc *v1alpha1.CacheCluster, c counts) {
 // setDegraded sets Degraded: True while part of the cluster does not serve:
 // failed members, a shard that was Ready and is not (the cluster was Ready,
 // or Degraded for it, in before, the conditions as fetched; a cluster still
-// starting is Progressing, not Degraded), or unprogrammed switch layers.
+// starting is Progressing, not Degraded).
 func setDegraded(cc *v1alpha1.CacheCluster, c counts, before []metav1.Condition) {
 	shardsLost := c.shardsMissing() > 0 &&
 		(meta.IsStatusConditionTrue(before, string(v1alpha1.ConditionReady)) || degradedBy(before, v1alpha1.ReasonShardsNotReady))
@@ -165,9 +160,6 @@ func setDegraded(cc *v1alpha1.CacheCluster, c counts, before []metav1.Condition)
 	case shardsLost:
 		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonShardsNotReady,
 			fmt.Sprintf("%d of %d storage shards not Ready: writes and misses of their keys fail", c.shardsMissing(), c.shards))
-	case c.switchLayers > 0:
-		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSwitchLayersUnsupported,
-			fmt.Sprintf("%d switch-backed layers are not programmed by this operator version; the map holds the software layers", c.switchLayers))
 	default:
 		setCondition(cc, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, "no member is failed and no shard lost")
 	}

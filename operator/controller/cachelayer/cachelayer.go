@@ -54,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		case err != nil:
 			ready, reason, msg = false, v1alpha1.ReasonFabricNotFound, fmt.Sprintf("SwitchFabric %q does not exist", sw.FabricRef)
 		default:
-			reason, msg = v1alpha1.ReasonSwitchLayersUnsupported, "switch-backed layers are not programmed by this operator version yet"
+			msg = fmt.Sprintf("the layer's switches are those of SwitchFabric %s with role %s; its status reports their sessions", sw.FabricRef, sw.Role)
 		}
 	}
 	set(l, v1alpha1.ConditionReady, ready, reason, msg)

@@ -1,8 +1,19 @@
-// Package switchfabric reconciles SwitchFabrics as far as this version
-// goes: the API server has validated the spec (CEL rules), and the status
-// reports the switches by role and that the fabric's driver (stratum or
-// onos) is not part of this operator version yet, so no switch is
-// programmed.
+// Package switchfabric reconciles SwitchFabrics: it programs the switches
+// of a fabric that a CacheCluster's switch-backed layer uses, with the
+// stratum driver, and reports each switch's session in the status.
+//
+// In the DistCache design the upper cache layers are switches (§4); here a
+// switch is a member of the partition map like a cache node. The operator
+// keeps one fleet (package fabric/fleet) per bound fabric in its own
+// process: per switch, a primary P4Runtime session that pushes the
+// pipeline — so the switch starts every session empty, as the fencing
+// rules need after a restart —, installs the member's addresses and the
+// shims' routes from the cluster's partition map, and renews the switch's
+// serving lease on every read of the map's ConfigMap, as a cache node
+// renews its own (docs/dataplane.md, Fencing). A fleet starts when the
+// fabric is bound to a cluster and starts over when what it programs
+// changes. The CacheCluster controller fails a switch over from this
+// status (switchStatuses[].programmed) as it does a pod that is not Ready.
 package switchfabric
 
 import (
@@ -10,51 +21,144 @@ import (
 	"errors"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics,verbs=list;watch
 // +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics/status,verbs=patch
+// +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters;cachelayers,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// EventRecorder records Kubernetes events; controller-runtime's recorder
+// (events.k8s.io/v1) satisfies it.
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
 
 // Reconciler reconciles SwitchFabrics.
 type Reconciler struct {
 	client.Client
+	// APIReader reads the fabric's TLS Secret without a cache (a cache
+	// would watch every Secret of the cluster).
+	APIReader client.Reader
+	// Config is the API server's: a fleet reads its cluster's partition
+	// map through it.
+	Config *rest.Config
+	// Recorder receives the switches' events; nil records none.
+	Recorder EventRecorder
+	// ElectionID is the operator's P4Runtime election id (1 when 0).
+	ElectionID uint64
+
+	fleets  fleets
+	changed chan event.GenericEvent // a switch's session changed
 }
 
-// Reconcile fetches the fabric and patches its status.
+// state is one reconcile's view of a fabric, filled by the phases.
+type state struct {
+	f       *v1alpha1.SwitchFabric
+	binding *binding
+	run     *running
+	blocked *metav1.Condition // why the fabric's switches are not programmed
+}
+
+// block stops the phases on what only a change of the objects can solve:
+// the fleet stops and the status says why.
+func (s *state) block(reason, msg string) (ctrl.Result, error) {
+	s.blocked = &metav1.Condition{Reason: reason, Message: msg}
+	return ctrl.Result{}, nil
+}
+
+// Reconcile fetches the fabric, runs the phases and patches its status in
+// a deferred call. A fabric that is gone has its fleet stopped: its
+// switches' leases run out and they serve nothing cached.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	f := &v1alpha1.SwitchFabric{}
 	if err := r.Get(ctx, req.NamespacedName, f); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.fleets.stop(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	s := &state{f: f}
 	base := f.DeepCopy()
 	defer func() {
+		r.setStatus(s, base.Status.SwitchStatuses)
 		f.Status.ObservedGeneration = f.Generation
 		if err := r.Status().Patch(ctx, f, client.MergeFrom(base)); err != nil {
 			retErr = errors.Join(retErr, fmt.Errorf("cannot patch status of SwitchFabric %s: %w", f.Name, client.IgnoreNotFound(err)))
 		}
 	}()
-	f.Status.Switches = map[string]int32{}
-	for _, s := range f.Spec.Switches {
-		f.Status.Switches[string(s.Role)]++
+	for _, phase := range []func(context.Context, *state) (ctrl.Result, error){
+		r.bind,
+		r.checkDriver,
+		r.loadTLS,
+		r.program,
+	} {
+		res, err := phase(ctx, s)
+		if s.blocked != nil {
+			r.fleets.stop(req.NamespacedName)
+		}
+		if err != nil || !res.IsZero() || s.blocked != nil {
+			return res, err
+		}
 	}
-	msg := fmt.Sprintf("the %s driver is not part of this operator version: the spec is valid, no switch is programmed", f.Spec.Driver)
-	for _, c := range []struct {
-		t  v1alpha1.ConditionType
-		ok bool
-	}{{v1alpha1.ConditionReady, false}, {v1alpha1.ConditionProgressing, false}, {v1alpha1.ConditionDegraded, true}} {
-		v1alpha1.SetCondition(&f.Status.Conditions, f.Generation, c.t, c.ok, v1alpha1.ReasonDriverUnavailable, msg)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: statusRefresh}, nil
 }
 
-// SetupWithManager registers the reconciler.
+// notify has fabric reconciled again: a switch's session changed.
+func (r *Reconciler) notify(ns, name string) {
+	f := &v1alpha1.SwitchFabric{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	select {
+	case r.changed <- event.GenericEvent{Object: f}:
+	default: // full: the periodic refresh catches up (statusRefresh)
+	}
+}
+
+// SetupWithManager registers the reconciler: it runs when a fabric, a
+// cluster or a layer of its namespace changes (any may bind or unbind
+// it), and when a switch's session changes. The fleets stop with the
+// manager.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.SwitchFabric{}).Complete(r); err != nil {
+	r.changed = make(chan event.GenericEvent, 256)
+	allFabrics := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1alpha1.SwitchFabricList
+		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+		}
+		return out
+	})
+	err := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.SwitchFabric{}).
+		Watches(&v1alpha1.CacheCluster{}, allFabrics).
+		Watches(&v1alpha1.CacheLayer{}, allFabrics).
+		WatchesRawSource(source.Channel(r.changed, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+	if err != nil {
 		return fmt.Errorf("cannot set up the SwitchFabric controller: %w", err)
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.fleets.stopAll()
+		return nil
+	})); err != nil {
+		return fmt.Errorf("cannot set up the SwitchFabric controller's fleets: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,97 @@
+package cachecluster
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/clusterresolve"
+)
+
+// switchObservation is a switch member's session as its SwitchFabric's
+// status reports it (package switchfabric runs the sessions).
+type switchObservation struct {
+	programmed bool
+	since      time.Time
+	known      bool // the fabric reports the switch for this cluster
+}
+
+// switchObservations reads the switch members' sessions from the
+// fabrics' statuses: a switch counts only while its fabric reports it
+// bound to this cluster.
+func switchObservations(c *clusterresolve.Cluster) map[string]switchObservation {
+	out := map[string]switchObservation{}
+	for _, sm := range c.SwitchMembers() {
+		f := c.Fabrics[sm.Fabric]
+		if f == nil || f.Status.Cluster != c.Name {
+			continue
+		}
+		for _, ss := range f.Status.SwitchStatuses {
+			if ss.Name != sm.Switch.Name || ss.Member != sm.Member {
+				continue
+			}
+			o := switchObservation{programmed: ss.Programmed, known: true}
+			if ss.Since != nil {
+				o.since = ss.Since.Time
+			}
+			out[sm.Member] = o
+		}
+	}
+	return out
+}
+
+// observeSwitch is a switch member's readiness: Ready while the operator
+// programs it (a primary session that pushed the pipeline), as a cache
+// node's pod is while it serves. A switch its fabric does not report
+// yet is not Ready since the status last recorded (or now).
+func observeSwitch(o switchObservation, recorded v1alpha1.MemberStatus, now time.Time) failover.Observation {
+	if o.known {
+		since := o.since
+		if since.IsZero() {
+			since = now
+		}
+		return failover.Observation{Ready: o.programmed, Since: since}
+	}
+	if !recorded.Ready && recorded.Since != nil {
+		return failover.Observation{Since: recorded.Since.Time}
+	}
+	return failover.Observation{Since: now}
+}
+
+// switchPeers are the switches of the cluster's switch-backed layers as
+// NetworkPolicy peers: a switch relays its read misses to the shims and
+// answers coherence messages from its own address.
+func switchPeers(s *state) []networkingv1.NetworkPolicyPeer {
+	var out []networkingv1.NetworkPolicyPeer
+	seen := map[netip.Addr]bool{}
+	for _, sm := range s.topo.SwitchMembers() {
+		ap, err := netip.ParseAddrPort(sm.Switch.DataAddress)
+		if err != nil || seen[ap.Addr()] {
+			continue
+		}
+		seen[ap.Addr()] = true
+		out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ap.Addr(), ap.Addr().BitLen()).String()}})
+	}
+	return out
+}
+
+// clustersOfFabric are the clusters of a SwitchFabric's namespace: any of
+// them may have a switch-backed layer on it (through a CacheLayer), and
+// the fabric's status carries its switches' sessions.
+func (r *Reconciler) clustersOfFabric(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.CacheClusterList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package switchfabric
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/distcache/distcache/dataplane/kubemap"
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/fleet"
+	"github.com/distcache/distcache/fabric/stratum"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
+)
+
+// running is a fabric's fleet at work.
+type running struct {
+	key     string // the binding it programs (binding.key)
+	binding *binding
+	fleet   *fleet.Fleet
+	runners map[string]*cacheswitch.Runner // by switch name
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func (rn *running) stop() { rn.cancel(); <-rn.done }
+
+// fleets are the running fleets, by fabric.
+type fleets struct {
+	mu       sync.Mutex // guards byFabric
+	byFabric map[types.NamespacedName]*running
+}
+
+// ensure returns fabric's fleet programming b: the running one if it
+// does, else a new one from start, the old one stopped first (a switch
+// has one primary controller at a time).
+func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(types.NamespacedName, *binding) (*running, error)) (*running, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	key := b.key()
+	cur := fs.byFabric[fabric]
+	if cur != nil && cur.key == key {
+		return cur, nil
+	}
+	if cur != nil {
+		cur.stop()
+		delete(fs.byFabric, fabric)
+	}
+	rn, err := start(fabric, b)
+	if err != nil {
+		return nil, err
+	}
+	rn.key = key
+	if fs.byFabric == nil {
+		fs.byFabric = map[types.NamespacedName]*running{}
+	}
+	fs.byFabric[fabric] = rn
+	return rn, nil
+}
+
+// stop stops fabric's fleet, if one runs.
+func (fs *fleets) stop(fabric types.NamespacedName) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if cur := fs.byFabric[fabric]; cur != nil {
+		cur.stop()
+		delete(fs.byFabric, fabric)
+	}
+}
+
+// stopAll stops every fleet.
+func (fs *fleets) stopAll() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	for k, rn := range fs.byFabric {
+		rn.stop()
+		delete(fs.byFabric, k)
+	}
+}
+
+// start runs a fleet for b: a runner per switch (the stratum driver)
+// and the renewals from the cluster's partition map.
+func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, error) {
+	info, err := pipelines.ProgramP4Info(b.Program)
+	if err != nil {
+		return nil, fmt.Errorf("cannot load pipeline %s: %w", b.Program, err)
+	}
+	lg := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("switchfabric").WithValues("switchfabric", fabric.String())))
+	rn := &running{binding: b, runners: map[string]*cacheswitch.Runner{}, done: make(chan struct{})}
+	members := map[string]fleet.Member{}
+	for _, sm := range b.Switches {
+		addr, device := sm.Switch.P4RuntimeAddress, uint64(sm.Switch.DeviceID)
+		runner := cacheswitch.NewRunner(cacheswitch.RunnerConfig{
+			Dial: func(ctx context.Context) (cacheswitch.Session, error) {
+				return stratum.Dial(ctx, stratum.Config{Address: addr, DeviceID: device, ElectionID: b.ElectionID, TLS: b.tls, Logger: lg})
+			},
+			Controller: cacheswitch.Config{Member: sm.Member, Info: info, Lease: b.Programming.Lease,
+				Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold, Logger: lg},
+			Interval: b.Programming.Interval,
+			OnChange: func(cacheswitch.State) { r.notify(fabric.Namespace, fabric.Name) },
+			Logger:   lg,
+		})
+		rn.runners[sm.Switch.Name] = runner
+		members[sm.Member] = fleet.Member{Runner: runner, GNMI: sm.Switch.GNMIAddress, GNMITLS: b.tls}
+	}
+	rn.fleet = fleet.New(members, lg)
+	ctx, cancel := context.WithCancel(context.Background())
+	rn.cancel = cancel
+	var wg sync.WaitGroup
+	wg.Go(func() { rn.fleet.Run(ctx) })
+	wg.Go(func() { renewFromMap(ctx, r.Config, fabric.Namespace, b, rn.fleet, lg) })
+	go func() { wg.Wait(); close(rn.done) }()
+	lg.Info("programming the fabric's switches", "cluster", b.Cluster, "switches", len(b.Switches), "program", b.Program)
+	return rn, nil
+}
+
+// renewFromMap reads the cluster's partition map through the API and
+// hands every read to the fleet, which renews the switches' leases from
+// the read's start as a cache node does; it waits for a map not yet
+// published.
+func renewFromMap(ctx context.Context, cfg *rest.Config, ns string, b *binding, f *fleet.Fleet, log *slog.Logger) {
+	poll := min(mapwatch.DefaultInterval, b.Programming.Lease/4)
+	src, err := kubemap.New(cfg, ns, b.MapRef, kubemap.WithLogger(log))
+	if err != nil {
+		log.Error("cannot read the partition map: the switches get no lease", "configmap", b.MapRef, "err", err)
+		return
+	}
+	for ctx.Err() == nil {
+		w, err := mapwatch.Open(ctx, src, log)
+		if err != nil {
+			log.Info("waiting for the partition map", "configmap", b.MapRef, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(poll):
+			}
+			continue
+		}
+		w.OnRead(func(at time.Time, _ int64) { f.Renew(w.Current(), at) })
+		w.Run(ctx, poll)
+		return
+	}
+}

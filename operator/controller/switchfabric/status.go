@@ -1,0 +1,158 @@
+package switchfabric
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/distcache/distcache/fabric/stratum"
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+)
+
+// Events of the switches' sessions.
+const (
+	// EventSwitchProgrammed: a session pushed the pipeline; the switch
+	// starts with an empty cache and no lease.
+	EventSwitchProgrammed = "SwitchProgrammed"
+	// EventSwitchLost: a programmed switch's session ended; the event's
+	// note carries the reason (SwitchUnreachable, MastershipLost,
+	// PipelineMismatch).
+	EventSwitchLost = "SwitchLost"
+)
+
+// setStatus fills the fabric's status from what the phases found and
+// from its fleet's sessions; before are the switch statuses as fetched.
+func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
+	f := s.f
+	f.Status.Switches = map[string]int32{}
+	for _, sw := range f.Spec.Switches {
+		f.Status.Switches[string(sw.Role)]++
+	}
+	f.Status.Cluster = ""
+	if s.binding != nil && s.blocked == nil {
+		f.Status.Cluster = s.binding.Cluster
+	}
+	if s.blocked != nil || s.run == nil {
+		f.Status.SwitchStatuses = nil
+		reason, msg := v1alpha1.ReasonCreating, "looking for the cluster that uses the fabric"
+		if s.blocked != nil {
+			reason, msg = s.blocked.Reason, s.blocked.Message
+		}
+		set(f, v1alpha1.ConditionReady, false, reason, msg)
+		set(f, v1alpha1.ConditionProgressing, false, reason, msg)
+		set(f, v1alpha1.ConditionDegraded, reason != v1alpha1.ReasonNotInUse && reason != v1alpha1.ReasonCreating, reason, msg)
+		return
+	}
+	f.Status.SwitchStatuses = switchStatuses(s.run)
+	r.recordSessions(f, before)
+	setConditions(f)
+}
+
+// switchStatuses reads each switch's session from the fleet.
+func switchStatuses(rn *running) []v1alpha1.SwitchStatus {
+	out := make([]v1alpha1.SwitchStatus, 0, len(rn.binding.Switches))
+	for _, sm := range rn.binding.Switches {
+		st := rn.runners[sm.Switch.Name].State()
+		ss := v1alpha1.SwitchStatus{Name: sm.Switch.Name, Member: sm.Member, Programmed: st.Programmed,
+			Since: &metav1.Time{Time: st.Since}, Sessions: int32(min(st.Sessions, 1<<31-1))}
+		if !st.Programmed && st.Err != nil {
+			ss.Reason, ss.Message = notProgrammedReason(st.Err), st.Err.Error()
+		}
+		ports, up := rn.fleet.Ports(sm.Member)
+		ss.Ports, ss.PortsUp = int32(ports), int32(up)
+		out = append(out, ss)
+	}
+	return out
+}
+
+// notProgrammedReason classifies why a session ended or could not start.
+func notProgrammedReason(err error) string {
+	switch {
+	case errors.Is(err, stratum.ErrNotPrimary), errors.Is(err, stratum.ErrMastershipLost):
+		return v1alpha1.ReasonMastershipLost
+	case errors.Is(err, stratum.ErrPipelineRejected):
+		return v1alpha1.ReasonPipelineMismatch
+	default:
+		return v1alpha1.ReasonSwitchUnreachable
+	}
+}
+
+// setConditions sets Ready (every switch programmed), Progressing (a
+// switch has not been reached yet) and Degraded (a switch is not
+// programmed: it is failed over, its keys served by the layers below).
+func setConditions(f *v1alpha1.SwitchFabric) {
+	var down, starting []string
+	reason := ""
+	for _, ss := range f.Status.SwitchStatuses {
+		switch {
+		case ss.Programmed:
+		case ss.Reason == "":
+			starting = append(starting, ss.Name)
+		default:
+			down = append(down, ss.Name+" ("+ss.Reason+": "+ss.Message+")")
+			reason = worse(reason, ss.Reason)
+		}
+	}
+	n := len(f.Status.SwitchStatuses)
+	programmed := n - len(down) - len(starting)
+	msg := fmt.Sprintf("%d of %d switches programmed for CacheCluster %s", programmed, n, f.Status.Cluster)
+	switch {
+	case len(down) > 0:
+		set(f, v1alpha1.ConditionReady, false, reason, msg+"; not: "+strings.Join(down, "; "))
+	case len(starting) > 0:
+		set(f, v1alpha1.ConditionReady, false, v1alpha1.ReasonCreating, msg)
+	default:
+		set(f, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled, msg)
+	}
+	if len(starting) > 0 {
+		set(f, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonCreating, "dialing "+strings.Join(starting, ", "))
+	} else {
+		set(f, v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "every switch has been dialed")
+	}
+	if len(down) > 0 {
+		set(f, v1alpha1.ConditionDegraded, true, reason, strings.Join(down, "; "))
+	} else {
+		set(f, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, "no switch is lost")
+	}
+}
+
+// worse is the reason to report of a and b: a pipeline mismatch needs a
+// fix, mastership needs the other controller gone, an unreachable switch
+// may come back.
+func worse(a, b string) string {
+	rank := map[string]int{"": 0, v1alpha1.ReasonSwitchUnreachable: 1, v1alpha1.ReasonMastershipLost: 2, v1alpha1.ReasonPipelineMismatch: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// recordSessions emits an event for every switch programmed in a new
+// session or lost since before.
+func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.SwitchStatus) {
+	if r.Recorder == nil {
+		return
+	}
+	old := map[string]v1alpha1.SwitchStatus{}
+	for _, ss := range before {
+		old[ss.Name] = ss
+	}
+	for _, ss := range f.Status.SwitchStatuses {
+		o, known := old[ss.Name]
+		switch {
+		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions):
+			r.Recorder.Eventf(f, nil, corev1.EventTypeNormal, EventSwitchProgrammed, "Program",
+				"switch %s (member %s) programmed in session %d: pipeline pushed, it starts with an empty cache", ss.Name, ss.Member, ss.Sessions)
+		case !ss.Programmed && known && o.Programmed:
+			r.Recorder.Eventf(f, nil, corev1.EventTypeWarning, EventSwitchLost, "Program",
+				"switch %s (member %s) lost: %s: %s; it is failed over until programmed again", ss.Name, ss.Member, ss.Reason, ss.Message)
+		}
+	}
+}
+
+func set(f *v1alpha1.SwitchFabric, t v1alpha1.ConditionType, ok bool, reason, msg string) {
+	v1alpha1.SetCondition(&f.Status.Conditions, f.Generation, t, ok, reason, msg)
+}
