@@ -190,39 +190,6 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout resubmi
         hdr.udp.checksum = 0;
     }
 
-    /* The key's words and tail bytes into one left-aligned field. The
-     * tail starts after the key's whole words (key_len[5:3] of them);
-     * Tofino shifts only by constants, so each word count has its own
-     * placement of the tail bytes. */
-    action pack_key() {
-        meta.key = 0;
-        if (hdr.key_words[0].isValid()) { meta.key[255:192] = hdr.key_words[0].w; }
-        if (hdr.key_words[1].isValid()) { meta.key[191:128] = hdr.key_words[1].w; }
-        if (hdr.key_words[2].isValid()) { meta.key[127:64]  = hdr.key_words[2].w; }
-        if (hdr.key_words[3].isValid()) { meta.key[63:0]    = hdr.key_words[3].w; }
-        if (hdr.dc.key_len[5:3] == 0) {
-            KEY_TAILS(0)
-        } else if (hdr.dc.key_len[5:3] == 1) {
-            KEY_TAILS(1)
-        } else if (hdr.dc.key_len[5:3] == 2) {
-            KEY_TAILS(2)
-        } else if (hdr.dc.key_len[5:3] == 3) {
-            KEY_TAILS(3)
-        }
-    }
-
-    /* Count-Min (four rows) and Bloom filter (three arrays) of an
-     * uncached key, each indexed by its own slice of the key digest. */
-    action count_uncached() {
-        bit<16> c0 = count_row0.execute((bit<32>)hdr.dc.key_digest[15:0]);
-        bit<16> c1 = count_row1.execute((bit<32>)hdr.dc.key_digest[31:16]);
-        bit<16> c2 = count_row2.execute((bit<32>)hdr.dc.key_digest[47:32]);
-        bit<16> c3 = count_row3.execute((bit<32>)hdr.dc.key_digest[63:48]);
-        bit<16> m = c0 < c1 ? c0 : c1;
-        m = m < c2 ? m : c2;
-        meta.hot_count = m < c3 ? m : c3;
-    }
-
     apply {
         /* ~µs: ns/1024 + ns/32768 (Tofino shifts by constants only). */
         bit<64> ts = (bit<64>)ig_prsr_md.global_tstamp;
@@ -269,14 +236,42 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout resubmi
                 bit<64> until = read_lease.execute(0);
                 hit = v == 1 && now < until;
             } else if (hdr.dc.op == DC_OP_GET && meta.cacheable == 1) {
-                count_uncached();
+                /* Count-Min (four rows) and Bloom filter (three arrays) of
+                 * an uncached key, each indexed by its own slice of the
+                 * key digest. Tofino takes no branch inside an action, so
+                 * this and the key's packing are in the apply block. */
+                bit<16> c0 = count_row0.execute((bit<32>)hdr.dc.key_digest[15:0]);
+                bit<16> c1 = count_row1.execute((bit<32>)hdr.dc.key_digest[31:16]);
+                bit<16> c2 = count_row2.execute((bit<32>)hdr.dc.key_digest[47:32]);
+                bit<16> c3 = count_row3.execute((bit<32>)hdr.dc.key_digest[63:48]);
+                bit<16> m = c0 < c1 ? c0 : c1;
+                m = m < c2 ? m : c2;
+                meta.hot_count = m < c3 ? m : c3;
                 bit<16> threshold = read_threshold.execute(0);
                 if (threshold != 0 && meta.hot_count >= threshold) {
                     bit<1> b0 = test_set_bloom0.execute((bit<32>)hdr.dc.key_digest[79:64]);
                     bit<1> b1 = test_set_bloom1.execute((bit<32>)hdr.dc.key_digest[95:80]);
                     bit<1> b2 = test_set_bloom2.execute((bit<32>)hdr.dc.key_digest[111:96]);
                     if ((b0 & b1 & b2) == 0) {
-                        pack_key();
+                        /* The key's words and tail bytes into one
+                         * left-aligned field; the tail starts after the
+                         * key's whole words (key_len[5:3] of them), and
+                         * Tofino shifts only by constants, so each word
+                         * count places the tail bytes itself. */
+                        meta.key = 0;
+                        if (hdr.key_words[0].isValid()) { meta.key[255:192] = hdr.key_words[0].w; }
+                        if (hdr.key_words[1].isValid()) { meta.key[191:128] = hdr.key_words[1].w; }
+                        if (hdr.key_words[2].isValid()) { meta.key[127:64]  = hdr.key_words[2].w; }
+                        if (hdr.key_words[3].isValid()) { meta.key[63:0]    = hdr.key_words[3].w; }
+                        if (hdr.dc.key_len[5:3] == 0) {
+                            KEY_TAILS(0)
+                        } else if (hdr.dc.key_len[5:3] == 1) {
+                            KEY_TAILS(1)
+                        } else if (hdr.dc.key_len[5:3] == 2) {
+                            KEY_TAILS(2)
+                        } else if (hdr.dc.key_len[5:3] == 3) {
+                            KEY_TAILS(3)
+                        }
                         ig_dprsr_md.digest_type = 1; /* hot_key_t, packed by the deparser */
                     }
                 }
@@ -331,8 +326,10 @@ control DistCacheCache(inout headers_t hdr, inout metadata_t meta, inout resubmi
                         relay_new = 1;
                     }
                 }
+                /* As v1model: the slot's sequence number is taken even when
+                 * the shard has no shim and the read is dropped. */
+                relayed = take_relay_seq.execute(r);
                 if (meta.drop == 0) {
-                    relayed = take_relay_seq.execute(r);
                     send_from_read_port(meta.shim_addr, meta.shim_port);
                     hdr.dc.seq = relayed;
                 }

@@ -113,11 +113,12 @@ parser DistCacheIngressParser(packet_in pkt, out headers_t hdr, out ingress_meta
     state parse_distcache {
         pkt.extract(hdr.dc);
         /* A key of 1 to 32 bytes (masks: below 32, or 32) without a MAC
-         * tag, as the v1model parser selects it. */
-        transition select(hdr.dc.flags & DC_FLAG_AUTH, hdr.dc.key_len) {
-            (0, 0 &&& 0xFFE0): parse_key;
-            (0, 32):           parse_key;
-            default:           accept;
+         * tag, as the v1model parser selects it; the flag is matched by
+         * mask, not computed (the parser selects on extracted fields). */
+        transition select(hdr.dc.flags, hdr.dc.key_len) {
+            (0 &&& DC_FLAG_AUTH, 0 &&& 0xFFE0): parse_key;
+            (0 &&& DC_FLAG_AUTH, 32):           parse_key;
+            default:                            accept;
         }
     }
     state parse_key {
@@ -183,12 +184,12 @@ parser DistCacheIngressParser(packet_in pkt, out headers_t hdr, out ingress_meta
     /* Only an UPDATE or FETCH_REPLY carries a value the switch stores:
      * whole (unfragmented) and of at most 128 bytes. */
     state value_start {
-        transition select(hdr.dc.op, hdr.dc.flags & DC_FLAG_FRAGMENTED, hdr.dc.value_len) {
-            (DC_OP_UPDATE,      0, 0 &&& 0xFFFFFF80): parse_value;
-            (DC_OP_UPDATE,      0, 128):              parse_value;
-            (DC_OP_FETCH_REPLY, 0, 0 &&& 0xFFFFFF80): parse_value;
-            (DC_OP_FETCH_REPLY, 0, 128):              parse_value;
-            default:                                  accept;
+        transition select(hdr.dc.op, hdr.dc.flags, hdr.dc.value_len) {
+            (DC_OP_UPDATE,      0 &&& DC_FLAG_FRAGMENTED, 0 &&& 0xFFFFFF80): parse_value;
+            (DC_OP_UPDATE,      0 &&& DC_FLAG_FRAGMENTED, 128):              parse_value;
+            (DC_OP_FETCH_REPLY, 0 &&& DC_FLAG_FRAGMENTED, 0 &&& 0xFFFFFF80): parse_value;
+            (DC_OP_FETCH_REPLY, 0 &&& DC_FLAG_FRAGMENTED, 128):              parse_value;
+            default:                                                         accept;
         }
     }
     state parse_value {
