@@ -1,6 +1,6 @@
 /*
- * The TNA (Tofino) parsers and deparsers of the cache pipelines: the same
- * packets as the v1model parser (../v1model/parser.p4) accepts, parsed
+ * The TNA (Tofino) parsers and deparsers of the cache pipelines: they
+ * accept what the v1model parser (../v1model/parser.p4) accepts, parsed
  * without loops.
  *
  * Tofino's parser takes no loop over a length known only at run time, so
