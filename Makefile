@@ -380,7 +380,7 @@ chaos-local: redis-server iptables ## Run SCHEDULES random fault schedules from 
 	$(GO) test -count=1 -run '^TestChaosLocal$$' -v -timeout $(CHAOS_TIMEOUT) ./test/fault \
 		-args -schedules=$(SCHEDULES) -seed=$(SEED) -report='$(abspath $(CHAOS_REPORT))' $(CHAOS_FLAGS)
 
-p4: ## Compile the v1model P4 pipelines with p4c (or Docker's p4lang/p4c) into out/p4; says plainly where neither exists
+p4: ## Compile the P4 pipelines into out/p4: v1model with p4c (or Docker's p4lang/p4c), TNA with bf-p4c; says plainly which it cannot
 	hack/p4/build.sh
 
 fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)

@@ -70,7 +70,7 @@ type Decls struct {
 var (
 	commentBlock = regexp.MustCompile(`(?s)/\*.*?\*/`)
 	commentLine  = regexp.MustCompile(`//[^\n]*`)
-	preprocessor = regexp.MustCompile(`(?m)^[ \t]*#[^\n]*`)
+	preprocessor = regexp.MustCompile(`(?m)^[ \t]*#(?:[^\n]*\\\n)*[^\n]*`) // with continuation lines
 	typedefDecl  = regexp.MustCompile(`typedef\s+bit<(\d+)>\s+(\w+)\s*;`)
 	constDecl    = regexp.MustCompile(`const\s+bit<(\d+)>\s+(\w+)\s*=\s*(0[xX][0-9a-fA-F_]+|\d[\d_]*)\s*;`)
 	headerDecl   = regexp.MustCompile(`header\s+(\w+)\s*\{([^}]*)\}`)
@@ -82,7 +82,7 @@ var (
 const maxBits = 1024
 
 // Parse reads the declarations of P4_16 source src (Decls), skipping
-// comments and preprocessor lines. It fails on a field of a type it does
+// comments and preprocessor lines (a macro's continuation lines too). It fails on a field of a type it does
 // not know, a width outside 1…1024 bits, a constant that does not fit its
 // width, a name declared twice, or a table, register, counter or
 // controller header without an @id.

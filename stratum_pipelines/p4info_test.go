@@ -41,7 +41,7 @@ func parseProgram(t *testing.T, program string) Decls {
 func TestP4InfoMatchesTheSources(t *testing.T) {
 	for _, program := range Programs {
 		t.Run(program, func(t *testing.T) {
-			want, err := parseProgram(t, program).P4Info("v1model")
+			want, err := parseProgram(t, program).P4Info(Arch(program))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -68,11 +68,16 @@ var (
 	registerDecl = regexp.MustCompile(annotationsRE + `\bregister<([^<>]+(?:<\d+>)?)>\s*\(\s*(\w+)\s*\)\s*(\w+)\s*;`)
 	counterDecl  = regexp.MustCompile(annotationsRE + `\bcounter\s*\(\s*(\w+)\s*,\s*CounterType\.(\w+)\s*\)\s*(\w+)\s*;`)
 	digestCall   = regexp.MustCompile(`\bdigest<(\w+)>\s*\(`)
-	keyBlock     = regexp.MustCompile(`\bkey\s*=\s*\{([^}]*)\}`)
-	actionsBlock = regexp.MustCompile(`\bactions\s*=\s*\{([^}]*)\}`)
-	sizeProp     = regexp.MustCompile(`\bsize\s*=\s*(\w+)\s*;`)
-	keyElement   = regexp.MustCompile(`^([\w.\[\]: ]+?)\s*:\s*(\w+)\s*` + annotationsRE + `$`)
-	paramElement = regexp.MustCompile(`^(bit<\d+>|\w+)\s+(\w+)$`)
+	// The TNA forms (tna.p4): Register<T, I>(size[, initial]) name;
+	// Counter<W, I>(size, CounterType_t.UNIT) name; Digest<T>() name.
+	tnaRegisterDecl = regexp.MustCompile(annotationsRE + `\bRegister<\s*(bit<\d+>|\w+)\s*,\s*(?:bit<\d+>|\w+)\s*>\s*\(\s*(\w+)\s*(?:,[^()]*)?\)\s*(\w+)\s*;`)
+	tnaCounterDecl  = regexp.MustCompile(annotationsRE + `\bCounter<\s*bit<\d+>\s*,\s*(?:bit<\d+>|\w+)\s*>\s*\(\s*(\w+)\s*,\s*CounterType_t\.(\w+)\s*\)\s*(\w+)\s*;`)
+	tnaDigestDecl   = regexp.MustCompile(`\bDigest<(\w+)>\s*\(\s*\)\s*\w+\s*;`)
+	keyBlock        = regexp.MustCompile(`\bkey\s*=\s*\{([^}]*)\}`)
+	actionsBlock    = regexp.MustCompile(`\bactions\s*=\s*\{([^}]*)\}`)
+	sizeProp        = regexp.MustCompile(`\bsize\s*=\s*(\w+)\s*;`)
+	keyElement      = regexp.MustCompile(`^([\w.\[\]: ]+?)\s*:\s*(\w+)\s*` + annotationsRE + `$`)
+	paramElement    = regexp.MustCompile(`^(bit<\d+>|\w+)\s+(\w+)$`)
 )
 
 // parseObjects reads the tables, the actions with an @id, the registers,
@@ -101,41 +106,30 @@ func (d *Decls) parseObjects(src string) error {
 		}
 		d.Tables = append(d.Tables, t)
 	}
-	for _, m := range registerDecl.FindAllStringSubmatch(src, -1) {
-		a := annotations(m[1])
-		id, err := a.id()
-		if err != nil {
-			return fmt.Errorf("cannot parse register %s: %w", m[4], err)
+	for _, re := range []*regexp.Regexp{registerDecl, tnaRegisterDecl} {
+		for _, m := range re.FindAllStringSubmatch(src, -1) {
+			if err := d.addRegister(annotations(m[1]), m[2], m[3], m[4]); err != nil {
+				return err
+			}
 		}
-		bits, err := d.Width(m[2])
-		if err != nil {
-			return fmt.Errorf("cannot parse register %s: %w", m[4], err)
-		}
-		size, err := d.size(m[3])
-		if err != nil {
-			return fmt.Errorf("cannot parse register %s: %w", m[4], err)
-		}
-		d.Registers = append(d.Registers, Register{ID: id, Name: a.name(m[4]), Bits: bits, Size: size})
 	}
 	for _, m := range counterDecl.FindAllStringSubmatch(src, -1) {
-		a := annotations(m[1])
-		id, err := a.id()
-		if err != nil {
-			return fmt.Errorf("cannot parse counter %s: %w", m[4], err)
+		if err := d.addCounter(annotations(m[1]), m[2], m[3], m[4]); err != nil {
+			return err
 		}
-		size, err := d.size(m[2])
-		if err != nil {
-			return fmt.Errorf("cannot parse counter %s: %w", m[4], err)
+	}
+	for _, m := range tnaCounterDecl.FindAllStringSubmatch(src, -1) {
+		unit, ok := tnaCounterUnits[m[3]]
+		if !ok {
+			return fmt.Errorf("cannot parse counter %s: unknown CounterType_t.%s", m[4], m[3])
 		}
-		switch m[3] {
-		case "packets", "bytes", "packets_and_bytes":
-		default:
-			return fmt.Errorf("cannot parse counter %s: unknown CounterType.%s", m[4], m[3])
+		if err := d.addCounter(annotations(m[1]), m[2], unit, m[4]); err != nil {
+			return err
 		}
-		d.Counters = append(d.Counters, Counter{ID: id, Name: a.name(m[4]), Unit: m[3], Size: size})
 	}
 	seen := map[string]bool{}
-	for _, m := range digestCall.FindAllStringSubmatch(src, -1) {
+	digests := append(digestCall.FindAllStringSubmatch(src, -1), tnaDigestDecl.FindAllStringSubmatch(src, -1)...)
+	for _, m := range digests {
 		if _, ok := d.Structs[m[1]]; !ok {
 			return fmt.Errorf("cannot parse digest: %s is no struct", m[1])
 		}
@@ -144,6 +138,49 @@ func (d *Decls) parseObjects(src string) error {
 			d.Digests = append(d.Digests, m[1])
 		}
 	}
+	return nil
+}
+
+// tnaCounterUnits are TNA's counter types by the unit names of v1model's.
+var tnaCounterUnits = map[string]string{
+	"PACKETS": "packets", "BYTES": "bytes", "PACKETS_AND_BYTES": "packets_and_bytes",
+}
+
+// addRegister adds register name of cells typed typ, size cells.
+func (d *Decls) addRegister(a annotationSet, typ, sizeText, name string) error {
+	id, err := a.id()
+	if err != nil {
+		return fmt.Errorf("cannot parse register %s: %w", name, err)
+	}
+	bits, err := d.Width(typ)
+	if err != nil {
+		return fmt.Errorf("cannot parse register %s: %w", name, err)
+	}
+	size, err := d.size(sizeText)
+	if err != nil {
+		return fmt.Errorf("cannot parse register %s: %w", name, err)
+	}
+	d.Registers = append(d.Registers, Register{ID: id, Name: a.name(name), Bits: bits, Size: size})
+	return nil
+}
+
+// addCounter adds counter name of size cells counting unit (packets,
+// bytes or packets_and_bytes).
+func (d *Decls) addCounter(a annotationSet, sizeText, unit, name string) error {
+	id, err := a.id()
+	if err != nil {
+		return fmt.Errorf("cannot parse counter %s: %w", name, err)
+	}
+	size, err := d.size(sizeText)
+	if err != nil {
+		return fmt.Errorf("cannot parse counter %s: %w", name, err)
+	}
+	switch unit {
+	case "packets", "bytes", "packets_and_bytes":
+	default:
+		return fmt.Errorf("cannot parse counter %s: unknown CounterType.%s", name, unit)
+	}
+	d.Counters = append(d.Counters, Counter{ID: id, Name: a.name(name), Unit: unit, Size: size})
 	return nil
 }
 

@@ -20,6 +20,15 @@ var Sources embed.FS
 var Programs = []string{
 	"v1model/cache_switch.p4",
 	"v1model/client_leaf.p4",
+	"tna/cache_switch.p4",
+	"tna/client_leaf.p4",
+}
+
+// Arch is the architecture program is written for, the directory it is
+// in under p4src: "v1model" (stratum-bmv2) or "tna" (Tofino).
+func Arch(program string) string {
+	arch, _, _ := strings.Cut(path.Clean(program), "/")
+	return arch
 }
 
 // P4InfoPath is the path of program's P4Info text file.
