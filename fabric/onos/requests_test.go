@@ -70,7 +70,9 @@ func (e entities) register(name string, v []byte) *p4v1.Entity {
 		RegisterId: e.id(name), Index: &p4v1.Index{}, Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: v}}}}}
 }
 
-func upd(typ p4v1.Update_Type, e *p4v1.Entity) *p4v1.Update { return &p4v1.Update{Type: typ, Entity: e} }
+func upd(typ p4v1.Update_Type, e *p4v1.Entity) *p4v1.Update {
+	return &p4v1.Update{Type: typ, Entity: e}
+}
 
 func u16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
 func u32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
