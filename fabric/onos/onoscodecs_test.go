@@ -49,7 +49,7 @@ func runCodecs(t *testing.T, cases []codecCase) map[string]codecVerdict {
 	if err := os.WriteFile(in, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(java, "-cp", strings.TrimSpace(string(cp)), "org.distcache.onoscodecs.Harness", in)
+	cmd := exec.CommandContext(t.Context(), java, "-cp", strings.TrimSpace(string(cp)), "org.distcache.onoscodecs.Harness", in)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -2,12 +2,12 @@ package onos
 
 import (
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"net/url"
 	"sync"
 	"testing"
 )
@@ -37,7 +37,7 @@ func toolPath(t *testing.T, env, dir, file, target string) string {
 
 // swagger is the part of ONOS's REST spec (swagger 2.0) the check reads.
 type swagger struct {
-	BasePath string                                `json:"basePath"`
+	BasePath string                                 `json:"basePath"`
 	Paths    map[string]map[string]swaggerOperation `json:"paths"`
 }
 

@@ -127,11 +127,11 @@ func requestCases(t *testing.T) []requestCase {
 	bg := context.Background()
 	return []requestCase{{
 		name: "the fabric's devices in the network configuration, as netcfg.json",
-		run:  func(t *testing.T, c *Client, _ *Session, _ entities) error { return c.ConfigureDevices(bg, spineA) },
+		run:  func(_ *testing.T, c *Client, _ *Session, _ entities) error { return c.ConfigureDevices(bg, spineA) },
 		want: []want{{method: "POST", path: "/network/configuration", body: string(netcfg)}},
 	}, {
 		name: "a switch that left: its configuration, then the device",
-		run:  func(t *testing.T, c *Client, _ *Session, _ entities) error { return c.RemoveDevice(bg, dev) },
+		run:  func(_ *testing.T, c *Client, _ *Session, _ entities) error { return c.RemoveDevice(bg, dev) },
 		want: []want{{method: "DELETE", path: "/network/configuration/devices/" + dev}, {method: "DELETE", path: "/devices/" + dev}},
 	}, {
 		name: "device state",
@@ -145,7 +145,7 @@ func requestCases(t *testing.T) []requestCase {
 		want: []want{{method: "GET", path: "/devices/" + dev}},
 	}, {
 		name: "a read port: switch_address entry as a PI flow rule",
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			return s.Write(bg, upd(p4v1.Update_INSERT, e.entry("switch_address", "serve_reads", -1, [][]byte{ip, u16(8080)}, u32(2))))
 		},
 		want: []want{{method: "POST", path: "/flows", query: appQuery, body: `{"flows":[{"deviceId":"` + dev + `","tableId":"switch_address",
@@ -155,7 +155,7 @@ func requestCases(t *testing.T) []requestCase {
 			"treatment":{"instructions":[{"type":"PROTOCOL_INDEPENDENT","subtype":"ACTION","actionId":"serve_reads","actionParams":{"shard":"00000002"}}]}}]}`}},
 	}, {
 		name: "identity's default action: a flow rule without matches",
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			id := e.entry("identity", "set_identity", -1, nil, u32(7), u64(3))
 			id.GetTableEntry().IsDefaultAction = true
 			return s.Write(bg, upd(p4v1.Update_MODIFY, id))
@@ -166,7 +166,7 @@ func requestCases(t *testing.T) []requestCase {
 				"actionParams":{"node_id":"00000007","map_version":"0000000000000003"}}]}}]}`}},
 	}, {
 		name: "cache_lookup and storage_route in one request",
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			digest := make([]byte, 16)
 			digest[15] = 0xab
 			return s.Write(bg,
@@ -182,7 +182,7 @@ func requestCases(t *testing.T) []requestCase {
 			 "treatment":{"instructions":[{"type":"PROTOCOL_INDEPENDENT","subtype":"ACTION","actionId":"to_shim","actionParams":{"addr":"0a000001","port":"1b58"}}]}}]}`}},
 	}, {
 		name: "an ipv4_route prefix: lpm match",
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			return s.Write(bg, upd(p4v1.Update_INSERT, e.entry("ipv4_route", "route", 24, [][]byte{{10, 0, 1, 0}},
 				u16(3), []byte{2, 0, 0, 0, 0, 1}, []byte{2, 0, 0, 0, 0, 2})))
 		},
@@ -198,7 +198,7 @@ func requestCases(t *testing.T) []requestCase {
 				t.Fatal(err)
 			}
 		},
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			return s.Write(bg, upd(p4v1.Update_DELETE, e.entry("storage_route", "", -1, [][]byte{u32(1)})))
 		},
 		want: []want{{method: "DELETE", path: "/flows", body: `{"flows":[{"deviceId":"` + dev + `","flowId":"1001"}]}`}},
@@ -210,7 +210,7 @@ func requestCases(t *testing.T) []requestCase {
 				t.Fatalf("added %v, %v", other, err)
 			}
 		},
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			return s.Write(bg, upd(p4v1.Update_DELETE, e.entry("storage_route", "", -1, [][]byte{{4}})))
 		},
 		want: []want{{method: "GET", path: "/flows/" + dev}, {method: "DELETE", path: "/flows", body: `{"flows":[{"deviceId":"` + dev + `","flowId":"1001"}]}`}},
@@ -221,7 +221,7 @@ func requestCases(t *testing.T) []requestCase {
 				t.Fatal(err)
 			}
 		},
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			return s.Write(bg, upd(p4v1.Update_DELETE, e.entry("switch_address", "", -1, [][]byte{ip, u16(9000)})),
 				upd(p4v1.Update_INSERT, e.entry("switch_address", "serve_reads", -1, [][]byte{ip, u16(9000)}, u32(0))))
 		},
@@ -233,28 +233,28 @@ func requestCases(t *testing.T) []requestCase {
 			"treatment":{"instructions":[{"type":"PROTOCOL_INDEPENDENT","subtype":"ACTION","actionId":"serve_reads","actionParams":{"shard":"00000000"}}]}}]}`}},
 	}, {
 		name: "the serving lease is a register: not in the REST API, nothing sent",
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			return s.Write(bg, upd(p4v1.Update_MODIFY, e.entry("switch_address", "serve_coherence", -1, [][]byte{ip, u16(1)})),
 				upd(p4v1.Update_MODIFY, e.register("lease_until", u64(5))))
 		},
 		err: ErrNotInREST,
 	}, {
 		name: "hot-key digests: not in the REST API",
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			d := &p4v1.Entity{Entity: &p4v1.Entity_DigestEntry{DigestEntry: &p4v1.DigestEntry{DigestId: e.id("hot_key_t")}}}
 			return s.Write(bg, upd(p4v1.Update_INSERT, d))
 		},
 		err: ErrNotInREST,
 	}, {
 		name: "the clock register and hit counters cannot be read",
-		run: func(t *testing.T, _ *Client, s *Session, e entities) error {
+		run: func(_ *testing.T, _ *Client, s *Session, e entities) error {
 			_, err := s.Read(bg, e.register("clock", nil))
 			return err
 		},
 		err: ErrNotInREST,
 	}, {
 		name: "packet-outs (FETCHes) cannot be sent",
-		run:  func(t *testing.T, _ *Client, s *Session, _ entities) error { return s.PacketOut([]byte{1, 2, 3}) },
+		run:  func(_ *testing.T, _ *Client, s *Session, _ entities) error { return s.PacketOut([]byte{1, 2, 3}) },
 		err:  ErrNotInREST,
 	}, {
 		name: "table entries read back from the device's flows",
