@@ -106,6 +106,10 @@ func TestUnknownDevice(t *testing.T) {
 	if !errors.Is(err, ErrUnknownDevice) || !strings.Contains(err.Error(), "Device is not found") {
 		t.Fatalf("got %v, want ErrUnknownDevice with ONOS's message", err)
 	}
+	// A switch ONOS never had leaves without an error.
+	if err := f.client(t).RemoveDevice(context.Background(), "device:nowhere"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestSetPipeline: the device is configured with its pipeconf, waited for
