@@ -50,6 +50,21 @@ export DISTCACHE_FINSY_PY ?= $(FINSY_DIR)/bin/python
 P4RUNTIME_SH_VERSION ?= 0.0.6
 P4RUNTIME_SH_DIR := $(abspath $(TOOLS_DIR))/p4runtime-shell/$(P4RUNTIME_SH_VERSION)
 export DISTCACHE_P4RUNTIME_SH_PY ?= $(P4RUNTIME_SH_DIR)/bin/python
+# ONOS 2.7.0, which the onos fabric driver's requests are checked against
+# (fabric/onos): its REST spec (swagger.json from Maven Central's
+# org.onosproject:onos-rest jar, pinned by SHA-256) and a harness that
+# decodes the request bodies with ONOS's own JSON codecs
+# (fabric/onos/onoscodecs, built with Maven against onos-api and
+# onos-core-common; its Maven repository is TOOLS_DIR/m2). The tests find
+# them through DISTCACHE_ONOS_REST_SWAGGER and DISTCACHE_ONOS_CODECS_CLASSPATH
+# (a file holding the harness's Java class path).
+ONOS_VERSION ?= 2.7.0
+ONOS_REST_SHA256 ?= 634fb51f6377e9eebef1678d19083a04030d496deffc46992230144ec62f3c0e
+ONOS_REST_DIR := $(abspath $(TOOLS_DIR))/onos-rest/$(ONOS_VERSION)
+export DISTCACHE_ONOS_REST_SWAGGER ?= $(ONOS_REST_DIR)/swagger.json
+ONOS_CODECS_DIR := $(abspath $(TOOLS_DIR))/onos-codecs/$(ONOS_VERSION)
+export DISTCACHE_ONOS_CODECS_CLASSPATH ?= $(ONOS_CODECS_DIR)/classpath
+MAVEN_REPO := $(abspath $(TOOLS_DIR))/m2
 
 # The build's version, commit and date, linked into the binary
 # (internal/buildinfo; `distcache version`). VERSION is the image tag: the
@@ -86,8 +101,9 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # internal/faultinject); shellcheck for the test that checks every shell
 # script (test/scripts); prometheus and promtool for the tests of the metrics
 # and the alert rules; localkube's binaries and Debian packages for the
-# test that brings a real node up and down (test/localkube).
-TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes redis-py finsy p4runtime-shell localkube-deps
+# test that brings a real node up and down (test/localkube); ONOS's REST
+# spec and codec harness for the onos fabric driver's tests (fabric/onos).
+TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes redis-py finsy p4runtime-shell onos-rest onos-codecs localkube-deps
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -120,7 +136,7 @@ image: ## Build the container image without Docker into IMAGE_ARCHIVE (docker lo
 	$(GO) run ./hack/image -binary $(IMAGE_DIR)/distcache-linux-$(IMAGE_ARCH) -arch $(IMAGE_ARCH) \
 		-version $(VERSION) -revision $(COMMIT) -created $(COMMIT_EPOCH) -out $(IMAGE_ARCHIVE)
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, finsy, p4runtime-shell, localkube
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, finsy, p4runtime-shell, ONOS's REST spec and codecs, localkube
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
@@ -183,6 +199,36 @@ $(P4RUNTIME_SH_DIR)/bin/python:
 	rm -rf '$(P4RUNTIME_SH_DIR)'
 	python3 -m venv '$(P4RUNTIME_SH_DIR)'
 	'$(P4RUNTIME_SH_DIR)/bin/pip' install --quiet --disable-pip-version-check -r softswitch/conformance/testdata/p4runtime-shell-requirements.txt
+
+# Downloads ONOS's REST spec unless it is there: the onos-rest jar from
+# Maven Central, checked against ONOS_REST_SHA256, and its
+# WEB-INF/classes/apidoc/swagger.json (unzip from Debian if missing).
+.PHONY: onos-rest
+onos-rest: $(ONOS_REST_DIR)/swagger.json
+$(ONOS_REST_DIR)/swagger.json:
+	@$(call apt_install,unzip curl,unzip curl)
+	mkdir -p '$(ONOS_REST_DIR)'
+	curl -sSfL -o '$(ONOS_REST_DIR)/onos-rest.jar.tmp' \
+		'https://repo1.maven.org/maven2/org/onosproject/onos-rest/$(ONOS_VERSION)/onos-rest-$(ONOS_VERSION).jar'
+	echo '$(ONOS_REST_SHA256)  $(ONOS_REST_DIR)/onos-rest.jar.tmp' | sha256sum -c --quiet
+	unzip -p '$(ONOS_REST_DIR)/onos-rest.jar.tmp' WEB-INF/classes/apidoc/swagger.json > '$(ONOS_REST_DIR)/swagger.json.tmp'
+	rm '$(ONOS_REST_DIR)/onos-rest.jar.tmp'
+	mv '$(ONOS_REST_DIR)/swagger.json.tmp' '$@'
+
+# Builds the ONOS codec harness unless it is built from its current
+# sources (Java 17 and Maven from Debian if missing): the jar and the class
+# path of it and its dependencies.
+ONOS_CODECS_SRC := fabric/onos/onoscodecs/pom.xml $(wildcard fabric/onos/onoscodecs/src/main/java/org/distcache/onoscodecs/*.java)
+.PHONY: onos-codecs
+onos-codecs: $(ONOS_CODECS_DIR)/classpath
+$(ONOS_CODECS_DIR)/classpath: $(ONOS_CODECS_SRC)
+	@$(call apt_install,java javac,openjdk-17-jdk-headless)
+	@$(call apt_install,mvn,maven)
+	mkdir -p '$(ONOS_CODECS_DIR)' '$(MAVEN_REPO)'
+	mvn -q -B -Dstyle.color=never -f fabric/onos/onoscodecs/pom.xml -Dmaven.repo.local='$(MAVEN_REPO)' -Dout='$(ONOS_CODECS_DIR)/build' \
+		-Dmdep.outputFile='$(ONOS_CODECS_DIR)/dependencies' clean package dependency:build-classpath
+	printf '%s:%s\n' '$(ONOS_CODECS_DIR)/build/onoscodecs-$(ONOS_VERSION).jar' "$$(cat '$(ONOS_CODECS_DIR)/dependencies')" > '$@.tmp'
+	mv '$@.tmp' '$@'
 
 # Builds upstream Prometheus into PROMETHEUS_DIR unless it is there (about
 # 4 minutes on 2 cores, once per version).
