@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -22,6 +23,24 @@ var Programs = []string{
 	"v1model/client_leaf.p4",
 	"tna/cache_switch.p4",
 	"tna/client_leaf.p4",
+}
+
+// Pipelines are the pipelines a SwitchFabric may name (spec.pipeline) and
+// `distcache fabric --pipeline` takes, and the cache switch program each
+// loads onto the spine and storage-leaf switches.
+var Pipelines = map[string]string{
+	"distcache-v1model": "v1model/cache_switch.p4",
+	"distcache-tna":     "tna/cache_switch.p4",
+}
+
+// PipelineNames are the names of Pipelines, sorted.
+func PipelineNames() []string {
+	names := make([]string, 0, len(Pipelines))
+	for n := range Pipelines {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // Arch is the architecture program is written for, the directory it is

@@ -17,7 +17,6 @@ import (
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
 	"github.com/distcache/distcache/fabric/stratum"
-	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
@@ -30,6 +29,7 @@ func newFabricCommand() *cobra.Command {
 		cfg                   cacheswitch.Config
 		interval              time.Duration
 		election              uint64
+		pipeline              string
 	)
 	cmd := &cobra.Command{
 		Use:   "fabric",
@@ -51,7 +51,11 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			if err != nil {
 				return err
 			}
-			if cfg.Info, err = pipelines.ProgramP4Info(softswitch.Program); err != nil {
+			program, ok := pipelines.Pipelines[pipeline]
+			if !ok {
+				return fmt.Errorf("cannot program the switches: --pipeline %q is not one of %s", pipeline, strings.Join(pipelines.PipelineNames(), ", "))
+			}
+			if cfg.Info, err = pipelines.ProgramP4Info(program); err != nil {
 				return err
 			}
 			members := map[string]fleet.Member{}
@@ -99,6 +103,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 	fl.Uint16Var(&cfg.HotThreshold, "hot-threshold", cacheswitch.DefaultHotThreshold, "reads of an uncached key in an interval that make the switch report it")
 	fl.DurationVar(&interval, "interval", cacheswitch.DefaultInterval, "hot-key insertion period")
 	fl.Uint64Var(&election, "election-id", 1, "the controller's P4Runtime election id")
+	fl.StringVar(&pipeline, "pipeline", "distcache-v1model", "the pipeline pushed to the switches: distcache-v1model (stratum-bmv2 and the software switch) or distcache-tna (Tofino)")
 	_ = cmd.MarkFlagRequired("switch")
 	return cmd
 }

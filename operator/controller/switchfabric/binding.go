@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/clusterresolve"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
 	"github.com/distcache/distcache/topology"
 )
 
@@ -27,12 +27,6 @@ import (
 // without news (port counts; a lost session notification). It also bounds
 // how late a rotated TLS Secret is taken up.
 const statusRefresh = 15 * time.Second
-
-// Programs are the pipelines a SwitchFabric may name (spec.pipeline), and
-// the program of stratum_pipelines/p4src each loads.
-var Programs = map[string]string{
-	"distcache-v1model": "v1model/cache_switch.p4",
-}
 
 // binding is what a fabric's fleet programs: the cluster it serves, its
 // switches and how they are programmed. Its JSON form (key) tells whether
@@ -109,14 +103,9 @@ func (r *Reconciler) checkDriver(_ context.Context, s *state) (ctrl.Result, erro
 	if s.f.Spec.Driver != v1alpha1.DriverStratum {
 		return s.block(v1alpha1.ReasonDriverUnavailable, fmt.Sprintf("the %s driver is not part of this operator version: the spec is valid, no switch is programmed", s.f.Spec.Driver))
 	}
-	program, ok := Programs[s.f.Spec.Pipeline]
+	program, ok := pipelines.Pipelines[s.f.Spec.Pipeline]
 	if !ok {
-		names := make([]string, 0, len(Programs))
-		for n := range Programs {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return s.block(v1alpha1.ReasonPipelineMismatch, fmt.Sprintf("pipeline %q is not one this operator has (%s)", s.f.Spec.Pipeline, strings.Join(names, ", ")))
+		return s.block(v1alpha1.ReasonPipelineMismatch, fmt.Sprintf("pipeline %q is not one this operator has (%s)", s.f.Spec.Pipeline, strings.Join(pipelines.PipelineNames(), ", ")))
 	}
 	s.binding.Program = program
 	return ctrl.Result{}, nil

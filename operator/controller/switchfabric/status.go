@@ -142,12 +142,17 @@ func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.
 	}
 	for _, ss := range f.Status.SwitchStatuses {
 		o, known := old[ss.Name]
+		// Regarding the switch's entry of the fabric: events of several
+		// switches are each an event of their own, not a series of the
+		// first (client-go aggregates events alike but for the note).
+		sw := &corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SwitchFabric", Namespace: f.Namespace,
+			Name: f.Name, UID: f.UID, FieldPath: fmt.Sprintf("spec.switches{%s}", ss.Name)}
 		switch {
 		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions):
-			r.Recorder.Eventf(f, nil, corev1.EventTypeNormal, EventSwitchProgrammed, "Program",
+			r.Recorder.Eventf(sw, nil, corev1.EventTypeNormal, EventSwitchProgrammed, "Program",
 				"switch %s (member %s) programmed in session %d: pipeline pushed, it starts with an empty cache", ss.Name, ss.Member, ss.Sessions)
 		case !ss.Programmed && known && o.Programmed:
-			r.Recorder.Eventf(f, nil, corev1.EventTypeWarning, EventSwitchLost, "Program",
+			r.Recorder.Eventf(sw, nil, corev1.EventTypeWarning, EventSwitchLost, "Program",
 				"switch %s (member %s) lost: %s: %s; it is failed over until programmed again", ss.Name, ss.Member, ss.Reason, ss.Message)
 		}
 	}

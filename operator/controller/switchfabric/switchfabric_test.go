@@ -190,3 +190,21 @@ func TestTLSSecretInvalid(t *testing.T) {
 			strings.Contains(c.Message, "tls.crt and tls.key")
 	})
 }
+
+// TestPipelineRefusedBySwitch: a switch that refuses the pipeline pushed
+// to it (the software switch runs the v1model program, not the Tofino
+// one) is reported as a pipeline mismatch, not as unreachable.
+func TestPipelineRefusedBySwitch(t *testing.T) {
+	startOperator(t)
+	ns := namespace(t)
+	target := switchtest.StartTarget(t, 1, 1)
+	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()), withPipeline("distcache-tna"))
+	newCluster(t, ns, "shop", "fabric")
+	fabricStatus(t, f, "PipelineMismatch from the switch", func(s *v1alpha1.SwitchFabricStatus) bool {
+		return is(s, v1alpha1.ConditionReady, false, v1alpha1.ReasonPipelineMismatch) &&
+			len(s.SwitchStatuses) == 1 && s.SwitchStatuses[0].Reason == v1alpha1.ReasonPipelineMismatch
+	})
+	if _, _, ok := target.Switch().Pipeline(); ok {
+		t.Error("the switch runs a pipeline it should have refused")
+	}
+}
