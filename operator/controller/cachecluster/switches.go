@@ -1,13 +1,10 @@
 package cachecluster
 
 import (
-	"context"
 	"net/netip"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
@@ -77,21 +74,6 @@ func switchPeers(s *state) []networkingv1.NetworkPolicyPeer {
 		}
 		seen[ap.Addr()] = true
 		out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ap.Addr(), ap.Addr().BitLen()).String()}})
-	}
-	return out
-}
-
-// clustersOfFabric are the clusters of a SwitchFabric's namespace: any of
-// them may have a switch-backed layer on it (through a CacheLayer), and
-// the fabric's status carries its switches' sessions.
-func (r *Reconciler) clustersOfFabric(ctx context.Context, o client.Object) []reconcile.Request {
-	var list v1alpha1.CacheClusterList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, len(list.Items))
-	for i := range list.Items {
-		out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
 	}
 	return out
 }

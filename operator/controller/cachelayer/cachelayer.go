@@ -12,10 +12,9 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/enqueue"
 )
 
 // +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=list;watch
@@ -84,17 +83,7 @@ func set(l *v1alpha1.CacheLayer, t v1alpha1.ConditionType, ok bool, reason, msg 
 // SetupWithManager registers the reconciler; it also runs when a fabric or
 // a cluster changes, since both feed the layer's status.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	allLayers := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list v1alpha1.CacheLayerList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, len(list.Items))
-		for i := range list.Items {
-			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-		}
-		return out
-	})
+	allLayers := enqueue.AllInNamespace(r.Client, func() client.ObjectList { return &v1alpha1.CacheLayerList{} })
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.CacheLayer{}).
 		Watches(&v1alpha1.SwitchFabric{}, allLayers).

@@ -30,10 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/enqueue"
 )
 
 // +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics,verbs=list;watch
@@ -133,17 +133,7 @@ func (r *Reconciler) notify(ns, name string) {
 // manager.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.changed = make(chan event.GenericEvent, 256)
-	allFabrics := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list v1alpha1.SwitchFabricList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, len(list.Items))
-		for i := range list.Items {
-			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-		}
-		return out
-	})
+	allFabrics := enqueue.AllInNamespace(r.Client, func() client.ObjectList { return &v1alpha1.SwitchFabricList{} })
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.SwitchFabric{}).
 		Watches(&v1alpha1.CacheCluster{}, allFabrics).
