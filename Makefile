@@ -62,7 +62,10 @@ ONOS_VERSION ?= 2.7.0
 ONOS_REST_SHA256 ?= 634fb51f6377e9eebef1678d19083a04030d496deffc46992230144ec62f3c0e
 ONOS_REST_DIR := $(abspath $(TOOLS_DIR))/onos-rest/$(ONOS_VERSION)
 export DISTCACHE_ONOS_REST_SWAGGER ?= $(ONOS_REST_DIR)/swagger.json
-ONOS_CODECS_DIR := $(abspath $(TOOLS_DIR))/onos-codecs/$(ONOS_VERSION)
+# The harness is built once per version of its sources (a clean checkout's
+# files are all new, so their times cannot say).
+ONOS_CODECS_SRC := fabric/onos/onoscodecs/pom.xml $(sort $(wildcard fabric/onos/onoscodecs/src/main/java/org/distcache/onoscodecs/*.java))
+ONOS_CODECS_DIR := $(abspath $(TOOLS_DIR))/onos-codecs/$(ONOS_VERSION)-$(shell cat $(ONOS_CODECS_SRC) | sha256sum | cut -c1-12)
 export DISTCACHE_ONOS_CODECS_CLASSPATH ?= $(ONOS_CODECS_DIR)/classpath
 MAVEN_REPO := $(abspath $(TOOLS_DIR))/m2
 
@@ -218,10 +221,9 @@ $(ONOS_REST_DIR)/swagger.json:
 # Builds the ONOS codec harness unless it is built from its current
 # sources (Java 17 and Maven from Debian if missing): the jar and the class
 # path of it and its dependencies.
-ONOS_CODECS_SRC := fabric/onos/onoscodecs/pom.xml $(wildcard fabric/onos/onoscodecs/src/main/java/org/distcache/onoscodecs/*.java)
 .PHONY: onos-codecs
 onos-codecs: $(ONOS_CODECS_DIR)/classpath
-$(ONOS_CODECS_DIR)/classpath: $(ONOS_CODECS_SRC)
+$(ONOS_CODECS_DIR)/classpath:
 	@$(call apt_install,java javac,openjdk-17-jdk-headless)
 	@$(call apt_install,mvn,maven)
 	mkdir -p '$(ONOS_CODECS_DIR)' '$(MAVEN_REPO)'
