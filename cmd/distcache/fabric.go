@@ -75,7 +75,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			}
 			f := fleet.New(members, log)
 			reg, wrapped := metrics.Registry("fabric", "")
-			if err := f.RegisterMetrics(wrapped); err != nil {
+			if err := metrics.Register(wrapped, f.Collector(nil)); err != nil {
 				return err
 			}
 			ms, err := metrics.Listen(metricsAddr, reg, f.Healthy)

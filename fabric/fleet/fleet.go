@@ -14,9 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/stratum"
 	"github.com/distcache/distcache/placement/partmap"
@@ -170,41 +167,6 @@ func (f *Fleet) Healthy() error {
 		m.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("switch %s: %w", m.name, err)
-		}
-	}
-	return nil
-}
-
-// RegisterMetrics exports each switch controller's counters as
-// distcache_fabric_* with a member label.
-func (f *Fleet) RegisterMetrics(reg prometheus.Registerer) error {
-	for _, m := range f.members {
-		r := prometheus.WrapRegistererWith(prometheus.Labels{"switch_member": m.name}, reg)
-		stat := func(get func(*cacheswitch.Stats) uint64) func() uint64 {
-			return func() uint64 {
-				if c := m.runner.Controller(); c != nil {
-					return get(c.Stats())
-				}
-				return 0
-			}
-		}
-		counter := func(name, help string, get func(*cacheswitch.Stats) uint64) prometheus.Collector {
-			return metrics.CounterFunc("distcache_fabric_"+name+"_total", help, stat(get))
-		}
-		if err := metrics.Register(r,
-			counter("lease_renewals", "Serving lease renewals of the switch's current session.", func(s *cacheswitch.Stats) uint64 { return s.Renewals.Load() }),
-			counter("lease_denied", "Renewals that left the switch without a lease (member not Active).", func(s *cacheswitch.Stats) uint64 { return s.LeaseDenied.Load() }),
-			counter("keys_inserted", "Hot keys given a slot.", func(s *cacheswitch.Stats) uint64 { return s.Inserted.Load() }),
-			counter("keys_evicted", "Keys whose slot was released.", func(s *cacheswitch.Stats) uint64 { return s.Evicted.Load() }),
-			counter("fills", "Slots filled by a FETCH_REPLY.", func(s *cacheswitch.Stats) uint64 { return s.Filled.Load() }),
-			counter("fills_refused", "FETCH_REPLYs the switch did not apply.", func(s *cacheswitch.Stats) uint64 { return s.FillRefused.Load() }),
-			counter("hot_key_reports", "Hot-key digests received.", func(s *cacheswitch.Stats) uint64 { return s.HotKeys.Load() }),
-			metrics.GaugeFunc("distcache_fabric_ports_up", "The switch's ports gNMI reports up (0 until it reports).", func() float64 {
-				_, up := f.Ports(m.name)
-				return float64(up)
-			}),
-		); err != nil {
-			return err
 		}
 	}
 	return nil

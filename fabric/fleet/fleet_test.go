@@ -3,7 +3,11 @@ package fleet_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
@@ -42,6 +46,27 @@ func TestFleetWatchesPorts(t *testing.T) {
 		t.Fatal("the runner programmed no pipeline")
 	}
 	poll.Until(t, "three ports up", func() bool { total, up := f.Ports("m-0"); return total == 3 && up == 3 })
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(f.Collector(prometheus.Labels{"switchfabric": "lab"})); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP distcache_fabric_ports_up The switch's ports gNMI reports up (0 until it reports).
+# TYPE distcache_fabric_ports_up gauge
+distcache_fabric_ports_up{switch_member="m-0",switchfabric="lab"} 3
+# HELP distcache_fabric_switch_programmed 1 while the controller is the switch's primary and has pushed the pipeline in the current session.
+# TYPE distcache_fabric_switch_programmed gauge
+distcache_fabric_switch_programmed{switch_member="m-0",switchfabric="lab"} 1
+# HELP distcache_fabric_switch_sessions_total Sessions that programmed the switch (each started it with an empty cache).
+# TYPE distcache_fabric_switch_sessions_total counter
+distcache_fabric_switch_sessions_total{switch_member="m-0",switchfabric="lab"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "distcache_fabric_ports_up", "distcache_fabric_switch_programmed", "distcache_fabric_switch_sessions_total"); err != nil {
+		t.Error(err)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("metrics lint: %v %v", problems, err)
+	}
 	if err := sw.Close(); err != nil {
 		t.Fatal(err)
 	}

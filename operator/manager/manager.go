@@ -128,7 +128,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 		cc.SetupWithManager,
 		(&cachelayer.Reconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(),
-			Recorder: mgr.GetEventRecorder("distcache-operator"), ElectionID: o.P4RuntimeElectionID}).SetupWithManager,
+			Recorder: mgr.GetEventRecorder("distcache-operator"), ElectionID: o.P4RuntimeElectionID, Metrics: crmetrics.Registry}).SetupWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			return err

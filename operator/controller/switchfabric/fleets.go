@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,9 +29,18 @@ type running struct {
 	runners map[string]*cacheswitch.Runner // by switch name
 	cancel  context.CancelFunc
 	done    chan struct{}
+
+	metrics   prometheus.Registerer // where collector is registered; nil: nowhere
+	collector prometheus.Collector
 }
 
-func (rn *running) stop() { rn.cancel(); <-rn.done }
+func (rn *running) stop() {
+	rn.cancel()
+	<-rn.done
+	if rn.metrics != nil {
+		rn.metrics.Unregister(rn.collector)
+	}
+}
 
 // fleets are the running fleets, by fabric.
 type fleets struct {
@@ -111,6 +121,13 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 		members[sm.Member] = fleet.Member{Runner: runner, GNMI: sm.Switch.GNMIAddress, GNMITLS: b.tls}
 	}
 	rn.fleet = fleet.New(members, lg)
+	if r.Metrics != nil {
+		c := rn.fleet.Collector(prometheus.Labels{"namespace": fabric.Namespace, "switchfabric": fabric.Name})
+		if err := r.Metrics.Register(c); err != nil {
+			return nil, fmt.Errorf("cannot export the metrics of fabric %s: %w", fabric, err)
+		}
+		rn.metrics, rn.collector = r.Metrics, c
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rn.cancel = cancel
 	var wg sync.WaitGroup

@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +29,9 @@ var env *kubetest.Env
 func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
 // startOperator runs the CacheCluster and SwitchFabric controllers in a
-// manager until the test ends.
-func startOperator(t *testing.T) {
+// manager until the test ends, and returns the registry of the fleets'
+// metrics.
+func startOperator(t *testing.T) *prometheus.Registry {
 	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
@@ -39,10 +41,10 @@ func startOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := mgr.GetEventRecorder("distcache-operator")
+	rec, reg := mgr.GetEventRecorder("distcache-operator"), prometheus.NewRegistry()
 	for _, setup := range []func(ctrl.Manager) error{
 		(&cachecluster.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec}).SetupWithManager,
-		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(), Recorder: rec}).SetupWithManager,
+		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(), Recorder: rec, Metrics: reg}).SetupWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			t.Fatal(err)
@@ -57,6 +59,7 @@ func startOperator(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	return reg
 }
 
 // namespace creates a namespace of its own for a test.

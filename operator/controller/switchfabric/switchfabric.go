@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,6 +62,9 @@ type Reconciler struct {
 	Recorder EventRecorder
 	// ElectionID is the operator's P4Runtime election id (1 when 0).
 	ElectionID uint64
+	// Metrics receives each running fleet's distcache_fabric_* series,
+	// labelled namespace and switchfabric; nil exports none.
+	Metrics prometheus.Registerer
 
 	fleets  fleets
 	changed chan event.GenericEvent // a switch's session changed

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,7 +61,7 @@ func TestOperatorProgramsASwitchLayer(t *testing.T) {
 		spineSwitch("spine-1", other.P4Runtime, other.Addr().String()))
 	cc := newCluster(t, ns, "shop", "fabric")
 	member := partmap.MemberName("shop", "spine", 0)
-	startOperator(t)
+	reg := startOperator(t)
 
 	fabricStatus(t, f, "fabric Ready, its switch programmed for shop", func(s *v1alpha1.SwitchFabricStatus) bool {
 		return is(s, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled) && s.Cluster == "shop" &&
@@ -79,6 +81,10 @@ func TestOperatorProgramsASwitchLayer(t *testing.T) {
 		return until > 0, err
 	})
 	poll.Eventually(t, "SwitchProgrammed event", func() (bool, error) { return hasEvent(f, "SwitchProgrammed", "spine-0") })
+	poll.Eventually(t, "fleet metrics: switch programmed, lease renewed", func() (bool, error) {
+		programmed, renewals := series(t, reg, "distcache_fabric_switch_programmed", member), series(t, reg, "distcache_fabric_lease_renewals_total", member)
+		return programmed == 1 && renewals > 0, nil
+	})
 	fabricStatus(t, f, "ports reported over gNMI", func(s *v1alpha1.SwitchFabricStatus) bool {
 		return len(s.SwitchStatuses) == 2 && s.SwitchStatuses[0].Ports > 0 && s.SwitchStatuses[0].PortsUp == s.SwitchStatuses[0].Ports
 	})
@@ -137,6 +143,34 @@ func TestOperatorProgramsASwitchLayer(t *testing.T) {
 		return is(s, v1alpha1.ConditionReady, false, v1alpha1.ReasonNotInUse) && !is(s, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonNotInUse) &&
 			s.Cluster == "" && len(s.SwitchStatuses) == 0
 	})
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("a stopped fleet's metrics are still exported: %d series (%v)", n, err)
+	}
+}
+
+// series is the value of the series name of member in reg (-1: none).
+func series(t *testing.T, reg *prometheus.Registry, name, member string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "switch_member" && l.GetValue() == member {
+					if m.GetCounter() != nil {
+						return m.GetCounter().GetValue()
+					}
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // TestFabricsNotProgrammed: what keeps a fabric's switches unprogrammed is
