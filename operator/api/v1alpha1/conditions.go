@@ -74,8 +74,9 @@ const (
 	// ReasonCacheBudgetTooSmall: spec.cacheBudget cannot give every member
 	// of the layers of capacity.auto an entry.
 	ReasonCacheBudgetTooSmall = "CacheBudgetTooSmall"
-	// ReasonDriverUnavailable: a SwitchFabric's driver is not available in
-	// this version of the operator.
+	// ReasonDriverUnavailable: a SwitchFabric's driver cannot run the cache
+	// switch controller (the onos driver: ONOS's REST API has no register
+	// writes, packet-outs or digests).
 	ReasonDriverUnavailable = "DriverUnavailable"
 	// ReasonSwitchUnreachable: the operator has no session with a switch
 	// (it does not answer, or its session broke).

@@ -97,11 +97,15 @@ func isLayoutError(err error) bool {
 	return errors.Is(err, clusterresolve.ErrLayerNotFound) || errors.Is(err, clusterresolve.ErrInvalid) || errors.Is(err, topology.ErrFabricNotFound)
 }
 
-// checkDriver refuses what this operator cannot program: the onos driver,
-// and a pipeline it does not have.
+// checkDriver refuses what this operator cannot program: the onos driver
+// (package fabric/onos programs tables and reads device state through
+// ONOS, but the cache switch controller needs registers, packet-outs and
+// digests, which ONOS's REST API does not have), and a pipeline it does
+// not have.
 func (r *Reconciler) checkDriver(_ context.Context, s *state) (ctrl.Result, error) {
 	if s.f.Spec.Driver != v1alpha1.DriverStratum {
-		return s.block(v1alpha1.ReasonDriverUnavailable, fmt.Sprintf("the %s driver is not part of this operator version: the spec is valid, no switch is programmed", s.f.Spec.Driver))
+		return s.block(v1alpha1.ReasonDriverUnavailable, fmt.Sprintf("the %s driver cannot run the cache switch controller: ONOS's REST API has no register writes, "+
+			"packet-outs or digests, which the serving lease and hot-key insertion need (docs/switches.md, The ONOS driver); no switch is programmed", s.f.Spec.Driver))
 	}
 	program, ok := pipelines.Pipelines[s.f.Spec.Pipeline]
 	if !ok {
