@@ -24,6 +24,8 @@ type CA struct {
 	File string
 	key  *ecdsa.PrivateKey
 	dir  string
+
+	serial int64 // of the last certificate issued; the CA's is 1
 }
 
 // NewCA creates a CA named name, valid for an hour around now, and writes
@@ -44,7 +46,7 @@ func NewCA(t testing.TB, dir, name string) *CA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &CA{Cert: cert, File: writePEM(t, dir, name+".pem", "CERTIFICATE", der), key: key, dir: dir}
+	return &CA{Cert: cert, File: writePEM(t, dir, name+".pem", "CERTIFICATE", der), key: key, dir: dir, serial: 1}
 }
 
 // Pool is a pool that trusts the CA.
@@ -58,13 +60,28 @@ func (ca *CA) Pool() *x509.CertPool {
 // names, and writes it and its key to dir/<name>.pem and dir/<name>-key.pem.
 func (ca *CA) Server(t testing.TB, name string, dnsNames ...string) (certFile, keyFile string) {
 	t.Helper()
-	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+	return ca.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: name},
 		DNSNames: dnsNames, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+}
+
+// Client issues a client certificate named name, and writes it and its
+// key to dir/<name>.pem and dir/<name>-key.pem.
+func (ca *CA) Client(t testing.TB, name string) (certFile, keyFile string) {
+	t.Helper()
+	return ca.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: name},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+}
+
+// issue signs tmpl, valid for an hour around now, with a key of its own,
+// and writes both to dir/<common name>.pem and dir/<common name>-key.pem.
+func (ca *CA) issue(t testing.TB, tmpl *x509.Certificate) (certFile, keyFile string) {
+	t.Helper()
+	key := newKey(t)
+	ca.serial++
+	tmpl.SerialNumber = big.NewInt(ca.serial)
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +90,7 @@ func (ca *CA) Server(t testing.TB, name string, dnsNames ...string) (certFile, k
 	if err != nil {
 		t.Fatal(err)
 	}
+	name := tmpl.Subject.CommonName
 	return writePEM(t, ca.dir, name+".pem", "CERTIFICATE", der), writePEM(t, ca.dir, name+"-key.pem", "EC PRIVATE KEY", keyDER)
 }
 

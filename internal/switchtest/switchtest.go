@@ -7,6 +7,8 @@ package switchtest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/stratum"
@@ -39,6 +42,25 @@ type Target struct {
 	stopped   bool
 	readPorts int
 	deviceID  uint64
+	opts      []grpc.ServerOption
+}
+
+// TargetOption shapes a target.
+type TargetOption func(*Target) error
+
+// WithTLS serves P4Runtime and gNMI over TLS with the certificate in
+// certFile and keyFile, and asks clients for a certificate that clientCAs
+// signed (mutual TLS, as a Stratum agent may).
+func WithTLS(certFile, keyFile string, clientCAs *x509.CertPool) TargetOption {
+	return func(tg *Target) error {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return fmt.Errorf("cannot load the target's key pair: %w", err)
+		}
+		tg.opts = append(tg.opts, grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair},
+			ClientCAs: clientCAs, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12})))
+		return nil
+	}
 }
 
 // Member is a running switch and its controller.
@@ -148,8 +170,8 @@ func Start(t testing.TB, member string, cfg Config) *Member {
 	return m
 }
 
-func serve(sw *softswitch.Switch, lis net.Listener, deviceID uint64) *server {
-	g := grpc.NewServer()
+func serve(sw *softswitch.Switch, lis net.Listener, deviceID uint64, opts ...grpc.ServerOption) *server {
+	g := grpc.NewServer(opts...)
 	p4rt := p4rtserver.New(sw, p4rtserver.Config{DeviceID: deviceID, Logger: quiet})
 	p4rt.Register(g)
 	gnmiserver.New(sw).Register(g)
@@ -160,8 +182,14 @@ func serve(sw *softswitch.Switch, lis net.Listener, deviceID uint64) *server {
 // StartTarget starts a software switch on loopback with readPorts read
 // ports and serves its P4Runtime (as device deviceID) and gNMI, until the
 // test ends.
-func StartTarget(t testing.TB, readPorts int, deviceID uint64) *Target {
+func StartTarget(t testing.TB, readPorts int, deviceID uint64, opts ...TargetOption) *Target {
 	t.Helper()
+	tg := &Target{readPorts: readPorts, deviceID: deviceID}
+	for _, o := range opts {
+		if err := o(tg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	sw, err := newSwitch(readPorts)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +199,7 @@ func StartTarget(t testing.TB, readPorts int, deviceID uint64) *Target {
 		sw.Close()
 		t.Fatal(err)
 	}
-	tg := &Target{P4Runtime: lis.Addr().String(), sw: sw, srv: serve(sw, lis, deviceID), readPorts: readPorts, deviceID: deviceID}
+	tg.P4Runtime, tg.sw, tg.srv = lis.Addr().String(), sw, serve(sw, lis, deviceID, tg.opts...)
 	t.Cleanup(tg.Stop)
 	return tg
 }
@@ -218,7 +246,7 @@ func (m *Target) Restart() error {
 		sw.Close()
 		return fmt.Errorf("cannot restart the services of switch at %s: %w", addr, err)
 	}
-	m.sw, m.srv, m.stopped = sw, serve(sw, lis, m.deviceID), false
+	m.sw, m.srv, m.stopped = sw, serve(sw, lis, m.deviceID, m.opts...), false
 	return nil
 }
 
