@@ -251,4 +251,3 @@ func (d *refusingDevice) Write(context.Context, ...*p4v1.Update) error { d.write
 func (d *refusingDevice) Read(context.Context, ...*p4v1.Entity) ([]*p4v1.Entity, error) {
 	return nil, nil
 }
-
