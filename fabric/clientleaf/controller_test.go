@@ -235,7 +235,7 @@ func TestTooManyArcs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev := &refusingDevice{}
+	dev := &fakeDevice{}
 	if _, err := ctl.Apply(context.Background(), dev, compile(t, m)); err == nil || !strings.Contains(err.Error(), "more arcs than spine_owner's 4096 entries") {
 		t.Fatalf("error %v", err)
 	}
@@ -244,10 +244,10 @@ func TestTooManyArcs(t *testing.T) {
 	}
 }
 
-// refusingDevice is a fake device with empty tables that counts writes.
-type refusingDevice struct{ writes int }
+// fakeDevice is a fake device: its tables read empty and it counts writes.
+type fakeDevice struct{ writes int }
 
-func (d *refusingDevice) Write(context.Context, ...*p4v1.Update) error { d.writes++; return nil }
-func (d *refusingDevice) Read(context.Context, ...*p4v1.Entity) ([]*p4v1.Entity, error) {
+func (d *fakeDevice) Write(context.Context, ...*p4v1.Update) error { d.writes++; return nil }
+func (d *fakeDevice) Read(context.Context, ...*p4v1.Entity) ([]*p4v1.Entity, error) {
 	return nil, nil
 }
