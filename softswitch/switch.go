@@ -50,8 +50,8 @@ type Stats struct {
 	Received     atomic.Uint64 // datagrams received on its ports
 	Hits         atomic.Uint64 // GETs answered from the registers
 	Refused      atomic.Uint64 // hedged reads (FLAG_CACHE_ONLY) without a valid copy
-	Relayed      atomic.Uint64 // misses (and MOREs) sent on to a shim
-	Replies      atomic.Uint64 // shim replies relayed back to their clients
+	Relayed      atomic.Uint64 // misses (and MOREs) sent on to a shim; a client leaf's reads sent on to a cache switch
+	Replies      atomic.Uint64 // shim (or, on a client leaf, cache switch) replies relayed back to their clients
 	Coherence    atomic.Uint64 // INVALIDATE, UPDATE and FETCH_REPLY handled
 	Dropped      atomic.Uint64 // dropped by the pipeline (no route, no relay slot, not addressed)
 	Unparsed     atomic.Uint64 // not a DistCache datagram, or too short for its key
