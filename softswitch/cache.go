@@ -2,7 +2,6 @@ package softswitch
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 	"net/netip"
 
 	"github.com/distcache/distcache/dataplane/wire"
@@ -12,7 +11,6 @@ import (
 // Sizes of p4src/include/params.p4 the control computes with.
 const (
 	valueWordsPerSlot = 16
-	relaySlots        = 65536
 	// loadWindow is LOAD_WINDOW, in the ingress timestamp's microseconds.
 	loadWindow = 100_000
 )
@@ -29,8 +27,7 @@ type cache struct {
 	sketch                                        [4]*register
 	bloom                                         [3]*register
 	hotThreshold                                  *register
-	relayClientAddr, relayClientPort              *register
-	relayClientSeq, relaySeq, relayNext           *register
+	relay                                         relay
 
 	cacheHits, datagrams *counter
 
@@ -45,10 +42,9 @@ func newCache(s *state) *cache {
 		valueWords: s.register("value_words"), valueLen: s.register("value_len"), valid: s.register("valid"),
 		version: s.register("version"), fillSeq: s.register("fill_seq"), leaseUntil: s.register("lease_until"),
 		clock: s.register("clock"), load: s.register("load"), loadWindowStart: s.register("load_window_start"),
-		hotThreshold:    s.register("hot_threshold"),
-		relayClientAddr: s.register("relay_client_addr"), relayClientPort: s.register("relay_client_port"),
-		relayClientSeq: s.register("relay_client_seq"), relaySeq: s.register("relay_seq"), relayNext: s.register("relay_next"),
-		cacheHits: s.counter("cache_hits"), datagrams: s.counter("datagrams"),
+		hotThreshold: s.register("hot_threshold"),
+		relay:        relayOf(s.register),
+		cacheHits:    s.counter("cache_hits"), datagrams: s.counter("datagrams"),
 		serveReads: s.byName["serve_reads"], serveCoherence: s.byName["serve_coherence"],
 		toShim: s.byName["to_shim"], setIdentity: s.byName["set_identity"], cached: s.byName["cached"],
 		hotKey: s.byName["hot_key_t"],
@@ -91,6 +87,16 @@ func (c *cache) apply(p *packet, now uint64, report func(HotKey)) {
 		c.reads(p, held, now, report)
 	case roleCoherence:
 		c.coherence(p, held)
+	}
+}
+
+// process runs the control on a datagram that arrived on the switch's
+// port p.dst; what is not addressed to the switch is dropped (no route on
+// loopback).
+func (c *cache) process(p *packet, now uint64, report func(HotKey)) {
+	c.apply(p, now, report)
+	if p.role == roleNone {
+		p.drop = true
 	}
 }
 
@@ -224,58 +230,16 @@ func (c *cache) countUncached(p *packet, report func(HotKey)) {
 	report(r)
 }
 
-// relaySlot is the CRC-32 of the client's address, port and sequence
-// number modulo RELAY_SLOTS, as v1model's hash(crc32) computes it.
-func relaySlot(client netip.AddrPort, seq uint64) uint32 {
-	var b [14]byte
-	a := client.Addr().As4()
-	copy(b[:4], a[:])
-	binary.BigEndian.PutUint16(b[4:], client.Port())
-	binary.BigEndian.PutUint64(b[6:], seq)
-	return crc32.ChecksumIEEE(b[:]) % relaySlots
-}
-
 // relayRequest sends a miss (or a client's MORE) to the shim under the
 // client's relay slot's sequence number.
-func (c *cache) relayRequest(p *packet) {
-	seq := p.seq()
-	r := relaySlot(p.src, seq)
-	a := p.src.Addr().As4()
-	addr := uint64(binary.BigEndian.Uint32(a[:]))
-	relayed := c.relaySeq.read(r)
-	if c.relayClientAddr.read(r) != addr || c.relayClientPort.read(r) != uint64(p.src.Port()) || c.relayClientSeq.read(r) != seq {
-		if p.op() == wire.OpMore {
-			p.drop = true // the slot went to another read
-			return
-		}
-		n := c.relayNext.read(0) + 1
-		c.relayNext.write(0, n)
-		relayed = n<<16 | uint64(r)
-		c.relayClientAddr.write(r, addr)
-		c.relayClientPort.write(r, uint64(p.src.Port()))
-		c.relayClientSeq.write(r, seq)
-		c.relaySeq.write(r, relayed)
-	}
-	if !p.drop {
-		p.sendFromReadPort(p.shim)
-		p.setSeq(relayed)
-	}
-}
+func (c *cache) relayRequest(p *packet) { c.relay.request(p, p.dst, p.shim) }
 
-// relayReply turns the shim's reply into the reply to the client.
+// relayReply turns the shim's reply into the reply to the client,
+// stamped with the switch's telemetry.
 func (c *cache) relayReply(p *packet) {
-	seq := p.seq()
-	r := uint32(seq & 0xffff)
-	if relayed := c.relaySeq.read(r); relayed != seq || relayed == 0 {
-		p.drop = true
-		return
+	if c.relay.reply(p) {
+		p.stamp()
 	}
-	var a [4]byte
-	binary.BigEndian.PutUint32(a[:], uint32(c.relayClientAddr.read(r)))
-	client := netip.AddrPortFrom(netip.AddrFrom4(a), uint16(c.relayClientPort.read(r)))
-	p.setSeq(c.relayClientSeq.read(r))
-	p.sendFromReadPort(client)
-	p.stamp()
 }
 
 // coherence is the coherence port's part of the control.

@@ -218,17 +218,21 @@ func (h *harness) readRegister(t *testing.T, name string, i int64) uint64 {
 	return pipelines.BytesUint(es[0].GetRegisterEntry().GetData().GetBitstring())
 }
 
+// objectID is the id of the object name in the cache switch's P4Info, or
+// else in the client leaf's (they share the objects of forward.p4).
 func objectID(t *testing.T, name string) uint32 {
 	t.Helper()
-	info, err := pipelines.ProgramP4Info(Program)
-	if err != nil {
-		t.Fatal(err)
+	for _, program := range []string{Program, ClientLeafProgram} {
+		info, err := pipelines.ProgramP4Info(program)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, ok := pipelines.ObjectID(info, name); ok {
+			return id
+		}
 	}
-	id, ok := pipelines.ObjectID(info, name)
-	if !ok {
-		t.Fatalf("the P4Info has no %s", name)
-	}
-	return id
+	t.Fatalf("no P4Info has %s", name)
+	return 0
 }
 
 // tableEntry is an entry of table with exact matches (field ids 1, 2, …)

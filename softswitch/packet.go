@@ -94,8 +94,11 @@ func (p *packet) setStatus(s wire.Status) { p.b[offStatus] = byte(s) }
 func (p *packet) seq() uint64             { return binary.BigEndian.Uint64(p.b[offSeq:]) }
 func (p *packet) setSeq(v uint64)         { binary.BigEndian.PutUint64(p.b[offSeq:], v) }
 func (p *packet) digest() []byte          { return p.b[offDigest : offDigest+16] }
-func (p *packet) valueLen() uint32        { return binary.BigEndian.Uint32(p.b[offValueLen:]) }
-func (p *packet) valueVersion() uint64    { return binary.BigEndian.Uint64(p.b[offValueVersion:]) }
+func (p *packet) telemetry() (node, load uint32) {
+	return binary.BigEndian.Uint32(p.b[offNodeID:]), binary.BigEndian.Uint32(p.b[offNodeLoad:])
+}
+func (p *packet) valueLen() uint32     { return binary.BigEndian.Uint32(p.b[offValueLen:]) }
+func (p *packet) valueVersion() uint64 { return binary.BigEndian.Uint64(p.b[offValueVersion:]) }
 func (p *packet) setValueVersion(v uint64) {
 	binary.BigEndian.PutUint64(p.b[offValueVersion:], v)
 }

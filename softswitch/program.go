@@ -14,15 +14,48 @@ import (
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
-// Program is the P4 program the software switch runs: the cache switch
-// of stratum_pipelines, whose P4Info a controller must push.
-const Program = "v1model/cache_switch.p4"
+// The P4 programs of stratum_pipelines the software switch runs, one per
+// switch (Config.Program): a controller must push the P4Info of the one it
+// runs.
+const (
+	// Program is the cache switch (spine and storage-leaf roles), the
+	// default.
+	Program = "v1model/cache_switch.p4"
+	// ClientLeafProgram is the client leaf (DistCache §4.2's client ToR).
+	ClientLeafProgram = "v1model/client_leaf.p4"
+)
+
+// Programs are the programs the software switch runs, by the names
+// `distcache switch --program` takes.
+var Programs = map[string]string{
+	"cache_switch": Program,
+	"client_leaf":  ClientLeafProgram,
+}
+
+// ProgramNames are the names of Programs, sorted.
+func ProgramNames() []string {
+	names := make([]string, 0, len(Programs))
+	for n := range Programs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
 
 // register is a P4 register array; every cell fits 64 bits.
 type register struct {
 	info  *p4configv1.Register
 	mask  uint64
 	cells []uint64
+}
+
+// newRegister is a register of info's width and size, every cell zero.
+func newRegister(info *p4configv1.Register) (*register, error) {
+	bits := info.TypeSpec.GetBitstring().GetBit().GetBitwidth()
+	if bits < 1 || bits > 64 {
+		return nil, status.Errorf(codes.InvalidArgument, "register %s: %d bits, the software switch holds 1 to 64", info.Preamble.Name, bits)
+	}
+	return &register{info: info, mask: ^uint64(0) >> (64 - bits), cells: make([]uint64, info.Size)}, nil
 }
 
 func (r *register) read(i uint32) uint64     { return r.cells[i] }
@@ -55,23 +88,23 @@ type state struct {
 	byName    map[string]uint32
 }
 
-// CheckP4Info checks that info is the P4Info of Program, which the
+// CheckP4Info checks that info is the P4Info of program, which the
 // software switch runs; the error says how it differs.
-func CheckP4Info(info *p4configv1.P4Info) error {
-	want, err := pipelines.ProgramP4Info(Program)
+func CheckP4Info(program string, info *p4configv1.P4Info) error {
+	want, err := pipelines.ProgramP4Info(program)
 	if err != nil {
 		return status.Errorf(codes.Internal, "cannot load the software switch's P4Info: %v", err)
 	}
 	if diffs := mismatch(want, info); len(diffs) > 0 {
-		return status.Errorf(codes.InvalidArgument, "the pipeline's P4Info is not %s's, which the software switch runs: %s", Program, strings.Join(diffs, "; "))
+		return status.Errorf(codes.InvalidArgument, "the pipeline's P4Info is not %s's, which the software switch runs: %s", program, strings.Join(diffs, "; "))
 	}
 	return nil
 }
 
 // newState builds the objects of info, which must be the P4Info of
-// Program: the software switch implements that program and no other.
-func newState(info *p4configv1.P4Info, cookie uint64) (*state, error) {
-	if err := CheckP4Info(info); err != nil {
+// program: the software switch implements that program and no other.
+func newState(program string, info *p4configv1.P4Info, cookie uint64) (*state, error) {
+	if err := CheckP4Info(program, info); err != nil {
 		return nil, err
 	}
 	s := &state{
@@ -92,11 +125,11 @@ func newState(info *p4configv1.P4Info, cookie uint64) (*state, error) {
 		s.byName[t.Preamble.Name] = t.Preamble.Id
 	}
 	for _, r := range info.Registers {
-		bits := r.TypeSpec.GetBitstring().GetBit().GetBitwidth()
-		if bits < 1 || bits > 64 {
-			return nil, status.Errorf(codes.InvalidArgument, "register %s: %d bits, the software switch holds 1 to 64", r.Preamble.Name, bits)
+		reg, err := newRegister(r)
+		if err != nil {
+			return nil, err
 		}
-		s.registers[r.Preamble.Id] = &register{info: r, mask: ^uint64(0) >> (64 - bits), cells: make([]uint64, r.Size)}
+		s.registers[r.Preamble.Id] = reg
 		s.byName[r.Preamble.Name] = r.Preamble.Id
 	}
 	for _, c := range info.Counters {

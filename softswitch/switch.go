@@ -37,6 +37,9 @@ type Config struct {
 	BasePort uint16
 	// ReadPorts is the number of read ports.
 	ReadPorts int
+	// Program is the P4 program the switch runs (Programs): Program, the
+	// cache switch, when empty, or ClientLeafProgram.
+	Program string
 	// Batch is the most datagrams one receive takes (DefaultBatch).
 	Batch  int
 	Logger *slog.Logger
@@ -47,8 +50,8 @@ type Stats struct {
 	Received     atomic.Uint64 // datagrams received on its ports
 	Hits         atomic.Uint64 // GETs answered from the registers
 	Refused      atomic.Uint64 // hedged reads (FLAG_CACHE_ONLY) without a valid copy
-	Relayed      atomic.Uint64 // misses (and MOREs) sent on to a shim
-	Replies      atomic.Uint64 // shim replies relayed back to their clients
+	Relayed      atomic.Uint64 // misses (and MOREs) sent on to a shim; a client leaf's reads sent on to a cache switch
+	Replies      atomic.Uint64 // shim (or, on a client leaf, cache switch) replies relayed back to their clients
 	Coherence    atomic.Uint64 // INVALIDATE, UPDATE and FETCH_REPLY handled
 	Dropped      atomic.Uint64 // dropped by the pipeline (no route, no relay slot, not addressed)
 	Unparsed     atomic.Uint64 // not a DistCache datagram, or too short for its key
@@ -60,7 +63,19 @@ type Stats struct {
 	Unconfigured atomic.Uint64 // datagrams received before a pipeline was pushed
 }
 
-// Switch is a software switch running the cache switch program.
+// control is a program's ingress control over a configured state.
+type control interface {
+	// apply runs the P4 control on p at ingress time now (microseconds);
+	// hot keys are reported through report.
+	apply(p *packet, now uint64, report func(HotKey))
+	// process runs a datagram that arrived on the switch's port p.dst
+	// through the control as the software switch runs it on its
+	// sockets, dropping what it cannot send.
+	process(p *packet, now uint64, report func(HotKey))
+}
+
+// Switch is a software switch running the cache switch or the client
+// leaf program.
 type Switch struct {
 	cfg   Config
 	log   *slog.Logger
@@ -68,12 +83,12 @@ type Switch struct {
 	conns []*net.UDPConn
 	pcs   []*ipv4.PacketConn
 
-	// mu is the pipeline lock: it guards st and c (tables, registers,
+	// mu is the pipeline lock: it guards st and ctl (tables, registers,
 	// counters), held for a whole receive batch as a pipeline processes
 	// packets in order, and for each P4Runtime request.
-	mu sync.Mutex
-	st *state
-	c  *cache
+	mu  sync.Mutex
+	st  *state
+	ctl control
 
 	packetIns chan []byte
 	hotKeys   chan HotKey
@@ -90,6 +105,12 @@ func New(cfg Config) (*Switch, error) {
 	}
 	if cfg.ReadPorts < 1 || int(cfg.BasePort)+cfg.ReadPorts > 65535 {
 		return nil, fmt.Errorf("cannot start the software switch: ports %d…%d", cfg.BasePort, int(cfg.BasePort)+cfg.ReadPorts)
+	}
+	if cfg.Program == "" {
+		cfg.Program = Program
+	}
+	if cfg.Program != Program && cfg.Program != ClientLeafProgram {
+		return nil, fmt.Errorf("cannot start the software switch: it runs %s or %s, not %s", Program, ClientLeafProgram, cfg.Program)
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
@@ -115,6 +136,9 @@ func New(cfg Config) (*Switch, error) {
 	}
 	return s, nil
 }
+
+// Program is the P4 program the switch runs.
+func (s *Switch) Program() string { return s.cfg.Program }
 
 // Addr is the switch's coherence address (its member address).
 func (s *Switch) Addr() netip.AddrPort { return netip.AddrPortFrom(s.cfg.Addr, s.cfg.BasePort) }
@@ -153,22 +177,30 @@ func (s *Switch) closeConns() error {
 }
 
 // SetPipeline installs a new pipeline: the P4Info must be the program's
-// (Program). Every table starts empty and every register zero, as after
-// a switch restart.
+// (Config.Program). Every table starts empty and every register zero, as
+// after a switch restart.
 func (s *Switch) SetPipeline(info *p4configv1.P4Info, cookie uint64) error {
-	st, err := newState(info, cookie)
+	st, err := newState(s.cfg.Program, info, cookie)
 	if err != nil {
 		return err
 	}
+	var ctl control
+	if s.cfg.Program == ClientLeafProgram {
+		if ctl, err = newClientLeaf(st); err != nil {
+			return err
+		}
+	} else {
+		ctl = newCache(st)
+	}
 	s.mu.Lock()
-	s.st, s.c = st, newCache(st)
+	s.st, s.ctl = st, ctl
 	s.mu.Unlock()
-	s.log.Info("forwarding pipeline installed", "program", Program, "cookie", cookie)
+	s.log.Info("forwarding pipeline installed", "program", s.cfg.Program, "cookie", cookie)
 	return nil
 }
 
 // Verify checks info as SetPipeline would, without installing it.
-func (s *Switch) Verify(info *p4configv1.P4Info) error { return CheckP4Info(info) }
+func (s *Switch) Verify(info *p4configv1.P4Info) error { return CheckP4Info(s.cfg.Program, info) }
 
 // Reconcile installs info keeping the tables and registers when the
 // switch runs the same P4Info already (only the cookie changes), as
@@ -242,7 +274,7 @@ func (s *Switch) process(local netip.AddrPort, in []ipv4.Message, pkts []packet)
 			p.src = ua.AddrPort()
 			p.src = netip.AddrPortFrom(p.src.Addr().Unmap(), p.src.Port())
 		}
-		if s.c == nil {
+		if s.ctl == nil {
 			s.stats.Unconfigured.Add(1)
 			p.drop = true
 			continue
@@ -253,10 +285,7 @@ func (s *Switch) process(local netip.AddrPort, in []ipv4.Message, pkts []packet)
 			p.drop = true
 			continue
 		}
-		s.c.apply(p, now, s.reportHotKey)
-		if p.role == roleNone {
-			p.drop = true // not addressed to the switch: no route on loopback
-		}
+		s.ctl.process(p, now, s.reportHotKey)
 	}
 }
 

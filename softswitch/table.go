@@ -19,6 +19,11 @@ type table struct {
 	scopes  map[uint32]p4configv1.ActionRef_Scope
 	entries map[string]*entry
 	def     *entry // the default action; match is empty
+	// ranged: the table has a range field, so its entries carry a
+	// priority and are matched by a scan of byPriority (highest first)
+	// instead of by key (range.go).
+	ranged     bool
+	byPriority []*entry
 }
 
 // entry is a table entry as the controller wrote it (canonical
@@ -28,10 +33,26 @@ type entry struct {
 	te     *p4v1.TableEntry
 	action uint32
 	params []uint64
+	// lows and highs bound each match field's value, in P4Info order, in
+	// a ranged table (an exact field has low = high; an omitted range
+	// field the whole width).
+	lows, highs []uint64
 }
 
 func newTable(info *p4configv1.Table, actions map[uint32]*p4configv1.Action) (*table, error) {
 	t := &table{info: info, actions: map[uint32]*p4configv1.Action{}, scopes: map[uint32]p4configv1.ActionRef_Scope{}, entries: map[string]*entry{}}
+	for _, f := range info.MatchFields {
+		if f.GetMatchType() == p4configv1.MatchField_RANGE {
+			t.ranged = true
+		}
+	}
+	if t.ranged {
+		for _, f := range info.MatchFields {
+			if f.Bitwidth > 64 {
+				return nil, fmt.Errorf("cannot build table %s: field %s of %d bits in a table with range matches (the software switch matches those on 64 bits at most)", info.Preamble.Name, f.Name, f.Bitwidth)
+			}
+		}
+	}
 	for _, ref := range info.ActionRefs {
 		a, ok := actions[ref.Id]
 		if !ok {
@@ -91,6 +112,17 @@ func (t *table) matchKey(ms []*p4v1.FieldMatch) (string, []*p4v1.FieldMatch, err
 			}
 			key = appendKey(append(key, byte(lpm.PrefixLen)), v)
 			out = append(out, &p4v1.FieldMatch{FieldId: f.Id, FieldMatchType: &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: v, PrefixLen: lpm.PrefixLen}}})
+		case p4configv1.MatchField_RANGE:
+			if !ok {
+				key = appendKey(key, nil) // don't care
+				continue
+			}
+			fm, err := canonicalRange(f, m)
+			if err != nil {
+				return "", nil, err
+			}
+			key = appendKey(appendKey(key, fm.GetRange().Low), fm.GetRange().High)
+			out = append(out, fm)
 		default:
 			return "", nil, fmt.Errorf("match field %s: match kind %s is not supported by the software switch", f.Name, f.GetMatchType())
 		}
@@ -152,10 +184,7 @@ func (t *table) write(typ p4v1.Update_Type, te *p4v1.TableEntry) error {
 	if te.IsDefaultAction {
 		return t.writeDefault(typ, te)
 	}
-	if te.Priority != 0 {
-		return status.Errorf(codes.InvalidArgument, "table %s: priority %d on a table without ternary, range or optional fields", t.info.Preamble.Name, te.Priority)
-	}
-	key, ms, err := t.matchKey(te.Match)
+	key, ms, err := t.entryKey(te)
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -165,6 +194,7 @@ func (t *table) write(typ p4v1.Update_Type, te *p4v1.TableEntry) error {
 		if !exists {
 			return status.Errorf(codes.NotFound, "table %s has no such entry", t.info.Preamble.Name)
 		}
+		t.unorder(t.entries[key])
 		delete(t.entries, key)
 		return nil
 	case p4v1.Update_INSERT:
@@ -185,8 +215,15 @@ func (t *table) write(typ p4v1.Update_Type, te *p4v1.TableEntry) error {
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
-	stored := &p4v1.TableEntry{TableId: te.TableId, Match: ms, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}, Metadata: te.Metadata}
-	t.entries[key] = &entry{te: stored, action: a.ActionId, params: params}
+	stored := &p4v1.TableEntry{TableId: te.TableId, Match: ms, Priority: te.Priority, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}, Metadata: te.Metadata}
+	e := &entry{te: stored, action: a.ActionId, params: params}
+	if old, ok := t.entries[key]; ok {
+		t.unorder(old)
+	}
+	t.entries[key] = e
+	if t.ranged {
+		t.order(e)
+	}
 	return nil
 }
 
@@ -223,7 +260,7 @@ func (t *table) read(te *p4v1.TableEntry, dst []*p4v1.Entity) ([]*p4v1.Entity, e
 			dst = append(dst, wrap(t.def.te))
 		}
 	case len(te.Match) > 0:
-		key, _, err := t.matchKey(te.Match)
+		key, _, err := t.entryKey(te)
 		if err != nil {
 			return dst, status.Error(codes.InvalidArgument, err.Error())
 		}

@@ -28,17 +28,19 @@ func newSwitchCommand() *cobra.Command {
 		logLevel                 string
 		cfg                      softswitch.Config
 		deviceID                 uint64
+		program                  string
 	)
 	cmd := &cobra.Command{
 		Use:   "switch",
-		Short: "Run the software switch: the cache switch P4 program on UDP ports, programmed over P4Runtime and watched over gNMI",
+		Short: "Run the software switch: a P4 program of stratum_pipelines on UDP ports, programmed over P4Runtime and watched over gNMI",
 		Long: `Run a software switch for a switch-backed cache layer where no programmable
-switch exists. It runs the cache switch program of stratum_pipelines on UDP
-ports of --addr: --base-port receives coherence messages (it is the switch's
-member address), --base-port+1+s the reads of storage shard s. It starts
-without a pipeline: its controller (a SwitchFabric's driver) pushes the
-program's P4Info over P4Runtime, installs table entries and renews its
-serving lease. docs/switches.md describes it.`,
+switch exists. It runs the cache switch program of stratum_pipelines (or,
+with --program client_leaf, the client leaf) on UDP ports of --addr:
+--base-port receives coherence messages (it is the switch's member
+address), --base-port+1+s the reads of storage shard s. It starts without a
+pipeline: its controller pushes the program's P4Info over P4Runtime (the
+switch refuses the other program's), installs table entries and, for the
+cache switch, renews its serving lease. docs/switches.md describes it.`,
 		Example: `  distcache switch --base-port 7400 --read-ports 8 --p4runtime-addr 127.0.0.1:9559 --gnmi-addr 127.0.0.1:9339`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -52,6 +54,10 @@ serving lease. docs/switches.md describes it.`,
 			creds, err := serverTLS(tlsCert, tlsKey)
 			if err != nil {
 				return err
+			}
+			var ok bool
+			if cfg.Program, ok = softswitch.Programs[program]; !ok {
+				return fmt.Errorf("cannot run program %q: --program is one of %v", program, softswitch.ProgramNames())
 			}
 			cfg.Logger = log
 			sw, err := softswitch.New(cfg)
@@ -96,7 +102,7 @@ serving lease. docs/switches.md describes it.`,
 				go func() { errs <- g.Serve(lis) }()
 				log.Info("serving", "api", s.name, "addr", lis.Addr().String())
 			}
-			log.Info("software switch running", "coherence", sw.Addr(), "read_ports", cfg.ReadPorts, "device_id", deviceID, "metrics", ms.Addr())
+			log.Info("software switch running", "program", cfg.Program, "coherence", sw.Addr(), "read_ports", cfg.ReadPorts, "device_id", deviceID, "metrics", ms.Addr())
 			select {
 			case <-ctx.Done():
 				return nil
@@ -109,6 +115,7 @@ serving lease. docs/switches.md describes it.`,
 	f.StringVar(&addr, "addr", "127.0.0.1", "IPv4 address of the switch's UDP ports")
 	f.Uint16Var(&cfg.BasePort, "base-port", 0, "the coherence port (the member's address); read port of shard s is base-port+1+s")
 	f.IntVar(&cfg.ReadPorts, "read-ports", 64, "read ports: the storage shards the switch can front")
+	f.StringVar(&program, "program", "cache_switch", fmt.Sprintf("the P4 program the switch runs: one of %v", softswitch.ProgramNames()))
 	f.IntVar(&cfg.Batch, "batch", softswitch.DefaultBatch, "datagrams received per system call")
 	f.StringVar(&p4rtAddr, "p4runtime-addr", "127.0.0.1:9559", "TCP address of the P4Runtime service")
 	f.StringVar(&gnmiAddr, "gnmi-addr", "127.0.0.1:9339", "TCP address of the gNMI service")

@@ -94,7 +94,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // when the test ends.
 func NewSwitch(t testing.TB, readPorts int) *softswitch.Switch {
 	t.Helper()
-	sw, err := newSwitch(readPorts)
+	sw, err := newSwitch(readPorts, softswitch.Program)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +102,13 @@ func NewSwitch(t testing.TB, readPorts int) *softswitch.Switch {
 	return sw
 }
 
-// newSwitch starts a software switch at a random free base port.
-func newSwitch(readPorts int) (*softswitch.Switch, error) {
+// newSwitch starts a software switch running program at a random free
+// base port.
+func newSwitch(readPorts int, program string) (*softswitch.Switch, error) {
 	var last error
 	for range 50 {
 		sw, err := softswitch.New(softswitch.Config{Addr: netip.MustParseAddr("127.0.0.1"),
-			BasePort: uint16(20000 + rand.IntN(30000)), ReadPorts: readPorts, Logger: quiet})
+			BasePort: uint16(20000 + rand.IntN(30000)), ReadPorts: readPorts, Program: program, Logger: quiet})
 		if err == nil {
 			return sw, nil
 		}
@@ -133,7 +134,7 @@ func Serve(t testing.TB, sw *softswitch.Switch) string {
 // and waits until the switch is programmed.
 func Start(t testing.TB, member string, cfg Config) *Member {
 	t.Helper()
-	sw, err := newSwitch(cfg.ReadPorts)
+	sw, err := newSwitch(cfg.ReadPorts, softswitch.Program)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,13 +185,27 @@ func serve(sw *softswitch.Switch, lis net.Listener, deviceID uint64, opts ...grp
 // test ends.
 func StartTarget(t testing.TB, readPorts int, deviceID uint64, opts ...TargetOption) *Target {
 	t.Helper()
+	return startTarget(t, readPorts, deviceID, softswitch.Program, opts...)
+}
+
+// StartClientLeaf starts a software switch running the client leaf
+// program (softswitch.ClientLeafProgram) on loopback with readPorts read
+// ports and serves its P4Runtime (as device deviceID) and gNMI, until the
+// test ends; the test's controller pushes the pipeline.
+func StartClientLeaf(t testing.TB, readPorts int, deviceID uint64, opts ...TargetOption) *Target {
+	t.Helper()
+	return startTarget(t, readPorts, deviceID, softswitch.ClientLeafProgram, opts...)
+}
+
+func startTarget(t testing.TB, readPorts int, deviceID uint64, program string, opts ...TargetOption) *Target {
+	t.Helper()
 	tg := &Target{readPorts: readPorts, deviceID: deviceID}
 	for _, o := range opts {
 		if err := o(tg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sw, err := newSwitch(readPorts)
+	sw, err := newSwitch(readPorts, program)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +252,7 @@ func (m *Target) Restart() error {
 		m.sw.Close()
 	}
 	addr := m.sw.Addr()
-	sw, err := softswitch.New(softswitch.Config{Addr: addr.Addr(), BasePort: addr.Port(), ReadPorts: m.readPorts, Logger: quiet})
+	sw, err := softswitch.New(softswitch.Config{Addr: addr.Addr(), BasePort: addr.Port(), ReadPorts: m.readPorts, Program: m.sw.Program(), Logger: quiet})
 	if err != nil {
 		return fmt.Errorf("cannot restart switch at %s: %w", addr, err)
 	}

@@ -173,7 +173,7 @@ func (p *Placement) Owner(layer int, key string) int {
 	}
 	var i int
 	if cl.switched {
-		i = cl.ring.Locate(switchPoint(key))
+		i = cl.ring.Locate(SwitchPoint(key))
 	} else {
 		i = cl.ring.LocateKey(key)
 	}

@@ -22,17 +22,63 @@ const MaxSwitchKeyLen = 32
 // to the shard's shim.
 //
 // A key's place on a switch-backed layer's ring is the 64 high bits of its
-// digest (switchPoint), the value a switch reads from the packet's
+// digest (SwitchPoint), the value a switch reads from the packet's
 // key_digest, so that a client-leaf switch can find a key's spine with a
-// range table instead of hashing the key. The digest is one hash for
+// range table instead of hashing the key (SwitchArcs). The digest is one hash for
 // every switch-backed layer, so at most one switch-backed layer may place
 // keys on its ring (the others bound to racks), or two layers would
 // partition keys alike (§3.1).
 
-// switchPoint is key's position on a switch-backed layer's ring.
-func switchPoint(key string) uint64 {
+// SwitchPoint is key's position on a switch-backed layer's ring: the 64
+// high bits of its digest (key_digest[127:64]).
+func SwitchPoint(key string) uint64 {
 	d := hashing.DigestOfString(key)
 	return binary.BigEndian.Uint64(d[:8])
+}
+
+// SwitchArc is an arc of a switch-backed layer's ring: the positions
+// (SwitchPoint) Low to High inclusive, whose keys Member (an index into
+// Layer.Members) owns.
+type SwitchArc struct {
+	Low, High uint64
+	Member    int
+}
+
+// SwitchArcs returns the arcs of switch-backed layer's ring in position
+// order, adjacent arcs of one member merged: the key points each owning
+// member (Active or Fenced) owns, exactly as Owner places keys, for a
+// client-leaf switch to match a key's digest against as ranges. A layer
+// that is not switch-backed, or bound to racks, or without an owning
+// member, has none (a bound layer places a key by its rack first).
+func (p *Placement) SwitchArcs(layer int) []SwitchArc {
+	cl := &p.layers[layer]
+	if !cl.switched || cl.byRack != nil {
+		return nil
+	}
+	arcs := cl.ring.Arcs(nil)
+	out := make([]SwitchArc, len(arcs))
+	for i, a := range arcs {
+		out[i] = SwitchArc{Low: a.Low, High: a.High, Member: cl.byRing[a.Member]}
+	}
+	return out
+}
+
+// RackMember is the index of the owning member (Active or Fenced) of
+// bound layer's rack (its index in Storage.Racks), or -1 when the rack's
+// member does not own keys, or the layer is not bound to racks. While it
+// is -1 the rack's keys fall back to the layer's ring (Owner).
+func (p *Placement) RackMember(layer, rack int) int {
+	cl := &p.layers[layer]
+	if cl.byRack == nil || rack < 0 || rack >= len(cl.byRack) {
+		return -1
+	}
+	return cl.byRack[rack]
+}
+
+// RackShards is the global index (ShardIndex) of the first shard of rack
+// and the rack's number of shards.
+func (p *Placement) RackShards(rack int) (first, n int) {
+	return p.shardBase[rack], len(p.m.Storage.Racks[rack].Shards)
 }
 
 // Switched reports whether layer is switch-backed.

@@ -282,3 +282,42 @@ func (r *Ring) Successors(h uint64, n int, dst []int) []int {
 	}
 	return dst
 }
+
+// Arc is a stretch of ring positions, Low to High inclusive, that one
+// member owns.
+type Arc struct {
+	Low, High uint64
+	Member    int // index into Members
+}
+
+// Arcs appends to dst the ring's arcs in position order, adjacent arcs of
+// one member merged, and returns the extended slice: together they cover
+// every position from 0 to 2^64-1, each owned by the member Locate gives
+// it (the first point at or after it; past the last point, the first
+// point's member). An empty ring has none. A client-leaf switch matches a
+// key's position against them as ranges (stratum_pipelines' spine_owner).
+func (r *Ring) Arcs(dst []Arc) []Arc {
+	if len(r.points) == 0 {
+		return dst
+	}
+	start := len(dst)
+	add := func(low, high uint64, owner int32) {
+		if n := len(dst); n > start && dst[n-1].Member == int(owner) {
+			dst[n-1].High = high
+			return
+		}
+		dst = append(dst, Arc{Low: low, High: high, Member: int(owner)})
+	}
+	low := uint64(0)
+	for i, p := range r.points {
+		if i > 0 && p == r.points[i-1] {
+			continue // a tie: the earlier point owns the position
+		}
+		add(low, p, r.owners[i])
+		low = p + 1
+	}
+	if last := r.points[len(r.points)-1]; last != ^uint64(0) {
+		add(low, ^uint64(0), r.owners[0])
+	}
+	return dst
+}
