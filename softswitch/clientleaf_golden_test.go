@@ -115,7 +115,7 @@ func runLeafFrame(t *testing.T, s *Switch, frame []byte) (ports []int, frames []
 	s.mu.Lock()
 	p.parse()
 	if p.dc {
-		s.ctl.apply(&p, s.now(), func(HotKey) {})
+		s.ctl.apply(&p, goldenTime, func(HotKey) {})
 	}
 	s.mu.Unlock()
 	port, srcMAC, dstMAC, ok := route(t, s, p.dst.Addr())
