@@ -74,7 +74,10 @@ func serveGateway(t testing.TB, cfg gateway.Config) (*gateway.Server, string) {
 // redisClient is a go-redis client of addr speaking protocol proto.
 func redisClient(t testing.TB, addr string, proto int) *redis.Client {
 	t.Helper()
-	rc := redis.NewClient(&redis.Options{Addr: addr, Protocol: proto, MaxRetries: -1})
+	// The gateway answers every command within its own timeouts; the
+	// client's read deadline only bounds a hang (go-redis's 3 s default
+	// cut a 1000-key MGET short on a loaded machine).
+	rc := redis.NewClient(&redis.Options{Addr: addr, Protocol: proto, MaxRetries: -1, ReadTimeout: time.Minute})
 	t.Cleanup(func() { _ = rc.Close() })
 	return rc
 }
