@@ -258,28 +258,34 @@ func (s *scenarios) layersAndFabrics(t *testing.T) {
 	layer := &v1alpha1.CacheLayer{ObjectMeta: metav1.ObjectMeta{Name: "tor", Namespace: s.ns},
 		Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch, BoundToRacks: true,
 			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "fabric", Role: v1alpha1.RoleStorageLeaf}}}
+	// The fabric's TLS Secret does not exist: the operator reads it (and
+	// reports it missing) before it would dial the switch.
 	fabric := &v1alpha1.SwitchFabric{ObjectMeta: metav1.ObjectMeta{Name: "fabric", Namespace: s.ns},
 		Spec: v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", Switches: []v1alpha1.Switch{
-			{Name: "tor-0", DeviceID: 1, Role: v1alpha1.RoleStorageLeaf, P4RuntimeAddress: "192.0.2.1:9559", Rack: ptr.To[int32](0)},
-		}}}
-	for _, obj := range []client.Object{layer, fabric} {
+			{Name: "tor-0", DeviceID: 1, Role: v1alpha1.RoleStorageLeaf, P4RuntimeAddress: "127.0.0.1:1", Rack: ptr.To[int32](0), DataAddress: "127.0.0.1:2000"},
+		}, TLSSecretRef: &v1alpha1.LocalSecretReference{Name: "switch-tls"}}}
+	switched := &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: "sw", Namespace: s.ns}, Spec: v1alpha1.CacheClusterSpec{
+		Storage: v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, LayerRefs: []string{"tor"}}}
+	for _, obj := range []client.Object{layer, fabric, switched} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "statuses observed", func() (bool, error) {
+	eventually(t, "statuses observed, the fabric's Secret looked up", func() (bool, error) {
 		if err := s.get(layer, layer.Name); err != nil {
 			return false, err
 		}
 		err := s.get(fabric, fabric.Name)
-		return err == nil && layer.Status.ObservedGeneration == layer.Generation && fabric.Status.ObservedGeneration == fabric.Generation, err
+		ready := meta.FindStatusCondition(fabric.Status.Conditions, string(v1alpha1.ConditionReady))
+		return err == nil && layer.Status.ObservedGeneration == layer.Generation && fabric.Status.ObservedGeneration == fabric.Generation &&
+			ready != nil && ready.Reason == v1alpha1.ReasonTLSSecretInvalid, err
 	})
 }
 
 // delete: every cluster is deleted; the finalizer removes what they own.
 func (s *scenarios) delete(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"shop", "ext", "ot"} {
+	for _, name := range []string{"shop", "ext", "ot", "sw"} {
 		if err := env.Client.Delete(ctx, &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}); err != nil {
 			t.Fatal(err)
 		}
