@@ -107,17 +107,7 @@ func fromClientTo(dst netip.AddrPort, payload []byte) vector {
 // the switch's ipv4_route entries.
 func runLeafFrame(t *testing.T, s *Switch, frame []byte) (ports []int, frames [][]byte) {
 	t.Helper()
-	src, dst, payload, err := pipelines.ParseFrame(frame)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := packet{src: src, dst: dst, b: append(make([]byte, 0, maxDatagram), payload...)}
-	s.mu.Lock()
-	p.parse()
-	if p.dc {
-		s.ctl.apply(&p, goldenTime, func(HotKey) {})
-	}
-	s.mu.Unlock()
+	p := ingress(t, s, frame)
 	port, srcMAC, dstMAC, ok := route(t, s, p.dst.Addr())
 	if !ok {
 		return nil, nil

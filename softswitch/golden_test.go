@@ -214,9 +214,9 @@ func stfValue(t *testing.T, v string) []byte {
 // depend on how fast the test runs.
 const goldenTime = 1
 
-// runFrame runs one frame in on port through the pipeline and the
-// program's forwarding, and returns the frames out with their ports.
-func runFrame(t *testing.T, s *Switch, port int, frame []byte) (ports []int, frames [][]byte) {
+// ingress parses frame's datagram and applies the switch's program to it
+// at goldenTime.
+func ingress(t *testing.T, s *Switch, frame []byte) packet {
 	t.Helper()
 	src, dst, payload, err := pipelines.ParseFrame(frame)
 	if err != nil {
@@ -224,11 +224,19 @@ func runFrame(t *testing.T, s *Switch, port int, frame []byte) (ports []int, fra
 	}
 	p := packet{src: src, dst: dst, b: append(make([]byte, 0, maxDatagram), payload...)}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	p.parse()
 	if p.dc {
 		s.ctl.apply(&p, goldenTime, func(HotKey) {})
 	}
-	s.mu.Unlock()
+	return p
+}
+
+// runFrame runs one frame in on port through the pipeline and the
+// program's forwarding, and returns the frames out with their ports.
+func runFrame(t *testing.T, s *Switch, port int, frame []byte) (ports []int, frames [][]byte) {
+	t.Helper()
+	p := ingress(t, s, frame)
 	switch {
 	case !p.dc || p.drop || p.role == roleNone:
 		return nil, nil
