@@ -30,7 +30,7 @@ const (
 // All returns every dashboard, keyed by its uid (its JSON file's name).
 func All() (map[string]dashboard.Dashboard, error) {
 	out := map[string]dashboard.Dashboard{}
-	for _, b := range []*dashboard.DashboardBuilder{overview(), nodes(), storage(), operator()} {
+	for _, b := range []*dashboard.DashboardBuilder{overview(), nodes(), storage(), operator(), switches()} {
 		d, err := b.Build()
 		if err != nil {
 			return nil, fmt.Errorf("cannot build a dashboard: %w", err)

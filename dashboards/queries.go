@@ -11,6 +11,10 @@ import (
 // (the operator's).
 const kubernetesTag = "kubernetes"
 
+// switchesTag marks a dashboard whose series only exist in a cluster with
+// switch-backed layers.
+const switchesTag = "switches"
+
 // Query is the query of one dashboard panel, for checking it against a
 // live Prometheus.
 type Query struct {
@@ -21,6 +25,9 @@ type Query struct {
 	// Kubernetes is true when only a cluster run by the operator has the
 	// series (the operator's dashboard).
 	Kubernetes bool
+	// Switches is true when only a cluster with switch-backed layers has
+	// the series (the switches' dashboard).
+	Switches bool
 }
 
 // Queries returns every query of every dashboard's panels, ordered by
@@ -57,7 +64,7 @@ func Queries() ([]Query, error) {
 		for _, p := range d.Panels {
 			for _, t := range p.Targets {
 				out = append(out, Query{Dashboard: d.Title, Panel: p.Title, Expr: t.Expr,
-					Kubernetes: slices.Contains(d.Tags, kubernetesTag)})
+					Kubernetes: slices.Contains(d.Tags, kubernetesTag), Switches: slices.Contains(d.Tags, switchesTag)})
 			}
 		}
 	}

@@ -7,12 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/promtest"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/plan"
 )
 
 // freeTCP is a free loopback TCP address.
@@ -63,7 +68,7 @@ spec:
 func TestUpWithSwitchSpine(t *testing.T) {
 	bin := buildDistcache(t)
 	file, runDir := clusterFile(t, bin, switchCluster(t))
-	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir)
+	out, err := run(t, bin, "up", "-f", file, "--run-dir", runDir, "--prometheus")
 	if err != nil || !strings.Contains(out, "2 software switches and 1 fabric controller") {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
@@ -85,6 +90,7 @@ func TestUpWithSwitchSpine(t *testing.T) {
 		}
 	}
 	check("with the switches up", func() {})
+	switchPanelsHaveData(t, status(t, bin, runDir))
 	spine := func(name string) control.Process {
 		for _, p := range status(t, bin, runDir).Processes {
 			if p.Name == name {
@@ -118,6 +124,24 @@ func TestUpWithSwitchSpine(t *testing.T) {
 	if err != nil || !strings.Contains(out, "spine/sw-spine-0 Failed → Active") || !strings.Contains(out, "spine/sw-spine-1 Failed → Active") {
 		t.Fatalf("status: %v\n%s", err, out)
 	}
+}
+
+// switchPanelsHaveData waits until the cluster's Prometheus scrapes the
+// switches and the fabric controller, and checks that every panel of the
+// switches' dashboard has series for the cluster.
+func switchPanelsHaveData(t *testing.T, st control.Status) {
+	t.Helper()
+	i := slices.IndexFunc(st.Processes, func(p control.Process) bool { return p.Kind == string(plan.Prometheus) })
+	if i < 0 {
+		t.Fatal("no prometheus process in the status")
+	}
+	prom, err := promtest.New(st.Processes[i].Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom.Await(t, "Prometheus scraping the switches and the fabric controller", `up{job="distcache", kind=~"switch|fabric"} == 1`,
+		func(v model.Vector) bool { return len(v) == 3 })
+	prom.SwitchPanelsHaveData(t, ".*", st.Cluster)
 }
 
 func TestParseSwitchFlag(t *testing.T) {

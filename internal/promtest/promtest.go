@@ -65,15 +65,28 @@ func (p *Prometheus) Await(t testing.TB, what, q string, cond func(model.Vector)
 
 // DashboardsHaveData requires every query of every dashboard panel, with
 // namespace and cluster selected in the dashboards' variables, to return
-// series; the operator's dashboard only when kubernetes is true.
+// series; the operator's dashboard only when kubernetes is true, the
+// switches' only in SwitchPanelsHaveData.
 func (p *Prometheus) DashboardsHaveData(t testing.TB, namespace, cluster string, kubernetes bool) {
+	t.Helper()
+	p.panelsHaveData(t, namespace, cluster, func(q dashboards.Query) bool { return !q.Switches && (kubernetes || !q.Kubernetes) })
+}
+
+// SwitchPanelsHaveData requires every query of the switches' dashboard
+// to return series for a cluster with switch-backed layers.
+func (p *Prometheus) SwitchPanelsHaveData(t testing.TB, namespace, cluster string) {
+	t.Helper()
+	p.panelsHaveData(t, namespace, cluster, func(q dashboards.Query) bool { return q.Switches })
+}
+
+func (p *Prometheus) panelsHaveData(t testing.TB, namespace, cluster string, want func(dashboards.Query) bool) {
 	t.Helper()
 	queries, err := dashboards.Queries()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range queries {
-		if q.Kubernetes && !kubernetes {
+		if !want(q) {
 			continue
 		}
 		p.Await(t, "panel "+q.Dashboard+" / "+q.Panel, q.Expand(namespace, cluster),

@@ -122,7 +122,7 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 	}
 	rn.fleet = fleet.New(members, lg)
 	if r.Metrics != nil {
-		c := rn.fleet.Collector(prometheus.Labels{"namespace": fabric.Namespace, "switchfabric": fabric.Name})
+		c := rn.fleet.Collector(prometheus.Labels{"namespace": fabric.Namespace, "cluster": b.Cluster, "switchfabric": fabric.Name})
 		if err := r.Metrics.Register(c); err != nil {
 			return nil, fmt.Errorf("cannot export the metrics of fabric %s: %w", fabric, err)
 		}

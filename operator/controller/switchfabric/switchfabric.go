@@ -63,7 +63,8 @@ type Reconciler struct {
 	// ElectionID is the operator's P4Runtime election id (1 when 0).
 	ElectionID uint64
 	// Metrics receives each running fleet's distcache_fabric_* series,
-	// labelled namespace and switchfabric; nil exports none.
+	// labelled namespace, cluster (the bound CacheCluster) and switchfabric;
+	// nil exports none.
 	Metrics prometheus.Registerer
 
 	fleets  fleets
