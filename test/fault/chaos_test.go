@@ -13,7 +13,8 @@ import (
 const chaosDuration = 20 * time.Second
 
 // TestChaosLocal runs -schedules random schedules from -seed (schedule i
-// has seed+i) and writes report.txt and report.json to -report, with a
+// has seed+i), each on the suite's cluster or (without -bundle) its twin
+// with a switch spine, and writes report.txt and report.json to -report, with a
 // progress line per schedule. make chaos-local runs it.
 func TestChaosLocal(t *testing.T) {
 	if *flagSchedules <= 0 {
@@ -28,7 +29,11 @@ func TestChaosLocal(t *testing.T) {
 	rep := &report{Seed: *flagSeed, Started: time.Now()}
 	for i := range n {
 		seed := *flagSeed + uint64(i)
-		s, err := schedule.Generate(scheduleConfig(seed, chaosDuration))
+		cfg := scheduleConfig(seed, chaosDuration)
+		if !*flagBundle { // bundles do not go through switches (docs/switches.md)
+			cfg.Clusters = append(cfg.Clusters, switchClusterFile) // the long run also faults a switch spine
+		}
+		s, err := schedule.Generate(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,6 +31,16 @@ var clusterFile = schedule.Cluster{
 	Shards: []string{"fault-rack-0-0", "fault-rack-0-1", "fault-rack-1-0", "fault-rack-1-1"},
 }
 
+// switchClusterFile is the cluster with a switch spine (two software
+// switches) and its processes' names. Process faults on a switch kill or
+// pause its software switch; a network fault on it hits its coherence
+// port only (its read ports are others).
+var switchClusterFile = schedule.Cluster{
+	File:   "testdata/switch-cluster.yaml",
+	Nodes:  []string{"swfault-spine-0", "swfault-spine-1", "swfault-leaf-0", "swfault-leaf-1"},
+	Shards: []string{"swfault-rack-0-0", "swfault-rack-0-1", "swfault-rack-1-0", "swfault-rack-1-1"},
+}
+
 // scheduleConfig is the generator's configuration for a workload of
 // duration d.
 func scheduleConfig(seed uint64, d time.Duration, classes ...schedule.Class) schedule.Config {
