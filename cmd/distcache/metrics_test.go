@@ -85,13 +85,9 @@ func TestMetricsPassPromtool(t *testing.T) {
 	alertsWork(t, scrapedByPrometheus(t, st, len(groups)), runDir)
 }
 
-// scrapedByPrometheus waits until the cluster's Prometheus (`distcache up
-// --prometheus`) has scraped every one of its targets (up is 1 for each)
-// and holds the workload's requests, and checks that every query of every
-// dashboard panel but the operator's (test/localkube's), with the
-// cluster selected in Grafana's variables, returns series: no panel of a
-// running cluster is empty.
-func scrapedByPrometheus(t *testing.T, st control.Status, targets int) *promtest.Prometheus {
+// clusterPrometheus is the cluster's Prometheus (`distcache up
+// --prometheus`).
+func clusterPrometheus(t *testing.T, st control.Status) *promtest.Prometheus {
 	t.Helper()
 	i := slices.IndexFunc(st.Processes, func(p control.Process) bool { return p.Kind == string(plan.Prometheus) })
 	if i < 0 {
@@ -101,6 +97,18 @@ func scrapedByPrometheus(t *testing.T, st control.Status, targets int) *promtest
 	if err != nil {
 		t.Fatal(err)
 	}
+	return prom
+}
+
+// scrapedByPrometheus waits until the cluster's Prometheus (`distcache up
+// --prometheus`) has scraped every one of its targets (up is 1 for each)
+// and holds the workload's requests, and checks that every query of every
+// dashboard panel but the operator's (test/localkube's), with the
+// cluster selected in Grafana's variables, returns series: no panel of a
+// running cluster is empty.
+func scrapedByPrometheus(t *testing.T, st control.Status, targets int) *promtest.Prometheus {
+	t.Helper()
+	prom := clusterPrometheus(t, st)
 	prom.Await(t, "Prometheus scraping every target", `up{job="distcache"} == 1`,
 		func(v model.Vector) bool { return len(v) == targets })
 	prom.Await(t, "the workload's requests in Prometheus", `sum(distcache_requests_total{kind="node",op="GET"})`,

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,9 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/internal/promtest"
 	"github.com/distcache/distcache/standalone/control"
-	"github.com/distcache/distcache/standalone/plan"
 )
 
 // freeTCP is a free loopback TCP address.
@@ -131,14 +128,7 @@ func TestUpWithSwitchSpine(t *testing.T) {
 // switches' dashboard has series for the cluster.
 func switchPanelsHaveData(t *testing.T, st control.Status) {
 	t.Helper()
-	i := slices.IndexFunc(st.Processes, func(p control.Process) bool { return p.Kind == string(plan.Prometheus) })
-	if i < 0 {
-		t.Fatal("no prometheus process in the status")
-	}
-	prom, err := promtest.New(st.Processes[i].Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prom := clusterPrometheus(t, st)
 	prom.Await(t, "Prometheus scraping the switches and the fabric controller", `up{job="distcache", kind=~"switch|fabric"} == 1`,
 		func(v model.Vector) bool { return len(v) == 3 })
 	prom.SwitchPanelsHaveData(t, ".*", st.Cluster)
