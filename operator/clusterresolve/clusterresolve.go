@@ -26,6 +26,21 @@ var (
 	ErrInvalid = errors.New("invalid topology")
 )
 
+// Reason is the condition reason of an error of Resolve that only a change
+// of the objects can solve (LayerNotFound, FabricNotFound,
+// InvalidTopology), and false for any other error (the API's).
+func Reason(err error) (string, bool) {
+	switch {
+	case errors.Is(err, ErrLayerNotFound):
+		return v1alpha1.ReasonLayerNotFound, true
+	case errors.Is(err, topology.ErrFabricNotFound):
+		return v1alpha1.ReasonFabricNotFound, true
+	case errors.Is(err, ErrInvalid):
+		return v1alpha1.ReasonInvalidTopology, true
+	}
+	return "", false
+}
+
 // Cluster is a laid-out cluster and the SwitchFabrics its switch-backed
 // layers use, by name.
 type Cluster struct {

@@ -163,14 +163,10 @@ func (r *Reconciler) now() time.Time {
 // fabrics and lays out the cluster (package clusterresolve).
 func (r *Reconciler) resolveTopology(ctx context.Context, s *state) (ctrl.Result, error) {
 	c, err := clusterresolve.Resolve(ctx, r.Client, s.cc)
-	switch {
-	case errors.Is(err, clusterresolve.ErrLayerNotFound):
-		return s.block(v1alpha1.ReasonLayerNotFound, err) // the CacheLayer watch brings the cluster back
-	case errors.Is(err, topology.ErrFabricNotFound):
-		return s.block(v1alpha1.ReasonFabricNotFound, err) // the SwitchFabric watch brings it back
-	case errors.Is(err, clusterresolve.ErrInvalid):
-		return s.block(v1alpha1.ReasonInvalidTopology, err)
-	case err != nil:
+	if reason, ok := clusterresolve.Reason(err); ok {
+		return s.block(reason, err) // the CacheLayer and SwitchFabric watches bring the cluster back
+	}
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	s.topo, s.switches = c.Cluster, switchObservations(c)

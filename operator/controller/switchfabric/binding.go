@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -62,7 +61,7 @@ func (r *Reconciler) bind(ctx context.Context, s *state) (ctrl.Result, error) {
 			continue
 		}
 		c, err := clusterresolve.Resolve(ctx, r.Client, cc)
-		if isLayoutError(err) {
+		if _, ok := clusterresolve.Reason(err); ok {
 			continue // the cluster's own status says why
 		}
 		if err != nil {
@@ -89,12 +88,6 @@ func (r *Reconciler) bind(ctx context.Context, s *state) (ctrl.Result, error) {
 		return s.block(v1alpha1.ReasonFabricShared, fmt.Sprintf("switch-backed layers of CacheClusters %s use this fabric; a switch caches for one cluster: give each its own fabric", strings.Join(users, ", ")))
 	}
 	return ctrl.Result{}, nil
-}
-
-// isLayoutError says err is a cluster that cannot be laid out as its
-// objects stand (not an API failure).
-func isLayoutError(err error) bool {
-	return errors.Is(err, clusterresolve.ErrLayerNotFound) || errors.Is(err, clusterresolve.ErrInvalid) || errors.Is(err, topology.ErrFabricNotFound)
 }
 
 // checkDriver refuses what this operator cannot program: the onos driver
