@@ -2,7 +2,8 @@ package softswitch
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
@@ -34,12 +35,7 @@ var Programs = map[string]string{
 
 // ProgramNames are the names of Programs, sorted.
 func ProgramNames() []string {
-	names := make([]string, 0, len(Programs))
-	for n := range Programs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(Programs))
 }
 
 // register is a P4 register array; every cell fits 64 bits.
@@ -321,6 +317,6 @@ func diffObjects[T p4Object](kind string, want, got []T) []string {
 	for id, g := range byID {
 		extra = append(extra, fmt.Sprintf("%s %s (id %#x) unknown", kind, g.GetPreamble().GetName(), id))
 	}
-	sort.Strings(extra)
+	slices.Sort(extra)
 	return append(d, extra...)
 }

@@ -2,9 +2,12 @@ package softswitch
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"net/netip"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 
 	"github.com/distcache/distcache/dataplane/wire"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
@@ -37,15 +40,25 @@ func newRelay() (relay, error) {
 	if err != nil {
 		return relay{}, fmt.Errorf("cannot declare the relay registers: %w", err)
 	}
-	regs := map[string]*register{}
+	decl := map[string]*p4configv1.Register{}
 	for _, r := range info.Registers {
-		reg, err := newRegister(r)
-		if err != nil {
-			return relay{}, fmt.Errorf("cannot declare the relay registers: %w", err)
-		}
-		regs[r.Preamble.Name] = reg
+		decl[r.Preamble.Name] = r
 	}
-	rl := relayOf(func(name string) *register { return regs[name] })
+	var errs error
+	// Only the relay's registers are made: the program's others are large
+	// and unused here.
+	rl := relayOf(func(name string) *register {
+		d, ok := decl[name]
+		if !ok {
+			return nil
+		}
+		reg, err := newRegister(d)
+		errs = errors.Join(errs, err)
+		return reg
+	})
+	if errs != nil {
+		return relay{}, fmt.Errorf("cannot declare the relay registers: %w", errs)
+	}
 	if rl.clientAddr == nil || rl.clientPort == nil || rl.clientSeq == nil || rl.seq == nil || rl.next == nil {
 		return relay{}, fmt.Errorf("cannot declare the relay registers: %s lacks one", Program)
 	}

@@ -92,6 +92,7 @@ type Switch struct {
 
 	packetIns chan []byte
 	hotKeys   chan HotKey
+	report    func(HotKey) // reportHotKey, bound once: a method value made per packet would escape to the heap
 	stats     Stats
 	wg        sync.WaitGroup
 	closed    atomic.Bool
@@ -120,6 +121,7 @@ func New(cfg Config) (*Switch, error) {
 	}
 	s := &Switch{cfg: cfg, log: cfg.Logger, start: time.Now(),
 		packetIns: make(chan []byte, queueLen), hotKeys: make(chan HotKey, queueLen)}
+	s.report = s.reportHotKey
 	for i := 0; i <= cfg.ReadPorts; i++ {
 		addr := netip.AddrPortFrom(cfg.Addr, cfg.BasePort+uint16(i))
 		conn, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(addr))
@@ -285,7 +287,7 @@ func (s *Switch) process(local netip.AddrPort, in []ipv4.Message, pkts []packet)
 			p.drop = true
 			continue
 		}
-		s.ctl.process(p, now, s.reportHotKey)
+		s.ctl.process(p, now, s.report)
 	}
 }
 

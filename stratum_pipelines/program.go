@@ -4,6 +4,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -35,12 +36,7 @@ var Pipelines = map[string]string{
 
 // PipelineNames are the names of Pipelines, sorted.
 func PipelineNames() []string {
-	names := make([]string, 0, len(Pipelines))
-	for n := range Pipelines {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	return slices.Sorted(maps.Keys(Pipelines))
 }
 
 // Arch is the architecture program is written for, the directory it is
