@@ -31,21 +31,21 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 	for _, sw := range f.Spec.Switches {
 		f.Status.Switches[string(sw.Role)]++
 	}
-	f.Status.Cluster = ""
-	if s.binding != nil && s.blocked == nil {
-		f.Status.Cluster = s.binding.Cluster
-	}
-	if s.blocked != nil || s.run == nil {
-		f.Status.SwitchStatuses = nil
-		reason, msg := v1alpha1.ReasonCreating, "looking for the cluster that uses the fabric"
-		if s.blocked != nil {
-			reason, msg = s.blocked.Reason, s.blocked.Message
-		}
+	switch {
+	case s.blocked != nil:
+		f.Status.Cluster, f.Status.SwitchStatuses = "", nil
+		reason, msg := s.blocked.Reason, s.blocked.Message
 		set(f, v1alpha1.ConditionReady, false, reason, msg)
 		set(f, v1alpha1.ConditionProgressing, false, reason, msg)
-		set(f, v1alpha1.ConditionDegraded, reason != v1alpha1.ReasonNotInUse && reason != v1alpha1.ReasonCreating, reason, msg)
+		set(f, v1alpha1.ConditionDegraded, reason != v1alpha1.ReasonNotInUse, reason, msg)
+		return
+	case s.run == nil:
+		// A phase failed (the API): the fleet, if one runs, goes on, and
+		// the switches' statuses stay as they were rather than read as
+		// gone, which the CacheCluster controller would fail over.
 		return
 	}
+	f.Status.Cluster = s.binding.Cluster
 	f.Status.SwitchStatuses = switchStatuses(s.run)
 	r.recordSessions(f, before)
 	setConditions(f)
