@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
-	"github.com/distcache/distcache/operator/enqueue"
 )
 
 // layerRefIndex indexes CacheClusters by the CacheLayers they reference.
@@ -62,8 +61,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(clusterOfPod)).
 		Watches(&v1alpha1.CacheLayer{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfLayer)).
-		// A fabric's status reports the switch members' sessions.
-		Watches(&v1alpha1.SwitchFabric{}, enqueue.AllInNamespace(r.Client, func() client.ObjectList { return &v1alpha1.CacheClusterList{} }))
+		Watches(&v1alpha1.SwitchFabric{}, r.clustersOfFabric())
 	// The redis-operator's Redis objects, where its CRD is installed: one
 	// changed or deleted behind the operator's back is put back.
 	if _, err := mgr.GetRESTMapper().RESTMapping(RedisGVK.GroupKind(), RedisGVK.Version); err == nil {

@@ -1,14 +1,21 @@
 package cachecluster
 
 import (
+	"context"
 	"net/netip"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/clusterresolve"
+	"github.com/distcache/distcache/operator/enqueue"
 )
 
 // switchObservation is a switch member's session as its SwitchFabric's
@@ -76,4 +83,28 @@ func switchPeers(s *state) []networkingv1.NetworkPolicyPeer {
 		out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ap.Addr(), ap.Addr().BitLen()).String()}})
 	}
 	return out
+}
+
+// clustersOfFabric enqueues, for a SwitchFabric that changed, the cluster
+// its status says it is bound to — whose switch members' sessions it
+// reports — or, while it is bound to none, every cluster of its
+// namespace: any may lay a switch-backed layer out on it.
+func (r *Reconciler) clustersOfFabric() handler.EventHandler {
+	all := enqueue.AllInNamespace(r.Client, func() client.ObjectList { return &v1alpha1.CacheClusterList{} })
+	return handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc:  all.Create,
+		DeleteFunc:  all.Delete,
+		GenericFunc: all.Generic,
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() {
+				all.Update(ctx, e, q)
+				return
+			}
+			for _, o := range []client.Object{e.ObjectOld, e.ObjectNew} {
+				if cluster := o.(*v1alpha1.SwitchFabric).Status.Cluster; cluster != "" {
+					q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: cluster}})
+				}
+			}
+		},
+	}
 }

@@ -11,7 +11,9 @@ import (
 	"slices"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/enqueue"
@@ -86,7 +88,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	allLayers := enqueue.AllInNamespace(r.Client, func() client.ObjectList { return &v1alpha1.CacheLayerList{} })
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.CacheLayer{}).
-		Watches(&v1alpha1.SwitchFabric{}, allLayers).
+		// Only a fabric's existence feeds the status: not its status updates.
+		Watches(&v1alpha1.SwitchFabric{}, allLayers, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.CacheCluster{}, allLayers).
 		Complete(r)
 	if err != nil {

@@ -24,16 +24,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/operator/enqueue"
 )
 
@@ -42,12 +44,6 @@ import (
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters;cachelayers,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-
-// EventRecorder records Kubernetes events; controller-runtime's recorder
-// (events.k8s.io/v1) satisfies it.
-type EventRecorder interface {
-	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
-}
 
 // Reconciler reconciles SwitchFabrics.
 type Reconciler struct {
@@ -59,7 +55,7 @@ type Reconciler struct {
 	// map through it.
 	Config *rest.Config
 	// Recorder receives the switches' events; nil records none.
-	Recorder EventRecorder
+	Recorder cachecluster.EventRecorder
 	// ElectionID is the operator's P4Runtime election id (1 when 0).
 	ElectionID uint64
 	// Metrics receives each running fleet's distcache_fabric_* series,
@@ -132,17 +128,18 @@ func (r *Reconciler) notify(ns, name string) {
 	}
 }
 
-// SetupWithManager registers the reconciler: it runs when a fabric, a
-// cluster or a layer of its namespace changes (any may bind or unbind
-// it), and when a switch's session changes. The fleets stop with the
+// SetupWithManager registers the reconciler: it runs when a fabric, or
+// the spec of a cluster or a layer of its namespace, changes (any may bind
+// or unbind it), and when a switch's session changes. The fleets stop with the
 // manager.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.changed = make(chan event.GenericEvent, 256)
 	allFabrics := enqueue.AllInNamespace(r.Client, func() client.ObjectList { return &v1alpha1.SwitchFabricList{} })
 	err := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.SwitchFabric{}).
-		Watches(&v1alpha1.CacheCluster{}, allFabrics).
-		Watches(&v1alpha1.CacheLayer{}, allFabrics).
+		// Only their specs bind a fabric: their status updates do not.
+		Watches(&v1alpha1.CacheCluster{}, allFabrics, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.CacheLayer{}, allFabrics, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.changed, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 	if err != nil {
