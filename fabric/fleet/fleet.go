@@ -8,7 +8,6 @@ package fleet
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -43,8 +42,7 @@ type member struct {
 	tls    *tls.Config
 	latest chan read // holds at most the newest read not yet applied
 
-	mu      sync.Mutex // guards lastOK, lastErr, ports
-	lastOK  time.Time
+	mu      sync.Mutex // guards lastErr, ports
 	lastErr error
 	ports   map[string]bool // port name to up, as gNMI last reported
 }
@@ -148,9 +146,9 @@ func (f *Fleet) renewals(ctx context.Context, m *member) {
 			err := m.runner.Renew(rctx, r.p, r.at)
 			cancel()
 			m.mu.Lock()
-			if err == nil {
-				m.lastOK = time.Now()
-			} else if !errors.Is(err, m.lastErr) {
+			// Each failure is a new error value: logged when its text
+			// changes, not on every read of the map.
+			if err != nil && (m.lastErr == nil || err.Error() != m.lastErr.Error()) {
 				f.log.Warn("cannot renew the switch", "member", m.name, "err", err)
 			}
 			m.lastErr = err
