@@ -126,7 +126,7 @@ func Serve(t testing.TB, sw *softswitch.Switch) string {
 		t.Fatal(err)
 	}
 	srv := serve(sw, lis, 1)
-	t.Cleanup(func() { srv.g.Stop(); srv.p4rt.Close() })
+	t.Cleanup(srv.stop)
 	return lis.Addr().String()
 }
 
@@ -134,16 +134,7 @@ func Serve(t testing.TB, sw *softswitch.Switch) string {
 // and waits until the switch is programmed.
 func Start(t testing.TB, member string, cfg Config) *Member {
 	t.Helper()
-	sw, err := newSwitch(cfg.ReadPorts, softswitch.Program)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &Member{Target: &Target{P4Runtime: lis.Addr().String(), sw: sw, srv: serve(sw, lis, 1), readPorts: cfg.ReadPorts, deviceID: 1}, cfg: cfg}
-	t.Cleanup(m.Stop)
+	m := &Member{Target: startTarget(t, cfg.ReadPorts, 1, softswitch.Program), cfg: cfg}
 
 	info, err := pipelines.ProgramP4Info(softswitch.Program)
 	if err != nil {
@@ -169,6 +160,12 @@ func Start(t testing.TB, member string, cfg Config) *Member {
 		t.Fatalf("switch %s was not programmed", member)
 	}
 	return m
+}
+
+// stop stops the services.
+func (s *server) stop() {
+	s.g.Stop()
+	s.p4rt.Close()
 }
 
 func serve(sw *softswitch.Switch, lis net.Listener, deviceID uint64, opts ...grpc.ServerOption) *server {
@@ -228,8 +225,7 @@ func (m *Target) Stop() {
 		return
 	}
 	m.stopped = true
-	m.srv.g.Stop()
-	m.srv.p4rt.Close()
+	m.srv.stop()
 	m.sw.Close()
 }
 
@@ -247,8 +243,7 @@ func (m *Target) Restart() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.stopped {
-		m.srv.g.Stop()
-		m.srv.p4rt.Close()
+		m.srv.stop()
 		m.sw.Close()
 	}
 	addr := m.sw.Addr()
