@@ -99,6 +99,7 @@ type Controller struct {
 	p         *partmap.Placement
 	layer     int
 	member    int
+	addr      netip.AddrPort // the member's address: the switch's coherence port
 	active    bool
 	installed installed
 	slots     slotTable
@@ -210,7 +211,7 @@ func (c *Controller) apply(ctx context.Context, p *partmap.Placement) error {
 	if err != nil {
 		return fmt.Errorf("cannot apply map version %d: member %s has address %q: %w", m.Version, mb.Name, mb.Address, err)
 	}
-	c.p, c.layer, c.member, c.active = p, l, i, mb.State == partmap.Active
+	c.p, c.layer, c.member, c.addr, c.active = p, l, i, base, mb.State == partmap.Active
 	if err := c.releaseNotHeld(ctx); err != nil {
 		return err
 	}

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sort"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
-	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/hashing"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
@@ -252,25 +250,19 @@ func (c *Controller) seq() uint64 {
 }
 
 // fetch sends slot s's FETCH from the switch's coherence port to the
-// key's shim, through the switch's CPU port.
+// key's shim — the route the switch has for the key's shard, installed
+// from the map (writeAddresses) — through the switch's CPU port.
 func (c *Controller) fetch(s *slot) error {
-	m := c.p.Map()
-	mb := m.Layers[c.layer].Members[c.member]
-	src, err := netip.ParseAddrPort(mb.Address)
-	if err != nil {
-		return fmt.Errorf("cannot fetch into %s: address %q: %w", mb.Name, mb.Address, err)
+	dst, ok := c.installed.routes[c.p.ShardIndex(s.key)]
+	if !ok {
+		return fmt.Errorf("cannot fetch %q: the switch has no route to its shard's shim", s.key)
 	}
-	r, sh := c.p.Shard(s.key)
-	dst, err := peers.ResolveAddr(m.Storage.Racks[r].Shards[sh].Address)
-	if err != nil {
-		return fmt.Errorf("cannot fetch %q: %w", s.key, err)
-	}
-	b, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpFetch, Seq: s.fetchSeq, MapVersion: uint64(m.Version)}, Key: []byte(s.key)}, wire.DefaultDatagram)
+	b, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpFetch, Seq: s.fetchSeq, MapVersion: uint64(c.p.Map().Version)}, Key: []byte(s.key)}, wire.DefaultDatagram)
 	if err != nil {
 		return fmt.Errorf("cannot fetch %q: %w", s.key, err)
 	}
 	c.stats.Fetches.Add(1)
-	return c.dev.PacketOut(pipelines.AppendFrame(nil, src, dst, b))
+	return c.dev.PacketOut(pipelines.AppendFrame(nil, c.addr, dst, b))
 }
 
 // resetSketch zeroes the Count-Min rows and the Bloom filter for the next
