@@ -76,7 +76,7 @@ type state struct {
 	now        time.Time
 	topo       *topology.Cluster
 	pods       map[string]*corev1.Pod          // the cluster's pods by name
-	switches   map[string]switchObservation    // switch members' sessions, by member name
+	switches   map[string]failover.Observation // switch members' readiness, by member name
 	obs        map[string]failover.Observation // members' readiness
 	published  *partmap.Map                    // the map in the ConfigMap after this reconcile
 	readyShims map[string]*corev1.Pod          // each storage shard's Ready shim pod, by shard name (the storage phase's)
@@ -169,7 +169,7 @@ func (r *Reconciler) resolveTopology(ctx context.Context, s *state) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s.topo, s.switches = c.Cluster, switchObservations(c)
+	s.topo, s.switches = c.Cluster, switchObservations(c, s.now)
 	return ctrl.Result{}, nil
 }
 
@@ -310,7 +310,11 @@ func (r *Reconciler) observations(s *state, m *partmap.Map) map[string]failover.
 	for _, l := range m.Layers {
 		for _, mb := range l.Members {
 			if l.Switch {
-				obs[mb.Name] = observeSwitch(s.switches[mb.Name], recorded[mb.Name], s.now)
+				o, ok := s.switches[mb.Name]
+				if !ok { // its fabric does not report it (yet)
+					o = notSeen(recorded[mb.Name], s.now)
+				}
+				obs[mb.Name] = o
 				continue
 			}
 			obs[mb.Name] = r.readiness.refine(prefix+mb.Name, observe(s.pods[mb.Name], recorded[mb.Name], s.now), s.now)
@@ -333,6 +337,13 @@ func observe(pod *corev1.Pod, recorded v1alpha1.MemberStatus, now time.Time) fai
 		}
 		return o
 	}
+	return notSeen(recorded, now)
+}
+
+// notSeen is the observation of a member with nothing to observe (no pod,
+// a switch its fabric does not report): not Ready since the time the
+// status last recorded for it, or now.
+func notSeen(recorded v1alpha1.MemberStatus, now time.Time) failover.Observation {
 	if !recorded.Ready && recorded.Since != nil {
 		return failover.Observation{Since: recorded.Since.Time}
 	}

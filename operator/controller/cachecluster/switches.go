@@ -18,19 +18,13 @@ import (
 	"github.com/distcache/distcache/operator/enqueue"
 )
 
-// switchObservation is a switch member's session as its SwitchFabric's
-// status reports it (package switchfabric runs the sessions).
-type switchObservation struct {
-	programmed bool
-	since      time.Time
-	known      bool // the fabric reports the switch for this cluster
-}
-
-// switchObservations reads the switch members' sessions from the
-// fabrics' statuses: a switch counts only while its fabric reports it
-// bound to this cluster.
-func switchObservations(c *clusterresolve.Cluster) map[string]switchObservation {
-	out := map[string]switchObservation{}
+// switchObservations are the switch members' readiness, from their
+// fabrics' statuses (package switchfabric runs the sessions): Ready while
+// the operator programs the switch (a primary session that pushed the
+// pipeline), as a cache node's pod is while it serves. A switch counts
+// only while its fabric reports it bound to this cluster.
+func switchObservations(c *clusterresolve.Cluster, now time.Time) map[string]failover.Observation {
+	out := map[string]failover.Observation{}
 	for _, sm := range c.SwitchMembers() {
 		f := c.Fabrics[sm.Fabric]
 		if f == nil || f.Status.Cluster != c.Name {
@@ -40,32 +34,14 @@ func switchObservations(c *clusterresolve.Cluster) map[string]switchObservation 
 			if ss.Name != sm.Switch.Name || ss.Member != sm.Member {
 				continue
 			}
-			o := switchObservation{programmed: ss.Programmed, known: true}
+			o := failover.Observation{Ready: ss.Programmed, Since: now}
 			if ss.Since != nil {
-				o.since = ss.Since.Time
+				o.Since = ss.Since.Time
 			}
 			out[sm.Member] = o
 		}
 	}
 	return out
-}
-
-// observeSwitch is a switch member's readiness: Ready while the operator
-// programs it (a primary session that pushed the pipeline), as a cache
-// node's pod is while it serves. A switch its fabric does not report
-// yet is not Ready since the status last recorded (or now).
-func observeSwitch(o switchObservation, recorded v1alpha1.MemberStatus, now time.Time) failover.Observation {
-	if o.known {
-		since := o.since
-		if since.IsZero() {
-			since = now
-		}
-		return failover.Observation{Ready: o.programmed, Since: since}
-	}
-	if !recorded.Ready && recorded.Since != nil {
-		return failover.Observation{Since: recorded.Since.Time}
-	}
-	return failover.Observation{Since: now}
 }
 
 // switchPeers are the switches of the cluster's switch-backed layers as
