@@ -27,9 +27,10 @@ const (
 	DefaultSketchWidth = 65536
 	DefaultBloomBits   = 262144
 	DefaultMaxReports  = 1024
-	// DefaultThreshold is used when Config.Threshold is 0. A threshold of 1
-	// reports every uncached key on its first miss.
-	DefaultThreshold = 128
+	// MinThreshold and MaxThreshold bound the adaptive threshold
+	// (Config.Threshold 0; see adaptive.go).
+	MinThreshold = 2
+	MaxThreshold = 1 << 24
 	// MaxSize bounds SketchWidth, BloomBits and MaxReports.
 	MaxSize = 1 << 26
 )
@@ -45,7 +46,9 @@ type Config struct {
 	// BloomBits is the number of bits per Bloom array (3 arrays).
 	BloomBits int
 	// Threshold is the sketch estimate at which an uncached key is reported,
-	// once per interval. 0 selects DefaultThreshold.
+	// once per interval. A threshold of 1 reports every uncached key on its
+	// first miss. 0 makes it adaptive: every interval sets the next one
+	// from the traffic it saw (adaptive.go).
 	Threshold uint32
 	// MaxReports bounds the candidates kept per interval; reports beyond it
 	// are counted in Stats.DroppedReports.
@@ -61,9 +64,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BloomBits == 0 {
 		c.BloomBits = DefaultBloomBits
-	}
-	if c.Threshold == 0 {
-		c.Threshold = DefaultThreshold
 	}
 	if c.MaxReports == 0 {
 		c.MaxReports = DefaultMaxReports
@@ -101,6 +101,8 @@ type Stats struct {
 	Reports        uint64 // candidates appended to a report list
 	DroppedReports uint64 // candidates not kept because MaxReports was reached
 	Intervals      uint64 // resets (each Plan or Reset call)
+	// Threshold is the current interval's threshold (not a counter).
+	Threshold uint32
 }
 
 const (
@@ -134,8 +136,14 @@ type Detector struct {
 	width      uint64 // counters per sketch row
 	bloomBits  uint64 // bits per Bloom array
 	bloomWords uint64 // 64-bit words per Bloom array
-	threshold  uint32
 	maxReports int
+	// threshold is the current interval's threshold: fixed, or set by
+	// every reset when adaptive (read atomically on the record path).
+	threshold atomic.Uint32
+	adaptive  bool
+	// last holds the counters at the last reset, for the adaptive
+	// threshold's view of one interval; guarded by planMu.
+	last Stats
 
 	// sketch holds the 4 Count-Min rows, row r at [r·width, (r+1)·width).
 	// Lock-free: counters are only accessed atomically.
@@ -179,17 +187,22 @@ func NewDetector(cfg Config) (*Detector, error) {
 		return nil, fmt.Errorf("cannot create hot-key detector: %w", err)
 	}
 	words := (uint64(cfg.BloomBits) + 63) / 64
-	return &Detector{
+	d := &Detector{
 		hash:       hashing.New(hashing.Derive(cfg.Seed, "hotkey")),
 		width:      uint64(cfg.SketchWidth),
 		bloomBits:  uint64(cfg.BloomBits),
 		bloomWords: words,
-		threshold:  cfg.Threshold,
 		maxReports: cfg.MaxReports,
+		adaptive:   cfg.Threshold == 0,
 		sketch:     make([]atomic.Uint32, SketchRows*cfg.SketchWidth),
 		bloom:      make([]atomic.Uint64, BloomArrays*words),
 		cands:      make([]Candidate, 0, min(cfg.MaxReports, DefaultMaxReports)),
-	}, nil
+	}
+	d.threshold.Store(cfg.Threshold)
+	if d.adaptive {
+		d.threshold.Store(MinThreshold)
+	}
+	return d, nil
 }
 
 // mix64 is the MurmurHash3 64-bit finalizer, a bijection.
@@ -259,7 +272,7 @@ func (d *Detector) RecordMiss(key string) {
 		est = min(est, incSat(&d.sketch[d.sketchIndex(r, g)]))
 		g += h2
 	}
-	if est < d.threshold || d.inBloom(g, h2) {
+	if est < d.threshold.Load() || d.inBloom(g, h2) {
 		return
 	}
 	d.report(key, est, g, h2)
@@ -414,8 +427,9 @@ func (d *Detector) Reset() {
 // its counters that had reached the threshold (HotCellRatio).
 func (d *Detector) resetLocked() {
 	hot := 0
+	threshold := d.threshold.Load()
 	for i := range d.sketch {
-		if d.sketch[i].Swap(0) >= d.threshold {
+		if d.sketch[i].Swap(0) >= threshold {
 			hot++
 		}
 	}
@@ -437,6 +451,11 @@ func (d *Detector) resetLocked() {
 	}
 	d.trackMu.Unlock()
 	d.intervals.Add(1)
+	if d.adaptive {
+		now := d.Stats()
+		d.threshold.Store(nextThreshold(threshold, now.sub(d.last), d.width, d.maxReports))
+		d.last = now
+	}
 }
 
 // HotCellRatio is the fraction of the Count-Min sketch's counters that had
@@ -458,5 +477,6 @@ func (d *Detector) Stats() Stats {
 	s.Reports = d.reports.Load()
 	s.DroppedReports = d.dropped.Load()
 	s.Intervals = d.intervals.Load()
+	s.Threshold = d.threshold.Load()
 	return s
 }

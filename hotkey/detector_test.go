@@ -49,7 +49,7 @@ func TestNewDetectorConfig(t *testing.T) {
 func TestConfigDefaults(t *testing.T) {
 	got := Config{Seed: 7}.withDefaults()
 	want := Config{SketchWidth: DefaultSketchWidth, BloomBits: DefaultBloomBits,
-		Threshold: DefaultThreshold, MaxReports: DefaultMaxReports, Seed: 7}
+		MaxReports: DefaultMaxReports, Seed: 7}
 	if got != want {
 		t.Fatalf("withDefaults = %+v, want %+v", got, want)
 	}

@@ -65,7 +65,7 @@ func newNodeCommand() *cobra.Command {
 	f.IntVar(&cfg.Capacity, "capacity", 10000, "cache capacity in entries")
 	f.Int64Var(&cfg.CapacityBytes, "capacity-bytes", 64<<20, "cache capacity in value bytes")
 	f.DurationVar(&cfg.Interval, "interval", 0, "hot-key insertion period (default 1s)")
-	f.Uint32Var(&cfg.Detector.Threshold, "hot-threshold", 0, "misses in an interval that make a key a candidate (default 128)")
+	f.Uint32Var(&cfg.Detector.Threshold, "hot-threshold", 0, "misses in an interval that make a key a candidate (default: adapted to the node's traffic every interval)")
 	f.Float64Var(&cfg.EmulatedRate, "emulated-capacity", 0, emulatedCapacityHelp)
 	f.DurationVar(&cfg.ParkTimeout, "park-timeout", cachenode.DefaultParkTimeout,
 		"how long a read of a key whose write is pending waits for the write's phase 2 before the readers parked on it share one storage read")

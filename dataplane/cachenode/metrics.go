@@ -66,6 +66,8 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 			func() uint64 { return n.det.Stats().DroppedReports }),
 		counter("distcache_hotkey_intervals_total", "Hot-key detection intervals ended (each insertion interval).",
 			func() uint64 { return n.det.Stats().Intervals }),
+		gauge("distcache_hotkey_threshold", "Misses of an uncached key in one interval that report it hot: fixed by spec.hotKeys.threshold, else adapted to the node's traffic every interval.",
+			func() float64 { return float64(n.det.Stats().Threshold) }),
 		gauge("distcache_hotkey_sketch_hot_cells_ratio", "Fraction of the Count-Min sketch's counters at or over the hot threshold when the last interval ended; a growing ratio means keys that are not hot get reported (widen the sketch).",
 			n.det.HotCellRatio),
 	); err != nil {

@@ -297,7 +297,7 @@ func TestMetricsRegistered(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"distcache_node_load", "distcache_datagrams_total", "distcache_malformed_packets_total",
-		"distcache_hotkey_intervals_total", "distcache_hotkey_sketch_hot_cells_ratio"} {
+		"distcache_hotkey_intervals_total", "distcache_hotkey_sketch_hot_cells_ratio", "distcache_hotkey_threshold"} {
 		if _, ok := got[name]; !ok {
 			t.Errorf("metric %s missing", name)
 		}

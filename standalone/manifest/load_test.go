@@ -87,7 +87,7 @@ spec:
 			if s.Storage.Mode != v1alpha1.StorageManaged || s.Storage.Racks != 1 || s.Storage.ShardsPerRack != 1 {
 				t.Errorf("storage not defaulted: %+v", s.Storage)
 			}
-			if s.Failover.GracePeriod == nil || s.Failover.GracePeriod.Duration != 30*time.Second || s.HotKeys.Threshold != 128 {
+			if s.Failover.GracePeriod == nil || s.Failover.GracePeriod.Duration != 30*time.Second || s.HotKeys.Interval == nil || s.HotKeys.Threshold != 0 {
 				t.Errorf("failover and hotKeys not defaulted: %+v %+v", s.Failover, s.HotKeys)
 			}
 			if l := s.Layers[0]; l.Backend != v1alpha1.BackendSoftware || l.VirtualNodes != 2048 {

@@ -12,9 +12,13 @@ type HotKeySpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
-	// Threshold is the misses of a key within an interval that make it a
-	// candidate for insertion.
-	// +kubebuilder:default=128
+	// Threshold is the misses of a key within an interval, at one cache
+	// node, that make it a candidate for insertion. Unset, each node
+	// adapts it to its traffic every interval: as low as 2 when the node is
+	// lightly loaded, raised until the keys that cross it fit the node's
+	// report list when it is busy (docs/dataplane.md, Hot keys). Switch
+	// layers use a fixed threshold: this one, else their controller's
+	// default.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	Threshold int32 `json:"threshold,omitempty"`

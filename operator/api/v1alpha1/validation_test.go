@@ -399,7 +399,7 @@ func TestDefaultsApplied(t *testing.T) {
 		{"coherence.previousMapGrace", durationOf(s.Coherence.PreviousMapGrace), 2 * time.Minute},
 		{"coherence.servingLease", durationOf(s.Coherence.ServingLease), time.Second},
 		{"hotKeys.interval", durationOf(s.HotKeys.Interval), time.Second},
-		{"hotKeys.threshold", s.HotKeys.Threshold, int32(128)},
+		{"hotKeys.threshold", s.HotKeys.Threshold, int32(0)}, // adaptive
 		{"failover.gracePeriod", durationOf(s.Failover.GracePeriod), 30 * time.Second},
 		{"failover.holdDown", durationOf(s.Failover.HoldDown), 60 * time.Second},
 		{"images.distcache", s.Images.DistCache, ""}, // the operator's data-plane image
@@ -504,7 +504,7 @@ func TestDefaultsOfOmittedSections(t *testing.T) {
 	}
 	s := cc.Spec
 	if s.Storage.Mode != v1alpha1.StorageManaged || s.Storage.Racks != 1 || s.Failover.GracePeriod == nil ||
-		s.Failover.GracePeriod.Duration != 30*time.Second || s.HotKeys.Threshold != 128 || s.Images.Redis == "" ||
+		s.Failover.GracePeriod.Duration != 30*time.Second || s.HotKeys.Threshold != 0 || s.Images.Redis == "" ||
 		s.Layers[0].Capacity.Entries != 10000 || s.Layers[0].Capacity.Bytes == nil || s.Layers[0].Capacity.Bytes.String() != "64Mi" {
 		t.Fatalf("sections left out of the YAML were not defaulted: %+v", s)
 	}
