@@ -134,6 +134,25 @@ func ShimArgs(spec *v1alpha1.CacheClusterSpec, shard, redisAddr, listen string, 
 	return append(args, DataPlaneArgs(spec)...)
 }
 
+// LeaseMapPoll is how often a reader that renews serving leases by
+// reading its map (a cache node, or the controller of a cluster's
+// switches) reads it: every poll, and at least every quarter of the
+// serving lease (docs/dataplane.md, Fencing). A poll of 0 is the quarter.
+func LeaseMapPoll(lease, poll time.Duration) time.Duration {
+	quarter := lease / 4
+	if poll <= 0 {
+		return quarter
+	}
+	return min(poll, quarter)
+}
+
+// BackstopMapPoll is how often a data-plane process that holds no lease
+// (a shim, a gateway) and follows its map by a watch of the Kubernetes
+// API also reads it: only in case the watch stalls, since every change
+// reaches it through the watch within milliseconds. A shim that learns a
+// change late only waits longer for the owners it released.
+const BackstopMapPoll = 5 * time.Second
+
 // ServingLease is the spec's coherence.servingLease with the API's default.
 func ServingLease(spec *v1alpha1.CacheClusterSpec) time.Duration {
 	if d := spec.Coherence.ServingLease; d != nil && d.Duration > 0 {

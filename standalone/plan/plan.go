@@ -522,13 +522,7 @@ func (a *addresser) MemberAddress(layer string, i int) string {
 	return ""
 }
 
-// nodeMapPoll is how often a cache node of c reads its map: every poll,
-// and at least every quarter of its serving lease, which it renews by
-// reading the map (docs/dataplane.md, Fencing).
+// nodeMapPoll is how often a cache node of c reads its map.
 func nodeMapPoll(c *topology.Cluster, poll time.Duration) time.Duration {
-	lease := topology.ServingLease(&c.Spec) / 4
-	if poll <= 0 {
-		return lease
-	}
-	return min(poll, lease)
+	return topology.LeaseMapPoll(topology.ServingLease(&c.Spec), poll)
 }

@@ -179,6 +179,8 @@ func (c *Checker) worker(ctx context.Context, w int, deadline time.Time, limit *
 			switch {
 			case err != nil:
 				c.count.failedReads.Add(1)
+				// When and why, to set against the faults of the run.
+				c.log.Warn("read failed", "key", key, "err", err)
 			case !obs.Found:
 				c.count.notFound.Add(1)
 			case res.Hit:

@@ -2,6 +2,7 @@ package cachecluster_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -103,9 +104,20 @@ func TestReadyWaitsForMapApplied(t *testing.T) {
 				(c.Status == "True") == ready && c.Reason == reason, err
 		}
 	}
-	eventually(t, "pods Ready, no process uses map v1: not Ready", status(0, false, v1alpha1.ReasonMapNotApplied))
-	spine.version.Store(1)
+	// The map names the pods by their IPs once they have them.
+	var version int64
+	eventually(t, "map with the pods' IPs published", func() (bool, error) {
+		m, err := publishedMap(t, cc)
+		if err != nil {
+			return false, err
+		}
+		version = m.Version
+		return m.Layers[0].Members[0].Address == "127.0.0.5:7100" && m.Storage.Racks[0].Shards[0].Address == "127.0.0.6:7000",
+			fmt.Errorf("map v%d: %+v", m.Version, m)
+	})
+	eventually(t, "pods Ready, no process uses the map: not Ready", status(0, false, v1alpha1.ReasonMapNotApplied))
+	spine.version.Store(version)
 	eventually(t, "one of two uses it", status(1, false, v1alpha1.ReasonMapNotApplied))
-	shard.version.Store(1)
+	shard.version.Store(version)
 	eventually(t, "both use it: Ready", status(2, true, v1alpha1.ReasonReconciled))
 }

@@ -2,6 +2,7 @@ package cachecluster
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,9 +27,11 @@ import (
 func DataPlaneName(cluster string) string { return cluster + "-data-plane" }
 
 // mapConfigMapArgs point a data-plane process at the cluster's map
-// ConfigMap, read with the pod's ServiceAccount (in-cluster config).
-func mapConfigMapArgs(cc *v1alpha1.CacheCluster) []string {
-	return []string{"--map-configmap=" + cc.Namespace + "/" + MapConfigMapName(cc.Name)}
+// ConfigMap, read with the pod's ServiceAccount (in-cluster config), by a
+// watch and a GET every poll: topology.LeaseMapPoll for a cache node,
+// topology.BackstopMapPoll for the others.
+func mapConfigMapArgs(cc *v1alpha1.CacheCluster, poll time.Duration) []string {
+	return []string{"--map-configmap=" + cc.Namespace + "/" + MapConfigMapName(cc.Name), "--map-poll=" + poll.String()}
 }
 
 // reconcileDataPlaneRBAC keeps the data-plane ServiceAccount, its Role

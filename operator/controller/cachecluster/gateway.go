@@ -174,7 +174,7 @@ func (r *Reconciler) mutateGatewayDaemonSet(cc *v1alpha1.CacheCluster, ds *appsv
 func (r *Reconciler) setGatewayPod(cc *v1alpha1.CacheCluster, tpl *corev1.PodTemplateSpec) {
 	image, _, pull := r.images(cc)
 	hostNet, port := cc.Spec.Gateway.HostNetwork, gatewayContainerPort(cc)
-	args := append([]string{"gateway", fmt.Sprintf("--redis-addr=0.0.0.0:%d", port), "--client-addr=0.0.0.0:0"}, mapConfigMapArgs(cc)...)
+	args := append([]string{"gateway", fmt.Sprintf("--redis-addr=0.0.0.0:%d", port), "--client-addr=0.0.0.0:0"}, mapConfigMapArgs(cc, topology.BackstopMapPoll)...)
 	args = append(args, topology.DataPlaneArgs(&cc.Spec)...)
 	c := withDataPlaneKey(dataPlaneContainer("gateway", image, pull, args, 0))
 	c.Ports = []corev1.ContainerPort{

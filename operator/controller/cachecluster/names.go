@@ -1,10 +1,7 @@
 package cachecluster
 
 import (
-	"fmt"
-
 	"github.com/distcache/distcache/operator/api/v1alpha1"
-	"github.com/distcache/distcache/topology"
 )
 
 // Finalizer keeps a CacheCluster until its objects are deleted.
@@ -65,33 +62,4 @@ func labels(cc *v1alpha1.CacheCluster, component string) map[string]string {
 		LabelCluster:                   cc.Name,
 		LabelComponent:                 component,
 	}
-}
-
-// dnsAddresser names data-plane pods by their Services' DNS names.
-type dnsAddresser struct {
-	t         *topology.Cluster
-	namespace string
-	mode      v1alpha1.StorageMode
-}
-
-// ShardAddress is the shim of shard s of rack r: the pod of the rack's
-// StatefulSet (managed), the redis-operator's pod behind its headless
-// Service (redisOperator), or the shim Deployment's Service (external).
-func (a dnsAddresser) ShardAddress(r, s int) string {
-	shard := a.t.ShardName(r, s)
-	var host string
-	switch a.mode {
-	case v1alpha1.StorageRedisOperator:
-		host = fmt.Sprintf("%s-0.%s-headless.%s.svc", shard, shard, a.namespace)
-	case v1alpha1.StorageExternal:
-		host = fmt.Sprintf("%s.%s.svc", shard, a.namespace)
-	default:
-		host = fmt.Sprintf("%s.%s.%s.svc", shard, a.t.RackName(r), a.namespace)
-	}
-	return fmt.Sprintf("%s:%d", host, ShimPort)
-}
-
-func (a dnsAddresser) MemberAddress(layer string, i int) string {
-	set := a.t.LayerSetName(layer)
-	return fmt.Sprintf("%s-%d.%s.%s.svc:%d", set, i, set, a.namespace, NodePort)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/topology"
@@ -68,7 +69,8 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	lbl := labels(s.cc, ComponentCacheNode)
 	lbl[LabelLayer] = l.Name
 	image, _, pull := r.images(s.cc)
-	args := append(s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort)), mapConfigMapArgs(s.cc)...)
+	poll := topology.LeaseMapPoll(topology.ServingLease(&s.cc.Spec), mapwatch.DefaultInterval)
+	args := append(s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort)), mapConfigMapArgs(s.cc, poll)...)
 	c := withDataPlaneKey(dataPlaneContainer("node", image, pull, args, NodePort))
 	c.Resources = l.Spec.Resources
 	sts.Labels = lbl
@@ -113,5 +115,5 @@ func dataPlaneContainer(role, image string, pull corev1.PullPolicy, args []strin
 // shimArgs are the storage shim's flags for a Redis at redisAddr.
 func shimArgs(cc *v1alpha1.CacheCluster, shard, redisAddr string) []string {
 	args := topology.ShimArgs(&cc.Spec, shard, redisAddr, "0.0.0.0:"+strconv.Itoa(ShimPort), topology.APIMapDeliveryLag)
-	return append(args, mapConfigMapArgs(cc)...)
+	return append(args, mapConfigMapArgs(cc, topology.BackstopMapPoll)...)
 }

@@ -230,7 +230,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 			prev = nil
 		}
 	}
-	next, err := s.topo.Map(prev, r.addresser(s))
+	next, err := s.topo.Map(prev, r.addresser(s, prev))
 	if err != nil {
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}

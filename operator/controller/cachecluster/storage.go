@@ -16,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
-	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/topology"
 )
 
@@ -35,10 +34,6 @@ func (r *Reconciler) reconcileStorage(ctx context.Context, s *state) (ctrl.Resul
 		err = r.reconcileManaged(ctx, s)
 	}
 	return ctrl.Result{}, err
-}
-
-func (r *Reconciler) addresser(s *state) partmap.Addresser {
-	return dnsAddresser{t: s.topo, namespace: s.cc.Namespace, mode: s.cc.Spec.Storage.Mode}
 }
 
 // reconcileManaged runs one StatefulSet per rack: each pod a shard, with

@@ -1,0 +1,123 @@
+package cachecluster
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/topology"
+)
+
+// The addresses the partition map gives data-plane peers.
+//
+// The pods the operator runs (cache nodes, and managed storage shards) are
+// named by their pod IP: a pod that comes back with a new IP is a new
+// address in the map, which every process learns from the map's watch
+// within milliseconds, and no data-plane process asks DNS for anything.
+// Naming them by DNS instead made every process resolve every peer once a
+// second to notice new IPs: on a real node with the sample cluster, CoreDNS
+// took 17 % of a core with the cluster idle (docs/localkube.md). A pod
+// that has no IP yet (just created) keeps the address the previous map
+// gave it, or its DNS name before its first IP. Shards the operator does
+// not run (redisOperator and external storage) keep their DNS names.
+
+// addresser is the map's addresser for the reconcile s, whose published
+// map was prev (nil: none).
+func (r *Reconciler) addresser(s *state, prev *partmap.Map) partmap.Addresser {
+	return podAddresser{
+		dns:  dnsAddresser{t: s.topo, namespace: s.cc.Namespace, mode: s.cc.Spec.Storage.Mode},
+		pods: s.pods, prev: prev,
+	}
+}
+
+// podAddresser names the operator's pods by IP (see above).
+type podAddresser struct {
+	dns  dnsAddresser
+	pods map[string]*corev1.Pod // the cluster's pods by name
+	prev *partmap.Map
+}
+
+func (a podAddresser) ShardAddress(r, s int) string {
+	name := a.dns.t.ShardName(r, s)
+	if a.dns.mode != v1alpha1.StorageManaged && a.dns.mode != "" {
+		return a.dns.ShardAddress(r, s)
+	}
+	if ip, ok := podIP(a.pods[name]); ok {
+		return net.JoinHostPort(ip.String(), strconv.Itoa(ShimPort))
+	}
+	if a.prev != nil && r < len(a.prev.Storage.Racks) && s < len(a.prev.Storage.Racks[r].Shards) {
+		if sh := a.prev.Storage.Racks[r].Shards[s]; sh.Name == name && sh.Address != "" {
+			return sh.Address
+		}
+	}
+	return a.dns.ShardAddress(r, s)
+}
+
+func (a podAddresser) MemberAddress(layer string, i int) string {
+	name := fmt.Sprintf("%s-%d", a.dns.t.LayerSetName(layer), i)
+	if ip, ok := podIP(a.pods[name]); ok {
+		return net.JoinHostPort(ip.String(), strconv.Itoa(NodePort))
+	}
+	if a.prev != nil {
+		if l, m, ok := a.prev.Member(name); ok && a.prev.Layers[l].Name == layer && a.prev.Layers[l].Members[m].Address != "" {
+			return a.prev.Layers[l].Members[m].Address
+		}
+	}
+	return a.dns.MemberAddress(layer, i)
+}
+
+// podIP is pod's IP, its IPv4 one on a dual-stack network (the data
+// plane's transport prefers IPv4, as peers.ResolveAddr does).
+func podIP(pod *corev1.Pod) (netip.Addr, bool) {
+	if pod == nil {
+		return netip.Addr{}, false
+	}
+	var first netip.Addr
+	for _, p := range append([]corev1.PodIP{{IP: pod.Status.PodIP}}, pod.Status.PodIPs...) {
+		ip, err := netip.ParseAddr(p.IP)
+		if err != nil {
+			continue
+		}
+		if ip.Unmap().Is4() {
+			return ip.Unmap(), true
+		}
+		if !first.IsValid() {
+			first = ip
+		}
+	}
+	return first, first.IsValid()
+}
+
+// dnsAddresser names data-plane pods by their Services' DNS names.
+type dnsAddresser struct {
+	t         *topology.Cluster
+	namespace string
+	mode      v1alpha1.StorageMode
+}
+
+// ShardAddress is the shim of shard s of rack r: the pod of the rack's
+// StatefulSet (managed), the redis-operator's pod behind its headless
+// Service (redisOperator), or the shim Deployment's Service (external).
+func (a dnsAddresser) ShardAddress(r, s int) string {
+	shard := a.t.ShardName(r, s)
+	var host string
+	switch a.mode {
+	case v1alpha1.StorageRedisOperator:
+		host = fmt.Sprintf("%s-0.%s-headless.%s.svc", shard, shard, a.namespace)
+	case v1alpha1.StorageExternal:
+		host = fmt.Sprintf("%s.%s.svc", shard, a.namespace)
+	default:
+		host = fmt.Sprintf("%s.%s.%s.svc", shard, a.t.RackName(r), a.namespace)
+	}
+	return fmt.Sprintf("%s:%d", host, ShimPort)
+}
+
+func (a dnsAddresser) MemberAddress(layer string, i int) string {
+	set := a.t.LayerSetName(layer)
+	return fmt.Sprintf("%s-%d.%s.%s.svc:%d", set, i, set, a.namespace, NodePort)
+}

@@ -1,0 +1,74 @@
+package cachecluster
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/topology"
+)
+
+func TestPodAddresser(t *testing.T) {
+	spec := v1alpha1.CacheClusterSpec{
+		Storage: v1alpha1.StorageSpec{Mode: v1alpha1.StorageManaged, Racks: 1, ShardsPerRack: 2},
+		Layers:  []v1alpha1.NamedLayer{{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Nodes: ptr.To[int32](2), VirtualNodes: 16}}},
+	}
+	topo, err := topology.New("shop", spec, []topology.Layer{{Name: "spine", Spec: spec.Layers[0].CacheLayerSpec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name string, ips ...string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for i, ip := range ips {
+			if i == 0 {
+				p.Status.PodIP = ip
+			}
+			p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: ip})
+		}
+		return p
+	}
+	pods := map[string]*corev1.Pod{
+		"shop-spine-0":  pod("shop-spine-0", "198.18.0.3"),
+		"shop-spine-1":  pod("shop-spine-1"), // created, no IP yet
+		"shop-rack-0-0": pod("shop-rack-0-0", "2001:db8::7", "198.18.0.7"),
+	}
+	prev, err := topo.Map(nil, dnsAddresser{t: topo, namespace: "ns", mode: v1alpha1.StorageManaged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev.Layers[0].Members[1].Address = "198.18.0.4:7100" // the IP the pod had before it was recreated
+
+	tests := []struct {
+		name string
+		mode v1alpha1.StorageMode
+		prev *partmap.Map
+		got  func(a partmap.Addresser) string
+		want string
+	}{
+		{"a member with a pod IP", v1alpha1.StorageManaged, prev, func(a partmap.Addresser) string { return a.MemberAddress("spine", 0) }, "198.18.0.3:7100"},
+		{"a member whose pod has no IP keeps the previous map's address", v1alpha1.StorageManaged, prev,
+			func(a partmap.Addresser) string { return a.MemberAddress("spine", 1) }, "198.18.0.4:7100"},
+		{"a member with neither is named by DNS", v1alpha1.StorageManaged, nil,
+			func(a partmap.Addresser) string { return a.MemberAddress("spine", 1) }, "shop-spine-1.shop-spine.ns.svc:7100"},
+		{"a managed shard by its IPv4 address on a dual-stack network", v1alpha1.StorageManaged, prev,
+			func(a partmap.Addresser) string { return a.ShardAddress(0, 0) }, "198.18.0.7:7000"},
+		{"a managed shard without a pod is named by DNS", v1alpha1.StorageManaged, prev,
+			func(a partmap.Addresser) string { return a.ShardAddress(0, 1) }, "shop-rack-0-1.shop-rack-0.ns.svc:7000"},
+		{"an external shard keeps its Service's name", v1alpha1.StorageExternal, prev,
+			func(a partmap.Addresser) string { return a.ShardAddress(0, 0) }, "shop-rack-0-0.ns.svc:7000"},
+		{"a redis-operator shard keeps its DNS name", v1alpha1.StorageRedisOperator, prev,
+			func(a partmap.Addresser) string { return a.ShardAddress(0, 0) }, "shop-rack-0-0-0.shop-rack-0-0-headless.ns.svc:7000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := podAddresser{dns: dnsAddresser{t: topo, namespace: "ns", mode: tc.mode}, pods: pods, prev: tc.prev}
+			if got := tc.got(a); got != tc.want {
+				t.Fatalf("address %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
