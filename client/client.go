@@ -51,11 +51,13 @@ type Config struct {
 	// AttemptTimeout bounds one GET attempt at one node or shim (default
 	// 250ms; the caller's deadline still applies).
 	AttemptTimeout time.Duration
-	// Attempts bounds the requests of one read across its candidates and
-	// the shim, round after round (each attempt at a node may add one
-	// cache-only hedge, see HedgeDelay), and the calls of one write retried
-	// after COHERENCE_TIMEOUT (default 6: two rounds of two layers and the
-	// shim). The caller's context bounds both too.
+	// Attempts bounds the requests of one read whose context has no
+	// deadline across its candidates and the shim, round after round
+	// (each attempt at a node may add one cache-only hedge, see
+	// HedgeDelay): a read with a deadline goes on until it. It also bounds
+	// the calls of one write retried after COHERENCE_TIMEOUT (default 6:
+	// two rounds of two layers and the shim). The caller's context bounds
+	// both too.
 	Attempts int
 	// RoundPause is the pause before a read's second round of attempts,
 	// once every candidate and the shim failed; it doubles for each later

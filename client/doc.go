@@ -25,10 +25,12 @@
 // marking the node. When no cache candidate is left, the read goes straight
 // to the key's storage shim (FlagDirect), which answers from Redis. When the
 // shim fails too, the read starts another round after a short pause
-// (RoundPause, doubling): the candidates that are not in FailBackoff, then
-// the shim. Attempts bounds the number of requests a read sends in total, the
-// direct reads included, and the caller's context bounds its time. NOT_FOUND
-// is an answer, not a failure: it is never retried.
+// (RoundPause, doubling up to 8 times): the candidates that are not in
+// FailBackoff, then the shim. A read goes on round after round until the
+// caller's context ends, so a shim or Redis server that restarts within the
+// read's deadline delays it instead of failing it; a context without a
+// deadline bounds the requests to Attempts, the direct reads included.
+// NOT_FOUND is an answer, not a failure: it is never retried.
 //
 // Dead, paused and slow nodes, before any map says so: the LoadTable also
 // counts this client's requests in flight per node, and a node that has

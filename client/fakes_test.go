@@ -399,4 +399,13 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// noDeadline is a context without a deadline: a read under it stops after
+// Config.Attempts requests, not at a deadline.
+func noDeadline(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func withHedgeDelay(d time.Duration) clientOpt { return func(c *Config) { c.HedgeDelay = d } }

@@ -78,9 +78,12 @@ const (
 // get runs the read attempts; label is the metrics result. A read tries
 // the key's candidates, the least loaded first, and then its storage shim:
 // a round. When every one of them failed, it starts another round after a
-// pause (RoundPause, doubling each round) — a node that timed out is skipped
-// for FailBackoff, so the next round goes to the others — until it has sent
-// Config.Attempts requests or ctx ends. A node that refuses the read because
+// pause (RoundPause, doubling each round up to 8 times) — a node that
+// timed out is skipped for FailBackoff, so the next round goes to the
+// others — until ctx ends, or, when ctx has no deadline, until it has sent
+// Config.Attempts requests. So a read outlives a shim's restart or a
+// Redis server's that ends before its deadline, as a Redis client's
+// retries would, instead of failing after a few quick refusals. A node that refuses the read because
 // its map is newer than the client's makes the client refresh its map
 // (Config.Maps) and route the read again, once per read, without counting
 // the refusal as an attempt.
@@ -99,9 +102,11 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 		refreshed bool
 	)
 	label, err = metrics.ResultTimeout, errors.New("no attempt made")
-	for attempt := 0; attempt < c.cfg.Attempts; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return res, metrics.ResultTimeout, err
+	_, bounded := ctx.Deadline()
+	attempt := 0
+	for ; attempt < c.cfg.Attempts || bounded; attempt++ {
+		if cerr := ctx.Err(); cerr != nil {
+			return res, metrics.ResultTimeout, expired(attempt, cerr, err)
 		}
 		i := -1 // the shim
 		if !c.cfg.Bypass {
@@ -109,8 +114,8 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 		}
 		if i < 0 && shimTried { // every candidate and the shim failed: a new round
 			round++
-			if err := c.pause(ctx, round); err != nil {
-				return res, metrics.ResultTimeout, err
+			if cerr := c.pause(ctx, round); cerr != nil {
+				return res, metrics.ResultTimeout, expired(attempt, cerr, err)
 			}
 			tried, shimTried = 0, false
 			if !c.cfg.Bypass {
@@ -137,7 +142,16 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 			cands, tried = v.p.Candidates(key, buf[:0]), 0
 		}
 	}
-	return res, label, fmt.Errorf("%d attempts failed, last: %w", c.cfg.Attempts, err)
+	return res, label, fmt.Errorf("%d attempts failed, last: %w", attempt, err)
+}
+
+// expired is the error of a read whose context ended (cause) after
+// attempts requests, the last of which failed with last.
+func expired(attempts int, cause, last error) error {
+	if attempts == 0 {
+		return cause
+	}
+	return fmt.Errorf("%d attempts failed before the read's deadline: %w, last: %w", attempts, cause, last)
 }
 
 // pause waits before round (1 for the second): RoundPause doubled for each

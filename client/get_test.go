@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -291,6 +292,33 @@ func TestGetTriesAnotherRound(t *testing.T) {
 	}
 }
 
+// TestGetOutlivesAStorageRestart checks that a read with a deadline goes
+// on past Config.Attempts while the shim answers that Redis is
+// unavailable, and is answered once it is back; and that one whose
+// deadline ends first fails with both the deadline and the last refusal.
+func TestGetOutlivesAStorageRestart(t *testing.T) {
+	cl := newCluster(t, withLayers(1))
+	cl.store("k", "stored")
+	sh := cl.shimFor("k")
+	sh.do(func(s *fakeShim) { s.unavailableGets = DefaultAttempts + 2 })
+	c := newTestClient(t, cl.p, withBypass())
+	v, err := c.Get(testCtx(t), "k")
+	if err != nil || string(v) != "stored" {
+		t.Fatalf("Get = %q, %v; want the value once Redis is back", v, err)
+	}
+	if n := distinctSeqs(sh.requests()); n != DefaultAttempts+3 {
+		t.Errorf("shim got %d GETs, want %d", n, DefaultAttempts+3)
+	}
+
+	sh.do(func(s *fakeShim) { s.unavailableGets = 1 << 30 }) // never back
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = c.Get(ctx, "k")
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Get past its deadline: %v, want the deadline and ErrUnavailable", err)
+	}
+}
+
 func TestGetAttemptsBoundRequests(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -312,7 +340,7 @@ func TestGetAttemptsBoundRequests(t *testing.T) {
 				cl.nodes[l][0].set(nodeSilent(true))
 			}
 			c := newTestClient(t, cl.p, withAttempts(tt.attempts), withHedgeDelay(-1))
-			_, err := c.Get(testCtx(t), "k")
+			_, err := c.Get(noDeadline(t), "k")
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Get error = %v, want error %v", err, tt.wantErr)
 			}
