@@ -63,6 +63,10 @@ const (
 	// ReasonMembersRecovering: failed members are Ready again and wait out
 	// the hold-down before they are restored.
 	ReasonMembersRecovering = "MembersRecovering"
+	// ReasonRollingOut: pods run an older template of their StatefulSet;
+	// the operator rolls them one at a time, in place when only images
+	// changed.
+	ReasonRollingOut = "RollingOut"
 	// ReasonLayerNotFound: a layerRef names no CacheLayer.
 	ReasonLayerNotFound = "LayerNotFound"
 	// ReasonFabricNotFound: a switch-backed layer names no SwitchFabric.

@@ -83,6 +83,7 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	sts.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(s.cc)}
 	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(s.cc.Name)
 	sts.Spec.Template.Spec.SecurityContext = podSecurity()
+	withRollout(sts)
 }
 
 // dataPlaneContainer runs a distcache role with its pod name in POD_NAME

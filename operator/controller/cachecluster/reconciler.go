@@ -72,21 +72,23 @@ type MapApplication interface {
 
 // state is one reconcile's view of a cluster, filled by the phases.
 type state struct {
-	cc         *v1alpha1.CacheCluster
-	now        time.Time
-	topo       *topology.Cluster
-	pods       map[string]*corev1.Pod          // the cluster's pods by name
-	switches   map[string]failover.Observation // switch members' readiness, by member name
-	obs        map[string]failover.Observation // members' readiness
-	published  *partmap.Map                    // the map in the ConfigMap after this reconcile
-	readyShims map[string]*corev1.Pod          // each storage shard's Ready shim pod, by shard name (the storage phase's)
-	readyPods  int32                           // the cluster's Ready pods
-	mapApplied int32                           // Ready pods whose process uses the published map; -1: not asked
-	gateway    *gatewayObservation             // the gateway's workload; nil: not reached
-	blocked    *metav1.Condition               // a Ready=False condition that stopped the phases
-	hotKeys    *v1alpha1.HotKeyStatus          // the last decision of copies; nil: none decided
-	sizing     *v1alpha1.CacheSizingStatus     // the last split of the cache budget; nil: none
-	requeue    time.Duration                   // the earliest pending decision (failover, copies)
+	cc           *v1alpha1.CacheCluster
+	now          time.Time
+	topo         *topology.Cluster
+	pods         map[string]*corev1.Pod          // the cluster's pods by name
+	switches     map[string]failover.Observation // switch members' readiness, by member name
+	obs          map[string]failover.Observation // members' readiness
+	published    *partmap.Map                    // the map in the ConfigMap after this reconcile
+	readyShims   map[string]*corev1.Pod          // each storage shard's Ready shim pod, by shard name (the storage phase's)
+	readyPods    int32                           // the cluster's Ready pods
+	mapApplied   int32                           // Ready pods whose process uses the published map; -1: not asked
+	gateway      *gatewayObservation             // the gateway's workload; nil: not reached
+	blocked      *metav1.Condition               // a Ready=False condition that stopped the phases
+	hotKeys      *v1alpha1.HotKeyStatus          // the last decision of copies; nil: none decided
+	sizing       *v1alpha1.CacheSizingStatus     // the last split of the cache budget; nil: none
+	requeue      time.Duration                   // the earliest pending decision (failover, copies)
+	sets         []*appsv1.StatefulSet           // the StatefulSets the storage and layer phases applied
+	outdatedPods int32                           // pods of the sets on an older template (rollPods)
 }
 
 // Reconcile fetches the cluster, handles deletion and the finalizer, runs
@@ -124,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.reconcileGateway,
 		r.publishMap,
 		r.observeMapApplied,
+		r.rollPods,
 	} {
 		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.blocked != nil {
 			return res, err
@@ -199,6 +202,7 @@ func (r *Reconciler) reconcileLayers(ctx context.Context, s *state) (ctrl.Result
 		if err := r.apply(ctx, s.cc, sts, func() { r.mutateLayerSet(s, l, sts) }); err != nil {
 			return ctrl.Result{}, err
 		}
+		s.sets = append(s.sets, sts)
 	}
 	return ctrl.Result{}, nil
 }

@@ -35,7 +35,7 @@ const layerRefIndex = "spec.layerRefs"
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list;watch;create;update;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;update;delete;deletecollection
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis,verbs=get;list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -79,7 +79,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc.Status.Members, cc.Status.ReadyMembers = members, ready
 	c := counts{members: members, ready: ready, failed: failed, recovering: recovering,
 		shards: int32(s.topo.Racks() * s.topo.ShardsPerRack()), shardsReady: int32(len(s.readyShims)),
-		readyPods: s.readyPods, mapApplied: s.mapApplied}
+		readyPods: s.readyPods, mapApplied: s.mapApplied, outdated: s.outdatedPods}
 	setReady(cc, m.Version, c)
 	setProgressing(cc, c)
 	setDegraded(cc, c, before)
@@ -90,6 +90,7 @@ type counts struct {
 	members, ready, failed, recovering int32
 	shards, shardsReady                int32
 	readyPods, mapApplied              int32 // mapApplied -1: not asked
+	outdated                           int32 // pods on an older template of their set
 }
 
 // shardsMissing is the number of shards known not to be Ready.
@@ -135,6 +136,9 @@ func setProgressing(cc *v1alpha1.CacheCluster, c counts) {
 	case c.recovering > 0:
 		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonMembersRecovering,
 			fmt.Sprintf("%d failed members are Ready again and wait out the hold-down", c.recovering))
+	case c.outdated > 0:
+		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonRollingOut,
+			fmt.Sprintf("%d pods to roll onto their StatefulSets' templates, one at a time (in place when only images changed)", c.outdated))
 	case c.ready < c.members || c.shardsMissing() > 0:
 		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonPodsNotReady,
 			fmt.Sprintf("%d of %d members not Ready, %s", c.members-c.ready, c.members, c.shardsText()))

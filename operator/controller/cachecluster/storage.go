@@ -51,6 +51,7 @@ func (r *Reconciler) reconcileManaged(ctx context.Context, s *state) error {
 		if err := r.apply(ctx, s.cc, sts, func() { r.mutateRackSet(s.cc, s.topo.ShardsPerRack(), lbl, sts) }); err != nil {
 			return err
 		}
+		s.sets = append(s.sets, sts)
 	}
 	s.readyShims = map[string]*corev1.Pod{}
 	for rack := range s.topo.Racks() {
@@ -115,6 +116,7 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 			Name: RedisDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 		})
 	}
+	withRollout(sts)
 }
 
 // persistence is the status summary of what the cluster's storage keeps
