@@ -153,6 +153,14 @@ func LeaseMapPoll(lease, poll time.Duration) time.Duration {
 // change late only waits longer for the owners it released.
 const BackstopMapPoll = 5 * time.Second
 
+// NodeDrainTimeout is the most a cache node drains when it is told to stop
+// (its --drain-timeout, package cachenode's drain.go): long enough for its
+// map to show it fenced and for the shims to release it (twice the
+// lease), plus a second for the map to arrive.
+func NodeDrainTimeout(spec *v1alpha1.CacheClusterSpec) time.Duration {
+	return 2*ServingLease(spec) + time.Second
+}
+
 // ServingLease is the spec's coherence.servingLease with the API's default.
 func ServingLease(spec *v1alpha1.CacheClusterSpec) time.Duration {
 	if d := spec.Coherence.ServingLease; d != nil && d.Duration > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -25,6 +26,7 @@ type serveOptions struct {
 	listen      string
 	metricsAddr string
 	mapPoll     time.Duration
+	drain       time.Duration // the most a draining role waits on SIGTERM (drainer)
 	logLevel    string
 	readers     int
 	batch       int
@@ -115,9 +117,23 @@ type missRatioCurveReporter interface {
 	MissRatioCurve() metrics.MissRatioCurve
 }
 
+// drainer is a role that stops gracefully (a cache node): on SIGTERM it
+// drains for at most --drain-timeout, its /healthz failing, while the map
+// goes on being read.
+type drainer interface {
+	Drain(ctx context.Context) error
+	Healthy() error
+}
+
 // serve runs r until SIGINT or SIGTERM: it feeds r every new map version
-// from the map source and exposes reg on the metrics address.
+// from the map source and exposes reg on the metrics address. A drainer
+// drains before it stops, for at most o.drain; a second signal ends the
+// process.
 func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg *prometheus.Registry, healthy func() error, log *slog.Logger, attrs ...any) error {
+	d, drains := r.(drainer)
+	if drains && o.drain > 0 {
+		healthy = joinHealth(healthy, d.Healthy)
+	}
 	if err := r.SetMap(w.Current()); err != nil {
 		return err
 	}
@@ -162,12 +178,30 @@ func serve(cmd *cobra.Command, o *serveOptions, w *mapwatch.Watcher, r role, reg
 		return err
 	}
 	defer func() { _ = ms.Close(context.Background()) }()
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	signalled, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, cancel := context.WithCancel(cmd.Context()) // the map and key watches, past the signal while draining
+	defer cancel()
 	go w.Run(ctx, o.mapPoll)
 	o.key.watch(ctx, log)
 	log.Info("serving", append(attrs, "metrics", ms.Addr(), "map_version", w.Current().Version(), "authenticated", o.key.ring != nil)...)
-	<-ctx.Done()
+	<-signalled.Done()
+	stop() // a second signal ends the process
+	if drains && o.drain > 0 && cmd.Context().Err() == nil {
+		log.Info("draining", "timeout", o.drain)
+		dctx, dcancel := context.WithTimeout(ctx, o.drain)
+		err := d.Drain(dctx)
+		dcancel()
+		log.Info("drained", "released", err == nil)
+	}
 	log.Info("stopping")
 	return nil
+}
+
+// joinHealth is healthy when both a (nil: always) and b are.
+func joinHealth(a, b func() error) func() error {
+	if a == nil {
+		return b
+	}
+	return func() error { return errors.Join(a(), b()) }
 }

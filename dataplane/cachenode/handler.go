@@ -55,6 +55,11 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		n.refuse(out, src, req, v, now, wire.StatusNotOwner, start)
 		return
 	}
+	if n.draining.Load() { // stopping (drain.go): read elsewhere
+		n.stats.refused.Add(1)
+		n.refuse(out, src, req, v, now, wire.StatusUnavailable, start)
+		return
+	}
 	value, version, st := n.store.lookup(req.Key)
 	if st == stateValid && !n.lease.valid(now) {
 		n.stats.unleased.Add(1) // fenced: the copy may have missed a write

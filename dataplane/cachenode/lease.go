@@ -46,7 +46,7 @@ func (n *Node) Renew(at time.Time, version int64) bool {
 	n.mapMu.Lock() // a map change and the renewal of its version are serialised
 	defer n.mapMu.Unlock()
 	v := n.view.Load()
-	if v == nil || !v.active || v.version != uint64(version) {
+	if v == nil || !v.active || v.version != uint64(version) || n.draining.Load() {
 		return false
 	}
 	start := n.now(at)

@@ -49,7 +49,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 			}),
 		counter("distcache_lease_starts_total", "Serving leases started after the previous one had run out (or at start): a node that stops reading its map stops serving.", n.lease.expiries.Load),
 		counter("distcache_unleased_reads_total", "Reads of a valid copy served from storage because the serving lease had run out.", n.stats.unleased.Load),
-		counter("distcache_refused_reads_total", "Reads refused with not_owner because the node is not Active (Fenced or Failed) in its map.", n.stats.refused.Load),
+		counter("distcache_refused_reads_total", "Reads refused: with not_owner because the node is not Active (Fenced or Failed) in its map, with unavailable while it drains to stop.", n.stats.refused.Load),
 		counter("distcache_backend_batches_total", "Backend reads of several misses for one shim sent together (the misses of one receive batch).", n.stats.backendBatches.Load),
 		counter("distcache_backend_batched_reads_total", "Misses whose backend read was sent in such a batch.", n.stats.backendBatched.Load),
 		counter("distcache_untracked_rereads_total", "Coalesced readers sent to storage again: the shim's reply did not promise to keep invalidating this node for the key.", n.stats.untracked.Load),

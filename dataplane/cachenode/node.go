@@ -248,6 +248,11 @@ type Node struct {
 	cancel  context.CancelFunc
 	started atomic.Bool
 	closing atomic.Bool
+	// draining refuses reads from Drain on (drain.go); inactiveSince is
+	// when the node's map first made it not Active, on Node.now's clock
+	// (0 while it is Active). Both are written under mapMu.
+	draining      atomic.Bool
+	inactiveSince atomic.Int64
 	// tasks runs the node's goroutines (the backend reads of misses, the
 	// insertion loop); Close waits for them.
 	tasks *workpool.Pool
@@ -412,7 +417,13 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 	}
 	v := newView(p, n.cfg.Layer, n.cfg.Member, prev, n.log)
 	n.view.Store(v)
-	if !v.active {
+	switch {
+	case v.active:
+		n.inactiveSince.Store(0)
+	case n.inactiveSince.Load() == 0:
+		n.inactiveSince.Store(max(n.now(time.Now()), 1))
+	}
+	if !v.active || n.draining.Load() {
 		n.revoke()
 	}
 	n.sealFlights()

@@ -71,6 +71,9 @@ func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.Stat
 	image, _, pull := r.images(s.cc)
 	poll := topology.LeaseMapPoll(topology.ServingLease(&s.cc.Spec), mapwatch.DefaultInterval)
 	args := append(s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort)), mapConfigMapArgs(s.cc, poll)...)
+	// A node stopped with its pod (deleted, or restarted by an upgrade)
+	// drains: readers go elsewhere at once, writes of its keys do not wait.
+	args = append(args, "--drain-timeout="+topology.NodeDrainTimeout(&s.cc.Spec).String())
 	c := withDataPlaneKey(dataPlaneContainer("node", image, pull, args, NodePort))
 	c.Resources = l.Spec.Resources
 	sts.Labels = lbl
