@@ -351,7 +351,13 @@ up() {
 		return
 	fi
 	mkdir -p "$STATE"
-	[ -d "$STATE/before" ] || snapshot "$STATE/before"
+	# The record is complete or absent: an up that failed while taking it
+	# must not leave a partial one that a later up would trust.
+	if [ ! -d "$STATE/before" ]; then
+		rm -rf "$STATE/before.partial"
+		snapshot "$STATE/before.partial"
+		mv "$STATE/before.partial" "$STATE/before"
+	fi
 	ip addr add "$NODE_IP/32" dev lo 2>/dev/null || true
 	sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
 	pki

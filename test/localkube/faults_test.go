@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -82,8 +85,8 @@ func (j *checkJob) pod() string {
 
 // finish ends the workload with SIGTERM and waits for the verdict: the
 // workload must still have been running (every fault happened under it),
-// and the check must pass.
-func (j *checkJob) finish() {
+// and the check must pass. It returns the check's log.
+func (j *checkJob) finish() string {
 	k := j.k
 	k.t.Helper()
 	k.signal(j.pod(), "check", "SIGTERM")
@@ -100,6 +103,59 @@ func (j *checkJob) finish() {
 	if !strings.Contains(log, "\nPASS: ") && !strings.HasPrefix(log, "PASS: ") {
 		k.t.Fatalf("%s did not pass", j.name)
 	}
+	return log
+}
+
+// checkCounts are the verdict's counts of failed reads and of writes of
+// unknown outcome.
+var checkCounts = regexp.MustCompile(`(?m)^reads: \d+ \(\d+ cache hits, \d+ not found, (\d+) failed.*\nwrites: .* (\d+) of unknown outcome`)
+
+// failedReads is the verdict's count of failed reads and of writes of
+// unknown outcome in log.
+func failedReads(t *testing.T, log string) (reads, unknownWrites int) {
+	t.Helper()
+	m := checkCounts.FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no counts in the check's verdict:\n%s", log)
+	}
+	reads, _ = strconv.Atoi(m[1])
+	unknownWrites, _ = strconv.Atoi(m[2])
+	return reads, unknownWrites
+}
+
+// faultWindow is when one fault was under way: from its injection to the
+// cluster healed.
+type faultWindow struct {
+	kind     string
+	from, to time.Time
+}
+
+// failedRead is the time of a "read failed" line of the check's log.
+var failedRead = regexp.MustCompile(`(?m)^time=(\S+) level=WARN msg="read failed"`)
+
+// readsFailedIn counts the check's failed reads (its log) in each kind of
+// fault window, "between faults" for the others.
+func readsFailedIn(t *testing.T, log string, windows []faultWindow) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, w := range windows {
+		out[w.kind] += 0
+	}
+	for _, m := range failedRead.FindAllStringSubmatch(log, -1) {
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil {
+			t.Fatalf("a failed read's time %q: %v", m[1], err)
+		}
+		kind := "between faults"
+		for _, w := range windows {
+			if !at.Before(w.from) && !at.After(w.to) {
+				kind = w.kind
+				break
+			}
+		}
+		out[kind]++
+	}
+	return out
 }
 
 // killContainer kills container name of pod with SIGKILL and waits until
@@ -228,15 +284,37 @@ func faultsUnderCheck(k *kube) (quiet, loaded []remapTimes) {
 	}
 
 	check := k.startCheck(sample + "-check")
-	for i := range loadedDeletions {
-		loaded = append(loaded, deleteTimed(i))
+	var windows []faultWindow
+	during := func(kind string, fault func()) {
+		from := time.Now()
+		fault()
+		windows = append(windows, faultWindow{kind, from, time.Now()})
 	}
-	k.killContainer(sample+"-rack-1-0", "shim")
-	k.killContainer(sample+"-rack-2-1", "redis")
-	k.restartOperator()
-	loaded = append(loaded, deleteTimed(loadedDeletions))
-	k.scaleSpine(5)
-	k.scaleSpine(4)
-	check.finish()
+	for i := range loadedDeletions {
+		during("cache-node pod deleted", func() { loaded = append(loaded, deleteTimed(i)) })
+	}
+	during("shim container killed", func() { k.killContainer(sample+"-rack-1-0", "shim") })
+	during("redis container killed", func() { k.killContainer(sample+"-rack-2-1", "redis") })
+	during("operator restarted, then a cache-node pod deleted", func() {
+		k.restartOperator()
+		loaded = append(loaded, deleteTimed(loadedDeletions))
+	})
+	during("spine scaled out and in", func() {
+		k.scaleSpine(5)
+		k.scaleSpine(4)
+	})
+	log := check.finish()
+	failed := readsFailedIn(k.t, log, windows)
+	reads, unknown := failedReads(k.t, log)
+	k.t.Logf("%s: %d failed reads, %d writes of unknown outcome; failed reads by fault: %v", check.name, reads, unknown, failed)
+	// A read of a key whose candidate is gone goes to the other candidate
+	// or to storage: none fails. A Redis server killed fails the reads of
+	// its shard's uncached keys until it is back, if that takes longer
+	// than a read's deadline (the check's --op-timeout, 2 s).
+	for _, kind := range []string{"cache-node pod deleted", "operator restarted, then a cache-node pod deleted", "spine scaled out and in", "between faults"} {
+		if failed[kind] != 0 {
+			k.t.Errorf("%s: %d reads failed, want none", kind, failed[kind])
+		}
+	}
 	return quiet, loaded
 }

@@ -106,6 +106,9 @@ func helmUpgrade(ctx context.Context, t *testing.T, kubeconfig string, values ma
 // columns are errors and coherence messages.
 var benchRow = regexp.MustCompile(`(?m)^\s*(nocache|distcache)\s.*\s(\d+)\s+(\d+)\s*$`)
 
+// percent matches a percentage of a benchmark row.
+var percent = regexp.MustCompile(`(\d+\.\d)%`)
+
 // installPath follows docs/operator.md's install path on the running
 // localkube: the image loaded, the chart installed, the managed sample Ready
 // with real pods, and the benchmark Job of hack/kind run to completion with
@@ -150,6 +153,12 @@ func installPath(ctx context.Context, t *testing.T, k *kube) {
 	for _, r := range rows {
 		if r[2] != "0" {
 			t.Errorf("benchmark Job: %s had %s errors", r[1], r[2])
+		}
+		// The cache caches: DistCache's mode serves hits (the last
+		// percentage of its row is the hit ratio of all layers).
+		hits := percent.FindAllStringSubmatch(r[0], -1)
+		if r[1] == "distcache" && (len(hits) == 0 || hits[len(hits)-1][1] == "0.0") {
+			t.Errorf("benchmark Job: distcache served no hit:\n%s", r[0])
 		}
 	}
 	if _, report, ok := strings.Cut(logs, "DistCache benchmark"); ok {

@@ -47,5 +47,13 @@ func upgradeUnderCheck(k *kube) {
 		return true, nil
 	})
 	k.awaitHealed(sample, samplePods)
-	check.finish()
+	log := check.finish()
+	// The operator updates the pods in place (only the image changed):
+	// each shim restarts beside its running Redis server, each node at
+	// its address, and no read fails.
+	reads, unknown := failedReads(k.t, log)
+	k.t.Logf("%s: %d failed reads, %d writes of unknown outcome", check.name, reads, unknown)
+	if reads != 0 {
+		k.t.Errorf("%s: %d reads failed during the upgrade, want none", check.name, reads)
+	}
 }
