@@ -106,21 +106,20 @@ func (j *checkJob) finish() string {
 	return log
 }
 
-// checkCounts are the verdict's counts of failed reads and of writes of
-// unknown outcome.
-var checkCounts = regexp.MustCompile(`(?m)^reads: \d+ \(\d+ cache hits, \d+ not found, (\d+) failed.*\nwrites: .* (\d+) of unknown outcome`)
+// checkVerdict is the verdict line of a check that passed.
+var checkVerdict = regexp.MustCompile(`(?m)^PASS: \d+ operations \(\d+ reads, \d+ writes, (\d+) of unknown outcome\)`)
 
-// failedReads is the verdict's count of failed reads and of writes of
-// unknown outcome in log.
+// failedReads is the count of failed reads (each logged as it failed) and
+// of writes of unknown outcome (the verdict's) in the log of a check that
+// passed.
 func failedReads(t *testing.T, log string) (reads, unknownWrites int) {
 	t.Helper()
-	m := checkCounts.FindStringSubmatch(log)
+	m := checkVerdict.FindStringSubmatch(log)
 	if m == nil {
-		t.Fatalf("no counts in the check's verdict:\n%s", log)
+		t.Fatalf("no verdict in the check's log:\n%s", log)
 	}
-	reads, _ = strconv.Atoi(m[1])
-	unknownWrites, _ = strconv.Atoi(m[2])
-	return reads, unknownWrites
+	unknownWrites, _ = strconv.Atoi(m[1])
+	return len(failedRead.FindAllString(log, -1)), unknownWrites
 }
 
 // faultWindow is when one fault was under way: from its injection to the
@@ -133,18 +132,22 @@ type faultWindow struct {
 // failedRead is the time of a "read failed" line of the check's log.
 var failedRead = regexp.MustCompile(`(?m)^time=(\S+) level=WARN msg="read failed"`)
 
-// readsFailedIn counts the check's failed reads (its log) in each kind of
-// fault window, "between faults" for the others.
-func readsFailedIn(t *testing.T, log string, windows []faultWindow) map[string]int {
+// unknownWrite is the time of a "write of unknown outcome" line of the
+// check's log.
+var unknownWrite = regexp.MustCompile(`(?m)^time=(\S+) level=WARN msg="write of unknown outcome"`)
+
+// countIn counts the check's log lines that line matches (its first group
+// the time) in each kind of fault window, "between faults" for the others.
+func countIn(t *testing.T, log string, line *regexp.Regexp, windows []faultWindow) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, w := range windows {
 		out[w.kind] += 0
 	}
-	for _, m := range failedRead.FindAllStringSubmatch(log, -1) {
+	for _, m := range line.FindAllStringSubmatch(log, -1) {
 		at, err := time.Parse(time.RFC3339Nano, m[1])
 		if err != nil {
-			t.Fatalf("a failed read's time %q: %v", m[1], err)
+			t.Fatalf("a log line's time %q: %v", m[1], err)
 		}
 		kind := "between faults"
 		for _, w := range windows {
@@ -304,9 +307,10 @@ func faultsUnderCheck(k *kube) (quiet, loaded []remapTimes) {
 		k.scaleSpine(4)
 	})
 	log := check.finish()
-	failed := readsFailedIn(k.t, log, windows)
+	failed := countIn(k.t, log, failedRead, windows)
 	reads, unknown := failedReads(k.t, log)
-	k.t.Logf("%s: %d failed reads, %d writes of unknown outcome; failed reads by fault: %v", check.name, reads, unknown, failed)
+	k.t.Logf("%s: %d failed reads, %d writes of unknown outcome; failed reads by fault: %v; writes of unknown outcome by fault: %v",
+		check.name, reads, unknown, failed, countIn(k.t, log, unknownWrite, windows))
 	// A read of a key whose candidate is gone goes to the other candidate
 	// or to storage: none fails. A Redis server killed fails the reads of
 	// its shard's uncached keys until it is back, if that takes longer

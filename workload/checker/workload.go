@@ -198,6 +198,7 @@ func (c *Checker) countWrite(res writeOutcome, err error) {
 		c.count.refused.Add(1)
 	default:
 		c.count.unknown.Add(1)
+		c.log.Warn("write of unknown outcome", "err", err)
 		if errors.Is(err, client.ErrOutcomeUnknown) {
 			c.count.timedOut.Add(1)
 		}

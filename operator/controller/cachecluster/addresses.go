@@ -22,53 +22,62 @@ import (
 // Naming them by DNS instead made every process resolve every peer once a
 // second to notice new IPs: on a real node with the sample cluster, CoreDNS
 // took 17 % of a core with the cluster idle (docs/localkube.md). A pod
-// that has no IP yet (just created) keeps the address the previous map
-// gave it, or its DNS name before its first IP. Shards the operator does
-// not run (redisOperator and external storage) keep their DNS names.
+// that has no IP yet (just recreated) keeps the address the previous map
+// gave it; one that never had one has none. A member without an address
+// runs no process anyone could reach, and gets nothing to cache: a shim
+// fills only the nodes it knows by address (FETCH from a serving owner).
+// Shards the operator does not run keep DNS names: the redis-operator's
+// pods under their headless Service, an external shard's shim Service.
 
 // addresser is the map's addresser for the reconcile s, whose published
 // map was prev (nil: none).
 func (r *Reconciler) addresser(s *state, prev *partmap.Map) partmap.Addresser {
-	return podAddresser{
-		dns:  dnsAddresser{t: s.topo, namespace: s.cc.Namespace, mode: s.cc.Spec.Storage.Mode},
-		pods: s.pods, prev: prev,
-	}
+	return podAddresser{t: s.topo, namespace: s.cc.Namespace, mode: s.cc.Spec.Storage.Mode, pods: s.pods, prev: prev}
 }
 
 // podAddresser names the operator's pods by IP (see above).
 type podAddresser struct {
-	dns  dnsAddresser
-	pods map[string]*corev1.Pod // the cluster's pods by name
-	prev *partmap.Map
+	t         *topology.Cluster
+	namespace string
+	mode      v1alpha1.StorageMode
+	pods      map[string]*corev1.Pod // the cluster's pods by name
+	prev      *partmap.Map
 }
 
+// ShardAddress is the shim of shard s of rack r: the pod of the rack's
+// StatefulSet (managed), the redis-operator's pod behind its headless
+// Service (redisOperator), or the shim Deployment's Service (external).
 func (a podAddresser) ShardAddress(r, s int) string {
-	name := a.dns.t.ShardName(r, s)
-	if a.dns.mode != v1alpha1.StorageManaged && a.dns.mode != "" {
-		return a.dns.ShardAddress(r, s)
+	shard := a.t.ShardName(r, s)
+	switch a.mode {
+	case v1alpha1.StorageRedisOperator:
+		return fmt.Sprintf("%s-0.%s-headless.%s.svc:%d", shard, shard, a.namespace, ShimPort)
+	case v1alpha1.StorageExternal:
+		return fmt.Sprintf("%s.%s.svc:%d", shard, a.namespace, ShimPort)
 	}
-	if ip, ok := podIP(a.pods[name]); ok {
+	if ip, ok := podIP(a.pods[shard]); ok {
 		return net.JoinHostPort(ip.String(), strconv.Itoa(ShimPort))
 	}
 	if a.prev != nil && r < len(a.prev.Storage.Racks) && s < len(a.prev.Storage.Racks[r].Shards) {
-		if sh := a.prev.Storage.Racks[r].Shards[s]; sh.Name == name && sh.Address != "" {
+		if sh := a.prev.Storage.Racks[r].Shards[s]; sh.Name == shard {
 			return sh.Address
 		}
 	}
-	return a.dns.ShardAddress(r, s)
+	return ""
 }
 
+// MemberAddress is the cache node of member i of layer: its pod's IP.
 func (a podAddresser) MemberAddress(layer string, i int) string {
-	name := fmt.Sprintf("%s-%d", a.dns.t.LayerSetName(layer), i)
+	name := fmt.Sprintf("%s-%d", a.t.LayerSetName(layer), i)
 	if ip, ok := podIP(a.pods[name]); ok {
 		return net.JoinHostPort(ip.String(), strconv.Itoa(NodePort))
 	}
 	if a.prev != nil {
-		if l, m, ok := a.prev.Member(name); ok && a.prev.Layers[l].Name == layer && a.prev.Layers[l].Members[m].Address != "" {
+		if l, m, ok := a.prev.Member(name); ok && a.prev.Layers[l].Name == layer {
 			return a.prev.Layers[l].Members[m].Address
 		}
 	}
-	return a.dns.MemberAddress(layer, i)
+	return ""
 }
 
 // podIP is pod's IP, its IPv4 one on a dual-stack network (the data
@@ -91,33 +100,4 @@ func podIP(pod *corev1.Pod) (netip.Addr, bool) {
 		}
 	}
 	return first, first.IsValid()
-}
-
-// dnsAddresser names data-plane pods by their Services' DNS names.
-type dnsAddresser struct {
-	t         *topology.Cluster
-	namespace string
-	mode      v1alpha1.StorageMode
-}
-
-// ShardAddress is the shim of shard s of rack r: the pod of the rack's
-// StatefulSet (managed), the redis-operator's pod behind its headless
-// Service (redisOperator), or the shim Deployment's Service (external).
-func (a dnsAddresser) ShardAddress(r, s int) string {
-	shard := a.t.ShardName(r, s)
-	var host string
-	switch a.mode {
-	case v1alpha1.StorageRedisOperator:
-		host = fmt.Sprintf("%s-0.%s-headless.%s.svc", shard, shard, a.namespace)
-	case v1alpha1.StorageExternal:
-		host = fmt.Sprintf("%s.%s.svc", shard, a.namespace)
-	default:
-		host = fmt.Sprintf("%s.%s.%s.svc", shard, a.t.RackName(r), a.namespace)
-	}
-	return fmt.Sprintf("%s:%d", host, ShimPort)
-}
-
-func (a dnsAddresser) MemberAddress(layer string, i int) string {
-	set := a.t.LayerSetName(layer)
-	return fmt.Sprintf("%s-%d.%s.%s.svc:%d", set, i, set, a.namespace, NodePort)
 }

@@ -36,7 +36,7 @@ func TestPodAddresser(t *testing.T) {
 		"shop-spine-1":  pod("shop-spine-1"), // created, no IP yet
 		"shop-rack-0-0": pod("shop-rack-0-0", "2001:db8::7", "198.18.0.7"),
 	}
-	prev, err := topo.Map(nil, dnsAddresser{t: topo, namespace: "ns", mode: v1alpha1.StorageManaged})
+	prev, err := topo.Map(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +52,12 @@ func TestPodAddresser(t *testing.T) {
 		{"a member with a pod IP", v1alpha1.StorageManaged, prev, func(a partmap.Addresser) string { return a.MemberAddress("spine", 0) }, "198.18.0.3:7100"},
 		{"a member whose pod has no IP keeps the previous map's address", v1alpha1.StorageManaged, prev,
 			func(a partmap.Addresser) string { return a.MemberAddress("spine", 1) }, "198.18.0.4:7100"},
-		{"a member with neither is named by DNS", v1alpha1.StorageManaged, nil,
-			func(a partmap.Addresser) string { return a.MemberAddress("spine", 1) }, "shop-spine-1.shop-spine.ns.svc:7100"},
+		{"a member with neither has no address", v1alpha1.StorageManaged, nil,
+			func(a partmap.Addresser) string { return a.MemberAddress("spine", 1) }, ""},
 		{"a managed shard by its IPv4 address on a dual-stack network", v1alpha1.StorageManaged, prev,
 			func(a partmap.Addresser) string { return a.ShardAddress(0, 0) }, "198.18.0.7:7000"},
-		{"a managed shard without a pod is named by DNS", v1alpha1.StorageManaged, prev,
-			func(a partmap.Addresser) string { return a.ShardAddress(0, 1) }, "shop-rack-0-1.shop-rack-0.ns.svc:7000"},
+		{"a managed shard without a pod has no address", v1alpha1.StorageManaged, prev,
+			func(a partmap.Addresser) string { return a.ShardAddress(0, 1) }, ""},
 		{"an external shard keeps its Service's name", v1alpha1.StorageExternal, prev,
 			func(a partmap.Addresser) string { return a.ShardAddress(0, 0) }, "shop-rack-0-0.ns.svc:7000"},
 		{"a redis-operator shard keeps its DNS name", v1alpha1.StorageRedisOperator, prev,
@@ -65,7 +65,7 @@ func TestPodAddresser(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := podAddresser{dns: dnsAddresser{t: topo, namespace: "ns", mode: tc.mode}, pods: pods, prev: tc.prev}
+			a := podAddresser{t: topo, namespace: "ns", mode: tc.mode, pods: pods, prev: tc.prev}
 			if got := tc.got(a); got != tc.want {
 				t.Fatalf("address %q, want %q", got, tc.want)
 			}
