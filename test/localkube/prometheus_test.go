@@ -48,7 +48,7 @@ func prometheusBinary(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bin = filepath.Join(home, ".cache", "distcache", "prometheus", prometheusVersion, "prometheus")
+		bin = filepath.Join(home, ".cache", "distcache", "prometheus", prometheusVersion+"-kubernetes-sd", "prometheus")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("no upstream Prometheus (`make prometheus-kubernetes` builds it): %v", err)

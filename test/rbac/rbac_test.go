@@ -60,6 +60,7 @@ func TestOperatorRBAC(t *testing.T) {
 		{"gateway off", s.gatewayOff},
 		{"redis resources", s.redisResources},
 		{"layers and fabrics", s.layersAndFabrics},
+		{"rollout", s.rollout},
 		{"delete", s.delete},
 	} {
 		w := window{name: sc.name, start: time.Now()}

@@ -285,7 +285,7 @@ func (s *scenarios) layersAndFabrics(t *testing.T) {
 // delete: every cluster is deleted; the finalizer removes what they own.
 func (s *scenarios) delete(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"shop", "ext", "ot", "sw"} {
+	for _, name := range []string{"shop", "ext", "ot", "sw", "roll"} {
 		if err := env.Client.Delete(ctx, &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}); err != nil {
 			t.Fatal(err)
 		}
@@ -459,4 +459,79 @@ func (s *scenarios) drift(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// rollout: the operator rolls a cluster's pods onto a new template of
+// their StatefulSets, as the StatefulSet controller would have: the test
+// plays that controller (the sets' status, their pods) and the kubelet
+// (a container restarted). A pod whose template changed only in images is
+// patched in place; one whose template changed otherwise is deleted.
+func (s *scenarios) rollout(t *testing.T) {
+	ctx := context.Background()
+	cc := s.newCluster(t, "roll", v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, 2)
+	sets := map[string]*appsv1.StatefulSet{"roll-rack-0": {}, "roll-spine": {}}
+	eventually(t, "StatefulSets created", func() (bool, error) {
+		for name, sts := range sets {
+			if err := s.get(sts, name); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		return true, nil
+	})
+	hash := sets["roll-spine"].Spec.Template.Annotations[cachecluster.AnnotationPodSpecHash]
+	for name, rev := range map[string]string{"roll-rack-0-0": "new", "roll-spine-0": "old", "roll-spine-1": "old"} {
+		set, podHash := sets["roll-spine"], hash
+		if strings.HasPrefix(name, "roll-rack") {
+			set = sets["roll-rack-0"]
+		}
+		if name == "roll-spine-1" {
+			podHash = "an older template's"
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns,
+				Labels:      map[string]string{cachecluster.LabelCluster: cc.Name, appsv1.ControllerRevisionHashLabelKey: set.Name + "-" + rev},
+				Annotations: map[string]string{cachecluster.AnnotationPodSpecHash: podHash},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: set.Name, UID: set.UID,
+					Controller: ptr.To(true)}}},
+			Spec: *set.Spec.Template.Spec.DeepCopy(),
+		}
+		for i := range pod.Spec.Containers {
+			pod.Spec.Containers[i].Image = "distcache:old"
+		}
+		if err := env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		s.setPod(t, cc.Name, name, true)
+	}
+	// The sets' controller has seen their templates: revision "new".
+	eventually(t, "in-place update of roll-spine-0", func() (bool, error) {
+		for name, sts := range sets {
+			if err := s.get(sts, name); err != nil {
+				return false, err
+			}
+			sts.Status = appsv1.StatefulSetStatus{ObservedGeneration: sts.Generation, Replicas: *sts.Spec.Replicas,
+				UpdateRevision: name + "-new", CurrentRevision: name + "-old"}
+			if err := env.Client.Status().Update(ctx, sts); err != nil && !apierrors.IsConflict(err) {
+				return false, err
+			}
+		}
+		pod := &corev1.Pod{}
+		err := s.get(pod, "roll-spine-0")
+		return err == nil && pod.Labels[appsv1.ControllerRevisionHashLabelKey] == "roll-spine-new" && pod.Spec.Containers[0].Image != "distcache:old", err
+	})
+	eventually(t, "PodUpdatedInPlace event", func() (bool, error) { return s.hasEvent(cachecluster.EventPodUpdatedInPlace, "roll-spine-0") })
+	// The kubelet restarted the container: the next pod goes.
+	pod := &corev1.Pod{}
+	if err := s.get(pod, "roll-spine-0"); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: pod.Spec.Containers[0].Name, RestartCount: 1, Ready: true}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "roll-spine-1 recreated (deleted)", func() (bool, error) {
+		err := s.get(&corev1.Pod{}, "roll-spine-1")
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	eventually(t, "PodRecreated event", func() (bool, error) { return s.hasEvent(cachecluster.EventPodRecreated, "roll-spine-1") })
 }
