@@ -33,10 +33,17 @@ build_k8s_commands() {
 		for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 			ldflags="$ldflags -X $v.gitVersion=v$version -X $v.gitMajor=1 -X $v.gitMinor=$minor -X $v.gitTreeState=clean"
 		done
+		# One build for every command: the linker of one runs while the
+		# compiler works for the others.
+		local pkgs=()
 		for c in "$@"; do
-			log "building $c"
-			CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/$c" "k8s.io/kubernetes/cmd/$c"
-			mv "$work/$c" "$bin/"
+			pkgs+=("k8s.io/kubernetes/cmd/$c")
+		done
+		log "building $*"
+		mkdir -p "$work/out"
+		CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/out/" "${pkgs[@]}"
+		for c in "$@"; do
+			mv "$work/out/$c" "$bin/"
 		done
 	)
 }
