@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -128,6 +129,11 @@ func WithPrometheusOperator() Option {
 	return func(o *options) { o.crdDirs = append(o.crdDirs, PrometheusOperatorCRDDir()) }
 }
 
+// controlPlaneStopTimeout bounds how long Stop waits for each process of
+// the control plane before it kills it: the API server's request timeout
+// and a margin.
+const controlPlaneStopTimeout = 70 * time.Second
+
 // Start starts the control plane and installs the CRDs.
 func Start(opts ...Option) (*Env, error) {
 	var o options
@@ -151,6 +157,12 @@ func Start(opts ...Option) (*Env, error) {
 		}, o.crdDirs...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
+		// kube-apiserver stops gracefully: it finishes the requests in
+		// flight, each bounded by its request timeout (1 minute). On a
+		// machine busy with other test packages that took longer than
+		// envtest's default of 20 s, and the package failed after its
+		// tests had passed.
+		ControlPlaneStopTimeout: controlPlaneStopTimeout,
 	}
 	api := env.ControlPlane.GetAPIServer().Configure()
 	// Service IPs from the benchmarking range, not envtest's 10.0.0.0/24.
