@@ -42,6 +42,12 @@ type options struct {
 	keys                                int
 	requests                            map[string]int // per target
 	pipelines                           []int
+	// floor adds the floor (floor_linux.go), a spike of the smallest
+	// event-loop gateway, as a target of GETs.
+	floor bool
+	// hitKeys, when set, adds GET runs over a key space that fits the
+	// caches (hits at the nodes), after a warm-up run.
+	hitKeys int
 }
 
 func run() error {
@@ -54,8 +60,15 @@ func run() error {
 	direct := flag.Int("requests-direct", 2_000_000, "requests per run against Redis directly")
 	proxy := flag.Int("requests-twemproxy", 1_000_000, "requests per run through twemproxy")
 	gw := flag.Int("requests-gateway", 200_000, "requests per run through the gateway")
+	flag.BoolVar(&o.floor, "floor", false, "also measure the floor: the smallest event-loop gateway (GETs only)")
+	flag.IntVar(&o.hitKeys, "hit-keys", 0, "also measure GETs over this many keys, which fit the caches")
+	floorServe := flag.String("floor-serve", "", "serve the floor on this address (the floor's own process)")
+	floorMap := flag.String("floor-map", "", "the partition map the floor routes by")
 	flag.Parse()
-	o.requests = map[string]int{"redis": *direct, "twemproxy": *proxy, "gateway": *gw}
+	if *floorServe != "" {
+		return serveFloor(*floorMap, *floorServe)
+	}
+	o.requests = map[string]int{"redis": *direct, "twemproxy": *proxy, "gateway": *gw, "floor": *gw}
 	o.pipelines = []int{1, 16}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -69,6 +82,9 @@ func run() error {
 	for _, p := range o.pipelines {
 		for _, t := range targets {
 			for _, test := range []string{"set", "get"} {
+				if test == "set" && t.name == "floor" {
+					continue // the floor serves GETs only
+				}
 				r, err := measure(ctx, t, benchRun{addr: t.addr, test: test, pipeline: p, requests: o.requests[t.name]}, o.keys)
 				if err != nil {
 					return err
@@ -77,6 +93,13 @@ func run() error {
 				rows = append(rows, r)
 			}
 		}
+	}
+	if o.hitKeys > 0 {
+		hits, err := o.measureHits(ctx, targets)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, hits...)
 	}
 	table := render(rows)
 	fmt.Print(table)
@@ -146,11 +169,20 @@ func (o options) start(ctx context.Context) ([]target, func(), error) {
 		return nil, cleanup, err
 	}
 	undo = append(undo, func() { _ = tp.Stop() })
-	return []target{
+	targets := []target{
 		{name: "redis", addr: redisAddrs[0], proxy: redises[:1], all: redises[:1]},
 		{name: "twemproxy", addr: tp.Addr(), proxy: group{tp.PID()}, all: append(group{tp.PID()}, redises...)},
 		gw,
-	}, cleanup, nil
+	}
+	if o.floor {
+		fl, stop, err := startFloor(ctx, st.MapFile, gw)
+		undo = append(undo, stop)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		targets = append(targets, fl)
+	}
+	return targets, cleanup, nil
 }
 
 // row is one measured run.
@@ -220,6 +252,8 @@ func render(rows []row) string {
 		vs := "1.00×"
 		if bs := base[fmt.Sprint(r.test, r.pipeline)]; r.target != "redis" && bs > 0 {
 			vs = fmt.Sprintf("%.2f×", r.microsPerRequest(r.all)/bs)
+		} else if r.target != "redis" {
+			vs = "–" // no direct run of this command
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d | %.0f | %.2f | %.2f | %.2f | %.0f | %.2f | %s |\n", r.target, r.test, r.pipeline,
 			r.res.rps, r.res.p50ms, r.res.p99ms, r.microsPerRequest(r.proxyCPU), r.perProxyCore(), r.microsPerRequest(r.all), vs)
