@@ -380,7 +380,7 @@ bench: ## Run all benchmarks, output also written to out/bench.txt
 GATEWAY_BENCH_DIR ?= out/gatewaybench
 
 bench-gateway: redis-server nutcracker build ## Measure the Redis-compatible gateway against twemproxy and Redis: redis-benchmark side by side, and a skewed run with emulated capacity
-	$(GO) run ./hack/gatewaybench -distcache bin/distcache -run-dir '$(GATEWAY_BENCH_DIR)/run' -out '$(GATEWAY_BENCH_DIR)/redis-benchmark.md'
+	$(GO) run ./hack/gatewaybench -distcache bin/distcache -floor -hit-keys 1000 -run-dir '$(GATEWAY_BENCH_DIR)/run' -out '$(GATEWAY_BENCH_DIR)/redis-benchmark.md'
 	@bin/distcache down --run-dir '$(GATEWAY_BENCH_DIR)/skewed' >/dev/null 2>&1 || true
 	bin/distcache up -f hack/demo/cluster.yaml --run-dir '$(GATEWAY_BENCH_DIR)/skewed' --shard-capacity $(DEMO_SHARD_CAPACITY) --bundle
 	@trap "bin/distcache down --run-dir '$(GATEWAY_BENCH_DIR)/skewed'" EXIT; \
