@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/distcache/distcache/standalone/plan"
 )
 
 // startFloor starts the floor (floor_linux.go) as a process of its own, in
@@ -20,27 +23,21 @@ func startFloor(ctx context.Context, mapFile string, gw target) (target, func(),
 	if err != nil {
 		return target{}, none, fmt.Errorf("cannot find this command: %w", err)
 	}
-	addr, err := floorAddr()
+	ports, _, err := plan.FreePorts("127.0.0.1", 1, 0)
 	if err != nil {
-		return target{}, none, fmt.Errorf("cannot pick the floor's port: %w", err)
+		return target{}, none, err
 	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	cmd := exec.CommandContext(ctx, exe, "-floor-serve", addr, "-floor-map", mapFile)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return target{}, none, fmt.Errorf("cannot start the floor: %w", err)
 	}
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			return target{}, stop, fmt.Errorf("the floor did not listen on %s: %w", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() { _ = cmd.Process.Kill(); <-exited }
+	if err := waitListening(ctx, addr, exited); err != nil {
+		return target{}, stop, err
 	}
 	all := group{cmd.Process.Pid}
 	for _, pid := range gw.all {
@@ -49,6 +46,29 @@ func startFloor(ctx context.Context, mapFile string, gw target) (target, func(),
 		}
 	}
 	return target{name: "floor", addr: addr, proxy: group{cmd.Process.Pid}, all: all}, stop, nil
+}
+
+// waitListening polls addr until it accepts a connection, the floor exits
+// (exited) or 10 s pass.
+func waitListening(ctx context.Context, addr string, exited chan error) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var d net.Dialer
+		if c, err := d.DialContext(ctx, "tcp", addr); err == nil {
+			return c.Close()
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("cannot start the floor: it exited: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("cannot start the floor: not listening on %s: %w", addr, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // measureHits runs GETs over o.hitKeys keys against every target but Redis

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -494,14 +493,4 @@ func parseLen(b []byte, at int) (n, next int, ok bool) {
 		n = n*10 + int(b[i]-'0')
 	}
 	return 0, 0, false
-}
-
-// floorAddr is a free loopback port for the floor.
-func floorAddr() (string, error) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
