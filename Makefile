@@ -121,7 +121,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/ FuzzParse:./stratum_pipelines/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
+.PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway bench-real-cpu demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -386,6 +386,21 @@ bench-gateway: redis-server nutcracker build ## Measure the Redis-compatible gat
 	@trap "bin/distcache down --run-dir '$(GATEWAY_BENCH_DIR)/skewed'" EXIT; \
 		bin/distcache bench --run-dir '$(GATEWAY_BENCH_DIR)/skewed' --keys 1000000 --skew 0.99 --write-ratio 0.05 \
 		--via gateway --modes twemproxy,nocache,distcache --duration 20s --warmup 60s --out '$(GATEWAY_BENCH_DIR)/skewed-report'
+
+# DistCache against twemproxy on real CPU, no emulation (docs/benchmarks.md,
+# hack/realcpu): the bench-gateway cluster under distcache up --server-cpu
+# (each storage server and each cache node in a cgroup limited to
+# REAL_CPU_LIMIT CPUs) and as many plain redis-servers under the same limit
+# behind twemproxy; Zipf 0.9, 0.99 and 1.2 over 1,000,000 keys with 5 %
+# writes, a closed loop through the gateway and through twemproxy. Needs
+# root (cgroups).
+REAL_CPU_DIR ?= out/realcpu
+REAL_CPU_LIMIT ?= 0.025
+REAL_CPU_FLAGS ?=
+
+bench-real-cpu: redis-server nutcracker build ## Measure DistCache against twemproxy on real CPU: every server under the same cgroup CPU limit (root)
+	@[ "$$(id -u)" = 0 ] || { echo 'make bench-real-cpu needs root: it puts each server in a cgroup with a CPU limit'; exit 1; }
+	$(GO) run ./hack/realcpu -distcache bin/distcache -cpu $(REAL_CPU_LIMIT) -run-dir '$(REAL_CPU_DIR)/run' -out '$(REAL_CPU_DIR)' $(REAL_CPU_FLAGS)
 
 # Partition-map delivery latency (docs/benchmarks.md): real shim and node
 # processes read their map through envtest's API server as a ServiceAccount,

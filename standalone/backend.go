@@ -116,6 +116,9 @@ func (c *cluster) processes(m *partmap.Map) []control.Process {
 			PID: s.PID, Restarts: s.Restarts, Addr: pr.Addr, MetricsAddr: pr.MetricsAddr, LogFile: pr.LogFile,
 			Capacity: pr.EmulatedRate, Auth: pr.Auth, TLS: pr.TLS,
 		}
+		if d := c.cpu.dir(pr); d != "" {
+			cp.CPUGroup, cp.CPUQuota = d, c.cfg.Plan.ServerCPU
+		}
 		if d, ok := c.slowed[pr.Name]; ok {
 			cp.Slowed = d.String()
 		}

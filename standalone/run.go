@@ -84,6 +84,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := ensureDataPlaneKey(cfg.Plan.DataPlaneKeyDir); err != nil {
 		return err
 	}
+	if c.cpu, err = newCPUGroups(cfg.Plan); err != nil {
+		return err
+	}
 	// The control API serves from the start: `distcache status` shows the
 	// processes coming up, and `distcache down` stops a start that hangs.
 	srv, err := control.Listen(cfg.RunDir, c, cfg.Logger)
@@ -148,6 +151,7 @@ func (cfg Config) withDefaults() Config {
 type cluster struct {
 	cfg     Config
 	sup     *supervisor.Supervisor
+	cpu     *cpuGroups // nil without Plan.ServerCPU
 	prober  *httpProber
 	started time.Time
 
@@ -238,7 +242,7 @@ func (c *cluster) start(ctx context.Context) error {
 			}
 		}
 		for _, pr := range group {
-			spec := supervisor.Spec{Name: pr.Name, Path: pr.Path, Args: pr.Args, Dir: pr.Dir, LogFile: pr.LogFile, Env: pr.Env}
+			spec := supervisor.Spec{Name: pr.Name, Path: pr.Path, Args: pr.Args, Dir: pr.Dir, LogFile: pr.LogFile, Env: pr.Env, Join: c.cpu.join(pr)}
 			if err := c.sup.Start(spec); err != nil {
 				return err
 			}
@@ -365,6 +369,9 @@ func (c *cluster) stop() {
 		}
 	}
 	c.sup.Stop(ctx, loops...)
+	if err := c.cpu.remove(); err != nil {
+		c.cfg.Logger.Warn("CPU groups left behind", "err", err)
+	}
 }
 
 // probeInBackground probes pr for the status: a shard whose Redis died

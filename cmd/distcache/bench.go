@@ -38,6 +38,9 @@ type benchOptions struct {
 	jsonPath  string
 	predict   bool
 	via       string
+	// twemproxyServers are the Redis servers of mode twemproxy when not
+	// the cluster's own (--twemproxy-servers).
+	twemproxyServers []string
 }
 
 func newBenchCommand() *cobra.Command { return benchCommand(&benchOptions{}) }
@@ -109,6 +112,8 @@ before and after, per timeline interval, and marks it on the timeline.`,
 	f.DurationVar(&c.Warmup, "warmup", 8*time.Second, "unmeasured load before DistCache's window, for the caches to fill")
 	f.StringSliceVar(&o.modes, "modes", []string{string(driver.NoCache), string(driver.DistCache)},
 		"modes to run: nocache, distcache, twemproxy (nutcracker in front of the cluster's Redis servers, on keys of its own)")
+	f.StringSliceVar(&o.twemproxyServers, "twemproxy-servers", nil,
+		"Redis servers (host:port) mode twemproxy fronts instead of the cluster's own, e.g. as many as the cluster has servers, each with the same CPU limit (make bench-real-cpu)")
 	f.StringVar(&o.via, "via", viaClient, "what nocache's and distcache's operations go through: client (the client library) or gateway (Redis clients of a distcache gateway per client, in this process)")
 	f.StringVar(&o.failNode, "fail-node", "", "NAME@T: fail cache node NAME T into DistCache's window (see --fail-mode), recover it --down-for later")
 	f.StringVar(&o.failMode, "fail-mode", string(driver.FailKill), "how --fail-node fails the node: kill (SIGKILL, then restart), pause (SIGSTOP, then SIGCONT) or slow (delay every datagram it sends by --slow-delay)")
@@ -204,7 +209,7 @@ func (o *benchOptions) cluster(ctx context.Context) (driver.Cluster, *control.St
 		return nil, nil, err
 	}
 	o.cfg.MapFile = st.MapFile
-	return standaloneCluster{c}, &st, nil
+	return standaloneCluster{c: c, twemproxy: o.twemproxyServers}, &st, nil
 }
 
 // configure turns the flags into the driver's configuration; changed
@@ -366,7 +371,10 @@ func (o *benchOptions) write(cmd *cobra.Command, r *driver.Report) error {
 }
 
 // standaloneCluster is a standalone cluster seen through its control API.
-type standaloneCluster struct{ c *control.Client }
+type standaloneCluster struct {
+	c         *control.Client
+	twemproxy []string // mode twemproxy's Redis servers, when not the cluster's
+}
 
 func (s standaloneCluster) Work(ctx context.Context) ([]driver.Work, error) {
 	ps, err := s.c.Work(ctx)

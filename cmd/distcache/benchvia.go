@@ -62,10 +62,13 @@ func (o *benchOptions) startTwemproxy(ctx context.Context, st *control.Status) (
 	if !slices.Contains(o.cfg.Modes, driver.Twemproxy) {
 		return func() {}, nil
 	}
-	if st == nil {
-		return nil, errors.New("cannot run mode twemproxy: it needs a standalone cluster (its Redis servers)")
+	servers := twemproxyServers(o.twemproxyServers)
+	if len(servers) == 0 && st == nil {
+		return nil, errors.New("cannot run mode twemproxy: it needs a standalone cluster (its Redis servers) or --twemproxy-servers")
 	}
-	servers := redisServers(st)
+	if len(servers) == 0 {
+		servers = redisServers(st)
+	}
 	if len(servers) == 0 {
 		return nil, errors.New("cannot run mode twemproxy: the cluster lists no Redis servers")
 	}
@@ -102,6 +105,16 @@ func redisServers(st *control.Status) []shardRedis {
 	return out
 }
 
+// twemproxyServers names the servers of --twemproxy-servers
+// twemproxy-0, twemproxy-1, … in the loads they are reported with.
+func twemproxyServers(addrs []string) []shardRedis {
+	out := make([]shardRedis, len(addrs))
+	for i, a := range addrs {
+		out[i] = shardRedis{shard: fmt.Sprintf("twemproxy-%d", i), addr: a}
+	}
+	return out
+}
+
 func addrs(rs []shardRedis) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
@@ -124,8 +137,12 @@ func (s standaloneCluster) RedisWork(ctx context.Context) ([]driver.Work, error)
 			capacity[p.Shard] = p.Capacity
 		}
 	}
+	servers := twemproxyServers(s.twemproxy)
+	if len(servers) == 0 {
+		servers = redisServers(&st)
+	}
 	var out []driver.Work
-	for _, r := range redisServers(&st) {
+	for _, r := range servers {
 		n, err := redisstore.GetSetCalls(ctx, r.addr)
 		if err != nil {
 			return nil, fmt.Errorf("cannot count the commands of %s: %w", r.shard, err)

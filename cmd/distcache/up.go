@@ -20,6 +20,7 @@ import (
 	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/standalone"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/cpuquota"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/topology"
 )
@@ -30,6 +31,7 @@ type upOptions struct {
 	foreground    bool
 	shardCapacity float64
 	nodeCapacity  float64
+	serverCPU     float64
 	logLevel      string
 	redisServer   string
 	prometheus    string
@@ -77,11 +79,20 @@ and prints its address.
 --shard-capacity emulates slower servers, as the DistCache paper's testbed
 does (§6.1): each storage shim serves at most that many work units per second
 and each cache node the aggregate of one rack (shards per rack × it), so that
-one machine can show the load balancing of many servers.`,
+one machine can show the load balancing of many servers.
+
+--server-cpu gives the servers real, equal CPU instead: each storage server
+(its redis-server and shim together) and each cache node runs in a cgroup of
+its own limited to that many CPUs (cgroup v1 cpu.cfs_quota_us or v2 cpu.max,
+as a pod's CPU limit; it needs root or a delegated cgroup), and the Go ones
+run with GOMAXPROCS of the limit rounded up. 'distcache status --json' shows
+each process's cgroup. make bench-real-cpu compares DistCache with twemproxy
+this way (docs/benchmarks.md).`,
 		Example: `  distcache up -f hack/demo/cluster.yaml
   distcache up -f hack/demo/cluster.yaml --prometheus
   distcache up -f hack/demo/cluster.yaml --gateway-users-dir users/ --gateway-tls-cert tls.crt --gateway-tls-key tls.key
-  distcache up -f cluster.yaml -f layers.yaml --shard-capacity 300 --run-dir out/run`,
+  distcache up -f cluster.yaml -f layers.yaml --shard-capacity 300 --run-dir out/run
+  distcache up -f hack/gatewaybench/cluster.yaml --server-cpu 0.05   # as root`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -90,6 +101,7 @@ one machine can show the load balancing of many servers.`,
 	f.BoolVar(&o.foreground, "foreground", false, "run in the foreground until interrupted instead of in the background")
 	f.Float64Var(&o.shardCapacity, "shard-capacity", 0, "emulated capacity of each storage shard in work units per second (0: not emulated)")
 	f.Float64Var(&o.nodeCapacity, "node-capacity", 0, "emulated capacity of each cache node (default: shards per rack × --shard-capacity)")
+	f.Float64Var(&o.serverCPU, "server-cpu", 0, "CPU limit in CPUs of each storage server (redis-server and shim together) and each cache node, a cgroup each (0: none)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level of the cluster's processes")
 	f.StringVar(&o.redisServer, "redis-server", "redis-server", "the redis-server program")
 	f.StringVar(&o.prometheus, "prometheus", "",
@@ -129,6 +141,9 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	if err := plan.Check(topo, &gw); err != nil {
 		return err
 	}
+	if err := o.checkServerCPU(); err != nil {
+		return err
+	}
 	o.gatewayUsersDir, o.gatewayTLSCert, o.gatewayTLSKey = gw.GatewayUsersDir, gw.GatewayTLSCert, gw.GatewayTLSKey // absolute
 	if o.ref.runDir == "" {
 		o.ref.runDir = filepath.Join(defaultStateRoot(), topo.Name)
@@ -155,7 +170,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: lvl}))
 	log.Info("starting cluster", "cluster", topo.Name, "run_dir", runDir, "gateway", o.gateway, "bundle", o.bundle, "adaptive_copies", o.copies,
-		"shard_capacity", o.shardCapacity, "node_capacity", o.nodeCapacity, "map_poll", o.mapPoll)
+		"shard_capacity", o.shardCapacity, "node_capacity", o.nodeCapacity, "server_cpu", o.serverCPU, "map_poll", o.mapPoll)
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find the distcache executable: %w", err)
@@ -178,7 +193,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: o.mapPoll, LogLevel: o.logLevel,
-		GOMAXPROCS: inheritedMaxProcs(),
+		GOMAXPROCS: inheritedMaxProcs(), ServerCPU: o.serverCPU,
 	})
 	if err != nil {
 		return err
@@ -369,3 +384,18 @@ func tail(path string, n int64) string {
 // makes the node not Ready only after the probers' patience, and a fenced
 // node that is Ready again is Active at once (its keys never moved).
 const fenceAfter = time.Nanosecond
+
+// checkServerCPU refuses a --server-cpu the host cannot give before the
+// cluster starts in the background.
+func (o *upOptions) checkServerCPU() error {
+	if o.serverCPU == 0 {
+		return nil
+	}
+	if err := cpuquota.CheckLimit(o.serverCPU); err != nil {
+		return fmt.Errorf("cannot use --server-cpu: %w", err)
+	}
+	if _, err := cpuquota.Detect(); err != nil {
+		return fmt.Errorf("cannot use --server-cpu: %w", err)
+	}
+	return nil
+}

@@ -125,6 +125,11 @@ type Process struct {
 	Capacity  float64 `json:"capacity"`
 	Load      float64 `json:"load"`
 	Coherence uint64  `json:"coherence,omitempty"`
+	// CPUGroup is the cgroup directory of the process's CPU quota and
+	// CPUQuota that quota in CPUs (`distcache up --server-cpu`; "" and 0
+	// without one).
+	CPUGroup string  `json:"cpuGroup,omitempty"`
+	CPUQuota float64 `json:"cpuQuota,omitempty"`
 }
 
 // Event is a member state change the control loop published in the map,

@@ -89,6 +89,10 @@ type Process struct {
 	// EmulatedRate is the emulated capacity in work units per second (0:
 	// none).
 	EmulatedRate float64
+	// CPUGroup names the server whose CPU quota the process shares
+	// (Options.ServerCPU): a storage shard's name for its Redis and shim,
+	// a member's for its cache node; "" for none.
+	CPUGroup string
 	// Auth and TLS say that a gateway requires AUTH
 	// (Options.GatewayUsersDir) and serves Redis clients over TLS
 	// (Options.GatewayTLSCert).
@@ -144,6 +148,10 @@ type Options struct {
 	// CPUs is the number of CPUs the processes share (default
 	// runtime.NumCPU()).
 	CPUs int
+	// ServerCPU, when positive, is the CPU quota in CPUs of every server:
+	// a storage shard's redis-server and shim together, and each cache
+	// node (cpu.go).
+	ServerCPU float64
 }
 
 // Plan is a cluster laid out on one host.
@@ -179,6 +187,8 @@ type Plan struct {
 	// GOMAXPROCS is that of the shims, cache nodes and control loop (0:
 	// the runtime's default).
 	GOMAXPROCS int
+	// ServerCPU is Options.ServerCPU: each server's CPU quota (0: none).
+	ServerCPU float64
 	// Persistence is what the Redis servers keep across crashes, as
 	// topology.Persistence summarises it: "aof-always" or "aof-everysec"
 	// (the append-only file in each Redis's Dir), "none", or "unmanaged"
@@ -320,6 +330,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 		return nil, err
 	}
 	p.setMaxProcs(o)
+	p.setCPUGroups(o)
 	if err := p.checkNames(); err != nil {
 		return nil, err
 	}

@@ -50,6 +50,10 @@ type Spec struct {
 	// Env are environment variables ("KEY=value") set for the process on
 	// top of the supervisor's own environment, which it inherits.
 	Env []string
+	// Join, when set, is called with the process's PID after every start:
+	// it puts the process in a CPU group (package cpuquota). A start whose
+	// Join fails is killed and counts as failed.
+	Join func(pid int) error
 }
 
 // State is what a process is doing.
@@ -418,6 +422,13 @@ func (p *proc) start() error {
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("cannot start %s: %w", p.spec.Name, err)
+	}
+	if p.spec.Join != nil {
+		if err := p.spec.Join(cmd.Process.Pid); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return fmt.Errorf("cannot start %s: %w", p.spec.Name, err)
+		}
 	}
 	if p.runs > 0 {
 		p.restarts++

@@ -369,3 +369,51 @@ func TestStopEndsAProcessPausedByPause(t *testing.T) {
 		t.Error("Pause after Stop succeeded")
 	}
 }
+
+// Join sees every run's PID, the restarts' too; a Join that fails fails
+// the start, and the process it was given does not run on.
+func TestJoin(t *testing.T) {
+	s := newSupervisor(t)
+	var mu sync.Mutex
+	var pids []int
+	spec := sh(t, "joined", "sleep 600")
+	spec.Join = func(pid int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		pids = append(pids, pid)
+		return nil
+	}
+	if err := s.Start(spec); err != nil {
+		t.Fatal(err)
+	}
+	first := status(t, s, "joined").PID
+	if err := s.Kill("joined"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the killed process to be held", func() bool { return status(t, s, "joined").State == supervisor.Held })
+	if err := s.Restart("joined"); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the restart", func() bool { return status(t, s, "joined").State == supervisor.Running })
+	second := status(t, s, "joined").PID
+	mu.Lock()
+	got := append([]int(nil), pids...)
+	mu.Unlock()
+	if len(got) != 2 || got[0] != first || got[1] != second {
+		t.Errorf("Join saw %v, want [%d %d]", got, first, second)
+	}
+
+	var refused int
+	bad := sh(t, "refused", "sleep 600")
+	bad.Join = func(pid int) error { refused = pid; return errors.New("no such group") }
+	err := s.Start(bad)
+	if err == nil || !strings.Contains(err.Error(), "no such group") {
+		t.Fatalf("Start with a failing Join: err = %v", err)
+	}
+	if refused == 0 {
+		t.Fatal("Join was not called")
+	}
+	if err := syscall.Kill(refused, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("process %d of the refused start: kill(0) = %v, want ESRCH", refused, err)
+	}
+}

@@ -40,6 +40,7 @@ type phaseResult struct {
 	timeline   []Point
 	fail       *failureRun // nil without a failure
 	shift      *shiftRun   // nil without a hot-set shift
+	hostIdle   float64     // the host's idle CPU share (measure only; -1: unknown)
 }
 
 // seconds is the phase's length.
@@ -107,6 +108,7 @@ func (r *runner) runPhase(ctx context.Context, ph phase) (*phaseResult, error) {
 			}
 		})
 	}
+	cpu0, cpuOK := readCPUTimes()
 	res := &phaseResult{start: time.Now()}
 	mon := r.startMonitor(progressInfo{mode: ph.mode, phase: ph.name, total: ph.count, duration: ph.duration},
 		res.start, &t, ph.clients, ph.measure)
@@ -120,6 +122,8 @@ func (r *runner) runPhase(ctx context.Context, ph phase) (*phaseResult, error) {
 	close(ops)
 	wg.Wait()
 	res.end = time.Now()
+	cpu1, ok := readCPUTimes()
+	res.hostIdle = idleShare(cpu0, cpu1, cpuOK && ok)
 	res.fail.stop()
 	res.shift.stop()
 	res.timeline = mon.stop(res.end)

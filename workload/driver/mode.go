@@ -124,6 +124,7 @@ func (r *runner) modeResult(mode Mode, ph *phaseResult, w0, w1 []Work, st client
 		P99Seconds:  ph.hist.quantile(0.99).Seconds(),
 		P999Seconds: ph.hist.quantile(0.999).Seconds(),
 		HitRatio:    hitRatios(st, m),
+		HostIdle:    ph.hostIdle,
 	}
 	// Capacity: over the window, or up to a failure (unless that is
 	// shorter than a timeline interval: then over the window).

@@ -113,6 +113,9 @@ type ModeResult struct {
 	Timeouts uint64 `json:"timeouts"`
 	// Coherence counts the invalidations and updates the shims sent.
 	Coherence uint64 `json:"coherence"`
+	// HostIdle is the share of the host's CPU time that was idle over the
+	// window (/proc/stat; -1 where unknown).
+	HostIdle float64 `json:"host_idle"`
 }
 
 // ProbeResult is the probe that chose a mode's offered rate.

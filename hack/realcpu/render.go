@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/distcache/distcache/workload/driver"
+)
+
+// row is one skew's two windows.
+type row struct {
+	skew                 float64
+	twemproxy, distcache driver.ModeResult
+	lost, checked        int
+	// twemproxyThrottled and distcacheThrottled are the shares of their
+	// servers' CFS periods in which the quota ran out.
+	twemproxyThrottled, distcacheThrottled float64
+}
+
+func (r row) ratio() float64 {
+	if r.twemproxy.AchievedRate == 0 {
+		return 0
+	}
+	return r.distcache.AchievedRate / r.twemproxy.AchievedRate
+}
+
+func (r row) line() string {
+	return fmt.Sprintf("realcpu: Zipf %g: twemproxy %.0f ops/s (p99 %.1f ms), DistCache %.0f ops/s (p99 %.1f ms, hits %.0f %%): %.2f×",
+		r.skew, r.twemproxy.AchievedRate, r.twemproxy.P99Seconds*1e3, r.distcache.AchievedRate,
+		r.distcache.P99Seconds*1e3, r.distcache.HitRatio["all"]*100, r.ratio())
+}
+
+func idle(m driver.ModeResult) string {
+	if m.HostIdle < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f %%", m.HostIdle*100)
+}
+
+func (o options) render(rows []row) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Real CPU, no emulation: every server limited to %g CPUs (%d µs every 100 ms), %d keys, %.0f %% writes, %d operations outstanding.\n\n",
+		o.cpu, int(o.cpu*100_000), o.keys, o.writeRatio*100, o.concurrency)
+	b.WriteString("| Zipf | twemproxy ops/s | p99 ms | throttled | host idle | DistCache ops/s | p99 ms | hit ratio | throttled | host idle | DistCache / twemproxy | errors (t/d) | lost writes |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		t, d := r.twemproxy, r.distcache
+		fmt.Fprintf(&b, "| %g | %.0f | %.1f | %.0f %% | %s | %.0f | %.1f | %.0f %% | %.0f %% | %s | %.2f× | %d / %d | %d of %d |\n",
+			r.skew, t.AchievedRate, t.P99Seconds*1e3, r.twemproxyThrottled*100, idle(t), d.AchievedRate, d.P99Seconds*1e3,
+			d.HitRatio["all"]*100, r.distcacheThrottled*100, idle(d), r.ratio(), t.Errors, d.Errors, r.lost, r.checked)
+	}
+	b.WriteString("\nthrottled: the share of the servers' CFS periods in which their quota ran out, over the whole run of the mode (preload and check included); host idle: the machine's idle CPU over the measured window.\n")
+	return b.String()
+}

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/distcache/distcache/workload/driver"
+)
+
+func TestRender(t *testing.T) {
+	o := options{cpu: 0.05, keys: 1_000_000, writeRatio: 0.05, concurrency: 64}
+	r := row{
+		skew:      0.99,
+		twemproxy: driver.ModeResult{AchievedRate: 40000, P99Seconds: 0.0087, HostIdle: 0.23},
+		distcache: driver.ModeResult{AchievedRate: 2800, P99Seconds: 0.19, HitRatio: map[string]float64{"all": 0.376}, HostIdle: -1},
+		lost:      0, checked: 27575, twemproxyThrottled: 0.5, distcacheThrottled: 0.9,
+	}
+	got := o.render([]row{r})
+	for _, want := range []string{
+		"limited to 0.05 CPUs (5000 µs every 100 ms)",
+		"| 0.99 | 40000 | 8.7 | 50 % | 23 % | 2800 | 190.0 | 38 % | 90 % | – | 0.07× | 0 / 0 | 0 of 27575 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if (row{}).ratio() != 0 {
+		t.Error("a row without twemproxy's rate has a ratio")
+	}
+}
