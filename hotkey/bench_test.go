@@ -90,6 +90,16 @@ func BenchmarkPlan(b *testing.B) {
 	}
 }
 
+// BenchmarkPlanIdle is an interval of a node that saw no miss: the reset
+// of a sketch it did not touch.
+func BenchmarkPlanIdle(b *testing.B) {
+	d := mustDetector(b, Config{Threshold: 16})
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = d.Plan(5000)
+	}
+}
+
 func BenchmarkTopK(b *testing.B) {
 	items := make([]Candidate, 1024)
 	for i, k := range keyNames(len(items)) {

@@ -157,6 +157,9 @@ type Detector struct {
 
 	// stripes hold the Misses and Hits counters (atomics, no lock).
 	stripes [statStripes]statStripe
+	// missesAtReset is the misses counted when the sketch was last
+	// cleared (guarded by planMu).
+	missesAtReset uint64
 
 	// Atomics read by Stats without a lock; reports and dropped are only
 	// incremented while holding mu, intervals while holding planMu.
@@ -428,15 +431,34 @@ func (d *Detector) Reset() {
 func (d *Detector) resetLocked() {
 	hot := 0
 	threshold := d.threshold.Load()
+	// An interval without a miss left the sketch and the Bloom filter
+	// clear: nothing to scan. Otherwise most counters are still zero on a
+	// node that is not busy, and a load is a plain read where an atomic
+	// swap is a locked write: swapping every cell cost an idle node about
+	// 2 ms per interval. A counter incremented after its load waits for the
+	// next interval, as if it had come after the reset; so does one
+	// incremented after the misses were summed.
+	misses := d.misses()
+	touched := misses != d.missesAtReset
+	d.missesAtReset = misses
 	for i := range d.sketch {
-		if d.sketch[i].Swap(0) >= threshold {
+		if !touched {
+			break
+		}
+		c := &d.sketch[i]
+		if c.Load() != 0 && c.Swap(0) >= threshold {
 			hot++
 		}
 	}
 	d.hotCells.Store(math.Float64bits(float64(hot) / float64(len(d.sketch))))
 	d.mu.Lock()
 	for i := range d.bloom {
-		d.bloom[i].Store(0)
+		if !touched {
+			break
+		}
+		if d.bloom[i].Load() != 0 {
+			d.bloom[i].Store(0)
+		}
 	}
 	clear(d.cands) // release the keys
 	d.cands = d.cands[:0]
@@ -465,6 +487,15 @@ func (d *Detector) resetLocked() {
 // fourth power (one counter per row). A ratio that grows means the sketch
 // is too narrow for the traffic (Config.SketchWidth).
 func (d *Detector) HotCellRatio() float64 { return math.Float64frombits(d.hotCells.Load()) }
+
+// misses sums the misses counted so far.
+func (d *Detector) misses() uint64 {
+	var n uint64
+	for i := range d.stripes {
+		n += d.stripes[i].misses.Load()
+	}
+	return n
+}
 
 // Stats returns a snapshot of the counters. Counters are read one at a time,
 // so a snapshot taken during records may mix slightly different instants.

@@ -323,3 +323,26 @@ func TestConcurrentControl(t *testing.T) {
 		t.Fatalf("%d keys tracked, want <= capacity 8", n)
 	}
 }
+
+// An interval without a miss skips clearing the sketch: the intervals
+// after it still start from zero, and the hot-cell ratio of the idle one
+// is 0.
+func TestIdleIntervalKeepsResetsExact(t *testing.T) {
+	d := mustDetector(t, Config{SketchWidth: testWidth, BloomBits: testBloom, Threshold: 10, Seed: 42})
+	for interval, misses := range []int{10, 0, 0, 9, 10} {
+		for range misses {
+			d.RecordMiss("k")
+		}
+		var want []Candidate
+		if misses >= 10 {
+			want = []Candidate{{"k", 10}}
+		}
+		if got := d.candidates(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("interval %d (%d misses): candidates = %v, want %v", interval, misses, got, want)
+		}
+		d.Reset()
+		if misses == 0 && d.HotCellRatio() != 0 {
+			t.Fatalf("interval %d: hot-cell ratio %g after an idle interval", interval, d.HotCellRatio())
+		}
+	}
+}
