@@ -73,6 +73,8 @@ type Config struct {
 	// stalled (routing.WithStallAfter): a dead, paused or slow node costs a
 	// read about HedgeDelay, not AttemptTimeout, and stops being chosen
 	// within it (default 20ms; negative: no hedging, no stall tracking).
+	// A node whose round trips have been longer is hedged after its
+	// retransmission timeout instead (hedge.go, hedgeDelay).
 	HedgeDelay time.Duration
 	// Seed seeds the routers' tie-breaking.
 	Seed uint64

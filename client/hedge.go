@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
@@ -25,7 +26,7 @@ type hedged struct {
 }
 
 // readNode is one read attempt at cache candidate cands[i], hedged. When the
-// node has not answered after HedgeDelay, the read also asks the least
+// node has not answered after its hedge delay (hedgeDelay), the read also asks the least
 // loaded candidate not tried yet for its copy (wire.FlagCacheOnly: a hit,
 // or a refusal without a backend read, so hedging never adds storage
 // load), and whichever of the two gives a final answer first wins; the
@@ -58,7 +59,7 @@ func (c *Client) readNode(ctx context.Context, v *view, cands []partmap.Candidat
 	defer hcancel()
 	h := make(chan hedged, 1)
 	primary := routing.NodeID(cands[i].Node)
-	timer := time.AfterFunc(c.cfg.HedgeDelay, func() {
+	timer := time.AfterFunc(c.hedgeDelay(v.readAddr(cands[i])), func() {
 		j := c.choose(v, cands, skip)
 		if j < 0 {
 			h <- hedged{j: -1}
@@ -104,4 +105,19 @@ func (c *Client) abandonLater(node routing.NodeID, sent int64) {
 		return
 	}
 	time.AfterFunc(d, func() { c.table.Abandoned(node) })
+}
+
+// hedgeDelay is how long a read waits for the node at addr before it
+// hedges: HedgeDelay, or the node's retransmission timeout when its round
+// trips have been longer (transport.Endpoint.RTT: srtt + 4·rttvar), up to
+// AttemptTimeout. A node that answers in microseconds is hedged after
+// HedgeDelay as before; one whose replies are slow because it is busy — a
+// server at its CPU limit — is not sent every read twice, which would
+// only add to its load and to its peer's.
+func (c *Client) hedgeDelay(addr netip.AddrPort) time.Duration {
+	d := c.cfg.HedgeDelay
+	if srtt, rttvar, ok := c.ep.RTT(addr); ok {
+		d = max(d, min(srtt+4*rttvar, c.cfg.AttemptTimeout))
+	}
+	return d
 }

@@ -30,9 +30,10 @@
 // concurrent with the write — and no later reader joins it.
 //
 // The flights a receive batch starts leave together when the batch ends
-// (forward.go): those bound for one shim as one transport CallMany, their
-// requests in one sendmmsg and their replies collected by one goroutine,
-// instead of a goroutine, a system call and a wake-up each. Which flights
+// (forward.go): those bound for one shim as one transport CallManyFunc,
+// their requests in one sendmmsg and their replies relayed by the reader
+// that receives the last of them, with no goroutine waiting, instead of a
+// goroutine, a system call and a wake-up each. Which flights
 // exist, who joins them and what seals them is decided per miss as before;
 // only the sending is shared.
 //

@@ -13,11 +13,12 @@ import (
 // forwardQueue holds the flights that the misses of the receive batches
 // being served started. The reader that served a batch forwards them when
 // the batch ends (transport.Config.AfterBatch, forwardQueued): the flights
-// bound for one shim leave as one transport.Endpoint.CallMany — their
-// requests in one sendmmsg (and, with bundles, one datagram), a hand-off
-// and a wake-up for all — instead of a goroutine, a system call and a
-// wake-up each. A reader may forward another's flights with its own; every
-// queued flight is forwarded by the end of the batch that queued it.
+// bound for one shim leave as one transport.Endpoint.CallManyFunc — their
+// requests in one sendmmsg (and, with bundles, one datagram), and their
+// replies relayed by the reader that receives them, with no goroutine
+// waiting — instead of a goroutine, a system call and a wake-up each. A
+// reader may forward another's flights with its own; every queued flight
+// is forwarded by the end of the batch that queued it.
 type forwardQueue struct {
 	mu sync.Mutex // guards fs
 	fs []queuedFlight
@@ -39,7 +40,9 @@ func (n *Node) queueForward(f *flight, v *view) {
 }
 
 // forwardQueued forwards the queued flights: those bound for one shim
-// under one view together, each group on a goroutine of its own.
+// under one view together, in one CallManyFunc (forwardMany). Nothing
+// waits for the shim: the reader that receives the group's last reply
+// relays the outcomes.
 func (n *Node) forwardQueued() {
 	q := &n.forwards
 	q.mu.Lock()
@@ -59,50 +62,49 @@ func (n *Node) forwardQueued() {
 			}
 		}
 		fs = rest
-		var started bool
-		if len(group) == 1 {
-			started = n.spawn(func() { n.forward(first.f, first.v) })
-		} else {
-			started = n.spawn(func() { n.forwardMany(group, first.v, dst) })
+		if !ok {
+			n.stats.backendErrors.Add(1)
+			n.log.Debug("no shim address for key", "key", first.f.key(), "map_version", first.v.version)
+			n.settle(n.ep, first.f, wire.StatusUnavailable, nil, 0, false)
+			continue
 		}
-		if !started {
-			for _, f := range group {
-				n.finish(f) // closing: nobody will be answered
-			}
-		}
+		n.forwardMany(group, first.v, dst)
 	}
 }
 
 // forward reads f's key from its storage shim and relays the outcome
-// (settle).
+// (settle), on the calling goroutine.
 func (n *Node) forward(f *flight, v *view) {
 	status, value, version, tracked := n.backendGet(f, v)
 	n.settle(n.ep, f, status, value, version, tracked)
 }
 
 // forwardMany reads the keys of the flights fs, all bound for shim dst
-// under v, in one CallMany, and relays each outcome (settle), the replies
-// to all their readers sent together. A flight is answered when the
-// group's last reply arrives (or the backend timeout).
+// under v, in one CallManyFunc, and relays each outcome (settle), the
+// replies to all their readers sent together, when the group's last reply
+// arrives (or at the backend timeout): on the reader that received it, or
+// on the endpoint's timer.
 func (n *Node) forwardMany(fs []*flight, v *view, dst netip.AddrPort) {
-	n.stats.backendBatches.Add(1)
-	n.stats.backendBatched.Add(uint64(len(fs)))
+	if len(fs) > 1 {
+		n.stats.backendBatches.Add(1)
+		n.stats.backendBatched.Add(uint64(len(fs)))
+	}
 	msgs := make([]wire.Message, len(fs))
 	reqs := make([]transport.Request, len(fs))
 	for i, f := range fs {
 		msgs[i] = backendRequest(f, v)
 		reqs[i] = transport.Request{Dst: dst, Msg: &msgs[i]}
 	}
-	out := make([]transport.Reply, len(fs))
-	n.ep.CallMany(n.ctx, time.Now().Add(n.cfg.BackendTimeout), reqs, out)
-	var replies replyBatch
-	for i, f := range fs {
-		status, value, version, tracked := n.backendOutcome(f, dst, &out[i].Msg, out[i].Err)
-		n.settle(&replies, f, status, value, version, tracked)
-	}
-	if err := n.ep.SendMany(replies.requests()); err != nil {
-		n.log.Debug("cannot answer waiting reads", "replies", len(replies.msgs), "err", err)
-	}
+	n.ep.CallManyFunc(time.Now().Add(n.cfg.BackendTimeout), reqs, func(out []transport.Reply) {
+		var replies replyBatch
+		for i, f := range fs {
+			status, value, version, tracked := n.backendOutcome(f, dst, &out[i].Msg, out[i].Err)
+			n.settle(&replies, f, status, value, version, tracked)
+		}
+		if err := n.ep.SendMany(replies.requests()); err != nil {
+			n.log.Debug("cannot answer waiting reads", "replies", len(replies.msgs), "err", err)
+		}
+	})
 }
 
 // replyBatch is a transport.Sender that keeps what it is given, for one

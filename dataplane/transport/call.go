@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
@@ -22,6 +23,13 @@ type call struct {
 	// is nil).
 	batch *batchWait
 	slot  int
+	// async is the CallManyFunc batch of the call (nil for the others).
+	async *asyncBatch
+	// sent is when the request was first sent, resent whether it was sent
+	// again (or the rest of its reply asked for): only the round trips of
+	// calls never sent again are samples of the peer's (Karn's rule).
+	sent   time.Time
+	resent atomic.Bool
 }
 
 // Call sends request m to dst with a fresh sequence number and waits for
@@ -48,7 +56,7 @@ func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.
 	}
 	m.Seq = e.NextSeq()
 	// Sources are reported unmapped; so is the peer a reply must come from.
-	c := &call{dst: unmapped(dst), op: m.Op.Reply(), reply: make(chan wire.Message, 1), progress: make(chan struct{}, 1)}
+	c := &call{dst: unmapped(dst), op: m.Op.Reply(), reply: make(chan wire.Message, 1), progress: make(chan struct{}, 1), sent: time.Now()}
 	e.mu.Lock()
 	e.calls[m.Seq] = c
 	e.mu.Unlock()
@@ -57,7 +65,7 @@ func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.
 		delete(e.calls, m.Seq)
 		e.mu.Unlock()
 	}()
-	interval := e.cfg.Retransmit
+	interval := e.firstRetransmit(dst)
 	budget := time.Until(deadline) // what the call may wait without progress
 	t := time.NewTimer(wait(interval, deadline))
 	defer t.Stop()
@@ -71,7 +79,7 @@ func (e *Endpoint) CallUntil(ctx context.Context, deadline time.Time, dst netip.
 		case <-ctx.Done():
 			return wire.Message{}, fmt.Errorf("cannot call %s at %s: %w", m.Op, dst, ctx.Err())
 		case <-c.progress:
-			interval = e.cfg.Retransmit
+			interval = e.firstRetransmit(dst)
 			deadline = movedOn(deadline, budget)
 			t.Reset(wait(interval, deadline))
 			continue
@@ -108,6 +116,7 @@ func (e *Endpoint) retransmitDue(t *time.Timer, interval *time.Duration, deadlin
 // reply of several windows has arrived, asks for the rest (MORE) rather
 // than have the request served again.
 func (e *Endpoint) resend(c *call, dst netip.AddrPort, m *wire.Message, now time.Time) error {
+	c.resent.Store(true)
 	from, n, ok := e.reasm.AskAgain(c.dst, c.op, m.Seq, now)
 	if !ok {
 		return e.Send(dst, m)
@@ -148,6 +157,10 @@ func (e *Endpoint) progressed(src netip.AddrPort, seq uint64) {
 	c := e.calls[seq]
 	e.mu.Unlock()
 	if c == nil || c.dst != src {
+		return
+	}
+	if c.async != nil {
+		c.async.moved.Store(true)
 		return
 	}
 	select {

@@ -33,6 +33,9 @@ type batchWait struct {
 	// progress (buffered 1) is signalled as a call's is (call.progress)
 	// when any of the exchanges moves on.
 	progress chan struct{}
+	// onDone, when set, is called instead of signalling done, by the
+	// goroutine that delivered the last reply (CallManyFunc).
+	onDone func()
 }
 
 // A replySlot's state: empty, then filling and full when a reply arrives,
@@ -61,7 +64,11 @@ func (b *batchWait) deliver(i int, r wire.Message) bool {
 	s.msg = r
 	s.state.Store(slotFull)
 	if b.left.Add(-1) == 0 {
-		b.done <- struct{}{}
+		if b.onDone != nil {
+			b.onDone()
+		} else {
+			b.done <- struct{}{}
+		}
 	}
 	return true
 }
@@ -103,10 +110,11 @@ func (e *Endpoint) CallMany(ctx context.Context, deadline time.Time, reqs []Requ
 	b := &batchWait{done: make(chan struct{}, 1), slots: make([]replySlot, len(reqs)), progress: make(chan struct{}, 1)}
 	b.left.Store(int32(len(reqs)))
 	calls := make([]call, len(reqs))
+	now := time.Now()
 	e.mu.Lock()
 	for i, r := range reqs {
 		r.Msg.Seq = e.NextSeq()
-		calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: b, slot: i, progress: b.progress}
+		calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: b, slot: i, progress: b.progress, sent: now}
 		e.calls[r.Msg.Seq] = &calls[i]
 	}
 	e.mu.Unlock()
@@ -134,7 +142,7 @@ func (e *Endpoint) waitMany(ctx context.Context, deadline time.Time, reqs []Requ
 	if err := e.sendMany(reqs); err != nil {
 		return err
 	}
-	interval := e.cfg.Retransmit
+	interval := e.batchRetransmit(reqs)
 	budget := time.Until(deadline) // what the calls may wait without progress
 	t := time.NewTimer(wait(interval, deadline))
 	defer t.Stop()
@@ -230,4 +238,17 @@ func fail(reqs []Request, out []Reply, err error) {
 	for i, r := range reqs {
 		out[i] = Reply{Err: fmt.Errorf("cannot call %s at %s: %w", r.Msg.Op, r.Dst, err)}
 	}
+}
+
+// batchRetransmit is the first retransmission of requests sent together:
+// the latest of their peers' (firstRetransmit).
+func (e *Endpoint) batchRetransmit(reqs []Request) time.Duration {
+	d := e.cfg.Retransmit
+	for i, r := range reqs {
+		if i > 0 && r.Dst == reqs[i-1].Dst {
+			continue
+		}
+		d = max(d, e.firstRetransmit(r.Dst))
+	}
+	return d
 }

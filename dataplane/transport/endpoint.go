@@ -241,6 +241,8 @@ type Endpoint struct {
 
 	mu    sync.Mutex // guards calls
 	calls map[uint64]*call
+	async asyncCalls // the CallManyFunc batches in flight
+	rtt   rtts       // round-trip times by peer, for retransmissions
 }
 
 // Listen opens the socket. Start begins reading.
@@ -307,6 +309,7 @@ func (e *Endpoint) Close() error {
 	}
 	err := e.conn.Close()
 	e.wg.Wait()
+	e.async.closeAll()
 	if err != nil {
 		return fmt.Errorf("cannot close endpoint %s: %w", e.addr, err)
 	}
@@ -504,6 +507,9 @@ func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.M
 	if c == nil || c.op != m.Op || c.dst != src {
 		e.stats.unmatched.Add(1)
 		return
+	}
+	if !c.resent.Load() && !c.sent.IsZero() {
+		e.rtt.sample(src, time.Since(c.sent))
 	}
 	r := *m
 	if !owned {

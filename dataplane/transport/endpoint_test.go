@@ -283,3 +283,32 @@ func TestAfterBatchFollowsEachBatch(t *testing.T) {
 		})
 	}
 }
+
+// Karn's rule: a call answered without a retransmission is a sample of
+// its peer's round trip; one sent again is not.
+func TestRTTFromReplies(t *testing.T) {
+	var drop atomic.Bool
+	server := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+		if drop.Swap(false) {
+			return // the first copy of a dropped request goes unanswered
+		}
+		echo(out, src, req)
+	})
+	client := listen(t, nil, withRetransmit(time.Millisecond))
+	if _, _, ok := client.RTT(server.Addr()); ok {
+		t.Fatal("an estimate before any call")
+	}
+	drop.Store(true)
+	if _, err := client.Call(t.Context(), server.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := client.RTT(server.Addr()); ok {
+		t.Fatal("a call sent again gave a sample")
+	}
+	if _, err := client.Call(t.Context(), server.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}); err != nil {
+		t.Fatal(err)
+	}
+	if srtt, _, ok := client.RTT(server.Addr()); !ok || srtt <= 0 {
+		t.Fatalf("RTT after a clean call = %v, %v", srtt, ok)
+	}
+}

@@ -119,7 +119,7 @@ func (r *runner) modeResult(mode Mode, ph *phaseResult, w0, w1 []Work, st client
 		Errors: ph.totals.errors, NotFound: ph.totals.notFound, Late: ph.late,
 		AchievedRate: perSecond(ph.totals.answered(), secs), Seconds: secs,
 		Nodes: nodes, Shards: shards, Timeline: ph.timeline,
-		Retries: st.retries, Timeouts: st.timeouts, Coherence: coherence,
+		Retries: st.retries, Timeouts: st.timeouts, Hedges: st.hedges, Coherence: coherence,
 		P50Seconds:  ph.hist.quantile(0.50).Seconds(),
 		P99Seconds:  ph.hist.quantile(0.99).Seconds(),
 		P999Seconds: ph.hist.quantile(0.999).Seconds(),
@@ -153,8 +153,8 @@ func ratio(n, d uint64) float64 {
 
 // clientTotals sums client.Stats over clients.
 type clientTotals struct {
-	gets, hits, retries, timeouts uint64
-	layerHits                     []uint64
+	gets, hits, retries, timeouts, hedges uint64
+	layerHits                             []uint64
 }
 
 func sumStats(clients []*client.Client) clientTotals {
@@ -165,6 +165,7 @@ func sumStats(clients []*client.Client) clientTotals {
 		t.hits += st.Hits
 		t.retries += st.Retries
 		t.timeouts += st.Timeouts
+		t.hedges += st.Hedges
 		for len(t.layerHits) < len(st.LayerHits) {
 			t.layerHits = append(t.layerHits, 0)
 		}
@@ -178,7 +179,7 @@ func sumStats(clients []*client.Client) clientTotals {
 // minus returns t - o, counter by counter.
 func (t clientTotals) minus(o clientTotals) clientTotals {
 	d := clientTotals{gets: t.gets - o.gets, hits: t.hits - o.hits, retries: t.retries - o.retries,
-		timeouts: t.timeouts - o.timeouts, layerHits: make([]uint64, len(t.layerHits))}
+		timeouts: t.timeouts - o.timeouts, hedges: t.hedges - o.hedges, layerHits: make([]uint64, len(t.layerHits))}
 	for i, h := range t.layerHits {
 		d.layerHits[i] = h
 		if i < len(o.layerHits) {

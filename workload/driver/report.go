@@ -111,6 +111,9 @@ type ModeResult struct {
 	// Retries and Timeouts are the clients' (client.Stats) over the window.
 	Retries  uint64 `json:"retries"`
 	Timeouts uint64 `json:"timeouts"`
+	// Hedges counts the reads that also asked a second candidate
+	// (client.Stats.Hedges).
+	Hedges uint64 `json:"hedges"`
 	// Coherence counts the invalidations and updates the shims sent.
 	Coherence uint64 `json:"coherence"`
 	// HostIdle is the share of the host's CPU time that was idle over the

@@ -1,0 +1,223 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Calls that do not wait (CallManyFunc). A goroutine blocked in CallMany
+// costs two hand-offs per batch: the reader that receives the last reply
+// wakes it, and it was started by another. With CallManyFunc nothing
+// waits: the reader that delivers a batch's last reply runs the batch's
+// callback itself, inline, so a cache node's misses are answered by the
+// goroutine that received their shim's replies, in the same receive pass.
+// The retransmissions and deadlines of every such batch share one timer
+// per endpoint, armed for the earliest of them, instead of a timer and a
+// goroutine each.
+
+// asyncCalls are an endpoint's CallManyFunc batches in flight.
+type asyncCalls struct {
+	mu      sync.Mutex // guards batches, timer and due, and each batch's schedule
+	batches map[*asyncBatch]struct{}
+	timer   *time.Timer // fires at due; nil before the first batch
+	due     time.Time   // when timer fires; zero while it is stopped
+}
+
+// asyncBatch is one CallManyFunc.
+type asyncBatch struct {
+	e     *Endpoint
+	reqs  []Request
+	calls []call
+	wait  batchWait // the replies' slots; wait.onDone ends the batch
+	done  func([]Reply)
+	ended atomic.Bool
+	// moved is set when a window of any exchange moved on: the next timer
+	// round moves the deadline on (CallUntil's progress).
+	moved atomic.Bool
+
+	// The schedule, guarded by asyncCalls.mu.
+	deadline time.Time     // zero: none
+	budget   time.Duration // what the calls may wait without progress
+	interval time.Duration // the retransmit interval
+	next     time.Time     // when the unanswered requests are sent again
+}
+
+// CallManyFunc is CallMany that does not wait: it sends the requests and
+// returns, and done(out) is called once, with out[i] the outcome of
+// reqs[i], when every request is answered — on the reader goroutine that
+// received the last reply, inside its receive pass, so done must not
+// block — or at deadline (none when zero), or when the endpoint closes,
+// on the endpoint's timer. The requests are sent again after Retransmit,
+// then after twice as long each time, as CallMany's are, and a window of
+// any exchange moves the deadline on. reqs must not change until done is
+// called.
+func (e *Endpoint) CallManyFunc(deadline time.Time, reqs []Request, done func([]Reply)) {
+	if len(reqs) == 0 {
+		done(nil)
+		return
+	}
+	if e.closed.Load() {
+		out := make([]Reply, len(reqs))
+		fail(reqs, out, ErrClosed)
+		done(out)
+		return
+	}
+	now := time.Now()
+	a := &asyncBatch{e: e, reqs: reqs, calls: make([]call, len(reqs)), done: done,
+		deadline: deadline, budget: deadline.Sub(now), interval: e.batchRetransmit(reqs)}
+	a.wait.slots = make([]replySlot, len(reqs))
+	a.wait.left.Store(int32(len(reqs)))
+	a.wait.onDone = func() { a.end(nil) }
+	e.mu.Lock()
+	for i, r := range reqs {
+		r.Msg.Seq = e.NextSeq()
+		a.calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: &a.wait, slot: i, async: a, sent: now}
+		e.calls[r.Msg.Seq] = &a.calls[i]
+	}
+	e.mu.Unlock()
+	e.async.add(a, now)
+	if e.closed.Load() { // Close may have ended the batches before a joined them
+		a.end(ErrClosed)
+		return
+	}
+	if err := e.sendMany(reqs); err != nil {
+		a.end(err)
+	}
+}
+
+// end ends a once: its calls leave the endpoint and the timer, and done
+// gets every reply that came, err for the others.
+func (a *asyncBatch) end(err error) {
+	if a.ended.Swap(true) {
+		return
+	}
+	e := a.e
+	e.mu.Lock()
+	for _, r := range a.reqs {
+		delete(e.calls, r.Msg.Seq)
+	}
+	e.mu.Unlock()
+	e.async.remove(a)
+	out := make([]Reply, len(a.reqs))
+	for i, r := range a.reqs {
+		if m, ok := a.wait.take(i); ok {
+			out[i] = Reply{Msg: m}
+		} else {
+			out[i] = Reply{Err: fmt.Errorf("cannot call %s at %s: %w", r.Msg.Op, r.Dst, err)}
+		}
+	}
+	a.done(out)
+}
+
+// add schedules a's first retransmission and arms the timer for it if it
+// is the earliest.
+func (ac *asyncCalls) add(a *asyncBatch, now time.Time) {
+	ac.mu.Lock()
+	defer ac.mu.Unlock()
+	if ac.batches == nil {
+		ac.batches = map[*asyncBatch]struct{}{}
+	}
+	ac.batches[a] = struct{}{}
+	a.next = now.Add(a.interval)
+	ac.armLocked(a.when(), now, a.e)
+}
+
+// remove forgets a; the timer stays armed (a round with nothing due costs
+// a scan).
+func (ac *asyncCalls) remove(a *asyncBatch) {
+	ac.mu.Lock()
+	delete(ac.batches, a)
+	ac.mu.Unlock()
+}
+
+// when is a's next event: its retransmission, or its deadline if sooner.
+func (a *asyncBatch) when() time.Time {
+	if !a.deadline.IsZero() && a.deadline.Before(a.next) {
+		return a.deadline
+	}
+	return a.next
+}
+
+// armLocked makes the timer fire by at; ac.mu is held.
+func (ac *asyncCalls) armLocked(at, now time.Time, e *Endpoint) {
+	if !ac.due.IsZero() && !at.Before(ac.due) {
+		return
+	}
+	ac.due = at
+	if ac.timer == nil {
+		ac.timer = time.AfterFunc(at.Sub(now), func() { ac.fire(e) })
+		return
+	}
+	ac.timer.Reset(at.Sub(now))
+}
+
+// fire is a timer round: the batches past their deadline end with
+// context.DeadlineExceeded, those due send their unanswered requests
+// again (or ask for the rest of a reply) with the interval doubled, and
+// the timer is armed for the next event.
+func (ac *asyncCalls) fire(e *Endpoint) {
+	now := time.Now()
+	var expired, due []*asyncBatch
+	ac.mu.Lock()
+	ac.due = time.Time{}
+	var next time.Time
+	for a := range ac.batches {
+		if a.moved.Swap(false) && !a.deadline.IsZero() {
+			a.deadline = now.Add(a.budget)
+		}
+		if !a.deadline.IsZero() && !now.Before(a.deadline) {
+			expired = append(expired, a)
+			continue
+		}
+		if !now.Before(a.next) {
+			a.interval = nextRetransmit(a.interval, e.cfg.MaxRetransmit)
+			a.next = now.Add(a.interval)
+			due = append(due, a)
+		}
+		if w := a.when(); next.IsZero() || w.Before(next) {
+			next = w
+		}
+	}
+	if !next.IsZero() {
+		ac.armLocked(next, now, e)
+	}
+	ac.mu.Unlock()
+	for _, a := range expired {
+		a.end(context.DeadlineExceeded)
+	}
+	for _, a := range due {
+		if e.closed.Load() {
+			a.end(ErrClosed)
+			continue
+		}
+		for i := range a.calls {
+			if a.wait.answered(i) {
+				continue
+			}
+			e.stats.retransmits.Add(1)
+			if err := e.resend(&a.calls[i], a.reqs[i].Dst, a.reqs[i].Msg, now); err != nil {
+				a.end(err)
+				break
+			}
+		}
+	}
+}
+
+// closeAll ends every batch with ErrClosed (Endpoint.Close).
+func (ac *asyncCalls) closeAll() {
+	ac.mu.Lock()
+	batches := make([]*asyncBatch, 0, len(ac.batches))
+	for a := range ac.batches {
+		batches = append(batches, a)
+	}
+	if ac.timer != nil {
+		ac.timer.Stop()
+	}
+	ac.mu.Unlock()
+	for _, a := range batches {
+		a.end(ErrClosed)
+	}
+}

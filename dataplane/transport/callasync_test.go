@@ -1,0 +1,124 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// callFunc runs CallManyFunc and waits for its one done call; a second
+// call fails the test.
+func callFunc(t *testing.T, e *transport.Endpoint, deadline time.Time, reqs []transport.Request) []transport.Reply {
+	t.Helper()
+	var calls atomic.Int32
+	got := make(chan []transport.Reply, 2)
+	e.CallManyFunc(deadline, reqs, func(out []transport.Reply) {
+		calls.Add(1)
+		got <- out
+	})
+	out := <-got
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("done called %d times", n)
+	}
+	return out
+}
+
+func TestCallManyFuncAnswersEach(t *testing.T) {
+	a, b := listen(t, echo), listen(t, echo)
+	for _, tc := range []struct {
+		name  string
+		n     int
+		value func(i int) []byte
+	}{
+		{"one", 1, noValue},
+		{"a pipeline's worth", 16, noValue},
+		{"more than a send queue", 3*transport.DefaultBatch + 5, noValue},
+		{"with values of several datagrams and windows", 12, func(i int) []byte { return bigValue[:i*i*8000] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := listen(t, nil)
+			reqs := requests([]netip.AddrPort{a.Addr(), b.Addr()}, "k", tc.n, tc.value)
+			out := callFunc(t, client, time.Now().Add(time.Minute), reqs)
+			for i, r := range out {
+				checkEcho(t, i, r, reqs[i])
+			}
+		})
+	}
+}
+
+func TestCallManyFuncOfNothing(t *testing.T) {
+	client := listen(t, nil)
+	if out := callFunc(t, client, time.Time{}, nil); len(out) != 0 {
+		t.Fatalf("out = %v", out)
+	}
+}
+
+// A server that ignores the first copy of each "resent" request answers
+// the retransmission; "lost" requests end at the deadline, the others are
+// answered; a closed endpoint, or one closed while the calls wait, ends
+// them with ErrClosed.
+func TestCallManyFuncUnanswered(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	server := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+		key := string(req.Key)
+		if strings.HasPrefix(key, "lost") {
+			return
+		}
+		mu.Lock()
+		first := !seen[key]
+		seen[key] = true
+		mu.Unlock()
+		if strings.HasPrefix(key, "resent") && first {
+			return
+		}
+		echo(out, src, req)
+	})
+	dst := []netip.AddrPort{server.Addr()}
+	closed := listen(t, nil)
+	_ = closed.Close()
+	for _, tc := range []struct {
+		name     string
+		client   *transport.Endpoint
+		deadline time.Time
+		closeAt  time.Duration // close the client this long after the call (0: never)
+		want     error
+	}{
+		{"deadline", listen(t, nil, withRetransmit(time.Millisecond)), time.Now().Add(300 * time.Millisecond), 0, context.DeadlineExceeded},
+		{"endpoint closed", closed, time.Time{}, 0, transport.ErrClosed},
+		{"endpoint closing", listen(t, nil, withRetransmit(time.Millisecond)), time.Time{}, 50 * time.Millisecond, transport.ErrClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			clear(seen)
+			mu.Unlock()
+			reqs := append(requests(dst, "lost", 3, noValue), requests(dst, "resent", 3, noValue)...)
+			reqs = append(reqs, requests(dst, "kept", 3, noValue)...)
+			if tc.closeAt > 0 {
+				time.AfterFunc(tc.closeAt, func() { _ = tc.client.Close() })
+			}
+			out := callFunc(t, tc.client, tc.deadline, reqs)
+			for i, r := range out {
+				lost := i < 3 || (errors.Is(tc.want, transport.ErrClosed) && tc.closeAt == 0)
+				switch {
+				case r.Err != nil && !errors.Is(r.Err, tc.want):
+					t.Errorf("request %d (key %q): error %v, want %v", i, reqs[i].Msg.Key, r.Err, tc.want)
+				case r.Err == nil && lost:
+					t.Errorf("request %d (key %q): reply for key %q, want none", i, reqs[i].Msg.Key, r.Msg.Key)
+				case r.Err == nil:
+					checkEcho(t, i, r, reqs[i])
+				case tc.closeAt == 0 && !lost:
+					t.Errorf("request %d (key %q): %v, want its echo", i, reqs[i].Msg.Key, r.Err)
+				}
+			}
+		})
+	}
+}
