@@ -270,17 +270,16 @@ func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate
 			c.stats.misses.Add(1)
 			return res, metrics.ResultMiss, stepDone, nil
 		}
-		c.stats.hits.Add(1)
-		if cd.Layer < len(v.hits) {
-			v.hits[cd.Layer].n.Add(1)
-			v.hits[cd.Layer].metric.Inc()
-		}
+		c.countHit(v, cd.Layer)
 		return res, metrics.ResultHit, stepDone, nil
 	case wire.StatusNotOwner, wire.StatusUnavailable, wire.StatusOverloaded, wire.StatusInternal:
 		c.cfg.Logger.Debug("cache node refused a read; trying another", "node", cd.Node, "addr", addr, "status", r.Status)
 		return Result{}, metrics.StatusResult(r.Status), stepRetry,
 			fmt.Errorf("node %d at %s: %w", cd.Node, addr, statusError(r.Status))
 	case wire.StatusNotFound: // the answer, as common as a value: no error to format
+		if r.Has(wire.FlagHit) { // a negative entry: the node's copy of the key's absence
+			c.countHit(v, cd.Layer)
+		}
 		return Result{}, metrics.StatusResult(r.Status), stepDone, ErrNotFound
 	default: // TooLarge: the answer
 		return Result{}, metrics.StatusResult(r.Status), stepDone,
@@ -381,4 +380,13 @@ func (c *Client) markFailed(node routing.NodeID) {
 	defer c.backoffMu.Unlock()
 	c.backoff[node] = until
 	c.table.MarkFailed(node, true)
+}
+
+// countHit counts a read answered from a cached copy at layer.
+func (c *Client) countHit(v *view, layer int) {
+	c.stats.hits.Add(1)
+	if layer < len(v.hits) {
+		v.hits[layer].n.Add(1)
+		v.hits[layer].metric.Inc()
+	}
 }

@@ -61,7 +61,7 @@ func hitFixtureWith(tb testing.TB, cfg Config) (*Node, wire.Message) {
 	// Longer than the 32 bytes a string conversion may keep on the stack.
 	key := strings.Repeat("hot-key/", 8)
 	e, _ := n.store.addPlaceholder(key)
-	if n.store.fill(key, e, 9, []byte(strings.Repeat("v", 100))) != fillApplied {
+	if n.store.fill(key, e, 9, []byte(strings.Repeat("v", 100)), false) != fillApplied {
 		tb.Fatal("fill not applied")
 	}
 	n.det.Track(key)

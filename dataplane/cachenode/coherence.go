@@ -24,7 +24,7 @@ func (s *store) invalidate(key []byte, v uint64) bool {
 	if e == nil {
 		return false
 	}
-	e.valid = false
+	e.valid, e.missing = false, false
 	e.version = max(e.version, v)
 	s.bytes.Add(-int64(len(e.value)))
 	e.value = nil
@@ -60,7 +60,7 @@ func (s *store) update(key []byte, v uint64, value []byte) updateOutcome {
 		return updateDropped
 	}
 	e.value = bytes.Clone(value)
-	e.valid = true
+	e.valid, e.missing = true, false
 	return updateApplied
 }
 
@@ -76,8 +76,9 @@ const (
 // fill applies a FETCH_REPLY carrying value (owned by the reply, kept
 // without copying) and the shim's counter c to e, the entry the FETCH was
 // sent for: iff e is still key's entry, still invalid and c >= its version,
-// e becomes valid with version c. It clears e.fetching in every case.
-func (s *store) fill(key string, e *entry, c uint64, value []byte) fillOutcome {
+// e becomes valid with version c — a negative entry when missing (the key
+// was not in storage at c). It clears e.fetching in every case.
+func (s *store) fill(key string, e *entry, c uint64, value []byte, missing bool) fillOutcome {
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -89,7 +90,7 @@ func (s *store) fill(key string, e *entry, c uint64, value []byte) fillOutcome {
 		s.deleteLocked(sh, key, e)
 		return fillRefused
 	}
-	e.value, e.version, e.valid = value, c, true
+	e.value, e.version, e.valid, e.missing = value, c, true, missing
 	return fillApplied
 }
 

@@ -59,6 +59,16 @@ func fillK(c uint64, value string, want InsertResult) coherenceStep {
 	}
 }
 
+// fillMissing answers the held FETCH "not in storage" at counter c.
+func fillMissing(c uint64, want InsertResult) coherenceStep {
+	return func(h *harness, s *scenario) {
+		s.fetch.notFoundAt(c)
+		if r := h.wait(s.done); r != want {
+			h.t.Fatalf("InsertHot: %+v, want %+v", r, want)
+		}
+	}
+}
+
 func fillNotFound() coherenceStep {
 	return func(h *harness, s *scenario) {
 		s.fetch.notFound()
@@ -150,10 +160,31 @@ func TestCoherence(t *testing.T) {
 			want: cached{"", 20, false, true},
 		},
 		{
-			name: "deleted key dropped by the refresh",
+			name: "deleted key cached as missing by the refresh",
 			steps: []coherenceStep{cacheK("a", 10), invalidateK(20),
-				refresh("", 20, InsertResult{Failed: 1})},
-			want: cached{},
+				refresh("", 20, InsertResult{Refreshed: 1})},
+			want: cached{"", 20, true, true},
+		},
+		{
+			name:  "key not in storage cached as missing",
+			steps: []coherenceStep{holdFill(), fillMissing(30, InsertResult{Inserted: 1})},
+			want:  cached{"", 30, true, true},
+		},
+		{
+			name:  "write invalidates a negative entry",
+			steps: []coherenceStep{holdFill(), fillMissing(30, InsertResult{Inserted: 1}), invalidateK(40)},
+			want:  cached{"", 40, false, true},
+		},
+		{
+			name: "update fills the key of a negative entry",
+			steps: []coherenceStep{holdFill(), fillMissing(30, InsertResult{Inserted: 1}), invalidateK(40),
+				updateK(40, "w")},
+			want: cached{"w", 40, true, true},
+		},
+		{
+			name:  "missing at an older counter than the placeholder's invalidation",
+			steps: []coherenceStep{holdFill(), invalidateK(50), fillMissing(40, InsertResult{Stale: 1})},
+			want:  cached{"", 50, false, true},
 		},
 	}
 	for _, tt := range tests {
@@ -169,6 +200,10 @@ func TestCoherence(t *testing.T) {
 			rep := h.get("k")
 			if hit := rep.Has(wire.FlagHit); hit != tt.want.valid || hit && string(rep.Value) != tt.want.value {
 				t.Errorf("GET k: hit=%v %q, want hit=%v %q", hit, rep.Value, tt.want.valid, tt.want.value)
+			}
+			// A valid copy without a value is a negative entry: not found.
+			if wantMissing := tt.want.valid && tt.want.value == ""; rep.Has(wire.FlagHit) && (rep.Status == wire.StatusNotFound) != wantMissing {
+				t.Errorf("GET k: hit with status %v, want not found %v", rep.Status, wantMissing)
 			}
 		})
 	}

@@ -61,11 +61,11 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		return
 	}
 	value, version, st := n.store.lookup(req.Key)
-	if st == stateValid && !n.lease.valid(now) {
+	if (st == stateValid || st == stateMissing) && !n.lease.valid(now) {
 		n.stats.unleased.Add(1) // fenced: the copy may have missed a write
 		st = stateInvalid
 	}
-	if st != stateValid {
+	if st != stateValid && st != stateMissing {
 		owned := v.owns(bytesView(req.Key))
 		if owned { // a read this node's LRU cache would see (curve.go)
 			n.observeRead(req)
@@ -86,7 +86,11 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	// whose linearisation point is the lookup (the read was invoked before
 	// it, and the write completes only after its invalidation).
 	n.spend(out, 1)
-	n.replyInPlace(out, src, req, v, n.loadAt(now), wire.StatusOK, wire.FlagHit, version, value)
+	status := wire.StatusOK
+	if st == stateMissing {
+		status = wire.StatusNotFound // a negative entry: the key is not in storage
+	}
+	n.replyInPlace(out, src, req, v, n.loadAt(now), status, wire.FlagHit, version, value)
 	n.reqs.Observe(wire.OpGet, metrics.ResultHit, time.Since(start))
 }
 

@@ -184,11 +184,15 @@ func (n *Node) fetch(ctx context.Context, j *fetchJob) fetchOutcome {
 		n.stats.backendErrors.Add(1)
 		n.log.Debug("cannot fetch key", "key", j.key, "err", err)
 		return n.fetchFailed(j)
+	case rep.Status == wire.StatusNotFound && rep.ValueVersion > 0:
+		// Not in storage at the shim's counter: a negative entry. A shim
+		// of a version before them sends no counter with StatusNotFound.
+		n.stats.negativeFills.Add(1)
 	case rep.Status != wire.StatusOK:
 		n.log.Debug("fetch refused by shim", "key", j.key, "status", rep.Status)
 		return n.fetchFailed(j)
 	}
-	switch n.store.fill(j.key, j.e, rep.ValueVersion, rep.Value) {
+	switch n.store.fill(j.key, j.e, rep.ValueVersion, rep.Value, rep.Status == wire.StatusNotFound) {
 	case fillApplied:
 		n.stats.fills.Add(1)
 		return fetchFilled

@@ -52,6 +52,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_refused_reads_total", "Reads refused: with not_owner because the node is not Active (Fenced or Failed) in its map, with unavailable while it drains to stop.", n.stats.refused.Load),
 		counter("distcache_backend_batches_total", "Backend reads of several misses for one shim sent together (the misses of one receive batch).", n.stats.backendBatches.Load),
 		counter("distcache_backend_batched_reads_total", "Misses whose backend read was sent in such a batch.", n.stats.backendBatched.Load),
+		counter("distcache_negative_fills_total", "Insertions of keys storage does not hold, cached as negative entries: reads of them are answered not found from the node.", n.stats.negativeFills.Load),
 		counter("distcache_untracked_rereads_total", "Coalesced readers sent to storage again: the shim's reply did not promise to keep invalidating this node for the key.", n.stats.untracked.Load),
 		counter("distcache_cache_only_misses_total", "Hedged reads (FlagCacheOnly) refused without a valid copy; the backend is not read for them.", n.stats.cacheOnlyRefused.Load),
 		counter("distcache_work_units_total", "Work units taken from the emulated capacity: 1 per hit, 1 per INVALIDATE and per UPDATE of a held key.", n.work.Used),

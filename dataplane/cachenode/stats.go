@@ -24,6 +24,7 @@ type Stats struct {
 	Updates        uint64 // UPDATEs applied
 	UpdatesIgnored uint64 // UPDATEs not applied (no entry, other version, too big)
 	Fills          uint64 // FETCH replies applied
+	NegativeFills  uint64 // FETCH replies of keys not in storage: negative entries (counted in Fills when applied)
 	FillsIgnored   uint64 // FETCH replies not applied (stale)
 	FillsFailed    uint64 // FETCHes that failed: entry removed
 	FillsRefused   uint64 // fills over CapacityBytes (also in FillsFailed)
@@ -51,7 +52,7 @@ type counters struct {
 	invalidations, updates, updatesIgnored                             atomic.Uint64
 	fills, fillsIgnored, fillsFailed, fillsRefused, inserts, evictions atomic.Uint64
 	dropped, notOwner, parked, parkForwarded                           atomic.Uint64
-	backendBatches, backendBatched                                     atomic.Uint64
+	backendBatches, backendBatched, negativeFills                      atomic.Uint64
 	refused, unleased, untracked, cacheOnlyRefused                     atomic.Uint64
 }
 
@@ -66,7 +67,7 @@ func (n *Node) Stats() Stats {
 		NotFound: c.notFound.Load(), BackendErrors: c.backendErrors.Load(),
 		BackendBatches: c.backendBatches.Load(), BackendBatched: c.backendBatched.Load(),
 		Invalidations: c.invalidations.Load(), Updates: c.updates.Load(),
-		UpdatesIgnored: c.updatesIgnored.Load(), Fills: c.fills.Load(),
+		UpdatesIgnored: c.updatesIgnored.Load(), Fills: c.fills.Load(), NegativeFills: c.negativeFills.Load(),
 		FillsIgnored: c.fillsIgnored.Load(), FillsFailed: c.fillsFailed.Load(),
 		FillsRefused: c.fillsRefused.Load(), Inserts: c.inserts.Load(), Evictions: c.evictions.Load(),
 		Dropped: c.dropped.Load(), NotOwner: c.notOwner.Load(), Work: n.work.Used(),

@@ -15,15 +15,20 @@ type entry struct {
 	version  uint64 // coherence version (see the package documentation)
 	valid    bool
 	fetching bool // a FETCH for this entry is outstanding
+	// missing says the valid copy is of a key storage does not hold: a
+	// hit answers StatusNotFound (a negative entry, coherent as any
+	// other: a write of the key invalidates it first).
+	missing bool
 }
 
 // entryState is what a lookup found.
 type entryState uint8
 
 const (
-	stateAbsent entryState = iota
+	stateAbsent entryState = iota // no entry
 	stateInvalid
 	stateValid
+	stateMissing // a valid negative entry: the key is not in storage
 )
 
 // storeShards is the number of independently locked parts of the store.
@@ -73,6 +78,8 @@ func (s *store) lookup(key []byte) (value []byte, version uint64, st entryState)
 	switch {
 	case e == nil:
 		st = stateAbsent
+	case e.valid && e.missing:
+		version, st = e.version, stateMissing
 	case e.valid:
 		value, version, st = e.value, e.version, stateValid
 	default:

@@ -210,3 +210,7 @@ func (h *heldRequest) reply(c uint64, value string) {
 
 // notFound answers h with StatusNotFound.
 func (h *heldRequest) notFound() { h.s.answer(h.src, &h.req, wire.StatusNotFound, 0, nil) }
+
+// notFoundAt answers the held FETCH "not in storage" at counter c, as a
+// shim that knows negative entries does.
+func (h *heldRequest) notFoundAt(c uint64) { h.s.answer(h.src, &h.req, wire.StatusNotFound, c, nil) }

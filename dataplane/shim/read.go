@@ -101,7 +101,9 @@ func (s *Shim) getReplies(dst []transport.Request, reads []*request, tracked []b
 
 // serveFetch answers a cache node's insertion (DistCache §4.3): under the
 // key's lock, so that no write of the key is between its version and its
-// Redis value, it reads the version counter C and the value. Every write
+// Redis value, it reads the version counter C and the value — or that
+// Redis does not hold the key, with C too, which the node caches as a
+// negative entry. Every write
 // acknowledged before has a version ≤ C and every later write gets one > C,
 // so the node fills its placeholder only if no invalidation newer than the
 // value reached it meanwhile. Only the key's current Active owner may fetch
@@ -129,8 +131,8 @@ func (s *Shim) serveFetch(r *request) {
 		s.stats.notOwner.Add(1)
 	}
 	unlock()
-	if status != wire.StatusOK {
-		c = 0
+	if status != wire.StatusOK && status != wire.StatusNotFound {
+		c = 0 // a key not in storage keeps C: the node caches its absence
 	}
 	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
 	reply := s.replyTo(r, status, c, value)

@@ -85,6 +85,11 @@ func TestFetch(t *testing.T) {
 			if tt.wantStatus == wire.StatusOK && r.ValueVersion < put.ValueVersion {
 				t.Errorf("FETCH version %d below the acknowledged write's %d", r.ValueVersion, put.ValueVersion)
 			}
+			// A key not in storage comes with the counter, as a value does:
+			// the node caches its absence at that version.
+			if tt.wantStatus == wire.StatusNotFound && r.ValueVersion < put.ValueVersion {
+				t.Errorf("FETCH of a missing key: version %d, want at least the last write's %d", r.ValueVersion, put.ValueVersion)
+			}
 		})
 	}
 	// A later write must get a version above every FETCH answered before.
