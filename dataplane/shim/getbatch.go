@@ -2,6 +2,7 @@ package shim
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -19,6 +20,12 @@ import (
 // here.
 type getBatcher struct {
 	rdb *redis.Client
+	// conn is a connection of the batcher's own, taken from rdb's pool on
+	// first use and kept: a round trip on it costs no pool checkout, whose
+	// health check is a system call of its own per command. Only the
+	// goroutine running round trips (busy) uses it. A network error closes
+	// it; the round trip runs again once on a new one.
+	conn *redis.Conn
 
 	mu    sync.Mutex    // guards queue, spare and busy
 	queue []*pendingGet // reads waiting for the next round trip
@@ -91,18 +98,48 @@ func (b *getBatcher) getMany(ctx context.Context, keys []string) []*pendingGet {
 
 // read runs one round trip for batch and completes each read.
 func (b *getBatcher) read(ctx context.Context, batch []*pendingGet) {
-	if len(batch) == 1 {
-		p := batch[0]
-		p.complete(b.rdb.Get(ctx, p.key).Bytes())
-		return
+	cmds := b.roundTrip(ctx, batch)
+	if connBroken(cmds) && ctx.Err() == nil {
+		cmds = b.roundTrip(ctx, batch) // on a new connection
 	}
-	pipe := b.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(batch))
-	for i, p := range batch {
-		cmds[i] = pipe.Get(ctx, p.key)
-	}
-	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, p := range batch {
 		p.complete(cmds[i].Bytes())
 	}
+}
+
+// roundTrip sends a GET per read of batch on the batcher's connection, in
+// one pipeline, and returns the commands with their replies. A network
+// error closes the connection.
+func (b *getBatcher) roundTrip(ctx context.Context, batch []*pendingGet) []*redis.StringCmd {
+	if b.conn == nil {
+		b.conn = b.rdb.Conn()
+	}
+	cmds := make([]*redis.StringCmd, len(batch))
+	if len(batch) == 1 {
+		cmds[0] = b.conn.Get(ctx, batch[0].key)
+	} else {
+		pipe := b.conn.Pipeline()
+		for i, p := range batch {
+			cmds[i] = pipe.Get(ctx, p.key)
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+	}
+	if connBroken(cmds) {
+		_ = b.conn.Close()
+		b.conn = nil
+	}
+	return cmds
+}
+
+// connBroken says whether a command failed for its connection rather than
+// with Redis's answer: not "nil", not an error reply.
+func connBroken(cmds []*redis.StringCmd) bool {
+	for _, c := range cmds {
+		err := c.Err()
+		var reply redis.Error
+		if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
+			return true
+		}
+	}
+	return false
 }

@@ -160,3 +160,36 @@ func TestGetBatcherRedisDown(t *testing.T) {
 		t.Fatal("the batcher stays busy after a failed round trip")
 	}
 }
+
+// The batcher keeps one connection; when Redis closes it (a restart, a
+// CLIENT KILL), the next read runs again on a new one instead of failing,
+// and an error reply (a key of another type) is Redis's answer, not a
+// broken connection.
+func TestGetBatcherReconnects(t *testing.T) {
+	b, _ := newBatcher(t)
+	ctx := t.Context()
+	if v, err := b.get(ctx, "k1"); err != nil || string(v) != "v1" {
+		t.Fatalf("get k1 = %q, %v", v, err)
+	}
+	id, err := b.conn.ClientID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.rdb.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b.get(ctx, "k2"); err != nil || string(v) != "v2" {
+		t.Fatalf("get after the connection was killed = %q, %v; want v2", v, err)
+	}
+	if err := b.rdb.LPush(ctx, "list", "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	conn := b.conn
+	var reply redis.Error
+	if _, err := b.get(ctx, "list"); !errors.As(err, &reply) {
+		t.Fatalf("get of a list = %v, want Redis's WRONGTYPE reply", err)
+	}
+	if b.conn != conn {
+		t.Fatal("an error reply replaced the connection")
+	}
+}
