@@ -16,6 +16,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/capacity"
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/redisconn"
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -171,6 +172,16 @@ func redisOptions(o *redis.Options) *redis.Options {
 	}
 	if r.PoolSize == 0 {
 		r.PoolSize = DefaultRedisPoolSize
+	}
+	if r.Protocol == 0 {
+		// RESP2: with RESP3 go-redis peeks at the socket for push
+		// notifications before every command on a connection that stays
+		// checked out (a system call each), and the shim subscribes to
+		// nothing.
+		r.Protocol = 2
+	}
+	if r.Dialer == nil && r.TLSConfig == nil {
+		r.Dialer = redisconn.Dial // raw reads and writes (redisconn.Dial)
 	}
 	return &r
 }
