@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/distcache/distcache/operator/api/v1alpha1"
@@ -23,6 +24,7 @@ func TestDaemonArgsForwardEveryFlag(t *testing.T) {
 			want: []string{"--gateway=false", "--shard-capacity=300"}}, // in the order of their names
 		{name: "prometheus without a value", args: []string{"-f", "c.yaml", "--prometheus"}, want: []string{"--prometheus=prometheus"}},
 		{name: "cluster name", args: []string{"-f", "c.yaml", "--cluster", "demo"}, want: []string{"--cluster=demo"}},
+		{name: "server CPU", args: []string{"-f", "c.yaml", "--server-cpu", "0.05"}, want: []string{"--server-cpu=0.05"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,5 +74,26 @@ func TestBundleFlagSetsSpec(t *testing.T) {
 				t.Errorf("spec.dataPlane = %+v, want %+v", spec.DataPlane, tt.want)
 			}
 		})
+	}
+}
+
+// A --server-cpu the kernel would refuse is refused before the cluster
+// starts in the background, with the smallest limit it would take.
+func TestServerCPURefused(t *testing.T) {
+	for _, tc := range []struct {
+		cpus float64
+		want string // "" for accepted (or refused only for want of a cgroup here)
+	}{
+		{0, ""},
+		{-1, "too small"},
+		{0.001, "at least 1ms every 100ms (0.01 CPUs)"},
+	} {
+		err := (&upOptions{serverCPU: tc.cpus}).checkServerCPU()
+		switch {
+		case tc.want == "" && tc.cpus == 0 && err != nil:
+			t.Errorf("--server-cpu 0: %v, want no limit and no error", err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("--server-cpu %g: %v, want an error saying %q", tc.cpus, err, tc.want)
+		}
 	}
 }
