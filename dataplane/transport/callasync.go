@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +30,7 @@ type asyncBatch struct {
 	e     *Endpoint
 	reqs  []Request
 	calls []call
-	wait  batchWait // the replies' slots; wait.onDone ends the batch
+	wait  *batchWait // the replies' slots; wait.onDone ends the batch
 	done  func([]Reply)
 	ended atomic.Bool
 	// moved is set when a window of any exchange moved on: the next timer
@@ -66,18 +65,10 @@ func (e *Endpoint) CallManyFunc(deadline time.Time, reqs []Request, done func([]
 		return
 	}
 	now := time.Now()
-	a := &asyncBatch{e: e, reqs: reqs, calls: make([]call, len(reqs)), done: done,
+	a := &asyncBatch{e: e, reqs: reqs, wait: newBatchWait(len(reqs)), done: done,
 		deadline: deadline, budget: deadline.Sub(now), interval: e.batchRetransmit(reqs)}
-	a.wait.slots = make([]replySlot, len(reqs))
-	a.wait.left.Store(int32(len(reqs)))
 	a.wait.onDone = func() { a.end(nil) }
-	e.mu.Lock()
-	for i, r := range reqs {
-		r.Msg.Seq = e.NextSeq()
-		a.calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: &a.wait, slot: i, async: a, sent: now}
-		e.calls[r.Msg.Seq] = &a.calls[i]
-	}
-	e.mu.Unlock()
+	a.calls = e.register(reqs, a.wait, a)
 	e.async.add(a, now)
 	if e.closed.Load() { // Close may have ended the batches before a joined them
 		a.end(ErrClosed)
@@ -94,21 +85,10 @@ func (a *asyncBatch) end(err error) {
 	if a.ended.Swap(true) {
 		return
 	}
-	e := a.e
-	e.mu.Lock()
-	for _, r := range a.reqs {
-		delete(e.calls, r.Msg.Seq)
-	}
-	e.mu.Unlock()
-	e.async.remove(a)
+	a.e.unregister(a.reqs)
+	a.e.async.remove(a)
 	out := make([]Reply, len(a.reqs))
-	for i, r := range a.reqs {
-		if m, ok := a.wait.take(i); ok {
-			out[i] = Reply{Msg: m}
-		} else {
-			out[i] = Reply{Err: fmt.Errorf("cannot call %s at %s: %w", r.Msg.Op, r.Dst, err)}
-		}
-	}
+	a.wait.collect(a.reqs, err, out)
 	a.done(out)
 }
 
@@ -193,15 +173,8 @@ func (ac *asyncCalls) fire(e *Endpoint) {
 			a.end(ErrClosed)
 			continue
 		}
-		for i := range a.calls {
-			if a.wait.answered(i) {
-				continue
-			}
-			e.stats.retransmits.Add(1)
-			if err := e.resend(&a.calls[i], a.reqs[i].Dst, a.reqs[i].Msg, now); err != nil {
-				a.end(err)
-				break
-			}
+		if err := e.resendUnanswered(a.reqs, a.calls, a.wait, now); err != nil {
+			a.end(err)
 		}
 	}
 }

@@ -31,29 +31,6 @@ func callFunc(t *testing.T, e *transport.Endpoint, deadline time.Time, reqs []tr
 	return out
 }
 
-func TestCallManyFuncAnswersEach(t *testing.T) {
-	a, b := listen(t, echo), listen(t, echo)
-	for _, tc := range []struct {
-		name  string
-		n     int
-		value func(i int) []byte
-	}{
-		{"one", 1, noValue},
-		{"a pipeline's worth", 16, noValue},
-		{"more than a send queue", 3*transport.DefaultBatch + 5, noValue},
-		{"with values of several datagrams and windows", 12, func(i int) []byte { return bigValue[:i*i*8000] }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			client := listen(t, nil)
-			reqs := requests([]netip.AddrPort{a.Addr(), b.Addr()}, "k", tc.n, tc.value)
-			out := callFunc(t, client, time.Now().Add(time.Minute), reqs)
-			for i, r := range out {
-				checkEcho(t, i, r, reqs[i])
-			}
-		})
-	}
-}
-
 func TestCallManyFuncOfNothing(t *testing.T) {
 	client := listen(t, nil)
 	if out := callFunc(t, client, time.Time{}, nil); len(out) != 0 {

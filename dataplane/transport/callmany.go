@@ -107,32 +107,70 @@ func (e *Endpoint) CallMany(ctx context.Context, deadline time.Time, reqs []Requ
 		fail(reqs, out, ErrClosed)
 		return
 	}
-	b := &batchWait{done: make(chan struct{}, 1), slots: make([]replySlot, len(reqs)), progress: make(chan struct{}, 1)}
-	b.left.Store(int32(len(reqs)))
+	b := newBatchWait(len(reqs))
+	b.done, b.progress = make(chan struct{}, 1), make(chan struct{}, 1)
+	calls := e.register(reqs, b, nil)
+	defer e.unregister(reqs)
+	b.collect(reqs, e.waitMany(ctx, deadline, reqs, calls, b), out)
+}
+
+// newBatchWait is the wait of n requests, none answered yet.
+func newBatchWait(n int) *batchWait {
+	b := &batchWait{slots: make([]replySlot, n)}
+	b.left.Store(int32(n))
+	return b
+}
+
+// register gives each request of reqs a fresh sequence number and a call
+// that delivers its reply into b's slot of the same index (and belongs to
+// async, for CallManyFunc), sent now.
+func (e *Endpoint) register(reqs []Request, b *batchWait, async *asyncBatch) []call {
 	calls := make([]call, len(reqs))
 	now := time.Now()
 	e.mu.Lock()
 	for i, r := range reqs {
 		r.Msg.Seq = e.NextSeq()
-		calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: b, slot: i, progress: b.progress, sent: now}
+		calls[i] = call{dst: unmapped(r.Dst), op: r.Msg.Op.Reply(), batch: b, slot: i, progress: b.progress, async: async, sent: now}
 		e.calls[r.Msg.Seq] = &calls[i]
 	}
 	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		for _, r := range reqs {
-			delete(e.calls, r.Msg.Seq)
-		}
-		e.mu.Unlock()
-	}()
-	err := e.waitMany(ctx, deadline, reqs, calls, b)
-	for i := range calls {
-		if r, ok := b.take(i); ok {
-			out[i] = Reply{Msg: r}
+	return calls
+}
+
+// unregister forgets the calls of reqs: replies to them are unmatched.
+func (e *Endpoint) unregister(reqs []Request) {
+	e.mu.Lock()
+	for _, r := range reqs {
+		delete(e.calls, r.Msg.Seq)
+	}
+	e.mu.Unlock()
+}
+
+// collect closes b's slots and writes out[i], the outcome of reqs[i]: its
+// reply, or err for a request that got none.
+func (b *batchWait) collect(reqs []Request, err error, out []Reply) {
+	for i, r := range reqs {
+		if m, ok := b.take(i); ok {
+			out[i] = Reply{Msg: m}
 		} else {
-			out[i] = Reply{Err: fmt.Errorf("cannot call %s at %s: %w", reqs[i].Msg.Op, reqs[i].Dst, err)}
+			out[i] = Reply{Err: fmt.Errorf("cannot call %s at %s: %w", r.Msg.Op, r.Dst, err)}
 		}
 	}
+}
+
+// resendUnanswered sends again (or asks for the rest of) each request of
+// reqs that b has no reply for, as of now.
+func (e *Endpoint) resendUnanswered(reqs []Request, calls []call, b *batchWait, now time.Time) error {
+	for i := range calls {
+		if b.answered(i) {
+			continue
+		}
+		e.stats.retransmits.Add(1)
+		if err := e.resend(&calls[i], reqs[i].Dst, reqs[i].Msg, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitMany sends the requests of CallMany and waits for their replies; it
@@ -165,14 +203,8 @@ func (e *Endpoint) waitMany(ctx context.Context, deadline time.Time, reqs []Requ
 		if err != nil {
 			return err
 		}
-		for i := range calls {
-			if b.answered(i) {
-				continue
-			}
-			e.stats.retransmits.Add(1)
-			if err := e.resend(&calls[i], reqs[i].Dst, reqs[i].Msg, now); err != nil {
-				return err
-			}
+		if err := e.resendUnanswered(reqs, calls, b, now); err != nil {
+			return err
 		}
 	}
 }

@@ -50,16 +50,31 @@ func TestCallManyAnswersEach(t *testing.T) {
 		{"more than a send queue", 3*transport.DefaultBatch + 5, noValue},
 		{"with values of several datagrams and windows", 12, func(i int) []byte { return bigValue[:i*i*8000] }},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			client := listen(t, nil)
-			reqs := requests([]netip.AddrPort{a.Addr(), b.Addr()}, "k", tc.n, tc.value)
+	// The same requests through the call that waits and the one that
+	// does not (callasync_test.go).
+	apis := []struct {
+		name string
+		call func(t *testing.T, client *transport.Endpoint, reqs []transport.Request) []transport.Reply
+	}{
+		{"CallMany", func(t *testing.T, client *transport.Endpoint, reqs []transport.Request) []transport.Reply {
 			out := make([]transport.Reply, len(reqs))
 			client.CallMany(t.Context(), time.Now().Add(time.Minute), reqs, out)
-			for i, r := range out {
-				checkEcho(t, i, r, reqs[i])
-			}
-		})
+			return out
+		}},
+		{"CallManyFunc", func(t *testing.T, client *transport.Endpoint, reqs []transport.Request) []transport.Reply {
+			return callFunc(t, client, time.Now().Add(time.Minute), reqs)
+		}},
+	}
+	for _, api := range apis {
+		for _, tc := range tests {
+			t.Run(api.name+"/"+tc.name, func(t *testing.T) {
+				client := listen(t, nil)
+				reqs := requests([]netip.AddrPort{a.Addr(), b.Addr()}, "k", tc.n, tc.value)
+				for i, r := range api.call(t, client, reqs) {
+					checkEcho(t, i, r, reqs[i])
+				}
+			})
+		}
 	}
 }
 

@@ -508,7 +508,7 @@ func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.M
 		e.stats.unmatched.Add(1)
 		return
 	}
-	if !c.resent.Load() && !c.sent.IsZero() {
+	if !c.resent.Load() {
 		e.rtt.sample(src, time.Since(c.sent))
 	}
 	r := *m
