@@ -441,23 +441,21 @@ func (d *Detector) resetLocked() {
 	misses := d.misses()
 	touched := misses != d.missesAtReset
 	d.missesAtReset = misses
-	for i := range d.sketch {
-		if !touched {
-			break
-		}
-		c := &d.sketch[i]
-		if c.Load() != 0 && c.Swap(0) >= threshold {
-			hot++
+	if touched {
+		for i := range d.sketch {
+			c := &d.sketch[i]
+			if c.Load() != 0 && c.Swap(0) >= threshold {
+				hot++
+			}
 		}
 	}
 	d.hotCells.Store(math.Float64bits(float64(hot) / float64(len(d.sketch))))
 	d.mu.Lock()
-	for i := range d.bloom {
-		if !touched {
-			break
-		}
-		if d.bloom[i].Load() != 0 {
-			d.bloom[i].Store(0)
+	if touched {
+		for i := range d.bloom {
+			if d.bloom[i].Load() != 0 {
+				d.bloom[i].Store(0)
+			}
 		}
 	}
 	clear(d.cands) // release the keys

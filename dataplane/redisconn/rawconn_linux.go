@@ -54,14 +54,8 @@ func (c *rawConn) Read(b []byte) (int, error) {
 		errno syscall.Errno
 	)
 	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-			if e == syscall.EINTR {
-				continue
-			}
-			n, errno = int(r), e
-			return e != syscall.EAGAIN // not ready: wait in the poller
-		}
+		n, errno = rawIO(syscall.SYS_READ, fd, b)
+		return errno != syscall.EAGAIN // not ready: wait in the poller
 	})
 	switch {
 	case err != nil:
@@ -82,15 +76,8 @@ func (c *rawConn) Write(b []byte) (int, error) {
 			errno syscall.Errno
 		)
 		err := c.rc.Write(func(fd uintptr) bool {
-			p := b[written:]
-			for {
-				r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-				if e == syscall.EINTR {
-					continue
-				}
-				n, errno = int(r), e
-				return e != syscall.EAGAIN // the send buffer is full: wait in the poller
-			}
+			n, errno = rawIO(syscall.SYS_WRITE, fd, b[written:])
+			return errno != syscall.EAGAIN // the send buffer is full: wait in the poller
 		})
 		switch {
 		case err != nil:
@@ -101,4 +88,15 @@ func (c *rawConn) Write(b []byte) (int, error) {
 		written += n
 	}
 	return written, nil
+}
+
+// rawIO runs the read or write system call trap on fd for p (not empty),
+// again when a signal interrupts it.
+func rawIO(trap, fd uintptr, p []byte) (int, syscall.Errno) {
+	for {
+		r, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e != syscall.EINTR {
+			return int(r), e
+		}
+	}
 }
