@@ -20,12 +20,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 
-	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/hack/internal/localcluster"
 	"github.com/distcache/distcache/workload/twemproxy"
 )
 
@@ -125,18 +124,8 @@ func (o options) start(ctx context.Context) ([]target, func(), error) {
 			undo[i]()
 		}
 	}
-	_ = exec.CommandContext(ctx, o.distcache, "down", "--run-dir", o.runDir).Run() // a run left over
-	up := exec.CommandContext(ctx, o.distcache, "up", "-f", o.clusterFile, "--run-dir", o.runDir)
-	up.Stdout, up.Stderr = os.Stderr, os.Stderr
-	if err := up.Run(); err != nil {
-		return nil, cleanup, fmt.Errorf("cannot start the cluster: %w", err)
-	}
-	undo = append(undo, func() {
-		down := exec.CommandContext(context.WithoutCancel(ctx), o.distcache, "down", "--run-dir", o.runDir)
-		down.Stdout, down.Stderr = os.Stderr, os.Stderr
-		_ = down.Run()
-	})
-	st, err := control.Dial(o.runDir).Status(ctx)
+	st, down, err := localcluster.Up(ctx, o.distcache, o.clusterFile, o.runDir)
+	undo = append(undo, down)
 	if err != nil {
 		return nil, cleanup, err
 	}

@@ -33,7 +33,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/hack/internal/localcluster"
 	"github.com/distcache/distcache/standalone/cpuquota"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/workload/driver"
@@ -107,42 +107,32 @@ func (o options) start(ctx context.Context) (*sides, func(), error) {
 			undo[i]()
 		}
 	}
-	_ = exec.CommandContext(ctx, o.distcache, "down", "--run-dir", o.runDir).Run() // a run left over
-	up := exec.CommandContext(ctx, o.distcache, "up", "-f", o.clusterFile, "--run-dir", o.runDir,
+	st, down, err := localcluster.Up(ctx, o.distcache, o.clusterFile, o.runDir,
 		"--server-cpu", strconv.FormatFloat(o.cpu, 'g', -1, 64))
-	up.Stdout, up.Stderr = os.Stderr, os.Stderr
-	if err := up.Run(); err != nil {
-		return nil, cleanup, fmt.Errorf("cannot start the cluster: %w", err)
-	}
-	undo = append(undo, func() {
-		down := exec.CommandContext(context.WithoutCancel(ctx), o.distcache, "down", "--run-dir", o.runDir)
-		down.Stdout, down.Stderr = os.Stderr, os.Stderr
-		_ = down.Run()
-	})
-	st, err := control.Dial(o.runDir).Status(ctx)
+	undo = append(undo, down)
 	if err != nil {
 		return nil, cleanup, err
 	}
 	sd := &sides{}
-	groups := map[string]bool{}
+	seen := map[string]bool{} // a storage server's Redis and shim share a group
 	for _, p := range st.Processes {
-		if p.CPUGroup != "" && !groups[p.CPUGroup] {
-			groups[p.CPUGroup] = true
+		if p.CPUGroup != "" && !seen[p.CPUGroup] {
+			seen[p.CPUGroup] = true
 			sd.distcache = append(sd.distcache, &cpuquota.Group{Name: p.Name, Dir: p.CPUGroup})
 		}
 	}
-	if len(groups) == 0 {
+	if len(sd.distcache) == 0 {
 		return nil, cleanup, errors.New("cannot find the cluster's CPU groups in its status")
 	}
 	h, err := cpuquota.Detect()
 	if err != nil {
 		return nil, cleanup, err
 	}
-	ports, _, err := plan.FreePorts("127.0.0.1", len(groups), 0)
+	ports, _, err := plan.FreePorts("127.0.0.1", len(sd.distcache), 0)
 	if err != nil {
 		return nil, cleanup, err
 	}
-	addrs := make([]string, len(groups))
+	addrs := make([]string, len(sd.distcache))
 	for i, port := range ports {
 		addrs[i] = "127.0.0.1:" + strconv.Itoa(port)
 		g, stopRedis, err := o.startRedis(ctx, h, i, addrs[i])
@@ -154,7 +144,7 @@ func (o options) start(ctx context.Context) (*sides, func(), error) {
 	}
 	sd.addrs = addrs
 	fmt.Fprintf(os.Stderr, "realcpu: %d servers each side, %g CPUs each; twemproxy's Redis servers at %s\n",
-		len(groups), o.cpu, strings.Join(addrs, ","))
+		len(sd.distcache), o.cpu, strings.Join(addrs, ","))
 	return sd, cleanup, nil
 }
 
