@@ -83,19 +83,8 @@ func TestCallManyFuncUnanswered(t *testing.T) {
 				time.AfterFunc(tc.closeAt, func() { _ = tc.client.Close() })
 			}
 			out := callFunc(t, tc.client, tc.deadline, reqs)
-			for i, r := range out {
-				lost := i < 3 || (errors.Is(tc.want, transport.ErrClosed) && tc.closeAt == 0)
-				switch {
-				case r.Err != nil && !errors.Is(r.Err, tc.want):
-					t.Errorf("request %d (key %q): error %v, want %v", i, reqs[i].Msg.Key, r.Err, tc.want)
-				case r.Err == nil && lost:
-					t.Errorf("request %d (key %q): reply for key %q, want none", i, reqs[i].Msg.Key, r.Msg.Key)
-				case r.Err == nil:
-					checkEcho(t, i, r, reqs[i])
-				case tc.closeAt == 0 && !lost:
-					t.Errorf("request %d (key %q): %v, want its echo", i, reqs[i].Msg.Key, r.Err)
-				}
-			}
+			lost := func(i int) bool { return i < 3 || (errors.Is(tc.want, transport.ErrClosed) && tc.closeAt == 0) }
+			checkOutcomes(t, reqs, out, tc.want, lost, tc.closeAt == 0)
 		})
 	}
 }

@@ -140,18 +140,28 @@ func TestCallManyUnanswered(t *testing.T) {
 			reqs := append(requests(dst, "lost", 3, noValue), requests(dst, "kept", 3, noValue)...)
 			out := make([]transport.Reply, len(reqs))
 			tc.client.CallMany(tc.ctx(), tc.deadline, reqs, out)
-			for i, r := range out {
-				lost := i < 3 || errors.Is(tc.want, transport.ErrClosed)
-				switch {
-				case r.Err != nil && !errors.Is(r.Err, tc.want):
-					t.Errorf("request %d (key %q): error %v, want %v", i, reqs[i].Msg.Key, r.Err, tc.want)
-				case r.Err == nil && lost:
-					t.Errorf("request %d (key %q): reply for key %q, want none", i, reqs[i].Msg.Key, r.Msg.Key)
-				case r.Err == nil:
-					checkEcho(t, i, r, reqs[i])
-				}
-			}
+			lost := func(i int) bool { return i < 3 || errors.Is(tc.want, transport.ErrClosed) }
+			checkOutcomes(t, reqs, out, tc.want, lost, false)
 		})
+	}
+}
+
+// checkOutcomes checks out, the outcomes of reqs: an error must wrap want;
+// a lost(i) request must get no reply, another one its echo, and with
+// answered it must not fail either.
+func checkOutcomes(t *testing.T, reqs []transport.Request, out []transport.Reply, want error, lost func(i int) bool, answered bool) {
+	t.Helper()
+	for i, r := range out {
+		switch {
+		case r.Err != nil && !errors.Is(r.Err, want):
+			t.Errorf("request %d (key %q): error %v, want %v", i, reqs[i].Msg.Key, r.Err, want)
+		case r.Err == nil && lost(i):
+			t.Errorf("request %d (key %q): reply for key %q, want none", i, reqs[i].Msg.Key, r.Msg.Key)
+		case r.Err == nil:
+			checkEcho(t, i, r, reqs[i])
+		case answered && !lost(i):
+			t.Errorf("request %d (key %q): %v, want its echo", i, reqs[i].Msg.Key, r.Err)
+		}
 	}
 }
 
