@@ -15,6 +15,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/peers"
+	"github.com/distcache/distcache/dataplane/redisbatch"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/routing"
@@ -84,9 +85,10 @@ type Config struct {
 	// because of its map. Without it the client learns new maps only from
 	// SetMap.
 	Maps MapSource
-	// Bypass is the NoCache baseline: every read goes straight to the
-	// key's storage shim (FlagDirect), skipping the cache layers, and is
-	// counted in Stats.DirectReads; writes are unchanged.
+	// Bypass is the NoCache baseline: every read goes straight to
+	// storage, skipping the cache layers: to the key's shim (FlagDirect,
+	// counted in Stats.DirectReads), or to its Redis where the client
+	// reads storage itself (storage.go); writes are unchanged.
 	Bypass bool
 	// Registerer receives the metrics; nil means a private registry. Two
 	// clients cannot share one Registerer (the metric names collide: New
@@ -154,6 +156,7 @@ type Client struct {
 	cancelRefresh context.CancelFunc // ends the peer refresh loop (nil: none)
 	stopRefresh   chan struct{}      // closed when it has ended
 
+	storage   storageReaders // direct reads of Redis (storage.go)
 	stats     counters
 	requests  *metrics.Requests
 	layerHits *layerHits
@@ -165,6 +168,9 @@ type view struct {
 	version uint64
 	addrs   *peers.Table   // members' and shims' addresses
 	hits    []layerCounter // by layer
+	// storage reads each shard's Redis by global shard index (storage.go);
+	// nil when reads go through the nodes and shims.
+	storage []*redisbatch.Batcher
 }
 
 // New starts a client routing by p.
@@ -255,10 +261,11 @@ func (c *Client) Close() error {
 		c.cancelRefresh()
 		<-c.stopRefresh
 	}
+	serr := c.storage.close()
 	if err := c.ep.Close(); err != nil {
 		return fmt.Errorf("cannot close client: %w", err)
 	}
-	return nil
+	return serr
 }
 
 // compile builds the view of p, resolving addresses once.
@@ -276,7 +283,8 @@ func (c *Client) compile(p *partmap.Placement) *view {
 	if c.cfg.Resolver != nil {
 		opts = append(opts, peers.WithResolver(c.cfg.Resolver))
 	}
-	return &view{p: p, version: uint64(p.Version()), addrs: peers.Resolve(m, c.cfg.Logger, opts...), hits: c.layerHits.forLayers(names)}
+	return &view{p: p, version: uint64(p.Version()), addrs: peers.Resolve(m, c.cfg.Logger, opts...), hits: c.layerHits.forLayers(names),
+		storage: c.storage.forMap(m, c.cfg)}
 }
 
 // shardAddr returns the address of key's storage shim under v. When the

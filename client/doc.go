@@ -59,7 +59,8 @@
 // without waiting for a reply to show it is behind.
 //
 // Config.Bypass is the NoCache baseline of the paper's evaluation (§6): every
-// read goes straight to the key's storage shim (FlagDirect), as if there
+// read goes straight to storage (the key's shim with FlagDirect, or its
+// Redis where the client reads storage itself, storage.go), as if there
 // were no cache layer; writes are unchanged, so the shims still keep any
 // cached copies coherent.
 //

@@ -33,8 +33,10 @@ type fakeNode struct {
 
 	mu sync.Mutex // guards b and seqs
 	b  nodeBehaviour
-	// seqs holds the sequence numbers of the GETs received.
-	seqs map[uint64]bool
+	// seqs holds the sequence numbers of the GETs received, flags the
+	// flags of the last.
+	seqs  map[uint64]bool
+	flags wire.Flag
 }
 
 // nodeBehaviour is how a fakeNode answers.
@@ -80,6 +82,13 @@ func (n *fakeNode) set(opts ...nodeOpt) {
 	}
 }
 
+// lastFlags is the flags of the last GET received.
+func (n *fakeNode) lastFlags() wire.Flag {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.flags
+}
+
 // requests is the number of distinct GETs received.
 func (n *fakeNode) requests() int {
 	n.mu.Lock()
@@ -93,6 +102,7 @@ func (n *fakeNode) serve(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	}
 	n.mu.Lock()
 	n.seqs[req.Seq] = true
+	n.flags = req.Flags
 	b := n.b
 	n.mu.Unlock()
 	if b.silent {
@@ -101,6 +111,9 @@ func (n *fakeNode) serve(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	r := wire.Message{Header: wire.Header{Op: wire.OpGetReply, Seq: req.Seq, Status: b.status, ValueVersion: 7, MapVersion: b.mapVer}, Key: req.Key}
 	if req.Has(wire.FlagCacheOnly) && !b.hit {
 		r.Status = wire.StatusUnavailable // a hedge finds no copy
+	}
+	if req.Has(wire.FlagDirect) && !b.hit {
+		r.Status, r.Flags = wire.StatusUnavailable, wire.FlagDirect // the reader reads storage itself
 	}
 	if b.status == wire.StatusOK {
 		r.Value = b.value

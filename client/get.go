@@ -40,9 +40,10 @@ func (c *Client) Get(ctx context.Context, key string) ([]byte, error) {
 
 // GetResult reads key: from the least loaded of its cache candidates
 // (power-of-k-choices over piggybacked loads, DistCache §4.2), trying
-// another candidate on a timeout or a refusal, and from the key's storage
-// shim when no candidate is left; Config.Attempts bounds the requests sent.
-// With Config.Bypass every attempt goes to the shim. A missing key is
+// another candidate on a timeout or a refusal, and from storage (the key's
+// shim, or its Redis, storage.go) when no candidate is left or the node
+// that has no copy leaves the read to the client; Config.Attempts bounds
+// the requests sent. With Config.Bypass every attempt goes to storage. A missing key is
 // ErrNotFound itself (unwrapped), never retried.
 func (c *Client) GetResult(ctx context.Context, key string) (Result, error) {
 	start := time.Now()
@@ -73,6 +74,7 @@ const (
 	stepDone    step = iota // answered (value or final error)
 	stepRetry               // try another candidate or the shim
 	stepRefresh             // the map changed under the read: route it again
+	stepStorage             // no copy: read storage directly (storage.go)
 )
 
 // get runs the read attempts; label is the metrics result. A read tries
@@ -128,9 +130,12 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 		var s step
 		if i >= 0 {
 			res, label, s, err = c.readNode(ctx, v, cands, i, &tried, kb, !refreshed)
+			if s == stepStorage {
+				res, label, s, err = c.readStorage(ctx, v, key, kb)
+			}
 		} else {
 			shimTried = true
-			res, label, s, err = c.getDirect(ctx, v, key, kb)
+			res, label, s, err = c.readStorageOrShim(ctx, v, key, kb)
 		}
 		switch s {
 		case stepDone:
@@ -228,6 +233,9 @@ func (v *view) readAddr(cd partmap.Candidate) netip.AddrPort {
 func (c *Client) nodeRequest(v *view, cd partmap.Candidate, kb []byte, flags wire.Flag) (netip.AddrPort, wire.Message, int64) {
 	sent := c.now()
 	c.table.Sent(routing.NodeID(cd.Node), sent)
+	if flags == 0 && v.storage != nil && !cd.Switch {
+		flags = wire.FlagDirect // a miss is read from Redis here (storage.go)
+	}
 	return v.readAddr(cd),
 		wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: flags, MapVersion: v.version}, Key: kb}, sent
 }
@@ -273,6 +281,9 @@ func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate
 		c.countHit(v, cd.Layer)
 		return res, metrics.ResultHit, stepDone, nil
 	case wire.StatusNotOwner, wire.StatusUnavailable, wire.StatusOverloaded, wire.StatusInternal:
+		if r.Status == wire.StatusUnavailable && r.Has(wire.FlagDirect) && v.storage != nil {
+			return Result{}, metrics.ResultMiss, stepStorage, nil // no copy: read storage here
+		}
 		c.cfg.Logger.Debug("cache node refused a read; trying another", "node", cd.Node, "addr", addr, "status", r.Status)
 		return Result{}, metrics.StatusResult(r.Status), stepRetry,
 			fmt.Errorf("node %d at %s: %w", cd.Node, addr, statusError(r.Status))

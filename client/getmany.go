@@ -52,7 +52,10 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 	}
 	out := make([]transport.Reply, len(reqs))
 	c.ep.CallMany(ctx, time.Now().Add(c.cfg.AttemptTimeout), reqs, out)
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		storage []int // keys no node held, read from Redis below (storage.go)
+	)
 	for j := range firsts {
 		a := &firsts[j]
 		var (
@@ -70,6 +73,10 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 			res[a.key], errs[a.key] = c.settle(keys[a.key], start, r, label, err)
 			continue
 		}
+		if s == stepStorage {
+			storage = append(storage, a.key)
+			continue
+		}
 		c.stats.retries.Add(1)
 		wg.Add(1)
 		go func(i int) {
@@ -77,6 +84,39 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 			r, label, err := c.get(ctx, keys[i])
 			res[i], errs[i] = c.settle(keys[i], start, r, label, err)
 		}(a.key)
+	}
+	c.readStorageMany(ctx, v, keys, kbs, storage, start, res, errs)
+	wg.Wait()
+}
+
+// readStorageMany reads keys[i] for every i of idx from their shards'
+// Redis (storage.go): one pipeline per shard, the shards at once, and
+// settles their results as GetMany's.
+func (c *Client) readStorageMany(ctx context.Context, v *view, keys []string, kbs [][]byte, idx []int, start time.Time, res []Result, errs []error) {
+	if len(idx) == 0 {
+		return
+	}
+	byShard := map[int][]int{}
+	for _, i := range idx {
+		sh := v.p.ShardIndex(keys[i])
+		byShard[sh] = append(byShard[sh], i)
+	}
+	var wg sync.WaitGroup
+	for sh, group := range byShard {
+		wg.Go(func() {
+			names := make([]string, len(group))
+			for j, i := range group {
+				names[j] = keys[i]
+			}
+			for j, rd := range v.storage[sh].GetMany(ctx, names) {
+				i := group[j]
+				r, label, s, err := c.storageAnswered(ctx, v, keys[i], kbs[i], rd.Value, rd.Err)
+				if s != stepDone { // neither Redis nor the shim answered: on as GetResult
+					r, label, err = c.get(ctx, keys[i])
+				}
+				res[i], errs[i] = c.settle(keys[i], start, r, label, err)
+			}
+		})
 	}
 	wg.Wait()
 }

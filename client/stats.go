@@ -33,6 +33,11 @@ type Stats struct {
 	Errors uint64
 	// DirectReads counts GETs sent straight to a storage shim.
 	DirectReads uint64
+	// StorageReads counts reads of a key no cache held that the client
+	// read from its shard's Redis itself (spec.dataPlane.directReads);
+	// StorageFailures those whose Redis could not be reached, which asked
+	// the shim.
+	StorageReads, StorageFailures uint64
 	// Ties counts routing decisions among equally loaded candidates.
 	Ties uint64
 	// Hedges counts reads that also asked a second candidate after
@@ -54,6 +59,7 @@ type counters struct {
 	rmws                                        atomic.Uint64
 	retries, timeouts, errors, directReads      atomic.Uint64
 	ties, refreshes, hedges, hedgeWins          atomic.Uint64
+	storageReads, storageFailures               atomic.Uint64
 }
 
 // layerHits holds the per-layer hit counters. The counters are pointers, so
@@ -116,6 +122,7 @@ func (c *Client) Stats() Stats {
 		Retries: s.retries.Load(), Timeouts: s.timeouts.Load(), Errors: s.errors.Load(),
 		DirectReads: s.directReads.Load(), Ties: s.ties.Load(), Refreshes: s.refreshes.Load(),
 		Hedges: s.hedges.Load(), HedgeWins: s.hedgeWins.Load(),
+		StorageReads: s.storageReads.Load(), StorageFailures: s.storageFailures.Load(),
 		LayerHits: c.layerHits.snapshot(),
 		Transport: c.ep.Stats(),
 	}

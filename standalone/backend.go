@@ -27,6 +27,7 @@ func (c *cluster) Status(_ context.Context) control.Status {
 		PID: os.Getpid(), Started: c.started, ShardRate: p.ShardRate, NodeRate: p.NodeRate, AdaptiveCopies: adaptiveCopies(p),
 		MetricsAddr: p.MetricsAddr, TargetsFile: p.TargetsFile,
 		Persistence: p.Persistence, Processes: c.processes(m),
+		Bundles: p.Cluster.Spec.DataPlane != nil && p.Cluster.Spec.DataPlane.Bundles,
 	}
 	for _, l := range p.Cluster.SoftwareLayers() {
 		st.Layers = append(st.Layers, control.Layer{

@@ -88,6 +88,13 @@ func (s switchAddresser) ShardAddress(r, i int) string {
 	return s.a.ShardAddress(r, i)
 }
 
+func (s switchAddresser) RedisAddress(r, i int) string {
+	if ra, ok := s.a.(partmap.RedisAddresser); ok {
+		return ra.RedisAddress(r, i)
+	}
+	return ""
+}
+
 func (s switchAddresser) MemberAddress(layer string, i int) string {
 	for _, l := range s.layers {
 		if l.Name == layer && !l.Software() && i < len(l.Switches) {

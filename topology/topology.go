@@ -117,6 +117,7 @@ func (c *Cluster) MapSpec(a partmap.Addresser) partmap.Spec {
 		Racks:         c.Racks(),
 		ShardsPerRack: c.ShardsPerRack(),
 		Addresses:     a,
+		DirectReads:   c.Spec.DataPlane != nil && c.Spec.DataPlane.DirectReads,
 	}
 	for _, l := range c.Layers {
 		if len(l.Switches) > 0 {

@@ -209,6 +209,9 @@ func (o *benchOptions) cluster(ctx context.Context) (driver.Cluster, *control.St
 		return nil, nil, err
 	}
 	o.cfg.MapFile = st.MapFile
+	// The cluster's processes take bundles: its clients send them too, as
+	// its gateway does.
+	o.cfg.Client.Transport.Bundle = st.Bundles
 	return standaloneCluster{c: c, twemproxy: o.twemproxyServers}, &st, nil
 }
 

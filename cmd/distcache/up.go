@@ -40,6 +40,7 @@ type upOptions struct {
 	probeInterval time.Duration
 	mapPoll       time.Duration
 	bundle        bool
+	directReads   bool
 	copies        bool
 	copiesShard   float64
 	copiesNode    float64
@@ -119,6 +120,8 @@ this way (docs/benchmarks.md).`,
 		"how often processes check the map file for a new version, besides reading it when inotify says it changed (cache nodes at least every quarter of spec.coherence.servingLease: they renew their lease by reading it)")
 	f.BoolVar(&o.bundle, "bundle", false,
 		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (spec.dataPlane.bundles; their --bundle)")
+	f.BoolVar(&o.directReads, "direct-reads", false,
+		"clients and the gateway read the keys no cache holds from the shards' redis-servers themselves instead of through the nodes and shims (spec.dataPlane.directReads); not with --shard-capacity, which the shims count")
 	f.BoolVar(&o.copies, "adaptive-copies", false,
 		"the control loop decides every hot key's copies by cost and benefit from the nodes' and shims' reports (none for a write-hot key, more than one per layer for one hotter than half a node) and publishes them with the map (turns spec.hotKeys.replication on; the spec's settings apply)")
 	f.Float64Var(&o.copiesShard, "copies-shard-capacity", 0,
@@ -185,7 +188,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 			return fmt.Errorf("cannot find %s (install the Debian package prometheus): %w", o.prometheus, err)
 		}
 	}
-	bundleSpec(&topo.Spec, o.bundle)
+	dataPlaneSpec(&topo.Spec, o.bundle, o.directReads)
 	if err := o.copiesSpec(&topo.Spec); err != nil {
 		return err
 	}
@@ -252,18 +255,20 @@ func (o *upOptions) copiesSpec(spec *v1alpha1.CacheClusterSpec) error {
 	return nil
 }
 
-// bundleSpec applies --bundle to spec: it turns spec.dataPlane.bundles
-// on, which gives every cache node, shim and gateway --bundle
-// (topology.DataPlaneArgs), as it does on Kubernetes.
-func bundleSpec(spec *v1alpha1.CacheClusterSpec, bundle bool) {
-	if !bundle {
+// dataPlaneSpec applies --bundle and --direct-reads to spec: each turns
+// its field of spec.dataPlane on (bundles give every cache node, shim and
+// gateway --bundle, topology.DataPlaneArgs, as on Kubernetes; direct
+// reads put the shards' Redis addresses in the map).
+func dataPlaneSpec(spec *v1alpha1.CacheClusterSpec, bundle, directReads bool) {
+	if !bundle && !directReads {
 		return
 	}
 	var dp v1alpha1.DataPlaneSpec
 	if spec.DataPlane != nil {
 		dp = *spec.DataPlane
 	}
-	dp.Bundles = true
+	dp.Bundles = dp.Bundles || bundle
+	dp.DirectReads = dp.DirectReads || directReads
 	spec.DataPlane = &dp
 }
 

@@ -50,26 +50,31 @@ func TestDaemonArgsForwardEveryFlag(t *testing.T) {
 	}
 }
 
-// TestBundleFlagSetsSpec checks that up --bundle turns spec.dataPlane.bundles
-// on, keeping what the spec had, and that without it the spec is left as
-// it is.
-func TestBundleFlagSetsSpec(t *testing.T) {
+// TestDataPlaneFlagsSetSpec checks that up --bundle and --direct-reads turn
+// their fields of spec.dataPlane on, keeping what the spec had, and that
+// without them the spec is left as it is.
+func TestDataPlaneFlagsSetSpec(t *testing.T) {
 	tests := []struct {
 		name string
 		spec *v1alpha1.DataPlaneSpec
 		flag bool
 		want *v1alpha1.DataPlaneSpec
+		// direct is --direct-reads.
+		direct bool
 	}{
-		{"neither", nil, false, nil},
-		{"spec only", &v1alpha1.DataPlaneSpec{Bundles: true}, false, &v1alpha1.DataPlaneSpec{Bundles: true}},
-		{"flag only", nil, true, &v1alpha1.DataPlaneSpec{Bundles: true}},
-		{"both", &v1alpha1.DataPlaneSpec{Bundles: true}, true, &v1alpha1.DataPlaneSpec{Bundles: true}},
-		{"flag over spec off", &v1alpha1.DataPlaneSpec{}, true, &v1alpha1.DataPlaneSpec{Bundles: true}},
+		{"neither", nil, false, nil, false},
+		{"spec only", &v1alpha1.DataPlaneSpec{Bundles: true}, false, &v1alpha1.DataPlaneSpec{Bundles: true}, false},
+		{"flag only", nil, true, &v1alpha1.DataPlaneSpec{Bundles: true}, false},
+		{"both", &v1alpha1.DataPlaneSpec{Bundles: true}, true, &v1alpha1.DataPlaneSpec{Bundles: true}, false},
+		{"flag over spec off", &v1alpha1.DataPlaneSpec{}, true, &v1alpha1.DataPlaneSpec{Bundles: true}, false},
+		{"direct reads only", nil, false, &v1alpha1.DataPlaneSpec{DirectReads: true}, true},
+		{"direct reads keep the spec's bundles", &v1alpha1.DataPlaneSpec{Bundles: true}, false,
+			&v1alpha1.DataPlaneSpec{Bundles: true, DirectReads: true}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := v1alpha1.CacheClusterSpec{DataPlane: tt.spec}
-			bundleSpec(&spec, tt.flag)
+			dataPlaneSpec(&spec, tt.flag, tt.direct)
 			if (spec.DataPlane == nil) != (tt.want == nil) || (tt.want != nil && *spec.DataPlane != *tt.want) {
 				t.Errorf("spec.dataPlane = %+v, want %+v", spec.DataPlane, tt.want)
 			}

@@ -75,7 +75,7 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 			n.refuse(out, src, req, v, now, wire.StatusUnavailable, start)
 			return
 		}
-		n.miss(src, req, v, st, owned, start)
+		n.miss(out, src, req, v, st, owned, start)
 		return
 	}
 	n.observeRead(req)

@@ -215,10 +215,14 @@ func (h *harness) get(key string) wire.Message {
 }
 
 // getAsync sends a GET from a goroutine and delivers the reply.
-func (h *harness) getAsync(key string) <-chan wire.Message {
+func (h *harness) getAsync(key string) <-chan wire.Message { return h.getAsyncFlags(key, 0) }
+
+// getAsyncFlags sends a GET with flags from a goroutine and delivers the
+// reply.
+func (h *harness) getAsyncFlags(key string, flags wire.Flag) <-chan wire.Message {
 	out := make(chan wire.Message, 1)
 	go func() {
-		rep, err := h.client.Call(h.ctx, h.node.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte(key)})
+		rep, err := h.client.Call(h.ctx, h.node.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: flags}, Key: []byte(key)})
 		if err != nil {
 			h.t.Error(err)
 		}

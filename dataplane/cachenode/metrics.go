@@ -55,6 +55,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_negative_fills_total", "Insertions of keys storage does not hold, cached as negative entries: reads of them are answered not found from the node.", n.stats.negativeFills.Load),
 		counter("distcache_untracked_rereads_total", "Coalesced readers sent to storage again: the shim's reply did not promise to keep invalidating this node for the key.", n.stats.untracked.Load),
 		counter("distcache_cache_only_misses_total", "Hedged reads (FlagCacheOnly) refused without a valid copy; the backend is not read for them.", n.stats.cacheOnlyRefused.Load),
+		counter("distcache_direct_misses_total", "Misses answered at once because the reader reads storage itself (FlagDirect, spec.dataPlane.directReads).", n.stats.directMisses.Load),
 		counter("distcache_work_units_total", "Work units taken from the emulated capacity: 1 per hit, 1 per INVALIDATE and per UPDATE of a held key.", n.work.Used),
 		gauge("distcache_work_capacity", "Emulated capacity in work units per second (0: unlimited).", n.work.Rate),
 		counter("distcache_hotkey_misses_total", "Misses of uncached keys the hot-key detector counted: the candidates it has seen.",

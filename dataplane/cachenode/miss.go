@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/hashing"
@@ -53,8 +54,9 @@ type flight struct {
 // every write of the key that completes before the reader arrived
 // invalidate this node first, which seals the flight and records the
 // pending write (Fencing in docs/dataplane.md). Any other reader starts a
-// backend read of its own.
-func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryState, owned bool, start time.Time) {
+// backend read of its own, unless it reads storage itself (wire.FlagDirect):
+// then it is told so at once, through out.
+func (n *Node) miss(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, st entryState, owned bool, start time.Time) {
 	n.stats.misses.Add(1)
 	key := bytesView(req.Key)
 	if owned {
@@ -84,6 +86,11 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 			}
 		}
 	}
+	if req.Has(wire.FlagDirect) {
+		n.missMu.Unlock()
+		n.readsElsewhere(out, src, req, v, start)
+		return
+	}
 	if f := n.flights[key]; f != nil && joinable {
 		if !f.join(w) {
 			n.missMu.Unlock()
@@ -103,6 +110,17 @@ func (n *Node) miss(src netip.AddrPort, req *wire.Message, v *view, st entryStat
 	}
 	n.missMu.Unlock()
 	n.queueForward(f, v)
+}
+
+// readsElsewhere answers a miss whose reader reads storage itself
+// (wire.FlagDirect): StatusUnavailable with FlagDirect, and telemetry, as
+// cheap as a hit. A write's coherence does not depend on it: the reader
+// reads Redis after this node has seen the read, and every write of the
+// key reaches Redis only after its invalidation here.
+func (n *Node) readsElsewhere(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
+	n.stats.directMisses.Add(1)
+	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusUnavailable, wire.FlagDirect, 0, nil)
+	n.reqs.Observe(wire.OpGet, metrics.ResultMiss, time.Since(start))
 }
 
 // newFlight is a flight of key kb, which it owns from now on, for

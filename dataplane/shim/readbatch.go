@@ -116,8 +116,8 @@ func (s *Shim) serveReadBatch(rs []*request) {
 		replies []transport.Request
 		done    []*request
 	)
-	for i, p := range s.gets.getMany(s.ctx, keys) {
-		status, value := s.getStatus(p.key, p.v, p.err)
+	for i, p := range s.gets.GetMany(s.ctx, keys) {
+		status, value := s.getStatus(p.Key, p.Value, p.Err)
 		replies = s.getReplies(replies, groups[i], tracked[i], status, value)
 		done = append(done, groups[i]...)
 	}

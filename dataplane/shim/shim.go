@@ -17,6 +17,7 @@ import (
 	"github.com/distcache/distcache/dataplane/capacity"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/peers"
+	"github.com/distcache/distcache/dataplane/redisbatch"
 	"github.com/distcache/distcache/dataplane/redisconn"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -192,7 +193,7 @@ type Shim struct {
 	log     *slog.Logger
 	ep      *transport.Endpoint
 	rdb     *redis.Client
-	gets    *getBatcher // the GETs of serveGets, pipelined under load
+	gets    *redisbatch.Batcher // the GETs of serveGets, pipelined under load
 	metrics *shimMetrics
 	stats   counters
 	locks   *keyLocks
@@ -280,7 +281,7 @@ func New(cfg Config) (*Shim, error) {
 		tasks:  workpool.New(0),
 		top:    topkeys.New(cfg.HotKeys, time.Now()),
 	}
-	s.gets = &getBatcher{rdb: s.rdb}
+	s.gets = redisbatch.New(s.rdb)
 	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
 	s.clock.start(time.Now())
 	if s.metrics, err = newShimMetrics(cfg.Registerer, ep, s.work, &s.stats); err != nil {

@@ -73,5 +73,8 @@
 // node may hand the reply to readers that joined its request (see
 // FlagTracked). FlagCacheOnly appears only on a client's GET to a cache
 // node, a hedged read: the node answers from its copy or refuses with
-// StatusUnavailable, and never reads the backend for it.
+// StatusUnavailable, and never reads the backend for it. FlagDirect on a
+// client's GET to a cache node asks the node to answer a miss with
+// StatusUnavailable and FlagDirect, and the client reads the key from its
+// shard's Redis.
 package wire

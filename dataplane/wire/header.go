@@ -96,7 +96,11 @@ const (
 	// FlagFragmented marks a message whose value spans several datagrams.
 	FlagFragmented Flag = 1 << 2
 	// FlagDirect marks a GET a client sent straight to the storage shim
-	// (no cache layer on the path).
+	// (no cache layer on the path). On a client's GET to a cache node it
+	// says that the client reads storage itself (Shard.Redis in the map):
+	// the node answers a miss at once with StatusUnavailable and
+	// FlagDirect instead of reading the shim for it. A node older than
+	// this meaning reads the shim as for any GET.
 	FlagDirect Flag = 1 << 3
 	// FlagTracked marks a storage shim's GET_REPLY to a cache node that
 	// the shim read while no write of the key was in progress and while

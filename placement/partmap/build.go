@@ -24,6 +24,9 @@ type Spec struct {
 	// nil keeps the addresses of the previous map's members and leaves the
 	// rest empty.
 	Addresses Addresser
+	// DirectReads publishes every shard's Redis address (Shard.Redis)
+	// when Addresses is a RedisAddresser.
+	DirectReads bool
 }
 
 // Addresser names the data-plane addresses of a topology: pod DNS names in
@@ -33,6 +36,15 @@ type Addresser interface {
 	ShardAddress(rack, shard int) string
 	// MemberAddress is the host:port of member i of the named layer.
 	MemberAddress(layer string, i int) string
+}
+
+// RedisAddresser is an Addresser that also names the shards' Redis
+// servers, for clients that read misses from them (Spec.DirectReads).
+type RedisAddresser interface {
+	Addresser
+	// RedisAddress is the host:port of the Redis of shard s of rack r,
+	// or "" when clients cannot read it directly.
+	RedisAddress(rack, shard int) string
 }
 
 // LayerSpec is the desired shape of one cache layer.
@@ -86,6 +98,9 @@ func Build(spec Spec, prev *Map) (*Map, error) {
 			sh := Shard{Name: ShardName(spec.Cluster, r, s)}
 			if spec.Addresses != nil {
 				sh.Address = spec.Addresses.ShardAddress(r, s)
+			}
+			if ra, ok := spec.Addresses.(RedisAddresser); ok && spec.DirectReads {
+				sh.Redis = ra.RedisAddress(r, s)
 			}
 			rack.Shards = append(rack.Shards, sh)
 		}

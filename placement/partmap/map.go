@@ -136,6 +136,11 @@ type Rack struct {
 type Shard struct {
 	Name    string `json:"name"`
 	Address string `json:"address,omitempty"`
+	// Redis is the host:port of the shard's Redis, where clients read the
+	// keys no cache holds themselves (spec.dataPlane.directReads); empty
+	// when they read them through the shim. Readers older than this field
+	// reject a map that has it.
+	Redis string `json:"redis,omitempty"`
 }
 
 // Clone returns a deep copy of m.

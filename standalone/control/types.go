@@ -72,6 +72,9 @@ type Status struct {
 	// AdaptiveCopies reports that the control loop decides the copies of
 	// hot keys by cost and benefit (distcache up --adaptive-copies).
 	AdaptiveCopies bool `json:"adaptiveCopies,omitempty"`
+	// Bundles reports that the data plane sends bundles
+	// (spec.dataPlane.bundles): the cluster's clients may too.
+	Bundles bool `json:"bundles,omitempty"`
 	// Persistence is what the Redis servers keep across crashes:
 	// "aof-always" or "aof-everysec" (each redis-server's append-only file
 	// in the run directory's redis/<shard>/), "none" (memory only) or

@@ -259,6 +259,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 				redisAddr = external[r*c.ShardsPerRack()+s]
 			} else {
 				redisAddr = tcp.next()
+				a.redis = append(a.redis, redisAddr)
 				dir := filepath.Join(o.RunDir, "redis", shard)
 				p.Processes = append(p.Processes, Process{
 					Name: shard + "-redis", Kind: Redis, Shard: shard,
@@ -360,6 +361,9 @@ func Check(c *topology.Cluster, o *Options) error {
 	}
 	if st := c.Spec.Storage; st.Auth != nil || st.TLS != nil {
 		return fmt.Errorf("cannot run storage with auth or tls: standalone mode does not pass a Redis password or TLS settings to its shims yet: %w", ErrUnsupported)
+	}
+	if dp := c.Spec.DataPlane; dp != nil && dp.DirectReads && o.ShardRate > 0 {
+		return fmt.Errorf("cannot emulate the shards' capacity with spec.dataPlane.directReads: clients would read misses from Redis past the shims that count it; turn one off")
 	}
 	return o.checkGatewayFiles(runsGateway(c, *o))
 }
@@ -520,11 +524,22 @@ func (q *portQueue) next() string {
 // addresser places the planned addresses into the map.
 type addresser struct {
 	shards  []string            // shim addresses, rack by rack
+	redis   []string            // the plan's own redis-servers, rack by rack; none for external Redis
 	perRack int                 // shards per rack
 	members map[string][]string // layer → member addresses by ordinal
 }
 
 func (a *addresser) ShardAddress(rack, shard int) string { return a.shards[rack*a.perRack+shard] }
+
+// RedisAddress is the redis-server the plan starts for the shard: clients
+// may read it directly (spec.dataPlane.directReads). External Redis may
+// need credentials the clients do not have, so it has none.
+func (a *addresser) RedisAddress(rack, shard int) string {
+	if i := rack*a.perRack + shard; i < len(a.redis) {
+		return a.redis[i]
+	}
+	return ""
+}
 
 func (a *addresser) MemberAddress(layer string, i int) string {
 	if m := a.members[layer]; i < len(m) {

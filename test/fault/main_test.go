@@ -20,6 +20,7 @@ var (
 	flagSeed      = flag.Uint64("seed", 1, "TestChaosLocal: seed of the first schedule; schedule i uses seed+i")
 	flagReport    = flag.String("report", "", "TestChaosLocal: report directory (default: a temporary one)")
 	flagBundle    = flag.Bool("bundle", false, "TestChaosLocal: the clusters' shims, nodes and gateway send bundles (distcache up --bundle)")
+	flagDirect    = flag.Bool("direct-reads", false, "TestChaosLocal: the clients read misses from Redis themselves (distcache up --direct-reads)")
 	flagCopies    = flag.Bool("adaptive-copies", false, "TestChaosLocal: the clusters' control loops decide the copies of hot keys, which change while the keys are written (distcache up --adaptive-copies)")
 	flagKeep      = flag.Bool("keep", false, "keep the clusters' and checkers' files of the short tests (logged) instead of removing them")
 )

@@ -72,6 +72,9 @@ func runSchedule(t *testing.T, n int, s schedule.Schedule, o checkOptions, dir s
 	if *flagBundle {
 		upArgs = append(upArgs, "--bundle")
 	}
+	if *flagDirect {
+		upArgs = append(upArgs, "--direct-reads")
+	}
 	if *flagCopies {
 		// Capacities near the checker's rates, so that its hottest keys'
 		// copies are decided, and change with the faults.

@@ -351,6 +351,18 @@ type DataPlaneSpec struct {
 	// would drop them. Off when unset.
 	// +optional
 	Bundles bool `json:"bundles,omitempty"`
+	// DirectReads lets clients and gateways read a key that no cache
+	// holds from its shard's Redis themselves, on a pipelined connection
+	// of their own, instead of through the cache node and the shim: the
+	// node answers such a read at once, and the miss costs the storage
+	// server one Redis GET, as behind a proxy. Writes and cache fills
+	// still pass through the shim. It needs every cache node and client
+	// of a version that knows it, and a Redis that clients can reach
+	// without credentials: standalone mode's own redis-servers. The
+	// operator does not publish Redis addresses yet, so its clusters read
+	// misses through the nodes. Off when unset.
+	// +optional
+	DirectReads bool `json:"directReads,omitempty"`
 }
 
 // NetworkPolicySpec is the NetworkPolicy the operator keeps for a cluster.

@@ -1,4 +1,4 @@
-package shim
+package redisbatch
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func (c *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) re
 	}
 }
 
-func newBatcher(t *testing.T) (*getBatcher, *pipelineCounter) {
+func newBatcher(t *testing.T) (*Batcher, *pipelineCounter) {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -60,22 +60,22 @@ func newBatcher(t *testing.T) (*getBatcher, *pipelineCounter) {
 	}
 	var c pipelineCounter
 	rdb.AddHook(&c)
-	return &getBatcher{rdb: rdb}, &c
+	return &Batcher{rdb: rdb}, &c
 }
 
-// TestGetBatcherPipelinesQueuedReads queues reads as if a round trip were
+// TestBatcherPipelinesQueuedReads queues reads as if a round trip were
 // under way; the next read runs them all, its own included, in one
 // pipeline, and each gets its own key's value (or redis.Nil).
-func TestGetBatcherPipelinesQueuedReads(t *testing.T) {
+func TestBatcherPipelinesQueuedReads(t *testing.T) {
 	b, c := newBatcher(t)
 	keys := []string{"k1", "k2", "missing", "k3", "k1"}
-	var queued []*pendingGet
+	var queued []*Read
 	for _, k := range keys {
-		p := &pendingGet{key: k, done: make(chan struct{}), last: true}
+		p := &Read{Key: k, done: make(chan struct{}), last: true}
 		queued = append(queued, p)
 	}
 	b.queue = append(b.queue, queued...)
-	v, err := b.get(t.Context(), "k4")
+	v, err := b.Get(t.Context(), "k4")
 	if err != nil || string(v) != "v4" {
 		t.Fatalf("get k4 = %q, %v", v, err)
 	}
@@ -84,11 +84,11 @@ func TestGetBatcherPipelinesQueuedReads(t *testing.T) {
 		want := "v" + keys[i][1:]
 		switch {
 		case keys[i] == "missing":
-			if !errors.Is(p.err, redis.Nil) {
-				t.Errorf("missing key: %q, %v; want redis.Nil", p.v, p.err)
+			if !errors.Is(p.Err, redis.Nil) {
+				t.Errorf("missing key: %q, %v; want redis.Nil", p.Value, p.Err)
 			}
-		case p.err != nil || string(p.v) != want:
-			t.Errorf("%s = %q, %v; want %q", keys[i], p.v, p.err, want)
+		case p.Err != nil || string(p.Value) != want:
+			t.Errorf("%s = %q, %v; want %q", keys[i], p.Value, p.Err, want)
 		}
 	}
 	if c.pipelines.Load() != 1 || c.pipelined.Load() != int64(len(keys)+1) || c.singles.Load() != 0 {
@@ -100,11 +100,11 @@ func TestGetBatcherPipelinesQueuedReads(t *testing.T) {
 	}
 }
 
-// TestGetBatcherAlone checks that a read with nothing else going on is one
+// TestBatcherAlone checks that a read with nothing else going on is one
 // GET.
-func TestGetBatcherAlone(t *testing.T) {
+func TestBatcherAlone(t *testing.T) {
 	b, c := newBatcher(t)
-	if v, err := b.get(t.Context(), "k7"); err != nil || string(v) != "v7" {
+	if v, err := b.Get(t.Context(), "k7"); err != nil || string(v) != "v7" {
 		t.Fatalf("get k7 = %q, %v", v, err)
 	}
 	if c.singles.Load() != 1 || c.pipelines.Load() != 0 {
@@ -112,16 +112,16 @@ func TestGetBatcherAlone(t *testing.T) {
 	}
 }
 
-// TestGetBatcherConcurrent reads from many goroutines at once: every read
+// TestBatcherConcurrent reads from many goroutines at once: every read
 // gets its own key's value, whichever round trip carried it.
-func TestGetBatcherConcurrent(t *testing.T) {
+func TestBatcherConcurrent(t *testing.T) {
 	b, c := newBatcher(t)
 	var wg sync.WaitGroup
 	for g := range 16 {
 		wg.Go(func() {
 			for i := range 100 {
 				k := (g + i) % 20
-				v, err := b.get(t.Context(), "k"+strconv.Itoa(k))
+				v, err := b.Get(t.Context(), "k"+strconv.Itoa(k))
 				if err != nil || string(v) != "v"+strconv.Itoa(k) {
 					t.Errorf("get k%d = %q, %v", k, v, err)
 					return
@@ -135,9 +135,9 @@ func TestGetBatcherConcurrent(t *testing.T) {
 	}
 }
 
-// TestGetBatcherRedisDown checks that a round trip that fails fails every
+// TestBatcherRedisDown checks that a round trip that fails fails every
 // read it carried, and the batcher serves the next ones.
-func TestGetBatcherRedisDown(t *testing.T) {
+func TestBatcherRedisDown(t *testing.T) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
@@ -147,14 +147,14 @@ func TestGetBatcherRedisDown(t *testing.T) {
 	_ = ln.Close() // nothing listens there now
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer rdb.Close()
-	b := &getBatcher{rdb: rdb}
-	p := &pendingGet{key: "a", done: make(chan struct{}), last: true}
+	b := &Batcher{rdb: rdb}
+	p := &Read{Key: "a", done: make(chan struct{}), last: true}
 	b.queue = append(b.queue, p)
-	if _, err := b.get(t.Context(), "b"); err == nil || errors.Is(err, redis.Nil) {
+	if _, err := b.Get(t.Context(), "b"); err == nil || errors.Is(err, redis.Nil) {
 		t.Fatalf("get with Redis down: %v, want a connection error", err)
 	}
-	if <-p.done; p.err == nil || errors.Is(p.err, redis.Nil) {
-		t.Fatalf("queued get with Redis down: %v, want a connection error", p.err)
+	if <-p.done; p.Err == nil || errors.Is(p.Err, redis.Nil) {
+		t.Fatalf("queued get with Redis down: %v, want a connection error", p.Err)
 	}
 	if b.busy {
 		t.Fatal("the batcher stays busy after a failed round trip")
@@ -165,10 +165,10 @@ func TestGetBatcherRedisDown(t *testing.T) {
 // CLIENT KILL), the next read runs again on a new one instead of failing,
 // and an error reply (a key of another type) is Redis's answer, not a
 // broken connection.
-func TestGetBatcherReconnects(t *testing.T) {
+func TestBatcherReconnects(t *testing.T) {
 	b, _ := newBatcher(t)
 	ctx := t.Context()
-	if v, err := b.get(ctx, "k1"); err != nil || string(v) != "v1" {
+	if v, err := b.Get(ctx, "k1"); err != nil || string(v) != "v1" {
 		t.Fatalf("get k1 = %q, %v", v, err)
 	}
 	id, err := b.conn.ClientID(ctx).Result()
@@ -178,7 +178,7 @@ func TestGetBatcherReconnects(t *testing.T) {
 	if err := b.rdb.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if v, err := b.get(ctx, "k2"); err != nil || string(v) != "v2" {
+	if v, err := b.Get(ctx, "k2"); err != nil || string(v) != "v2" {
 		t.Fatalf("get after the connection was killed = %q, %v; want v2", v, err)
 	}
 	if err := b.rdb.LPush(ctx, "list", "x").Err(); err != nil {
@@ -186,7 +186,7 @@ func TestGetBatcherReconnects(t *testing.T) {
 	}
 	conn := b.conn
 	var reply redis.Error
-	if _, err := b.get(ctx, "list"); !errors.As(err, &reply) {
+	if _, err := b.Get(ctx, "list"); !errors.As(err, &reply) {
 		t.Fatalf("get of a list = %v, want Redis's WRONGTYPE reply", err)
 	}
 	if b.conn != conn {

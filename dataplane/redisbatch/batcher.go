@@ -1,0 +1,164 @@
+// Package redisbatch reads keys from one Redis server for many concurrent
+// callers in as few round trips as it can. A storage shim reads its misses
+// through it, and so do clients that read misses from Redis directly
+// (spec.dataPlane.directReads).
+//
+// It is flat combining, as the transport's sends: a read that finds
+// another read's round trip under way queues its key, and the goroutine
+// whose round trip ends sends everything queued meanwhile as one pipeline,
+// again until nothing is queued. Under load the GETs of many distinct keys
+// cost one write and one read on a Redis connection instead of one of each
+// per key; a read alone is one GET at once. There is no timer and no
+// goroutine of its own.
+package redisbatch
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Batcher pipelines the GETs of concurrent callers on one connection.
+type Batcher struct {
+	rdb *redis.Client
+	// conn is a connection of the batcher's own, taken from rdb's pool on
+	// first use and kept: a round trip on it costs no pool checkout, whose
+	// health check is a system call of its own per command. Only the
+	// goroutine running round trips (busy) uses it. A network error closes
+	// it; the round trip runs again once on a new one.
+	conn *redis.Conn
+
+	mu    sync.Mutex // guards queue, spare and busy
+	queue []*Read    // reads waiting for the next round trip
+	spare []*Read    // the other queue's array, for reuse
+	busy  bool       // a goroutine is running round trips
+}
+
+// New returns a batcher reading through rdb, on a connection of its own.
+func New(rdb *redis.Client) *Batcher { return &Batcher{rdb: rdb} }
+
+// Close closes the batcher's connection; rdb stays open.
+func (b *Batcher) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.busy || b.conn == nil {
+		return nil // a round trip under way owns it; rdb's Close ends it
+	}
+	err := b.conn.Close()
+	b.conn = nil
+	return err
+}
+
+// Read is one key's read and, once done is closed, its result: Value, or
+// Err (redis.Nil for a key that does not exist). The reads of one GetMany
+// share done, closed by the last of them (last): they are queued
+// together, so they are read in one round trip.
+type Read struct {
+	Key   string
+	Value []byte
+	Err   error
+	done  chan struct{}
+	last  bool
+}
+
+// complete records a read's result and, for the last read of its
+// getMany, signals them all done.
+func (p *Read) complete(v []byte, err error) {
+	p.Value, p.Err = v, err
+	if p.last {
+		close(p.done)
+	}
+}
+
+// Get reads key: its value, or redis.Nil when it does not exist.
+func (b *Batcher) Get(ctx context.Context, key string) ([]byte, error) {
+	p := b.GetMany(ctx, []string{key})[0]
+	return p.Value, p.Err
+}
+
+// GetMany reads keys, in the round trip of the reads queued with them,
+// and returns a completed read per key.
+func (b *Batcher) GetMany(ctx context.Context, keys []string) []*Read {
+	if len(keys) == 0 {
+		return nil
+	}
+	ps, reads := make([]*Read, len(keys)), make([]Read, len(keys))
+	done := make(chan struct{})
+	for i, key := range keys {
+		reads[i] = Read{Key: key, done: done}
+		ps[i] = &reads[i]
+	}
+	reads[len(reads)-1].last = true
+	b.mu.Lock()
+	b.queue = append(b.queue, ps...)
+	if b.busy {
+		b.mu.Unlock()
+		<-done
+		return ps
+	}
+	b.busy = true
+	for {
+		batch := b.queue
+		b.queue, b.spare = b.spare[:0], nil
+		b.mu.Unlock()
+		b.read(ctx, batch)
+		clear(batch)
+		b.mu.Lock()
+		b.spare = batch[:0]
+		if len(b.queue) == 0 { // ps were in the first batch
+			b.busy = false
+			b.mu.Unlock()
+			return ps
+		}
+	}
+}
+
+// read runs one round trip for batch and completes each read.
+func (b *Batcher) read(ctx context.Context, batch []*Read) {
+	cmds := b.roundTrip(ctx, batch)
+	if connBroken(cmds) && ctx.Err() == nil {
+		cmds = b.roundTrip(ctx, batch) // on a new connection
+	}
+	for i, p := range batch {
+		p.complete(cmds[i].Bytes())
+	}
+}
+
+// roundTrip sends a GET per read of batch on the batcher's connection, in
+// one pipeline, and returns the commands with their replies. A network
+// error closes the connection.
+func (b *Batcher) roundTrip(ctx context.Context, batch []*Read) []*redis.StringCmd {
+	if b.conn == nil {
+		b.conn = b.rdb.Conn()
+	}
+	cmds := make([]*redis.StringCmd, len(batch))
+	if len(batch) == 1 {
+		cmds[0] = b.conn.Get(ctx, batch[0].Key)
+	} else {
+		pipe := b.conn.Pipeline()
+		for i, p := range batch {
+			cmds[i] = pipe.Get(ctx, p.Key)
+		}
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+	}
+	if connBroken(cmds) {
+		_ = b.conn.Close()
+		b.conn = nil
+	}
+	return cmds
+}
+
+// connBroken says whether a command failed for its connection rather than
+// with Redis's answer: not "nil", not an error reply.
+func connBroken(cmds []*redis.StringCmd) bool {
+	for _, c := range cmds {
+		err := c.Err()
+		var reply redis.Error
+		if err != nil && !errors.Is(err, redis.Nil) && !errors.As(err, &reply) {
+			return true
+		}
+	}
+	return false
+}
