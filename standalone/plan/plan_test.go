@@ -418,7 +418,7 @@ func TestFreePortsAreDistinct(t *testing.T) {
 }
 
 // TestNewBundles checks that spec.dataPlane.bundles (which distcache up
-// --bundle turns on, bundleSpec) gives every shim, cache node and the
+// --bundle turns on, dataPlaneSpec) gives every shim, cache node and the
 // gateway --bundle, once, and nothing else.
 func TestNewBundles(t *testing.T) {
 	for _, on := range []bool{false, true} {
@@ -443,6 +443,36 @@ func TestNewBundles(t *testing.T) {
 				if (dataPlane && n != want) || (!dataPlane && n != 0) {
 					t.Errorf("%s (%s): --bundle %d times in %q", pr.Name, pr.Kind, n, pr.Args)
 				}
+			}
+		})
+	}
+}
+
+// TestNewDirectReads checks that spec.dataPlane.directReads puts the
+// address of every shard's redis-server in the map (none without it), and
+// that emulated capacity, which the shims count, refuses it.
+func TestNewDirectReads(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("direct reads %v", on), func(t *testing.T) {
+			withDirect := func(s *v1alpha1.CacheClusterSpec) { s.DataPlane = &v1alpha1.DataPlaneSpec{DirectReads: on} }
+			p, err := plan.New(newCluster(t, withDirect), plan.Options{RunDir: t.TempDir(), Ports: sequentialPorts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range p.Map.Storage.Racks {
+				for _, sh := range r.Shards {
+					redis, ok := p.Process(sh.Name + "-redis")
+					if !ok {
+						t.Fatalf("no redis-server for %s", sh.Name)
+					}
+					if want := map[bool]string{true: redis.Addr}[on]; sh.Redis != want {
+						t.Errorf("shard %s: redis %q in the map, want %q", sh.Name, sh.Redis, want)
+					}
+				}
+			}
+			_, err = plan.New(newCluster(t, withDirect), plan.Options{RunDir: t.TempDir(), Ports: sequentialPorts, ShardRate: 100})
+			if refused := err != nil && strings.Contains(err.Error(), "directReads"); refused != on {
+				t.Errorf("with emulated capacity: %v, want refused %v", err, on)
 			}
 		})
 	}
