@@ -33,6 +33,8 @@ func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		n.handleUpdate(out, src, req, v, start)
 	case wire.OpPing:
 		n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, 0, nil)
+	case wire.OpFlush:
+		n.handleFlush(out, src, req, v, start)
 	default:
 		// PUT, DEL and FETCH belong to the storage shim.
 		n.stats.notOwner.Add(1)

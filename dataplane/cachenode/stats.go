@@ -37,6 +37,7 @@ type Stats struct {
 	Untracked      uint64 // coalesced readers read again: the shim no longer invalidated this node for the key
 	CacheOnlyMiss  uint64 // hedged GETs (wire.FlagCacheOnly) refused: no valid copy, backend not read
 	DirectMisses   uint64 // misses of readers that read storage themselves (wire.FlagDirect), also in Misses
+	Flushes        uint64 // FLUSHes served: a shim's shard dropped (flush.go)
 	Renewals       uint64 // serving lease renewals
 	LeaseStarts    uint64 // renewals that started a new lease (the previous one had run out)
 	Leased         bool   // the serving lease is valid now
@@ -55,6 +56,7 @@ type counters struct {
 	dropped, notOwner, parked, parkForwarded                           atomic.Uint64
 	backendBatches, backendBatched, negativeFills                      atomic.Uint64
 	refused, unleased, untracked, cacheOnlyRefused, directMisses       atomic.Uint64
+	flushes                                                            atomic.Uint64
 }
 
 // Stats returns a snapshot of the counters. They are read one at a time, so
@@ -73,7 +75,7 @@ func (n *Node) Stats() Stats {
 		FillsRefused: c.fillsRefused.Load(), Inserts: c.inserts.Load(), Evictions: c.evictions.Load(),
 		Dropped: c.dropped.Load(), NotOwner: c.notOwner.Load(), Work: n.work.Used(),
 		Refused: c.refused.Load(), Unleased: c.unleased.Load(), Untracked: c.untracked.Load(),
-		CacheOnlyMiss: c.cacheOnlyRefused.Load(), DirectMisses: c.directMisses.Load(),
+		CacheOnlyMiss: c.cacheOnlyRefused.Load(), DirectMisses: c.directMisses.Load(), Flushes: c.flushes.Load(),
 		Renewals: n.lease.renewals.Load(), LeaseStarts: n.lease.expiries.Load(),
 		Leased: n.leased(time.Now()),
 		Items:  n.store.items.Load(), Bytes: n.store.bytes.Load(),

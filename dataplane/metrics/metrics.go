@@ -56,7 +56,7 @@ func StatusResult(s wire.Status) string {
 // DurationBuckets spans loopback hits (microseconds) to retried writes.
 var DurationBuckets = prometheus.ExponentialBuckets(5e-6, 2, 18)
 
-const ops = 16
+const ops = int(wire.MaxOp) + 1
 
 // Requests counts requests by op and result and times them by op:
 // distcache_requests_total{op,result} and
@@ -81,7 +81,10 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 		return nil, err
 	}
 	r := &Requests{}
-	for op := wire.OpGet; op < wire.OpPong; op += 2 {
+	for op := wire.OpGet; op <= wire.MaxOp; op++ {
+		if op.IsReply() || op == wire.OpMore {
+			continue
+		}
 		r.counts[op] = make([]prometheus.Counter, len(results))
 		for i, res := range results {
 			r.counts[op][i] = total.WithLabelValues(op.String(), res)

@@ -6,7 +6,8 @@
 // Reads. GET is a Redis GET: a cache node forwards its misses here, and a
 // client may read directly (FlagDirect). GETs of one key that wait together
 // share one Redis read, and the reads of different keys that arrive while
-// one is under way go to Redis together as one pipeline (getbatch.go).
+// one is under way go to Redis together as one pipeline (package
+// redisbatch).
 // Without an emulated capacity, the GETs of one receive batch are served
 // together when the batch ends: one Redis round trip for their keys, one
 // send for their replies (readbatch.go).
@@ -27,7 +28,9 @@
 //     moved on;
 //  2. phase 1: INVALIDATE(k, v) to the owner of k in every cache layer under
 //     the current map and, for PrevMapGrace after a map change, the previous
-//     one (owners.go), in parallel; if any owner does not acknowledge within
+//     one (owners.go), in parallel — each owner that may hold an entry for
+//     k: the shim's directory of copies (holders.go) lets a write skip the
+//     nodes that never fetched k; if any owner does not acknowledge within
 //     InvalidateTimeout the write fails with StatusCoherence and Redis is
 //     not touched, because a copy may still be valid somewhere. A previous
 //     owner that the current map no longer lists as Active (removed as

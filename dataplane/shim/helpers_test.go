@@ -57,6 +57,8 @@ type recordingNode struct {
 	hooks   map[wire.Op]func(*nodeEvent)
 	holds   map[string]bool // keys whose INVALIDATE is acknowledged with FlagHit
 	silent  bool
+	flushes bool // FLUSH is acknowledged (and counted in flushed); else ignored, as an older node does
+	flushed int
 	changed chan struct{} // closed and replaced when events grows
 }
 
@@ -100,7 +102,27 @@ func (n *recordingNode) setSilent(v bool) {
 	n.mu.Unlock()
 }
 
-func (n *recordingNode) handle(_ transport.Sender, src netip.AddrPort, req *wire.Message) {
+// setFlushes makes the node acknowledge later FLUSHes (v true), as a
+// node that knows them does, or ignore them.
+func (n *recordingNode) setFlushes(v bool) {
+	n.mu.Lock()
+	n.flushes = v
+	n.mu.Unlock()
+}
+
+func (n *recordingNode) handle(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+	if req.Op == wire.OpFlush {
+		n.mu.Lock()
+		ok := n.flushes
+		if ok {
+			n.flushed++
+		}
+		n.mu.Unlock()
+		if ok {
+			_ = out.Send(src, &wire.Message{Header: wire.Header{Op: wire.OpFlushAck, Seq: req.Seq}, Key: req.Key})
+		}
+		return
+	}
 	if req.Op != wire.OpInvalidate && req.Op != wire.OpUpdate {
 		return
 	}

@@ -3,6 +3,7 @@ package shim
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
@@ -76,7 +77,8 @@ type phaseOne struct {
 	key     string
 	v       uint64
 	calls   []*invalidation
-	waiting int // calls neither done nor released
+	skip    []netip.AddrPort // owners not invalidated: they hold no entry for the key
+	waiting int              // calls neither done nor released
 	results chan invalidationResult
 	stop    chan struct{} // closed when invalidate returns: unread results are dropped
 }
@@ -101,9 +103,15 @@ func (p *phaseOne) follow(view *mapView, now time.Time, timer *time.Timer) {
 	}
 	p.releaseDue(view, now)
 	for _, o := range owners {
-		if !p.has(o) {
-			p.start(view, o, now)
+		if p.has(o) || p.skipped(o) {
+			continue
 		}
+		if !p.s.mayHold(p.key, o) { // no entry there (holders.go)
+			p.skip = append(p.skip, o.addr)
+			p.s.stats.invalidationsSkipped.Add(1)
+			continue
+		}
+		p.start(view, o, now)
 	}
 	var next time.Time
 	for _, c := range p.calls {
@@ -143,6 +151,12 @@ func (p *phaseOne) start(view *mapView, o owner, now time.Time) {
 		cancel()
 	}()
 }
+
+// skipped reports whether phase 1 found that o holds no entry for the key.
+// It is decided once per write: a node the directory did not list when
+// the write held the key's lock cannot fetch the key before the write
+// ends.
+func (p *phaseOne) skipped(o owner) bool { return hasAddr(p.skip, o.addr) }
 
 // has reports whether phase 1 has invalidated o's address already.
 func (p *phaseOne) has(o owner) bool {

@@ -74,6 +74,10 @@ func newShimMetrics(reg prometheus.Registerer, ep *transport.Endpoint, work *cap
 		metrics.CounterFunc("distcache_read_batches_total",
 			"Receive batches of several GETs served together: one Redis round trip for their keys, one send for their replies.", c.readBatches.Load),
 		metrics.CounterFunc("distcache_batched_reads_total", "GETs served in such a batch.", c.batchedReads.Load),
+		metrics.CounterFunc("distcache_coherence_skipped_total",
+			"Owners a write did not invalidate or update: the shim's directory of copies lists no entry of the key there.", c.invalidationsSkipped.Load),
+		metrics.CounterFunc("distcache_flushes_total",
+			"FLUSHes cache nodes acknowledged: they dropped this shard's entries, so writes skip them for keys they did not fetch.", c.flushes.Load),
 	); err != nil {
 		return nil, fmt.Errorf("cannot register shim metrics: %w", err)
 	}

@@ -98,6 +98,9 @@ func (s *Shim) SetMap(p *partmap.Placement) error {
 	if old != nil {
 		close(old.replaced)
 	}
+	if s.holders != nil {
+		s.holders.wake() // new members are flushed before writes skip them
+	}
 	s.metrics.mapVersion.Set(float64(st.version))
 	s.log.Info("partition map set", "version", st.version, "replaced_maps_kept", len(next.past))
 	return nil

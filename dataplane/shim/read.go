@@ -66,13 +66,20 @@ func (s *Shim) serveGets(reads []*request) {
 // tracking says, for each of reads (GETs of one key), whether its reply
 // may carry FlagTracked: it is a cache node's, no write of the key is in
 // progress, and the node is the key's Active owner. It must be decided
-// before Redis is read.
+// before Redis is read. Such a node is entered in the directory of copies
+// first (holders.go), so that every write that starts after the check
+// invalidates it.
 func (s *Shim) tracking(reads []*request) []bool {
 	key := reads[0].key
-	noWrite, cur := s.locks.waiters(key) == 0, s.view.Load().cur
+	cur := s.view.Load().cur
 	tracked := make([]bool, len(reads))
 	for i, r := range reads {
-		tracked[i] = !r.direct && noWrite && cur.isServingOwner(key, r.src)
+		if tracked[i] = !r.direct && cur.isServingOwner(key, r.src); tracked[i] {
+			s.holders.add(key, r.src)
+		}
+	}
+	if s.locks.waiters(key) != 0 { // a write is in progress
+		clear(tracked)
 	}
 	return tracked
 }
@@ -125,6 +132,7 @@ func (s *Shim) serveFetch(r *request) {
 	// invalidate it once PrevMapGrace is over.
 	if s.view.Load().cur.isServingOwner(r.key, r.src) {
 		s.stats.fetches.Add(1)
+		s.holders.add(r.key, r.src) // later writes invalidate it (holders.go)
 		c = s.clock.current()
 		status, value = s.redisGetCacheable(r.key)
 	} else {

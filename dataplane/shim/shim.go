@@ -32,6 +32,7 @@ const (
 	DefaultPrevMapGrace      = 2 * time.Minute
 	DefaultMaxInFlight       = 4096
 	DefaultDedupTTL          = 30 * time.Second
+	DefaultHolderKeys        = 1 << 18
 	DefaultQueueTimeout      = 250 * time.Millisecond
 	DefaultLease             = time.Second
 	DefaultHotKeysInterval   = time.Second
@@ -91,6 +92,10 @@ type Config struct {
 	// DedupTTL is how long the replies of completed writes are kept for
 	// retransmitted requests (default 30s).
 	DedupTTL time.Duration
+	// HolderKeys bounds the directory of copies (holders.go): the keys it
+	// lists nodes for before it is cleared and every node flushed again
+	// (default DefaultHolderKeys).
+	HolderKeys int
 	// QueueTimeout bounds how long a read (GET or FETCH) waits for the
 	// emulated capacity; one that would wait longer is shed with
 	// StatusOverloaded, as its requester has given up on it (default
@@ -134,6 +139,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DedupTTL <= 0 {
 		c.DedupTTL = DefaultDedupTTL
+	}
+	if c.HolderKeys <= 0 {
+		c.HolderKeys = DefaultHolderKeys
 	}
 	if c.QueueTimeout <= 0 {
 		c.QueueTimeout = DefaultQueueTimeout
@@ -204,6 +212,7 @@ type Shim struct {
 	queued  *queuedReads      // GETs waiting for their work unit, which later GETs of the key join
 	reads   readQueue         // GETs of the receive batches being served (readbatch.go)
 	top     *topkeys.Counter  // the most requested keys' reads and writes (GET /hotkeys)
+	holders *holders          // the nodes that may hold each key (holders.go)
 	// takeUnit takes a read's work unit if it is available by deadline
 	// (capacity.Limiter.TakeBy); tests replace it before Start.
 	takeUnit func(deadline time.Time) bool
@@ -269,17 +278,18 @@ func New(cfg Config) (*Shim, error) {
 		return nil, fmt.Errorf("cannot create shim %s: %w", cfg.Shard, err)
 	}
 	s = &Shim{
-		cfg:    cfg,
-		log:    cfg.Logger.With("shard", cfg.Shard),
-		ep:     ep,
-		rdb:    redis.NewClient(redisOptions(cfg.Redis)),
-		locks:  newKeyLocks(),
-		dedup:  newDedupTable(cfg.DedupTTL),
-		sem:    make(chan struct{}, cfg.MaxInFlight),
-		work:   capacity.New(cfg.EmulatedRate),
-		queued: newQueuedReads(),
-		tasks:  workpool.New(0),
-		top:    topkeys.New(cfg.HotKeys, time.Now()),
+		cfg:     cfg,
+		log:     cfg.Logger.With("shard", cfg.Shard),
+		ep:      ep,
+		rdb:     redis.NewClient(redisOptions(cfg.Redis)),
+		locks:   newKeyLocks(),
+		dedup:   newDedupTable(cfg.DedupTTL),
+		sem:     make(chan struct{}, cfg.MaxInFlight),
+		work:    capacity.New(cfg.EmulatedRate),
+		queued:  newQueuedReads(),
+		tasks:   workpool.New(0),
+		top:     topkeys.New(cfg.HotKeys, time.Now()),
+		holders: newHolders(cfg.HolderKeys),
 	}
 	s.gets = redisbatch.New(s.rdb)
 	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
@@ -312,6 +322,7 @@ func (s *Shim) Start() error {
 		s.wg.Go(func() { peers.RefreshEvery(s.ctx, s.cfg.PeerRefresh, s.RefreshPeers) })
 	}
 	s.wg.Go(s.rotateHotKeys)
+	s.wg.Go(s.flush)
 	s.log.Info("shim serving", "addr", s.ep.Addr(), "redis", s.cfg.Redis.Addr)
 	return nil
 }

@@ -21,6 +21,9 @@ type Stats struct {
 	Overloaded        uint64 // requests refused with StatusOverloaded
 	RedisErrors       uint64 // Redis commands that failed
 	Invalidations     uint64 // INVALIDATE calls sent (one per owner and write)
+	Skipped           uint64 // owners a write did not invalidate: the directory lists no entry of the key there (holders.go)
+	Flushes           uint64 // FLUSHes nodes acknowledged (holders.go)
+	HolderKeys        int    // keys in the directory of copies now
 	CopiesInvalidated uint64 // acknowledged INVALIDATEs that reported a cached copy (FlagHit), of writes that passed phase 1
 	CoherenceFailures uint64 // writes refused because phase 1 was not acknowledged
 	Released          uint64 // phase 1 calls no longer waited for: the owner's lease ran out after it was removed or fenced
@@ -43,7 +46,8 @@ type counters struct {
 	uncacheable                                   atomic.Uint64
 	notOwner, overloaded, redisErrors             atomic.Uint64
 	invalidations, coherenceFailures, copies      atomic.Uint64
-	invalidationsReleased                         atomic.Uint64
+	invalidationsReleased, invalidationsSkipped   atomic.Uint64
+	flushes                                       atomic.Uint64
 	updatesSent, updateFailures, duplicates, shed atomic.Uint64
 	alreadyApplied, coalescedGets                 atomic.Uint64
 	readBatches, batchedReads                     atomic.Uint64
@@ -67,6 +71,7 @@ func (s *Shim) Stats() Stats {
 		RedisErrors:   c.redisErrors.Load(),
 		Invalidations: c.invalidations.Load(), CoherenceFailures: c.coherenceFailures.Load(),
 		CopiesInvalidated: c.copies.Load(), Released: c.invalidationsReleased.Load(),
+		Skipped: c.invalidationsSkipped.Load(), Flushes: c.flushes.Load(), HolderKeys: s.holders.size(),
 		UpdatesSent: c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
 		DuplicateRequests: c.duplicates.Load(), AlreadyApplied: c.alreadyApplied.Load(), Shed: c.shed.Load(),
 		CoalescedGets: c.coalescedGets.Load(), ReadBatches: c.readBatches.Load(), BatchedReads: c.batchedReads.Load(),

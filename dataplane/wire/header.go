@@ -52,7 +52,12 @@ const (
 	OpRMW           Op = 15 // read-modify-write a key at its storage shim (Value: an RMW request, see rmw.go)
 	OpRMWReply      Op = 16 // the RMW's result (Value), after phase 1 and the Redis update
 	OpMore          Op = 17 // flow control: send the next window of a multi-datagram message (see Window)
-	opLimit         Op = 18
+	// OpFlush asks a cache node to drop every entry of the storage shard
+	// named by Key: a shim that starts knows none of the copies an
+	// earlier run of it handed out (shim/holders.go).
+	OpFlush    Op = 18
+	OpFlushAck Op = 19 // the shard's entries are gone
+	opLimit    Op = 20
 	// MaxOp is the largest op Parse accepts, for tables indexed by op.
 	MaxOp = opLimit - 1
 )
@@ -60,7 +65,7 @@ const (
 var opNames = [...]string{
 	"", "GET", "GET_REPLY", "PUT", "PUT_REPLY", "DEL", "DEL_REPLY",
 	"INVALIDATE", "INVALIDATE_ACK", "UPDATE", "UPDATE_ACK", "FETCH",
-	"FETCH_REPLY", "PING", "PONG", "RMW", "RMW_REPLY", "MORE",
+	"FETCH_REPLY", "PING", "PONG", "RMW", "RMW_REPLY", "MORE", "FLUSH", "FLUSH_ACK",
 }
 
 func (o Op) String() string {
@@ -74,8 +79,17 @@ func (o Op) String() string {
 }
 
 // IsReply reports whether o answers a request. MORE is neither: the
-// transport serves it (see Window).
-func (o Op) IsReply() bool { return o > 0 && o < OpMore && o%2 == 0 }
+// transport serves it (see Window). A request's op is odd below MORE and
+// even above it.
+func (o Op) IsReply() bool {
+	switch {
+	case o > 0 && o < OpMore:
+		return o%2 == 0
+	case o > OpMore && o < opLimit:
+		return o%2 == 1
+	}
+	return false
+}
 
 // Reply returns the op that answers o.
 func (o Op) Reply() Op { return o + 1 }
@@ -124,11 +138,12 @@ const TagLen = 16
 
 // Authenticated reports whether op changes what a receiver stores or
 // serves — a write, a coherence message or a cache fill (PUT, DEL,
-// INVALIDATE, UPDATE, FETCH, RMW and their replies) — and so must carry a MAC
-// (FlagAuth) where the cluster has a data-plane key. GET, GET_REPLY, PING
-// and PONG never do: the hit path pays nothing for authentication.
+// INVALIDATE, UPDATE, FETCH, RMW, FLUSH and their replies) — and so must
+// carry a MAC (FlagAuth) where the cluster has a data-plane key. GET,
+// GET_REPLY, PING and PONG never do: the hit path pays nothing for
+// authentication.
 func Authenticated(op Op) bool {
-	return op >= OpPut && op <= OpFetchReply || op == OpRMW || op == OpRMWReply
+	return op >= OpPut && op <= OpFetchReply || op == OpRMW || op == OpRMWReply || op == OpFlush || op == OpFlushAck
 }
 
 // Status is a reply's outcome.

@@ -118,8 +118,8 @@ func TestParseErrors(t *testing.T) {
 		{"version 0", set(2, 0), wire.ErrVersion},
 		{"version 2", set(2, 2), wire.ErrVersion},
 		{"op 0", set(3, 0), wire.ErrOp},
-		{"op 18", set(3, 18), wire.ErrOp},
-		{"op 18", set(3, 18), wire.ErrOp},
+		{"op 20", set(3, 20), wire.ErrOp},
+		{"op 20", set(3, 20), wire.ErrOp},
 		{"op 255", set(3, 255), wire.ErrOp},
 		{"flag 0x80", set(4, 0x80), wire.ErrFlags},
 		{"FlagAuth without room for the tag", set(4, byte(wire.FlagAuth)), wire.ErrTruncated},
@@ -326,7 +326,8 @@ func TestOpString(t *testing.T) {
 	}{
 		{0, "Op(0)"},
 		{wire.OpMore, "MORE"},
-		{18, "Op(18)"},
+		{wire.OpFlush, "FLUSH"},
+		{20, "Op(20)"},
 		{255, "Op(255)"},
 	}
 	for i, op := range allOps {
@@ -353,6 +354,8 @@ func TestOpReply(t *testing.T) {
 		{wire.OpUpdate, wire.OpUpdateAck},
 		{wire.OpFetch, wire.OpFetchReply},
 		{wire.OpPing, wire.OpPong},
+		{wire.OpRMW, wire.OpRMWReply},
+		{wire.OpFlush, wire.OpFlushAck},
 	}
 	for _, tc := range tests {
 		t.Run(tc.req.String(), func(t *testing.T) {
@@ -367,7 +370,7 @@ func TestOpReply(t *testing.T) {
 			}
 		})
 	}
-	for _, op := range []wire.Op{0, wire.OpMore, 18, 254, 255} {
+	for _, op := range []wire.Op{0, wire.OpMore, wire.OpFlush, 20, 254, 255} {
 		if op.IsReply() {
 			t.Errorf("Op(%d).IsReply() = true for an op that answers no request", uint8(op))
 		}
@@ -441,7 +444,7 @@ func TestPeekOp(t *testing.T) {
 	}{
 		{"valid", valid(), wire.OpGetReply},
 		{"invalid after the op", set(16, valid()[16]^1), wire.OpGetReply},
-		{"unknown op", set(3, 18), wire.Op(18)},
+		{"unknown op", set(3, 20), wire.Op(20)},
 		{"nil", nil, 0},
 		{"short header", valid()[:wire.HeaderLen-1], 0},
 		{"magic zero", set(0, 0, 0), 0},
