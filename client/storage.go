@@ -19,26 +19,64 @@ import (
 // every shard's Redis (partmap.Shard.Redis), a read asks its cache node
 // with wire.FlagDirect: the node answers a hit as always, and a miss at once
 // with "read it yourself" instead of reading the shim for it. The client
-// then reads the key from the shard's Redis on a pipelined connection of
-// its own (package redisbatch), as a proxy would: a miss costs the storage
+// then reads the key from the shard's Redis on a pipelined connection that
+// every client of the process shares (package redisbatch), as a proxy
+// would: a miss costs the storage
 // server one Redis GET, not a shim's round trip as well. The read stays
 // linearizable: Redis's value is current when Redis reads it, which is
 // within the read's interval, and every write reaches Redis only after its
 // invalidation of the cached copies. Writes and the nodes' fills still go
 // through the shims. A read whose Redis cannot be reached asks the shim.
 
-// storageReaders holds a Redis client and batcher per Redis address, kept
-// for the client's life (a standalone cluster's Redis servers keep their
-// addresses) and closed by Close.
+// storageReaders are a client's handles on the process's Redis readers,
+// one per Redis address (the address's batcher is shared by every client
+// of the process, as a proxy shares one connection per server among its
+// clients: the reads of all of them are pipelined together). Close
+// releases them.
 type storageReaders struct {
 	mu     sync.Mutex // guards byAddr and closed
 	byAddr map[string]*storageReader
 	closed bool
 }
 
+// storageReader is one Redis address's client and batcher, shared by the
+// clients that hold it (refs, guarded by sharedReadersMu).
 type storageReader struct {
-	rdb *redis.Client
-	b   *redisbatch.Batcher
+	addr string
+	rdb  *redis.Client
+	b    *redisbatch.Batcher
+	refs int
+}
+
+var (
+	sharedReadersMu sync.Mutex // guards sharedReaders and their refs
+	sharedReaders   = map[string]*storageReader{}
+)
+
+// acquireReader returns the process's reader of addr, created with cfg's
+// timeouts when no client holds one.
+func acquireReader(addr string, cfg Config) *storageReader {
+	sharedReadersMu.Lock()
+	defer sharedReadersMu.Unlock()
+	sr := sharedReaders[addr]
+	if sr == nil {
+		rdb := redis.NewClient(storageOptions(addr, cfg))
+		sr = &storageReader{addr: addr, rdb: rdb, b: redisbatch.New(rdb)}
+		sharedReaders[addr] = sr
+	}
+	sr.refs++
+	return sr
+}
+
+// release drops a client's hold on sr, closing it with the last.
+func (sr *storageReader) release() error {
+	sharedReadersMu.Lock()
+	defer sharedReadersMu.Unlock()
+	if sr.refs--; sr.refs > 0 {
+		return nil
+	}
+	delete(sharedReaders, sr.addr)
+	return errors.Join(sr.b.Close(), sr.rdb.Close())
 }
 
 // forMap returns a batcher per shard of m by global shard index
@@ -67,8 +105,7 @@ func (s *storageReaders) forMap(m *partmap.Map, cfg Config) []*redisbatch.Batche
 		for _, sh := range r.Shards {
 			sr := s.byAddr[sh.Redis]
 			if sr == nil {
-				rdb := redis.NewClient(storageOptions(sh.Redis, cfg))
-				sr = &storageReader{rdb: rdb, b: redisbatch.New(rdb)}
+				sr = acquireReader(sh.Redis, cfg)
 				s.byAddr[sh.Redis] = sr
 			}
 			out[i] = sr.b
@@ -90,14 +127,14 @@ func storageOptions(addr string, cfg Config) *redis.Options {
 	}
 }
 
-// close closes every Redis client.
+// close releases every reader the client holds.
 func (s *storageReaders) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
 	var errs []error
 	for _, sr := range s.byAddr {
-		errs = append(errs, sr.b.Close(), sr.rdb.Close())
+		errs = append(errs, sr.release())
 	}
 	clear(s.byAddr)
 	if err := errors.Join(errs...); err != nil {
