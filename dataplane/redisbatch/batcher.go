@@ -61,6 +61,16 @@ type Read struct {
 	Err   error
 	done  chan struct{}
 	last  bool
+	// eval, when set, makes this a script's run (Eval) instead of a GET.
+	eval *evalCall
+}
+
+// evalCall is a script's run and its result.
+type evalCall struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+	result any
 }
 
 // complete records a read's result and, for the last read of its
@@ -70,6 +80,18 @@ func (p *Read) complete(v []byte, err error) {
 	if p.last {
 		close(p.done)
 	}
+}
+
+// Eval runs script with keys and args (EVALSHA, and EVAL when Redis does
+// not know the script) in the round trip of the commands queued with it,
+// and returns its result. Commands of one round trip run in the order
+// they were queued; a caller that must order two commands waits for the
+// first before it queues the second. After a broken connection the round
+// trip runs again on a new one, so the script must be safe to run twice.
+func (b *Batcher) Eval(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+	p := &Read{done: make(chan struct{}), last: true, eval: &evalCall{script: script, keys: keys, args: args}}
+	b.run(ctx, []*Read{p})
+	return p.eval.result, p.Err
 }
 
 // Get reads key: its value, or redis.Nil when it does not exist.
@@ -91,12 +113,20 @@ func (b *Batcher) GetMany(ctx context.Context, keys []string) []*Read {
 		ps[i] = &reads[i]
 	}
 	reads[len(reads)-1].last = true
+	b.run(ctx, ps)
+	return ps
+}
+
+// run queues ps, whose last signals done, and returns once they are
+// complete: it runs the round trips itself unless another caller is.
+func (b *Batcher) run(ctx context.Context, ps []*Read) {
+	done := ps[len(ps)-1].done
 	b.mu.Lock()
 	b.queue = append(b.queue, ps...)
 	if b.busy {
 		b.mu.Unlock()
 		<-done
-		return ps
+		return
 	}
 	b.busy = true
 	for {
@@ -110,7 +140,7 @@ func (b *Batcher) GetMany(ctx context.Context, keys []string) []*Read {
 		if len(b.queue) == 0 { // ps were in the first batch
 			b.busy = false
 			b.mu.Unlock()
-			return ps
+			return
 		}
 	}
 }
@@ -122,24 +152,37 @@ func (b *Batcher) read(ctx context.Context, batch []*Read) {
 		cmds = b.roundTrip(ctx, batch) // on a new connection
 	}
 	for i, p := range batch {
-		p.complete(cmds[i].Bytes())
+		if e := p.eval; e != nil {
+			cmd := cmds[i].(*redis.Cmd)
+			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") && b.conn != nil {
+				cmd = e.script.Run(ctx, b.conn, e.keys, e.args...) // EVAL loads it
+			}
+			e.result = cmd.Val()
+			p.complete(nil, cmd.Err())
+			continue
+		}
+		p.complete(cmds[i].(*redis.StringCmd).Bytes())
 	}
 }
 
-// roundTrip sends a GET per read of batch on the batcher's connection, in
-// one pipeline, and returns the commands with their replies. A network
-// error closes the connection.
-func (b *Batcher) roundTrip(ctx context.Context, batch []*Read) []*redis.StringCmd {
+// roundTrip sends a GET (or EVALSHA) per entry of batch on the batcher's
+// connection, in one pipeline, and returns the commands with their
+// replies. A network error closes the connection.
+func (b *Batcher) roundTrip(ctx context.Context, batch []*Read) []redis.Cmder {
 	if b.conn == nil {
 		b.conn = b.rdb.Conn()
 	}
-	cmds := make([]*redis.StringCmd, len(batch))
-	if len(batch) == 1 {
+	cmds := make([]redis.Cmder, len(batch))
+	if len(batch) == 1 && batch[0].eval == nil {
 		cmds[0] = b.conn.Get(ctx, batch[0].Key)
 	} else {
 		pipe := b.conn.Pipeline()
 		for i, p := range batch {
-			cmds[i] = pipe.Get(ctx, p.Key)
+			if e := p.eval; e != nil {
+				cmds[i] = pipe.EvalSha(ctx, e.script.Hash(), e.keys, e.args...)
+			} else {
+				cmds[i] = pipe.Get(ctx, p.Key)
+			}
 		}
 		_, _ = pipe.Exec(ctx) // each command carries its own error
 	}
@@ -152,7 +195,7 @@ func (b *Batcher) roundTrip(ctx context.Context, batch []*Read) []*redis.StringC
 
 // connBroken says whether a command failed for its connection rather than
 // with Redis's answer: not "nil", not an error reply.
-func connBroken(cmds []*redis.StringCmd) bool {
+func connBroken(cmds []redis.Cmder) bool {
 	for _, c := range cmds {
 		err := c.Err()
 		var reply redis.Error

@@ -193,3 +193,32 @@ func TestBatcherReconnects(t *testing.T) {
 		t.Fatal("an error reply replaced the connection")
 	}
 }
+
+// TestBatcherEval checks that a script's run shares the round trip of the
+// reads queued with it, returns the script's result, and loads a script
+// Redis does not know (NOSCRIPT, as after a restart or SCRIPT FLUSH).
+func TestBatcherEval(t *testing.T) {
+	b, c := newBatcher(t)
+	script := redis.NewScript(`redis.call('SET', KEYS[1], ARGV[1]) return 7`)
+	if err := b.rdb.ScriptFlush(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	queued := &Read{Key: "k1", done: make(chan struct{}), last: true}
+	b.queue = append(b.queue, queued)
+	res, err := b.Eval(t.Context(), script, []string{"set-by-script"}, "v")
+	if err != nil || res != int64(7) {
+		t.Fatalf("Eval = %v, %v; want 7", res, err)
+	}
+	if <-queued.done; queued.Err != nil || string(queued.Value) != "v1" {
+		t.Fatalf("queued GET k1 = %q, %v", queued.Value, queued.Err)
+	}
+	if c.pipelines.Load() != 1 {
+		t.Errorf("%d pipelines carried GETs, want the one with the script", c.pipelines.Load())
+	}
+	if v, err := b.Get(t.Context(), "set-by-script"); err != nil || string(v) != "v" {
+		t.Fatalf("the script's key = %q, %v; want v", v, err)
+	}
+	if res, err := b.Eval(t.Context(), script, []string{"set-by-script"}, "w"); err != nil || res != int64(7) {
+		t.Fatalf("second Eval (script known) = %v, %v", res, err)
+	}
+}

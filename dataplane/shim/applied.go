@@ -57,8 +57,14 @@ func (s *Shim) applyToRedis(ctx context.Context, r *request) (applied, existed b
 	if r.op == wire.OpPut {
 		op, value = "put", r.value
 	}
-	n, err := applyScript.Run(ctx, s.rdb, []string{r.key, appliedKey(r.dedupKey())},
-		op, value, s.cfg.DedupTTL.Milliseconds()).Int()
+	// In the round trip of the writes and reads queued with it: writes of
+	// one key are serialised by its lock, so no two share a round trip.
+	res, err := s.redisq.Eval(ctx, applyScript, []string{r.key, appliedKey(r.dedupKey())},
+		op, value, s.cfg.DedupTTL.Milliseconds())
+	n, ok := res.(int64)
+	if err == nil && !ok {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
 	if err != nil {
 		return false, false, fmt.Errorf("cannot %s %q: %w", op, r.key, err)
 	}

@@ -14,7 +14,7 @@ import (
 // redisGet reads key: StatusOK and the value, StatusNotFound, or
 // StatusUnavailable when Redis fails.
 func (s *Shim) redisGet(key string) (wire.Status, []byte) {
-	v, err := s.gets.Get(s.ctx, key)
+	v, err := s.redisq.Get(s.ctx, key)
 	return s.getStatus(key, v, err)
 }
 

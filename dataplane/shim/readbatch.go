@@ -116,7 +116,7 @@ func (s *Shim) serveReadBatch(rs []*request) {
 		replies []transport.Request
 		done    []*request
 	)
-	for i, p := range s.gets.GetMany(s.ctx, keys) {
+	for i, p := range s.redisq.GetMany(s.ctx, keys) {
 		status, value := s.getStatus(p.Key, p.Value, p.Err)
 		replies = s.getReplies(replies, groups[i], tracked[i], status, value)
 		done = append(done, groups[i]...)

@@ -104,9 +104,13 @@ func (s *Shim) applyRMW(ctx context.Context, r *request) (rmwOutcome, error) {
 		argv[1] = string(value)
 		argv = append(argv, cond, bit(opts&wire.SetGet), px, bit(opts&wire.SetKeepTTL))
 	}
-	res, err := rmwScript.Run(ctx, s.rdb, []string{r.key, appliedKey(r.dedupKey())}, argv...).Slice()
+	reply, err := s.redisq.Eval(ctx, rmwScript, []string{r.key, appliedKey(r.dedupKey())}, argv...)
 	if err != nil {
 		return rmwOutcome{}, fmt.Errorf("cannot %s %q: %w", op, r.key, err)
+	}
+	res, ok := reply.([]any)
+	if !ok || len(res) == 0 {
+		return rmwOutcome{}, fmt.Errorf("cannot %s %q: the script returned %v", op, r.key, reply)
 	}
 	code, _ := res[0].(int64)
 	switch {

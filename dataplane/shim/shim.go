@@ -201,7 +201,7 @@ type Shim struct {
 	log     *slog.Logger
 	ep      *transport.Endpoint
 	rdb     *redis.Client
-	gets    *redisbatch.Batcher // the GETs of serveGets, pipelined under load
+	redisq  *redisbatch.Batcher // GETs and writes' scripts, pipelined under load
 	metrics *shimMetrics
 	stats   counters
 	locks   *keyLocks
@@ -291,7 +291,7 @@ func New(cfg Config) (*Shim, error) {
 		top:     topkeys.New(cfg.HotKeys, time.Now()),
 		holders: newHolders(cfg.HolderKeys),
 	}
-	s.gets = redisbatch.New(s.rdb)
+	s.redisq = redisbatch.New(s.rdb)
 	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
 	s.clock.start(time.Now())
 	if s.metrics, err = newShimMetrics(cfg.Registerer, ep, s.work, &s.stats); err != nil {
