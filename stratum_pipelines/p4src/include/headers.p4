@@ -39,6 +39,8 @@ const bit<8> DC_OP_PONG           = 14;
 const bit<8> DC_OP_RMW            = 15;
 const bit<8> DC_OP_RMW_REPLY      = 16;
 const bit<8> DC_OP_MORE           = 17;
+const bit<8> DC_OP_FLUSH          = 18; /* shim to cache node only: a switch never sees it */
+const bit<8> DC_OP_FLUSH_ACK      = 19;
 const bit<8> DC_OP_BUNDLE         = 0x80;
 
 /* Flags (wire.Flag), one bit each in the flags byte. */
