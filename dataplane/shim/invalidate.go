@@ -47,6 +47,9 @@ type invalidationResult struct {
 // the lease (the failover's fencing step lets that happen within the grace
 // period), not for InvalidateTimeout.
 func (s *Shim) invalidate(key string, v uint64) ([]owner, int, error) {
+	if s.noneMayHold(key) {
+		return nil, 0, nil // no owner holds an entry: nothing to call or wait for
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
 	defer cancel()
 	p := &phaseOne{s: s, ctx: ctx, key: key, v: v, results: make(chan invalidationResult), stop: make(chan struct{})}
@@ -67,6 +70,21 @@ func (s *Shim) invalidate(key string, v uint64) ([]owner, int, error) {
 		}
 	}
 	return p.outcome()
+}
+
+// noneMayHold reports whether no owner of key under the current view may
+// hold an entry for it (holders.go), counting them as skipped: phase 1
+// then has nothing to do, and the write skips its machinery. It is decided
+// under the key's lock, as follow decides it for each owner.
+func (s *Shim) noneMayHold(key string) bool {
+	owners := s.view.Load().owners(key, time.Now(), s.releaseAfter(), s.cfg.PrevMapGrace)
+	for _, o := range owners {
+		if s.mayHold(key, o) {
+			return false
+		}
+	}
+	s.stats.invalidationsSkipped.Add(uint64(len(owners)))
+	return true
 }
 
 // phaseOne is the state of one write's phase 1, owned by invalidate's

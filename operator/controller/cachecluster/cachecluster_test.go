@@ -22,7 +22,6 @@ import (
 	"github.com/distcache/distcache/topology"
 )
 
-
 // publishedMap reads the cluster's partition map ConfigMap.
 func publishedMap(t *testing.T, cc *v1alpha1.CacheCluster) (*partmap.Map, error) {
 	t.Helper()
