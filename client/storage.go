@@ -83,13 +83,13 @@ func (sr *storageReader) release() error {
 // (partmap.Placement.ShardIndex), or nil unless every shard names its
 // Redis: then reads go through the nodes and shims as before.
 func (s *storageReaders) forMap(m *partmap.Map, cfg Config) []*redisbatch.Batcher {
-	var out []*redisbatch.Batcher
+	var addrs []string // by global shard index
 	for _, r := range m.Storage.Racks {
 		for _, sh := range r.Shards {
 			if sh.Redis == "" {
 				return nil
 			}
-			out = append(out, nil)
+			addrs = append(addrs, sh.Redis)
 		}
 	}
 	s.mu.Lock()
@@ -100,17 +100,14 @@ func (s *storageReaders) forMap(m *partmap.Map, cfg Config) []*redisbatch.Batche
 	if s.byAddr == nil {
 		s.byAddr = map[string]*storageReader{}
 	}
-	i := 0
-	for _, r := range m.Storage.Racks {
-		for _, sh := range r.Shards {
-			sr := s.byAddr[sh.Redis]
-			if sr == nil {
-				sr = acquireReader(sh.Redis, cfg)
-				s.byAddr[sh.Redis] = sr
-			}
-			out[i] = sr.b
-			i++
+	out := make([]*redisbatch.Batcher, len(addrs))
+	for i, addr := range addrs {
+		sr := s.byAddr[addr]
+		if sr == nil {
+			sr = acquireReader(addr, cfg)
+			s.byAddr[addr] = sr
 		}
+		out[i] = sr.b
 	}
 	return out
 }

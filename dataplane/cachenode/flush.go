@@ -24,16 +24,12 @@ func (n *Node) handleFlush(out transport.Sender, src netip.AddrPort, req *wire.M
 		return
 	}
 	n.sealFlights()
-	dropped := n.store.dropIf(func(key string) bool {
+	dropped := n.dropEntries(func(key string) bool {
 		r, s := v.p.Shard(key)
 		return r == rack && s == shard
 	})
-	for _, k := range dropped {
-		n.det.Untrack(k)
-	}
 	n.stats.flushes.Add(1)
-	n.stats.dropped.Add(uint64(len(dropped)))
-	n.log.Info("storage shard flushed", "shard", string(req.Key), "from", src, "dropped", len(dropped))
+	n.log.Info("storage shard flushed", "shard", string(req.Key), "from", src, "dropped", dropped)
 	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusOK, 0, 0, nil)
 	n.reqs.Observe(wire.OpFlush, metrics.ResultOK, time.Since(start))
 }

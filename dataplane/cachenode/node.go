@@ -428,29 +428,37 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 	}
 	n.sealFlights()
 
-	var dropped []string
+	var dropped int
 	switch {
 	case !v.active || prev == nil || !prev.active || v.version > prev.version+1:
-		dropped = n.store.dropIf(nil)
+		dropped = n.dropEntries(nil)
 	default:
-		dropped = n.store.dropIf(func(key string) bool { return !v.owns(key) })
+		dropped = n.dropEntries(func(key string) bool { return !v.owns(key) })
 	}
-	for _, k := range dropped {
-		n.det.Untrack(k)
-	}
-	n.stats.dropped.Add(uint64(len(dropped)))
 	if v.active && prev != nil && v.version > prev.version {
 		select {
 		case n.remapped <- struct{}{}:
 		default: // already signalled
 		}
 	}
-	n.log.Info("partition map set", "version", v.version, "active", v.active, "dropped", len(dropped))
+	n.log.Info("partition map set", "version", v.version, "active", v.active, "dropped", dropped)
 	if v.layer < 0 {
 		return fmt.Errorf("cannot find %s in layer %s of partition map version %d: %w",
 			n.cfg.Member, n.cfg.Layer, v.version, ErrNotMember)
 	}
 	return nil
+}
+
+// dropEntries removes every entry whose key satisfies drop (every entry
+// when drop is nil), stops tracking their keys' hits and counts them;
+// it returns how many it removed.
+func (n *Node) dropEntries(drop func(key string) bool) int {
+	dropped := n.store.dropIf(drop)
+	for _, k := range dropped {
+		n.det.Untrack(k)
+	}
+	n.stats.dropped.Add(uint64(len(dropped)))
+	return len(dropped)
 }
 
 // capacity is the most entries the node caches: its layer's in the

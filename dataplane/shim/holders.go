@@ -3,6 +3,7 @@ package shim
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -56,10 +57,8 @@ func newHolders(limit int) *holders {
 func (h *holders) add(key string, node netip.AddrPort) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, a := range h.byKey[key] {
-		if a == node {
-			return
-		}
+	if slices.Contains(h.byKey[key], node) {
+		return
 	}
 	if len(h.byKey) >= h.limit {
 		clear(h.byKey)
@@ -74,15 +73,7 @@ func (h *holders) add(key string, node netip.AddrPort) {
 func (h *holders) mayHold(key string, node netip.AddrPort) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.flushed[node] {
-		return true
-	}
-	for _, a := range h.byKey[key] {
-		if a == node {
-			return true
-		}
-	}
-	return false
+	return !h.flushed[node] || slices.Contains(h.byKey[key], node)
 }
 
 // unflushed returns the nodes of nodes not flushed in the current epoch,
@@ -176,32 +167,19 @@ func (s *Shim) cacheNodes() []netip.AddrPort {
 		return nil
 	}
 	var out []netip.AddrPort
-	add := func(st *mapState) {
+	for _, st := range v.states() {
 		for l, layer := range st.p.Map().Layers {
 			if layer.Switch {
 				continue
 			}
 			for i := range layer.Members {
-				if a := st.addrs.Member(l, i); a.IsValid() && !hasAddr(out, a) {
+				if a := st.addrs.Member(l, i); a.IsValid() && !slices.Contains(out, a) {
 					out = append(out, a)
 				}
 			}
 		}
 	}
-	add(v.cur)
-	for _, pm := range v.past {
-		add(pm.st)
-	}
 	return out
-}
-
-func hasAddr(as []netip.AddrPort, a netip.AddrPort) bool {
-	for _, b := range as {
-		if b == a {
-			return true
-		}
-	}
-	return false
 }
 
 // mayHold reports whether a write of key must invalidate owner o: a

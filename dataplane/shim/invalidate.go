@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
@@ -47,7 +48,9 @@ type invalidationResult struct {
 // the lease (the failover's fencing step lets that happen within the grace
 // period), not for InvalidateTimeout.
 func (s *Shim) invalidate(key string, v uint64) ([]owner, int, error) {
-	if s.noneMayHold(key) {
+	view, now := s.view.Load(), time.Now()
+	owners := s.owners(view, key, now)
+	if s.noneMayHold(key, owners) {
 		return nil, 0, nil // no owner holds an entry: nothing to call or wait for
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
@@ -56,8 +59,7 @@ func (s *Shim) invalidate(key string, v uint64) ([]owner, int, error) {
 	defer close(p.stop)
 	release := time.NewTimer(time.Hour)
 	defer release.Stop()
-	view := s.view.Load()
-	p.follow(view, time.Now(), release)
+	p.followOwners(view, owners, now, release)
 	for p.waiting > 0 {
 		select {
 		case r := <-p.results:
@@ -72,12 +74,17 @@ func (s *Shim) invalidate(key string, v uint64) ([]owner, int, error) {
 	return p.outcome()
 }
 
-// noneMayHold reports whether no owner of key under the current view may
-// hold an entry for it (holders.go), counting them as skipped: phase 1
-// then has nothing to do, and the write skips its machinery. It is decided
-// under the key's lock, as follow decides it for each owner.
-func (s *Shim) noneMayHold(key string) bool {
-	owners := s.view.Load().owners(key, time.Now(), s.releaseAfter(), s.cfg.PrevMapGrace)
+// owners are the nodes a write of key at now must invalidate under view
+// (mapView.owners, with the shim's release time and grace).
+func (s *Shim) owners(view *mapView, key string, now time.Time) []owner {
+	return view.owners(key, now, s.releaseAfter(), s.cfg.PrevMapGrace)
+}
+
+// noneMayHold reports whether none of owners, key's, may hold an entry
+// for it (holders.go), counting them as skipped: phase 1 then has nothing
+// to do, and the write skips its machinery. It is decided under the key's
+// lock, as follow decides it for each owner.
+func (s *Shim) noneMayHold(key string, owners []owner) bool {
 	for _, o := range owners {
 		if s.mayHold(key, o) {
 			return false
@@ -106,7 +113,11 @@ type phaseOne struct {
 // released), those due are released, the owners not called yet are
 // invalidated, and the timer is set for the next release.
 func (p *phaseOne) follow(view *mapView, now time.Time, timer *time.Timer) {
-	owners := view.owners(p.key, now, p.s.releaseAfter(), p.s.cfg.PrevMapGrace)
+	p.followOwners(view, p.s.owners(view, p.key, now), now, timer)
+}
+
+// followOwners is follow with the key's owners under view at now.
+func (p *phaseOne) followOwners(view *mapView, owners []owner, now time.Time, timer *time.Timer) {
 	for _, c := range p.calls {
 		if !c.waiting() {
 			continue
@@ -174,7 +185,7 @@ func (p *phaseOne) start(view *mapView, o owner, now time.Time) {
 // It is decided once per write: a node the directory did not list when
 // the write held the key's lock cannot fetch the key before the write
 // ends.
-func (p *phaseOne) skipped(o owner) bool { return hasAddr(p.skip, o.addr) }
+func (p *phaseOne) skipped(o owner) bool { return slices.Contains(p.skip, o.addr) }
 
 // has reports whether phase 1 has invalidated o's address already.
 func (p *phaseOne) has(o owner) bool {

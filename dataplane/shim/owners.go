@@ -151,7 +151,7 @@ func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
 // switchAddrs collects the coherence addresses of v's switch members.
 func switchAddrs(v *mapView) map[netip.AddrPort]bool {
 	var out map[netip.AddrPort]bool
-	add := func(st *mapState) {
+	for _, st := range v.states() {
 		for _, l := range st.p.Map().Layers {
 			if !l.Switch {
 				continue
@@ -166,9 +166,16 @@ func switchAddrs(v *mapView) map[netip.AddrPort]bool {
 			}
 		}
 	}
-	add(v.cur)
+	return out
+}
+
+// states are the maps v invalidates under: the current one, then the ones
+// it replaced, newest first.
+func (v *mapView) states() []*mapState {
+	out := make([]*mapState, 0, 1+len(v.past))
+	out = append(out, v.cur)
 	for _, pm := range v.past {
-		add(pm.st)
+		out = append(out, pm.st)
 	}
 	return out
 }

@@ -337,9 +337,9 @@ func (s *Shim) RefreshPeers(ctx context.Context) int {
 	if v == nil {
 		return 0
 	}
-	n := v.cur.addrs.Refresh(ctx)
-	for _, pm := range v.past {
-		n += pm.st.addrs.Refresh(ctx)
+	n := 0
+	for _, st := range v.states() {
+		n += st.addrs.Refresh(ctx)
 	}
 	return n
 }
