@@ -5,8 +5,10 @@
 # generator to CPU 1 with taskset: redis-benchmark for Redis, `distcache
 # loadgen` for the node. The throughput of both is measured in alternating
 # rounds, so that drift of a shared VM's speed hits both alike, and each
-# round's ratio is printed. Also measures what the node's batching adds, and
-# hit and miss latency at concurrency 1.
+# round's ratio is printed. Also measures what the node's batching adds,
+# hit and miss latency at concurrency 1, and, pipelined, the node's hits
+# per second of its CPU (answering bundles of 16 GETs) against Redis's
+# (redis-benchmark -P 16), from /proc.
 #
 # Usage: hack/bench-dataplane.sh [seconds] [rounds]   (default 10 s, 3 rounds)
 set -euo pipefail
@@ -54,9 +56,9 @@ taskset -c 1 "$bin" shim --map "$run/map.json" --shard distcache-rack-0-0 --redi
 wait_udp $base
 
 node_pid=
-start_node() { # (re)starts the cache node on CPU 0 with --batch $1
+start_node() { # (re)starts the cache node on CPU 0 with --batch $1 and the further flags
 	if [ -n "$node_pid" ]; then kill "$node_pid"; wait "$node_pid" 2>/dev/null || true; fi
-	GOMAXPROCS=1 taskset -c 0 "$bin" node --map "$run/map.json" --member distcache-spine-0 --batch "$1" \
+	GOMAXPROCS=1 taskset -c 0 "$bin" node --map "$run/map.json" --member distcache-spine-0 --batch "$1" "${@:2}" \
 		--interval 200ms --hot-threshold 2 --capacity 100000 --log-level warn >>"$run/node.log" 2>&1 &
 	node_pid=$!
 	pids+=($!)
@@ -67,6 +69,7 @@ lg() { taskset -c 1 "$bin" loadgen --target "$node_addr" "$@"; }
 rate() { sed -n 's/.* = \([0-9]*\) replies\/s.*/\1/p'; } # replies/s from loadgen's report
 
 taskset -c 0 redis-server --port $redis_port --save '' --appendonly no >"$run/redis.log" 2>&1 & pids+=($!)
+redis_pid=$!
 wait_tcp $redis_port
 taskset -c 1 redis-benchmark -p $redis_port -t set -n 100000 -r 1000 -d 64 -q >/dev/null
 redis_gets() { # redis-benchmark GETs/s: 64 clients, no pipelining, about $secs seconds
@@ -97,3 +100,22 @@ lg --keys 1000 --map "$run/map.json" --warmup 3s --duration "${secs}s" --concurr
 echo "== redis-server, GET latency at concurrency 1"
 taskset -c 1 redis-benchmark -p $redis_port -t get -n $((secs * 10000)) -r 1000 -d 64 -c 1 -P 1 |
 	tr '\r' '\n' | sed -n '/throughput summary/,$p' | head -4
+echo "== pipelined: cache node answering in bundles (--bundle) vs redis-server, GETs per second of the server's CPU"
+echo "   node: GET hits, loadgen bundles of 16 GETs (the datagram form of -P 16), 1,024 outstanding; redis: redis-benchmark -c 64 -P 16"
+ticks() { awk '{print $14+$15}' "/proc/$1/stat"; } # CPU time in clock ticks
+hz=$(getconf CLK_TCK)
+per_cpu() { awk -v n="$1" -v t="$2" -v hz="$hz" 'BEGIN{printf "%.0f", n / (t / hz)}'; }
+start_node 32 --bundle
+lg --keys 1000 --warmup 3s --duration 1s --concurrency 1024 --batch 32 --bundle 16 >/dev/null 2>&1 # inserts the keys again
+for r in $(seq "$rounds"); do
+	t0=$(ticks "$node_pid")
+	out=$(lg --keys 1000 --duration "${secs}s" --concurrency 1024 --batch 32 --bundle 16 2>&1)
+	t1=$(ticks "$node_pid")
+	node=$(per_cpu "$(sed -n 's/.*: \([0-9]*\) replies in.*/\1/p' <<<"$out")" $((t1 - t0)))
+	n=$((secs * 600000))
+	t0=$(ticks "$redis_pid")
+	taskset -c 1 redis-benchmark -p $redis_port -t get -n $n -r 1000 -d 64 -c 64 -P 16 -q >/dev/null
+	t1=$(ticks "$redis_pid")
+	redis=$(per_cpu $n $((t1 - t0)))
+	echo "round $r: node $node GETs per CPU second ($(rate <<<"$out")/s, hit ratio $(sed -n 's/.*hit ratio \([0-9.]*\).*/\1/p' <<<"$out")), redis $redis, ratio $(awk -v a="$node" -v b="$redis" 'BEGIN{printf "%.2f", a/b}')x"
+done

@@ -46,6 +46,7 @@ first written through the client library (values of --value-size bytes), and a
 	f.IntVar(&o.keys, "keys", 1000, "number of distinct keys")
 	f.IntVar(&o.cfg.Concurrency, "concurrency", loadgen.DefaultConcurrency, "outstanding requests")
 	f.IntVar(&o.cfg.Batch, "batch", loadgen.DefaultBatch, "datagrams per sendmmsg/recvmmsg call (1: one per call)")
+	f.IntVar(&o.cfg.Bundle, "bundle", 0, "GETs per request datagram, as one bundle (the datagram's form of a pipeline; 0: one each)")
 	f.DurationVar(&o.cfg.Duration, "duration", 10*time.Second, "how long to measure")
 	f.Uint64Var(&o.cfg.Requests, "requests", 0, "stop after this many replies (0: no bound)")
 	f.DurationVar(&o.cfg.Timeout, "timeout", loadgen.DefaultTimeout, "a request unanswered this long is counted lost")
@@ -91,8 +92,8 @@ func (o *loadgenOptions) run(cmd *cobra.Command) error {
 	}
 	cmd.Printf("target %s: %d replies in %.2fs = %.0f replies/s; hit ratio %.4f; not found %d, errors %d, lost %d\n",
 		target, res.Replies, res.Elapsed.Seconds(), res.Rate(), res.HitRatio(), res.NotFound, res.Errors, res.Lost)
-	cmd.Printf("latency p50 %v p99 %v p99.9 %v (concurrency %d, batch %d)\n",
-		res.Latency.Quantile(0.5), res.Latency.Quantile(0.99), res.Latency.Quantile(0.999), o.cfg.Concurrency, o.cfg.Batch)
+	cmd.Printf("latency p50 %v p99 %v p99.9 %v (concurrency %d, batch %d, bundle %d)\n",
+		res.Latency.Quantile(0.5), res.Latency.Quantile(0.99), res.Latency.Quantile(0.999), o.cfg.Concurrency, o.cfg.Batch, o.cfg.Bundle)
 	return nil
 }
 

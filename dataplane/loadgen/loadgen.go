@@ -43,10 +43,15 @@ type Config struct {
 	Keys        []string // GETs pick keys uniformly at random
 	Concurrency int      // outstanding requests
 	Batch       int      // datagrams per system call (1: one read and one write per request)
-	Requests    uint64   // stop after this many replies (0: no bound)
-	Duration    time.Duration
-	Timeout     time.Duration // a request unanswered this long is counted lost and replaced
-	Seed        uint64
+	// Bundle is how many GETs share a request datagram (wire.AppendBundle):
+	// the datagram's form of a pipeline of that depth. 0 or 1: a datagram
+	// each. The target answers a bundle's GETs in one bundle when it sends
+	// bundles (`distcache node --bundle`).
+	Bundle   int
+	Requests uint64 // stop after this many replies (0: no bound)
+	Duration time.Duration
+	Timeout  time.Duration // a request unanswered this long is counted lost and replaced
+	Seed     uint64
 }
 
 // Result is what a run measured.
@@ -84,6 +89,8 @@ type run struct {
 	in, out   []ipv4.Message
 	outN      int
 	recs      [][]byte // a bundle's replies, reused
+	// bundled is how many GETs the open bundle, r.out[outN], holds.
+	bundled int
 }
 
 // Run drives cfg.Target until a bound is reached or ctx ends.
@@ -108,7 +115,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		r.templates = append(r.templates, b)
 	}
 	r.in = newMessages(cfg.Batch, wire.MaxDatagram)
-	r.out = newMessages(cfg.Concurrency, wire.HeaderLen+wire.MaxKeyLen)
+	r.out = newMessages(cfg.Concurrency, bundleLen(cfg.Bundle, wire.HeaderLen+wire.MaxKeyLen))
+	if cfg.Bundle > 1 && bundleLen(cfg.Bundle, maxLen(r.templates)) > wire.DefaultDatagram {
+		return Result{}, fmt.Errorf("cannot run load: a bundle of %d GETs is longer than a datagram (%d bytes)", cfg.Bundle, wire.DefaultDatagram)
+	}
 	return r.loop(ctx)
 }
 
@@ -129,11 +139,30 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("cannot run load: concurrency %d outside 1…%d", c.Concurrency, MaxConcurrency)
 	case c.Batch < 1:
 		return fmt.Errorf("cannot run load: batch %d < 1", c.Batch)
+	case c.Bundle < 0 || c.Bundle > c.Concurrency:
+		return fmt.Errorf("cannot run load: bundle %d outside 0…%d (the concurrency)", c.Bundle, c.Concurrency)
 	case c.Requests == 0 && c.Duration <= 0:
 		return errors.New("cannot run load: neither a request count nor a duration bounds it")
 	}
 	c.Batch = min(c.Batch, c.Concurrency)
 	return nil
+}
+
+// bundleLen is the length of a bundle of n requests of up to size bytes
+// each (n ≤ 1: one request alone).
+func bundleLen(n, size int) int {
+	if n <= 1 {
+		return size
+	}
+	return wire.HeaderLen + n*(wire.BundleRecordPrefix+size)
+}
+
+func maxLen(bs [][]byte) int {
+	n := 0
+	for _, b := range bs {
+		n = max(n, len(b))
+	}
+	return n
 }
 
 func newMessages(n, size int) []ipv4.Message {
@@ -203,22 +232,57 @@ func (r *run) done(ctx context.Context, now, deadline time.Time) bool {
 		(r.cfg.Requests > 0 && r.res.Replies >= r.cfg.Requests)
 }
 
-// issue queues a new request for slot i.
+// issue queues a new request for slot i: in a datagram of its own, or
+// in the open bundle, which it closes when it is full (Config.Bundle).
 func (r *run) issue(i int, now time.Time) {
 	s := &r.slots[i]
 	s.gen++
 	s.sent, s.busy = now, true
 	t := r.templates[r.rng.IntN(len(r.templates))]
-	m := &r.out[r.outN]
-	b := m.Buffers[0][:len(t)]
-	copy(b, t)
-	binary.BigEndian.PutUint64(b[8:], uint64(i)|s.gen<<20)
-	m.Buffers[0] = b
-	r.outN++
 	r.res.Sent++
+	m := &r.out[r.outN]
+	if r.cfg.Bundle <= 1 {
+		b := m.Buffers[0][:len(t)]
+		copy(b, t)
+		binary.BigEndian.PutUint64(b[8:], uint64(i)|s.gen<<20)
+		m.Buffers[0] = b
+		r.outN++
+		return
+	}
+	b := m.Buffers[0]
+	if r.bundled == 0 {
+		b = b[:wire.HeaderLen]
+	}
+	b = binary.BigEndian.AppendUint16(b, uint16(len(t)))
+	rec := len(b)
+	b = append(b, t...)
+	binary.BigEndian.PutUint64(b[rec+8:], uint64(i)|s.gen<<20)
+	m.Buffers[0] = b
+	if r.bundled++; r.bundled == r.cfg.Bundle {
+		r.closeBundle()
+	}
+}
+
+// closeBundle ends the open bundle: a bundle of its GETs, or the GET
+// alone when it holds one (a bundle holds at least two).
+func (r *run) closeBundle() {
+	if r.bundled == 0 {
+		return
+	}
+	m := &r.out[r.outN]
+	b := m.Buffers[0]
+	if r.bundled == 1 {
+		rec := wire.HeaderLen + wire.BundleRecordPrefix
+		m.Buffers[0] = b[:copy(b, b[rec:])]
+	} else {
+		wire.PutBundleHeader(b, len(b)-wire.HeaderLen)
+	}
+	r.bundled = 0
+	r.outN++
 }
 
 func (r *run) flush() error {
+	r.closeBundle()
 	for sent := 0; sent < r.outN; {
 		n, err := r.pc.WriteBatch(r.out[sent:r.outN], 0)
 		if err != nil {

@@ -3,6 +3,7 @@ package loadgen_test
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 // hitServer answers every GET as a cache hit, except that it ignores the
 // requests for which drop returns true.
-func hitServer(t *testing.T, drop func(n uint64) bool) netip.AddrPort {
+func hitServer(t *testing.T, drop func(n uint64) bool) *transport.Endpoint {
 	t.Helper()
 	ep, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -30,23 +31,26 @@ func hitServer(t *testing.T, drop func(n uint64) bool) netip.AddrPort {
 		_ = out.Send(src, &rep)
 	})
 	t.Cleanup(func() { _ = ep.Close() })
-	return ep.Addr()
+	return ep
 }
 
 func TestRun(t *testing.T) {
 	tests := []struct {
 		name     string
 		batch    int
+		bundle   int
 		drop     func(uint64) bool
 		wantLost bool
 	}{
-		{"batched", 8, func(uint64) bool { return false }, false},
-		{"one datagram per call", 1, func(uint64) bool { return false }, false},
-		{"lost requests are replaced", 8, func(n uint64) bool { return n%50 == 0 }, true},
+		{"batched", 8, 0, func(uint64) bool { return false }, false},
+		{"one datagram per call", 1, 0, func(uint64) bool { return false }, false},
+		{"bundles of 5", 8, 5, func(uint64) bool { return false }, false},
+		{"lost requests are replaced", 8, 0, func(n uint64) bool { return n%50 == 0 }, true},
+		{"lost requests in bundles are replaced", 8, 4, func(n uint64) bool { return n%50 == 0 }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			target := hitServer(t, tt.drop)
+			srv := hitServer(t, tt.drop)
 			// Only dropped requests may count as lost: without drops the
 			// timeout is far longer than any reply can take on a loaded
 			// machine; with drops it is short so the run replaces them.
@@ -55,7 +59,7 @@ func TestRun(t *testing.T) {
 				timeout = 20 * time.Millisecond
 			}
 			res, err := loadgen.Run(context.Background(), loadgen.Config{
-				Target: target, Keys: []string{"a", "b", "c"}, Concurrency: 16, Batch: tt.batch,
+				Target: srv.Addr(), Keys: []string{"a", "b", "c"}, Concurrency: 16, Batch: tt.batch, Bundle: tt.bundle,
 				Requests: 2000, Duration: time.Minute, Timeout: timeout,
 			})
 			if err != nil {
@@ -63,6 +67,9 @@ func TestRun(t *testing.T) {
 			}
 			if res.Replies < 2000 || res.Hits != res.Replies || res.Errors != 0 {
 				t.Fatalf("replies %d, hits %d, errors %d; want >= 2000 replies, all hits", res.Replies, res.Hits, res.Errors)
+			}
+			if st := srv.Stats(); (st.BundlesIn > 0) != (tt.bundle > 1) {
+				t.Fatalf("the server received %d bundles, want bundles: %v", st.BundlesIn, tt.bundle > 1)
 			}
 			if (res.Lost > 0) != tt.wantLost {
 				t.Fatalf("lost %d, want lost > 0: %v", res.Lost, tt.wantLost)
@@ -80,6 +87,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		"no keys":     {Target: addr, Requests: 1},
 		"no bound":    {Target: addr, Keys: []string{"k"}},
 		"concurrency": {Target: addr, Keys: []string{"k"}, Requests: 1, Concurrency: loadgen.MaxConcurrency + 1},
+		"bundle":      {Target: addr, Keys: []string{"k"}, Requests: 1, Concurrency: 4, Bundle: 5},
+		"bundle size": {Target: addr, Keys: []string{strings.Repeat("k", 200)}, Requests: 1, Concurrency: 64, Bundle: 64},
 	} {
 		if _, err := loadgen.Run(context.Background(), cfg); err == nil {
 			t.Errorf("%s: Run accepted %+v", name, cfg)
