@@ -7,11 +7,12 @@
 // # Reads (§4.2)
 //
 // Every GET counts in a load meter (routing.LoadMeter, time constant
-// Config.LoadWindow). Every reply carries FlagTelemetry with the node's
-// member id and its load: the meter's exponentially decayed rate expressed in
-// queries per LoadWindow, rounded (so an idle node that received one query
-// reports 1), which is what clients feed their routing.LoadTable with to
-// choose among a key's candidate nodes.
+// Config.LoadWindow), added in tallies of up to 32 GETs or a millisecond
+// (load.go). Every reply carries FlagTelemetry with the node's member id
+// and its load: the meter's exponentially decayed rate expressed in
+// queries per LoadWindow, rounded, plus the GETs tallied since (so an idle
+// node that received one query reports 1), which is what clients feed
+// their routing.LoadTable with to choose among a key's candidate nodes.
 //
 // A GET of a key with a valid copy is a hit: the node answers GET_REPLY with
 // FlagHit, the value and its version. The hit path does not allocate: the

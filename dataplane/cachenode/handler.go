@@ -1,7 +1,6 @@
 package cachenode
 
 import (
-	"math"
 	"net/netip"
 	"time"
 
@@ -50,7 +49,7 @@ func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 // miss-ratio curve (curve.go). The hit path does not allocate.
 func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	now := n.now(start)
-	n.meter.Add(1, now)
+	n.countGet(now)
 	n.stats.gets.Add(1)
 	if !v.active {
 		n.stats.refused.Add(1)
@@ -123,16 +122,6 @@ func (n *Node) replyInPlace(out transport.Sender, src netip.AddrPort, req *wire.
 
 // now is t on the load meter's monotonic clock (ns since New).
 func (n *Node) now(t time.Time) int64 { return int64(t.Sub(n.epoch)) }
-
-// loadAt is the load stamped into replies: the meter's decayed query rate in
-// queries per LoadWindow, rounded.
-func (n *Node) loadAt(now int64) uint32 {
-	q := n.meter.Rate(now)*n.cfg.LoadWindow.Seconds() + 0.5
-	if q >= math.MaxUint32 {
-		return math.MaxUint32
-	}
-	return uint32(q)
-}
 
 // flusher is the reader's reply batch (transport.Handler): Flush sends the
 // replies it holds.

@@ -211,6 +211,7 @@ type Node struct {
 	parkAfter func(d time.Duration, expire func()) stopper
 	det       *hotkey.Detector
 	meter     *routing.LoadMeter
+	tally     loadTally // the GETs not yet in meter (load.go)
 	epoch     time.Time // origin of the meter's monotonic clock
 	store     *store
 	work      *capacity.Limiter // the emulated capacity; Take blocks the reader on purpose
@@ -298,6 +299,7 @@ func New(cfg Config) (*Node, error) {
 		det:       det,
 		lastPlan:  time.Now(), // the detector counts from its creation
 		meter:     meter,
+		tally:     loadTally{period: loadPeriod(cfg.LoadWindow)},
 		curve:     curve,
 		epoch:     time.Now(),
 		store:     newStore(cfg.CapacityBytes),
