@@ -25,14 +25,27 @@ type firstAttempt struct {
 // GetMany reads keys as GetResult reads each, for a caller with many reads
 // at once (a gateway's pipeline): the first attempt of every read — to the
 // least loaded candidate, or the shim — leaves with the others and the
-// caller waits once for their replies (transport.Endpoint.CallMany),
-// instead of a round trip and two goroutine hand-offs per read. The first
-// attempts are not hedged: a read waits up to AttemptTimeout for the node
-// it asked. A read its first attempt does not settle (a timeout, a
-// refusal, a map change) goes on as GetResult's does, hedged, beside the
-// others. res[i] and errs[i] are what GetResult returns for keys[i]; both
-// must be as long as keys.
+// caller waits once for their replies, instead of a round trip and two
+// goroutine hand-offs per read. The first attempts are not hedged: a read
+// waits up to AttemptTimeout for the node it asked. A read its first
+// attempt does not settle (a timeout, a refusal, a map change) goes on as
+// GetResult's does, hedged, beside the others. res[i] and errs[i] are what
+// GetResult returns for keys[i]; both must be as long as keys.
 func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs []error) {
+	done := make(chan struct{})
+	c.GetManyFunc(ctx, keys, res, errs, func() { close(done) })
+	<-done
+}
+
+// GetManyFunc is GetMany that does not wait, for a caller that runs an
+// event loop: it sends the first attempts and returns, and calls done once
+// every read has settled res and errs. When every read settles with its
+// first attempt (a hit, a value or an absence), done runs on the
+// transport's reader goroutine that received the last reply, inside its
+// receive pass (transport.Endpoint.CallManyFunc), so it must not block;
+// otherwise on a goroutine that carried on the others. ctx bounds the
+// reads that go on and must stay live until done.
+func (c *Client) GetManyFunc(ctx context.Context, keys []string, res []Result, errs []error, done func()) {
 	start := time.Now()
 	v := c.view.Load()
 	firsts := make([]firstAttempt, 0, len(keys))
@@ -50,12 +63,34 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 	for j := range firsts {
 		reqs[j] = transport.Request{Dst: firsts[j].addr, Msg: &firsts[j].msg}
 	}
-	out := make([]transport.Reply, len(reqs))
-	c.ep.CallMany(ctx, time.Now().Add(c.cfg.AttemptTimeout), reqs, out)
-	var (
-		wg      sync.WaitGroup
-		storage []int // keys no node held, read from Redis below (storage.go)
-	)
+	deadline := time.Now().Add(c.cfg.AttemptTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.ep.CallManyFunc(deadline, reqs, func(out []transport.Reply) {
+		b := &manyReads{c: c, ctx: ctx, v: v, keys: keys, kbs: kbs, start: start, res: res, errs: errs}
+		b.firstsAnswered(firsts, out, done)
+	})
+}
+
+// manyReads is one GetManyFunc after its first attempts.
+type manyReads struct {
+	c         *Client
+	ctx       context.Context
+	v         *view
+	keys      []string
+	kbs       [][]byte
+	start     time.Time
+	res       []Result
+	errs      []error
+	storage   []int // keys no node held, read from Redis (storage.go)
+	carriedOn []int // keys read on as GetResult reads them
+}
+
+// firstsAnswered settles the reads their first attempts answered and
+// carries the others on, then calls done.
+func (b *manyReads) firstsAnswered(firsts []firstAttempt, out []transport.Reply, done func()) {
+	c := b.c
 	for j := range firsts {
 		a := &firsts[j]
 		var (
@@ -65,27 +100,41 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 			err   error
 		)
 		if a.direct {
-			r, label, s, err = c.directAnswered(ctx, v, a.addr, out[j].Msg, out[j].Err)
+			r, label, s, err = c.directAnswered(b.ctx, b.v, a.addr, out[j].Msg, out[j].Err)
 		} else {
-			r, label, s, err = c.nodeAnswered(ctx, v, a.cd, a.sent, out[j].Msg, out[j].Err, false)
+			r, label, s, err = c.nodeAnswered(b.ctx, b.v, a.cd, a.sent, out[j].Msg, out[j].Err, false)
 		}
-		if s == stepDone {
-			res[a.key], errs[a.key] = c.settle(keys[a.key], start, r, label, err)
-			continue
+		switch s {
+		case stepDone:
+			b.res[a.key], b.errs[a.key] = c.settle(b.keys[a.key], b.start, r, label, err)
+		case stepStorage:
+			b.storage = append(b.storage, a.key)
+		default:
+			c.stats.retries.Add(1)
+			b.carriedOn = append(b.carriedOn, a.key)
 		}
-		if s == stepStorage {
-			storage = append(storage, a.key)
-			continue
-		}
-		c.stats.retries.Add(1)
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			r, label, err := c.get(ctx, keys[i])
-			res[i], errs[i] = c.settle(keys[i], start, r, label, err)
-		}(a.key)
 	}
-	c.readStorageMany(ctx, v, keys, kbs, storage, start, res, errs)
+	if len(b.storage) == 0 && len(b.carriedOn) == 0 {
+		done()
+		return
+	}
+	go func() {
+		b.carryOn()
+		done()
+	}()
+}
+
+// carryOn reads the keys their first attempts did not settle: from
+// storage, or again as GetResult does.
+func (b *manyReads) carryOn() {
+	var wg sync.WaitGroup
+	for _, i := range b.carriedOn {
+		wg.Go(func() {
+			r, label, err := b.c.get(b.ctx, b.keys[i])
+			b.res[i], b.errs[i] = b.c.settle(b.keys[i], b.start, r, label, err)
+		})
+	}
+	b.c.readStorageMany(b.ctx, b.v, b.keys, b.kbs, b.storage, b.start, b.res, b.errs)
 	wg.Wait()
 }
 
