@@ -39,6 +39,15 @@ func (a *admission) acquire(ctx context.Context, n int) int {
 }
 
 // release ends n admitted commands.
+// tryAcquire admits n commands if they fit now, without waiting.
+func (a *admission) tryAcquire(n int) bool {
+	if n > a.limit || !a.sem.TryAcquire(int64(n)) {
+		return false
+	}
+	a.running.Add(int64(n))
+	return true
+}
+
 func (a *admission) release(n int) {
 	a.running.Add(-int64(n))
 	a.sem.Release(int64(n))

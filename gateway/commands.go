@@ -41,6 +41,9 @@ var (
 	commands = map[string]*command{}
 	// getCommand is GET's entry, which pipelined GETs share (runGets).
 	getCommand *command
+	// setCommand is SET's, which an event loop's rounds of plain SETs
+	// share (loopround_linux.go).
+	setCommand *command
 )
 
 func init() {
@@ -75,6 +78,7 @@ func init() {
 		commands[strings.ToUpper(c.name)] = c // as most clients send it: no case folding
 	}
 	getCommand = commands["get"]
+	setCommand = commands["set"]
 }
 
 // lookup finds the command named name, in any case.

@@ -10,6 +10,61 @@ import (
 	"github.com/distcache/distcache/client"
 )
 
+// asyncStore is a Store that reads and writes without waiting
+// (client.Client.GetManyFunc and PutManyFunc): the event loops read
+// their GET pipelines and write their SET pipelines with it. Without it
+// they run every pipeline as the goroutine server does.
+type asyncStore interface {
+	GetManyFunc(ctx context.Context, keys []string, res []client.Result, errs []error, done func())
+	PutManyFunc(ctx context.Context, keys []string, values [][]byte, errs []error, done func())
+}
+
+// roundKind is what an event loop's round of commands does.
+type roundKind uint8
+
+const (
+	notARound roundKind = iota
+	roundGets           // plain GETs: GET key
+	roundSets           // plain SETs of distinct keys: SET key value
+)
+
+// roundOf says whether a pipeline can join an event loop's round: plain
+// GETs only, or plain SETs of distinct keys only, from an authenticated
+// session, no more than MaxInFlight of them.
+func (s *Server) roundOf(sess *session, cmds []redcon.Command) roundKind {
+	if len(cmds) == 0 || len(cmds) > s.cfg.MaxInFlight {
+		return notARound
+	}
+	kind := roundGets
+	if len(cmds[0].Args) == 3 {
+		kind = roundSets
+	}
+	var keys map[uint64]struct{}
+	for _, cmd := range cmds {
+		switch {
+		case kind == roundGets && len(cmd.Args) == 2 && lookup(cmd.Args[0]) == getCommand:
+		case kind == roundSets && len(cmd.Args) == 3 && lookup(cmd.Args[0]) == setCommand:
+			if len(cmds) == 1 {
+				break
+			}
+			if keys == nil {
+				keys = make(map[uint64]struct{}, len(cmds))
+			}
+			h := keyHash(cmd.Args[1])
+			if _, ok := keys[h]; ok {
+				return notARound // the same key twice: they run in order
+			}
+			keys[h] = struct{}{}
+		default:
+			return notARound
+		}
+	}
+	if !s.admittedAll(sess) {
+		return notARound
+	}
+	return kind
+}
+
 // splitGets splits the commands idx of a batch into its plain GETs (a key
 // each, from an authenticated session), which runGets reads together, and
 // the others.

@@ -90,6 +90,25 @@ func TestProtocolReplies(t *testing.T) {
 	}
 }
 
+// TestHalfClosedClientGetsEveryReply: a client that sends its commands
+// and closes its side (as `redis-cli < file` or `nc -N` do) still reads
+// every reply before the gateway closes the connection.
+func TestHalfClosedClientGetsEveryReply(t *testing.T) {
+	addr, _ := startGateway(t)
+	r := dialRaw(t, addr)
+	r.send("SET raw:half v\r\nGET raw:half\r\nGET raw:half:missing\r\n")
+	if err := r.c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(r.r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "+OK\r\n$1\r\nv\r\n$-1\r\n"; string(rest) != want {
+		t.Fatalf("replies = %q, want %q", rest, want)
+	}
+}
+
 // TestMalformedInput sends what a broken or hostile client sends: each
 // gets a protocol error and a closed connection, and the gateway goes on
 // serving others.

@@ -88,6 +88,11 @@ type Config struct {
 	Users *Users
 	// TLS, when set, serves every connection over TLS (TLSFromFiles).
 	TLS *tls.Config
+	// Loops is the number of event loops that serve plaintext TCP
+	// connections on Linux (default: GOMAXPROCS; loop_linux.go).
+	// Negative, TLS, or another listener or system: a goroutine per
+	// connection instead.
+	Loops int
 	// Registerer receives the metrics; nil means a private registry.
 	Registerer prometheus.Registerer
 	// Logger receives structured logs (default: discarded).
@@ -137,9 +142,11 @@ type Server struct {
 	// ctx ends every command in flight when the server closes.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// mu guards addr.
+	// mu guards addr and stopLoops.
 	mu   sync.Mutex
 	addr net.Addr
+	// stopLoops stops the event loops serving, when they do.
+	stopLoops func()
 }
 
 // New returns a server for cfg; Serve starts it.
@@ -166,6 +173,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.addr = ln.Addr()
 	s.mu.Unlock()
+	if served, err := s.serveLoops(ln); served {
+		return err
+	}
 	if s.cfg.TLS != nil {
 		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
@@ -185,7 +195,14 @@ func (s *Server) Addr() net.Addr {
 // Close stops listening, closes every connection and ends the commands in
 // flight.
 func (s *Server) Close() error {
+	s.mu.Lock()
 	s.cancel()
+	stop := s.stopLoops
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+		return nil
+	}
 	if err := s.rs.Close(); err != nil {
 		return fmt.Errorf("cannot close the gateway: %w", err)
 	}
@@ -202,7 +219,11 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	}
 	s.stats.connections.Add(1)
 	s.metrics.connections.Inc()
-	conn.SetContext(newSession(s.nextID.Add(1), conn))
+	local := ""
+	if nc := conn.NetConn(); nc != nil {
+		local = nc.LocalAddr().String()
+	}
+	conn.SetContext(newSession(s.nextID.Add(1), conn.RemoteAddr(), local))
 	return true
 }
 

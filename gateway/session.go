@@ -37,12 +37,8 @@ type pipeline struct {
 	gets  getScratch       // Server.runGets'
 }
 
-func newSession(id int64, conn redcon.Conn) *session {
-	s := &session{id: id, remote: conn.RemoteAddr(), proto: 2}
-	if nc := conn.NetConn(); nc != nil {
-		s.local = nc.LocalAddr().String()
-	}
-	return s
+func newSession(id int64, remote, local string) *session {
+	return &session{id: id, remote: remote, local: local, proto: 2}
 }
 
 // resp3 says whether replies use RESP3.

@@ -1,0 +1,141 @@
+//go:build linux
+
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tidwall/redcon"
+	"golang.org/x/sys/unix"
+)
+
+// loopConn is a client connection served by an event loop. Only its loop
+// touches it, except the pipeline a worker runs (runElsewhere), which
+// reads cmds and sess and hands its replies back through the loop.
+type loopConn struct {
+	fd   int
+	sess *session
+	src  fdReader
+	rd   *redcon.Reader
+	// out holds the replies not written yet.
+	out []byte
+	// busy: a pipeline is in flight; the next is read when it is done.
+	busy bool
+	// cmds and kind are the pipeline waiting for, or in, a round.
+	cmds []redcon.Command
+	kind roundKind
+	// closing: close once out is written (QUIT, a refused command).
+	closing bool
+	closed  bool
+	// dirty: in the loop's list of connections to write.
+	dirty bool
+	// lastActive is when the connection last completed a pipeline or
+	// connected (IdleTimeout).
+	lastActive time.Time
+}
+
+// maxUnwritten bounds the replies a connection may hold unwritten before
+// its next pipeline is read: a client that does not read its replies
+// stops being served, as a full socket would stop it.
+const maxUnwritten = 1 << 20
+
+// fdReader reads a connection's socket for redcon's Reader without
+// blocking, and bounds the bytes of a command that has not arrived whole,
+// as boundedConn does for the goroutine server.
+type fdReader struct {
+	fd  int
+	max int
+	// pending counts the bytes read since the last pipeline began; since
+	// is when the first of them arrived.
+	pending int
+	since   time.Time
+	// refusal, when set, is the error reply of the read that failed.
+	refusal string
+}
+
+// errWouldBlock ends a read that found no input: the loop waits for the
+// socket to be readable again.
+var errWouldBlock = errors.New("no input")
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	if r.pending > r.max {
+		r.refusal = fmt.Sprintf("ERR Protocol error: command larger than %d bytes", r.max)
+		return 0, errCommandTooLarge
+	}
+	for {
+		n, err := unix.Read(r.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, errWouldBlock
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		if r.pending == 0 {
+			r.since = time.Now()
+		}
+		r.pending += n
+		return n, nil
+	}
+}
+
+// completed starts the count of the next command's bytes.
+func (r *fdReader) completed() { r.pending = 0 }
+
+// readErrorKind says what ended a read of the connection's commands:
+// nothing more to read for now, the client's end or a socket error, or a
+// command refused (too large, or malformed: redcon's protocol errors).
+func (r *fdReader) readErrorKind(err error) (wait bool, refusal string) {
+	switch {
+	case errors.Is(err, errWouldBlock):
+		return true, ""
+	case errors.Is(err, errCommandTooLarge):
+		return false, r.refusal
+	case errors.Is(err, io.EOF), errors.As(err, new(unix.Errno)):
+		return false, ""
+	}
+	return false, "ERR " + err.Error() // redcon's protocol errors
+}
+
+// write writes what it can of out and keeps the rest.
+func (c *loopConn) write() error {
+	for len(c.out) > 0 {
+		n, err := unix.Write(c.fd, c.out)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return nil // EPOLLOUT resumes it
+		case err != nil:
+			return err
+		}
+		c.out = c.out[:copy(c.out, c.out[n:])]
+	}
+	return nil
+}
+
+// mayRead says whether the connection's next pipeline may be read.
+func (c *loopConn) mayRead() bool {
+	return !c.busy && !c.closing && !c.closed && len(c.out) < maxUnwritten
+}
+
+// overdue says whether the connection should close at now: a command
+// begun and not complete within CommandTimeout (with its refusal), or
+// nothing sent for IdleTimeout.
+func (c *loopConn) overdue(cfg *Config, now time.Time) (bool, string) {
+	switch {
+	case c.busy || c.closed:
+		return false, ""
+	case c.src.pending > 0 && now.Sub(c.src.since) > cfg.CommandTimeout:
+		return true, fmt.Sprintf("ERR Protocol error: command not complete within %s", cfg.CommandTimeout)
+	case c.src.pending == 0 && cfg.IdleTimeout > 0 && now.Sub(c.lastActive) > cfg.IdleTimeout:
+		return true, ""
+	}
+	return false, ""
+}

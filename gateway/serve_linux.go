@@ -1,0 +1,65 @@
+//go:build linux
+
+package gateway
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+)
+
+// serveLoops serves ln with event loops (loop_linux.go) until Close, and
+// reports false, having done nothing, when they cannot serve it: TLS,
+// Config.Loops negative, or a listener that is not TCP.
+func (s *Server) serveLoops(ln net.Listener) (bool, error) {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok || s.cfg.TLS != nil || s.cfg.Loops < 0 {
+		return false, nil
+	}
+	raw, err := tl.SyscallConn()
+	if err != nil {
+		return true, fmt.Errorf("cannot serve the Redis protocol on %s: %w", ln.Addr(), err)
+	}
+	lfd := -1
+	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
+		return true, fmt.Errorf("cannot serve the Redis protocol on %s: %w", ln.Addr(), err)
+	}
+	n := s.cfg.Loops
+	if n == 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	store, _ := s.cfg.Store.(asyncStore)
+	var loops []*eventLoop
+	for range n {
+		l, err := newEventLoop(s, lfd, store)
+		if err != nil {
+			for _, l := range loops {
+				l.release()
+			}
+			return true, err
+		}
+		loops = append(loops, l)
+	}
+	s.mu.Lock()
+	if s.ctx.Err() != nil { // closed before it served
+		s.mu.Unlock()
+		for _, l := range loops {
+			l.release()
+		}
+		return true, nil
+	}
+	s.stopLoops = func() {
+		for _, l := range loops {
+			l.stop()
+		}
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Go(l.run)
+	}
+	wg.Wait()
+	_ = ln.Close()
+	return true, nil
+}
