@@ -89,7 +89,8 @@ type Config struct {
 	// TLS, when set, serves every connection over TLS (TLSFromFiles).
 	TLS *tls.Config
 	// Loops is the number of event loops that serve plaintext TCP
-	// connections on Linux (default: GOMAXPROCS; loop_linux.go).
+	// connections on Linux (default: half of GOMAXPROCS, at least one;
+	// loop_linux.go).
 	// Negative, TLS, or another listener or system: a goroutine per
 	// connection instead.
 	Loops int
