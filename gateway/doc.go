@@ -11,6 +11,12 @@
 // It follows the partition map and the fencing rules as the client package
 // does, because it is that package: there is no second router.
 //
+// On Linux, event loops serve plaintext connections (loop_linux.go): a
+// loop reads the pipelines of all its readable connections in one pass and
+// sends their plain GETs to the cluster as one round, and their plain SETs
+// as another, so that requests for one cache node or shim share datagrams
+// whichever connection sent them; other pipelines run on workers.
+//
 // Pipelining is the normal case. The commands of one read from a
 // connection run concurrently, in batches that keep Redis' per-connection
 // order where it can be observed: a command that writes a key waits for
