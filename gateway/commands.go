@@ -41,9 +41,9 @@ var (
 	commands = map[string]*command{}
 	// getCommand is GET's entry, which pipelined GETs share (runGets).
 	getCommand *command
-	// setCommand is SET's, which an event loop's rounds of plain SETs
-	// share (loopround_linux.go).
-	setCommand *command
+	// setCommand and mgetCommand are SET's and MGET's, which an event
+	// loop's rounds share (loopround_linux.go).
+	setCommand, mgetCommand *command
 )
 
 func init() {
@@ -79,6 +79,7 @@ func init() {
 	}
 	getCommand = commands["get"]
 	setCommand = commands["set"]
+	mgetCommand = commands["mget"]
 }
 
 // lookup finds the command named name, in any case.

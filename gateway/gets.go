@@ -24,45 +24,52 @@ type roundKind uint8
 
 const (
 	notARound roundKind = iota
-	roundGets           // plain GETs: GET key
+	roundGets           // reads: GET key, MGET key...
 	roundSets           // plain SETs of distinct keys: SET key value
 )
 
-// roundOf says whether a pipeline can join an event loop's round: plain
-// GETs only, or plain SETs of distinct keys only, from an authenticated
-// session, no more than MaxInFlight of them.
-func (s *Server) roundOf(sess *session, cmds []redcon.Command) roundKind {
-	if len(cmds) == 0 || len(cmds) > s.cfg.MaxInFlight {
-		return notARound
+// roundOf says whether a pipeline can join an event loop's round, and
+// how many keys it brings: GETs and MGETs only, or plain SETs of distinct
+// keys only, from an authenticated session, no more than MaxInFlight keys
+// in all.
+func (s *Server) roundOf(sess *session, cmds []redcon.Command) (roundKind, int) {
+	if len(cmds) == 0 {
+		return notARound, 0
 	}
 	kind := roundGets
-	if len(cmds[0].Args) == 3 {
+	if lookup(cmds[0].Args[0]) == setCommand {
 		kind = roundSets
 	}
-	var keys map[uint64]struct{}
+	var seen map[uint64]struct{}
+	n := 0
 	for _, cmd := range cmds {
+		c := lookup(cmd.Args[0])
 		switch {
-		case kind == roundGets && len(cmd.Args) == 2 && lookup(cmd.Args[0]) == getCommand:
-		case kind == roundSets && len(cmd.Args) == 3 && lookup(cmd.Args[0]) == setCommand:
+		case kind == roundGets && c == getCommand && len(cmd.Args) == 2:
+			n++
+		case kind == roundGets && c == mgetCommand && len(cmd.Args) >= 2:
+			n += len(cmd.Args) - 1
+		case kind == roundSets && c == setCommand && len(cmd.Args) == 3:
+			n++
 			if len(cmds) == 1 {
 				break
 			}
-			if keys == nil {
-				keys = make(map[uint64]struct{}, len(cmds))
+			if seen == nil {
+				seen = make(map[uint64]struct{}, len(cmds))
 			}
 			h := keyHash(cmd.Args[1])
-			if _, ok := keys[h]; ok {
-				return notARound // the same key twice: they run in order
+			if _, ok := seen[h]; ok {
+				return notARound, 0 // the same key twice: they run in order
 			}
-			keys[h] = struct{}{}
+			seen[h] = struct{}{}
 		default:
-			return notARound
+			return notARound, 0
 		}
 	}
-	if !s.admittedAll(sess) {
-		return notARound
+	if n > s.cfg.MaxInFlight || !s.admittedAll(sess) {
+		return notARound, 0
 	}
-	return kind
+	return kind, n
 }
 
 // splitGets splits the commands idx of a batch into its plain GETs (a key

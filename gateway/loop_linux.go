@@ -257,8 +257,8 @@ func (l *eventLoop) readPipeline(c *loopConn) {
 	c.busy = true
 	l.srv.metrics.pipelineDepth.Observe(float64(len(cmds)))
 	if l.store != nil {
-		if kind := l.srv.roundOf(c.sess, cmds); kind != notARound {
-			c.cmds, c.kind = cmds, kind
+		if kind, keys := l.srv.roundOf(c.sess, cmds); kind != notARound {
+			c.cmds, c.kind, c.keys = cmds, kind, keys
 			l.waiting = append(l.waiting, c)
 			return
 		}

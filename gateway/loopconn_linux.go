@@ -24,9 +24,11 @@ type loopConn struct {
 	out []byte
 	// busy: a pipeline is in flight; the next is read when it is done.
 	busy bool
-	// cmds and kind are the pipeline waiting for, or in, a round.
+	// cmds, kind and keys are the pipeline waiting for, or in, a round,
+	// and how many keys it reads or writes.
 	cmds []redcon.Command
 	kind roundKind
+	keys int
 	// closing: close once out is written (QUIT, a refused command).
 	closing bool
 	closed  bool

@@ -7,10 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/redcon"
+
 	"github.com/distcache/distcache/client"
 )
 
-// round is the GET pipelines, or the SET pipelines, of one loop pass,
+// round is the read pipelines (GET, MGET), or the SET pipelines, of one loop pass,
 // sent to the cluster at once (asyncStore).
 type round struct {
 	kind     roundKind
@@ -32,7 +34,7 @@ func (l *eventLoop) sendRounds() {
 	var rounds [roundSets + 1]*round
 	taken := 0
 	for _, c := range l.waiting {
-		if !s.admit.tryAcquire(len(c.cmds)) {
+		if !s.admit.tryAcquire(c.keys) {
 			break
 		}
 		r := rounds[c.kind]
@@ -40,7 +42,7 @@ func (l *eventLoop) sendRounds() {
 			r = &round{kind: c.kind, start: time.Now()}
 			rounds[c.kind] = r
 		}
-		r.admitted += len(c.cmds)
+		r.admitted += c.keys
 		r.conns = append(r.conns, c)
 		taken++
 	}
@@ -59,23 +61,28 @@ func (l *eventLoop) send(r *round) {
 	size := 0
 	for _, c := range r.conns {
 		for _, cmd := range c.cmds {
-			size += len(cmd.Args[1])
+			for _, k := range roundKeys(r.kind, cmd) {
+				size += len(k)
+			}
 		}
 	}
 	var b strings.Builder
 	b.Grow(size)
 	for _, c := range r.conns {
 		for _, cmd := range c.cmds {
-			b.Write(cmd.Args[1])
+			for _, k := range roundKeys(r.kind, cmd) {
+				b.Write(k)
+			}
 		}
 	}
 	all := b.String()
 	r.keys = make([]string, 0, r.admitted)
 	for _, c := range r.conns {
 		for _, cmd := range c.cmds {
-			n := len(cmd.Args[1])
-			r.keys = append(r.keys, all[:n])
-			all = all[n:]
+			for _, k := range roundKeys(r.kind, cmd) {
+				r.keys = append(r.keys, all[:len(k)])
+				all = all[len(k):]
+			}
 			if r.kind == roundSets {
 				r.values = append(r.values, cmd.Args[2])
 			}
@@ -93,6 +100,15 @@ func (l *eventLoop) send(r *round) {
 	l.store.GetManyFunc(ctx, r.keys, r.res, r.errs, done)
 }
 
+// roundKeys are the keys cmd of a round of kind reads or writes: a SET's
+// or a GET's key, an MGET's keys.
+func roundKeys(kind roundKind, cmd redcon.Command) [][]byte {
+	if kind == roundSets {
+		return cmd.Args[1:2]
+	}
+	return cmd.Args[1:]
+}
+
 // roundDone queues the replies of a round's pipelines.
 func (l *eventLoop) roundDone(r *round) {
 	s := l.srv
@@ -102,9 +118,14 @@ func (l *eventLoop) roundDone(r *round) {
 	k := 0
 	for _, c := range r.conns {
 		resp3 := c.sess.resp3()
-		for range c.cmds {
+		for _, cmd := range c.cmds {
 			from := len(c.out)
 			switch {
+			case r.kind == roundGets && lookup(cmd.Args[0]) == mgetCommand:
+				n := len(cmd.Args) - 1
+				c.out = appendMGet(c.out, r.res[k:k+n], r.errs[k:k+n], resp3)
+				s.observe(mgetCommand, c.out[from:], took)
+				k += n - 1
 			case r.kind == roundGets:
 				c.out = appendValue(c.out, r.res[k].Value, r.errs[k], resp3)
 				s.observe(getCommand, c.out[from:], took)
@@ -117,7 +138,7 @@ func (l *eventLoop) roundDone(r *round) {
 			}
 			k++
 		}
-		c.cmds, c.kind = nil, notARound
+		c.cmds, c.kind, c.keys = nil, notARound, 0
 		l.ended(c)
 	}
 }

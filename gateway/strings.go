@@ -176,14 +176,20 @@ func runMGet(c *call, dst []byte) []byte {
 		to := min(from+multiKeyWorkers, len(keys))
 		c.srv.cfg.Store.GetMany(c.ctx, keys[from:to], res[from:to], errs[from:to])
 	}
+	return appendMGet(dst, res, errs, c.resp3)
+}
+
+// appendMGet appends MGET's reply for the reads res and errs: an array of
+// the values, or the error of the first read that failed.
+func appendMGet(dst []byte, res []client.Result, errs []error, resp3 bool) []byte {
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, client.ErrNotFound) {
 			return appendError(dst, errorReply(err, false))
 		}
 	}
-	dst = appendArray(dst, len(keys))
+	dst = appendArray(dst, len(res))
 	for i, r := range res {
-		dst = appendValue(dst, r.Value, errs[i], c.resp3)
+		dst = appendValue(dst, r.Value, errs[i], resp3)
 	}
 	return dst
 }
