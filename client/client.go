@@ -226,6 +226,12 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 // Addr is the client's UDP address.
 func (c *Client) Addr() netip.AddrPort { return c.ep.Addr() }
 
+// NewPoller returns a poller of the client's transport, when its
+// Config.Transport is Polled: an event loop that waits for its FD and
+// calls Poll receives the replies to the client's requests
+// (transport.Poller).
+func (c *Client) NewPoller() (*transport.Poller, error) { return c.ep.NewPoller() }
+
 // Placement returns the partition map the client currently routes by.
 func (c *Client) Placement() *partmap.Placement { return c.view.Load().p }
 

@@ -38,10 +38,14 @@ func startGateway(t testing.TB, opts ...gatewayOption) (string, *gateway.Server)
 func startGatewayOn(t testing.TB, cc clustertest.Config, opts ...gatewayOption) (string, *gateway.Server, *clustertest.Cluster) {
 	t.Helper()
 	c := clustertest.Start(t, cc)
-	cfg := gateway.Config{Store: c.NewClient(client.Config{})}
+	var cfg gateway.Config
 	for _, o := range opts {
 		o(&cfg)
 	}
+	var clientCfg client.Config
+	// As `distcache gateway` does: the loops receive the client's replies.
+	clientCfg.Transport.Polled = gateway.EventLoops(cfg)
+	cfg.Store = c.NewClient(clientCfg)
 	s, addr := serveGateway(t, cfg)
 	return addr, s, c
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tidwall/redcon"
 	"golang.org/x/sys/unix"
+
+	"github.com/distcache/distcache/dataplane/transport"
 )
 
 // Event loops: how the gateway serves plaintext connections on Linux.
@@ -50,8 +52,11 @@ type eventLoop struct {
 	dirty []*loopConn
 	// waiting are the pipelines of rounds not yet admitted into the
 	// cluster (Config.MaxInFlight), in arrival order.
-	waiting  []*loopConn
-	store    asyncStore // nil: no rounds
+	waiting []*loopConn
+	store   asyncStore // nil: no rounds
+	// poller, when the store's transport is polled, receives the
+	// cluster's replies on the loop's thread.
+	poller   *transport.Poller
 	lastTick time.Time
 
 	// mu guards posted and sleeping: what other goroutines hand back.
@@ -61,6 +66,12 @@ type eventLoop struct {
 	// wakes it through wakefd.
 	sleeping bool
 	stopping atomic.Bool
+}
+
+// polledStore is a Store whose transport the loops receive for
+// (client.Client with a Polled transport).
+type polledStore interface {
+	NewPoller() (*transport.Poller, error)
 }
 
 // completion is work handed back to a loop: a pipeline's replies from a
@@ -83,10 +94,20 @@ func newEventLoop(s *Server, lfd int, store asyncStore) (*eventLoop, error) {
 	}
 	l := &eventLoop{srv: s, epfd: epfd, wakefd: wakefd, lfd: lfd, conns: map[int]*loopConn{},
 		events: make([]unix.EpollEvent, loopEvents), store: store}
-	for _, r := range []struct {
+	watch := []struct {
 		fd     int
 		events uint32
-	}{{wakefd, unix.EPOLLIN}, {lfd, unix.EPOLLIN | unix.EPOLLEXCLUSIVE}} {
+	}{{wakefd, unix.EPOLLIN}, {lfd, unix.EPOLLIN | unix.EPOLLEXCLUSIVE}}
+	if ps, ok := s.cfg.Store.(polledStore); ok {
+		if p, err := ps.NewPoller(); err == nil {
+			l.poller = p
+			watch = append(watch, struct {
+				fd     int
+				events uint32
+			}{p.FD(), unix.EPOLLIN | unix.EPOLLET})
+		}
+	}
+	for _, r := range watch {
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, r.fd, &unix.EpollEvent{Events: r.events, Fd: int32(r.fd)}); err != nil {
 			l.release()
 			return nil, fmt.Errorf("cannot create an event loop: %w", err)
@@ -177,6 +198,9 @@ func (l *eventLoop) event(ev unix.EpollEvent) {
 		_, _ = unix.Read(l.wakefd, b[:])
 	case l.lfd:
 		l.accept()
+	case l.pollfd():
+		for l.poller.Poll() > 0 { // edge-triggered: until nothing is left
+		}
 	default:
 		c := l.conns[fd]
 		if c == nil {
@@ -189,6 +213,14 @@ func (l *eventLoop) event(ev unix.EpollEvent) {
 			l.readPipeline(c)
 		}
 	}
+}
+
+// pollfd is the socket of the store's transport, -1 when not polled.
+func (l *eventLoop) pollfd() int {
+	if l.poller == nil {
+		return -1
+	}
+	return l.poller.FD()
 }
 
 // accept takes the new connections, up to MaxConnections open.

@@ -9,6 +9,12 @@ import (
 	"sync"
 )
 
+// EventLoops says whether a gateway of cfg serves a TCP listener with
+// event loops here: on Linux, without TLS, unless Loops is negative. Its
+// client's transport should then be Polled (transport.Config): the loops
+// receive the cluster's replies themselves, no reader goroutine between.
+func EventLoops(cfg Config) bool { return cfg.TLS == nil && cfg.Loops >= 0 }
+
 // defaultLoops is half the processors the runtime uses, at least one: the
 // other half runs the client's transport readers, which take the
 // cluster's replies, and the workers. On 2 cores one loop served pipelined
@@ -55,16 +61,17 @@ func (s *Server) serveLoops(ln net.Listener) (bool, error) {
 		}
 		return true, nil
 	}
-	s.stopLoops = func() {
+	var wg sync.WaitGroup
+	s.stopLoops = func() { // Close returns once no loop touches the store
 		for _, l := range loops {
 			l.stop()
 		}
+		wg.Wait()
 	}
-	s.mu.Unlock()
-	var wg sync.WaitGroup
 	for _, l := range loops {
 		wg.Go(l.run)
 	}
+	s.mu.Unlock()
 	wg.Wait()
 	_ = ln.Close()
 	return true, nil

@@ -48,11 +48,6 @@ the commands.`,
 			if err := o.key.register(wrapped); err != nil {
 				return err
 			}
-			cc := client.Config{Transport: o.transport(clientAddr, log), Maps: w, Registerer: wrapped, Logger: log}
-			cl, err := client.New(cc, w.Current())
-			if err != nil {
-				return err
-			}
 			cfg.Registerer, cfg.Logger = wrapped, log
 			if usersDir != "" {
 				cfg.Users = &gateway.Users{Dir: usersDir}
@@ -64,6 +59,12 @@ the commands.`,
 				if cfg.TLS, err = gateway.TLSFromFiles(tlsCert, tlsKey); err != nil {
 					return err
 				}
+			}
+			cc := client.Config{Transport: o.transport(clientAddr, log), Maps: w, Registerer: wrapped, Logger: log}
+			cc.Transport.Polled = gateway.EventLoops(cfg) // the loops receive the replies
+			cl, err := client.New(cc, w.Current())
+			if err != nil {
+				return err
 			}
 			g, err := gateway.NewGateway(redisAddr, cl, cfg)
 			if err != nil {

@@ -110,6 +110,10 @@ type Config struct {
 	// queueing behind the requests it serves, as a switch serves control
 	// packets from a queue of higher priority.
 	Urgent func(wire.Op) bool
+	// Polled starts no reader goroutine: the endpoint's owner receives
+	// with a Poller from its own event loop (poll_linux.go), and must, for
+	// any Call to end before its deadline.
+	Polled bool
 	// AfterBatch, when set, is called by a reader once it has handed every
 	// message of a receive batch to the Handler, before the replies it
 	// queued leave (with Batch 1 each reply leaves at once): a handler can
@@ -239,6 +243,9 @@ type Endpoint struct {
 	wg     sync.WaitGroup
 	closed atomic.Bool
 
+	// handler serves requests (Start); a Poller hands them to it.
+	handler Handler
+
 	mu    sync.Mutex // guards calls
 	calls map[uint64]*call
 	async asyncCalls // the CallManyFunc batches in flight
@@ -293,8 +300,13 @@ func (e *Endpoint) Addr() netip.AddrPort { return e.addr }
 // Datagram is the configured datagram size.
 func (e *Endpoint) Datagram() int { return e.cfg.Datagram }
 
-// Start starts the readers; h serves requests (nil drops them).
+// Start starts the readers, none when Config.Polled; h serves requests
+// (nil drops them).
 func (e *Endpoint) Start(h Handler) {
+	e.handler = h
+	if e.cfg.Polled {
+		return
+	}
 	for range e.cfg.Readers {
 		e.wg.Add(1)
 		go e.read(h)
@@ -405,27 +417,34 @@ func (e *Endpoint) read(h Handler) {
 			e.cfg.Logger.Debug("cannot read datagram", "addr", e.addr, "err", err)
 			continue
 		}
-		e.stats.receives.Add(1)
-		if e.cfg.Urgent != nil && n > 1 {
-			for i := range n {
-				b, src := r.datagram(i)
-				rx.datagram(src, b, passUrgent)
-			}
-			for i := range n {
-				b, src := r.datagram(i)
-				rx.datagram(src, b, passRest)
-			}
-		} else {
-			for i := range n {
-				b, src := r.datagram(i)
-				rx.datagram(src, b, passAll)
-			}
-		}
-		if e.cfg.AfterBatch != nil {
-			e.cfg.AfterBatch()
-		}
-		r.Flush()
+		rx.batch(n)
 	}
+}
+
+// batch serves the n datagrams the reader received and sends the replies
+// their handlers queued.
+func (rx *receiver) batch(n int) {
+	e, r := rx.e, rx.out
+	e.stats.receives.Add(1)
+	if e.cfg.Urgent != nil && n > 1 {
+		for i := range n {
+			b, src := r.datagram(i)
+			rx.datagram(src, b, passUrgent)
+		}
+		for i := range n {
+			b, src := r.datagram(i)
+			rx.datagram(src, b, passRest)
+		}
+	} else {
+		for i := range n {
+			b, src := r.datagram(i)
+			rx.datagram(src, b, passAll)
+		}
+	}
+	if e.cfg.AfterBatch != nil {
+		e.cfg.AfterBatch()
+	}
+	r.Flush()
 }
 
 // reader is one reader goroutine's socket access: it receives datagrams
