@@ -22,8 +22,9 @@ import (
 //
 // Each loop runs on a locked thread with an epoll of its own, over its
 // connections, the shared listening socket (EPOLLEXCLUSIVE: one loop takes
-// each new connection) and an eventfd by which other goroutines hand it
-// work back. A loop reads every readable connection's pipeline in one
+// each new connection), an eventfd by which other goroutines hand it work
+// back and, when the store's transport is polled, the store's UDP socket,
+// whose replies it receives itself (transport.Poller). A loop reads every readable connection's pipeline in one
 // pass; the pipelines made of plain GETs, from all its connections, leave
 // as one read of the cluster (getRound, client.Client.GetManyFunc), so the
 // GETs for one cache node share a bundle whichever connection sent them,
