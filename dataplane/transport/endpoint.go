@@ -231,7 +231,8 @@ type counters struct {
 // Endpoint is a UDP socket speaking the wire protocol.
 type Endpoint struct {
 	cfg    Config
-	conn   *net.UDPConn
+	conn   *net.UDPConn // nil when polled: sock instead
+	sock   polledSocket
 	sys    sysConn // the socket for batched system calls, per platform
 	addr   netip.AddrPort
 	reasm  *wire.Reassembler
@@ -261,6 +262,13 @@ func Listen(cfg Config) (*Endpoint, error) {
 	if cfg.Batch > MaxBatch {
 		return nil, fmt.Errorf("cannot listen on %s: batch %d above %d", cfg.Addr, cfg.Batch, MaxBatch)
 	}
+	if cfg.Polled {
+		sock, sys, addr, err := listenPolled(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Addr, err)
+		}
+		return newEndpoint(cfg, nil, sock, sys, addr), nil
+	}
 	ua, err := net.ResolveUDPAddr("udp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Addr, err)
@@ -277,11 +285,17 @@ func Listen(cfg Config) (*Endpoint, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("cannot listen on %s: %w", cfg.Addr, err)
 	}
+	return newEndpoint(cfg, conn, nil, sys, conn.LocalAddr().(*net.UDPAddr).AddrPort()), nil
+}
+
+// newEndpoint is an endpoint on conn, or on sock when polled.
+func newEndpoint(cfg Config, conn *net.UDPConn, sock polledSocket, sys sysConn, addr netip.AddrPort) *Endpoint {
 	e := &Endpoint{
 		cfg:   cfg,
 		conn:  conn,
+		sock:  sock,
 		sys:   sys,
-		addr:  conn.LocalAddr().(*net.UDPAddr).AddrPort(),
+		addr:  addr,
 		reasm: wire.NewReassembler(cfg.Reassembly),
 		out:   newOutbox(cfg.Reassembly.Timeout, DefaultOutboxBytes),
 		calls: make(map[uint64]*call),
@@ -291,7 +305,14 @@ func Listen(cfg Config) (*Endpoint, error) {
 		e.comb = newCombiner(e)
 	}
 	e.seq.Store(rand.Uint64())
-	return e, nil
+	return e
+}
+
+// polledSocket is a polled endpoint's socket (Config.Polled), outside the
+// runtime's poller (rawsocket_linux.go).
+type polledSocket interface {
+	writeTo(b []byte, dst netip.AddrPort) error
+	close() error
 }
 
 // Addr is the bound address.
@@ -319,7 +340,12 @@ func (e *Endpoint) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
-	err := e.conn.Close()
+	var err error
+	if e.sock != nil {
+		err = e.sock.close()
+	} else {
+		err = e.conn.Close()
+	}
 	e.wg.Wait()
 	e.async.closeAll()
 	if err != nil {
@@ -338,7 +364,13 @@ func (e *Endpoint) Send(dst netip.AddrPort, m *wire.Message) error {
 
 // write sends datagram b to dst with a system call of its own.
 func (e *Endpoint) write(dst netip.AddrPort, b []byte) error {
-	if _, err := e.conn.WriteToUDPAddrPort(b, dst); err != nil {
+	var err error
+	if e.sock != nil {
+		err = e.sock.writeTo(b, dst)
+	} else {
+		_, err = e.conn.WriteToUDPAddrPort(b, dst)
+	}
+	if err != nil {
 		e.stats.sendErrors.Add(1)
 		return err
 	}

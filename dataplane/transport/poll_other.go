@@ -2,7 +2,10 @@
 
 package transport
 
-import "errors"
+import (
+	"errors"
+	"net/netip"
+)
 
 // Poller receives an endpoint's datagrams on its owner's goroutine; only
 // Linux has one (poll_linux.go).
@@ -19,3 +22,8 @@ func (p *Poller) FD() int { return -1 }
 
 // Poll returns 0.
 func (p *Poller) Poll() int { return 0 }
+
+// listenPolled refuses: polled endpoints need Linux.
+func listenPolled(Config) (polledSocket, sysConn, netip.AddrPort, error) {
+	return nil, sysConn{}, netip.AddrPort{}, ErrNotPolled
+}
