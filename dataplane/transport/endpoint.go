@@ -27,6 +27,13 @@
 // travel in one bundle datagram (package wire's BUNDLE, out_linux.go);
 // every endpoint receives bundles, serving each record as if it had
 // arrived alone (receive.go).
+//
+// A polled endpoint (Config.Polled, Linux) has no reader goroutine: its
+// owner's event loop waits for the socket in its own epoll and receives
+// with a Poller, so replies are dispatched on the loop's thread (a
+// gateway's loops, poll_linux.go). Its socket is opened with system calls
+// and kept out of the Go runtime's poller (rawsocket_linux.go).
+//
 // Calls retransmit with the same sequence number until the context ends, so
 // receivers must treat a repeated (sender, sequence number) as the same
 // request; the storage shim deduplicates writes for that reason.
