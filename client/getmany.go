@@ -150,23 +150,30 @@ func (c *Client) readStorageMany(ctx context.Context, v *view, keys []string, kb
 		sh := v.p.ShardIndex(keys[i])
 		byShard[sh] = append(byShard[sh], i)
 	}
-	var wg sync.WaitGroup
-	for sh, group := range byShard {
-		wg.Go(func() {
-			names := make([]string, len(group))
-			for j, i := range group {
-				names[j] = keys[i]
+	read := func(sh int, group []int) {
+		names := make([]string, len(group))
+		for j, i := range group {
+			names[j] = keys[i]
+		}
+		for j, rd := range v.storage[sh].GetMany(ctx, names) {
+			i := group[j]
+			r, label, s, err := c.storageAnswered(ctx, v, keys[i], kbs[i], rd.Value, rd.Err)
+			if s != stepDone { // neither Redis nor the shim answered: on as GetResult
+				r, label, err = c.get(ctx, keys[i])
 			}
-			for j, rd := range v.storage[sh].GetMany(ctx, names) {
-				i := group[j]
-				r, label, s, err := c.storageAnswered(ctx, v, keys[i], kbs[i], rd.Value, rd.Err)
-				if s != stepDone { // neither Redis nor the shim answered: on as GetResult
-					r, label, err = c.get(ctx, keys[i])
-				}
-				res[i], errs[i] = c.settle(keys[i], start, r, label, err)
-			}
-		})
+			res[i], errs[i] = c.settle(keys[i], start, r, label, err)
+		}
 	}
+	var wg sync.WaitGroup
+	own, ownGroup := -1, []int(nil) // one shard is read on this goroutine
+	for sh, group := range byShard {
+		if own < 0 {
+			own, ownGroup = sh, group
+			continue
+		}
+		wg.Go(func() { read(sh, group) })
+	}
+	read(own, ownGroup)
 	wg.Wait()
 }
 
