@@ -119,8 +119,15 @@ func (c *loopConn) write() error {
 		}
 		c.out = c.out[:copy(c.out, c.out[n:])]
 	}
+	if cap(c.out) > keptOut {
+		c.out = nil // an idle connection keeps no large buffer
+	}
 	return nil
 }
+
+// keptOut is the largest reply buffer a connection keeps once its
+// replies are written.
+const keptOut = 64 << 10
 
 // mayRead says whether the connection's next pipeline may be read.
 func (c *loopConn) mayRead() bool {
