@@ -5,7 +5,7 @@
 // It starts the standalone cluster of cluster.yaml (no emulated capacity),
 // twemproxy (nutcracker) in front of that cluster's four Redis servers, and
 // runs redis-benchmark (50 connections, 128-byte values, keys drawn
-// uniformly from -keys) for SET then GET, at -P 1 and -P 16, against one of
+// uniformly from -keys) for SET, GET and INCR, at -P 1 and -P 16, against one of
 // the Redis servers directly, against twemproxy and against the gateway.
 // For each run it reads the CPU time the serving processes used
 // (/proc/PID/stat): the proxy alone (nutcracker, or the gateway) and every
@@ -80,8 +80,8 @@ func run() error {
 	var rows []row
 	for _, p := range o.pipelines {
 		for _, t := range targets {
-			for _, test := range []string{"set", "get"} {
-				if test == "set" && t.name == "floor" {
+			for _, test := range []string{"set", "get", "incr"} {
+				if test != "get" && t.name == "floor" {
 					continue // the floor serves GETs only
 				}
 				r, err := measure(ctx, t, benchRun{addr: t.addr, test: test, pipeline: p, requests: o.requests[t.name]}, o.keys)
