@@ -2,7 +2,9 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +25,41 @@ import (
 // goroutine that then calls done. ctx bounds the writes and must stay live
 // until done; values must not change until then.
 func (c *Client) PutManyFunc(ctx context.Context, keys []string, values [][]byte, errs []error, done func()) {
+	for range keys {
+		c.stats.puts.Add(1)
+	}
+	c.writeManyFunc(ctx, wire.OpPut, "put", keys, values, nil, errs, done)
+}
+
+// IncrByManyFunc adds deltas[i] to keys[i] as IncrBy does, each, and is
+// PutManyFunc otherwise: results[i] is IncrBy's value, errs[i] its error.
+// The keys must differ.
+func (c *Client) IncrByManyFunc(ctx context.Context, keys []string, deltas []int64, results []int64, errs []error, done func()) {
+	args := make([][]byte, len(keys))
+	for i, d := range deltas {
+		c.stats.rmws.Add(1)
+		args[i] = wire.AppendRMW(nil, wire.RMWIncrBy, wire.IncrByArg(d))
+	}
+	replies := make([][]byte, len(keys))
+	c.writeManyFunc(ctx, wire.OpRMW, wire.RMWIncrBy.String(), keys, args, replies, errs, func() {
+		for i, r := range replies {
+			if errs[i] != nil {
+				continue
+			}
+			n, err := strconv.ParseInt(string(r), 10, 64)
+			if err != nil {
+				errs[i] = fmt.Errorf("cannot %s %q: the shim's result %q: %w", wire.RMWIncrBy, keys[i], r, ErrInternal)
+			}
+			results[i] = n
+		}
+		done()
+	})
+}
+
+// writeManyFunc runs the writes of op (verb in errors) of values[i] to
+// keys[i], as write runs each, and keeps each reply's value in replies[i]
+// (none when replies is nil).
+func (c *Client) writeManyFunc(ctx context.Context, op wire.Op, verb string, keys []string, values, replies [][]byte, errs []error, done func()) {
 	start := time.Now()
 	v := c.view.Load()
 	type attempt struct {
@@ -33,24 +70,23 @@ func (c *Client) PutManyFunc(ctx context.Context, keys []string, values [][]byte
 	firsts := make([]attempt, 0, len(keys))
 	kbs := keyBytes(keys)
 	for i, key := range keys {
-		c.stats.puts.Add(1)
 		if label, err := checkWrite(key, values[i]); err != nil {
-			errs[i] = c.wrote(wire.OpPut, "put", key, start, label, err)
+			errs[i] = c.wrote(op, verb, key, start, label, err)
 			continue
 		}
 		dst, err := c.shardAddr(ctx, v, key)
 		if err != nil {
-			errs[i] = c.wrote(wire.OpPut, "put", key, start, metrics.StatusResult(wire.StatusInternal), err)
+			errs[i] = c.wrote(op, verb, key, start, metrics.StatusResult(wire.StatusInternal), err)
 			continue
 		}
 		firsts = append(firsts, attempt{i: i, dst: dst,
-			msg: wire.Message{Header: wire.Header{Op: wire.OpPut, MapVersion: v.version}, Key: kbs[i], Value: values[i]}})
+			msg: wire.Message{Header: wire.Header{Op: op, MapVersion: v.version}, Key: kbs[i], Value: values[i]}})
 	}
 	reqs := make([]transport.Request, len(firsts))
 	for j := range firsts {
 		reqs[j] = transport.Request{Dst: firsts[j].dst, Msg: &firsts[j].msg}
 	}
-	deadline, _ := ctx.Deadline() // none: as Put's call, until ctx ends
+	deadline, _ := ctx.Deadline() // none: as write's call, until ctx ends
 	c.ep.CallManyFunc(deadline, reqs, func(out []transport.Reply) {
 		var again []int
 		for j := range firsts {
@@ -60,7 +96,10 @@ func (c *Client) PutManyFunc(ctx context.Context, keys []string, values [][]byte
 				again = append(again, a.i)
 				continue
 			}
-			errs[a.i] = c.wrote(wire.OpPut, "put", keys[a.i], start, label, err)
+			errs[a.i] = c.wrote(op, verb, keys[a.i], start, label, err)
+			if err == nil && replies != nil {
+				replies[a.i] = out[j].Msg.Value
+			}
 		}
 		if len(again) == 0 {
 			done()
@@ -69,7 +108,13 @@ func (c *Client) PutManyFunc(ctx context.Context, keys []string, values [][]byte
 		go func() {
 			var wg sync.WaitGroup
 			for _, i := range again {
-				wg.Go(func() { _, errs[i] = c.write(ctx, wire.OpPut, "put", keys[i], values[i]) })
+				wg.Go(func() {
+					r, err := c.write(ctx, op, verb, keys[i], values[i])
+					errs[i] = err
+					if err == nil && replies != nil {
+						replies[i] = r.Value
+					}
+				})
 			}
 			wg.Wait()
 			done()

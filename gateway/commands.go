@@ -41,9 +41,9 @@ var (
 	commands = map[string]*command{}
 	// getCommand is GET's entry, which pipelined GETs share (runGets).
 	getCommand *command
-	// setCommand and mgetCommand are SET's and MGET's, which an event
-	// loop's rounds share (loopround_linux.go).
-	setCommand, mgetCommand *command
+	// setCommand, mgetCommand, incrCommand and decrCommand are the
+	// entries an event loop's rounds share (loopround_linux.go).
+	setCommand, mgetCommand, incrCommand, decrCommand *command
 )
 
 func init() {
@@ -80,6 +80,7 @@ func init() {
 	getCommand = commands["get"]
 	setCommand = commands["set"]
 	mgetCommand = commands["mget"]
+	incrCommand, decrCommand = commands["incr"], commands["decr"]
 }
 
 // lookup finds the command named name, in any case.

@@ -17,28 +17,33 @@ import (
 type asyncStore interface {
 	GetManyFunc(ctx context.Context, keys []string, res []client.Result, errs []error, done func())
 	PutManyFunc(ctx context.Context, keys []string, values [][]byte, errs []error, done func())
+	IncrByManyFunc(ctx context.Context, keys []string, deltas []int64, results []int64, errs []error, done func())
 }
 
 // roundKind is what an event loop's round of commands does.
 type roundKind uint8
 
 const (
-	notARound roundKind = iota
-	roundGets           // reads: GET key, MGET key...
-	roundSets           // plain SETs of distinct keys: SET key value
+	notARound  roundKind = iota
+	roundGets            // reads: GET key, MGET key...
+	roundSets            // plain SETs of distinct keys: SET key value
+	roundIncrs           // INCR key, DECR key, of distinct keys
 )
 
 // roundOf says whether a pipeline can join an event loop's round, and
 // how many keys it brings: GETs and MGETs only, or plain SETs of distinct
-// keys only, from an authenticated session, no more than MaxInFlight keys
+// keys only, or INCRs and DECRs of distinct keys only, from an authenticated session, no more than MaxInFlight keys
 // in all.
 func (s *Server) roundOf(sess *session, cmds []redcon.Command) (roundKind, int) {
 	if len(cmds) == 0 {
 		return notARound, 0
 	}
 	kind := roundGets
-	if lookup(cmds[0].Args[0]) == setCommand {
+	switch first := lookup(cmds[0].Args[0]); {
+	case first == setCommand:
 		kind = roundSets
+	case first == incrCommand || first == decrCommand:
+		kind = roundIncrs
 	}
 	var seen map[uint64]struct{}
 	n := 0
@@ -49,7 +54,8 @@ func (s *Server) roundOf(sess *session, cmds []redcon.Command) (roundKind, int) 
 			n++
 		case kind == roundGets && c == mgetCommand && len(cmd.Args) >= 2:
 			n += len(cmd.Args) - 1
-		case kind == roundSets && c == setCommand && len(cmd.Args) == 3:
+		case kind == roundSets && c == setCommand && len(cmd.Args) == 3,
+			kind == roundIncrs && (c == incrCommand || c == decrCommand) && len(cmd.Args) == 2:
 			n++
 			if len(cmds) == 1 {
 				break

@@ -12,13 +12,16 @@ import (
 	"github.com/distcache/distcache/client"
 )
 
-// round is the read pipelines (GET, MGET), or the SET pipelines, of one loop pass,
+// round is the read pipelines (GET, MGET), the SET pipelines or the INCR
+// pipelines of one loop pass,
 // sent to the cluster at once (asyncStore).
 type round struct {
 	kind     roundKind
 	conns    []*loopConn
 	keys     []string // every pipeline's keys, in order
 	values   [][]byte // the SETs' values
+	deltas   []int64  // the INCRs' and DECRs' increments
+	ints     []int64  // their results
 	res      []client.Result
 	errs     []error
 	admitted int
@@ -31,7 +34,7 @@ type round struct {
 // another.
 func (l *eventLoop) sendRounds() {
 	s := l.srv
-	var rounds [roundSets + 1]*round
+	var rounds [roundIncrs + 1]*round
 	taken := 0
 	for _, c := range l.waiting {
 		if !s.admit.tryAcquire(c.keys) {
@@ -83,8 +86,13 @@ func (l *eventLoop) send(r *round) {
 				r.keys = append(r.keys, all[:len(k)])
 				all = all[len(k):]
 			}
-			if r.kind == roundSets {
+			switch {
+			case r.kind == roundSets:
 				r.values = append(r.values, cmd.Args[2])
+			case r.kind == roundIncrs && lookup(cmd.Args[0]) == decrCommand:
+				r.deltas = append(r.deltas, -1)
+			case r.kind == roundIncrs:
+				r.deltas = append(r.deltas, 1)
 			}
 		}
 	}
@@ -92,18 +100,23 @@ func (l *eventLoop) send(r *round) {
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
 	r.cancel = cancel
 	done := func() { l.post(completion{round: r}) }
-	if r.kind == roundSets {
+	switch r.kind {
+	case roundSets:
 		l.store.PutManyFunc(ctx, r.keys, r.values, r.errs, done)
+		return
+	case roundIncrs:
+		r.ints = make([]int64, len(r.keys))
+		l.store.IncrByManyFunc(ctx, r.keys, r.deltas, r.ints, r.errs, done)
 		return
 	}
 	r.res = make([]client.Result, len(r.keys))
 	l.store.GetManyFunc(ctx, r.keys, r.res, r.errs, done)
 }
 
-// roundKeys are the keys cmd of a round of kind reads or writes: a SET's
-// or a GET's key, an MGET's keys.
+// roundKeys are the keys cmd of a round of kind reads or writes: a SET's,
+// an INCR's or a GET's key, an MGET's keys.
 func roundKeys(kind roundKind, cmd redcon.Command) [][]byte {
-	if kind == roundSets {
+	if kind != roundGets {
 		return cmd.Args[1:2]
 	}
 	return cmd.Args[1:]
@@ -131,7 +144,10 @@ func (l *eventLoop) roundDone(r *round) {
 				s.observe(getCommand, c.out[from:], took)
 			case r.errs[k] != nil:
 				c.out = appendError(c.out, errorReply(r.errs[k], true))
-				s.observe(setCommand, c.out[from:], took)
+				s.observe(lookup(cmd.Args[0]), c.out[from:], took)
+			case r.kind == roundIncrs:
+				c.out = appendInt(c.out, r.ints[k])
+				s.observe(lookup(cmd.Args[0]), c.out[from:], took)
 			default:
 				c.out = appendOK(c.out)
 				s.observe(setCommand, c.out[from:], took)

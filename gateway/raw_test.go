@@ -109,6 +109,29 @@ func TestHalfClosedClientGetsEveryReply(t *testing.T) {
 	}
 }
 
+// TestIncrPipeline: a pipeline of INCRs and DECRs of distinct keys (an
+// event loop's round of them) answers each as Redis does, a value that is
+// not an integer included.
+func TestIncrPipeline(t *testing.T) {
+	addr, _ := startGateway(t)
+	r := dialRaw(t, addr)
+	r.send("SET raw:word two\r\n")
+	if got := r.line(); got != "+OK" {
+		t.Fatalf("SET = %q", got)
+	}
+	for round, want := range [][]string{
+		{":1", ":-1", "-ERR value is not an integer or out of range"},
+		{":2", ":-2", "-ERR value is not an integer or out of range"},
+	} {
+		r.send("INCR raw:up\r\nDECR raw:down\r\nINCR raw:word\r\n")
+		for i, w := range want {
+			if got := r.line(); got != w {
+				t.Fatalf("round %d, reply %d = %q, want %q", round, i, got, w)
+			}
+		}
+	}
+}
+
 // TestMalformedInput sends what a broken or hostile client sends: each
 // gets a protocol error and a closed connection, and the gateway goes on
 // serving others.

@@ -36,7 +36,10 @@ func TestRoundOf(t *testing.T) {
 		{"GET a; SET b 1", notARound, 0},
 		{"SET a 1; GET a", notARound, 0},
 		{"GET a b", notARound, 0},
-		{"INCR a", notARound, 0},
+		{"INCR a; DECR b; incr c", roundIncrs, 3},
+		{"INCR a; INCR a", notARound, 0},
+		{"INCRBY a 2", notARound, 0},
+		{"INCR a; GET b", notARound, 0},
 		{"PING", notARound, 0},
 	}
 	for _, tc := range tests {
