@@ -14,8 +14,9 @@
 // On Linux, event loops serve plaintext connections (loop_linux.go): a
 // loop reads the pipelines of all its readable connections in one pass and
 // sends their GETs and MGETs to the cluster as one round, their plain SETs
-// as another and their INCRs and DECRs as a third, so that requests for one cache node or shim share datagrams
-// whichever connection sent them; other pipelines run on workers.
+// as another and their INCRs and DECRs as a third, so that requests for
+// one cache node or shim share datagrams whichever connection sent them;
+// other pipelines run on workers.
 //
 // Pipelining is the normal case. The commands of one read from a
 // connection run concurrently, in batches that keep Redis' per-connection

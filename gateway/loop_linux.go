@@ -24,16 +24,19 @@ import (
 // connections, the shared listening socket (EPOLLEXCLUSIVE: one loop takes
 // each new connection), an eventfd by which other goroutines hand it work
 // back and, when the store's transport is polled, the store's UDP socket,
-// whose replies it receives itself (transport.Poller). A loop reads every readable connection's pipeline in one
-// pass; the pipelines made of plain GETs, from all its connections, leave
-// as one read of the cluster (getRound, client.Client.GetManyFunc), so the
-// GETs for one cache node share a bundle whichever connection sent them,
-// and the loop is woken once for all their replies. A pipeline with any
-// other command runs on a worker goroutine, as the goroutine server runs
-// it (Server.execute), and its replies come back through the eventfd.
-// Each connection has at most one pipeline in flight, so its replies keep
-// its commands' order. Replies are written at the end of the pass, one
-// write per connection.
+// whose replies it receives itself (transport.Poller). A loop reads every
+// readable connection's pipeline in one pass. The pipelines of GETs and
+// MGETs, from all its connections, leave as one round of reads
+// (loopround_linux.go, client.Client.GetManyFunc), so the GETs for one
+// cache node share a bundle whichever connection sent them, and the loop
+// is woken once for all their replies; the pipelines of plain SETs of
+// distinct keys leave as one round of writes (PutManyFunc), and those of
+// INCRs and DECRs of distinct keys as one round of increments
+// (IncrByManyFunc). A pipeline with any other command runs on a worker
+// goroutine, as the goroutine server runs it (Server.execute), and its
+// replies come back through the eventfd. Each connection has at most one
+// pipeline in flight, so its replies keep its commands' order. Replies are
+// written at the end of the pass, one write per connection.
 
 // loopTick is how often a loop with connections looks for commands that
 // have not arrived in time and idle connections.
