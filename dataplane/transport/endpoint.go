@@ -315,13 +315,6 @@ func newEndpoint(cfg Config, conn *net.UDPConn, sock polledSocket, sys sysConn, 
 	return e
 }
 
-// polledSocket is a polled endpoint's socket (Config.Polled), outside the
-// runtime's poller (rawsocket_linux.go).
-type polledSocket interface {
-	writeTo(b []byte, dst netip.AddrPort) error
-	close() error
-}
-
 // Addr is the bound address.
 func (e *Endpoint) Addr() netip.AddrPort { return e.addr }
 
@@ -458,32 +451,6 @@ func (e *Endpoint) read(h Handler) {
 		}
 		rx.batch(n)
 	}
-}
-
-// batch serves the n datagrams the reader received and sends the replies
-// their handlers queued.
-func (rx *receiver) batch(n int) {
-	e, r := rx.e, rx.out
-	e.stats.receives.Add(1)
-	if e.cfg.Urgent != nil && n > 1 {
-		for i := range n {
-			b, src := r.datagram(i)
-			rx.datagram(src, b, passUrgent)
-		}
-		for i := range n {
-			b, src := r.datagram(i)
-			rx.datagram(src, b, passRest)
-		}
-	} else {
-		for i := range n {
-			b, src := r.datagram(i)
-			rx.datagram(src, b, passAll)
-		}
-	}
-	if e.cfg.AfterBatch != nil {
-		e.cfg.AfterBatch()
-	}
-	r.Flush()
 }
 
 // reader is one reader goroutine's socket access: it receives datagrams

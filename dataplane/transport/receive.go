@@ -108,3 +108,29 @@ func (rx *receiver) message(src netip.AddrPort, b []byte) {
 	*rx.msg = wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
 	e.dispatch(rx.h, rx.out, src, rx.msg, false)
 }
+
+// batch serves the n datagrams the reader received and sends the replies
+// their handlers queued.
+func (rx *receiver) batch(n int) {
+	e, r := rx.e, rx.out
+	e.stats.receives.Add(1)
+	if e.cfg.Urgent != nil && n > 1 {
+		for i := range n {
+			b, src := r.datagram(i)
+			rx.datagram(src, b, passUrgent)
+		}
+		for i := range n {
+			b, src := r.datagram(i)
+			rx.datagram(src, b, passRest)
+		}
+	} else {
+		for i := range n {
+			b, src := r.datagram(i)
+			rx.datagram(src, b, passAll)
+		}
+	}
+	if e.cfg.AfterBatch != nil {
+		e.cfg.AfterBatch()
+	}
+	r.Flush()
+}
