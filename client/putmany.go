@@ -108,9 +108,9 @@ func (c *Client) writeManyFunc(ctx context.Context, op wire.Op, verb string, key
 		go func() {
 			var wg sync.WaitGroup
 			for _, i := range again {
-				wg.Go(func() {
-					r, err := c.write(ctx, op, verb, keys[i], values[i])
-					errs[i] = err
+				wg.Go(func() { // on from attempt 2, as doWrite's own loop goes on
+					r, label, err := c.doWrite(ctx, op, keys[i], values[i], 2)
+					errs[i] = c.wrote(op, verb, keys[i], start, label, err)
 					if err == nil && replies != nil {
 						replies[i] = r.Value
 					}

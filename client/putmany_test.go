@@ -67,6 +67,21 @@ func TestPutManyAnswersAsPut(t *testing.T) {
 					t.Errorf("%s stored: %v, want %v", keys[i], stored, tt.wantStored)
 				}
 			}
+			if errors.Is(tt.wantErr, ErrCoherence) {
+				for _, k := range keys { // a new seq per attempt, Attempts of them, as Put's
+					var sent []shimRequest
+					cl.shimFor(k).do(func(s *fakeShim) {
+						for _, r := range s.log {
+							if r.key == k {
+								sent = append(sent, r)
+							}
+						}
+					})
+					if got := distinctSeqs(sent); got != 3 {
+						t.Errorf("%s: the shim got %d attempts, want 3", k, got)
+					}
+				}
+			}
 			if st := c.Stats(); st.Puts != uint64(len(keys)) {
 				t.Errorf("stats count %d puts, want %d", st.Puts, len(keys))
 			}

@@ -38,7 +38,7 @@ func (c *Client) Remove(ctx context.Context, key string) (existed bool, err erro
 // write runs a write and returns the shim's reply.
 func (c *Client) write(ctx context.Context, op wire.Op, verb, key string, value []byte) (wire.Message, error) {
 	start := time.Now()
-	r, label, err := c.doWrite(ctx, op, key, value)
+	r, label, err := c.doWrite(ctx, op, key, value, 1)
 	return r, c.wrote(op, verb, key, start, label, err)
 }
 
@@ -66,13 +66,14 @@ func checkWrite(key string, value []byte) (string, error) {
 
 // doWrite sends the write as one transport call (retransmitted with the same
 // sequence number, which the shim deduplicates) and starts a new call only
-// after COHERENCE_TIMEOUT, when the shim guarantees nothing was written.
-func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []byte) (wire.Message, string, error) {
+// after COHERENCE_TIMEOUT, when the shim guarantees nothing was written. Its
+// first call is attempt number first (writeManyFunc made the earlier ones).
+func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []byte, first int) (wire.Message, string, error) {
 	if label, err := checkWrite(key, value); err != nil {
 		return wire.Message{}, label, err
 	}
 	kb := []byte(key)
-	for attempt := 1; ; attempt++ {
+	for attempt := first; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return wire.Message{}, metrics.ResultTimeout, err // nothing sent by this attempt
 		}
