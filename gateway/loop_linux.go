@@ -98,17 +98,15 @@ func newEventLoop(s *Server, lfd int, store asyncStore) (*eventLoop, error) {
 	}
 	l := &eventLoop{srv: s, epfd: epfd, wakefd: wakefd, lfd: lfd, conns: map[int]*loopConn{},
 		events: make([]unix.EpollEvent, loopEvents), store: store}
-	watch := []struct {
+	type watched struct {
 		fd     int
 		events uint32
-	}{{wakefd, unix.EPOLLIN}, {lfd, unix.EPOLLIN | unix.EPOLLEXCLUSIVE}}
+	}
+	watch := []watched{{wakefd, unix.EPOLLIN}, {lfd, unix.EPOLLIN | unix.EPOLLEXCLUSIVE}}
 	if ps, ok := s.cfg.Store.(polledStore); ok {
 		if p, err := ps.NewPoller(); err == nil {
 			l.poller = p
-			watch = append(watch, struct {
-				fd     int
-				events uint32
-			}{p.FD(), unix.EPOLLIN | unix.EPOLLET})
+			watch = append(watch, watched{p.FD(), unix.EPOLLIN | unix.EPOLLET})
 		}
 	}
 	for _, r := range watch {

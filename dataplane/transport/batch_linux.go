@@ -102,14 +102,19 @@ func newMmsgReader(e *Endpoint) *mmsgReader {
 }
 
 func (r *mmsgReader) recv() (int, error) {
-	for i := range r.received {
-		r.in[i].Hdr.Namelen = sockaddrLen // the kernel wrote the source's length
-	}
-	r.received = 0
+	r.reset()
 	if err := r.e.sys.raw.Read(r.recvFn); err != nil {
 		return 0, err
 	}
 	return r.received, r.recvErr
+}
+
+// reset readies the headers of the last receive for the next.
+func (r *mmsgReader) reset() {
+	for i := range r.received {
+		r.in[i].Hdr.Namelen = sockaddrLen // the kernel wrote the source's length
+	}
+	r.received = 0
 }
 
 // doRecv runs recvmmsg on the non-blocking socket: it returns what has

@@ -47,10 +47,7 @@ func (p *Poller) FD() int { return int(p.fd) }
 // loop that waits edge-triggered polls until it gets 0.
 func (p *Poller) Poll() int {
 	r := p.r
-	for i := range r.received {
-		r.in[i].Hdr.Namelen = sockaddrLen
-	}
-	r.received = 0
+	r.reset()
 	if p.rx.e.closed.Load() || !r.doRecv(p.fd) || r.recvErr != nil {
 		return 0
 	}
