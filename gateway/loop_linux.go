@@ -104,9 +104,13 @@ func newEventLoop(s *Server, lfd int, store asyncStore) (*eventLoop, error) {
 	}
 	watch := []watched{{wakefd, unix.EPOLLIN}, {lfd, unix.EPOLLIN | unix.EPOLLEXCLUSIVE}}
 	if ps, ok := s.cfg.Store.(polledStore); ok {
-		if p, err := ps.NewPoller(); err == nil {
+		switch p, err := ps.NewPoller(); {
+		case err == nil:
 			l.poller = p
 			watch = append(watch, watched{p.FD(), unix.EPOLLIN | unix.EPOLLET})
+		case !errors.Is(err, transport.ErrNotPolled): // polled, and nobody would receive
+			l.release()
+			return nil, fmt.Errorf("cannot create an event loop: %w", err)
 		}
 	}
 	for _, r := range watch {
