@@ -61,16 +61,19 @@ type Read struct {
 	Err   error
 	done  chan struct{}
 	last  bool
-	// eval, when set, makes this a script's run (Eval) instead of a GET.
-	eval *evalCall
+	// eval, when set, makes this a script's run (EvalMany) instead of a
+	// GET.
+	eval *Call
 }
 
-// evalCall is a script's run and its result.
-type evalCall struct {
-	script *redis.Script
-	keys   []string
-	args   []any
-	result any
+// Call is one script's run for EvalMany: Script with Keys and Args, and,
+// once EvalMany returns, its Result or Err.
+type Call struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+	Result any
+	Err    error
 }
 
 // complete records a read's result and, for the last read of its
@@ -89,9 +92,28 @@ func (p *Read) complete(v []byte, err error) {
 // first before it queues the second. After a broken connection the round
 // trip runs again on a new one, so the script must be safe to run twice.
 func (b *Batcher) Eval(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
-	p := &Read{done: make(chan struct{}), last: true, eval: &evalCall{script: script, keys: keys, args: args}}
-	b.run(ctx, []*Read{p})
-	return p.eval.result, p.Err
+	c := &Call{Script: script, Keys: keys, Args: args}
+	b.EvalMany(ctx, []*Call{c})
+	return c.Result, c.Err
+}
+
+// EvalMany runs calls, in their order, in the round trip of the commands
+// queued with them, and sets each one's Result or Err, as Eval does.
+func (b *Batcher) EvalMany(ctx context.Context, calls []*Call) {
+	if len(calls) == 0 {
+		return
+	}
+	ps, reads := make([]*Read, len(calls)), make([]Read, len(calls))
+	done := make(chan struct{})
+	for i, c := range calls {
+		reads[i] = Read{done: done, eval: c}
+		ps[i] = &reads[i]
+	}
+	reads[len(reads)-1].last = true
+	b.run(ctx, ps)
+	for i, c := range calls {
+		c.Err = reads[i].Err
+	}
 }
 
 // Get reads key: its value, or redis.Nil when it does not exist.
@@ -155,9 +177,9 @@ func (b *Batcher) read(ctx context.Context, batch []*Read) {
 		if e := p.eval; e != nil {
 			cmd := cmds[i].(*redis.Cmd)
 			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") && b.conn != nil {
-				cmd = e.script.Run(ctx, b.conn, e.keys, e.args...) // EVAL loads it
+				cmd = e.Script.Run(ctx, b.conn, e.Keys, e.Args...) // EVAL loads it
 			}
-			e.result = cmd.Val()
+			e.Result = cmd.Val()
 			p.complete(nil, cmd.Err())
 			continue
 		}
@@ -179,7 +201,7 @@ func (b *Batcher) roundTrip(ctx context.Context, batch []*Read) []redis.Cmder {
 		pipe := b.conn.Pipeline()
 		for i, p := range batch {
 			if e := p.eval; e != nil {
-				cmds[i] = pipe.EvalSha(ctx, e.script.Hash(), e.keys, e.args...)
+				cmds[i] = pipe.EvalSha(ctx, e.Script.Hash(), e.Keys, e.Args...)
 			} else {
 				cmds[i] = pipe.Get(ctx, p.Key)
 			}

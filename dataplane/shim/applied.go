@@ -1,12 +1,12 @@
 package shim
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distcache/distcache/dataplane/redisbatch"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -49,24 +49,27 @@ func appliedKey(k dedupKey) string {
 	return string(b)
 }
 
-// applyToRedis runs r's Redis write once: it reports whether this call
-// applied it (false: an earlier run of the shim already had) and, for a
-// delete, whether the key existed (as the first run found it).
-func (s *Shim) applyToRedis(ctx context.Context, r *request) (applied, existed bool, err error) {
+// applyCall is the run of applyScript that applies r, a PUT or DEL, once.
+func (s *Shim) applyCall(r *request) *redisbatch.Call {
 	op, value := "del", []byte(nil)
 	if r.op == wire.OpPut {
 		op, value = "put", r.value
 	}
-	// In the round trip of the writes and reads queued with it: writes of
-	// one key are serialised by its lock, so no two share a round trip.
-	res, err := s.redisq.Eval(ctx, applyScript, []string{r.key, appliedKey(r.dedupKey())},
-		op, value, s.cfg.DedupTTL.Milliseconds())
-	n, ok := res.(int64)
+	return &redisbatch.Call{Script: applyScript, Keys: []string{r.key, appliedKey(r.dedupKey())},
+		Args: []any{op, value, s.cfg.DedupTTL.Milliseconds()}}
+}
+
+// applyResult reads the reply of call, r's applyCall: whether this run
+// applied r (false: an earlier run of the shim already had) and, for a
+// delete, whether the key existed (as the first run found it).
+func applyResult(r *request, call *redisbatch.Call) (applied, existed bool, err error) {
+	n, ok := call.Result.(int64)
+	err = call.Err
 	if err == nil && !ok {
-		err = fmt.Errorf("unexpected reply %v", res)
+		err = fmt.Errorf("unexpected reply %v", call.Result)
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("cannot %s %q: %w", op, r.key, err)
+		return false, false, fmt.Errorf("cannot %s %q: %w", call.Args[0], r.key, err)
 	}
 	return n > 0, n == 2 || n == -2, nil
 }

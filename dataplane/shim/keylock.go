@@ -43,6 +43,20 @@ func (k *keyLocks) lock(ctx context.Context, key string) (unlock func(), err err
 	}
 }
 
+// tryLock takes key's lock if nobody holds it or waits for it, and returns
+// the function that releases it; ok is false otherwise.
+func (k *keyLocks) tryLock(key string) (unlock func(), ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.locks[key] != nil {
+		return nil, false
+	}
+	l := &keyLock{held: make(chan struct{}, 1), refs: 1}
+	l.held <- struct{}{}
+	k.locks[key] = l
+	return func() { <-l.held; k.release(key, l) }, true
+}
+
 // release drops one reference to l.
 func (k *keyLocks) release(key string, l *keyLock) {
 	k.mu.Lock()

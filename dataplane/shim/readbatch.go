@@ -6,7 +6,8 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 )
 
-// readQueue holds the GETs of the receive batches being served. The reader
+// requestQueue holds the GETs, or the writes (writebatch.go), of the
+// receive batches being served. For GETs: the reader
 // that served a batch serves them when the batch ends
 // (transport.Config.AfterBatch, serveQueuedReads): on one goroutine, their
 // keys read from Redis in one round trip and their replies sent in one
@@ -17,20 +18,20 @@ import (
 // leaves it in one. Only without an emulated capacity: with one, each GET
 // waits for its own work unit (serve), and a batch served together would
 // hold its first reads behind its last one's unit.
-type readQueue struct {
+type requestQueue struct {
 	mu sync.Mutex // guards rs
 	rs []*request
 }
 
 // add queues r until its receive batch ends.
-func (q *readQueue) add(r *request) {
+func (q *requestQueue) add(r *request) {
 	q.mu.Lock()
 	q.rs = append(q.rs, r)
 	q.mu.Unlock()
 }
 
 // take empties the queue and returns what it held.
-func (q *readQueue) take() []*request {
+func (q *requestQueue) take() []*request {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	rs := q.rs

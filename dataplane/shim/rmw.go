@@ -1,13 +1,13 @@
 package shim
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distcache/distcache/dataplane/redisbatch"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -87,13 +87,14 @@ type rmwOutcome struct {
 	uncacheable bool
 }
 
-// applyRMW runs r's RMW once in Redis.
-func (s *Shim) applyRMW(ctx context.Context, r *request) (rmwOutcome, error) {
+// rmwCall is the run of rmwScript that applies r's RMW once; nil, with
+// the outcome, for a malformed operation, refused without one.
+func (s *Shim) rmwCall(r *request) (*redisbatch.Call, rmwOutcome) {
 	op, arg, perr := wire.ParseRMW(r.value)
 	if perr != nil {
 		// A malformed operation is refused, not a Redis failure.
 		s.log.Debug("malformed RMW refused", "key", r.key, "src", r.src, "err", perr)
-		return rmwOutcome{status: wire.StatusInternal}, nil
+		return nil, rmwOutcome{status: wire.StatusInternal}
 	}
 	argv := []any{op.String(), string(arg), s.cfg.DedupTTL.Milliseconds(), wire.MaxValueLen}
 	switch op {
@@ -104,13 +105,18 @@ func (s *Shim) applyRMW(ctx context.Context, r *request) (rmwOutcome, error) {
 		argv[1] = string(value)
 		argv = append(argv, cond, bit(opts&wire.SetGet), px, bit(opts&wire.SetKeepTTL))
 	}
-	reply, err := s.redisq.Eval(ctx, rmwScript, []string{r.key, appliedKey(r.dedupKey())}, argv...)
-	if err != nil {
-		return rmwOutcome{}, fmt.Errorf("cannot %s %q: %w", op, r.key, err)
+	return &redisbatch.Call{Script: rmwScript, Keys: []string{r.key, appliedKey(r.dedupKey())}, Args: argv}, rmwOutcome{}
+}
+
+// rmwResult reads the reply of call, r's rmwCall.
+func rmwResult(r *request, call *redisbatch.Call) (rmwOutcome, error) {
+	op := call.Args[0]
+	if call.Err != nil {
+		return rmwOutcome{}, fmt.Errorf("cannot %s %q: %w", op, r.key, call.Err)
 	}
-	res, ok := reply.([]any)
+	res, ok := call.Result.([]any)
 	if !ok || len(res) == 0 {
-		return rmwOutcome{}, fmt.Errorf("cannot %s %q: the script returned %v", op, r.key, reply)
+		return rmwOutcome{}, fmt.Errorf("cannot %s %q: the script returned %v", op, r.key, call.Result)
 	}
 	code, _ := res[0].(int64)
 	switch {

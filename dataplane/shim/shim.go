@@ -210,7 +210,8 @@ type Shim struct {
 	sem     chan struct{}     // a token per request being served
 	work    *capacity.Limiter // the emulated capacity, shared by readers and writes
 	queued  *queuedReads      // GETs waiting for their work unit, which later GETs of the key join
-	reads   readQueue         // GETs of the receive batches being served (readbatch.go)
+	reads   requestQueue      // GETs of the receive batches being served (readbatch.go)
+	writes  requestQueue      // writes of the receive batches being served (writebatch.go)
 	top     *topkeys.Counter  // the most requested keys' reads and writes (GET /hotkeys)
 	holders *holders          // the nodes that may hold each key (holders.go)
 	// takeUnit takes a read's work unit if it is available by deadline
@@ -269,7 +270,7 @@ func New(cfg Config) (*Shim, error) {
 	}
 	var s *Shim
 	tc := cfg.Transport
-	tc.AfterBatch = func() { s.serveQueuedReads() } // a handler runs after Start only
+	tc.AfterBatch = func() { s.serveQueued() } // a handler runs after Start only
 	if tc.Auth != nil {
 		tc.Unsigned = func(peer netip.AddrPort) bool { return s.isSwitch(peer) }
 	}
@@ -426,12 +427,13 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	if req.Op == wire.OpPut || req.Op == wire.OpRMW {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 	}
-	if req.Op == wire.OpGet && s.batchesReads() {
+	switch {
+	case req.Op == wire.OpGet && s.batchesReads():
 		s.reads.add(r) // served when the receive batch ends
-		return
-	}
-	if !s.tasks.Go(func() { s.serve(r) }) {
-		s.dropUnserved(r)
+	case req.Op != wire.OpFetch && req.Op != wire.OpGet && s.batchesWrites():
+		s.writes.add(r) // served when the receive batch ends
+	default:
+		s.goServe(r)
 	}
 }
 

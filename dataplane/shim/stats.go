@@ -35,6 +35,8 @@ type Stats struct {
 	CoalescedGets     uint64 // GETs answered by the Redis read of another GET of the key, which they joined while it waited for its work unit
 	ReadBatches       uint64 // receive batches of several GETs served together (serveReadBatch)
 	BatchedReads      uint64 // GETs served in such a batch
+	WriteBatches      uint64 // receive batches whose writes were served together (serveWriteBatch)
+	BatchedWrites     uint64 // writes served in such a batch
 	Work              uint64 // work units taken from the emulated capacity (requests, and copies of writes)
 	MapVersion        int64  // version of the current partition map (0: none)
 	Transport         transport.Stats
@@ -51,6 +53,7 @@ type counters struct {
 	updatesSent, updateFailures, duplicates, shed atomic.Uint64
 	alreadyApplied, coalescedGets                 atomic.Uint64
 	readBatches, batchedReads                     atomic.Uint64
+	writeBatches, batchedWrites                   atomic.Uint64
 }
 
 // Work is the work the shim has done against its emulated capacity, as GET
@@ -75,6 +78,7 @@ func (s *Shim) Stats() Stats {
 		UpdatesSent: c.updatesSent.Load(), UpdateFailures: c.updateFailures.Load(),
 		DuplicateRequests: c.duplicates.Load(), AlreadyApplied: c.alreadyApplied.Load(), Shed: c.shed.Load(),
 		CoalescedGets: c.coalescedGets.Load(), ReadBatches: c.readBatches.Load(), BatchedReads: c.batchedReads.Load(),
+		WriteBatches: c.writeBatches.Load(), BatchedWrites: c.batchedWrites.Load(),
 		Work:      s.work.Used(),
 		Transport: s.ep.Stats(),
 	}

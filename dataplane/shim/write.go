@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/redisbatch"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -102,14 +103,7 @@ type writeOutcome struct {
 // applyWrite runs phase 1 and the Redis write of r; the caller holds the
 // key's lock.
 func (s *Shim) applyWrite(r *request) writeOutcome {
-	switch r.op {
-	case wire.OpPut:
-		s.stats.puts.Add(1)
-	case wire.OpDel:
-		s.stats.dels.Add(1)
-	default:
-		s.stats.rmws.Add(1)
-	}
+	s.countWrite(r.op)
 	if err := s.waitWritable(); err != nil {
 		return writeOutcome{status: wire.StatusInternal}
 	}
@@ -130,18 +124,56 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	// shim's reads rather than the write.
 	s.work.TakeAhead(copies)
 	t := time.Now()
-	var applied, existed bool
-	var rmw rmwOutcome
+	call, refused := s.writeCall(r)
+	if call != nil {
+		s.redisq.EvalMany(s.ctx, []*redisbatch.Call{call})
+	}
+	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
+	return s.writeOutcomeOf(r, v, owners, call, refused)
+}
+
+// countWrite counts a write of op.
+func (s *Shim) countWrite(op wire.Op) {
+	switch op {
+	case wire.OpPut:
+		s.stats.puts.Add(1)
+	case wire.OpDel:
+		s.stats.dels.Add(1)
+	default:
+		s.stats.rmws.Add(1)
+	}
+}
+
+// writeCall is the script run that applies r in Redis; nil, with the
+// outcome, for an RMW refused without one (malformed).
+func (s *Shim) writeCall(r *request) (*redisbatch.Call, rmwOutcome) {
 	if r.op == wire.OpRMW {
-		rmw, err = s.applyRMW(s.ctx, r)
-		applied = rmw.applied
-	} else {
-		applied, existed, err = s.applyToRedis(s.ctx, r)
+		return s.rmwCall(r)
+	}
+	return s.applyCall(r), rmwOutcome{}
+}
+
+// writeOutcomeOf reads the reply of call, r's Redis write of version v
+// after phase 1 invalidated owners (refused: the outcome of an RMW that
+// ran nothing).
+func (s *Shim) writeOutcomeOf(r *request, v uint64, owners []owner, call *redisbatch.Call, refused rmwOutcome) writeOutcome {
+	var (
+		applied, existed bool
+		rmw              rmwOutcome
+		err              error
+	)
+	switch {
+	case r.op != wire.OpRMW:
+		applied, existed, err = applyResult(r, call)
 		if r.op == wire.OpPut {
 			rmw.value, rmw.exists = r.value, true
 		}
+	case call == nil:
+		rmw = refused
+	default:
+		rmw, err = rmwResult(r, call)
+		applied = rmw.applied
 	}
-	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
 	switch {
 	case err == nil && rmw.status != wire.StatusOK:
 		// The RMW does not apply (not an integer, too large): nothing

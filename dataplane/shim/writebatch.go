@@ -1,0 +1,139 @@
+package shim
+
+import (
+	"time"
+
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/redisbatch"
+	"github.com/distcache/distcache/dataplane/transport"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// A receive batch's writes are served together when they need no phase 1,
+// as its GETs are (readbatch.go): a write of a key that no cache node may
+// hold (holders.go) has nobody to invalidate or update, so the protocol
+// of DistCache §4.3 reduces to the Redis write under the key's lock. The
+// writes of one batch then take their locks, run their scripts in one
+// Redis round trip and send their replies in one SendMany, on one
+// goroutine, instead of a goroutine, a round trip and a send each. A write
+// whose key's lock is taken, or that has owners to invalidate, is served
+// alone (serveWrite), as before.
+
+// batchesWrites says whether writes are served a receive batch at a time:
+// as GETs, only without an emulated capacity, where each waits for its own
+// work unit.
+func (s *Shim) batchesWrites() bool { return !s.work.Limited() }
+
+// serveQueued serves what the receive batch queued: its GETs and its
+// writes.
+func (s *Shim) serveQueued() {
+	s.serveQueuedReads()
+	s.serveQueuedWrites()
+}
+
+// serveQueuedWrites serves the writes the receive batch queued: alone as
+// any request, or together (serveWriteBatch), on a goroutine of the pool.
+func (s *Shim) serveQueuedWrites() {
+	ws := s.writes.take()
+	switch len(ws) {
+	case 0:
+	case 1:
+		s.goServe(ws[0])
+	default:
+		if !s.tasks.Go(func() { s.serveWriteBatch(ws) }) {
+			s.dropUnserved(ws...)
+		}
+	}
+}
+
+// goServe serves r alone, on a goroutine of the pool (serve).
+func (s *Shim) goServe(r *request) {
+	if !s.tasks.Go(func() { s.serve(r) }) {
+		s.dropUnserved(r)
+	}
+}
+
+// batchedWrite is a write of a batch: its request, version, key lock and
+// Redis command.
+type batchedWrite struct {
+	r       *request
+	v       uint64
+	unlock  func()
+	call    *redisbatch.Call // nil: refused without one (rmwCall)
+	refused rmwOutcome
+}
+
+// serveWriteBatch serves writes together (see above). Each takes its key's
+// lock without waiting; with the lock, the owners of its key are those of
+// the current map, and the directory decides under the lock, as phase 1
+// would, that none of them may hold a copy. Writes that fail either test
+// are served alone, before the others are applied: they are concurrent
+// with the batch, so either order is one their clients may see.
+func (s *Shim) serveWriteBatch(ws []*request) {
+	if time.Now().Before(s.view.Load().writesFrom) {
+		for _, r := range ws {
+			s.goServe(r) // waits in waitWritable
+		}
+		return
+	}
+	batch := make([]batchedWrite, 0, len(ws))
+	for _, r := range ws {
+		unlock, ok := s.locks.tryLock(r.key)
+		if !ok {
+			s.goServe(r)
+			continue
+		}
+		now := time.Now()
+		if !s.noneMayHold(r.key, s.owners(s.view.Load(), r.key, now)) {
+			unlock()
+			s.goServe(r)
+			continue
+		}
+		s.work.TakeAhead(1)
+		s.countWrite(r.op)
+		w := batchedWrite{r: r, v: s.clock.next(now), unlock: unlock}
+		w.call, w.refused = s.writeCall(r)
+		batch = append(batch, w)
+	}
+	if len(batch) > 0 {
+		s.applyBatch(batch)
+	}
+}
+
+// applyBatch runs batch's Redis writes in one round trip, replies to all
+// of them in one SendMany and releases their locks and tokens. None has a
+// phase 2: no owner was invalidated.
+func (s *Shim) applyBatch(batch []batchedWrite) {
+	s.stats.writeBatches.Add(1)
+	s.stats.batchedWrites.Add(uint64(len(batch)))
+	calls := make([]*redisbatch.Call, 0, len(batch))
+	for _, w := range batch {
+		if w.call != nil {
+			calls = append(calls, w.call)
+		}
+	}
+	t := time.Now()
+	s.redisq.EvalMany(s.ctx, calls)
+	took := time.Since(t).Seconds()
+	replies := make([]transport.Request, len(batch))
+	msgs := make([]wire.Message, len(batch))
+	now := time.Now()
+	for i, w := range batch {
+		out := s.writeOutcomeOf(w.r, w.v, nil, w.call, w.refused)
+		s.metrics.phaseWrite.Observe(took)
+		s.metrics.requests.Observe(w.r.op, metrics.StatusResult(out.status), now.Sub(w.r.start))
+		msgs[i] = s.replyTo(w.r, out.status, out.version, out.result)
+		if out.existed {
+			msgs[i].Flags |= wire.FlagHit // DEL_REPLY: the key existed
+		}
+		s.dedup.complete(w.r.dedupKey(), msgs[i], now)
+		replies[i] = transport.Request{Dst: w.r.src, Msg: &msgs[i]}
+	}
+	if err := s.ep.SendMany(replies); err != nil {
+		s.log.Debug("cannot send replies", "replies", len(replies), "err", err)
+	}
+	for _, w := range batch {
+		w.unlock()
+		<-s.sem
+	}
+}
