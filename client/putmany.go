@@ -80,7 +80,7 @@ func (c *Client) writeManyFunc(ctx context.Context, op wire.Op, verb string, key
 			continue
 		}
 		firsts = append(firsts, attempt{i: i, dst: dst,
-			msg: wire.Message{Header: wire.Header{Op: op, MapVersion: v.version}, Key: kbs[i], Value: values[i]}})
+			msg: wire.Message{Header: wire.Header{Op: op, Flags: wire.FlagFirst, MapVersion: v.version}, Key: kbs[i], Value: values[i]}})
 	}
 	reqs := make([]transport.Request, len(firsts))
 	for j := range firsts {

@@ -82,7 +82,7 @@ func (c *Client) doWrite(ctx context.Context, op wire.Op, key string, value []by
 		if err != nil {
 			return wire.Message{}, metrics.StatusResult(wire.StatusInternal), err
 		}
-		m := wire.Message{Header: wire.Header{Op: op, MapVersion: v.version}, Key: kb, Value: value}
+		m := wire.Message{Header: wire.Header{Op: op, Flags: wire.FlagFirst, MapVersion: v.version}, Key: kb, Value: value}
 		r, err := c.ep.Call(ctx, dst, &m)
 		label, again, err := c.writeAnswered(ctx, &m, dst, r, err, attempt)
 		if !again {

@@ -66,14 +66,20 @@ type Read struct {
 	eval *Call
 }
 
-// Call is one script's run for EvalMany: Script with Keys and Args, and,
-// once EvalMany returns, its Result or Err.
+// Call is one script's run for EvalMany, Script with Keys and Args, or a
+// transaction, Tx; once EvalMany returns, its Result or Err.
 type Call struct {
 	Script *redis.Script
 	Keys   []string
 	Args   []any
+	// Cmds, when set instead of Script, are commands sent one after the
+	// other in the round trip; Result is their replies, Err the first
+	// command's error (Errs has every command's).
+	Cmds   [][]any
 	Result any
 	Err    error
+	Errs   []error
+	sent   []*redis.Cmd // Cmds as queued in the pipeline
 }
 
 // complete records a read's result and, for the last read of its
@@ -98,7 +104,8 @@ func (b *Batcher) Eval(ctx context.Context, script *redis.Script, keys []string,
 }
 
 // EvalMany runs calls, in their order, in the round trip of the commands
-// queued with them, and sets each one's Result or Err, as Eval does.
+// queued with them, and sets each one's Result or Err, as Eval does. A
+// transaction is run again after a broken connection, as a script is.
 func (b *Batcher) EvalMany(ctx context.Context, calls []*Call) {
 	if len(calls) == 0 {
 		return
@@ -176,6 +183,11 @@ func (b *Batcher) read(ctx context.Context, batch []*Read) {
 	for i, p := range batch {
 		if e := p.eval; e != nil {
 			cmd := cmds[i].(*redis.Cmd)
+			if e.Cmds != nil {
+				e.replies()
+				p.complete(nil, e.Err)
+				continue
+			}
 			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") && b.conn != nil {
 				cmd = e.Script.Run(ctx, b.conn, e.Keys, e.Args...) // EVAL loads it
 			}
@@ -200,9 +212,16 @@ func (b *Batcher) roundTrip(ctx context.Context, batch []*Read) []redis.Cmder {
 	} else {
 		pipe := b.conn.Pipeline()
 		for i, p := range batch {
-			if e := p.eval; e != nil {
+			switch e := p.eval; {
+			case e != nil && e.Cmds != nil:
+				e.sent = e.sent[:0]
+				for _, c := range e.Cmds {
+					e.sent = append(e.sent, pipe.Do(ctx, c...))
+				}
+				cmds[i] = e.sent[0]
+			case e != nil:
 				cmds[i] = pipe.EvalSha(ctx, e.Script.Hash(), e.Keys, e.Args...)
-			} else {
+			default:
 				cmds[i] = pipe.Get(ctx, p.Key)
 			}
 		}
@@ -213,6 +232,17 @@ func (b *Batcher) roundTrip(ctx context.Context, batch []*Read) []redis.Cmder {
 		b.conn = nil
 	}
 	return cmds
+}
+
+// replies sets the Result, Err and Errs of a call of Cmds from its sent
+// commands.
+func (c *Call) replies() {
+	res := make([]any, len(c.sent))
+	c.Errs = make([]error, len(c.sent))
+	for i, cmd := range c.sent {
+		res[i], c.Errs[i] = cmd.Val(), cmd.Err()
+	}
+	c.Result, c.Err = res, c.Errs[0]
 }
 
 // connBroken says whether a command failed for its connection rather than

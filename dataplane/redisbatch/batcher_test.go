@@ -222,3 +222,32 @@ func TestBatcherEval(t *testing.T) {
 		t.Fatalf("second Eval (script known) = %v, %v", res, err)
 	}
 }
+
+// TestBatcherCommands runs two calls of commands with a GET queued beside
+// them: each command runs in order, and a refused one reports its error
+// without stopping the others.
+func TestBatcherCommands(t *testing.T) {
+	b, _ := newBatcher(t)
+	queued := &Read{Key: "k2", done: make(chan struct{}), last: true}
+	b.queue = append(b.queue, queued)
+	ok := &Call{Cmds: [][]any{{"mset", "c-a", "1", "c-b", "2"}, {"pexpire", "c-b", 60000}}}
+	bad := &Call{Cmds: [][]any{{"set"}, {"set", "c-c", "3"}}}
+	b.EvalMany(t.Context(), []*Call{ok, bad})
+	if res, _ := ok.Result.([]any); ok.Err != nil || len(res) != 2 || res[0] != "OK" || res[1] != int64(1) {
+		t.Errorf("commands = %v, %v; want [OK 1]", ok.Result, ok.Err)
+	}
+	if bad.Err == nil || len(bad.Errs) != 2 || bad.Errs[1] != nil {
+		t.Errorf("a refused command then a SET: %v, %v; want the first's error only", bad.Err, bad.Errs)
+	}
+	if <-queued.done; queued.Err != nil || string(queued.Value) != "v2" {
+		t.Errorf("queued GET k2 = %q, %v", queued.Value, queued.Err)
+	}
+	for key, want := range map[string]string{"c-a": "1", "c-b": "2", "c-c": "3"} {
+		if v, err := b.Get(t.Context(), key); err != nil || string(v) != want {
+			t.Errorf("%s = %q, %v; want %q", key, v, err, want)
+		}
+	}
+	if ttl, err := b.rdb.PTTL(t.Context(), "c-b").Result(); err != nil || ttl <= 0 {
+		t.Errorf("c-b's TTL = %v, %v; want one", ttl, err)
+	}
+}

@@ -49,20 +49,38 @@ func appliedKey(k dedupKey) string {
 	return string(b)
 }
 
-// applyCall is the run of applyScript that applies r, a PUT or DEL, once.
+// applyCall is the Redis call that applies r, a PUT or DEL, once: a run
+// of applyScript or, for the first datagram of a PUT (wire.FlagFirst), the
+// script's writes without its check. No datagram of that PUT went out
+// before, so no shim has applied it or set its mark; the mark is set all
+// the same, for the retransmissions a later run of the shim may receive.
+// One MSET writes the key and the mark together, as the script does; the
+// mark's expiry follows (a shim that dies in between leaves a mark that
+// never expires, which is still true). The two cost Redis a fifth of a
+// script's run (docs/benchmarks.md).
 func (s *Shim) applyCall(r *request) *redisbatch.Call {
+	mark, ttl := appliedKey(r.dedupKey()), s.cfg.DedupTTL.Milliseconds()
+	if r.op == wire.OpPut && r.first {
+		return &redisbatch.Call{Cmds: [][]any{{"mset", r.key, r.value, mark, 1}, {"pexpire", mark, ttl}}}
+	}
 	op, value := "del", []byte(nil)
 	if r.op == wire.OpPut {
 		op, value = "put", r.value
 	}
-	return &redisbatch.Call{Script: applyScript, Keys: []string{r.key, appliedKey(r.dedupKey())},
-		Args: []any{op, value, s.cfg.DedupTTL.Milliseconds()}}
+	return &redisbatch.Call{Script: applyScript, Keys: []string{r.key, mark}, Args: []any{op, value, ttl}}
 }
 
 // applyResult reads the reply of call, r's applyCall: whether this run
 // applied r (false: an earlier run of the shim already had) and, for a
 // delete, whether the key existed (as the first run found it).
 func applyResult(r *request, call *redisbatch.Call) (applied, existed bool, err error) {
+	if call.Cmds != nil {
+		// The MSET's outcome is the PUT's; the expiry's only its mark's.
+		if call.Err != nil {
+			return false, false, fmt.Errorf("cannot put %q: %w", r.key, call.Err)
+		}
+		return true, false, nil
+	}
 	n, ok := call.Result.(int64)
 	err = call.Err
 	if err == nil && !ok {

@@ -241,6 +241,7 @@ type request struct {
 	key    string
 	value  []byte // PUT's value, RMW's operation
 	direct bool   // a GET with FlagDirect: a client's, not a cache node's
+	first  bool   // a write's first datagram (FlagFirst): applied nowhere yet
 	start  time.Time
 }
 
@@ -405,6 +406,7 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		return // the reply will come when the request is served
 	case dedupDone:
 		s.stats.duplicates.Add(1)
+		stored.Key = req.Key
 		s.sendVia(out, src, &stored)
 		return
 	}
@@ -423,7 +425,8 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	case wire.OpPut, wire.OpDel, wire.OpRMW:
 		s.top.Write(req.Key)
 	}
-	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, direct: req.Has(wire.FlagDirect), start: now}
+	r := &request{src: src, op: req.Op, seq: req.Seq, key: key, direct: req.Has(wire.FlagDirect),
+		first: req.Op.IsWrite() && req.Has(wire.FlagFirst), start: now}
 	if req.Op == wire.OpPut || req.Op == wire.OpRMW {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 	}

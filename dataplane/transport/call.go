@@ -117,6 +117,9 @@ func (e *Endpoint) retransmitDue(t *time.Timer, interval *time.Duration, deadlin
 // than have the request served again.
 func (e *Endpoint) resend(c *call, dst netip.AddrPort, m *wire.Message, now time.Time) error {
 	c.resent.Store(true)
+	if m.Op.IsWrite() {
+		m.Flags &^= wire.FlagFirst // a datagram of the request went out before
+	}
 	from, n, ok := e.reasm.AskAgain(c.dst, c.op, m.Seq, now)
 	if !ok {
 		return e.Send(dst, m)

@@ -116,6 +116,55 @@ func TestCallRetransmitsWithSameSeq(t *testing.T) {
 	}
 }
 
+// TestRetransmissionsClearFlagFirst checks that only a write's first
+// datagram carries wire.FlagFirst, while the bit, FlagCacheOnly on a GET,
+// stays on every copy of a hedged read.
+func TestRetransmissionsClearFlagFirst(t *testing.T) {
+	tests := []struct {
+		op         wire.Op
+		laterFlags wire.Flag // on the retransmissions
+	}{
+		{wire.OpPut, 0},
+		{wire.OpDel, 0},
+		{wire.OpRMW, 0},
+		{wire.OpGet, wire.FlagCacheOnly},
+	}
+	for _, tt := range tests {
+		t.Run(tt.op.String(), func(t *testing.T) {
+			var (
+				mu    sync.Mutex
+				flags []wire.Flag
+			)
+			ep := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+				mu.Lock()
+				flags = append(flags, req.Flags&wire.FlagFirst)
+				n := len(flags)
+				mu.Unlock()
+				if n < 3 { // drop the first two copies
+					return
+				}
+				echo(out, src, req)
+			})
+			client := listen(t, nil, withRetransmit(time.Millisecond))
+			req := wire.Message{Header: wire.Header{Op: tt.op, Flags: wire.FlagFirst}, Key: []byte("k")}
+			if _, err := client.Call(t.Context(), ep.Addr(), &req); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, f := range flags {
+				want := tt.laterFlags
+				if i == 0 {
+					want = wire.FlagFirst
+				}
+				if f != want {
+					t.Errorf("copy %d of %s: flags %#x, want %#x", i+1, tt.op, f, want)
+				}
+			}
+		})
+	}
+}
+
 func TestCallContextEnds(t *testing.T) {
 	silent := listen(t, func(transport.Sender, netip.AddrPort, *wire.Message) {})
 	client := listen(t, nil, withRetransmit(time.Millisecond))

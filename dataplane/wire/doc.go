@@ -73,7 +73,8 @@
 // node may hand the reply to readers that joined its request (see
 // FlagTracked). FlagCacheOnly appears only on a client's GET to a cache
 // node, a hedged read: the node answers from its copy or refuses with
-// StatusUnavailable, and never reads the backend for it. FlagDirect on a
+// StatusUnavailable, and never reads the backend for it. The same bit on a
+// write to a shim is FlagFirst: the request's first datagram. FlagDirect on a
 // client's GET to a cache node asks the node to answer a miss with
 // StatusUnavailable and FlagDirect, and the client reads the key from its
 // shard's Redis.

@@ -91,6 +91,9 @@ func (o Op) IsReply() bool {
 	return false
 }
 
+// IsWrite reports whether o is a client's write request: PUT, DEL or RMW.
+func (o Op) IsWrite() bool { return o == OpPut || o == OpDel || o == OpRMW }
+
 // Reply returns the op that answers o.
 func (o Op) Reply() Op { return o + 1 }
 
@@ -126,6 +129,13 @@ const (
 	// from a valid copy (FlagHit), or refuse it with StatusUnavailable
 	// without reading the backend, so a hedge never adds storage load.
 	FlagCacheOnly Flag = 1 << 5
+	// FlagFirst marks the first datagram of a client's write request (PUT,
+	// DEL, RMW) to a storage shim: no datagram of the request went out
+	// before it, so no shim can have applied it, and the shim need not
+	// look for the request's applied mark in Redis. The transport clears
+	// it on every retransmission. It shares its bit with FlagCacheOnly,
+	// whose meaning is a GET's; a shim older than this meaning ignores it.
+	FlagFirst = FlagCacheOnly
 	// FlagAuth marks a datagram that ends with a TagLen-byte MAC of every
 	// byte before it (header, key, value bytes): see Authenticated and
 	// AppendSignedDatagram. Parse strips the tag; Signed returns it.
