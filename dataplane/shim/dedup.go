@@ -16,18 +16,38 @@ type dedupKey struct {
 	op  wire.Op
 }
 
-// dedupEntry is the stored reply of a completed write. A request in
-// progress has no entry of its own: its key maps to nil (see begin).
+// dedupID is a dedupKey as the table keeps it: without pointers, so that
+// a table of many thousand remembered writes costs the garbage collector
+// nothing to scan.
+type dedupID struct {
+	addr [16]byte
+	port uint16
+	op   wire.Op
+	seq  uint64
+}
+
+func idOf(k dedupKey) dedupID {
+	return dedupID{addr: k.src.Addr().As16(), port: k.src.Port(), op: k.op, seq: k.seq}
+}
+
+// dedupEntry is a request in progress (done false) or the stored reply of
+// a completed write: its header fields; an RMW's result, the only value a
+// write's reply carries, is in dedupTable.values. The reply's op and
+// sequence number are the request's, and its key the retransmission's.
 type dedupEntry struct {
-	reply   wire.Message // owns its bytes
-	expires time.Time
+	done       bool
+	status     wire.Status
+	flags      wire.Flag
+	expires    int64 // ns after the table's epoch
+	version    uint64
+	mapVersion uint64
 }
 
 // expiring is a completed entry in the order of completion, which is the
 // order of expiry because the TTL is fixed.
 type expiring struct {
-	key   dedupKey
-	entry *dedupEntry
+	id      dedupID
+	expires int64
 }
 
 // dedupResult says what to do with a write request.
@@ -45,68 +65,80 @@ const (
 // and break linearizability. Completed replies are kept for ttl; expired ones
 // are swept lazily on every begin, so the table needs no goroutine.
 type dedupTable struct {
-	ttl time.Duration
+	ttl   time.Duration
+	epoch time.Time // times are kept as ns after it
 
-	mu sync.Mutex // guards entries and expiry
-	// entries maps a request in progress to nil, and a completed write to
-	// its entry: most requests (every read) are never completed, and cost
-	// no allocation.
-	entries map[dedupKey]*dedupEntry
-	expiry  []expiring // completed entries, oldest first
+	mu      sync.Mutex // guards entries, values and expiry
+	entries map[dedupID]dedupEntry
+	values  map[dedupID][]byte // the values of stored replies that carry one
+	expiry  []expiring         // completed entries, oldest first
 }
 
 func newDedupTable(ttl time.Duration) *dedupTable {
-	return &dedupTable{ttl: ttl, entries: make(map[dedupKey]*dedupEntry)}
+	return &dedupTable{ttl: ttl, epoch: time.Now(), entries: make(map[dedupID]dedupEntry), values: make(map[dedupID][]byte)}
 }
 
 // begin registers request k at now. For dedupDone it also returns the
-// stored reply (shared: the caller must not modify it).
+// stored reply without its key (its value is shared: the caller must not
+// modify it).
 func (d *dedupTable) begin(k dedupKey, now time.Time) (dedupResult, wire.Message) {
+	id := idOf(k)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.sweepLocked(now)
-	if e, ok := d.entries[k]; ok {
-		if e == nil {
+	if e, ok := d.entries[id]; ok {
+		if !e.done {
 			return dedupInProgress, wire.Message{}
 		}
-		return dedupDone, e.reply
+		return dedupDone, wire.Message{
+			Header: wire.Header{Op: k.op.Reply(), Flags: e.flags, Status: e.status, Seq: k.seq, ValueVersion: e.version, MapVersion: e.mapVersion},
+			Value:  d.values[id],
+		}
 	}
-	d.entries[k] = nil
+	d.entries[id] = dedupEntry{}
 	return dedupNew, wire.Message{}
 }
 
-// complete stores the reply of request k, begun earlier, at now.
+// complete stores the reply of request k, begun earlier, at now: its
+// header fields and its value (copied).
 func (d *dedupTable) complete(k dedupKey, reply wire.Message, now time.Time) {
+	id := idOf(k)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e, ok := d.entries[k]; !ok || e != nil {
+	if e, ok := d.entries[id]; !ok || e.done {
 		return // abandoned, or completed already
 	}
-	e := &dedupEntry{reply: reply, expires: now.Add(d.ttl)}
-	d.entries[k] = e
-	d.expiry = append(d.expiry, expiring{key: k, entry: e})
+	expires := int64(now.Add(d.ttl).Sub(d.epoch))
+	d.entries[id] = dedupEntry{done: true, status: reply.Status, flags: reply.Flags, expires: expires,
+		version: reply.ValueVersion, mapVersion: reply.MapVersion}
+	if len(reply.Value) > 0 {
+		d.values[id] = append([]byte(nil), reply.Value...)
+	}
+	d.expiry = append(d.expiry, expiring{id: id, expires: expires})
 }
 
 // abandon forgets request k, begun earlier and not completed — a write that
 // was not executed, or a read once answered (reads are never completed) —
 // so that a later retransmit is served afresh.
 func (d *dedupTable) abandon(k dedupKey) {
+	id := idOf(k)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if e, ok := d.entries[k]; ok && e == nil {
-		delete(d.entries, k)
+	if e, ok := d.entries[id]; ok && !e.done {
+		delete(d.entries, id)
 	}
 }
 
 // sweepLocked drops the replies that expired by now.
 func (d *dedupTable) sweepLocked(now time.Time) {
+	t := int64(now.Sub(d.epoch))
 	n := 0
-	for n < len(d.expiry) && !now.Before(d.expiry[n].entry.expires) {
+	for n < len(d.expiry) && t >= d.expiry[n].expires {
 		x := d.expiry[n]
-		if d.entries[x.key] == x.entry {
-			delete(d.entries, x.key)
+		if e, ok := d.entries[x.id]; ok && e.done && e.expires == x.expires {
+			delete(d.entries, x.id)
+			delete(d.values, x.id)
 		}
-		d.expiry[n] = expiring{}
 		n++
 	}
 	d.expiry = d.expiry[n:]

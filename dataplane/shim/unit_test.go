@@ -20,7 +20,7 @@ func TestDedupTable(t *testing.T) {
 	a := dedupKey{src: netip.MustParseAddrPort("127.0.0.1:1"), seq: 1, op: wire.OpPut}
 	b := dedupKey{src: netip.MustParseAddrPort("127.0.0.1:2"), seq: 1, op: wire.OpPut}
 	aDel := dedupKey{src: a.src, seq: a.seq, op: wire.OpDel}
-	reply := wire.Message{Header: wire.Header{Op: wire.OpPutReply, Seq: 1, ValueVersion: 99}}
+	reply := wire.Message{Header: wire.Header{Op: wire.OpPutReply, Seq: 1, Status: wire.StatusOK, Flags: wire.FlagHit, ValueVersion: 99, MapVersion: 7}, Value: []byte("result")}
 	type step struct {
 		do   string // begin, complete, abandon
 		k    dedupKey
@@ -59,8 +59,8 @@ func TestDedupTable(t *testing.T) {
 					if got != s.want {
 						t.Fatalf("step %d: begin = %d, want %d", i, got, s.want)
 					}
-					if got == dedupDone && stored.ValueVersion != reply.ValueVersion {
-						t.Fatalf("step %d: stored reply %+v", i, stored.Header)
+					if got == dedupDone && (stored.Header != reply.Header || string(stored.Value) != string(reply.Value)) {
+						t.Fatalf("step %d: stored reply %+v %q, want %+v %q", i, stored.Header, stored.Value, reply.Header, reply.Value)
 					}
 				case "complete":
 					d.complete(s.k, reply, t0.Add(s.at))
