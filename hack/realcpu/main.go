@@ -46,7 +46,8 @@ type options struct {
 	keys                                uint64
 	writeRatio                          float64
 	duration, warmup                    time.Duration
-	concurrency, preload                int
+	concurrency, preload, valueSize     int
+	fill                                bool
 }
 
 func main() {
@@ -62,7 +63,9 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "measured window per mode and skew")
 	flag.DurationVar(&o.warmup, "warmup", 20*time.Second, "DistCache's warm-up before each window")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "operations outstanding (closed loop)")
-	flag.IntVar(&o.preload, "preload", 10000, "hottest keys written before the runs")
+	flag.BoolVar(&o.fill, "fill", true, "write every key once before the runs, on both sides, straight into Redis")
+	flag.IntVar(&o.preload, "preload", 0, "hottest keys written through each side before each run (0: none with -fill, else the bench's default)")
+	flag.IntVar(&o.valueSize, "value-size", 128, "value size in bytes")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -145,6 +148,11 @@ func (o options) start(ctx context.Context) (*sides, func(), error) {
 	sd.addrs = addrs
 	fmt.Fprintf(os.Stderr, "realcpu: %d servers each side, %g CPUs each; twemproxy's Redis servers at %s\n",
 		len(sd.distcache), o.cpu, strings.Join(addrs, ","))
+	if o.fill {
+		if err := o.fillKeys(ctx, st, sd); err != nil {
+			return nil, cleanup, err
+		}
+	}
 	return sd, cleanup, nil
 }
 
@@ -259,6 +267,10 @@ func ratio(n, d uint64) float64 {
 // benchMode runs one mode at skew and reads its report.
 func (o options) benchMode(ctx context.Context, skew float64, mode driver.Mode, servers []string) (*driver.Report, error) {
 	jsonPath := filepath.Join(o.out, fmt.Sprintf("bench-%s-skew-%g.json", mode, skew))
+	preload := o.preload
+	if preload == 0 && o.fill {
+		preload = -1 // every key exists: the bench writes none before the run
+	}
 	args := []string{"bench", "--run-dir", o.runDir, "--via", "gateway", "--modes", string(mode),
 		"--twemproxy-servers", strings.Join(servers, ","),
 		"--keys", strconv.FormatUint(o.keys, 10), "--skew", strconv.FormatFloat(skew, 'g', -1, 64),
@@ -266,7 +278,7 @@ func (o options) benchMode(ctx context.Context, skew float64, mode driver.Mode, 
 		// Offered far above what either side serves: the loop is closed by
 		// the outstanding operations.
 		"--rate", "1000000", "--concurrency", strconv.Itoa(o.concurrency),
-		"--preload", strconv.Itoa(o.preload), "--duration", o.duration.String(), "--warmup", o.warmup.String(),
+		"--preload", strconv.Itoa(preload), "--value-size", strconv.Itoa(o.valueSize), "--duration", o.duration.String(), "--warmup", o.warmup.String(),
 		"--predict=false", "--json", jsonPath}
 	fmt.Fprintf(os.Stderr, "realcpu: %s %s\n", o.distcache, strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, o.distcache, args...)

@@ -39,8 +39,12 @@ func idle(m driver.ModeResult) string {
 
 func (o options) render(rows []row) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Real CPU, no emulation: every server limited to %g CPUs (%d µs every 100 ms), %d keys, %.0f %% writes, %d operations outstanding.\n\n",
-		o.cpu, int(o.cpu*100_000), o.keys, o.writeRatio*100, o.concurrency)
+	written := "every key written before the runs"
+	if !o.fill {
+		written = "the bench's hottest keys written before each run"
+	}
+	fmt.Fprintf(&b, "Real CPU, no emulation: every server limited to %g CPUs (%d µs every 100 ms), %d keys (%s), %.0f %% writes, %d operations outstanding.\n\n",
+		o.cpu, int(o.cpu*100_000), o.keys, written, o.writeRatio*100, o.concurrency)
 	b.WriteString("| Zipf | twemproxy ops/s | p99 ms | throttled | host idle | DistCache ops/s | p99 ms | hit ratio | throttled | host idle | DistCache / twemproxy | errors (t/d) | lost writes |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {

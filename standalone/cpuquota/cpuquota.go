@@ -135,6 +135,25 @@ func (h Hierarchy) enableCPU(dir string) error {
 	return nil
 }
 
+// SetLimit sets the group's quota to cpus CPUs per DefaultPeriod, or
+// lifts it (cpus 0). It works on a group of either hierarchy, whoever
+// created it.
+func (g *Group) SetLimit(cpus float64) error {
+	v1, v2 := "-1", "max"
+	if cpus != 0 {
+		if err := CheckLimit(cpus); err != nil {
+			return fmt.Errorf("cannot limit %s: %w", g.Name, err)
+		}
+		quota := time.Duration(cpus * float64(DefaultPeriod)).Microseconds()
+		v1, v2 = strconv.FormatInt(quota, 10), strconv.FormatInt(quota, 10)
+	}
+	g.CPUs = cpus
+	if _, err := os.Stat(filepath.Join(g.Dir, "cpu.max")); err == nil {
+		return g.write("cpu.max", fmt.Sprintf("%s %d", v2, DefaultPeriod.Microseconds()))
+	}
+	return g.write("cpu.cfs_quota_us", v1)
+}
+
 func (g *Group) write(file, v string) error {
 	if err := os.WriteFile(filepath.Join(g.Dir, file), []byte(v), 0o644); err != nil {
 		return fmt.Errorf("cannot set %s of cgroup %s to %q: %w", file, g.Name, v, err)

@@ -79,6 +79,38 @@ func TestCreateOnEachVersion(t *testing.T) {
 	}
 }
 
+// SetLimit lifts and sets again a group's quota, on either version, for
+// a Group known only by its directory.
+func TestSetLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, lifted, limited string
+	}{
+		{"v1", "cpu.cfs_quota_us", "-1", "2500"},
+		{"v2", "cpu.max", "max 100000", "2500 100000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, tc.file), "5000")
+			g := &Group{Name: "s0", Dir: dir}
+			if err := g.SetLimit(0); err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, filepath.Join(dir, tc.file)); got != tc.lifted {
+				t.Errorf("lifted: %s = %q, want %q", tc.file, got, tc.lifted)
+			}
+			if err := g.SetLimit(0.025); err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, filepath.Join(dir, tc.file)); got != tc.limited {
+				t.Errorf("limited: %s = %q, want %q", tc.file, got, tc.limited)
+			}
+			if err := g.SetLimit(0.001); err == nil {
+				t.Error("a limit below the kernel's minimum was accepted")
+			}
+		})
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	root := t.TempDir()
 	if _, err := detectUnder(root); err == nil || !strings.Contains(err.Error(), "no cgroup cpu controller") {

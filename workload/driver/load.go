@@ -197,7 +197,7 @@ func (r *runner) dispatch(ctx context.Context, ph phase, start time.Time, ops ch
 
 // do runs one operation on cl and counts it in t (and h, if not nil).
 func (r *runner) do(ctx context.Context, cl Store, mode Mode, o op, t *tally, h *histogram) {
-	key := modeKey(mode, workload.Key(o.id))
+	key := ModeKey(mode, workload.Key(o.id))
 	begin := time.Now()
 	var err error
 	if o.write {

@@ -271,7 +271,7 @@ func (r *runner) preload(ctx context.Context, mode Mode, stores []Store, both bo
 		if i >= hot {
 			id = r.keys.shiftedID(uint64(i - hot))
 		}
-		key := modeKey(mode, workload.Key(id))
+		key := ModeKey(mode, workload.Key(id))
 		if err := r.preloadKey(ctx, stores[i%len(stores)], key); err != nil {
 			failed.Add(1)
 			r.log.Debug("preload write failed", "key", key, "err", err)

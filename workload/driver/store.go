@@ -34,8 +34,9 @@ type RedisWorker interface {
 // works on keys of its own, which no cache node ever holds.
 const twemproxyPrefix = "twemproxy:"
 
-// modeKey is the key of rank's key id in mode.
-func modeKey(mode Mode, key string) string {
+// ModeKey is the key a run of mode reads and writes for key: twemproxy has
+// keys of its own.
+func ModeKey(mode Mode, key string) string {
 	if mode == Twemproxy {
 		return twemproxyPrefix + key
 	}
