@@ -42,12 +42,15 @@ func loadPeriod(window time.Duration) int64 {
 	return int64(min(maxLoadPeriod, window/100))
 }
 
-// countGet tallies a GET that arrived at now.
-func (n *Node) countGet(now int64) {
+// countGet tallies a GET that arrived at now and returns how many the
+// tally holds with it.
+func (n *Node) countGet(now int64) uint64 {
 	t := &n.tally
-	if t.pending.Add(1) >= loadBatch || now-t.at.Load() >= t.period {
+	p := t.pending.Add(1)
+	if p >= loadBatch || now-t.at.Load() >= t.period {
 		n.addTally(now)
 	}
+	return p
 }
 
 // addTally adds the tallied GETs to the meter and records the load at now,
