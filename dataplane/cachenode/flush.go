@@ -20,7 +20,7 @@ import (
 func (n *Node) handleFlush(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	rack, shard, ok := v.p.Map().StorageShard(string(req.Key))
 	if !ok {
-		n.refuse(out, src, req, v, n.now(start), wire.StatusNotOwner, start)
+		n.refuse(out, src, req, v, n.now(start), wire.StatusNotOwner, start, true)
 		return
 	}
 	n.sealFlights()

@@ -37,7 +37,7 @@ func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	default:
 		// PUT, DEL and FETCH belong to the storage shim.
 		n.stats.notOwner.Add(1)
-		n.refuse(out, src, req, v, n.now(start), wire.StatusNotOwner, start)
+		n.refuse(out, src, req, v, n.now(start), wire.StatusNotOwner, start, true)
 	}
 }
 
@@ -49,16 +49,16 @@ func (n *Node) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 // miss-ratio curve (curve.go). The hit path does not allocate.
 func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
 	now := n.now(start)
-	tallied := n.countGet(now)
+	timed := n.countGet(now)%timedGets == 1
 	n.stats.gets.Add(1)
 	if !v.active {
 		n.stats.refused.Add(1)
-		n.refuse(out, src, req, v, now, wire.StatusNotOwner, start)
+		n.refuse(out, src, req, v, now, wire.StatusNotOwner, start, timed)
 		return
 	}
 	if n.draining.Load() { // stopping (drain.go): read elsewhere
 		n.stats.refused.Add(1)
-		n.refuse(out, src, req, v, now, wire.StatusUnavailable, start)
+		n.refuse(out, src, req, v, now, wire.StatusUnavailable, start, timed)
 		return
 	}
 	value, version, st := n.store.lookup(req.Key)
@@ -73,10 +73,10 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		}
 		if req.Has(wire.FlagCacheOnly) { // a hedged read: a copy or nothing
 			n.stats.cacheOnlyRefused.Add(1)
-			n.refuse(out, src, req, v, now, wire.StatusUnavailable, start)
+			n.refuse(out, src, req, v, now, wire.StatusUnavailable, start, timed)
 			return
 		}
-		n.miss(out, src, req, v, st, owned, start)
+		n.miss(out, src, req, v, st, owned, start, timed)
 		return
 	}
 	n.observeRead(req)
@@ -92,26 +92,32 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		status = wire.StatusNotFound // a negative entry: the key is not in storage
 	}
 	n.replyInPlace(out, src, req, v, n.loadAt(now), status, wire.FlagHit, version, value)
-	took := time.Duration(-1) // counted, not timed
-	if tallied%timedHits == 1 {
-		took = time.Since(start)
-	}
-	n.reqs.Observe(wire.OpGet, metrics.ResultHit, took)
+	n.reqs.Observe(wire.OpGet, metrics.ResultHit, since(start, timed))
 }
 
-// timedHits: the node times one GET hit in this many, the first of each
-// tally of the load meter and every timedHits-th after it, so a lightly
-// loaded node times them all. A hit takes a microsecond or two, under the
-// duration histogram's first bucket; reading the clock for its end and
-// observing it was a twelfth of the hit's CPU.
-const timedHits = 16
+// timedGets: the node times one GET in this many, hit or not, the first
+// of each tally of the load meter and every timedGets-th after it, so a
+// lightly loaded node times them all and the duration histogram mixes
+// hits and misses as they come. A hit takes a microsecond or two, under
+// the histogram's first bucket; reading the clock for its end and
+// observing it was a twelfth of the hit's CPU. Every GET is counted.
+const timedGets = 16
+
+// since is the time from start to now for a timed request, and -1 (not
+// timed: Requests.Observe counts it only) for another.
+func since(start time.Time, timed bool) time.Duration {
+	if !timed {
+		return -1
+	}
+	return time.Since(start)
+}
 
 // refuse answers req with status and no value, at now on the node's clock,
 // and observes it (arrived at start) under its op and status.
-func (n *Node) refuse(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, now int64, status wire.Status, start time.Time) {
+func (n *Node) refuse(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, now int64, status wire.Status, start time.Time, timed bool) {
 	op := req.Op // replyInPlace turns req into the reply
 	n.replyInPlace(out, src, req, v, n.loadAt(now), status, 0, 0, nil)
-	n.reqs.Observe(op, metrics.StatusResult(status), time.Since(start))
+	n.reqs.Observe(op, metrics.StatusResult(status), since(start, timed))
 }
 
 // replyInPlace turns req into its reply (same seq, key and digest) with

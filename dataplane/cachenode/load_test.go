@@ -50,7 +50,7 @@ func TestLoadCountsTalliedGets(t *testing.T) {
 }
 
 // TestHitsTimedOneInSixteen serves 64 hits within one tally period: all
-// are counted, and the hits that open each tally of 32 and the sixteenth
+// are counted, and the GETs that open each tally of 32 and the sixteenth
 // after them are timed (4).
 func TestHitsTimedOneInSixteen(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -65,8 +65,8 @@ func TestHitsTimedOneInSixteen(t *testing.T) {
 		n.handle(discardSender{}, netip.MustParseAddrPort("127.0.0.1:9"), &m)
 	}
 	counted, timed := getHits(t, reg)
-	if counted-counted0 != hits || timed-timed0 != hits/timedHits {
-		t.Errorf("%v hits counted, %d timed; want %d, %d", counted-counted0, timed-timed0, hits, hits/timedHits)
+	if counted-counted0 != hits || timed-timed0 != hits/timedGets {
+		t.Errorf("%v hits counted, %d timed; want %d, %d", counted-counted0, timed-timed0, hits, hits/timedGets)
 	}
 }
 

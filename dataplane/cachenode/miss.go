@@ -15,7 +15,7 @@ import (
 type waiter struct {
 	src     netip.AddrPort
 	seq     uint64
-	arrived time.Time
+	arrived time.Time // zero: not timed (timedGets)
 }
 
 // waiterID identifies a request; a retransmission has the same one.
@@ -56,7 +56,7 @@ type flight struct {
 // pending write (Fencing in docs/dataplane.md). Any other reader starts a
 // backend read of its own, unless it reads storage itself (wire.FlagDirect):
 // then it is told so at once, through out.
-func (n *Node) miss(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, st entryState, owned bool, start time.Time) {
+func (n *Node) miss(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, st entryState, owned bool, start time.Time, timed bool) {
 	n.stats.misses.Add(1)
 	key := bytesView(req.Key)
 	if owned {
@@ -67,7 +67,10 @@ func (n *Node) miss(out transport.Sender, src netip.AddrPort, req *wire.Message,
 		// decisions, and the next interval fetches it again.
 		n.det.RecordHit(key)
 	}
-	w := waiter{src: src, seq: req.Seq, arrived: start}
+	w := waiter{src: src, seq: req.Seq}
+	if timed {
+		w.arrived = start
+	}
 	n.missMu.Lock()
 	shared := owned && n.leased(start)
 	joinable := shared && !n.pending.active(key, start)
@@ -88,7 +91,7 @@ func (n *Node) miss(out transport.Sender, src netip.AddrPort, req *wire.Message,
 	}
 	if req.Has(wire.FlagDirect) {
 		n.missMu.Unlock()
-		n.readsElsewhere(out, src, req, v, start)
+		n.readsElsewhere(out, src, req, v, start, timed)
 		return
 	}
 	if f := n.flights[key]; f != nil && joinable {
@@ -117,10 +120,10 @@ func (n *Node) miss(out transport.Sender, src netip.AddrPort, req *wire.Message,
 // cheap as a hit. A write's coherence does not depend on it: the reader
 // reads Redis after this node has seen the read, and every write of the
 // key reaches Redis only after its invalidation here.
-func (n *Node) readsElsewhere(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time) {
+func (n *Node) readsElsewhere(out transport.Sender, src netip.AddrPort, req *wire.Message, v *view, start time.Time, timed bool) {
 	n.stats.directMisses.Add(1)
 	n.replyInPlace(out, src, req, v, n.loadAt(n.now(start)), wire.StatusUnavailable, wire.FlagDirect, 0, nil)
-	n.reqs.Observe(wire.OpGet, metrics.ResultMiss, time.Since(start))
+	n.reqs.Observe(wire.OpGet, metrics.ResultMiss, since(start, timed))
 }
 
 // newFlight is a flight of key kb, which it owns from now on, for
@@ -214,6 +217,10 @@ func (n *Node) answerWaiters(out transport.Sender, reply *wire.Message, ws []wai
 		if err := out.Send(w.src, reply); err != nil {
 			n.log.Debug("cannot answer a waiting read", "key", string(reply.Key), "to", w.src, "err", err)
 		}
-		n.reqs.Observe(wire.OpGet, result, now.Sub(w.arrived))
+		took := time.Duration(-1) // not timed
+		if !w.arrived.IsZero() {
+			took = now.Sub(w.arrived)
+		}
+		n.reqs.Observe(wire.OpGet, result, took)
 	}
 }

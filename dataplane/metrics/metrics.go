@@ -74,7 +74,7 @@ func NewRequests(reg prometheus.Registerer) (*Requests, error) {
 	}, []string{"op", "result"})
 	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "distcache_request_duration_seconds",
-		Help:    "Time from receiving (or sending) a request to its reply, by op. A busy cache node times one GET hit in 16 (all are counted in distcache_requests_total).",
+		Help:    "Time from receiving (or sending) a request to its reply, by op. A busy cache node times one GET in 16, hit or miss (all are counted in distcache_requests_total).",
 		Buckets: DurationBuckets,
 	}, []string{"op"})
 	if err := Register(reg, total, dur); err != nil {
