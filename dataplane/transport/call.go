@@ -117,8 +117,12 @@ func (e *Endpoint) retransmitDue(t *time.Timer, interval *time.Duration, deadlin
 // than have the request served again.
 func (e *Endpoint) resend(c *call, dst netip.AddrPort, m *wire.Message, now time.Time) error {
 	c.resent.Store(true)
-	if m.Op.IsWrite() {
-		m.Flags &^= wire.FlagFirst // a datagram of the request went out before
+	if m.Op.IsWrite() && m.Has(wire.FlagFirst) {
+		// A datagram of the request went out before. A copy: the caller's
+		// message may still be being sent (CallManyFunc's first send).
+		again := *m
+		again.Flags &^= wire.FlagFirst
+		m = &again
 	}
 	from, n, ok := e.reasm.AskAgain(c.dst, c.op, m.Seq, now)
 	if !ok {
