@@ -110,17 +110,25 @@ func (b *Batcher) EvalMany(ctx context.Context, calls []*Call) {
 	if len(calls) == 0 {
 		return
 	}
-	ps, reads := make([]*Read, len(calls)), make([]Read, len(calls))
-	done := make(chan struct{})
-	for i, c := range calls {
-		reads[i] = Read{done: done, eval: c}
-		ps[i] = &reads[i]
-	}
-	reads[len(reads)-1].last = true
+	ps := newReads(len(calls), func(r *Read, i int) { r.eval = calls[i] })
 	b.run(ctx, ps)
 	for i, c := range calls {
-		c.Err = reads[i].Err
+		c.Err = ps[i].Err
 	}
+}
+
+// newReads returns n reads that share one done channel, the last one
+// closing it, each set up by set.
+func newReads(n int, set func(r *Read, i int)) []*Read {
+	ps, reads := make([]*Read, n), make([]Read, n)
+	done := make(chan struct{})
+	for i := range reads {
+		reads[i].done = done
+		set(&reads[i], i)
+		ps[i] = &reads[i]
+	}
+	reads[n-1].last = true
+	return ps
 }
 
 // Get reads key: its value, or redis.Nil when it does not exist.
@@ -135,13 +143,7 @@ func (b *Batcher) GetMany(ctx context.Context, keys []string) []*Read {
 	if len(keys) == 0 {
 		return nil
 	}
-	ps, reads := make([]*Read, len(keys)), make([]Read, len(keys))
-	done := make(chan struct{})
-	for i, key := range keys {
-		reads[i] = Read{Key: key, done: done}
-		ps[i] = &reads[i]
-	}
-	reads[len(reads)-1].last = true
+	ps := newReads(len(keys), func(r *Read, i int) { r.Key = keys[i] })
 	b.run(ctx, ps)
 	return ps
 }

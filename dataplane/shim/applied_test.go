@@ -17,14 +17,18 @@ func TestFirstDatagramSkipsTheScript(t *testing.T) {
 	e := newEnv(t)
 	key := e.key(0, "first")
 	raw := newRawConn(t)
-	first, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpPut, Flags: wire.FlagFirst, Seq: 42}, Key: []byte(key), Value: []byte("v1")}, wire.DefaultDatagram)
-	if err != nil {
-		t.Fatal(err)
+	put := func(flags wire.Flag) {
+		t.Helper()
+		d, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpPut, Flags: flags, Seq: 42}, Key: []byte(key), Value: []byte("v1")}, wire.DefaultDatagram)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.send(e.shim.Addr(), d)
+		if r := raw.receive(); r.Status != wire.StatusOK || r.Seq != 42 {
+			t.Fatalf("PUT (flags %#x): %s seq %d", flags, r.Status, r.Seq)
+		}
 	}
-	raw.send(e.shim.Addr(), first)
-	if r := raw.receive(); r.Status != wire.StatusOK || r.Seq != 42 {
-		t.Fatalf("first PUT: %s seq %d", r.Status, r.Seq)
-	}
+	put(wire.FlagFirst)
 	if got := e.redisValue(key); got != "v1" {
 		t.Fatalf("Redis holds %q, want v1", got)
 	}
@@ -41,14 +45,7 @@ func TestFirstDatagramSkipsTheScript(t *testing.T) {
 	}
 	e.restart()
 	e.mustStatus(wire.OpPut, key, []byte("v2"), wire.StatusOK)
-	retransmit, err := wire.Encode(&wire.Message{Header: wire.Header{Op: wire.OpPut, Seq: 42}, Key: []byte(key), Value: []byte("v1")}, wire.DefaultDatagram)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw.send(e.shim.Addr(), retransmit)
-	if r := raw.receive(); r.Status != wire.StatusOK || r.Seq != 42 {
-		t.Fatalf("retransmitted PUT: %s seq %d", r.Status, r.Seq)
-	}
+	put(0) // its retransmission reaches the restarted shim
 	if got := e.redisValue(key); got != "v2" {
 		t.Errorf("the retransmit was applied again: Redis holds %q, want the later write", got)
 	}

@@ -84,33 +84,47 @@ func testRoundTrip(t *testing.T, value []byte, opts ...func(*transport.Config)) 
 	}
 }
 
-func TestCallRetransmitsWithSameSeq(t *testing.T) {
+// dropTwice listens, passes every request received to record, drops the
+// first two and echoes the others. record runs under a lock that locked
+// holds too while it runs f: copies may still arrive after a call ends.
+func dropTwice(t *testing.T, record func(*wire.Message)) (ep *transport.Endpoint, locked func(f func())) {
 	var (
-		mu   sync.Mutex
-		seqs []uint64
+		mu sync.Mutex
+		n  int
 	)
-	ep := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+	ep = listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
 		mu.Lock()
-		seqs = append(seqs, req.Seq)
-		n := len(seqs)
+		record(req)
+		n++
+		seen := n
 		mu.Unlock()
-		if n < 3 { // drop the first two copies
+		if seen < 3 {
 			return
 		}
 		echo(out, src, req)
 	})
+	return ep, func(f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		f()
+	}
+}
+
+func TestCallRetransmitsWithSameSeq(t *testing.T) {
+	var seqs []uint64
+	ep, locked := dropTwice(t, func(req *wire.Message) { seqs = append(seqs, req.Seq) })
 	client := listen(t, nil, withRetransmit(time.Millisecond))
 	req := wire.Message{Header: wire.Header{Op: wire.OpGet}, Key: []byte("k")}
 	if _, err := client.Call(context.Background(), ep.Addr(), &req); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for _, s := range seqs {
-		if s != req.Seq {
-			t.Fatalf("retransmission used seq %d, want %d", s, req.Seq)
+	locked(func() {
+		for _, s := range seqs {
+			if s != req.Seq {
+				t.Fatalf("retransmission used seq %d, want %d", s, req.Seq)
+			}
 		}
-	}
+	})
 	if st := client.Stats(); st.Retransmits < 2 {
 		t.Fatalf("Retransmits = %d, want >= 2", st.Retransmits)
 	}
@@ -131,36 +145,24 @@ func TestRetransmissionsClearFlagFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.op.String(), func(t *testing.T) {
-			var (
-				mu    sync.Mutex
-				flags []wire.Flag
-			)
-			ep := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
-				mu.Lock()
-				flags = append(flags, req.Flags&wire.FlagFirst)
-				n := len(flags)
-				mu.Unlock()
-				if n < 3 { // drop the first two copies
-					return
-				}
-				echo(out, src, req)
-			})
+			var flags []wire.Flag
+			ep, locked := dropTwice(t, func(req *wire.Message) { flags = append(flags, req.Flags&wire.FlagFirst) })
 			client := listen(t, nil, withRetransmit(time.Millisecond))
 			req := wire.Message{Header: wire.Header{Op: tt.op, Flags: wire.FlagFirst}, Key: []byte("k")}
 			if _, err := client.Call(t.Context(), ep.Addr(), &req); err != nil {
 				t.Fatal(err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			for i, f := range flags {
-				want := tt.laterFlags
-				if i == 0 {
-					want = wire.FlagFirst
+			locked(func() {
+				for i, f := range flags {
+					want := tt.laterFlags
+					if i == 0 {
+						want = wire.FlagFirst
+					}
+					if f != want {
+						t.Errorf("copy %d of %s: flags %#x, want %#x", i+1, tt.op, f, want)
+					}
 				}
-				if f != want {
-					t.Errorf("copy %d of %s: flags %#x, want %#x", i+1, tt.op, f, want)
-				}
-			}
+			})
 		})
 	}
 }
