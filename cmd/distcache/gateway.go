@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +34,7 @@ the commands.`,
   distcache gateway --map-configmap shop/shop-partition-map --redis-addr :6379 --data-plane-key-dir /etc/distcache/data-plane-key`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			defaultGCPercent(gatewayGCPercent)
 			log, w, err := o.load(cmd.Context())
 			if err != nil {
 				return err
@@ -90,4 +93,19 @@ the commands.`,
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	_ = f.MarkHidden("listen") // the client's UDP address is --client-addr
 	return cmd
+}
+
+// gatewayGCPercent is the gateway's GOGC unless its environment sets one.
+// Its live heap is small (its connections' buffers and the rounds in
+// flight) and it allocates per request, so collecting a quarter as often
+// cost 9 MiB of resident memory under load (90 against 81) and saved a
+// sixth of its CPU per pipelined GET (docs/benchmarks.md).
+const gatewayGCPercent = 400
+
+// defaultGCPercent sets the garbage collector's target to percent, unless
+// GOGC is in the environment.
+func defaultGCPercent(percent int) {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(percent)
+	}
 }
