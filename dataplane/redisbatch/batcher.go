@@ -66,8 +66,8 @@ type Read struct {
 	eval *Call
 }
 
-// Call is one script's run for EvalMany, Script with Keys and Args, or a
-// transaction, Tx; once EvalMany returns, its Result or Err.
+// Call is one script's run for EvalMany, Script with Keys and Args, or
+// plain commands, Cmds; once EvalMany returns, its Result or Err.
 type Call struct {
 	Script *redis.Script
 	Keys   []string
@@ -104,8 +104,8 @@ func (b *Batcher) Eval(ctx context.Context, script *redis.Script, keys []string,
 }
 
 // EvalMany runs calls, in their order, in the round trip of the commands
-// queued with them, and sets each one's Result or Err, as Eval does. A
-// transaction is run again after a broken connection, as a script is.
+// queued with them, and sets each one's Result or Err, as Eval does.
+// Commands are sent again after a broken connection, as a script is.
 func (b *Batcher) EvalMany(ctx context.Context, calls []*Call) {
 	if len(calls) == 0 {
 		return

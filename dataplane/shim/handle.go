@@ -84,9 +84,9 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 	}
 	switch {
-	case req.Op == wire.OpGet && s.batchesReads():
+	case req.Op == wire.OpGet && s.batches():
 		s.reads.add(r) // served when the receive batch ends
-	case req.Op != wire.OpFetch && req.Op != wire.OpGet && s.batchesWrites():
+	case req.Op.IsWrite() && s.batches():
 		s.writes.add(r) // served when the receive batch ends
 	default:
 		s.goServe(r)

@@ -9,7 +9,7 @@ import (
 // requestQueue holds the GETs, or the writes (writebatch.go), of the
 // receive batches being served. For GETs: the reader
 // that served a batch serves them when the batch ends
-// (transport.Config.AfterBatch, serveQueuedReads): on one goroutine, their
+// (transport.Config.AfterBatch, serveQueued): on one goroutine, their
 // keys read from Redis in one round trip and their replies sent in one
 // transport.Endpoint.SendMany (with bundles, a datagram per requester),
 // instead of a goroutine, a wait for the Redis round trip and a send each.
@@ -39,24 +39,37 @@ func (q *requestQueue) take() []*request {
 	return rs
 }
 
-// batchesReads says whether GETs are served a receive batch at a time.
-func (s *Shim) batchesReads() bool { return !s.work.Limited() }
+// batches says whether GETs, and writes (writebatch.go), are served a
+// receive batch at a time: only without an emulated capacity, where each
+// request waits for its own work unit.
+func (s *Shim) batches() bool { return !s.work.Limited() }
 
-// serveQueuedReads serves the GETs the receive batch queued: alone as any
-// request, or together (serveReadBatch), on a goroutine of the pool.
-func (s *Shim) serveQueuedReads() {
-	rs := s.reads.take()
-	var started bool
+// serveQueued serves what the receive batch queued, on goroutines of the
+// pool: its GETs together (serveReadBatch), its writes together
+// (serveWriteBatch), or either alone as any request.
+func (s *Shim) serveQueued() {
+	s.serveTaken(s.reads.take(), s.serveReadBatch)
+	s.serveTaken(s.writes.take(), s.serveWriteBatch)
+}
+
+// serveTaken serves the requests a queue held: one alone (serve), several
+// with together.
+func (s *Shim) serveTaken(rs []*request, together func([]*request)) {
 	switch len(rs) {
 	case 0:
-		return
 	case 1:
-		started = s.tasks.Go(func() { s.serve(rs[0]) })
+		s.goServe(rs[0])
 	default:
-		started = s.tasks.Go(func() { s.serveReadBatch(rs) })
+		if !s.tasks.Go(func() { together(rs) }) {
+			s.dropUnserved(rs...)
+		}
 	}
-	if !started {
-		s.dropUnserved(rs...)
+}
+
+// goServe serves r alone, on a goroutine of the pool (serve).
+func (s *Shim) goServe(r *request) {
+	if !s.tasks.Go(func() { s.serve(r) }) {
+		s.dropUnserved(r)
 	}
 }
 

@@ -87,14 +87,14 @@ type rmwOutcome struct {
 	uncacheable bool
 }
 
-// rmwCall is the run of rmwScript that applies r's RMW once; nil, with
-// the outcome, for a malformed operation, refused without one.
-func (s *Shim) rmwCall(r *request) (*redisbatch.Call, rmwOutcome) {
+// rmwCall is the run of rmwScript that applies r's RMW once; nil for a
+// malformed operation, refused with StatusInternal (writeOutcomeOf).
+func (s *Shim) rmwCall(r *request) *redisbatch.Call {
 	op, arg, perr := wire.ParseRMW(r.value)
 	if perr != nil {
 		// A malformed operation is refused, not a Redis failure.
 		s.log.Debug("malformed RMW refused", "key", r.key, "src", r.src, "err", perr)
-		return nil, rmwOutcome{status: wire.StatusInternal}
+		return nil
 	}
 	argv := []any{op.String(), string(arg), s.cfg.DedupTTL.Milliseconds(), wire.MaxValueLen}
 	switch op {
@@ -105,7 +105,7 @@ func (s *Shim) rmwCall(r *request) (*redisbatch.Call, rmwOutcome) {
 		argv[1] = string(value)
 		argv = append(argv, cond, bit(opts&wire.SetGet), px, bit(opts&wire.SetKeepTTL))
 	}
-	return &redisbatch.Call{Script: rmwScript, Keys: []string{r.key, appliedKey(r.dedupKey())}, Args: argv}, rmwOutcome{}
+	return &redisbatch.Call{Script: rmwScript, Keys: []string{r.key, appliedKey(r.dedupKey())}, Args: argv}
 }
 
 // rmwResult reads the reply of call, r's rmwCall.

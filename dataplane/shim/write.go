@@ -124,12 +124,12 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	// shim's reads rather than the write.
 	s.work.TakeAhead(copies)
 	t := time.Now()
-	call, refused := s.writeCall(r)
+	call := s.writeCall(r)
 	if call != nil {
 		s.redisq.EvalMany(s.ctx, []*redisbatch.Call{call})
 	}
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
-	return s.writeOutcomeOf(r, v, owners, call, refused)
+	return s.writeOutcomeOf(r, v, owners, call)
 }
 
 // countWrite counts a write of op.
@@ -144,19 +144,18 @@ func (s *Shim) countWrite(op wire.Op) {
 	}
 }
 
-// writeCall is the script run that applies r in Redis; nil, with the
-// outcome, for an RMW refused without one (malformed).
-func (s *Shim) writeCall(r *request) (*redisbatch.Call, rmwOutcome) {
+// writeCall is the Redis call that applies r; nil for an RMW refused
+// without one (malformed).
+func (s *Shim) writeCall(r *request) *redisbatch.Call {
 	if r.op == wire.OpRMW {
 		return s.rmwCall(r)
 	}
-	return s.applyCall(r), rmwOutcome{}
+	return s.applyCall(r)
 }
 
 // writeOutcomeOf reads the reply of call, r's Redis write of version v
-// after phase 1 invalidated owners (refused: the outcome of an RMW that
-// ran nothing).
-func (s *Shim) writeOutcomeOf(r *request, v uint64, owners []owner, call *redisbatch.Call, refused rmwOutcome) writeOutcome {
+// after phase 1 invalidated owners (call nil: a malformed RMW, refused).
+func (s *Shim) writeOutcomeOf(r *request, v uint64, owners []owner, call *redisbatch.Call) writeOutcome {
 	var (
 		applied, existed bool
 		rmw              rmwOutcome
@@ -169,7 +168,7 @@ func (s *Shim) writeOutcomeOf(r *request, v uint64, owners []owner, call *redisb
 			rmw.value, rmw.exists = r.value, true
 		}
 	case call == nil:
-		rmw = refused
+		rmw = rmwOutcome{status: wire.StatusInternal}
 	default:
 		rmw, err = rmwResult(r, call)
 		applied = rmw.applied

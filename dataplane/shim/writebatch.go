@@ -19,48 +19,13 @@ import (
 // whose key's lock is taken, or that has owners to invalidate, is served
 // alone (serveWrite), as before.
 
-// batchesWrites says whether writes are served a receive batch at a time:
-// as GETs, only without an emulated capacity, where each waits for its own
-// work unit.
-func (s *Shim) batchesWrites() bool { return !s.work.Limited() }
-
-// serveQueued serves what the receive batch queued: its GETs and its
-// writes.
-func (s *Shim) serveQueued() {
-	s.serveQueuedReads()
-	s.serveQueuedWrites()
-}
-
-// serveQueuedWrites serves the writes the receive batch queued: alone as
-// any request, or together (serveWriteBatch), on a goroutine of the pool.
-func (s *Shim) serveQueuedWrites() {
-	ws := s.writes.take()
-	switch len(ws) {
-	case 0:
-	case 1:
-		s.goServe(ws[0])
-	default:
-		if !s.tasks.Go(func() { s.serveWriteBatch(ws) }) {
-			s.dropUnserved(ws...)
-		}
-	}
-}
-
-// goServe serves r alone, on a goroutine of the pool (serve).
-func (s *Shim) goServe(r *request) {
-	if !s.tasks.Go(func() { s.serve(r) }) {
-		s.dropUnserved(r)
-	}
-}
-
 // batchedWrite is a write of a batch: its request, version, key lock and
 // Redis command.
 type batchedWrite struct {
-	r       *request
-	v       uint64
-	unlock  func()
-	call    *redisbatch.Call // nil: refused without one (rmwCall)
-	refused rmwOutcome
+	r      *request
+	v      uint64
+	unlock func()
+	call   *redisbatch.Call // nil: a malformed RMW, refused without one
 }
 
 // serveWriteBatch serves writes together (see above). Each takes its key's
@@ -91,9 +56,7 @@ func (s *Shim) serveWriteBatch(ws []*request) {
 		}
 		s.work.TakeAhead(1)
 		s.countWrite(r.op)
-		w := batchedWrite{r: r, v: s.clock.next(now), unlock: unlock}
-		w.call, w.refused = s.writeCall(r)
-		batch = append(batch, w)
+		batch = append(batch, batchedWrite{r: r, v: s.clock.next(now), unlock: unlock, call: s.writeCall(r)})
 	}
 	if len(batch) > 0 {
 		s.applyBatch(batch)
@@ -119,7 +82,7 @@ func (s *Shim) applyBatch(batch []batchedWrite) {
 	msgs := make([]wire.Message, len(batch))
 	now := time.Now()
 	for i, w := range batch {
-		out := s.writeOutcomeOf(w.r, w.v, nil, w.call, w.refused)
+		out := s.writeOutcomeOf(w.r, w.v, nil, w.call)
 		s.metrics.phaseWrite.Observe(took)
 		s.metrics.requests.Observe(w.r.op, metrics.StatusResult(out.status), now.Sub(w.r.start))
 		msgs[i] = s.replyTo(w.r, out.status, out.version, out.result)

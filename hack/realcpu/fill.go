@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -87,11 +86,11 @@ func (o options) keysByShard(st control.Status) (map[string][]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the cluster's map: %w", err)
 	}
-	var m partmap.Map
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("cannot read the cluster's map: %w", err)
+	m, err := partmap.Decode(b)
+	if err != nil {
+		return nil, err
 	}
-	p, err := partmap.Compile(&m)
+	p, err := partmap.Compile(m)
 	if err != nil {
 		return nil, err
 	}

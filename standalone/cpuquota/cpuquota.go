@@ -92,8 +92,7 @@ func (h Hierarchy) Create(name string, cpus float64) (*Group, error) {
 	if err := CheckLimit(cpus); err != nil {
 		return nil, fmt.Errorf("cannot limit %s: %w", name, err)
 	}
-	quota := time.Duration(cpus * float64(DefaultPeriod))
-	g := &Group{Name: name, Dir: filepath.Join(h.Dir, filepath.FromSlash(name)), CPUs: cpus, v2: h.V2}
+	g := &Group{Name: name, Dir: filepath.Join(h.Dir, filepath.FromSlash(name)), v2: h.V2}
 	if err := os.MkdirAll(g.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create cgroup %s: %w", g.Dir, err)
 	}
@@ -101,13 +100,10 @@ func (h Hierarchy) Create(name string, cpus float64) (*Group, error) {
 		if err := h.enableCPU(g.Dir); err != nil {
 			return nil, err
 		}
-		v := fmt.Sprintf("%d %d", quota.Microseconds(), DefaultPeriod.Microseconds())
-		return g, g.write("cpu.max", v)
-	}
-	if err := g.write("cpu.cfs_period_us", strconv.FormatInt(DefaultPeriod.Microseconds(), 10)); err != nil {
+	} else if err := g.write("cpu.cfs_period_us", strconv.FormatInt(DefaultPeriod.Microseconds(), 10)); err != nil {
 		return nil, err
 	}
-	return g, g.write("cpu.cfs_quota_us", strconv.FormatInt(quota.Microseconds(), 10))
+	return g, g.SetLimit(cpus)
 }
 
 // enableCPU writes +cpu to the subtree_control of every ancestor of dir
@@ -137,7 +133,7 @@ func (h Hierarchy) enableCPU(dir string) error {
 
 // SetLimit sets the group's quota to cpus CPUs per DefaultPeriod, or
 // lifts it (cpus 0). It works on a group of either hierarchy, whoever
-// created it.
+// created it: one Create did not make is v2 when it has a cpu.max.
 func (g *Group) SetLimit(cpus float64) error {
 	v1, v2 := "-1", "max"
 	if cpus != 0 {
@@ -148,7 +144,7 @@ func (g *Group) SetLimit(cpus float64) error {
 		v1, v2 = strconv.FormatInt(quota, 10), strconv.FormatInt(quota, 10)
 	}
 	g.CPUs = cpus
-	if _, err := os.Stat(filepath.Join(g.Dir, "cpu.max")); err == nil {
+	if _, err := os.Stat(filepath.Join(g.Dir, "cpu.max")); g.v2 || err == nil {
 		return g.write("cpu.max", fmt.Sprintf("%s %d", v2, DefaultPeriod.Microseconds()))
 	}
 	return g.write("cpu.cfs_quota_us", v1)
