@@ -2,6 +2,7 @@ package shim
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -23,19 +24,40 @@ const AppliedPrefix = "distcache:applied:"
 // the restarted shim, whose table is empty, would otherwise apply the old
 // value again after later writes of other clients.
 //
-// KEYS[1] is the key, KEYS[2] the mark; ARGV[1] is "put" or "del", ARGV[2]
-// the value, ARGV[3] the mark's lifetime in milliseconds. It returns the
-// write's outcome: 1 if it applied it, 2 if it applied a delete of a key
-// that existed; the mark holds the outcome, and a write whose mark was
-// there returns its outcome negated.
+// KEYS[1] is the key, KEYS[2] the mark, KEYS[3] the bitmap that holds the
+// marks of first datagrams (firstPutsCall); ARGV[1] is "put" or "del",
+// ARGV[2] the value, ARGV[3] the mark's lifetime in milliseconds, ARGV[4]
+// the request's bit in KEYS[3]. It returns the write's outcome: 1 if it
+// applied it, 2 if it applied a delete of a key that existed; the mark
+// holds the outcome, and a write whose mark was there returns its outcome
+// negated (-1 for a bit: only PUTs set one).
 var applyScript = redis.NewScript(`
 local done = redis.call('GET', KEYS[2])
 if done then return -tonumber(done) end
+if redis.call('GETBIT', KEYS[3], ARGV[4]) == 1 then return -1 end
 local outcome = 1
 if ARGV[1] == 'put' then redis.call('SET', KEYS[1], ARGV[2]) else outcome = 1 + redis.call('DEL', KEYS[1]) end
 redis.call('SET', KEYS[2], outcome, 'PX', ARGV[3])
 return outcome
 `)
+
+// markBlockBits is how many sequence numbers of one sender share a bitmap
+// of marks (markBlock).
+const markBlockBits = 4096
+
+// markBlock is the bitmap that holds the mark of request k's first
+// datagram, and k's bit in it: one bitmap per sender and block of
+// markBlockBits sequence numbers, so that the first PUTs of a receive
+// batch, which come from few senders with close sequence numbers, are
+// marked by a BITFIELD per block rather than a key each.
+func markBlock(k dedupKey) (string, int64) {
+	b := make([]byte, 0, len(AppliedPrefix)+64)
+	b = append(b, AppliedPrefix...)
+	b = k.src.AppendTo(b)
+	b = append(b, "/blk/"...)
+	b = strconv.AppendUint(b, k.seq/markBlockBits, 16)
+	return string(b), int64(k.seq % markBlockBits)
+}
 
 // appliedKey is the mark of request k.
 func appliedKey(k dedupKey) string {
@@ -51,23 +73,54 @@ func appliedKey(k dedupKey) string {
 
 // applyCall is the Redis call that applies r, a PUT or DEL, once: a run
 // of applyScript or, for the first datagram of a PUT (wire.FlagFirst), the
-// script's writes without its check. No datagram of that PUT went out
-// before, so no shim has applied it or set its mark; the mark is set all
-// the same, for the retransmissions a later run of the shim may receive.
-// One MSET writes the key and the mark together, as the script does; the
-// mark's expiry follows (a shim that dies in between leaves a mark that
-// never expires, which is still true). The two cost Redis a fifth of a
-// script's run (docs/benchmarks.md).
+// script's writes without its check (firstPutsCall).
 func (s *Shim) applyCall(r *request) *redisbatch.Call {
-	mark, ttl := appliedKey(r.dedupKey()), s.cfg.DedupTTL.Milliseconds()
 	if r.op == wire.OpPut && r.first {
-		return &redisbatch.Call{Cmds: [][]any{{"mset", r.key, r.value, mark, 1}, {"pexpire", mark, ttl}}}
+		return s.firstPutsCall([]*request{r})
 	}
+	mark, ttl := appliedKey(r.dedupKey()), s.cfg.DedupTTL.Milliseconds()
+	block, bit := markBlock(r.dedupKey())
 	op, value := "del", []byte(nil)
 	if r.op == wire.OpPut {
 		op, value = "put", r.value
 	}
-	return &redisbatch.Call{Script: applyScript, Keys: []string{r.key, mark}, Args: []any{op, value, ttl}}
+	return &redisbatch.Call{Script: applyScript, Keys: []string{r.key, mark, block}, Args: []any{op, value, ttl, bit}}
+}
+
+// firstPutsCall writes the first datagrams of PUTs ps and marks them, in
+// one transaction: MULTI, one MSET of every key, a BITFIELD per bitmap of
+// marks (markBlock) setting the PUTs' bits, a PEXPIRE per bitmap, EXEC. No
+// datagram of these PUTs went out before, so no shim has applied them or
+// marked them, and the script's lookup is skipped; the marks are set all
+// the same, for the retransmissions a later run of the shim may receive.
+// The transaction makes a write and its mark one: a shim that dies while
+// it sends leaves neither. A bitmap lives DedupTTL after its last mark.
+// Redis's cost per PUT falls with the batch (docs/benchmarks.md).
+func (s *Shim) firstPutsCall(ps []*request) *redisbatch.Call {
+	mset := make([]any, 1, 1+2*len(ps))
+	mset[0] = "mset"
+	type block struct {
+		key  string
+		args []any
+	}
+	var blocks []block
+	for _, r := range ps {
+		mset = append(mset, r.key, r.value)
+		key, bit := markBlock(r.dedupKey())
+		i := slices.IndexFunc(blocks, func(b block) bool { return b.key == key })
+		if i < 0 {
+			i = len(blocks)
+			blocks = append(blocks, block{key: key, args: []any{"bitfield", key}})
+		}
+		blocks[i].args = append(blocks[i].args, "set", "u1", "#"+strconv.FormatInt(bit, 10), 1)
+	}
+	ttl := s.cfg.DedupTTL.Milliseconds()
+	cmds := make([][]any, 0, 3+2*len(blocks))
+	cmds = append(cmds, []any{"multi"}, mset)
+	for _, b := range blocks {
+		cmds = append(cmds, b.args, []any{"pexpire", b.key, ttl})
+	}
+	return &redisbatch.Call{Cmds: append(cmds, []any{"exec"})}
 }
 
 // applyResult reads the reply of call, r's applyCall: whether this run
@@ -75,9 +128,8 @@ func (s *Shim) applyCall(r *request) *redisbatch.Call {
 // delete, whether the key existed (as the first run found it).
 func applyResult(r *request, call *redisbatch.Call) (applied, existed bool, err error) {
 	if call.Cmds != nil {
-		// The MSET's outcome is the PUT's; the expiry's only its mark's.
-		if call.Err != nil {
-			return false, false, fmt.Errorf("cannot put %q: %w", r.key, call.Err)
+		if err := execErr(call); err != nil {
+			return false, false, fmt.Errorf("cannot put %q: %w", r.key, err)
 		}
 		return true, false, nil
 	}
@@ -90,4 +142,31 @@ func applyResult(r *request, call *redisbatch.Call) (applied, existed bool, err 
 		return false, false, fmt.Errorf("cannot %s %q: %w", call.Args[0], r.key, err)
 	}
 	return n > 0, n == 2 || n == -2, nil
+}
+
+// execErr is why the transaction call, firstPutsCall's, failed: the EXEC's
+// error, or the first error among its commands' replies; nil if it
+// applied them all.
+func execErr(call *redisbatch.Call) error {
+	if call.Err != nil {
+		return call.Err
+	}
+	res, _ := call.Result.([]any)
+	errs := call.Errs
+	if len(res) == 0 || len(errs) != len(res) {
+		return fmt.Errorf("unexpected replies %v", call.Result)
+	}
+	if err := errs[len(errs)-1]; err != nil {
+		return err
+	}
+	replies, ok := res[len(res)-1].([]any)
+	if !ok {
+		return fmt.Errorf("transaction not run: EXEC replied %v", res[len(res)-1])
+	}
+	for _, v := range replies {
+		if err, ok := v.(error); ok {
+			return err
+		}
+	}
+	return nil
 }

@@ -25,7 +25,8 @@ type batchedWrite struct {
 	r      *request
 	v      uint64
 	unlock func()
-	call   *redisbatch.Call // nil: a malformed RMW, refused without one
+	call   *redisbatch.Call // nil: a malformed RMW, refused without one, or a first PUT
+	first  bool             // a PUT's first datagram: applied with the batch's others (firstPutsCall)
 }
 
 // serveWriteBatch serves writes together (see above). Each takes its key's
@@ -56,24 +57,38 @@ func (s *Shim) serveWriteBatch(ws []*request) {
 		}
 		s.work.TakeAhead(1)
 		s.countWrite(r.op)
-		batch = append(batch, batchedWrite{r: r, v: s.clock.next(now), unlock: unlock, call: s.writeCall(r)})
+		w := batchedWrite{r: r, v: s.clock.next(now), unlock: unlock, first: r.op == wire.OpPut && r.first}
+		if !w.first {
+			w.call = s.writeCall(r)
+		}
+		batch = append(batch, w)
 	}
 	if len(batch) > 0 {
 		s.applyBatch(batch)
 	}
 }
 
-// applyBatch runs batch's Redis writes in one round trip, replies to all
-// of them in one SendMany and releases their locks and tokens. None has a
-// phase 2: no owner was invalidated.
+// applyBatch runs batch's Redis writes in one round trip, the first PUTs
+// among them in one transaction, replies to all of them in one SendMany
+// and releases their locks and tokens. None has a phase 2: no owner was
+// invalidated.
 func (s *Shim) applyBatch(batch []batchedWrite) {
 	s.stats.writeBatches.Add(1)
 	s.stats.batchedWrites.Add(uint64(len(batch)))
 	calls := make([]*redisbatch.Call, 0, len(batch))
+	var firsts []*request
 	for _, w := range batch {
 		if w.call != nil {
 			calls = append(calls, w.call)
 		}
+		if w.first {
+			firsts = append(firsts, w.r)
+		}
+	}
+	var joint *redisbatch.Call
+	if len(firsts) > 0 {
+		joint = s.firstPutsCall(firsts)
+		calls = append(calls, joint)
 	}
 	t := time.Now()
 	s.redisq.EvalMany(s.ctx, calls)
@@ -82,7 +97,11 @@ func (s *Shim) applyBatch(batch []batchedWrite) {
 	msgs := make([]wire.Message, len(batch))
 	now := time.Now()
 	for i, w := range batch {
-		out := s.writeOutcomeOf(w.r, w.v, nil, w.call)
+		call := w.call
+		if w.first {
+			call = joint
+		}
+		out := s.writeOutcomeOf(w.r, w.v, nil, call)
 		s.metrics.phaseWrite.Observe(took)
 		s.metrics.requests.Observe(w.r.op, metrics.StatusResult(out.status), now.Sub(w.r.start))
 		msgs[i] = s.replyTo(w.r, out.status, out.version, out.result)

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,63 @@ func TestWritesOfOneBatchServedTogether(t *testing.T) {
 				t.Errorf("node %s got an INVALIDATE of %s, which no node may hold", n.name, k)
 			}
 		}
+	}
+}
+
+// TestFirstPutsOfOneBatchInOneTransaction queues the first datagrams of
+// PUTs (wire.FlagFirst) of several keys, from one sender, before the shim
+// starts: its reader receives them in one batch, and the shim writes them
+// and their marks with one MSET and one BITFIELD in one transaction. A
+// restarted shim then acknowledges a retransmission of one of them without
+// applying it again after a later write.
+func TestFirstPutsOfOneBatchInOneTransaction(t *testing.T) {
+	const puts = 5
+	e := newEnv(t, withoutStart(), withConfig(func(c *Config) { c.Transport.Readers = 1 }))
+	for _, n := range e.nodes {
+		e.shim.holders.markFlushed(n.ep.Addr(), 0)
+	}
+	keys := make([]string, puts)
+	peer := wiretest.NewPeer(t)
+	put := func(i int, flags wire.Flag) {
+		peer.Send(e.shim.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpPut, Flags: flags, Seq: uint64(100 + i)}, Key: []byte(keys[i]), Value: []byte(fmt.Sprintf("v%d", i))})
+	}
+	for i := range keys {
+		keys[i] = e.key(0, fmt.Sprintf("first%d", i))
+		put(i, wire.FlagFirst)
+	}
+	eventually(t, "writes allowed", func() bool { return !time.Now().Before(e.shim.view.Load().writesFrom) })
+	if err := e.shim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range puts {
+		if rep := peer.Read(patience); rep.Op != wire.OpPutReply || rep.Status != wire.StatusOK {
+			t.Fatalf("PUT %d: %s %s, want PUT_REPLY OK", rep.Seq, rep.Op, rep.Status)
+		}
+	}
+	stats, err := e.rdb.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cmdstat_mset:calls=1,", "cmdstat_bitfield:calls=1,", "cmdstat_exec:calls=1,"} {
+		if !strings.Contains(stats, want) {
+			t.Errorf("Redis commandstats %q: want %s", stats, want)
+		}
+	}
+	for i, k := range keys {
+		if got := e.redisValue(k); got != fmt.Sprintf("v%d", i) {
+			t.Errorf("Redis holds %q for %s, want v%d", got, k, i)
+		}
+	}
+	e.restart()
+	e.mustStatus(wire.OpPut, keys[2], []byte("later"), wire.StatusOK)
+	put(2, 0) // its retransmission reaches the restarted shim
+	if rep := peer.Read(patience); rep.Status != wire.StatusOK || rep.Seq != 102 {
+		t.Fatalf("retransmitted PUT: %s seq %d, want OK seq 102", rep.Status, rep.Seq)
+	}
+	if got := e.redisValue(keys[2]); got != "later" {
+		t.Errorf("the retransmit was applied again: Redis holds %q, want the later write", got)
+	}
+	if st := e.shim.Stats(); st.AlreadyApplied != 1 {
+		t.Errorf("stats %+v: want 1 write already applied", st)
 	}
 }
