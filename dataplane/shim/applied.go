@@ -95,8 +95,17 @@ func (s *Shim) applyCall(r *request) *redisbatch.Call {
 // the same, for the retransmissions a later run of the shim may receive.
 // The transaction makes a write and its mark one: a shim that dies while
 // it sends leaves neither. A bitmap lives DedupTTL after its last mark.
-// Redis's cost per PUT falls with the batch (docs/benchmarks.md).
+// Redis's cost per PUT falls with the batch (docs/benchmarks.md). A lone
+// PUT takes two commands instead of five: one MSET of its key and a mark
+// key of its own (appliedKey, which the script looks up too), and the
+// mark's expiry (a shim that dies in between leaves a mark that never
+// expires, which is still true).
 func (s *Shim) firstPutsCall(ps []*request) *redisbatch.Call {
+	if len(ps) == 1 {
+		r := ps[0]
+		mark := appliedKey(r.dedupKey())
+		return &redisbatch.Call{Cmds: [][]any{{"mset", r.key, r.value, mark, 1}, {"pexpire", mark, s.cfg.DedupTTL.Milliseconds()}}}
+	}
 	mset := make([]any, 1, 1+2*len(ps))
 	mset[0] = "mset"
 	type block struct {
@@ -144,11 +153,11 @@ func applyResult(r *request, call *redisbatch.Call) (applied, existed bool, err 
 	return n > 0, n == 2 || n == -2, nil
 }
 
-// execErr is why the transaction call, firstPutsCall's, failed: the EXEC's
-// error, or the first error among its commands' replies; nil if it
-// applied them all.
+// execErr is why firstPutsCall's call failed: for a transaction the
+// EXEC's error or the first error among its commands' replies, else the
+// MSET's (the expiry's is only its mark's); nil if it applied the PUTs.
 func execErr(call *redisbatch.Call) error {
-	if call.Err != nil {
+	if call.Err != nil || call.Cmds[0][0] != "multi" {
 		return call.Err
 	}
 	res, _ := call.Result.([]any)
