@@ -25,9 +25,18 @@ type batchedWrite struct {
 	r      *request
 	v      uint64
 	unlock func()
-	call   *redisbatch.Call // nil: a malformed RMW, refused without one, or a first PUT
-	first  bool             // a PUT's first datagram: applied with the batch's others (firstPutsCall)
+	call   *redisbatch.Call // nil: a malformed RMW, refused without one, or a joint call's
+	joint  joint            // which of the batch's joint calls applies it, if one does
 }
+
+// joint names the calls that apply several writes of a batch at once.
+type joint int
+
+const (
+	ownCall    joint = iota
+	firstPuts        // the first datagrams of PUTs (firstPutsCall)
+	rmws             // read-modify-writes (rmwManyCall)
+)
 
 // serveWriteBatch serves writes together (see above). Each takes its key's
 // lock without waiting; with the lock, the owners of its key are those of
@@ -57,9 +66,16 @@ func (s *Shim) serveWriteBatch(ws []*request) {
 		}
 		s.work.TakeAhead(1)
 		s.countWrite(r.op)
-		w := batchedWrite{r: r, v: s.clock.next(now), unlock: unlock, first: r.op == wire.OpPut && r.first}
-		if !w.first {
+		w := batchedWrite{r: r, v: s.clock.next(now), unlock: unlock}
+		switch {
+		case r.op == wire.OpPut && r.first:
+			w.joint = firstPuts
+		case r.op != wire.OpRMW:
 			w.call = s.writeCall(r)
+		default:
+			if _, ok := s.rmwArgs(r); ok { // else malformed: refused without a call
+				w.joint = rmws
+			}
 		}
 		batch = append(batch, w)
 	}
@@ -76,19 +92,27 @@ func (s *Shim) applyBatch(batch []batchedWrite) {
 	s.stats.writeBatches.Add(1)
 	s.stats.batchedWrites.Add(uint64(len(batch)))
 	calls := make([]*redisbatch.Call, 0, len(batch))
-	var firsts []*request
+	var firsts, rs []*request
 	for _, w := range batch {
-		if w.call != nil {
-			calls = append(calls, w.call)
-		}
-		if w.first {
+		switch w.joint {
+		case firstPuts:
 			firsts = append(firsts, w.r)
+		case rmws:
+			rs = append(rs, w.r)
+		default:
+			if w.call != nil {
+				calls = append(calls, w.call)
+			}
 		}
 	}
-	var joint *redisbatch.Call
+	var putsCall, rmwsCall *redisbatch.Call
 	if len(firsts) > 0 {
-		joint = s.firstPutsCall(firsts)
-		calls = append(calls, joint)
+		putsCall = s.firstPutsCall(firsts)
+		calls = append(calls, putsCall)
+	}
+	if len(rs) > 0 {
+		rmwsCall = s.rmwManyCall(rs)
+		calls = append(calls, rmwsCall)
 	}
 	t := time.Now()
 	s.redisq.EvalMany(s.ctx, calls)
@@ -96,10 +120,17 @@ func (s *Shim) applyBatch(batch []batchedWrite) {
 	replies := make([]transport.Request, len(batch))
 	msgs := make([]wire.Message, len(batch))
 	now := time.Now()
+	var rmwReplied []*redisbatch.Call
+	if rmwsCall != nil {
+		rmwReplied = rmwReplies(rmwsCall, len(rs))
+	}
 	for i, w := range batch {
 		call := w.call
-		if w.first {
-			call = joint
+		switch w.joint {
+		case firstPuts:
+			call = putsCall
+		case rmws:
+			call, rmwReplied = rmwReplied[0], rmwReplied[1:]
 		}
 		out := s.writeOutcomeOf(w.r, w.v, nil, call)
 		s.metrics.phaseWrite.Observe(took)

@@ -139,3 +139,72 @@ func TestFirstPutsOfOneBatchInOneTransaction(t *testing.T) {
 		t.Errorf("stats %+v: want 1 write already applied", st)
 	}
 }
+
+// TestRMWsOfOneBatchInOneScript queues read-modify-writes of several keys
+// before the shim starts, so that its reader receives them in one batch:
+// INCRs sent first (wire.FlagFirst), one of a key that holds no integer,
+// one malformed. The well-formed ones run in one script, which looks up
+// no marks for the first datagrams; each gets its own reply. A restarted
+// shim answers a retransmission of one with the stored result without
+// counting it again.
+func TestRMWsOfOneBatchInOneScript(t *testing.T) {
+	const incrs = 4
+	e := newEnv(t, withoutStart(), withConfig(func(c *Config) { c.Transport.Readers = 1 }))
+	for _, n := range e.nodes {
+		e.shim.holders.markFlushed(n.ep.Addr(), 0)
+	}
+	text, bad := e.key(0, "text"), e.key(0, "malformed")
+	if err := e.rdb.Set(t.Context(), text, "ten", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, incrs)
+	peer := wiretest.NewPeer(t)
+	rmw := func(seq uint64, key string, flags wire.Flag, op []byte) {
+		peer.Send(e.shim.Addr(), &wire.Message{Header: wire.Header{Op: wire.OpRMW, Flags: flags, Seq: seq}, Key: []byte(key), Value: op})
+	}
+	incr := func(i int, flags wire.Flag) {
+		rmw(uint64(100+i), keys[i], flags, wire.AppendRMW(nil, wire.RMWIncrBy, wire.IncrByArg(int64(i+1))))
+	}
+	for i := range keys {
+		keys[i] = e.key(0, fmt.Sprintf("counter%d", i))
+		incr(i, wire.FlagFirst)
+	}
+	rmw(200, text, wire.FlagFirst, wire.AppendRMW(nil, wire.RMWIncrBy, wire.IncrByArg(1)))
+	rmw(201, bad, wire.FlagFirst, []byte{0xff})
+	eventually(t, "writes allowed", func() bool { return !time.Now().Before(e.shim.view.Load().writesFrom) })
+	if err := e.shim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]string{200: wire.StatusInvalid.String(), 201: wire.StatusInternal.String()}
+	for i := range keys {
+		want[uint64(100+i)] = fmt.Sprintf("%s %d", wire.StatusOK, i+1)
+	}
+	for range len(want) {
+		rep := peer.Read(patience)
+		got := rep.Status.String()
+		if rep.Status == wire.StatusOK {
+			got += " " + string(rep.Value)
+		}
+		if rep.Op != wire.OpRMWReply || got != want[rep.Seq] {
+			t.Errorf("RMW %d: %s %s, want RMW_REPLY %s", rep.Seq, rep.Op, got, want[rep.Seq])
+		}
+	}
+	stats, err := e.rdb.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stats, "cmdstat_incrby:calls=5,") || strings.Contains(stats, "cmdstat_get:") {
+		t.Errorf("Redis commandstats %q: want 5 INCRBYs in the script and no mark looked up", stats)
+	}
+	if s := e.shim.Stats(); s.WriteBatches != 1 || s.BatchedWrites != incrs+2 {
+		t.Errorf("stats: %d batches of %d writes; want 1 batch of %d", s.WriteBatches, s.BatchedWrites, incrs+2)
+	}
+	e.restart()
+	incr(2, 0) // its retransmission reaches the restarted shim
+	if rep := peer.Read(patience); rep.Status != wire.StatusOK || string(rep.Value) != "3" {
+		t.Fatalf("retransmitted INCR: %s %q, want OK 3", rep.Status, rep.Value)
+	}
+	if got := e.redisValue(keys[2]); got != "3" {
+		t.Errorf("the retransmit was applied again: Redis holds %q, want 3", got)
+	}
+}
