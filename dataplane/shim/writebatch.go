@@ -33,9 +33,9 @@ type batchedWrite struct {
 type joint int
 
 const (
-	ownCall    joint = iota
-	firstPuts        // the first datagrams of PUTs (firstPutsCall)
-	rmws             // read-modify-writes (rmwManyCall)
+	ownCall   joint = iota
+	firstPuts       // the first datagrams of PUTs (firstPutsCall)
+	rmws            // read-modify-writes (rmwManyCall)
 )
 
 // serveWriteBatch serves writes together (see above). Each takes its key's
