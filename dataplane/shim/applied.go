@@ -50,11 +50,15 @@ const markBlockBits = 4096
 // markBlockBits sequence numbers, so that the first PUTs of a receive
 // batch, which come from few senders with close sequence numbers, are
 // marked by a BITFIELD per block rather than a key each.
-func markBlock(k dedupKey) (string, int64) {
+func markBlock(k dedupKey) (string, int64) { return blockMark(k, "/blk/") }
+
+// blockMark is the key of k's block of markBlockBits sequence numbers,
+// named after its sender and kind, and k's place in it.
+func blockMark(k dedupKey, kind string) (string, int64) {
 	b := make([]byte, 0, len(AppliedPrefix)+64)
 	b = append(b, AppliedPrefix...)
 	b = k.src.AppendTo(b)
-	b = append(b, "/blk/"...)
+	b = append(b, kind...)
 	b = strconv.AppendUint(b, k.seq/markBlockBits, 16)
 	return string(b), int64(k.seq % markBlockBits)
 }

@@ -14,26 +14,35 @@ import (
 // rmwScript runs read-modify-writes (wire.RMW), each on its own key, and
 // marks each applied, atomically, as applyScript does for writes: a
 // retransmitted RMW that a previous run of the shim applied gets the
-// result that run stored in the mark, and is not applied twice (an INCR
+// result that run stored in its mark, and is not applied twice (an INCR
 // counts once). One run serves the RMWs of a receive batch (applyBatch).
+// The marks are fields of a hash per sender and block of markBlockBits
+// sequence numbers (rmwMarks), the field the sequence number's place in
+// the block and the value the result: one HSET and one PEXPIRE per hash
+// for the run, instead of a key and an expiry per RMW. An RMW is looked
+// up in its hash and under the mark key earlier versions set
+// (appliedKey).
 //
 // ARGV[1] is the marks' lifetime in milliseconds, ARGV[2] the largest
-// value allowed. The i-th RMW's key is KEYS[2i-1] and its mark KEYS[2i];
-// its arguments are the seven from ARGV[3+7(i-1)]: 1 for the request's
-// first datagram (wire.FlagFirst: no mark to look up), the operation's
-// name, its argument (incrby: the delta in decimal), and for set the
-// condition (0, 1 NX, 2 XX), GET (1), the expiry in milliseconds (0:
-// none), KEEPTTL (1). It returns, per RMW, {1, result, value} when it
-// applied the operation, {1, result} when the key does not exist
-// afterwards, {3, result} when it exists with an expiry (no cache may hold
-// a key that expires: phase 2 leaves the copies invalid and sends parked
-// readers to storage), {0, result} when the mark was there, {-1} when the
-// stored value is not an integer or the sum overflows, {-2} when an
-// append would exceed the largest value.
+// value allowed. The i-th RMW's key is KEYS[3i-2], its earlier mark key
+// KEYS[3i-1], its hash of marks KEYS[3i]; its arguments are the eight
+// from ARGV[3+8(i-1)]: 1 for the request's first datagram
+// (wire.FlagFirst: no mark to look up), the operation's name, its
+// argument (incrby: the delta in decimal), for set the condition (0, 1
+// NX, 2 XX), GET (1), the expiry in milliseconds (0: none) and KEEPTTL
+// (1), and the mark's field. It returns, per RMW, {1, result, value} when
+// it applied the operation, {1, result} when the key does not exist
+// afterwards, {3, result} when it exists with an expiry (no cache may
+// hold a key that expires: phase 2 leaves the copies invalid and sends
+// parked readers to storage), {0, result} when the mark was there, {-1}
+// when the stored value is not an integer or the sum overflows, {-2} when
+// an append would exceed the largest value, and {-3, message} when Redis
+// refused it (the key holds another type): one RMW's error leaves the
+// others of the run alone.
 var rmwScript = redis.NewScript(`
-local function rmw(key, mark, a, ttl, max)
+local function rmw(key, old, marks, a, max)
   if ARGV[a] ~= '1' then
-    local done = redis.call('GET', mark)
+    local done = redis.call('GET', old) or redis.call('HGET', marks, ARGV[a+7])
     if done then return {0, done} end
   end
   local op, arg = ARGV[a+1], ARGV[a+2]
@@ -72,16 +81,28 @@ local function rmw(key, mark, a, ttl, max)
     elseif r then result = '1' else result = '0' end
     value = redis.call('GET', key)
   else
-    return redis.error_reply('unknown RMW ' .. op)
+    error('unknown RMW ' .. op)
   end
-  redis.call('SET', mark, result, 'PX', ttl)
   if value and redis.call('PTTL', key) >= 0 then return {3, result} end
   if value then return {1, result, value} end
   return {1, result}
 end
-local ttl, max, out = ARGV[1], tonumber(ARGV[2]), {}
-for i = 1, #KEYS / 2 do
-  out[i] = rmw(KEYS[2*i-1], KEYS[2*i], 3 + 7*(i-1), ttl, max)
+local max, out, fields, hashes = tonumber(ARGV[2]), {}, {}, {}
+for i = 1, #KEYS / 3 do
+  local a, marks = 3 + 8*(i-1), KEYS[3*i]
+  local ok, r = pcall(rmw, KEYS[3*i-2], KEYS[3*i-1], marks, a, max)
+  if not ok then
+    r = {-3, tostring(r)}
+  elseif r[1] > 0 then
+    if not fields[marks] then fields[marks] = {}; hashes[#hashes+1] = marks end
+    local f = fields[marks]
+    f[#f+1] = ARGV[a+7]; f[#f+1] = r[2]
+  end
+  out[i] = r
+end
+for _, marks in ipairs(hashes) do
+  redis.call('HSET', marks, unpack(fields[marks]))
+  redis.call('PEXPIRE', marks, ARGV[1])
 end
 return out
 `)
@@ -108,22 +129,29 @@ func (s *Shim) rmwCall(r *request) *redisbatch.Call { return s.rmwManyCall([]*re
 // on its own key; nil if one of them is malformed (the caller parses each
 // first, rmwArgs).
 func (s *Shim) rmwManyCall(rs []*request) *redisbatch.Call {
-	keys := make([]string, 0, 2*len(rs))
-	args := make([]any, 2, 2+7*len(rs))
+	keys := make([]string, 0, 3*len(rs))
+	args := make([]any, 2, 2+8*len(rs))
 	args[0], args[1] = s.cfg.DedupTTL.Milliseconds(), wire.MaxValueLen
 	for _, r := range rs {
 		a, ok := s.rmwArgs(r)
 		if !ok {
 			return nil
 		}
-		keys = append(keys, r.key, appliedKey(r.dedupKey()))
+		marks, field := rmwMarks(r.dedupKey())
+		keys = append(keys, r.key, appliedKey(r.dedupKey()), marks)
 		args = append(args, a[:]...)
+		args = append(args, field)
 	}
 	return &redisbatch.Call{Script: rmwScript, Keys: keys, Args: args}
 }
 
-// rmwArgs are rmwScript's seven arguments for r's RMW; false for a
-// malformed operation.
+// rmwMarks is the hash of marks that holds request k's, and its field
+// (rmwScript): one hash per sender and block of markBlockBits sequence
+// numbers, as markBlock's bitmaps.
+func rmwMarks(k dedupKey) (string, int64) { return blockMark(k, "/rmw/") }
+
+// rmwArgs are rmwScript's first seven arguments for r's RMW (the eighth,
+// the mark's field, is rmwMarks'); false for a malformed operation.
 func (s *Shim) rmwArgs(r *request) ([7]any, bool) {
 	op, arg, perr := wire.ParseRMW(r.value)
 	if perr != nil {
@@ -180,6 +208,8 @@ func rmwResult(r *request, call *redisbatch.Call) (rmwOutcome, error) {
 		return rmwOutcome{status: wire.StatusInvalid}, nil
 	case code == -2:
 		return rmwOutcome{status: wire.StatusTooLarge}, nil
+	case code == -3 && len(res) == 2:
+		return rmwOutcome{}, fmt.Errorf("cannot apply the RMW of %q: %v", r.key, res[1])
 	case len(res) < 2:
 		return rmwOutcome{}, fmt.Errorf("cannot apply the RMW of %q: the script returned %v", r.key, res)
 	}

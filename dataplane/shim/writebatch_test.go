@@ -143,8 +143,10 @@ func TestFirstPutsOfOneBatchInOneTransaction(t *testing.T) {
 // TestRMWsOfOneBatchInOneScript queues read-modify-writes of several keys
 // before the shim starts, so that its reader receives them in one batch:
 // INCRs sent first (wire.FlagFirst), one of a key that holds no integer,
-// one malformed. The well-formed ones run in one script, which looks up
-// no marks for the first datagrams; each gets its own reply. A restarted
+// an APPEND to a key of another type, one malformed. The well-formed ones
+// run in one script, which looks up no marks for the first datagrams;
+// each gets its own reply, and Redis's refusal of one leaves the others
+// applied. A restarted
 // shim answers a retransmission of one with the stored result without
 // counting it again.
 func TestRMWsOfOneBatchInOneScript(t *testing.T) {
@@ -153,8 +155,11 @@ func TestRMWsOfOneBatchInOneScript(t *testing.T) {
 	for _, n := range e.nodes {
 		e.shim.holders.markFlushed(n.ep.Addr(), 0)
 	}
-	text, bad := e.key(0, "text"), e.key(0, "malformed")
+	text, hash, bad := e.key(0, "text"), e.key(0, "hash"), e.key(0, "malformed")
 	if err := e.rdb.Set(t.Context(), text, "ten", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HSet(t.Context(), hash, "f", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
 	keys := make([]string, incrs)
@@ -171,11 +176,12 @@ func TestRMWsOfOneBatchInOneScript(t *testing.T) {
 	}
 	rmw(200, text, wire.FlagFirst, wire.AppendRMW(nil, wire.RMWIncrBy, wire.IncrByArg(1)))
 	rmw(201, bad, wire.FlagFirst, []byte{0xff})
+	rmw(202, hash, wire.FlagFirst, wire.AppendRMW(nil, wire.RMWAppend, []byte("x")))
 	eventually(t, "writes allowed", func() bool { return !time.Now().Before(e.shim.view.Load().writesFrom) })
 	if err := e.shim.Start(); err != nil {
 		t.Fatal(err)
 	}
-	want := map[uint64]string{200: wire.StatusInvalid.String(), 201: wire.StatusInternal.String()}
+	want := map[uint64]string{200: wire.StatusInvalid.String(), 201: wire.StatusInternal.String(), 202: wire.StatusUnavailable.String()}
 	for i := range keys {
 		want[uint64(100+i)] = fmt.Sprintf("%s %d", wire.StatusOK, i+1)
 	}
@@ -196,8 +202,8 @@ func TestRMWsOfOneBatchInOneScript(t *testing.T) {
 	if !strings.Contains(stats, "cmdstat_incrby:calls=5,") || strings.Contains(stats, "cmdstat_get:") {
 		t.Errorf("Redis commandstats %q: want 5 INCRBYs in the script and no mark looked up", stats)
 	}
-	if s := e.shim.Stats(); s.WriteBatches != 1 || s.BatchedWrites != incrs+2 {
-		t.Errorf("stats: %d batches of %d writes; want 1 batch of %d", s.WriteBatches, s.BatchedWrites, incrs+2)
+	if s := e.shim.Stats(); s.WriteBatches != 1 || s.BatchedWrites != incrs+3 {
+		t.Errorf("stats: %d batches of %d writes; want 1 batch of %d", s.WriteBatches, s.BatchedWrites, incrs+3)
 	}
 	e.restart()
 	incr(2, 0) // its retransmission reaches the restarted shim
