@@ -2,7 +2,7 @@ package shim
 
 import (
 	"fmt"
-	"slices"
+	"net/netip"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -112,20 +112,27 @@ func (s *Shim) firstPutsCall(ps []*request) *redisbatch.Call {
 	}
 	mset := make([]any, 1, 1+2*len(ps))
 	mset[0] = "mset"
+	// The bitmaps of the batch's marks: few, as a batch comes from few
+	// senders with close sequence numbers.
 	type block struct {
+		src  netip.AddrPort
+		no   uint64 // the sequence numbers' block
 		key  string
 		args []any
 	}
 	var blocks []block
 	for _, r := range ps {
 		mset = append(mset, r.key, r.value)
-		key, bit := markBlock(r.dedupKey())
-		i := slices.IndexFunc(blocks, func(b block) bool { return b.key == key })
-		if i < 0 {
-			i = len(blocks)
-			blocks = append(blocks, block{key: key, args: []any{"bitfield", key}})
+		i, no := 0, r.seq/markBlockBits
+		for i < len(blocks) && (blocks[i].src != r.src || blocks[i].no != no) {
+			i++
 		}
-		blocks[i].args = append(blocks[i].args, "set", "u1", "#"+strconv.FormatInt(bit, 10), 1)
+		if i == len(blocks) {
+			key, _ := markBlock(r.dedupKey())
+			blocks = append(blocks, block{src: r.src, no: no, key: key, args: []any{"bitfield", key}})
+		}
+		// For u1 the offset is the bit's own.
+		blocks[i].args = append(blocks[i].args, "set", "u1", r.seq%markBlockBits, 1)
 	}
 	ttl := s.cfg.DedupTTL.Milliseconds()
 	cmds := make([][]any, 0, 3+2*len(blocks))

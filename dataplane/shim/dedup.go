@@ -102,13 +102,27 @@ func (d *dedupTable) begin(k dedupKey, now time.Time) (dedupResult, wire.Message
 // complete stores the reply of request k, begun earlier, at now: its
 // header fields and its value (copied).
 func (d *dedupTable) complete(k dedupKey, reply wire.Message, now time.Time) {
-	id := idOf(k)
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.completeLocked(idOf(k), reply, int64(now.Add(d.ttl).Sub(d.epoch)))
+}
+
+// completeMany is complete for requests ks and their replies, at once.
+func (d *dedupTable) completeMany(ks []dedupKey, replies []wire.Message, now time.Time) {
+	expires := int64(now.Add(d.ttl).Sub(d.epoch))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, k := range ks {
+		d.completeLocked(idOf(k), replies[i], expires)
+	}
+}
+
+// completeLocked stores the reply of request id, begun earlier, until
+// expires.
+func (d *dedupTable) completeLocked(id dedupID, reply wire.Message, expires int64) {
 	if e, ok := d.entries[id]; !ok || e.done {
 		return // abandoned, or completed already
 	}
-	expires := int64(now.Add(d.ttl).Sub(d.epoch))
 	d.entries[id] = dedupEntry{done: true, status: reply.Status, flags: reply.Flags, expires: expires,
 		version: reply.ValueVersion, mapVersion: reply.MapVersion}
 	if len(reply.Value) > 0 {
@@ -129,15 +143,18 @@ func (d *dedupTable) abandon(k dedupKey) {
 	}
 }
 
-// sweepLocked drops the replies that expired by now.
+// sweepLocked drops the replies that expired by now. An expiring item's
+// entry is the completed one it was queued for: nothing changes a
+// completed entry, and a request begun again after the entry left is
+// queued anew.
 func (d *dedupTable) sweepLocked(now time.Time) {
 	t := int64(now.Sub(d.epoch))
 	n := 0
 	for n < len(d.expiry) && t >= d.expiry[n].expires {
-		x := d.expiry[n]
-		if e, ok := d.entries[x.id]; ok && e.done && e.expires == x.expires {
-			delete(d.entries, x.id)
-			delete(d.values, x.id)
+		id := d.expiry[n].id
+		delete(d.entries, id)
+		if len(d.values) > 0 {
+			delete(d.values, id)
 		}
 		n++
 	}

@@ -119,6 +119,7 @@ func (s *Shim) applyBatch(batch []batchedWrite) {
 	took := time.Since(t).Seconds()
 	replies := make([]transport.Request, len(batch))
 	msgs := make([]wire.Message, len(batch))
+	done := make([]dedupKey, len(batch))
 	now := time.Now()
 	var rmwReplied []*redisbatch.Call
 	if rmwsCall != nil {
@@ -139,9 +140,10 @@ func (s *Shim) applyBatch(batch []batchedWrite) {
 		if out.existed {
 			msgs[i].Flags |= wire.FlagHit // DEL_REPLY: the key existed
 		}
-		s.dedup.complete(w.r.dedupKey(), msgs[i], now)
+		done[i] = w.r.dedupKey()
 		replies[i] = transport.Request{Dst: w.r.src, Msg: &msgs[i]}
 	}
+	s.dedup.completeMany(done, msgs, now)
 	if err := s.ep.SendMany(replies); err != nil {
 		s.log.Debug("cannot send replies", "replies", len(replies), "err", err)
 	}
