@@ -41,6 +41,7 @@ import (
 
 type options struct {
 	distcache, clusterFile, runDir, out string
+	headlineFile                        string
 	cpu                                 float64
 	skews                               string
 	keys                                uint64
@@ -66,6 +67,7 @@ func main() {
 	flag.BoolVar(&o.fill, "fill", true, "write every key once before the runs, on both sides, straight into Redis")
 	flag.IntVar(&o.preload, "preload", 0, "hottest keys written through each side before each run (0: none with -fill, else the bench's default)")
 	flag.IntVar(&o.valueSize, "value-size", 128, "value size in bytes")
+	flag.StringVar(&o.headlineFile, "headline", "", "also write each skew's result as one sentence to this file (make demo's headline)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -75,6 +77,13 @@ func main() {
 }
 
 func (o options) run(ctx context.Context) error {
+	// Absolute: redis-server changes into its --dir before it opens its
+	// --logfile, so a relative path would name a file under that dir.
+	out, err := filepath.Abs(o.out)
+	if err != nil {
+		return fmt.Errorf("cannot use %s: %w", o.out, err)
+	}
+	o.out = out
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("cannot create %s: %w", o.out, err)
 	}
@@ -98,6 +107,15 @@ func (o options) run(ctx context.Context) error {
 	}
 	md := o.render(rows)
 	fmt.Print(md)
+	if o.headlineFile != "" {
+		var lines strings.Builder
+		for _, r := range rows {
+			lines.WriteString(o.headline(r, len(sd.twemproxy)) + "\n")
+		}
+		if err := os.WriteFile(o.headlineFile, []byte(lines.String()), 0o644); err != nil {
+			return fmt.Errorf("cannot write the headline: %w", err)
+		}
+	}
 	return os.WriteFile(filepath.Join(o.out, "report.md"), []byte(md), 0o644)
 }
 

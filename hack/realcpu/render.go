@@ -30,6 +30,14 @@ func (r row) line() string {
 		r.distcache.P99Seconds*1e3, r.distcache.HitRatio["all"]*100, r.ratio())
 }
 
+// headline is r as one sentence: the line `make demo` leads with.
+func (o options) headline(r row, servers int) string {
+	return fmt.Sprintf("Real CPU, no emulation (%d servers each side at %g CPUs, Zipf %g, %d keys, %.0f %% writes): "+
+		"DistCache %.0f ops/s, twemproxy %.0f ops/s: %.2f× (p99 %.0f ms against %.0f ms, %d lost writes)",
+		servers, o.cpu, r.skew, o.keys, o.writeRatio*100, r.distcache.AchievedRate, r.twemproxy.AchievedRate, r.ratio(),
+		r.distcache.P99Seconds*1e3, r.twemproxy.P99Seconds*1e3, r.lost)
+}
+
 func idle(m driver.ModeResult) string {
 	if m.HostIdle < 0 {
 		return "–"

@@ -24,6 +24,11 @@ func TestRender(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
 	}
+	want := "Real CPU, no emulation (8 servers each side at 0.05 CPUs, Zipf 0.99, 1000000 keys, 5 % writes): " +
+		"DistCache 2800 ops/s, twemproxy 40000 ops/s: 0.07× (p99 190 ms against 9 ms, 0 lost writes)"
+	if got := o.headline(r, 8); got != want {
+		t.Errorf("headline %q, want %q", got, want)
+	}
 	if (row{}).ratio() != 0 {
 		t.Error("a row without twemproxy's rate has a ratio")
 	}
