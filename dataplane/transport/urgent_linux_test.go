@@ -118,3 +118,24 @@ func TestFlushSendsTheBatchSoFar(t *testing.T) {
 		return server, ""
 	})
 }
+
+// TestUrgentServedFirstInBundles checks Config.Urgent across bundles: the
+// urgent records of every bundle in a receive batch are served before the
+// batch's other messages, which keep their order.
+func TestUrgentServedFirstInBundles(t *testing.T) {
+	urgent := func(op wire.Op) bool { return op == wire.OpInvalidate }
+	inOneBatch(t, func(t *testing.T) (*transport.Endpoint, string) {
+		server, _ := queuedServer(t, transport.Config{Urgent: urgent},
+			wire.AppendBundle(nil, datagram(t, wire.OpGet, 1), datagram(t, wire.OpInvalidate, 2)),
+			datagram(t, wire.OpGet, 3),
+			wire.AppendBundle(nil, datagram(t, wire.OpInvalidate, 4), datagram(t, wire.OpGet, 5)))
+		got := until(t, servedSeqs(server), 5)
+		if want := []uint64{2, 4, 1, 3, 5}; !slices.Equal(got, want) {
+			return server, fmt.Sprintf("served %v, want [2 4 1 3 5] (the INVALIDATEs first)", got)
+		}
+		if s := server.Stats(); s.DatagramsIn != 3 || s.BundlesIn != 2 || s.BundledIn != 4 {
+			return server, "each datagram and bundle is counted once"
+		}
+		return server, ""
+	})
+}
