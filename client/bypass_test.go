@@ -126,11 +126,5 @@ func TestBypassWritesUnchanged(t *testing.T) {
 
 // requestsFor is the requests of rs for key.
 func requestsFor(rs []shimRequest, key string) []shimRequest {
-	var out []shimRequest
-	for _, r := range rs {
-		if r.key == key {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(rs, func(r shimRequest) bool { return r.key != key })
 }
