@@ -95,11 +95,10 @@ func (n *Node) forwardMany(fs []*flight, v *view, dst netip.AddrPort) {
 		msgs[i] = backendRequest(f, v)
 		reqs[i] = transport.Request{Dst: dst, Msg: &msgs[i]}
 	}
-	sent := time.Now()
-	n.ep.CallManyFunc(sent.Add(n.cfg.BackendTimeout), reqs, func(out []transport.Reply) {
+	n.ep.CallManyFunc(time.Now().Add(n.cfg.BackendTimeout), reqs, func(out []transport.Reply) {
 		var replies replyBatch
 		for i, f := range fs {
-			status, value, version, tracked := n.backendOutcome(f, dst, &out[i].Msg, out[i].Err, sent)
+			status, value, version, tracked := n.backendOutcome(f, dst, &out[i].Msg, out[i].Err)
 			n.settle(&replies, f, status, value, version, tracked)
 		}
 		if err := n.ep.SendMany(replies.requests()); err != nil {
@@ -185,21 +184,17 @@ func (n *Node) backendGet(f *flight, v *view) (status wire.Status, value []byte,
 	}
 	req := backendRequest(f, v)
 	// A deadline of the call's own, not a context per miss.
-	sent := time.Now()
-	rep, err := n.ep.CallUntil(n.ctx, sent.Add(n.cfg.BackendTimeout), dst, &req)
-	return n.backendOutcome(f, dst, &rep, err, sent)
+	rep, err := n.ep.CallUntil(n.ctx, time.Now().Add(n.cfg.BackendTimeout), dst, &req)
+	return n.backendOutcome(f, dst, &rep, err)
 }
 
 // backendOutcome is the outcome of a backend read of f's key from shim
-// dst, sent at sent: its reply rep, or err. A reply's FlagTracked counts
-// only within wire.TrackedWindow of sent: after that the shim may have
-// forgotten the read, and stopped invalidating this node for the key.
-func (n *Node) backendOutcome(f *flight, dst netip.AddrPort, rep *wire.Message, err error, sent time.Time) (status wire.Status, value []byte, version uint64, tracked bool) {
+// dst: its reply rep, or err.
+func (n *Node) backendOutcome(f *flight, dst netip.AddrPort, rep *wire.Message, err error) (status wire.Status, value []byte, version uint64, tracked bool) {
 	if err != nil {
 		n.stats.backendErrors.Add(1)
 		n.log.Debug("cannot read key from shim", "key", f.key(), "shim", dst, "err", err)
 		return wire.StatusUnavailable, nil, 0, false
 	}
-	tracked = rep.Has(wire.FlagTracked) && n.sinceSent(sent) <= wire.TrackedWindow
-	return rep.Status, rep.Value, rep.ValueVersion, tracked
+	return rep.Status, rep.Value, rep.ValueVersion, rep.Has(wire.FlagTracked)
 }

@@ -46,7 +46,6 @@ type harnessConfig struct {
 	stubOpts []stubOption
 	timers   bool // the test fires park timeouts (harness.timers)
 	noStart  bool // the test starts the node (withoutStart)
-	late     bool // every backend reply arrives after wire.TrackedWindow (withLateReplies)
 }
 
 type harnessOption func(*harnessConfig)
@@ -63,10 +62,6 @@ func withMembers(n int, failed ...int) harnessOption {
 func withStub(opts ...stubOption) harnessOption {
 	return func(h *harnessConfig) { h.stubOpts = append(h.stubOpts, opts...) }
 }
-
-// withLateReplies makes the node take every backend reply as arriving
-// after wire.TrackedWindow.
-func withLateReplies() harnessOption { return func(h *harnessConfig) { h.late = true } }
 
 // withoutStart leaves the node bound but not serving: datagrams sent to it
 // wait in its socket until the test calls h.node.Start.
@@ -145,9 +140,6 @@ func newHarness(t *testing.T, opts ...harnessOption) *harness {
 	h.node = n
 	if hc.timers {
 		n.parkAfter = h.timers.after
-	}
-	if hc.late {
-		n.sinceSent = func(time.Time) time.Duration { return wire.TrackedWindow + time.Nanosecond }
 	}
 	m, err := partmap.Build(partmap.Spec{
 		Cluster: testCluster, Racks: 1, ShardsPerRack: 1, StorageSeed: 7,

@@ -209,9 +209,6 @@ type Node struct {
 	// parkAfter starts a parked key's ParkTimeout; tests replace it before
 	// Start to fire timeouts themselves.
 	parkAfter func(d time.Duration, expire func()) stopper
-	// sinceSent is how long ago a backend read went out (time.Since);
-	// tests replace it before Start to age replies.
-	sinceSent func(time.Time) time.Duration
 	det       *hotkey.Detector
 	meter     *routing.LoadMeter
 	tally     loadTally // the GETs not yet in meter (load.go)
@@ -299,7 +296,6 @@ func New(cfg Config) (*Node, error) {
 		log:       cfg.Logger.With("layer", cfg.Layer, "member", cfg.Member),
 		ep:        ep,
 		parkAfter: func(d time.Duration, expire func()) stopper { return time.AfterFunc(d, expire) },
-		sinceSent: time.Since,
 		det:       det,
 		lastPlan:  time.Now(), // the detector counts from its creation
 		meter:     meter,

@@ -43,24 +43,8 @@ import (
 // Without this, every node that ever fetched a key would cost each of the
 // key's writes a coherence round trip for the life of the directory.
 
-// A tracked read's entry lasts trackedFor: a node takes a reply's
-// FlagTracked only within wire.TrackedWindow of sending its GET, so twice
-// that after the shim served the GET (a margin for the clocks' rates) no
-// reader of the node's takes the reply any more, and the node holds
-// nothing for the key unless it fetched it too. Before, a node that read
-// a key through the shim stayed listed until a write of the key found it
-// holding nothing, so the first write of every key read through a node
-// paid a coherence round trip, and a workload reading many distinct keys
-// filled the directory to its limit and had every node flush the shard.
-
-// trackedFor is how long a tracked read's entry counts.
-const trackedFor = 2 * wire.TrackedWindow
-
 // holders is the directory.
 type holders struct {
-	wall func() time.Time // the clock of tracked reads' entries
-	base time.Time        // their times are kept as durations since base
-
 	mu sync.Mutex // guards everything below
 	// byKey lists the nodes that fetched each key (or had a tracked read
 	// of it) since the directory was last cleared, and were not found
@@ -76,99 +60,35 @@ type holders struct {
 	// earlier epoch proves nothing about the entries handed out since.
 	epoch uint64
 	poke  chan struct{} // wakes the flusher (capacity 1)
-	// expiring lists the tracked reads' entries in the order they end
-	// (trackedFor is fixed); an entry a later read extended or a FETCH
-	// made lasting ends later than its item here says.
-	expiring []expiringHolder
 }
 
-// holder is a node that may hold an entry for a key, the directory's clock
-// when it was last entered for it and, for an entry only tracked reads
-// made, when it ends (since holders.base; 0: it lasts until forgotten).
+// holder is a node that may hold an entry for a key, and the directory's
+// clock when it was last entered for it.
 type holder struct {
 	node  netip.AddrPort
 	since uint64
-	until time.Duration
-}
-
-// expiringHolder is a tracked read's entry and when it ends.
-type expiringHolder struct {
-	key   string
-	node  netip.AddrPort
-	until time.Duration
 }
 
 func newHolders(limit int) *holders {
-	return &holders{wall: time.Now, base: time.Now(), byKey: map[string][]holder{}, flushed: map[netip.AddrPort]bool{},
-		limit: limit, poke: make(chan struct{}, 1)}
+	return &holders{byKey: map[string][]holder{}, flushed: map[netip.AddrPort]bool{}, limit: limit, poke: make(chan struct{}, 1)}
 }
 
-// add records that node may hold an entry for key from now on, until a
-// write finds it holding none (a FETCH's entry).
-func (h *holders) add(key string, node netip.AddrPort) { h.enter(key, node, 0) }
-
-// addTracked records that node may take a tracked read of key it sent
-// now, for trackedFor.
-func (h *holders) addTracked(key string, node netip.AddrPort) {
-	h.enter(key, node, h.wall().Sub(h.base)+trackedFor)
-}
-
-// enter records node for key, lasting until forgotten (until 0) or until
-// until, whichever of the two the entry already had lasts longer.
-func (h *holders) enter(key string, node netip.AddrPort, until time.Duration) {
+// add records that node may hold an entry for key, from now on.
+func (h *holders) add(key string, node netip.AddrPort) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.sweepLocked()
 	h.clock++
 	if i := h.indexLocked(key, node); i >= 0 {
-		e := &h.byKey[key][i]
-		e.since = h.clock
-		if e.until != 0 && (until == 0 || until > e.until) {
-			e.until = until
-			h.expireLocked(key, node, until)
-		}
+		h.byKey[key][i].since = h.clock
 		return
 	}
 	if len(h.byKey) >= h.limit {
 		clear(h.byKey)
 		clear(h.flushed)
-		h.expiring = h.expiring[:0]
 		h.epoch++
 		h.wake()
 	}
-	h.byKey[key] = append(h.byKey[key], holder{node: node, since: h.clock, until: until})
-	h.expireLocked(key, node, until)
-}
-
-// expireLocked queues the end of node's tracked entry for key at until.
-func (h *holders) expireLocked(key string, node netip.AddrPort, until time.Duration) {
-	if until != 0 {
-		h.expiring = append(h.expiring, expiringHolder{key: key, node: node, until: until})
-	}
-}
-
-// sweepLocked drops the tracked reads' entries that have ended.
-func (h *holders) sweepLocked() {
-	now := h.wall().Sub(h.base)
-	n := 0
-	for n < len(h.expiring) && h.expiring[n].until <= now {
-		x := h.expiring[n]
-		if i := h.indexLocked(x.key, x.node); i >= 0 && h.byKey[x.key][i].until == x.until {
-			h.deleteLocked(x.key, i)
-		}
-		n++
-	}
-	clear(h.expiring[:n])
-	h.expiring = h.expiring[n:]
-}
-
-// deleteLocked drops the i-th entry of key.
-func (h *holders) deleteLocked(key string, i int) {
-	if rest := slices.Delete(h.byKey[key], i, i+1); len(rest) > 0 {
-		h.byKey[key] = rest
-	} else {
-		delete(h.byKey, key)
-	}
+	h.byKey[key] = append(h.byKey[key], holder{node: node, since: h.clock})
 }
 
 // indexLocked is node's index in key's list, or -1.
@@ -193,14 +113,17 @@ func (h *holders) forget(key string, node netip.AddrPort, before uint64) {
 	if i < 0 || h.byKey[key][i].since > before {
 		return
 	}
-	h.deleteLocked(key, i)
+	if rest := slices.Delete(h.byKey[key], i, i+1); len(rest) > 0 {
+		h.byKey[key] = rest
+	} else {
+		delete(h.byKey, key)
+	}
 }
 
 // mayHold reports whether node may hold an entry for key.
 func (h *holders) mayHold(key string, node netip.AddrPort) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.sweepLocked()
 	return !h.flushed[node] || h.indexLocked(key, node) >= 0
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -175,42 +174,5 @@ func TestForgetKeepsLaterEntries(t *testing.T) {
 	h.forget("k", node, h.now())
 	if h.size() != 0 {
 		t.Fatal("an entry made before the write began was kept")
-	}
-}
-
-// TestTrackedReadsLeaveTheDirectory checks that a tracked read's entry
-// lasts trackedFor and then leaves the directory, that a later tracked
-// read extends it, and that a FETCH's entry, or one a FETCH joined, lasts.
-func TestTrackedReadsLeaveTheDirectory(t *testing.T) {
-	now := time.Unix(1000, 0)
-	h := newHolders(16)
-	h.wall, h.base = func() time.Time { return now }, now
-	node := netip.MustParseAddrPort("127.0.0.1:1")
-	h.markFlushed(node, 0)
-	h.addTracked("read", node)
-	h.addTracked("fetched", node)
-	h.add("fetched", node)
-	h.add("fetch only", node)
-	now = now.Add(trackedFor / 2)
-	h.addTracked("again", node)
-	if !h.mayHold("read", node) || !h.mayHold("again", node) {
-		t.Fatal("a tracked read's entry ended before trackedFor")
-	}
-	now = now.Add(trackedFor / 2)
-	h.addTracked("again", node) // extends its entry
-	if h.mayHold("read", node) {
-		t.Error("a tracked read's entry outlived trackedFor")
-	}
-	for _, k := range []string{"again", "fetched", "fetch only"} {
-		if !h.mayHold(k, node) {
-			t.Errorf("the entry of %q ended", k)
-		}
-	}
-	now = now.Add(trackedFor)
-	if h.mayHold("again", node) {
-		t.Error("an extended entry outlived its last read by trackedFor")
-	}
-	if got := h.size(); got != 2 {
-		t.Errorf("the directory holds %d keys, want the 2 fetched", got)
 	}
 }

@@ -75,7 +75,7 @@ func (s *Shim) tracking(reads []*request) []bool {
 	tracked := make([]bool, len(reads))
 	for i, r := range reads {
 		if tracked[i] = !r.direct && cur.isServingOwner(key, r.src); tracked[i] {
-			s.holders.addTracked(key, r.src)
+			s.holders.add(key, r.src)
 		}
 	}
 	if s.locks.waiters(key) != 0 { // a write is in progress

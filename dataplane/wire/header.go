@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/distcache/distcache/placement/hashing"
 )
@@ -124,9 +123,7 @@ const (
 	// the shim read while no write of the key was in progress and while
 	// every later write of the key invalidates that node first: readers
 	// that joined the node's backend read after it left may take the
-	// reply (CableCache's coalescing, made safe across map changes). A
-	// node takes it only within TrackedWindow of sending its GET; the
-	// shim invalidates the node for the key's writes for twice as long.
+	// reply (CableCache's coalescing, made safe across map changes).
 	FlagTracked Flag = 1 << 4
 	// FlagCacheOnly marks a client's hedged GET to a cache node: answer it
 	// from a valid copy (FlagHit), or refuse it with StatusUnavailable
@@ -359,11 +356,3 @@ func putHeader(b []byte, h *Header, keyLen int) {
 	binary.BigEndian.PutUint64(b[48:], h.ValueVersion)
 	binary.BigEndian.PutUint64(b[56:], h.MapVersion)
 }
-
-// TrackedWindow is how long after sending a backend GET a cache node may
-// let the readers that joined the read take a reply's FlagTracked. A shim
-// that marks a reply FlagTracked invalidates the node for every write of
-// the key for twice as long after serving the GET (a margin for the two
-// clocks' rates), and then forgets the read: by then no reader of the
-// node's takes its reply.
-const TrackedWindow = time.Second
