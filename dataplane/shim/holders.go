@@ -32,26 +32,13 @@ import (
 // directory keeps up to Config.HolderKeys keys; beyond that it is cleared
 // and every node flushed again. Switch members are always invalidated:
 // they are filled by their control plane.
-//
-// Entries leave the directory too. A node that acknowledges a write's
-// INVALIDATE without FlagHit held nothing for the key, not even a
-// placeholder: it evicted its entry, and it can get a new one only from a
-// later FETCH or tracked read, which enters it again. The write, under
-// the key's lock, then drops the node's entry for the key if it was made
-// before the write began (holder.since): a tracked read entered after
-// that may have started at the node after the INVALIDATE, so it stays.
-// Without this, every node that ever fetched a key would cost each of the
-// key's writes a coherence round trip for the life of the directory.
 
 // holders is the directory.
 type holders struct {
 	mu sync.Mutex // guards everything below
 	// byKey lists the nodes that fetched each key (or had a tracked read
-	// of it) since the directory was last cleared, and were not found
-	// without an entry by a write since.
-	byKey map[string][]holder
-	// clock counts the entries made; holder.since is its value then.
-	clock uint64
+	// of it) since the directory was last cleared.
+	byKey map[string][]netip.AddrPort
 	limit int
 	// flushed holds the nodes that acknowledged a FLUSH sent in the
 	// current epoch: they hold no entry this directory does not list.
@@ -62,24 +49,15 @@ type holders struct {
 	poke  chan struct{} // wakes the flusher (capacity 1)
 }
 
-// holder is a node that may hold an entry for a key, and the directory's
-// clock when it was last entered for it.
-type holder struct {
-	node  netip.AddrPort
-	since uint64
-}
-
 func newHolders(limit int) *holders {
-	return &holders{byKey: map[string][]holder{}, flushed: map[netip.AddrPort]bool{}, limit: limit, poke: make(chan struct{}, 1)}
+	return &holders{byKey: map[string][]netip.AddrPort{}, flushed: map[netip.AddrPort]bool{}, limit: limit, poke: make(chan struct{}, 1)}
 }
 
-// add records that node may hold an entry for key, from now on.
+// add records that node may hold an entry for key.
 func (h *holders) add(key string, node netip.AddrPort) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.clock++
-	if i := h.indexLocked(key, node); i >= 0 {
-		h.byKey[key][i].since = h.clock
+	if slices.Contains(h.byKey[key], node) {
 		return
 	}
 	if len(h.byKey) >= h.limit {
@@ -88,43 +66,14 @@ func (h *holders) add(key string, node netip.AddrPort) {
 		h.epoch++
 		h.wake()
 	}
-	h.byKey[key] = append(h.byKey[key], holder{node: node, since: h.clock})
-}
-
-// indexLocked is node's index in key's list, or -1.
-func (h *holders) indexLocked(key string, node netip.AddrPort) int {
-	return slices.IndexFunc(h.byKey[key], func(e holder) bool { return e.node == node })
-}
-
-// now is the directory's clock: entries made later have a greater since.
-func (h *holders) now() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.clock
-}
-
-// forget drops node's entry for key if it was made at or before clock
-// value before: a write that began then found the node holding nothing
-// (see above).
-func (h *holders) forget(key string, node netip.AddrPort, before uint64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	i := h.indexLocked(key, node)
-	if i < 0 || h.byKey[key][i].since > before {
-		return
-	}
-	if rest := slices.Delete(h.byKey[key], i, i+1); len(rest) > 0 {
-		h.byKey[key] = rest
-	} else {
-		delete(h.byKey, key)
-	}
+	h.byKey[key] = append(h.byKey[key], node)
 }
 
 // mayHold reports whether node may hold an entry for key.
 func (h *holders) mayHold(key string, node netip.AddrPort) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return !h.flushed[node] || h.indexLocked(key, node) >= 0
+	return !h.flushed[node] || slices.Contains(h.byKey[key], node)
 }
 
 // unflushed returns the nodes of nodes not flushed in the current epoch,

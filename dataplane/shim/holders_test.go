@@ -1,8 +1,6 @@
 package shim
 
 import (
-	"fmt"
-	"net/netip"
 	"testing"
 
 	"github.com/distcache/distcache/dataplane/wire"
@@ -124,55 +122,5 @@ func TestDirectoryFullFlushesAgain(t *testing.T) {
 	}
 	if s := e.shim.Stats(); s.HolderKeys != 1 {
 		t.Errorf("HolderKeys %d, want 1 (b)", s.HolderKeys)
-	}
-}
-
-// TestDirectoryForgetsEvictions has an owner fetch a key: the next write
-// invalidates it and, acknowledged without FlagHit (the node evicted the
-// entry), drops it from the directory, so the write after that skips it;
-// one that acknowledges with FlagHit (it holds a copy) stays listed and is
-// invalidated by every write.
-func TestDirectoryForgetsEvictions(t *testing.T) {
-	for _, holds := range []bool{false, true} {
-		t.Run(fmt.Sprintf("holds %v", holds), func(t *testing.T) {
-			e := newEnv(t)
-			e.flushAll(uint64(len(e.nodes)))
-			key := e.key(0, "evicted")
-			owner := e.owners(key)[0]
-			owner.setHolds(key, holds)
-			if r := e.callFrom(owner.ep, wire.OpFetch, key, nil); r.Status != wire.StatusNotFound {
-				t.Fatalf("FETCH: %s", r.Status)
-			}
-			first := e.mustStatus(wire.OpPut, key, []byte("v1"), wire.StatusOK)
-			second := e.mustStatus(wire.OpPut, key, []byte("v2"), wire.StatusOK)
-			if _, ok := owner.find(wire.OpInvalidate, key, first.ValueVersion); !ok {
-				t.Fatal("the first write after the FETCH did not invalidate the owner")
-			}
-			if _, ok := owner.find(wire.OpInvalidate, key, second.ValueVersion); ok != holds {
-				t.Errorf("the second write invalidated the owner: %v, want %v", ok, holds)
-			}
-			if s := e.shim.Stats(); (s.HolderKeys == 1) != holds {
-				t.Errorf("HolderKeys %d; the owner holds a copy: %v", s.HolderKeys, holds)
-			}
-		})
-	}
-}
-
-// TestForgetKeepsLaterEntries checks holders.forget's clock: an entry made
-// after the write began (a tracked read entered while it ran) survives the
-// write's forget; one made before does not.
-func TestForgetKeepsLaterEntries(t *testing.T) {
-	h := newHolders(16)
-	node := netip.MustParseAddrPort("127.0.0.1:1")
-	h.add("k", node)
-	began := h.now()
-	h.add("k", node) // entered again while the write runs
-	h.forget("k", node, began)
-	if h.size() != 1 {
-		t.Fatal("an entry made after the write began was forgotten")
-	}
-	h.forget("k", node, h.now())
-	if h.size() != 0 {
-		t.Fatal("an entry made before the write began was kept")
 	}
 }

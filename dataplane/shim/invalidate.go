@@ -55,7 +55,7 @@ func (s *Shim) invalidate(key string, v uint64) ([]owner, int, error) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
 	defer cancel()
-	p := &phaseOne{s: s, ctx: ctx, key: key, v: v, since: s.holders.now(), results: make(chan invalidationResult), stop: make(chan struct{})}
+	p := &phaseOne{s: s, ctx: ctx, key: key, v: v, results: make(chan invalidationResult), stop: make(chan struct{})}
 	defer close(p.stop)
 	release := time.NewTimer(time.Hour)
 	defer release.Stop()
@@ -104,7 +104,6 @@ type phaseOne struct {
 	calls   []*invalidation
 	skip    []netip.AddrPort // owners not invalidated: they hold no entry for the key
 	waiting int              // calls neither done nor released
-	since   uint64           // the directory's clock as the write began (holders.forget)
 	results chan invalidationResult
 	stop    chan struct{} // closed when invalidate returns: unread results are dropped
 }
@@ -213,9 +212,6 @@ func (p *phaseOne) finish(r invalidationResult) {
 		return
 	}
 	p.s.metrics.invalidationsOK.Inc()
-	if !r.held {
-		p.s.holders.forget(p.key, c.owner.addr, p.since) // it evicted its entry
-	}
 }
 
 // releaseDue stops waiting for the calls whose owners are released at now.
