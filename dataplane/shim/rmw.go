@@ -123,24 +123,36 @@ type rmwOutcome struct {
 
 // rmwCall is the run of rmwScript that applies r's RMW once; nil for a
 // malformed operation, refused with StatusInternal (writeOutcomeOf).
-func (s *Shim) rmwCall(r *request) *redisbatch.Call { return s.rmwManyCall([]*request{r}) }
+func (s *Shim) rmwCall(r *request) *redisbatch.Call {
+	op, arg, perr := wire.ParseRMW(r.value)
+	if perr != nil {
+		// A malformed operation is refused, not a Redis failure.
+		s.log.Debug("malformed RMW refused", "key", r.key, "src", r.src, "err", perr)
+		return nil
+	}
+	marks, field := rmwMarks(r.dedupKey())
+	args := []any{s.cfg.DedupTTL.Milliseconds(), wire.MaxValueLen, oneIf(r.first), op.String(), string(arg), 0, 0, 0, 0, field}
+	switch op {
+	case wire.RMWIncrBy:
+		args[4] = strconv.FormatInt(int64(binary.BigEndian.Uint64(arg)), 10)
+	case wire.RMWSet:
+		cond, opts, px, value, _ := wire.ParseSetArg(arg) // ParseRMW checked it
+		args[4], args[5], args[6], args[7], args[8] = string(value), cond, bit(opts&wire.SetGet), px, bit(opts&wire.SetKeepTTL)
+	}
+	return &redisbatch.Call{Script: rmwScript, Keys: []string{r.key, appliedKey(r.dedupKey()), marks}, Args: args}
+}
 
-// rmwManyCall is one run of rmwScript that applies the RMWs rs once, each
-// on its own key; nil if one of them is malformed (the caller parses each
-// first, rmwArgs).
-func (s *Shim) rmwManyCall(rs []*request) *redisbatch.Call {
-	keys := make([]string, 0, 3*len(rs))
-	args := make([]any, 2, 2+8*len(rs))
-	args[0], args[1] = s.cfg.DedupTTL.Milliseconds(), wire.MaxValueLen
-	for _, r := range rs {
-		a, ok := s.rmwArgs(r)
-		if !ok {
-			return nil
-		}
-		marks, field := rmwMarks(r.dedupKey())
-		keys = append(keys, r.key, appliedKey(r.dedupKey()), marks)
-		args = append(args, a[:]...)
-		args = append(args, field)
+// joinRMWs is one run of rmwScript for the RMWs of calls, each a run for
+// one (rmwCall), in their order.
+func joinRMWs(calls []*redisbatch.Call) *redisbatch.Call {
+	if len(calls) == 1 {
+		return calls[0]
+	}
+	keys := make([]string, 0, 3*len(calls))
+	args := append(make([]any, 0, 2+8*len(calls)), calls[0].Args[:2]...) // the marks' lifetime, the largest value
+	for _, c := range calls {
+		keys = append(keys, c.Keys...)
+		args = append(args, c.Args[2:]...)
 	}
 	return &redisbatch.Call{Script: rmwScript, Keys: keys, Args: args}
 }
@@ -149,26 +161,6 @@ func (s *Shim) rmwManyCall(rs []*request) *redisbatch.Call {
 // (rmwScript): one hash per sender and block of markBlockBits sequence
 // numbers, as markBlock's bitmaps.
 func rmwMarks(k dedupKey) (string, int64) { return blockMark(k, "/rmw/") }
-
-// rmwArgs are rmwScript's first seven arguments for r's RMW (the eighth,
-// the mark's field, is rmwMarks'); false for a malformed operation.
-func (s *Shim) rmwArgs(r *request) ([7]any, bool) {
-	op, arg, perr := wire.ParseRMW(r.value)
-	if perr != nil {
-		// A malformed operation is refused, not a Redis failure.
-		s.log.Debug("malformed RMW refused", "key", r.key, "src", r.src, "err", perr)
-		return [7]any{}, false
-	}
-	a := [7]any{oneIf(r.first), op.String(), string(arg), 0, 0, 0, 0}
-	switch op {
-	case wire.RMWIncrBy:
-		a[2] = strconv.FormatInt(int64(binary.BigEndian.Uint64(arg)), 10)
-	case wire.RMWSet:
-		cond, opts, px, value, _ := wire.ParseSetArg(arg) // ParseRMW checked it
-		a[2], a[3], a[4], a[5], a[6] = string(value), cond, bit(opts&wire.SetGet), px, bit(opts&wire.SetKeepTTL)
-	}
-	return a, true
-}
 
 // rmwReplies splits call, a run of rmwScript for n RMWs, into one call per
 // RMW, in order, each as rmwResult reads a run for one.

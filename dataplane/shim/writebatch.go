@@ -25,7 +25,7 @@ type batchedWrite struct {
 	r      *request
 	v      uint64
 	unlock func()
-	call   *redisbatch.Call // nil: a malformed RMW, refused without one, or a joint call's
+	call   *redisbatch.Call // nil: a malformed RMW, refused without one, or a first PUT
 	joint  joint            // which of the batch's joint calls applies it, if one does
 }
 
@@ -35,7 +35,7 @@ type joint int
 const (
 	ownCall   joint = iota
 	firstPuts       // the first datagrams of PUTs (firstPutsCall)
-	rmws            // read-modify-writes (rmwManyCall)
+	rmws            // read-modify-writes (joinRMWs)
 )
 
 // serveWriteBatch serves writes together (see above). Each takes its key's
@@ -70,10 +70,9 @@ func (s *Shim) serveWriteBatch(ws []*request) {
 		switch {
 		case r.op == wire.OpPut && r.first:
 			w.joint = firstPuts
-		case r.op != wire.OpRMW:
-			w.call = s.writeCall(r)
 		default:
-			if _, ok := s.rmwArgs(r); ok { // else malformed: refused without a call
+			w.call = s.writeCall(r)
+			if r.op == wire.OpRMW && w.call != nil {
 				w.joint = rmws
 			}
 		}
@@ -92,13 +91,16 @@ func (s *Shim) applyBatch(batch []batchedWrite) {
 	s.stats.writeBatches.Add(1)
 	s.stats.batchedWrites.Add(uint64(len(batch)))
 	calls := make([]*redisbatch.Call, 0, len(batch))
-	var firsts, rs []*request
+	var (
+		firsts []*request
+		rs     []*redisbatch.Call
+	)
 	for _, w := range batch {
 		switch w.joint {
 		case firstPuts:
 			firsts = append(firsts, w.r)
 		case rmws:
-			rs = append(rs, w.r)
+			rs = append(rs, w.call)
 		default:
 			if w.call != nil {
 				calls = append(calls, w.call)
@@ -111,7 +113,7 @@ func (s *Shim) applyBatch(batch []batchedWrite) {
 		calls = append(calls, putsCall)
 	}
 	if len(rs) > 0 {
-		rmwsCall = s.rmwManyCall(rs)
+		rmwsCall = joinRMWs(rs)
 		calls = append(calls, rmwsCall)
 	}
 	t := time.Now()
