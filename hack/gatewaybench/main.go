@@ -83,24 +83,23 @@ func run() error {
 	// nodes, whose shims then count the nodes as holders of the keys read,
 	// and the gateway's first write of each such key would pay a coherence
 	// round trip the gateway's own reads (direct) do not cause.
+	var others, floor []target
+	for _, t := range targets {
+		if t.name == "floor" {
+			floor = append(floor, t)
+		} else {
+			others = append(others, t)
+		}
+	}
 	var rows []row
-	for _, floor := range []bool{false, true} {
+	for _, group := range [][]target{others, floor} {
 		for _, p := range o.pipelines {
-			for _, t := range targets {
-				if (t.name == "floor") != floor {
-					continue
+			for _, t := range group {
+				rs, err := o.measureTarget(ctx, t, p)
+				if err != nil {
+					return err
 				}
-				for _, test := range []string{"set", "get", "incr"} {
-					if test != "get" && t.name == "floor" {
-						continue // the floor serves GETs only
-					}
-					r, err := measure(ctx, t, benchRun{addr: t.addr, test: test, pipeline: p, requests: o.requests[t.name]}, o.keys)
-					if err != nil {
-						return err
-					}
-					fmt.Fprintln(os.Stderr, r.line())
-					rows = append(rows, r)
-				}
+				rows = append(rows, rs...)
 			}
 		}
 	}
@@ -118,6 +117,24 @@ func run() error {
 		return fmt.Errorf("cannot write %s: %w", o.out, err)
 	}
 	return os.WriteFile(o.out, []byte(table), 0o644)
+}
+
+// measureTarget runs SET, GET and INCR against t at pipeline depth p
+// (GET only for the floor) and returns a row each.
+func (o options) measureTarget(ctx context.Context, t target, p int) ([]row, error) {
+	var rows []row
+	for _, test := range []string{"set", "get", "incr"} {
+		if test != "get" && t.name == "floor" {
+			continue // the floor serves GETs only
+		}
+		r, err := measure(ctx, t, benchRun{addr: t.addr, test: test, pipeline: p, requests: o.requests[t.name]}, o.keys)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(os.Stderr, r.line())
+		rows = append(rows, r)
+	}
+	return rows, nil
 }
 
 // target is one system redis-benchmark drives.
