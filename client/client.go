@@ -90,6 +90,11 @@ type Config struct {
 	// counted in Stats.DirectReads), or to its Redis where the client
 	// reads storage itself (storage.go); writes are unchanged.
 	Bypass bool
+	// AskNodesForColdKeys makes a client that reads storage itself send
+	// every read to a cache node first, as without direct reads, instead
+	// of reading the keys that are not warm from Redis straight away
+	// (warm.go).
+	AskNodesForColdKeys bool
 	// Registerer receives the metrics; nil means a private registry. Two
 	// clients cannot share one Registerer (the metric names collide: New
 	// fails); wrap it with distinguishing labels instead.
@@ -157,6 +162,7 @@ type Client struct {
 	stopRefresh   chan struct{}      // closed when it has ended
 
 	storage   storageReaders // direct reads of Redis (storage.go)
+	warm      *warmReads     // which reads ask a node first (warm.go)
 	stats     counters
 	requests  *metrics.Requests
 	layerHits *layerHits
@@ -171,6 +177,9 @@ type view struct {
 	// storage reads each shard's Redis by global shard index (storage.go);
 	// nil when reads go through the nodes and shims.
 	storage []*redisbatch.Batcher
+	// directWrites: every shard lets the client write keys no cache may
+	// hold to its Redis (directwrite.go).
+	directWrites bool
 }
 
 // New starts a client routing by p.
@@ -191,7 +200,13 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot create client: %w", err)
 	}
+	warm, err := newWarmReads(cfg.Seed)
+	if err != nil {
+		_ = ep.Close()
+		return nil, fmt.Errorf("cannot create client: %w", err)
+	}
 	c := &Client{
+		warm:    warm,
 		cfg:     cfg,
 		ep:      ep,
 		table:   table,
@@ -274,6 +289,25 @@ func (c *Client) Close() error {
 	return serr
 }
 
+// allShardsWriteDirectly says whether every shard of m lets clients write
+// to its Redis (partmap.Shard.DirectWrites).
+func allShardsWriteDirectly(m *partmap.Map) bool {
+	for _, r := range m.Storage.Racks {
+		for _, sh := range r.Shards {
+			if !sh.DirectWrites {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// cold reports whether key's read goes to storage without asking a node:
+// the client reads storage itself and the key is not warm (warm.go).
+func (c *Client) cold(v *view, key string) bool {
+	return v.storage != nil && !c.cfg.Bypass && !c.cfg.AskNodesForColdKeys && !c.warm.warm(key, c.now())
+}
+
 // compile builds the view of p, resolving addresses once.
 func (c *Client) compile(p *partmap.Placement) *view {
 	m := p.Map()
@@ -289,8 +323,9 @@ func (c *Client) compile(p *partmap.Placement) *view {
 	if c.cfg.Resolver != nil {
 		opts = append(opts, peers.WithResolver(c.cfg.Resolver))
 	}
+	storage := c.storage.forMap(m, c.cfg)
 	return &view{p: p, version: uint64(p.Version()), addrs: peers.Resolve(m, c.cfg.Logger, opts...), hits: c.layerHits.forLayers(names),
-		storage: c.storage.forMap(m, c.cfg)}
+		storage: storage, directWrites: storage != nil && allShardsWriteDirectly(m)}
 }
 
 // shardAddr returns the address of key's storage shim under v. When the

@@ -94,9 +94,15 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 		return res, metrics.StatusResult(wire.StatusTooLarge), err
 	}
 	v := c.view.Load()
+	kb := []byte(key)
+	if c.cold(v, key) {
+		res, label, s, err := c.readStorage(ctx, v, key, kb)
+		if s == stepDone {
+			return res, label, err
+		}
+	}
 	var buf [maxInline]partmap.Candidate
 	cands := v.p.Candidates(key, buf[:0])
-	kb := []byte(key)
 	var (
 		tried     uint64 // bit i: cands[i] was tried in this round
 		shimTried bool   // the shim was tried in this round

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/metrics"
@@ -50,8 +51,13 @@ func (c *Client) GetManyFunc(ctx context.Context, keys []string, res []Result, e
 	v := c.view.Load()
 	firsts := make([]firstAttempt, 0, len(keys))
 	kbs := keyBytes(keys)
+	var cold []int // keys read from Redis straight away (warm.go)
 	for i, key := range keys {
 		c.stats.gets.Add(1)
+		if checkKey(key) == nil && c.cold(v, key) {
+			cold = append(cold, i)
+			continue
+		}
 		a, label, err := c.firstOf(ctx, v, i, key, kbs[i])
 		if err != nil {
 			res[i], errs[i] = c.settle(key, start, Result{}, label, err)
@@ -62,6 +68,20 @@ func (c *Client) GetManyFunc(ctx context.Context, keys []string, res []Result, e
 	reqs := make([]transport.Request, len(firsts))
 	for j := range firsts {
 		reqs[j] = transport.Request{Dst: firsts[j].addr, Msg: &firsts[j].msg}
+	}
+	if len(cold) > 0 { // the cold keys' reads and the others' settle apart
+		var parts atomic.Int32
+		parts.Store(2)
+		whole := done
+		done = func() {
+			if parts.Add(-1) == 0 {
+				whole()
+			}
+		}
+		go func() {
+			c.readStorageMany(ctx, v, keys, kbs, cold, start, res, errs)
+			done()
+		}()
 	}
 	deadline := time.Now().Add(c.cfg.AttemptTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {

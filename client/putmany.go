@@ -26,6 +26,10 @@ import (
 // until done; values must not change until then.
 func (c *Client) PutManyFunc(ctx context.Context, keys []string, values [][]byte, errs []error, done func()) {
 	c.stats.puts.Add(uint64(len(keys)))
+	if v := c.view.Load(); c.writesDirect(v) {
+		c.putManyDirect(ctx, v, keys, values, errs, done)
+		return
+	}
 	c.writeManyFunc(ctx, wire.OpPut, "put", keys, values, nil, errs, done)
 }
 
@@ -39,7 +43,7 @@ func (c *Client) IncrByManyFunc(ctx context.Context, keys []string, deltas []int
 		args[i] = wire.AppendRMW(nil, wire.RMWIncrBy, wire.IncrByArg(d))
 	}
 	replies := make([][]byte, len(keys))
-	c.writeManyFunc(ctx, wire.OpRMW, wire.RMWIncrBy.String(), keys, args, replies, errs, func() {
+	parse := func() {
 		for i, r := range replies {
 			if errs[i] != nil {
 				continue
@@ -51,7 +55,12 @@ func (c *Client) IncrByManyFunc(ctx context.Context, keys []string, deltas []int
 			results[i] = n
 		}
 		done()
-	})
+	}
+	if v := c.view.Load(); c.writesDirect(v) {
+		c.incrManyDirect(ctx, v, keys, deltas, args, replies, errs, parse)
+		return
+	}
+	c.writeManyFunc(ctx, wire.OpRMW, wire.RMWIncrBy.String(), keys, args, replies, errs, parse)
 }
 
 // writeManyFunc runs the writes of op (verb in errors) of values[i] to

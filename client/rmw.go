@@ -20,6 +20,11 @@ import (
 // returns the new value; a value that is not an integer, or a sum that
 // overflows, is ErrNotInteger.
 func (c *Client) IncrBy(ctx context.Context, key string, delta int64) (int64, error) {
+	if v := c.view.Load(); c.writesDirect(v) { // directwrite.go
+		n, errs := make([]int64, 1), make([]error, 1)
+		wait(func(done func()) { c.IncrByManyFunc(ctx, []string{key}, []int64{delta}, n, errs, done) })
+		return n[0], errs[0]
+	}
 	return c.rmwInt(ctx, key, wire.RMWIncrBy, wire.IncrByArg(delta))
 }
 

@@ -38,6 +38,11 @@ type Stats struct {
 	// StorageFailures those whose Redis could not be reached, which asked
 	// the shim.
 	StorageReads, StorageFailures uint64
+	// StorageWrites counts writes the client sent to a key's Redis itself
+	// (spec.dataPlane.directWrites) and Redis applied; HeldWrites those
+	// Redis refused because a cache may hold the key, which went through
+	// the shim.
+	StorageWrites, HeldWrites uint64
 	// Ties counts routing decisions among equally loaded candidates.
 	Ties uint64
 	// Hedges counts reads that also asked a second candidate after
@@ -60,6 +65,7 @@ type counters struct {
 	retries, timeouts, errors, directReads      atomic.Uint64
 	ties, refreshes, hedges, hedgeWins          atomic.Uint64
 	storageReads, storageFailures               atomic.Uint64
+	storageWrites, heldWrites                   atomic.Uint64
 }
 
 // layerHits holds the per-layer hit counters. The counters are pointers, so
@@ -123,6 +129,7 @@ func (c *Client) Stats() Stats {
 		DirectReads: s.directReads.Load(), Ties: s.ties.Load(), Refreshes: s.refreshes.Load(),
 		Hedges: s.hedges.Load(), HedgeWins: s.hedgeWins.Load(),
 		StorageReads: s.storageReads.Load(), StorageFailures: s.storageFailures.Load(),
+		StorageWrites: s.storageWrites.Load(), HeldWrites: s.heldWrites.Load(),
 		LayerHits: c.layerHits.snapshot(),
 		Transport: c.ep.Stats(),
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -83,7 +84,7 @@ func TestDirectReads(t *testing.T) {
 			for _, row := range c.nodes {
 				row[0].set(nodeHit(tt.hit || tt.redis == ""))
 			}
-			cl := newTestClient(t, c.p, withAttempts(2))
+			cl := newTestClient(t, c.p, withAttempts(2), withAskNodes())
 			got, err := cl.Get(t.Context(), tt.key)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && string(got[:min(len(got), len(tt.want))]) != tt.want) {
 				t.Fatalf("Get(%s) = %q, %v; want %q, %v", tt.key, got, err, tt.want, tt.wantErr)
@@ -105,6 +106,57 @@ func TestDirectReads(t *testing.T) {
 				t.Errorf("the shim got %d requests, want %d", n, tt.wantShimGets)
 			}
 		})
+	}
+}
+
+func withAskNodes() clientOpt { return func(c *Config) { c.AskNodesForColdKeys = true } }
+
+// TestColdReadsSkipTheNodes checks warm reads (warm.go): where the client
+// reads storage itself, the first read of a key goes to Redis without
+// asking a node, even one that holds a copy; the next read of it in the
+// same interval (the detector's threshold starts at 2) asks the node and
+// hits; in the next interval, after it was reported hot, the key is warm
+// on its first read; after an interval in which it was read once only it
+// is cold again.
+func TestColdReadsSkipTheNodes(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Set(t.Context(), "k", "from-redis", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := directCluster(t, srv.Addr())
+	for _, row := range c.nodes {
+		row[0].set(nodeHit(true))
+	}
+	cl := newTestClient(t, c.p)
+	now := fakeClock(cl)
+	nodeRequests := func() (n int) {
+		for _, row := range c.nodes {
+			n += row[0].requests()
+		}
+		return n
+	}
+	steps := []struct {
+		name      string
+		advance   time.Duration
+		want      string
+		wantNodes int // node requests so far
+	}{
+		{name: "first read: Redis", want: "from-redis", wantNodes: 0},
+		{name: "second read: the node", want: "cached:", wantNodes: 1},
+		{name: "next interval: warm from the last one", advance: warmInterval, want: "cached:", wantNodes: 2},
+		{name: "after an interval of one read: cold", advance: warmInterval, want: "from-redis", wantNodes: 2},
+	}
+	for _, st := range steps {
+		now.Add(int64(st.advance))
+		got, err := cl.Get(t.Context(), "k")
+		if err != nil || string(got[:min(len(got), len(st.want))]) != st.want {
+			t.Fatalf("%s: Get = %q, %v; want %q", st.name, got, err, st.want)
+		}
+		if n := nodeRequests(); n != st.wantNodes {
+			t.Fatalf("%s: the nodes got %d requests, want %d", st.name, n, st.wantNodes)
+		}
 	}
 }
 

@@ -16,6 +16,11 @@ import (
 // error wraps ErrOutcomeUnknown and ctx's error (context.DeadlineExceeded):
 // the write may or may not have been applied.
 func (c *Client) Put(ctx context.Context, key string, value []byte) error {
+	if v := c.view.Load(); c.writesDirect(v) { // directwrite.go
+		errs := make([]error, 1)
+		wait(func(done func()) { c.PutManyFunc(ctx, []string{key}, [][]byte{value}, errs, done) })
+		return errs[0]
+	}
 	c.stats.puts.Add(1)
 	_, err := c.write(ctx, wire.OpPut, "put", key, value)
 	return err

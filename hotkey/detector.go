@@ -265,7 +265,13 @@ func incSat(c *atomic.Uint32) uint32 {
 // reaches the threshold, reports the key as a candidate. The reported key is
 // copied, so key may alias a reused buffer. It does not allocate except when
 // it reports.
-func (d *Detector) RecordMiss(key string) {
+func (d *Detector) RecordMiss(key string) { d.Record(key) }
+
+// Record is RecordMiss that also reports whether the key's estimate has
+// reached the threshold in this interval: a reader that keeps its own
+// detector (the client's warm reads) learns with one hash whether the key
+// is hot.
+func (d *Detector) Record(key string) bool {
 	h1 := d.hash.String(key)
 	d.stripe(h1).misses.Add(1)
 	h2 := step(h1)
@@ -275,10 +281,13 @@ func (d *Detector) RecordMiss(key string) {
 		est = min(est, incSat(&d.sketch[d.sketchIndex(r, g)]))
 		g += h2
 	}
-	if est < d.threshold.Load() || d.inBloom(g, h2) {
-		return
+	if est < d.threshold.Load() {
+		return false
 	}
-	d.report(key, est, g, h2)
+	if !d.inBloom(g, h2) {
+		d.report(key, est, g, h2)
+	}
+	return true
 }
 
 // inBloom reports whether all Bloom bits of the key are set; g is the hash

@@ -118,6 +118,7 @@ func (c *Cluster) MapSpec(a partmap.Addresser) partmap.Spec {
 		ShardsPerRack: c.ShardsPerRack(),
 		Addresses:     a,
 		DirectReads:   c.Spec.DataPlane != nil && c.Spec.DataPlane.DirectReads,
+		DirectWrites:  c.Spec.DataPlane != nil && c.Spec.DataPlane.DirectWrites,
 	}
 	for _, l := range c.Layers {
 		if len(l.Switches) > 0 {

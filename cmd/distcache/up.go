@@ -41,6 +41,7 @@ type upOptions struct {
 	mapPoll       time.Duration
 	bundle        bool
 	directReads   bool
+	directWrites  bool
 	copies        bool
 	copiesShard   float64
 	copiesNode    float64
@@ -122,6 +123,8 @@ this way (docs/benchmarks.md).`,
 		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (spec.dataPlane.bundles; their --bundle)")
 	f.BoolVar(&o.directReads, "direct-reads", false,
 		"clients and the gateway read the keys no cache holds from the shards' redis-servers themselves instead of through the nodes and shims (spec.dataPlane.directReads); not with --shard-capacity, which the shims count")
+	f.BoolVar(&o.directWrites, "direct-writes", false,
+		"with --direct-reads, clients and the gateway also send plain SETs and INCRs of the keys no cache may hold to the shards' redis-servers themselves (spec.dataPlane.directWrites)")
 	f.BoolVar(&o.copies, "adaptive-copies", false,
 		"the control loop decides every hot key's copies by cost and benefit from the nodes' and shims' reports (none for a write-hot key, more than one per layer for one hotter than half a node) and publishes them with the map (turns spec.hotKeys.replication on; the spec's settings apply)")
 	f.Float64Var(&o.copiesShard, "copies-shard-capacity", 0,
@@ -188,7 +191,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 			return fmt.Errorf("cannot find %s (install the Debian package prometheus): %w", o.prometheus, err)
 		}
 	}
-	dataPlaneSpec(&topo.Spec, o.bundle, o.directReads)
+	dataPlaneSpec(&topo.Spec, o.bundle, o.directReads, o.directWrites)
 	if err := o.copiesSpec(&topo.Spec); err != nil {
 		return err
 	}
@@ -255,12 +258,13 @@ func (o *upOptions) copiesSpec(spec *v1alpha1.CacheClusterSpec) error {
 	return nil
 }
 
-// dataPlaneSpec applies --bundle and --direct-reads to spec: each turns
-// its field of spec.dataPlane on (bundles give every cache node, shim and
-// gateway --bundle, topology.DataPlaneArgs, as on Kubernetes; direct
-// reads put the shards' Redis addresses in the map).
-func dataPlaneSpec(spec *v1alpha1.CacheClusterSpec, bundle, directReads bool) {
-	if !bundle && !directReads {
+// dataPlaneSpec applies --bundle, --direct-reads and --direct-writes to
+// spec: each turns its field of spec.dataPlane on (bundles give every
+// cache node, shim and gateway --bundle, topology.DataPlaneArgs, as on
+// Kubernetes; direct reads put the shards' Redis addresses in the map,
+// direct writes mark those shards written directly).
+func dataPlaneSpec(spec *v1alpha1.CacheClusterSpec, bundle, directReads, directWrites bool) {
+	if !bundle && !directReads && !directWrites {
 		return
 	}
 	var dp v1alpha1.DataPlaneSpec
@@ -269,6 +273,7 @@ func dataPlaneSpec(spec *v1alpha1.CacheClusterSpec, bundle, directReads bool) {
 	}
 	dp.Bundles = dp.Bundles || bundle
 	dp.DirectReads = dp.DirectReads || directReads
+	dp.DirectWrites = dp.DirectWrites || directWrites
 	spec.DataPlane = &dp
 }
 

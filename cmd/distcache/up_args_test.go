@@ -74,7 +74,7 @@ func TestDataPlaneFlagsSetSpec(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := v1alpha1.CacheClusterSpec{DataPlane: tt.spec}
-			dataPlaneSpec(&spec, tt.flag, tt.direct)
+			dataPlaneSpec(&spec, tt.flag, tt.direct, false)
 			if (spec.DataPlane == nil) != (tt.want == nil) || (tt.want != nil && *spec.DataPlane != *tt.want) {
 				t.Errorf("spec.dataPlane = %+v, want %+v", spec.DataPlane, tt.want)
 			}

@@ -75,7 +75,11 @@ type Call struct {
 	// Cmds, when set instead of Script, are commands sent one after the
 	// other in the round trip; Result is their replies, Err the first
 	// command's error (Errs has every command's).
-	Cmds   [][]any
+	Cmds [][]any
+	// Once keeps the call from being sent again after a broken
+	// connection, for a command that must not run twice (an INCR): its
+	// Err is then the connection's, and whether Redis ran it is unknown.
+	Once   bool
 	Result any
 	Err    error
 	Errs   []error
@@ -180,7 +184,7 @@ func (b *Batcher) run(ctx context.Context, ps []*Read) {
 func (b *Batcher) read(ctx context.Context, batch []*Read) {
 	cmds := b.roundTrip(ctx, batch)
 	if connBroken(cmds) && ctx.Err() == nil {
-		cmds = b.roundTrip(ctx, batch) // on a new connection
+		cmds = b.again(ctx, batch, cmds) // on a new connection
 	}
 	for i, p := range batch {
 		if e := p.eval; e != nil {
@@ -199,6 +203,26 @@ func (b *Batcher) read(ctx context.Context, batch []*Read) {
 		}
 		p.complete(cmds[i].(*redis.StringCmd).Bytes())
 	}
+}
+
+// again runs the round trip of batch, whose first run returned cmds on a
+// connection that broke, once more, except for the calls that run Once:
+// those keep their first run's commands and errors.
+func (b *Batcher) again(ctx context.Context, batch []*Read, cmds []redis.Cmder) []redis.Cmder {
+	var rerun []*Read
+	var at []int // batch index of each of rerun
+	for i, p := range batch {
+		if p.eval == nil || !p.eval.Once {
+			rerun, at = append(rerun, p), append(at, i)
+		}
+	}
+	if len(rerun) == 0 {
+		return cmds
+	}
+	for j, c := range b.roundTrip(ctx, rerun) {
+		cmds[at[j]] = c
+	}
+	return cmds
 }
 
 // roundTrip sends a GET (or EVALSHA) per entry of batch on the batcher's

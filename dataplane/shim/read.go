@@ -2,10 +2,12 @@ package shim
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distcache/distcache/dataplane/heldkeys"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -35,6 +37,7 @@ func (s *Shim) getStatus(key string, v []byte, err error) (wire.Status, []byte) 
 // copy could outlive it; reads of the key go to Redis, which expires it).
 func (s *Shim) redisGetCacheable(key string) (wire.Status, []byte) {
 	pipe := s.rdb.Pipeline()
+	pipe.SAdd(s.ctx, heldkeys.Key, key) // before the read: direct writes of the key stop (package heldkeys)
 	get, ttl := pipe.Get(s.ctx, key), pipe.PTTL(s.ctx, key)
 	if _, err := pipe.Exec(s.ctx); err != nil && !errors.Is(err, redis.Nil) {
 		s.redisError("GET", key, err)
@@ -63,10 +66,22 @@ func (s *Shim) serveGets(reads []*request) {
 	s.answerReads(reads, s.getReplies(nil, reads, tracked, status, value))
 }
 
+// markHeld adds key to the keys a cache may hold (package heldkeys) and
+// waits for Redis to have done it, so that the read that follows cannot
+// run before it. It reports whether Redis did.
+func (s *Shim) markHeld(key string) bool {
+	if err := s.rdb.SAdd(s.ctx, heldkeys.Key, key).Err(); err != nil {
+		s.redisError("SADD", key, err)
+		return false
+	}
+	return true
+}
+
 // tracking says, for each of reads (GETs of one key), whether its reply
 // may carry FlagTracked: it is a cache node's, no write of the key is in
 // progress, and the node is the key's Active owner. It must be decided
-// before Redis is read. Such a node is entered in the directory of copies
+// before Redis is read: a tracked read's key is added to the keys a cache
+// may hold first (markHeld). Such a node is entered in the directory of copies
 // first (holders.go), so that every write that starts after the check
 // invalidates it.
 func (s *Shim) tracking(reads []*request) []bool {
@@ -79,6 +94,9 @@ func (s *Shim) tracking(reads []*request) []bool {
 		}
 	}
 	if s.locks.waiters(key) != 0 { // a write is in progress
+		clear(tracked)
+	}
+	if slices.Contains(tracked, true) && !s.markHeld(key) {
 		clear(tracked)
 	}
 	return tracked

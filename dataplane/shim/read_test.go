@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/distcache/distcache/dataplane/heldkeys"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -97,6 +98,41 @@ func TestFetch(t *testing.T) {
 	next := e.mustStatus(wire.OpPut, key, []byte("hotter"), wire.StatusOK)
 	if next.ValueVersion <= fetched.ValueVersion {
 		t.Errorf("write after a FETCH has version %d, not above the FETCH's %d", next.ValueVersion, fetched.ValueVersion)
+	}
+}
+
+// TestFetchMarksTheKeyHeld checks that a shim adds a key to the keys a
+// cache may hold (package heldkeys) when it serves an owner's FETCH, of
+// a value or of an absence, and not for a client's GET or a refused
+// FETCH: direct writes of the key stop only once a cache may hold it.
+func TestFetchMarksTheKeyHeld(t *testing.T) {
+	e := newEnv(t)
+	key, missing := e.key(0, "held"), e.key(0, "held-absent")
+	e.mustStatus(wire.OpPut, key, []byte("v"), wire.StatusOK)
+	held := func(k string) bool {
+		ok, err := e.rdb.SIsMember(t.Context(), heldkeys.Key, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	steps := []struct {
+		name string
+		from *transport.Endpoint
+		op   wire.Op
+		key  string
+		want bool
+	}{
+		{name: "a client's GET", from: e.client, op: wire.OpGet, key: key},
+		{name: "a client's FETCH, refused", from: e.client, op: wire.OpFetch, key: key},
+		{name: "the owner's FETCH", from: e.owners(key)[0].ep, op: wire.OpFetch, key: key, want: true},
+		{name: "the owner's FETCH of an absent key", from: e.owners(missing)[0].ep, op: wire.OpFetch, key: missing, want: true},
+	}
+	for _, st := range steps {
+		e.callFrom(st.from, st.op, st.key, nil)
+		if got := held(st.key); got != st.want {
+			t.Fatalf("after %s: held %v, want %v", st.name, got, st.want)
+		}
 	}
 }
 

@@ -27,6 +27,9 @@ type Spec struct {
 	// DirectReads publishes every shard's Redis address (Shard.Redis)
 	// when Addresses is a RedisAddresser.
 	DirectReads bool
+	// DirectWrites marks every shard whose Redis is published as written
+	// directly (Shard.DirectWrites).
+	DirectWrites bool
 }
 
 // Addresser names the data-plane addresses of a topology: pod DNS names in
@@ -101,6 +104,7 @@ func Build(spec Spec, prev *Map) (*Map, error) {
 			}
 			if ra, ok := spec.Addresses.(RedisAddresser); ok && spec.DirectReads {
 				sh.Redis = ra.RedisAddress(r, s)
+				sh.DirectWrites = spec.DirectWrites
 			}
 			rack.Shards = append(rack.Shards, sh)
 		}

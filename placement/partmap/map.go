@@ -141,6 +141,12 @@ type Shard struct {
 	// when they read them through the shim. Readers older than this field
 	// reject a map that has it.
 	Redis string `json:"redis,omitempty"`
+	// DirectWrites lets clients that read Redis send plain writes of the
+	// keys no cache may hold to it themselves
+	// (spec.dataPlane.directWrites, package dataplane/heldkeys). Readers
+	// older than this field reject a map that has it, so no shim that
+	// does not record the keys a cache may hold serves under it.
+	DirectWrites bool `json:"directWrites,omitempty"`
 }
 
 // Clone returns a deep copy of m.

@@ -365,6 +365,9 @@ func Check(c *topology.Cluster, o *Options) error {
 	if dp := c.Spec.DataPlane; dp != nil && dp.DirectReads && o.ShardRate > 0 {
 		return fmt.Errorf("cannot emulate the shards' capacity with spec.dataPlane.directReads: clients would read misses from Redis past the shims that count it; turn one off")
 	}
+	if dp := c.Spec.DataPlane; dp != nil && dp.DirectWrites && !dp.DirectReads {
+		return fmt.Errorf("cannot write directly without spec.dataPlane.directReads: clients write to the Redis servers they read")
+	}
 	return o.checkGatewayFiles(runsGateway(c, *o))
 }
 

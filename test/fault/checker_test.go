@@ -1,6 +1,7 @@
 package fault
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ type checkOptions struct {
 	staleClients int
 	seed         uint64
 	failBackoff  time.Duration // how long clients skip a node that timed out (0: the client's default)
+	keys         int           // the workload's keys (0: 32, every one cached)
 }
 
 // The checker's settings beyond checkOptions. 8 workers keep the hottest
@@ -65,7 +67,7 @@ func startChecker(t *testing.T, c *cluster, dir string, o checkOptions) *checker
 	defer logf.Close()
 	args := []string{"check", "--run-dir", c.runDir,
 		"--duration", o.duration.String(), "--max-ops", "200000",
-		"--keys", "32", "--skew", "1.0", "--write-ratio", "0.3", "--delete-share", "0.1",
+		"--keys", strconv.Itoa(cmp.Or(o.keys, 32)), "--skew", "1.0", "--write-ratio", "0.3", "--delete-share", "0.1",
 		"--clients", "4", "--workers", strconv.Itoa(checkWorkers), "--stale-clients", strconv.Itoa(o.staleClients),
 		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", opTimeout.String(), "--map-poll", "100ms", "--check-timeout", checkTimeout.String(),
 		"--out", r.out, "--ready-file", r.ready}

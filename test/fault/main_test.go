@@ -21,6 +21,7 @@ var (
 	flagReport    = flag.String("report", "", "TestChaosLocal: report directory (default: a temporary one)")
 	flagBundle    = flag.Bool("bundle", false, "TestChaosLocal: the clusters' shims, nodes and gateway send bundles (distcache up --bundle)")
 	flagDirect    = flag.Bool("direct-reads", false, "TestChaosLocal: the clients read misses from Redis themselves (distcache up --direct-reads)")
+	flagDirectW   = flag.Bool("direct-writes", false, "TestChaosLocal: with -direct-reads, the clients also write the keys no cache may hold to Redis themselves (distcache up --direct-writes)")
 	flagCopies    = flag.Bool("adaptive-copies", false, "TestChaosLocal: the clusters' control loops decide the copies of hot keys, which change while the keys are written (distcache up --adaptive-copies)")
 	flagKeep      = flag.Bool("keep", false, "keep the clusters' and checkers' files of the short tests (logged) instead of removing them")
 )

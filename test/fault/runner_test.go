@@ -75,6 +75,9 @@ func runSchedule(t *testing.T, n int, s schedule.Schedule, o checkOptions, dir s
 	if *flagDirect {
 		upArgs = append(upArgs, "--direct-reads")
 	}
+	if *flagDirectW {
+		upArgs = append(upArgs, "--direct-writes")
+	}
 	if *flagCopies {
 		// Capacities near the checker's rates, so that its hottest keys'
 		// copies are decided, and change with the faults.
@@ -83,6 +86,9 @@ func runSchedule(t *testing.T, n int, s schedule.Schedule, o checkOptions, dir s
 	c := startCluster(t, nsName, file, dir, upArgs...)
 	first := c.lastStatus().MapVersion
 	o.staleClients, o.seed = 2, s.Seed
+	if *flagDirectW {
+		o.keys = 1024 // more than the caches hold: some keys are written at Redis, others through the shims
+	}
 	d := o.duration
 	chk := startChecker(t, c, dir, o)
 	start := chk.waitReady(t)

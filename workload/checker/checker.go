@@ -220,6 +220,12 @@ func (c *Checker) Run(ctx context.Context) (*Verdict, error) {
 		return nil, fmt.Errorf("cannot finish the check: %w", err)
 	}
 	v.Counts = c.count.snapshot()
+	for _, cl := range c.clients {
+		s := cl.Stats()
+		v.Counts.StorageReads += int64(s.StorageReads)
+		v.Counts.StorageWrites += int64(s.StorageWrites)
+		v.Counts.HeldWrites += int64(s.HeldWrites)
+	}
 	c.progress(ReadingBack, v.Elapsed)
 	routed, direct := c.readBack(ctx)
 	if err := ctx.Err(); err != nil {

@@ -26,6 +26,10 @@ func (v *Verdict) WriteText(w io.Writer) error {
 	fmt.Fprintf(bw, "reads: %d (%d cache hits, %d not found, %d failed: left out)\n", c.Gets, c.Hits, c.NotFound, c.FailedReads)
 	fmt.Fprintf(bw, "writes: %d (%d puts, %d deletes): %d acknowledged, %d refused with a coherence timeout (not applied), %d of unknown outcome (%d timed out); %d preload writes\n",
 		c.Puts+c.Deletes, c.Puts, c.Deletes, c.Acknowledged, c.Refused, c.Unknown, c.TimedOut, c.Preload)
+	if c.StorageReads+c.StorageWrites+c.HeldWrites > 0 {
+		fmt.Fprintf(bw, "direct: %d reads and %d writes at Redis, %d writes of keys a cache may hold through the shims\n",
+			c.StorageReads, c.StorageWrites, c.HeldWrites)
+	}
 	for _, e := range v.Stale {
 		if e.Frozen {
 			fmt.Fprintf(bw, "stale clients frozen at %v on map version %d\n", e.At.Round(time.Millisecond), e.StaleMap)

@@ -148,6 +148,13 @@ type Counts struct {
 	TimedOut     int64 `json:"timedOut"`
 	// Preload is the number of preload writes sent.
 	Preload int64 `json:"preload"`
+	// StorageReads and StorageWrites are the reads and writes the
+	// clients sent to Redis themselves (direct reads and writes);
+	// HeldWrites the writes Redis refused because a cache may hold the
+	// key, which went through the shim.
+	StorageReads  int64 `json:"storageReads,omitempty"`
+	StorageWrites int64 `json:"storageWrites,omitempty"`
+	HeldWrites    int64 `json:"heldWrites,omitempty"`
 }
 
 // StaleEvent is a freeze or thaw of the stale clients.

@@ -131,6 +131,10 @@ func withGateway(f func(*v1alpha1.GatewaySpec)) clusterOption {
 }
 
 // withNetworkPolicy turns the cluster's NetworkPolicy on.
+func withDataPlane(dp v1alpha1.DataPlaneSpec) clusterOption {
+	return func(c *v1alpha1.CacheCluster) { c.Spec.DataPlane = &dp }
+}
+
 func withNetworkPolicy() clusterOption {
 	return func(c *v1alpha1.CacheCluster) { c.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Enabled: true} }
 }

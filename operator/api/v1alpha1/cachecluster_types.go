@@ -342,6 +342,7 @@ type CacheClusterSpec struct {
 }
 
 // DataPlaneSpec tunes the data plane's UDP transport.
+// +kubebuilder:validation:XValidation:rule="!has(self.directWrites) || !self.directWrites || (has(self.directReads) && self.directReads)",message="dataPlane.directWrites needs dataPlane.directReads: clients write to the Redis servers they read"
 type DataPlaneSpec struct {
 	// Bundles makes the cache nodes, shims and gateways send the messages
 	// that leave together for one peer as one bundle datagram instead of
@@ -363,6 +364,18 @@ type DataPlaneSpec struct {
 	// misses through the nodes. Off when unset.
 	// +optional
 	DirectReads bool `json:"directReads,omitempty"`
+	// DirectWrites lets clients and gateways with direct reads also send
+	// a plain SET or INCR of a key that no cache may hold straight to
+	// its shard's Redis, as a script that Redis runs only while the key
+	// is not in the shard's set of keys a cache may hold (package
+	// dataplane/heldkeys); other writes, and writes of such keys, still
+	// pass through the shim and its coherence protocol. It needs every
+	// shim of a version that keeps that set (a shim older than it would
+	// let a cache hold a key the set does not list), and a Redis whose
+	// maxmemory policy never evicts keys without an expiry. Off when
+	// unset.
+	// +optional
+	DirectWrites bool `json:"directWrites,omitempty"`
 }
 
 // NetworkPolicySpec is the NetworkPolicy the operator keeps for a cluster.

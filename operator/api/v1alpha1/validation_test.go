@@ -31,6 +31,7 @@ const (
 	msgPersistenceOnly = "storage.persistence is only for modes managed and redisOperator"
 	msgAppendOnlyOnly  = "storage.appendOnly is only for mode: managed"
 	msgAuthOnly        = "storage.auth is only for mode: external"
+	msgDirectWrites    = "dataPlane.directWrites needs dataPlane.directReads"
 	msgTLSOnly         = "storage.tls is only for mode: external"
 	msgPersistenceAOF  = "storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
 	msgGracePeriod     = "failover.gracePeriod must be at least 100ms"
@@ -127,6 +128,7 @@ func celRuleCases() []ruleCase {
 		{"persistence in external mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Mode, s.External, s.Persistence = v1alpha1.StorageExternal, []string{"192.0.2.1:6379"}, persistence()
 		})), "spec.storage", msgPersistenceOnly},
+		{"direct writes without direct reads", newCluster(withDataPlane(v1alpha1.DataPlaneSpec{DirectWrites: true})), "spec.dataPlane", msgDirectWrites},
 		{"auth in managed mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login"}
 		})), "spec.storage", msgAuthOnly},

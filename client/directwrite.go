@@ -1,0 +1,156 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/dataplane/heldkeys"
+	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/redisbatch"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// Direct writes (spec.dataPlane.directWrites). Where the map lets it
+// (partmap.Shard.DirectWrites), a client that reads storage itself sends a
+// pipeline's plain SETs and INCRs to the keys' Redis first, each as a
+// script of package heldkeys on the connection its direct reads share:
+// Redis writes a key that no cache may hold and answers nil for one that a
+// cache may hold, which the client then writes through the key's shim as
+// before. A key no cache holds is thus written at a proxy's cost, one
+// script in Redis, with no shim round trip; package heldkeys argues why no
+// reader sees a value older than such a write.
+//
+// A SET whose connection broke may or may not have run; it is sent to the
+// shim, as a second SET of the same value is harmless while the first has
+// not been acknowledged. An INCR is not sent twice (redisbatch.Call.Once):
+// it fails with ErrOutcomeUnknown, as a write without a reply does.
+
+// writesDirect reports whether v lets the client write keys directly.
+func (c *Client) writesDirect(v *view) bool { return v.directWrites && !c.cfg.Bypass }
+
+// putManyDirect is PutManyFunc's writes where v lets them go to Redis:
+// on a goroutine of its own, the keys a cache may hold then through their
+// shims (writeManyFunc).
+func (c *Client) putManyDirect(ctx context.Context, v *view, keys []string, values [][]byte, errs []error, done func()) {
+	calls := make([]redisbatch.Call, len(keys))
+	for i, key := range keys {
+		calls[i] = redisbatch.Call{Script: heldkeys.Set, Keys: []string{key, heldkeys.Key}, Args: []any{values[i]}}
+	}
+	go c.writeDirect(ctx, v, wire.OpPut, "put", keys, values, calls, errs, func(rest []int) {
+		c.writeRest(ctx, wire.OpPut, "put", keys, values, nil, errs, rest, done)
+	})
+}
+
+// incrManyDirect is IncrByManyFunc's increments where v lets them go to
+// Redis, as putManyDirect; args are their shim requests' arguments.
+func (c *Client) incrManyDirect(ctx context.Context, v *view, keys []string, deltas []int64, args, replies [][]byte, errs []error, done func()) {
+	calls := make([]redisbatch.Call, len(keys))
+	for i, key := range keys {
+		calls[i] = redisbatch.Call{Script: heldkeys.IncrBy, Keys: []string{key, heldkeys.Key}, Args: []any{deltas[i]}, Once: true}
+	}
+	go c.writeDirect(ctx, v, wire.OpRMW, wire.RMWIncrBy.String(), keys, args, calls, errs, func(rest []int) {
+		for i := range calls {
+			if n, ok := calls[i].Result.(int64); ok && calls[i].Err == nil {
+				replies[i] = strconv.AppendInt(nil, n, 10)
+			}
+		}
+		c.writeRest(ctx, wire.OpRMW, wire.RMWIncrBy.String(), keys, args, replies, errs, rest, done)
+	})
+}
+
+// writeDirect runs calls[i] for keys[i] at their shards' Redis, one
+// pipeline per shard, the shards at once, settles errs[i] of every write
+// Redis answered, and calls rest with the others: the keys a cache may
+// hold, and SETs whose connection broke.
+func (c *Client) writeDirect(ctx context.Context, v *view, op wire.Op, verb string, keys []string, values [][]byte, calls []redisbatch.Call, errs []error, rest func([]int)) {
+	start := time.Now()
+	byShard := map[int][]*redisbatch.Call{}
+	var shimmed []int
+	for i, key := range keys {
+		if label, err := checkWrite(key, values[i]); err != nil {
+			errs[i] = c.wrote(op, verb, key, start, label, err)
+			calls[i].Err = errDone
+			continue
+		}
+		sh := v.p.ShardIndex(key)
+		byShard[sh] = append(byShard[sh], &calls[i])
+	}
+	var wg sync.WaitGroup
+	for sh, group := range byShard {
+		wg.Go(func() { v.storage[sh].EvalMany(ctx, group) })
+	}
+	wg.Wait()
+	for i := range calls {
+		switch err := calls[i].Err; {
+		case err == errDone:
+		case err == nil:
+			c.stats.storageWrites.Add(1)
+			errs[i] = c.wrote(op, verb, keys[i], start, metrics.ResultOK, nil)
+		case errors.Is(err, redis.Nil): // a cache may hold the key
+			c.stats.heldWrites.Add(1)
+			shimmed = append(shimmed, i)
+		case isRedisError(err):
+			label, werr := metrics.StatusResult(wire.StatusInternal), fmt.Errorf("%w: redis: %w", ErrInternal, err)
+			if strings.Contains(err.Error(), "not an integer") {
+				label, werr = metrics.StatusResult(wire.StatusInvalid), fmt.Errorf("%w: redis: %w", ErrNotInteger, err)
+			}
+			errs[i] = c.wrote(op, verb, keys[i], start, label, werr)
+		case calls[i].Once:
+			c.stats.storageFailures.Add(1)
+			errs[i] = c.wrote(op, verb, keys[i], start, metrics.ResultTimeout, fmt.Errorf("%w: redis: %w", ErrOutcomeUnknown, err))
+		default: // the connection broke: the shim writes it
+			c.stats.storageFailures.Add(1)
+			shimmed = append(shimmed, i)
+		}
+	}
+	rest(shimmed)
+}
+
+// wait runs start and waits for it to call done.
+func wait(start func(done func())) {
+	ch := make(chan struct{})
+	start(func() { close(ch) })
+	<-ch
+}
+
+// errDone marks a direct write that was settled before it was sent.
+var errDone = errors.New("settled")
+
+// isRedisError says whether err is Redis's error reply.
+func isRedisError(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
+}
+
+// writeRest writes keys[i] for each i of rest through their shims
+// (writeManyFunc) and then calls done.
+func (c *Client) writeRest(ctx context.Context, op wire.Op, verb string, keys []string, values, replies [][]byte, errs []error, rest []int, done func()) {
+	if len(rest) == 0 {
+		done()
+		return
+	}
+	sk, sv, se := make([]string, len(rest)), make([][]byte, len(rest)), make([]error, len(rest))
+	var sr [][]byte
+	if replies != nil {
+		sr = make([][]byte, len(rest))
+	}
+	for j, i := range rest {
+		sk[j], sv[j] = keys[i], values[i]
+	}
+	c.writeManyFunc(ctx, op, verb, sk, sv, sr, se, func() {
+		for j, i := range rest {
+			errs[i] = se[j]
+			if sr != nil {
+				replies[i] = sr[j]
+			}
+		}
+		done()
+	})
+}

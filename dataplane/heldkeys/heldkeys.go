@@ -1,0 +1,56 @@
+// Package heldkeys is the record, in a shard's Redis, of the keys a cache
+// may hold, and the writes that clients send to Redis themselves for the
+// keys no cache holds (spec.dataPlane.directWrites).
+//
+// # Why
+//
+// A write runs two-phase coherence at its shim (DistCache §4.3): every
+// cached copy is invalidated before Redis is written, and updated after.
+// Most keys are never cached (a cache holds the hot few), and for them the
+// shim's round trip, its at-most-once bookkeeping and its lock cost the
+// storage server far more than the write itself costs Redis. A proxy
+// sends such a write to Redis and is done.
+//
+// # How
+//
+// A shim adds a key to the set Key in its Redis before it reads the key
+// for a cache: a fill (FETCH), or a read whose value a node may hand to
+// the readers it coalesced (a tracked read). The add is sent before the
+// read on the same connection, or waited for, so Redis runs it first. A
+// direct write is a script (Set, IncrBy) that Redis runs atomically: it
+// writes the key only if the key is not in the set, and otherwise answers
+// nil, and the client sends the write to the shim instead.
+//
+// # Why it is safe
+//
+// A cache node holds a value only if its shim read it for the node after
+// adding the key to the set, and keys never leave the set. Take a direct
+// write W that Redis ran at time t. The key was not in the set at t, so
+// no shim had read the key for a cache before t: every copy, and every
+// value a node hands to coalesced readers, was read from Redis after t,
+// and holds W's value or a later one. No reader sees a value older than
+// W once W is acknowledged. Writes of keys in the set go through the
+// shim and its coherence protocol, as before.
+//
+// The set must not be evicted or flushed behind the shims' backs: run
+// Redis with a maxmemory policy that keeps keys without an expiry
+// (noeviction or a volatile-* policy), and clear the caches when Redis
+// loses its data. The set grows with the keys ever cached, a few bytes
+// each, and is never trimmed.
+package heldkeys
+
+import "github.com/redis/go-redis/v9"
+
+// Key is the Redis set of the keys a cache may hold.
+const Key = "distcache:held"
+
+// Set is the direct SET: KEYS[1] the key, KEYS[2] Key, ARGV[1] the value.
+// It answers OK, or nil when a cache may hold the key.
+var Set = redis.NewScript(`if redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 1 then return false end
+return redis.pcall('SET', KEYS[1], ARGV[1])`)
+
+// IncrBy is the direct INCRBY: KEYS[1] the key, KEYS[2] Key, ARGV[1] the
+// increment. It answers the new value, Redis's error for a value that is
+// not an integer, or nil when a cache may hold the key.
+var IncrBy = redis.NewScript(`if redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 1 then return false end
+return redis.pcall('INCRBY', KEYS[1], ARGV[1])`)
