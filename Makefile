@@ -109,7 +109,7 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # and the alert rules; localkube's binaries and Debian packages for the
 # test that brings a real node up and down (test/localkube); ONOS's REST
 # spec and codec harness for the onos fabric driver's tests (fabric/onos).
-TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck prometheus prometheus-kubernetes redis-py finsy p4runtime-shell onos-rest onos-codecs localkube-deps
+TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck spin prometheus prometheus-kubernetes redis-py finsy p4runtime-shell onos-rest onos-codecs localkube-deps
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -118,7 +118,8 @@ SIM_FLAGS ?=
 # Fuzzing: every decoder's fuzz target as Target:package.
 FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzSplitBundle:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/ \
 	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/ \
-	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/ FuzzParse:./stratum_pipelines/
+	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/ FuzzParse:./stratum_pipelines/ \
+	FuzzParse:./dataplane/redispipe/
 FUZZ_TIME ?= 30s
 
 .PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway bench-real-cpu demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
@@ -172,6 +173,12 @@ iptables:
 .PHONY: shellcheck
 shellcheck:
 	@$(call apt_install,shellcheck,shellcheck)
+
+# Installs the Debian packages spin and gcc unless both are on PATH, for
+# the model check of direct writes (dataplane/heldkeys/testdata).
+.PHONY: spin
+spin:
+	@$(call apt_install,spin gcc,spin gcc)
 
 # Installs the Debian package prometheus (prometheus and promtool) unless
 # both are on PATH, for the tests of the metrics, the alert rules and the

@@ -27,10 +27,11 @@ import (
 // script in Redis, with no shim round trip; package heldkeys argues why no
 // reader sees a value older than such a write.
 //
-// A SET whose connection broke may or may not have run; it is sent to the
-// shim, as a second SET of the same value is harmless while the first has
-// not been acknowledged. An INCR is not sent twice (redisbatch.Call.Once):
-// it fails with ErrOutcomeUnknown, as a write without a reply does.
+// A write whose connection broke may or may not have run, and may still
+// run: Redis may hold it in its input buffer. It is not sent again, to
+// Redis (redisbatch.Call.Once) or to the shim, whose write it could
+// follow and undo: it fails with ErrOutcomeUnknown, as a write without a
+// reply does.
 
 // writesDirect reports whether v lets the client write keys directly.
 func (c *Client) writesDirect(v *view) bool { return v.directWrites && !c.cfg.Bypass }
@@ -41,7 +42,7 @@ func (c *Client) writesDirect(v *view) bool { return v.directWrites && !c.cfg.By
 func (c *Client) putManyDirect(ctx context.Context, v *view, keys []string, values [][]byte, errs []error, done func()) {
 	calls := make([]redisbatch.Call, len(keys))
 	for i, key := range keys {
-		calls[i] = redisbatch.Call{Script: heldkeys.Set, Keys: []string{key, heldkeys.Key}, Args: []any{values[i]}}
+		calls[i] = redisbatch.Call{Script: heldkeys.Set, Keys: []string{key, heldkeys.Key}, Args: []any{values[i]}, Once: true}
 	}
 	go c.writeDirect(ctx, v, wire.OpPut, "put", keys, values, calls, errs, func(rest []int) {
 		c.writeRest(ctx, wire.OpPut, "put", keys, values, nil, errs, rest, done)
@@ -68,7 +69,7 @@ func (c *Client) incrManyDirect(ctx context.Context, v *view, keys []string, del
 // writeDirect runs calls[i] for keys[i] at their shards' Redis, one
 // pipeline per shard, the shards at once, settles errs[i] of every write
 // Redis answered, and calls rest with the others: the keys a cache may
-// hold, and SETs whose connection broke.
+// hold.
 func (c *Client) writeDirect(ctx context.Context, v *view, op wire.Op, verb string, keys []string, values [][]byte, calls []redisbatch.Call, errs []error, rest func([]int)) {
 	start := time.Now()
 	byShard := map[int][]*redisbatch.Call{}
@@ -88,29 +89,57 @@ func (c *Client) writeDirect(ctx context.Context, v *view, op wire.Op, verb stri
 	}
 	wg.Wait()
 	for i := range calls {
-		switch err := calls[i].Err; {
-		case err == errDone:
-		case err == nil:
-			c.stats.storageWrites.Add(1)
-			errs[i] = c.wrote(op, verb, keys[i], start, metrics.ResultOK, nil)
-		case errors.Is(err, redis.Nil): // a cache may hold the key
-			c.stats.heldWrites.Add(1)
-			shimmed = append(shimmed, i)
+		err := calls[i].Err
+		if err == errDone {
+			continue
+		}
+		out := directApplied
+		switch {
+		case errors.Is(err, redis.Nil):
+			out = directHeld
 		case isRedisError(err):
-			label, werr := metrics.StatusResult(wire.StatusInternal), fmt.Errorf("%w: redis: %w", ErrInternal, err)
-			if strings.Contains(err.Error(), "not an integer") {
-				label, werr = metrics.StatusResult(wire.StatusInvalid), fmt.Errorf("%w: redis: %w", ErrNotInteger, err)
-			}
-			errs[i] = c.wrote(op, verb, keys[i], start, label, werr)
-		case calls[i].Once:
-			c.stats.storageFailures.Add(1)
-			errs[i] = c.wrote(op, verb, keys[i], start, metrics.ResultTimeout, fmt.Errorf("%w: redis: %w", ErrOutcomeUnknown, err))
-		default: // the connection broke: the shim writes it
-			c.stats.storageFailures.Add(1)
+			out = directRefused
+		case err != nil:
+			out = directBroken
+		}
+		var shim bool
+		if shim, errs[i] = c.settleDirect(op, verb, keys[i], start, out, err); shim {
 			shimmed = append(shimmed, i)
 		}
 	}
 	rest(shimmed)
+}
+
+// directOutcome is what Redis made of a direct write.
+type directOutcome int
+
+const (
+	directApplied directOutcome = iota
+	directHeld                  // a cache may hold the key: the shim writes it
+	directRefused               // Redis's error reply (err)
+	directBroken                // the connection failed (err): it may have run
+)
+
+// settleDirect accounts for a direct write of key that ended with out
+// (and err) and returns its error, or shim true when the key's shim must
+// write it instead: a key a cache may hold.
+func (c *Client) settleDirect(op wire.Op, verb, key string, start time.Time, out directOutcome, err error) (shim bool, _ error) {
+	switch {
+	case out == directApplied:
+		c.stats.storageWrites.Add(1)
+		return false, c.wrote(op, verb, key, start, metrics.ResultOK, nil)
+	case out == directHeld:
+		c.stats.heldWrites.Add(1)
+		return true, nil
+	case out == directRefused:
+		label, werr := metrics.StatusResult(wire.StatusInternal), fmt.Errorf("%w: redis: %w", ErrInternal, err)
+		if strings.Contains(err.Error(), "not an integer") {
+			label, werr = metrics.StatusResult(wire.StatusInvalid), fmt.Errorf("%w: redis: %w", ErrNotInteger, err)
+		}
+		return false, c.wrote(op, verb, key, start, label, werr)
+	}
+	c.stats.storageFailures.Add(1)
+	return false, c.wrote(op, verb, key, start, metrics.ResultTimeout, fmt.Errorf("%w: redis: %w", ErrOutcomeUnknown, err))
 }
 
 // wait runs start and waits for it to call done.

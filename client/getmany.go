@@ -47,6 +47,21 @@ func (c *Client) GetMany(ctx context.Context, keys []string, res []Result, errs 
 // otherwise on a goroutine that carried on the others. ctx bounds the
 // reads that go on and must stay live until done.
 func (c *Client) GetManyFunc(ctx context.Context, keys []string, res []Result, errs []error, done func()) {
+	c.getManyFunc(ctx, keys, res, errs, done, func(v *view, cold []int, kbs [][]byte, start time.Time, done func()) {
+		go func() {
+			c.readStorageMany(ctx, v, keys, kbs, cold, start, res, errs)
+			done()
+		}()
+	})
+}
+
+// coldReader reads keys[i] for every i of cold from Redis (warm.go),
+// settles res[i] and errs[i], and then calls done.
+type coldReader func(v *view, cold []int, kbs [][]byte, start time.Time, done func())
+
+// getManyFunc is GetManyFunc with the keys that are not warm read by
+// readCold.
+func (c *Client) getManyFunc(ctx context.Context, keys []string, res []Result, errs []error, done func(), readCold coldReader) {
 	start := time.Now()
 	v := c.view.Load()
 	firsts := make([]firstAttempt, 0, len(keys))
@@ -78,10 +93,7 @@ func (c *Client) GetManyFunc(ctx context.Context, keys []string, res []Result, e
 				whole()
 			}
 		}
-		go func() {
-			c.readStorageMany(ctx, v, keys, kbs, cold, start, res, errs)
-			done()
-		}()
+		readCold(v, cold, kbs, start, done)
 	}
 	deadline := time.Now().Add(c.cfg.AttemptTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {

@@ -30,8 +30,20 @@ import (
 // acknowledged write lost (a final read of every key), and the counter
 // holding exactly its acknowledged increments, plus at most those whose
 // outcome is unknown.
+//
+// It runs twice: through the nodes and shims, and with direct reads and
+// writes (the gateway's loops read and write the keys no cache holds on
+// their own Redis connections, client.Pipes).
 func TestLinearizableThroughTheGateway(t *testing.T) {
-	addr, _, c := startGatewayOn(t, clustertest.Config{Name: "lin", Racks: 2, ShardsPerRack: 1, Spine: 2,
+	for _, direct := range []bool{false, true} {
+		t.Run(map[bool]string{false: "through the shims", true: "direct reads and writes"}[direct], func(t *testing.T) {
+			linearizableThroughTheGateway(t, direct)
+		})
+	}
+}
+
+func linearizableThroughTheGateway(t *testing.T, direct bool) {
+	addr, _, c := startGatewayOn(t, clustertest.Config{Name: "lin", Racks: 2, ShardsPerRack: 1, Spine: 2, DirectReads: direct, DirectWrites: direct,
 		Node: func(n *cachenode.Config) {
 			// Hot after a few misses, inserted every 20 ms: the keys are
 			// cached within the run.
@@ -149,8 +161,38 @@ func TestLinearizableThroughTheGateway(t *testing.T) {
 	if err != nil || !hitsAbove(info, 0) {
 		t.Fatalf("no cache hits: %q (%v)", info, err)
 	}
+	if direct { // the writes of keys no cache held ran the direct scripts
+		checks := 0
+		for _, srv := range c.Redis {
+			checks += commandCalls(t, srv.Addr(), "sismember")
+		}
+		if checks == 0 {
+			t.Fatal("no direct write reached Redis")
+		}
+	}
 	t.Logf("%d operations (%d increments) on %d keys linearizable; a spine node crashed and came back; counter %d: %d increments acknowledged, %d unanswered",
 		res.Operations, incrs, res.Keys, final, acked, unknown)
+}
+
+// commandCalls is how many times the Redis at addr ran cmd, scripts'
+// calls included (INFO commandstats).
+func commandCalls(t *testing.T, addr, cmd string) int {
+	t.Helper()
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
+	info, err := rc.Info(t.Context(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(info, "cmdstat_"+cmd+":calls=")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // linearizableOp runs one operation of client id's share of

@@ -15,6 +15,7 @@ import (
 	"github.com/tidwall/redcon"
 	"golang.org/x/sys/unix"
 
+	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/transport"
 )
 
@@ -60,7 +61,11 @@ type eventLoop struct {
 	store   asyncStore // nil: no rounds
 	// poller, when the store's transport is polled, receives the
 	// cluster's replies on the loop's thread.
-	poller   *transport.Poller
+	poller *transport.Poller
+	// pipes, when the store reads and writes Redis itself, are the
+	// loop's own Redis connections (client.Pipes); they are the loop's
+	// store then.
+	pipes    *client.Pipes
 	lastTick time.Time
 
 	// mu guards posted and sleeping: what other goroutines hand back.
@@ -76,6 +81,12 @@ type eventLoop struct {
 // (client.Client with a Polled transport).
 type polledStore interface {
 	NewPoller() (*transport.Poller, error)
+}
+
+// pipedStore is a Store that reads and writes Redis on an event loop's
+// own connections (client.Client.NewPipes).
+type pipedStore interface {
+	NewPipes(register func(old, fd int) error) *client.Pipes
 }
 
 // completion is work handed back to a loop: a pipeline's replies from a
@@ -113,6 +124,10 @@ func newEventLoop(s *Server, lfd int, store asyncStore) (*eventLoop, error) {
 			return nil, fmt.Errorf("cannot create an event loop: %w", err)
 		}
 	}
+	if ps, ok := s.cfg.Store.(pipedStore); ok && store != nil {
+		l.pipes = ps.NewPipes(l.watchRedis)
+		l.store = l.pipes
+	}
 	for _, r := range watch {
 		if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, r.fd, &unix.EpollEvent{Events: r.events, Fd: int32(r.fd)}); err != nil {
 			l.release()
@@ -120,6 +135,19 @@ func newEventLoop(s *Server, lfd int, store asyncStore) (*eventLoop, error) {
 		}
 	}
 	return l, nil
+}
+
+// watchRedis adds a Redis connection's socket fd to the loop's epoll and
+// removes old (-1: none).
+func (l *eventLoop) watchRedis(old, fd int) error {
+	if old >= 0 {
+		_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, old, nil)
+	}
+	if fd < 0 {
+		return nil
+	}
+	return unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{
+		Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd)})
 }
 
 func (l *eventLoop) release() {
@@ -146,11 +174,17 @@ func (l *eventLoop) run() {
 		}
 		l.completions()
 		l.sendRounds()
+		if l.pipes != nil {
+			l.pipes.Flush()
+		}
 		l.writeDirty()
 		l.tick()
 	}
 	for _, c := range l.conns {
 		l.closeConn(c)
+	}
+	if l.pipes != nil {
+		l.pipes.Close()
 	}
 }
 
@@ -210,6 +244,9 @@ func (l *eventLoop) event(ev unix.EpollEvent) {
 	default:
 		c := l.conns[fd]
 		if c == nil {
+			if l.pipes != nil {
+				l.pipes.Poll(fd)
+			}
 			return
 		}
 		if ev.Events&unix.EPOLLOUT != 0 && len(c.out) > 0 {

@@ -15,22 +15,33 @@
 //
 // A shim adds a key to the set Key in its Redis before it reads the key
 // for a cache: a fill (FETCH), or a read whose value a node may hand to
-// the readers it coalesced (a tracked read). The add is sent before the
-// read on the same connection, or waited for, so Redis runs it first. A
-// direct write is a script (Set, IncrBy) that Redis runs atomically: it
-// writes the key only if the key is not in the set, and otherwise answers
-// nil, and the client sends the write to the shim instead.
+// the readers it coalesced (a tracked read). It adds it too before a
+// write whose phase 1 invalidated a node, since that write's phase 2 (an
+// UPDATE) hands the node the written value. The add is sent before the
+// read or write on the same connection, or waited for, so Redis runs it
+// first. A direct write is a script (Set, IncrBy) that Redis runs
+// atomically: it writes the key only if the key is not in the set, and
+// otherwise answers nil, and the client sends the write to the shim
+// instead.
 //
 // # Why it is safe
 //
-// A cache node holds a value only if its shim read it for the node after
-// adding the key to the set, and keys never leave the set. Take a direct
-// write W that Redis ran at time t. The key was not in the set at t, so
-// no shim had read the key for a cache before t: every copy, and every
-// value a node hands to coalesced readers, was read from Redis after t,
-// and holds W's value or a later one. No reader sees a value older than
-// W once W is acknowledged. Writes of keys in the set go through the
-// shim and its coherence protocol, as before.
+// A cache node holds a value only if its shim read it for the node, or
+// wrote it and then updated the node, after adding the key to the set,
+// and keys never leave the set. Take a direct write W that Redis ran at
+// time t. The key was not in the set at t, so no shim had read or
+// written the key for a cache before t: every copy, and every value a
+// node hands to coalesced readers, was read or written in Redis after t,
+// and is W's value or a later one. No reader sees a value older than W
+// once W is acknowledged. Writes of keys in the set go through the shim
+// and its coherence protocol, as before. testdata/directwrites.pml
+// models this for SPIN (model_test.go): it finds the stale read when
+// either add is left out.
+//
+// A direct write whose connection broke is not sent again, to Redis or
+// to the shim: Redis may still run the first one later, after the second
+// was acknowledged, and undo a write that followed it. It fails with an
+// unknown outcome.
 //
 // The set must not be evicted or flushed behind the shims' backs: run
 // Redis with a maxmemory policy that keeps keys without an expiry
@@ -44,13 +55,19 @@ import "github.com/redis/go-redis/v9"
 // Key is the Redis set of the keys a cache may hold.
 const Key = "distcache:held"
 
-// Set is the direct SET: KEYS[1] the key, KEYS[2] Key, ARGV[1] the value.
-// It answers OK, or nil when a cache may hold the key.
-var Set = redis.NewScript(`if redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 1 then return false end
-return redis.pcall('SET', KEYS[1], ARGV[1])`)
+// SetSource is the direct SET: KEYS[1] the key, KEYS[2] Key, ARGV[1] the
+// value. It answers OK, or nil when a cache may hold the key.
+const SetSource = `if redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 1 then return false end
+return redis.pcall('SET', KEYS[1], ARGV[1])`
 
-// IncrBy is the direct INCRBY: KEYS[1] the key, KEYS[2] Key, ARGV[1] the
-// increment. It answers the new value, Redis's error for a value that is
-// not an integer, or nil when a cache may hold the key.
-var IncrBy = redis.NewScript(`if redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 1 then return false end
-return redis.pcall('INCRBY', KEYS[1], ARGV[1])`)
+// IncrBySource is the direct INCRBY: KEYS[1] the key, KEYS[2] Key,
+// ARGV[1] the increment. It answers the new value, Redis's error for a
+// value that is not an integer, or nil when a cache may hold the key.
+const IncrBySource = `if redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 1 then return false end
+return redis.pcall('INCRBY', KEYS[1], ARGV[1])`
+
+// Set and IncrBy are the scripts for go-redis.
+var (
+	Set    = redis.NewScript(SetSource)
+	IncrBy = redis.NewScript(IncrBySource)
+)

@@ -103,12 +103,15 @@ func TestFetch(t *testing.T) {
 
 // TestFetchMarksTheKeyHeld checks that a shim adds a key to the keys a
 // cache may hold (package heldkeys) when it serves an owner's FETCH, of
-// a value or of an absence, and not for a client's GET or a refused
+// a value or of an absence, and when a write invalidates a node (whose
+// phase 2 hands it the value), and not for a client's GET or a refused
 // FETCH: direct writes of the key stop only once a cache may hold it.
 func TestFetchMarksTheKeyHeld(t *testing.T) {
 	e := newEnv(t)
-	key, missing := e.key(0, "held"), e.key(0, "held-absent")
-	e.mustStatus(wire.OpPut, key, []byte("v"), wire.StatusOK)
+	key, missing, written := e.key(0, "held"), e.key(0, "held-absent"), e.key(0, "held-written")
+	if err := e.rdb.Set(t.Context(), key, "v", 0).Err(); err != nil { // in Redis, past the shim
+		t.Fatal(err)
+	}
 	held := func(k string) bool {
 		ok, err := e.rdb.SIsMember(t.Context(), heldkeys.Key, k).Result()
 		if err != nil {
@@ -127,6 +130,8 @@ func TestFetchMarksTheKeyHeld(t *testing.T) {
 		{name: "a client's FETCH, refused", from: e.client, op: wire.OpFetch, key: key},
 		{name: "the owner's FETCH", from: e.owners(key)[0].ep, op: wire.OpFetch, key: key, want: true},
 		{name: "the owner's FETCH of an absent key", from: e.owners(missing)[0].ep, op: wire.OpFetch, key: missing, want: true},
+		// The nodes have not acknowledged a FLUSH: every write invalidates them.
+		{name: "a write that invalidates the owners", from: e.client, op: wire.OpPut, key: written, want: true},
 	}
 	for _, st := range steps {
 		e.callFrom(st.from, st.op, st.key, nil)

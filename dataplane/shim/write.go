@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/heldkeys"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/redisbatch"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -126,7 +127,17 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	t := time.Now()
 	call := s.writeCall(r)
 	if call != nil {
-		s.redisq.EvalMany(s.ctx, []*redisbatch.Call{call})
+		calls := []*redisbatch.Call{call}
+		var mark *redisbatch.Call
+		if len(owners) > 0 { // phase 2 gives them a value: a cache may hold the key
+			mark = &redisbatch.Call{Cmds: [][]any{{"SADD", heldkeys.Key, r.key}}}
+			calls = []*redisbatch.Call{mark, call}
+		}
+		s.redisq.EvalMany(s.ctx, calls)
+		if mark != nil && mark.Err != nil {
+			s.redisError("SADD", r.key, mark.Err)
+			owners = nil // no update: no copy unless a FETCH, which marks the key, fills one
+		}
 	}
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
 	return s.writeOutcomeOf(r, v, owners, call)

@@ -52,6 +52,10 @@ type Config struct {
 	// Switch.
 	SwitchSpine bool
 	Switch      switchtest.Config
+	// DirectReads names every shard's Redis in the map (Shard.Redis), for
+	// clients that read it themselves; DirectWrites lets them write it
+	// too (Shard.DirectWrites).
+	DirectReads, DirectWrites bool
 }
 
 // Cluster is a running cluster. Its methods are safe for concurrent use
@@ -102,6 +106,9 @@ func Start(t testing.TB, cfg Config) *Cluster {
 			t.Cleanup(func() { _ = s.Close() })
 			c.Redis[sh.Name], c.Shims[sh.Name] = srv, s
 			sh.Address = s.Addr().String()
+			if cfg.DirectReads {
+				sh.Redis, sh.DirectWrites = srv.Addr(), cfg.DirectWrites
+			}
 		}
 	}
 	var created []*cachenode.Node

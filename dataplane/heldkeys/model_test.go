@@ -1,0 +1,114 @@
+package heldkeys_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The model of the package's safety argument (testdata/directwrites.pml)
+// and what pan says of a search.
+const modelFile = "directwrites.pml"
+
+var (
+	panErrors  = regexp.MustCompile(`errors: (\d+)`)
+	panStates  = regexp.MustCompile(`(\d+) states, stored`)
+	panElapsed = regexp.MustCompile(`elapsed time ([0-9.e+-]+) seconds`)
+)
+
+// TestModel checks the model with the SPIN model checker: the protocol
+// keeps the property (no read that starts after a write is acknowledged
+// returns an older value), and without the shim's SADD before its reads
+// the search finds a violation, which shows that the assertion can fail.
+func TestModel(t *testing.T) {
+	for _, tool := range []string{"spin", "gcc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not on PATH", tool)
+		}
+	}
+	model, err := os.ReadFile(filepath.Join("testdata", modelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		defines    []string // spin -D macros
+		wantErrors bool
+	}{
+		{name: "protocol"},
+		{name: "no mark before read", defines: []string{"-DBUG_NO_MARK"}, wantErrors: true},
+		{name: "no mark before a write's update", defines: []string{"-DBUG_NO_WRITE_MARK"}, wantErrors: true},
+		{name: "the node's alternative fix", defines: []string{"-DBUG_NO_WRITE_MARK", "-DFIX_UPDATE_FILLED"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, modelFile), model, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := search(t, dir, tt.defines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := panErrors.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("pan reported no error count:\n%s", out)
+			}
+			errs, err := strconv.Atoi(m[1])
+			if err != nil {
+				t.Fatalf("pan's error count %q: %v", m[1], err)
+			}
+			t.Logf("pan: errors %d, %s states stored, %s s", errs, submatch(panStates, out), submatch(panElapsed, out))
+			if strings.Contains(out, "max search depth too small") {
+				t.Fatalf("search incomplete: max search depth too small:\n%s", out)
+			}
+			switch {
+			case tt.wantErrors && (errs == 0 || !strings.Contains(out, "assertion violated")):
+				t.Fatalf("pan found no assertion violation, want one:\n%s", out)
+			case !tt.wantErrors && errs != 0:
+				trail, err := run(t, dir, "spin", append(tt.defines, "-t", "-p", modelFile)...)
+				if err != nil {
+					t.Log(err)
+				}
+				t.Fatalf("pan found %d errors, want 0:\n%s\ncounterexample:\n%s", errs, out, trail)
+			}
+		})
+	}
+}
+
+// search generates the verifier of the model in dir with defines,
+// compiles it and runs it, and returns its output.
+func search(t *testing.T, dir string, defines []string) (string, error) {
+	if _, err := run(t, dir, "spin", append(defines, "-a", modelFile)...); err != nil {
+		return "", err
+	}
+	if _, err := run(t, dir, "gcc", "-O2", "-DSAFETY", "-o", "pan", "pan.c"); err != nil {
+		return "", err
+	}
+	return run(t, dir, "./pan")
+}
+
+// run runs name with args in dir and returns its combined output.
+func run(t *testing.T, dir, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(t.Context(), name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// submatch is re's first group in s, or "?".
+func submatch(re *regexp.Regexp, s string) string {
+	if m := re.FindStringSubmatch(s); m != nil {
+		return m[1]
+	}
+	return "?"
+}

@@ -1,0 +1,199 @@
+//go:build linux
+
+package redispipe
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrDown is the error of a command queued while the connection is down.
+var ErrDown = errors.New("redis connection down")
+
+// redialPause is how long a broken connection stays down.
+const redialPause = 100 * time.Millisecond
+
+type pending struct {
+	w   Waiter
+	tag int
+}
+
+// Conn is one Redis connection of an event loop.
+type Conn struct {
+	addr    netip.AddrPort
+	fd      int // -1 while down
+	out     []byte
+	in      []byte
+	waiting []pending // commands sent or queued, oldest first
+	head    int       // first of waiting not yet answered
+	downAt  time.Time
+	// onDial registers a new socket with the loop (and unregisters the
+	// last one, old, -1 at first).
+	onDial func(old, fd int) error
+	// prelude are commands sent first on every new connection (SCRIPT
+	// LOAD), their replies dropped.
+	prelude [][][]byte
+}
+
+// New returns a connection to addr, dialled on its first command;
+// onDial registers each new socket with the owner's epoll, prelude are
+// commands sent first on each.
+func New(addr netip.AddrPort, onDial func(old, fd int) error, prelude ...[][]byte) *Conn {
+	return &Conn{addr: addr, fd: -1, onDial: onDial, prelude: prelude}
+}
+
+// FD is the connection's socket, -1 while down.
+func (c *Conn) FD() int { return c.fd }
+
+// Do queues a command (its arguments); w receives its reply with tag. It
+// reports false, queueing nothing, while the connection is down.
+func (c *Conn) Do(w Waiter, tag int, args ...[]byte) bool {
+	if c.fd < 0 && !c.dial() {
+		return false
+	}
+	c.out = AppendCommand(c.out, args...)
+	c.waiting = append(c.waiting, pending{w: w, tag: tag})
+	return true
+}
+
+// dial opens a new socket unless the connection broke less than
+// redialPause ago.
+func (c *Conn) dial() bool {
+	if time.Since(c.downAt) < redialPause {
+		return false
+	}
+	fd, err := connect(c.addr)
+	if err == nil {
+		err = c.onDial(-1, fd)
+		if err != nil {
+			_ = unix.Close(fd)
+		}
+	}
+	if err != nil {
+		c.downAt = time.Now()
+		return false
+	}
+	c.fd = fd
+	for _, cmd := range c.prelude {
+		c.out = AppendCommand(c.out, cmd...)
+		c.waiting = append(c.waiting, pending{})
+	}
+	return true
+}
+
+func connect(addr netip.AddrPort) (int, error) {
+	family, sa := unix.AF_INET, unix.Sockaddr(nil)
+	if addr.Addr().Is4() {
+		sa = &unix.SockaddrInet4{Port: int(addr.Port()), Addr: addr.Addr().As4()}
+	} else {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(addr.Port()), Addr: addr.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("cannot dial redis %s: %w", addr, err)
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	if err := unix.Connect(fd, sa); err != nil && err != unix.EINPROGRESS {
+		_ = unix.Close(fd)
+		return -1, fmt.Errorf("cannot dial redis %s: %w", addr, err)
+	}
+	return fd, nil
+}
+
+// Flush writes the queued commands, as much as the socket takes; the rest
+// goes when the loop reports the socket writable and calls Poll.
+func (c *Conn) Flush() {
+	for c.fd >= 0 && len(c.out) > 0 {
+		n, err := unix.Write(c.fd, c.out)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN || err == unix.ENOTCONN: // not connected yet, or full
+			return
+		case err != nil:
+			c.fail(fmt.Errorf("cannot write to redis %s: %w", c.addr, err))
+			return
+		}
+		c.out = c.out[:copy(c.out, c.out[n:])]
+	}
+}
+
+// Poll reads the replies that arrived, hands each to its waiter, and
+// writes what Flush left; the loop calls it when the socket is ready.
+func (c *Conn) Poll() {
+	c.Flush()
+	var buf [16384]byte
+	for c.fd >= 0 {
+		n, err := unix.Read(c.fd, buf[:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return
+		case err != nil:
+			c.fail(fmt.Errorf("cannot read from redis %s: %w", c.addr, err))
+			return
+		case n == 0:
+			c.fail(fmt.Errorf("redis %s closed the connection", c.addr))
+			return
+		}
+		c.in = append(c.in, buf[:n]...)
+		if err := c.deliver(); err != nil {
+			c.fail(err)
+			return
+		}
+	}
+}
+
+// deliver parses the complete replies in c.in and hands them out.
+func (c *Conn) deliver() error {
+	at := 0
+	for at < len(c.in) {
+		r, n, err := parse(c.in[at:])
+		if err != nil {
+			return fmt.Errorf("cannot parse redis %s's reply: %w", c.addr, err)
+		}
+		if n == 0 {
+			break
+		}
+		at += n
+		if c.head == len(c.waiting) {
+			return fmt.Errorf("redis %s replied to no command", c.addr)
+		}
+		p := c.waiting[c.head]
+		c.waiting[c.head] = pending{}
+		c.head++
+		if p.w != nil {
+			p.w.RedisReply(p.tag, r)
+		}
+	}
+	c.in = c.in[:copy(c.in, c.in[at:])]
+	if c.head == len(c.waiting) {
+		c.waiting, c.head = c.waiting[:0], 0
+	}
+	return nil
+}
+
+// fail closes the socket and fails every command in flight.
+func (c *Conn) fail(err error) {
+	if c.fd >= 0 {
+		_ = c.onDial(c.fd, -1)
+		_ = unix.Close(c.fd)
+	}
+	c.fd, c.downAt = -1, time.Now()
+	c.out, c.in = c.out[:0], c.in[:0]
+	waiting := c.waiting[c.head:]
+	c.waiting, c.head = nil, 0
+	for _, p := range waiting {
+		if p.w != nil {
+			p.w.RedisReply(p.tag, Reply{Err: err})
+		}
+	}
+}
+
+// Close closes the connection; commands in flight fail.
+func (c *Conn) Close() { c.fail(ErrDown) }
