@@ -45,3 +45,32 @@ func TestFlush(t *testing.T) {
 		t.Errorf("Flushes %d, want 1", st.Flushes)
 	}
 }
+
+// TestFlushEndsPendingWrites checks that FLUSH ends the shard's pending
+// writes: the readers parked on one go to the shim at once, and a reader
+// arriving after the FLUSH is not parked under that write, whose late
+// phase 2 could carry a value older than a write the shim no longer
+// invalidates this node for.
+func TestFlushEndsPendingWrites(t *testing.T) {
+	h := newHarness(t, withParkTimeoutsFiredByTest(), withStub(withValue("k", "shim"), withCounter(3)))
+	h.invalidate("k", 10)
+	parked := h.parkReads("k", 2)
+	rep := h.call(&wire.Message{Header: wire.Header{Op: wire.OpFlush}, Key: []byte(h.m.Storage.Racks[0].Shards[0].Name)})
+	if rep.Op != wire.OpFlushAck || rep.Status != wire.StatusOK {
+		t.Fatalf("FLUSH: %s %s, want FLUSH_ACK ok", rep.Op, rep.Status)
+	}
+	for i, ch := range parked {
+		if r := <-ch; r.Status != wire.StatusOK || string(r.Value) != "shim" {
+			t.Errorf("parked reader %d: %s %q, want the shim's \"shim\"", i, r.Status, r.Value)
+		}
+	}
+	if n := h.node.parkedOn("k"); n != 0 {
+		t.Fatalf("%d readers parked after the FLUSH, want 0", n)
+	}
+	if r := h.get("k"); r.Status != wire.StatusOK || string(r.Value) != "shim" {
+		t.Errorf("a read after the FLUSH: %s %q, want the shim's \"shim\"", r.Status, r.Value)
+	}
+	if n := h.node.parkedOn("k"); n != 0 {
+		t.Errorf("a read after the FLUSH parked under the ended write")
+	}
+}

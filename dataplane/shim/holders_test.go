@@ -124,3 +124,29 @@ func TestDirectoryFullFlushesAgain(t *testing.T) {
 		t.Errorf("HolderKeys %d, want 1 (b)", s.HolderKeys)
 	}
 }
+
+// TestInvalidatedNodeStaysListed checks that a node that acknowledged a
+// write's INVALIDATE is listed for the key: after it acknowledges a FLUSH,
+// the key's next write still invalidates and updates it, so that the
+// readers parked on the first write at the node are released by the
+// second's phase 2, not by the first's late one.
+func TestInvalidatedNodeStaysListed(t *testing.T) {
+	e := newEnv(t)
+	key := e.key(0, "listed")
+	for _, n := range e.nodes {
+		n.setFlushes(false)
+	}
+	first := e.mustStatus(wire.OpPut, key, []byte("v1"), wire.StatusOK)
+	for _, o := range e.owners(key) {
+		if _, ok := o.find(wire.OpInvalidate, key, first.ValueVersion); !ok {
+			t.Fatalf("owner %s not invalidated before any FLUSH", o.name)
+		}
+	}
+	e.flushAll(uint64(len(e.nodes)))
+	second := e.mustStatus(wire.OpPut, key, []byte("v2"), wire.StatusOK)
+	for _, o := range e.owners(key) {
+		if _, ok := o.find(wire.OpInvalidate, key, second.ValueVersion); !ok {
+			t.Errorf("owner %s, invalidated by the first write, skipped by the second after its FLUSH", o.name)
+		}
+	}
+}

@@ -212,6 +212,11 @@ func (p *phaseOne) finish(r invalidationResult) {
 		return
 	}
 	p.s.metrics.invalidationsOK.Inc()
+	// The node now has this write pending, with readers parked on it
+	// until its phase 2. Listed, the node is invalidated by the key's
+	// next write even once it acknowledges a FLUSH, so that write's
+	// phase 2 releases them with its own value, not this one's.
+	p.s.holders.add(p.key, c.owner.addr)
 }
 
 // releaseDue stops waiting for the calls whose owners are released at now.
