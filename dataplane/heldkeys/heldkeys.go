@@ -27,16 +27,23 @@
 // # Why it is safe
 //
 // A cache node holds a value only if its shim read it for the node, or
-// wrote it and then updated the node, after adding the key to the set,
-// and keys never leave the set. Take a direct write W that Redis ran at
-// time t. The key was not in the set at t, so no shim had read or
-// written the key for a cache before t: every copy, and every value a
-// node hands to coalesced readers, was read or written in Redis after t,
-// and is W's value or a later one. No reader sees a value older than W
-// once W is acknowledged. Writes of keys in the set go through the shim
-// and its coherence protocol, as before. testdata/directwrites.pml
-// models this for SPIN (model_test.go): it finds the stale read when
-// either add is left out.
+// wrote it and then updated the node, after adding the key to the set.
+// A key leaves the set only at a shim write, under the key's lock, whose
+// phase 1 invalidated every node that may hold the key, found no copy
+// (no acknowledgement with FlagHit) and released no node unacknowledged;
+// it removes the key before its Redis write and its phase 2 hands no
+// node a value (shim/write.go, applyWrite). Take a direct write W that
+// Redis ran at time t. The key was not in the set at t, so every copy,
+// and every value a node hands to coalesced readers, was read or written
+// in Redis after the key last entered the set, which was after any value
+// an earlier removal invalidated; and no read or write for a cache that
+// started before t can hand a node a value after it: W's value or a later
+// one is all a reader can see once W is acknowledged. No reader sees a value older than W
+// Writes of keys in the set go through the shim and its coherence
+// protocol, as before. testdata/directwrites.pml models the adds for
+// SPIN (model_test.go), and finds the stale read when either is left
+// out; testdata/trim_srem.pml models the removal, and finds one when its
+// phase 2 carries the value.
 //
 // A direct write whose connection broke is not sent again, to Redis or
 // to the shim: Redis may still run the first one later, after the second
@@ -46,8 +53,8 @@
 // The set must not be evicted or flushed behind the shims' backs: run
 // Redis with a maxmemory policy that keeps keys without an expiry
 // (noeviction or a volatile-* policy), and clear the caches when Redis
-// loses its data. The set grows with the keys ever cached, a few bytes
-// each, and is never trimmed.
+// loses its data. The set holds the keys cached and written since, a few
+// bytes each.
 package heldkeys
 
 import "github.com/redis/go-redis/v9"

@@ -28,14 +28,15 @@ var (
 // the assertion can fail; a shim that has just started (FLUSH) keeps it
 // with the two fixes of a FLUSH, and not without them; and the rule of a
 // reverted change (0649cb1: forget a node whose INVALIDATE_ACK has no
-// FlagHit) breaks it.
+// FlagHit) breaks it; a write that takes its key out of the set (trim)
+// keeps it when its phase 2 carries no value, and not otherwise.
 func TestModel(t *testing.T) {
 	for _, tool := range []string{"spin", "gcc"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not on PATH", tool)
 		}
 	}
-	const direct, forget = "directwrites.pml", "trim_forget.pml"
+	const direct, forget, trim = "directwrites.pml", "trim_forget.pml", "trim_srem.pml"
 	tests := []struct {
 		name       string
 		model      string
@@ -49,6 +50,8 @@ func TestModel(t *testing.T) {
 		{name: "flush as fixed", model: forget, defines: []string{"-DWITH_FLUSH", "-DWITH_CLEAR", "-DFIX_FLUSH_PENDING", "-DFIX_FLUSH_ENTER"}},
 		{name: "flush before the fixes", model: forget, defines: []string{"-DWITH_FLUSH"}, wantErrors: true},
 		{name: "forget without FlagHit", model: forget, defines: []string{"-DFORGET"}, wantErrors: true},
+		{name: "trim as built", model: trim, defines: []string{"-DTRIM", "-DTRIM_SEPARATE", "-DTRIM_FAIL_UPDATE"}},
+		{name: "trim keeping the update", model: trim, defines: []string{"-DTRIM", "-DTRIM_KEEP_UPDATE"}, wantErrors: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

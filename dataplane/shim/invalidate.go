@@ -38,8 +38,9 @@ type invalidationResult struct {
 // delivery lag) ago — is released: phase 1 stops waiting for it, and an
 // owner released before the write starts gets one best-effort datagram
 // (owners.go, docs/dataplane.md Fencing). It returns the owners phase 2
-// updates (those that acknowledged) and how many of them held a copy of the
-// key: their acknowledgement carried FlagHit.
+// updates (those that acknowledged), how many of them held a copy of the
+// key (their acknowledgement carried FlagHit), and whether it released an
+// owner without its acknowledgement.
 //
 // Phase 1 follows the partition map while it waits (§4.4): when a new map
 // arrives, the key's owners under it are invalidated too, and the release
@@ -47,11 +48,11 @@ type invalidationResult struct {
 // that starts while a cache node dies waits until the node is fenced for
 // the lease (the failover's fencing step lets that happen within the grace
 // period), not for InvalidateTimeout.
-func (s *Shim) invalidate(key string, v uint64) ([]owner, int, error) {
+func (s *Shim) invalidate(key string, v uint64) (acked []owner, copies int, released bool, err error) {
 	view, now := s.view.Load(), time.Now()
 	owners := s.owners(view, key, now)
 	if s.noneMayHold(key, owners) {
-		return nil, 0, nil // no owner holds an entry: nothing to call or wait for
+		return nil, 0, false, nil // no owner holds an entry: nothing to call or wait for
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
 	defer cancel()
@@ -236,15 +237,12 @@ func (p *phaseOne) releaseDue(view *mapView, now time.Time) {
 }
 
 // outcome is phase 1's result once nothing is waited for.
-func (p *phaseOne) outcome() ([]owner, int, error) {
-	var (
-		acked  []owner
-		copies int
-		errs   []error
-	)
+func (p *phaseOne) outcome() (acked []owner, copies int, released bool, err error) {
+	var errs []error
 	for _, c := range p.calls {
 		switch {
 		case c.released:
+			released = true
 		case c.err != nil:
 			errs = append(errs, c.err)
 		default:
@@ -255,9 +253,9 @@ func (p *phaseOne) outcome() ([]owner, int, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, 0, err
+		return nil, 0, released, err
 	}
 	p.s.stats.copies.Add(uint64(copies))
 	p.s.metrics.copies.Add(float64(copies))
-	return acked, copies, nil
+	return acked, copies, released, nil
 }

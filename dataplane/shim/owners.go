@@ -16,6 +16,10 @@ type mapState struct {
 	version     int64
 	rack, shard int          // this shim's shard in Storage.Racks
 	addrs       *peers.Table // members' addresses; unknown without a usable one
+	// directWrites: clients write the keys no cache may hold to this
+	// shard's Redis themselves (Shard.DirectWrites), so a write that finds
+	// no copy takes its key out of the set (write.go, trim).
+	directWrites bool
 }
 
 // pastMap is a map that a newer one replaced, with when this shim installed
@@ -138,6 +142,7 @@ func (s *Shim) compileMap(p *partmap.Placement) (*mapState, error) {
 	if st.rack, st.shard, ok = m.StorageShard(s.cfg.Shard); !ok {
 		return nil, fmt.Errorf("cannot set partition map version %d: no storage shard %q", p.Version(), s.cfg.Shard)
 	}
+	st.directWrites = m.Storage.Racks[st.rack].Shards[st.shard].DirectWrites
 	// A member without a usable address can neither FETCH from this shim
 	// (its source matches no owner) nor be invalidated: it is skipped.
 	var prev *peers.Table

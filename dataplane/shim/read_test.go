@@ -228,3 +228,49 @@ func TestOverloaded(t *testing.T) {
 	eventually(t, "the slot freed", func() bool { return len(e.shim.sem) == 0 })
 	e.mustStatus(wire.OpGet, key, nil, wire.StatusOK)
 }
+
+// TestWriteTrimsTheHeldKey checks when a write takes its key out of the
+// keys a cache may hold (package heldkeys): only under a map that lets
+// clients write the shard directly, and only when every owner
+// acknowledged the INVALIDATE without a copy; its phase 2 then carries no
+// value. A write that found a copy keeps the key and updates the copy.
+func TestWriteTrimsTheHeldKey(t *testing.T) {
+	tests := []struct {
+		name         string
+		directWrites bool
+		copyAt       bool // the first owner acknowledges with FlagHit
+		wantHeld     bool
+		wantStatus   wire.Status // of the UPDATEs
+	}{
+		{name: "no copy, direct writes", directWrites: true, wantHeld: false, wantStatus: wire.StatusUnavailable},
+		{name: "a copy, direct writes", directWrites: true, copyAt: true, wantHeld: true, wantStatus: wire.StatusOK},
+		{name: "no copy, no direct writes", wantHeld: true, wantStatus: wire.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			m := e.m.Clone()
+			m.Version++
+			m.Storage.Racks[0].Shards[0].DirectWrites = tt.directWrites
+			e.setMap(m)
+			key := e.key(0, "trim")
+			owners := e.owners(key)
+			if r := e.callFrom(owners[0].ep, wire.OpFetch, key, nil); r.Status != wire.StatusNotFound {
+				t.Fatalf("FETCH: %s", r.Status)
+			}
+			owners[0].setHolds(key, tt.copyAt)
+			put := e.mustStatus(wire.OpPut, key, []byte("v"), wire.StatusOK)
+			held, err := e.rdb.SIsMember(t.Context(), heldkeys.Key, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held != tt.wantHeld {
+				t.Errorf("held %v after the write, want %v", held, tt.wantHeld)
+			}
+			eventually(t, "the UPDATE", func() bool { _, ok := owners[0].find(wire.OpUpdate, key, put.ValueVersion); return ok })
+			if ev, _ := owners[0].find(wire.OpUpdate, key, put.ValueVersion); ev.status != tt.wantStatus {
+				t.Errorf("UPDATE %s, want %s", ev.status, tt.wantStatus)
+			}
+		})
+	}
+}

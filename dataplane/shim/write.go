@@ -73,7 +73,7 @@ func (s *Shim) serveWrite(r *request) {
 // by now.
 func (w writeOutcome) phase2() (wire.Status, []byte) {
 	switch {
-	case w.replayed:
+	case w.replayed, w.trimmed: // a trimmed key's copies stay invalid (heldkeys)
 		return wire.StatusUnavailable, nil
 	case w.status != wire.StatusOK:
 		return w.status, nil
@@ -96,9 +96,12 @@ type writeOutcome struct {
 	version           uint64
 	owners            []owner
 	replayed, existed bool
-	result, value     []byte
-	valueExists       bool
-	uncacheable       bool // the key exists with an expiry: phase 2 sends no value
+	// trimmed: the write took its key out of the keys a cache may hold,
+	// so phase 2 hands no node its value.
+	trimmed       bool
+	result, value []byte
+	valueExists   bool
+	uncacheable   bool // the key exists with an expiry: phase 2 sends no value
 }
 
 // applyWrite runs phase 1 and the Redis write of r; the caller holds the
@@ -110,7 +113,7 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	}
 	now := time.Now()
 	v := s.clock.next(now)
-	owners, copies, err := s.invalidate(r.key, v)
+	owners, copies, released, err := s.invalidate(r.key, v)
 	if err != nil {
 		s.stats.coherenceFailures.Add(1)
 		s.metrics.coherenceFailures.Inc()
@@ -126,21 +129,32 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	s.work.TakeAhead(copies)
 	t := time.Now()
 	call := s.writeCall(r)
+	// trim: no node held a copy, and every one that may hold one
+	// acknowledged the INVALIDATE (none released), so the key leaves the
+	// set of keys a cache may hold (package heldkeys) and clients may
+	// write it directly again; phase 2 then carries no value.
+	trim := copies == 0 && !released && s.view.Load().cur.directWrites
 	if call != nil {
 		calls := []*redisbatch.Call{call}
 		var mark *redisbatch.Call
-		if len(owners) > 0 { // phase 2 gives them a value: a cache may hold the key
+		switch {
+		case trim:
+			mark = &redisbatch.Call{Cmds: [][]any{{"SREM", heldkeys.Key, r.key}}}
+			calls = []*redisbatch.Call{mark, call}
+		case len(owners) > 0: // phase 2 gives them a value: a cache may hold the key
 			mark = &redisbatch.Call{Cmds: [][]any{{"SADD", heldkeys.Key, r.key}}}
 			calls = []*redisbatch.Call{mark, call}
 		}
 		s.redisq.EvalMany(s.ctx, calls)
-		if mark != nil && mark.Err != nil {
+		if mark != nil && mark.Err != nil && !trim {
 			s.redisError("SADD", r.key, mark.Err)
 			owners = nil // no update: no copy unless a FETCH, which marks the key, fills one
 		}
 	}
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
-	return s.writeOutcomeOf(r, v, owners, call)
+	w := s.writeOutcomeOf(r, v, owners, call)
+	w.trimmed = trim
+	return w
 }
 
 // countWrite counts a write of op.

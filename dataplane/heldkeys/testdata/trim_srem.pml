@@ -1,8 +1,11 @@
 /*
  * trim_srem.pml: can a shim write take a key out of the set of keys a
  * cache may hold (SREM heldkeys.Key), so that direct writes of it work
- * again? For SPIN. A proposal: the shims do not remove keys from the set
- * yet, and model_test.go does not run this model. The model is trim_forget.pml's (directwrites.pml, plus
+ * again? For SPIN. The shims do as TRIM TRIM_SEPARATE TRIM_FAIL_UPDATE
+ * (shim/write.go, applyWrite: SREM pipelined before the write under the
+ * key's lock, phase 2 with StatusUnavailable), under a map that lets
+ * clients write the shard directly; model_test.go runs that and
+ * TRIM_KEEP_UPDATE. The model is trim_forget.pml's (directwrites.pml, plus
  * the directory's two facts, the node's pending write and parked readers,
  * and FlagHit = "an entry exists, valid or a placeholder") without
  * FORGET, with direct writers (NDIRECT, default 1). A direct writer whose
