@@ -52,7 +52,7 @@ func (c *Client) GetManyFunc(ctx context.Context, keys []string, res []Result, e
 			c.readStorageMany(ctx, v, keys, kbs, cold, start, res, errs)
 			done()
 		}()
-	})
+	}, nil)
 }
 
 // coldReader reads keys[i] for every i of cold from Redis (warm.go),
@@ -60,8 +60,10 @@ func (c *Client) GetManyFunc(ctx context.Context, keys []string, res []Result, e
 type coldReader func(v *view, cold []int, kbs [][]byte, start time.Time, done func())
 
 // getManyFunc is GetManyFunc with the keys that are not warm read by
-// readCold.
-func (c *Client) getManyFunc(ctx context.Context, keys []string, res []Result, errs []error, done func(), readCold coldReader) {
+// readCold, and those a node left to the client read by readMissed, which
+// may be called on any goroutine (nil: on a goroutine of their own, as
+// the reads carried on).
+func (c *Client) getManyFunc(ctx context.Context, keys []string, res []Result, errs []error, done func(), readCold, readMissed coldReader) {
 	start := time.Now()
 	v := c.view.Load()
 	firsts := make([]firstAttempt, 0, len(keys))
@@ -100,7 +102,7 @@ func (c *Client) getManyFunc(ctx context.Context, keys []string, res []Result, e
 		deadline = d
 	}
 	c.ep.CallManyFunc(deadline, reqs, func(out []transport.Reply) {
-		b := &manyReads{c: c, ctx: ctx, v: v, keys: keys, kbs: kbs, start: start, res: res, errs: errs}
+		b := &manyReads{c: c, ctx: ctx, v: v, keys: keys, kbs: kbs, start: start, res: res, errs: errs, readMissed: readMissed}
 		b.firstsAnswered(firsts, out, done)
 	})
 }
@@ -117,6 +119,8 @@ type manyReads struct {
 	errs      []error
 	storage   []int // keys no node held, read from Redis (storage.go)
 	carriedOn []int // keys read on as GetResult reads them
+	// readMissed reads storage, when set (getManyFunc).
+	readMissed coldReader
 }
 
 // firstsAnswered settles the reads their first attempts answered and
@@ -149,6 +153,23 @@ func (b *manyReads) firstsAnswered(firsts []firstAttempt, out []transport.Reply,
 	if len(b.storage) == 0 && len(b.carriedOn) == 0 {
 		done()
 		return
+	}
+	if b.readMissed != nil && len(b.storage) > 0 {
+		storage := b.storage
+		b.storage = nil
+		if len(b.carriedOn) == 0 {
+			b.readMissed(b.v, storage, b.kbs, b.start, done)
+			return
+		}
+		var parts atomic.Int32
+		parts.Store(2)
+		whole := done
+		done = func() {
+			if parts.Add(-1) == 0 {
+				whole()
+			}
+		}
+		b.readMissed(b.v, storage, b.kbs, b.start, done)
 	}
 	go func() {
 		b.carryOn()

@@ -28,8 +28,12 @@ import (
 type Pipes struct {
 	c        *Client
 	register func(old, fd int) error
-	byAddr   map[netip.AddrPort]*redispipe.Conn
-	byFD     map[int]*redispipe.Conn
+	// post runs a function on the loop's thread (soon, not inside the
+	// call): how reads that a node left to the client, whose replies may
+	// arrive on another goroutine, reach the pipes.
+	post   func(func())
+	byAddr map[netip.AddrPort]*redispipe.Conn
+	byFD   map[int]*redispipe.Conn
 	// shards are the connections by global shard index under view, nil
 	// when some shard's Redis is not an address (a name to resolve).
 	view   *view
@@ -39,10 +43,11 @@ type Pipes struct {
 
 // NewPipes returns an event loop's Redis connections; register adds a
 // new socket fd to the loop's epoll (edge-triggered, readable and
-// writable) and removes old (-1: none). The loop calls Poll for their
+// writable) and removes old (-1: none); post runs a function on the
+// loop's thread, from any goroutine. The loop calls Poll for their
 // sockets and Flush at the end of every pass.
-func (c *Client) NewPipes(register func(old, fd int) error) *Pipes {
-	return &Pipes{c: c, register: register, byAddr: map[netip.AddrPort]*redispipe.Conn{}, byFD: map[int]*redispipe.Conn{}}
+func (c *Client) NewPipes(register func(old, fd int) error, post func(func())) *Pipes {
+	return &Pipes{c: c, register: register, post: post, byAddr: map[netip.AddrPort]*redispipe.Conn{}, byFD: map[int]*redispipe.Conn{}}
 }
 
 var (
@@ -140,7 +145,7 @@ var getCmd = []byte("GET")
 // GetManyFunc is Client.GetManyFunc with the keys that are not warm read
 // on the pipes.
 func (p *Pipes) GetManyFunc(ctx context.Context, keys []string, res []Result, errs []error, done func()) {
-	p.c.getManyFunc(ctx, keys, res, errs, done, func(v *view, cold []int, kbs [][]byte, start time.Time, done func()) {
+	read := func(v *view, cold []int, kbs [][]byte, start time.Time, done func()) {
 		conns := p.conns(v)
 		r := &pipedReads{c: p.c, ctx: ctx, v: v, keys: keys, kbs: kbs, res: res, errs: errs, start: start, done: done}
 		for _, i := range cold {
@@ -151,7 +156,11 @@ func (p *Pipes) GetManyFunc(ctx context.Context, keys []string, res []Result, er
 			r.left++
 		}
 		r.finish()
-	})
+	}
+	missed := func(v *view, idx []int, kbs [][]byte, start time.Time, done func()) {
+		p.post(func() { read(v, idx, kbs, start, done) })
+	}
+	p.c.getManyFunc(ctx, keys, res, errs, done, read, missed)
 }
 
 // pipedReads are a round's reads on the pipes.

@@ -86,15 +86,17 @@ type polledStore interface {
 // pipedStore is a Store that reads and writes Redis on an event loop's
 // own connections (client.Client.NewPipes).
 type pipedStore interface {
-	NewPipes(register func(old, fd int) error) *client.Pipes
+	NewPipes(register func(old, fd int) error, post func(func())) *client.Pipes
 }
 
 // completion is work handed back to a loop: a pipeline's replies from a
-// worker, or a GET round the cluster answered.
+// worker, a GET round the cluster answered, or a function to run on the
+// loop's thread.
 type completion struct {
 	c       *loopConn
 	replies [][]byte
 	round   *round
+	fn      func() // work for the loop's thread (client.Pipes)
 }
 
 func newEventLoop(s *Server, lfd int, store asyncStore) (*eventLoop, error) {
@@ -125,7 +127,7 @@ func newEventLoop(s *Server, lfd int, store asyncStore) (*eventLoop, error) {
 		}
 	}
 	if ps, ok := s.cfg.Store.(pipedStore); ok && store != nil {
-		l.pipes = ps.NewPipes(l.watchRedis)
+		l.pipes = ps.NewPipes(l.watchRedis, func(f func()) { l.post(completion{fn: f}) })
 		l.store = l.pipes
 	}
 	for _, r := range watch {
@@ -359,6 +361,10 @@ func (l *eventLoop) completions() {
 	l.posted = nil
 	l.mu.Unlock()
 	for _, p := range posted {
+		if p.fn != nil {
+			p.fn()
+			continue
+		}
 		if p.round != nil {
 			l.roundDone(p.round)
 			continue
