@@ -302,10 +302,11 @@ func allShardsWriteDirectly(m *partmap.Map) bool {
 	return true
 }
 
-// cold reports whether key's read goes to storage without asking a node:
-// the client reads storage itself and the key is not warm (warm.go).
-func (c *Client) cold(v *view, key string) bool {
-	return v.storage != nil && !c.cfg.Bypass && !c.cfg.AskNodesForColdKeys && !c.warm.warm(key, c.now())
+// cold reports whether key's read at now (the client's clock) goes to
+// storage without asking a node: the client reads storage itself and the
+// key is not warm (warm.go).
+func (c *Client) cold(v *view, key string, now int64) bool {
+	return v.storage != nil && !c.cfg.Bypass && !c.cfg.AskNodesForColdKeys && !c.warm.warm(key, now)
 }
 
 // compile builds the view of p, resolving addresses once.

@@ -73,26 +73,23 @@ func (c *Client) incrManyDirect(ctx context.Context, v *view, keys []string, del
 func (c *Client) writeDirect(ctx context.Context, v *view, op wire.Op, verb string, keys []string, values [][]byte, calls []redisbatch.Call, errs []error, rest func([]int)) {
 	start := time.Now()
 	byShard := map[int][]*redisbatch.Call{}
-	var shimmed []int
+	var sent, shimmed []int
 	for i, key := range keys {
 		if label, err := checkWrite(key, values[i]); err != nil {
 			errs[i] = c.wrote(op, verb, key, start, label, err)
-			calls[i].Err = errDone
 			continue
 		}
 		sh := v.p.ShardIndex(key)
 		byShard[sh] = append(byShard[sh], &calls[i])
+		sent = append(sent, i)
 	}
 	var wg sync.WaitGroup
 	for sh, group := range byShard {
 		wg.Go(func() { v.storage[sh].EvalMany(ctx, group) })
 	}
 	wg.Wait()
-	for i := range calls {
+	for _, i := range sent {
 		err := calls[i].Err
-		if err == errDone {
-			continue
-		}
 		out := directApplied
 		switch {
 		case errors.Is(err, redis.Nil):
@@ -148,9 +145,6 @@ func wait(start func(done func())) {
 	start(func() { close(ch) })
 	<-ch
 }
-
-// errDone marks a direct write that was settled before it was sent.
-var errDone = errors.New("settled")
 
 // isRedisError says whether err is Redis's error reply.
 func isRedisError(err error) bool {

@@ -95,7 +95,7 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 	}
 	v := c.view.Load()
 	kb := []byte(key)
-	if c.cold(v, key) {
+	if c.cold(v, key, c.now()) {
 		res, label, s, err := c.readStorage(ctx, v, key, kb)
 		if s == stepDone {
 			return res, label, err

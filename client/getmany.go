@@ -69,9 +69,10 @@ func (c *Client) getManyFunc(ctx context.Context, keys []string, res []Result, e
 	firsts := make([]firstAttempt, 0, len(keys))
 	kbs := keyBytes(keys)
 	var cold []int // keys read from Redis straight away (warm.go)
+	now := c.now()
 	for i, key := range keys {
 		c.stats.gets.Add(1)
-		if checkKey(key) == nil && c.cold(v, key) {
+		if checkKey(key) == nil && c.cold(v, key, now) {
 			cold = append(cold, i)
 			continue
 		}
@@ -87,14 +88,7 @@ func (c *Client) getManyFunc(ctx context.Context, keys []string, res []Result, e
 		reqs[j] = transport.Request{Dst: firsts[j].addr, Msg: &firsts[j].msg}
 	}
 	if len(cold) > 0 { // the cold keys' reads and the others' settle apart
-		var parts atomic.Int32
-		parts.Store(2)
-		whole := done
-		done = func() {
-			if parts.Add(-1) == 0 {
-				whole()
-			}
-		}
+		done = halves(done)
 		readCold(v, cold, kbs, start, done)
 	}
 	deadline := time.Now().Add(c.cfg.AttemptTimeout)
@@ -161,14 +155,7 @@ func (b *manyReads) firstsAnswered(firsts []firstAttempt, out []transport.Reply,
 			b.readMissed(b.v, storage, b.kbs, b.start, done)
 			return
 		}
-		var parts atomic.Int32
-		parts.Store(2)
-		whole := done
-		done = func() {
-			if parts.Add(-1) == 0 {
-				whole()
-			}
-		}
+		done = halves(done)
 		b.readMissed(b.v, storage, b.kbs, b.start, done)
 	}
 	go func() {
@@ -250,6 +237,18 @@ func (c *Client) firstOf(ctx context.Context, v *view, i int, key string, kb []b
 		return firstAttempt{}, metrics.StatusResult(wire.StatusInternal), err
 	}
 	return firstAttempt{key: i, direct: true, addr: addr, msg: m}, "", nil
+}
+
+// halves returns a function for the two parts of a work that each call it
+// once when done: the second call calls whole.
+func halves(whole func()) func() {
+	var left atomic.Int32
+	left.Store(2)
+	return func() {
+		if left.Add(-1) == 0 {
+			whole()
+		}
+	}
 }
 
 // keyBytes copies keys into one allocation, for their requests.

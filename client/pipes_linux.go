@@ -74,8 +74,7 @@ func (p *Pipes) conns(v *view) []*redispipe.Conn {
 			}
 			conn := p.byAddr[ap]
 			if conn == nil {
-				conn = redispipe.New(ap, p.dialled, loadSet, loadIncr)
-				p.byAddr[ap] = conn
+				conn = p.dial(ap)
 			}
 			out = append(out, conn)
 		}
@@ -84,15 +83,22 @@ func (p *Pipes) conns(v *view) []*redispipe.Conn {
 	return out
 }
 
-// dialled registers a connection's new socket with the loop.
-func (p *Pipes) dialled(old, fd int) error {
-	if old >= 0 {
+// dial returns the pipes' connection to ap, whose sockets register with
+// the loop and are found by Poll.
+func (p *Pipes) dial(ap netip.AddrPort) *redispipe.Conn {
+	var conn *redispipe.Conn
+	conn = redispipe.New(ap, func(old, fd int) error {
 		delete(p.byFD, old)
-	}
-	if err := p.register(old, fd); err != nil {
-		return fmt.Errorf("cannot watch a redis connection: %w", err)
-	}
-	return nil
+		if err := p.register(old, fd); err != nil {
+			return fmt.Errorf("cannot watch a redis connection: %w", err)
+		}
+		if fd >= 0 {
+			p.byFD[fd] = conn
+		}
+		return nil
+	}, loadSet, loadIncr)
+	p.byAddr[ap] = conn
+	return conn
 }
 
 // Poll serves the socket fd if it is one of the pipes' and reports
@@ -100,14 +106,7 @@ func (p *Pipes) dialled(old, fd int) error {
 func (p *Pipes) Poll(fd int) bool {
 	conn := p.byFD[fd]
 	if conn == nil {
-		for _, c := range p.byAddr { // a socket dialled since the last Poll
-			if c.FD() == fd {
-				p.byFD[fd], conn = c, c
-			}
-		}
-		if conn == nil {
-			return false
-		}
+		return false
 	}
 	conn.Poll()
 	return true
@@ -185,13 +184,13 @@ func (r *pipedReads) RedisReply(i int, rep redispipe.Reply) {
 	case rep.Err != nil || rep.Kind != '$':
 		c.stats.storageFailures.Add(1)
 		r.other = append(r.other, i)
-	case rep.Nil:
-		c.stats.storageReads.Add(1)
-		r.res[i], r.errs[i] = c.settle(r.keys[i], r.start, Result{}, metrics.StatusResult(wire.StatusNotFound), ErrNotFound)
 	default:
-		c.stats.storageReads.Add(1)
-		c.stats.misses.Add(1)
-		r.res[i], r.errs[i] = c.settle(r.keys[i], r.start, Result{Value: append([]byte(nil), rep.Value...), Layer: -1}, metrics.ResultMiss, nil)
+		var value []byte
+		if !rep.Nil {
+			value = append([]byte(nil), rep.Value...)
+		}
+		res, label, err := c.storageResult(value, !rep.Nil)
+		r.res[i], r.errs[i] = c.settle(r.keys[i], r.start, res, label, err)
 	}
 	r.left--
 	r.finish()
@@ -337,14 +336,9 @@ func (w *pipedWrites) finish() {
 	replies := make([][]byte, len(w.keys))
 	w.c.writeRest(w.ctx, w.op, w.verb, w.keys, w.values, replies, w.errs, w.shim, func() {
 		for _, i := range w.shim {
-			if w.errs[i] != nil {
-				continue
+			if w.errs[i] == nil {
+				w.results[i], w.errs[i] = shimInt(wire.RMWIncrBy, w.keys[i], replies[i])
 			}
-			n, err := strconv.ParseInt(string(replies[i]), 10, 64)
-			if err != nil {
-				w.errs[i] = fmt.Errorf("cannot %s %q: the shim's result %q: %w", w.verb, w.keys[i], replies[i], ErrInternal)
-			}
-			w.results[i] = n
 		}
 		w.done()
 	})

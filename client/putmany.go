@@ -2,9 +2,7 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -48,11 +46,7 @@ func (c *Client) IncrByManyFunc(ctx context.Context, keys []string, deltas []int
 			if errs[i] != nil {
 				continue
 			}
-			n, err := strconv.ParseInt(string(r), 10, 64)
-			if err != nil {
-				errs[i] = fmt.Errorf("cannot %s %q: the shim's result %q: %w", wire.RMWIncrBy, keys[i], r, ErrInternal)
-			}
-			results[i] = n
+			results[i], errs[i] = shimInt(wire.RMWIncrBy, keys[i], r)
 		}
 		done()
 	}

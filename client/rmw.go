@@ -40,6 +40,11 @@ func (c *Client) rmwInt(ctx context.Context, key string, op wire.RMW, arg []byte
 	if err != nil {
 		return 0, err
 	}
+	return shimInt(op, key, r)
+}
+
+// shimInt is the decimal result r of op on key, as a shim replies it.
+func shimInt(op wire.RMW, key string, r []byte) (int64, error) {
 	n, err := strconv.ParseInt(string(r), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("cannot %s %q: the shim's result %q: %w", op, key, r, ErrInternal)

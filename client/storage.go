@@ -158,17 +158,23 @@ func (c *Client) readStorageOrShim(ctx context.Context, v *view, key string, kb 
 	return c.readStorage(ctx, v, key, kb)
 }
 
+// storageResult counts a direct read that Redis answered, with value or
+// (found false) that the key does not exist, and returns its outcome.
+func (c *Client) storageResult(value []byte, found bool) (Result, string, error) {
+	c.stats.storageReads.Add(1)
+	if !found {
+		return Result{}, metrics.StatusResult(wire.StatusNotFound), ErrNotFound
+	}
+	c.stats.misses.Add(1)
+	return Result{Value: value, Layer: -1}, metrics.ResultMiss, nil
+}
+
 // storageAnswered is the outcome of a direct read of key from Redis: value,
 // or err; on a failure other than Redis's "nil" the read asks the shim.
 func (c *Client) storageAnswered(ctx context.Context, v *view, key string, kb []byte, value []byte, err error) (Result, string, step, error) {
-	switch {
-	case err == nil:
-		c.stats.storageReads.Add(1)
-		c.stats.misses.Add(1)
-		return Result{Value: value, Layer: -1}, metrics.ResultMiss, stepDone, nil
-	case errors.Is(err, redis.Nil):
-		c.stats.storageReads.Add(1)
-		return Result{}, metrics.StatusResult(wire.StatusNotFound), stepDone, ErrNotFound
+	if err == nil || errors.Is(err, redis.Nil) {
+		r, label, err := c.storageResult(value, err == nil)
+		return r, label, stepDone, err
 	}
 	c.stats.storageFailures.Add(1)
 	c.cfg.Logger.Debug("cannot read storage directly; asking the shim", "key", key, "err", err)
