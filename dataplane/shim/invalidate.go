@@ -7,17 +7,22 @@ import (
 	"slices"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
+
+// maxInvalidations bounds the calls of one phase 1: an owner per layer
+// under the current map and the previous one, with room to spare.
+const maxInvalidations = 64
 
 // invalidation is phase 1's call to one owner.
 type invalidation struct {
 	owner    owner
-	cancel   context.CancelFunc
-	done     bool  // the call returned
-	held     bool  // the acknowledgement carried FlagHit
-	err      error // the call failed
-	released bool  // not waited for (any more): the owner can no longer serve the key
+	cancel   func() // ends the call (transport.Endpoint.CallManyFunc's stop)
+	done     bool   // the call returned
+	held     bool   // the acknowledgement carried FlagHit
+	err      error  // the call failed
+	released bool   // not waited for (any more): the owner can no longer serve the key
 }
 
 // waiting reports whether phase 1 still waits for c.
@@ -56,7 +61,7 @@ func (s *Shim) invalidate(key string, v uint64) (acked []owner, copies int, rele
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.InvalidateTimeout)
 	defer cancel()
-	p := &phaseOne{s: s, ctx: ctx, key: key, v: v, results: make(chan invalidationResult), stop: make(chan struct{})}
+	p := &phaseOne{s: s, ctx: ctx, key: key, v: v, results: make(chan invalidationResult, maxInvalidations), stop: make(chan struct{})}
 	defer close(p.stop)
 	release := time.NewTimer(time.Hour)
 	defer release.Stop()
@@ -168,18 +173,23 @@ func (p *phaseOne) start(view *mapView, o owner, now time.Time) {
 		p.calls = append(p.calls, &invalidation{owner: o, released: true})
 		return
 	}
-	ctx, cancel := context.WithCancel(p.ctx)
 	i := len(p.calls)
-	p.calls = append(p.calls, &invalidation{owner: o, cancel: cancel})
+	c := &invalidation{owner: o}
+	p.calls = append(p.calls, c)
 	p.waiting++
-	go func() {
-		reply, err := p.s.call(ctx, o, &m)
+	deadline, _ := p.ctx.Deadline()
+	req := []transport.Request{{Dst: o.addr, Msg: &m}}
+	// No goroutine waits for the call: the reader that receives the
+	// acknowledgement hands it over (results has room for every call,
+	// so that hand-over never blocks).
+	c.cancel = p.s.ep.CallManyFunc(deadline, req, func(out []transport.Reply) {
+		r := invalidationResult{i: i, err: replyError(out[0], o, &m)}
+		r.held = r.err == nil && out[0].Msg.Has(wire.FlagHit)
 		select {
-		case p.results <- invalidationResult{i: i, held: err == nil && reply.Has(wire.FlagHit), err: err}:
+		case p.results <- r:
 		case <-p.stop:
 		}
-		cancel()
-	}()
+	})
 }
 
 // skipped reports whether phase 1 found that o holds no entry for the key.

@@ -1,15 +1,14 @@
 package shim
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/distcache/distcache/dataplane/heldkeys"
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/redisbatch"
+	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -238,50 +237,56 @@ func (s *Shim) waitWritable() error {
 }
 
 // update is phase 2 of write r of version v, which ended with status: an
-// UPDATE to the owners phase 1 invalidated, in parallel, each bounded by
-// UpdateTimeout. It tells the nodes the write is over (so they coalesce
-// misses of the key again) and, for a write that left a value (StatusOK,
+// UPDATE to the owners phase 1 invalidated, bounded by UpdateTimeout. It
+// tells the nodes the write is over (so they coalesce misses of the key
+// again) and, for a write that left a value (StatusOK,
 // writeOutcome.phase2), carries it, which a node applies only if its copy
 // still has version v. StatusNotFound answers the readers parked on the
 // write "missing"; any other status leaves the copies invalid and sends
 // those readers to storage. Failures are counted, not retried: an invalid
 // copy is a miss, never a stale read.
+//
+// Nothing waits for phase 2: the UPDATEs leave as one batch
+// (transport.Endpoint.CallManyFunc) and the reader that receives the last
+// acknowledgement counts them, so a write costs no goroutine or wake-up
+// after its reply. value must not change afterwards (r's own, or a
+// Redis reply's).
 func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner, value []byte) {
 	if len(owners) == 0 {
 		return
 	}
-	key := r.key
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.UpdateTimeout)
-	defer cancel()
 	mv := s.mapVersion()
-	var wg sync.WaitGroup
-	for _, o := range owners {
-		wg.Go(func() {
-			m := wire.Message{Header: wire.Header{Op: wire.OpUpdate, Status: status, ValueVersion: v, MapVersion: mv}, Key: []byte(key), Value: value}
-			s.stats.updatesSent.Add(1)
-			if _, err := s.call(ctx, o, &m); err != nil {
+	key := []byte(r.key)
+	msgs := make([]wire.Message, len(owners))
+	reqs := make([]transport.Request, len(owners))
+	for i, o := range owners {
+		msgs[i] = wire.Message{Header: wire.Header{Op: wire.OpUpdate, Status: status, ValueVersion: v, MapVersion: mv}, Key: key, Value: value}
+		reqs[i] = transport.Request{Dst: o.addr, Msg: &msgs[i]}
+	}
+	s.stats.updatesSent.Add(uint64(len(owners)))
+	s.ep.CallManyFunc(start.Add(s.cfg.UpdateTimeout), reqs, func(out []transport.Reply) {
+		for i, rep := range out {
+			if err := replyError(rep, owners[i], &msgs[i]); err != nil {
 				s.stats.updateFailures.Add(1)
 				s.metrics.updatesFail.Inc()
-				s.log.Debug("update not acknowledged", "key", key, "version", v, "owner", o.name, "addr", o.addr, "err", err)
-				return
+				s.log.Debug("update not acknowledged", "key", r.key, "version", v, "owner", owners[i].name, "addr", owners[i].addr, "err", err)
+				continue
 			}
 			s.metrics.updatesOK.Inc()
-		})
-	}
-	wg.Wait()
-	s.metrics.phaseUpdate.Observe(time.Since(start).Seconds())
+		}
+		s.metrics.phaseUpdate.Observe(time.Since(start).Seconds())
+	})
 }
 
-// call sends m to o and waits for an acknowledgement with StatusOK, which
-// it returns.
-func (s *Shim) call(ctx context.Context, o owner, m *wire.Message) (wire.Message, error) {
-	reply, err := s.ep.Call(ctx, o.addr, m)
-	if err != nil {
-		return wire.Message{}, err
+// replyError is why the reply r to m, sent to o, is not an
+// acknowledgement with StatusOK; nil when it is.
+func replyError(r transport.Reply, o owner, m *wire.Message) error {
+	switch {
+	case r.Err != nil:
+		return r.Err
+	case r.Msg.Status != wire.StatusOK:
+		return fmt.Errorf("cannot %s %q at %s: status %s", m.Op, m.Key, o.addr, r.Msg.Status)
 	}
-	if reply.Status != wire.StatusOK {
-		return wire.Message{}, fmt.Errorf("cannot %s %q at %s: status %s", m.Op, m.Key, o.addr, reply.Status)
-	}
-	return reply, nil
+	return nil
 }

@@ -52,17 +52,18 @@ type asyncBatch struct {
 // on the endpoint's timer. The requests are sent again after Retransmit,
 // then after twice as long each time, as CallMany's are, and a window of
 // any exchange moves the deadline on. reqs must not change until done is
-// called.
-func (e *Endpoint) CallManyFunc(deadline time.Time, reqs []Request, done func([]Reply)) {
+// called. The returned stop ends the batch early: its requests are not
+// sent again, and done is not called unless it was already.
+func (e *Endpoint) CallManyFunc(deadline time.Time, reqs []Request, done func([]Reply)) (stop func()) {
 	if len(reqs) == 0 {
 		done(nil)
-		return
+		return func() {}
 	}
 	if e.closed.Load() {
 		out := make([]Reply, len(reqs))
 		fail(reqs, out, ErrClosed)
 		done(out)
-		return
+		return func() {}
 	}
 	now := time.Now()
 	a := &asyncBatch{e: e, reqs: reqs, wait: newBatchWait(len(reqs)), done: done,
@@ -72,11 +73,21 @@ func (e *Endpoint) CallManyFunc(deadline time.Time, reqs []Request, done func([]
 	e.async.add(a, now)
 	if e.closed.Load() { // Close may have ended the batches before a joined them
 		a.end(ErrClosed)
-		return
+		return a.stop
 	}
 	if err := e.sendMany(reqs); err != nil {
 		a.end(err)
 	}
+	return a.stop
+}
+
+// stop ends a without calling its done, unless it ended already.
+func (a *asyncBatch) stop() {
+	if a.ended.Swap(true) {
+		return
+	}
+	a.e.unregister(a.reqs)
+	a.e.async.remove(a)
 }
 
 // end ends a once: its calls leave the endpoint and the timer, and done
@@ -105,11 +116,17 @@ func (ac *asyncCalls) add(a *asyncBatch, now time.Time) {
 	ac.armLocked(a.when(), now, a.e)
 }
 
-// remove forgets a; the timer stays armed (a round with nothing due costs
-// a scan).
+// remove forgets a. The timer stays armed while other batches wait (a
+// round with nothing due costs a scan) and stops with the last one: at a
+// light load every batch is answered before its first retransmission,
+// and a timer left armed would wake the process once more per batch.
 func (ac *asyncCalls) remove(a *asyncBatch) {
 	ac.mu.Lock()
 	delete(ac.batches, a)
+	if len(ac.batches) == 0 && ac.timer != nil && !ac.due.IsZero() {
+		ac.timer.Stop()
+		ac.due = time.Time{}
+	}
 	ac.mu.Unlock()
 }
 

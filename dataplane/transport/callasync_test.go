@@ -88,3 +88,36 @@ func TestCallManyFuncUnanswered(t *testing.T) {
 		})
 	}
 }
+
+// A batch stopped before its reply arrives never calls done: the reply,
+// when it comes, is dropped, as a later call's answer on the same socket
+// proves it has been read.
+func TestCallManyFuncStopped(t *testing.T) {
+	received := make(chan struct{})
+	release := make(chan struct{})
+	var first sync.Once
+	server := listen(t, func(out transport.Sender, src netip.AddrPort, req *wire.Message) {
+		if string(req.Key) == "held0" {
+			first.Do(func() {
+				close(received)
+				<-release // answered only once the client has stopped the batch
+			})
+		}
+		echo(out, src, req)
+	})
+	client := listen(t, nil)
+	dst := []netip.AddrPort{server.Addr()}
+	var calls atomic.Int32
+	stop := client.CallManyFunc(time.Time{}, requests(dst, "held", 1, noValue), func([]transport.Reply) { calls.Add(1) })
+	<-received
+	stop()
+	close(release)
+	out := callFunc(t, client, time.Time{}, requests(dst, "after", 1, noValue))
+	if out[0].Err != nil {
+		t.Fatalf("a later call failed: %v", out[0].Err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("done of a stopped batch called %d times", n)
+	}
+	stop() // a second stop does nothing
+}
