@@ -48,6 +48,8 @@ type options struct {
 	writeRatio                          float64
 	duration, warmup                    time.Duration
 	concurrency, preload, valueSize     int
+	clients                             int
+	modes                               string
 	fill                                bool
 }
 
@@ -64,6 +66,8 @@ func main() {
 	flag.DurationVar(&o.duration, "duration", 20*time.Second, "measured window per mode and skew")
 	flag.DurationVar(&o.warmup, "warmup", 20*time.Second, "DistCache's warm-up before each window")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "operations outstanding (closed loop)")
+	flag.IntVar(&o.clients, "clients", 1, "DistCache's gateways in the benchmark's process, each with a client of its own (one: as twemproxy is one proxy)")
+	flag.StringVar(&o.modes, "modes", "twemproxy,distcache", "the sides to run, comma-separated")
 	flag.BoolVar(&o.fill, "fill", true, "write every key once before the runs, on both sides, straight into Redis")
 	flag.IntVar(&o.preload, "preload", 0, "hottest keys written through each side before each run (0: none with -fill, else the bench's default)")
 	flag.IntVar(&o.valueSize, "value-size", 128, "value size in bytes")
@@ -227,6 +231,9 @@ func (o options) startRedis(ctx context.Context, h cpuquota.Hierarchy, i int, ad
 func (o options) bench(ctx context.Context, skew float64, sd *sides) (row, error) {
 	r := row{skew: skew}
 	for _, mode := range []driver.Mode{driver.Twemproxy, driver.DistCache} {
+		if !strings.Contains(o.modes, string(mode)) {
+			continue
+		}
 		groups := sd.distcache
 		if mode == driver.Twemproxy {
 			groups = sd.twemproxy
@@ -295,7 +302,7 @@ func (o options) benchMode(ctx context.Context, skew float64, mode driver.Mode, 
 		"--write-ratio", strconv.FormatFloat(o.writeRatio, 'g', -1, 64),
 		// Offered far above what either side serves: the loop is closed by
 		// the outstanding operations.
-		"--rate", "1000000", "--concurrency", strconv.Itoa(o.concurrency),
+		"--rate", "1000000", "--concurrency", strconv.Itoa(o.concurrency), "--clients", strconv.Itoa(o.clients),
 		"--preload", strconv.Itoa(preload), "--value-size", strconv.Itoa(o.valueSize), "--duration", o.duration.String(), "--warmup", o.warmup.String(),
 		"--predict=false", "--json", jsonPath}
 	fmt.Fprintf(os.Stderr, "realcpu: %s %s\n", o.distcache, strings.Join(args, " "))

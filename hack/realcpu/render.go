@@ -38,6 +38,14 @@ func (o options) headline(r row, servers int) string {
 		r.distcache.P99Seconds*1e3, r.twemproxy.P99Seconds*1e3, r.lost)
 }
 
+// gateways names how many gateways DistCache's side runs.
+func gateways(n int) string {
+	if n == 1 {
+		return "one gateway"
+	}
+	return fmt.Sprintf("%d gateways", n)
+}
+
 func idle(m driver.ModeResult) string {
 	if m.HostIdle < 0 {
 		return "–"
@@ -51,8 +59,8 @@ func (o options) render(rows []row) string {
 	if !o.fill {
 		written = "the bench's hottest keys written before each run"
 	}
-	fmt.Fprintf(&b, "Real CPU, no emulation: every server limited to %g CPUs (%d µs every 100 ms), %d keys (%s), %.0f %% writes, %d operations outstanding.\n\n",
-		o.cpu, int(o.cpu*100_000), o.keys, written, o.writeRatio*100, o.concurrency)
+	fmt.Fprintf(&b, "Real CPU, no emulation: every server limited to %g CPUs (%d µs every 100 ms), %d keys (%s), %.0f %% writes, %d operations outstanding; DistCache through %s.\n\n",
+		o.cpu, int(o.cpu*100_000), o.keys, written, o.writeRatio*100, o.concurrency, gateways(o.clients))
 	b.WriteString("| Zipf | twemproxy ops/s | p99 ms | throttled | host idle | DistCache ops/s | p99 ms | hit ratio | throttled | host idle | DistCache / twemproxy | errors (t/d) | lost writes |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {

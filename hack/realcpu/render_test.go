@@ -8,7 +8,7 @@ import (
 )
 
 func TestRender(t *testing.T) {
-	o := options{cpu: 0.05, keys: 1_000_000, writeRatio: 0.05, concurrency: 64}
+	o := options{cpu: 0.05, keys: 1_000_000, writeRatio: 0.05, concurrency: 64, clients: 1}
 	r := row{
 		skew:      0.99,
 		twemproxy: driver.ModeResult{AchievedRate: 40000, P99Seconds: 0.0087, HostIdle: 0.23},
@@ -18,6 +18,7 @@ func TestRender(t *testing.T) {
 	got := o.render([]row{r})
 	for _, want := range []string{
 		"limited to 0.05 CPUs (5000 µs every 100 ms)",
+		"64 operations outstanding; DistCache through one gateway.",
 		"| 0.99 | 40000 | 8.7 | 50 % | 23 % | 2800 | 190.0 | 38 % | 90 % | – | 0.07× | 0 / 0 | 0 of 27575 |",
 	} {
 		if !strings.Contains(got, want) {
