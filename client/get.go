@@ -49,13 +49,13 @@ func (c *Client) GetResult(ctx context.Context, key string) (Result, error) {
 	start := time.Now()
 	c.stats.gets.Add(1)
 	res, label, err := c.get(ctx, key)
-	return c.settle(key, start, res, label, err)
+	return c.settle(key, time.Since(start), res, label, err)
 }
 
 // settle accounts for a read of key that started at start and ended with
 // res, label and err, and returns GetResult's results.
-func (c *Client) settle(key string, start time.Time, res Result, label string, err error) (Result, error) {
-	c.requests.Observe(wire.OpGet, label, time.Since(start))
+func (c *Client) settle(key string, took time.Duration, res Result, label string, err error) (Result, error) {
+	c.requests.Observe(wire.OpGet, label, took)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) { // an answer, as common as a value: returned bare, not formatted
 			c.stats.notFound.Add(1)
@@ -118,7 +118,7 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 		}
 		i := -1 // the shim
 		if !c.cfg.Bypass {
-			i = c.choose(v, cands, tried)
+			i = c.choose(v, cands, tried, c.now())
 		}
 		if i < 0 && shimTried { // every candidate and the shim failed: a new round
 			round++
@@ -127,7 +127,7 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 			}
 			tried, shimTried = 0, false
 			if !c.cfg.Bypass {
-				i = c.choose(v, cands, tried)
+				i = c.choose(v, cands, tried, c.now())
 			}
 		}
 		if attempt > 0 {
@@ -182,8 +182,7 @@ func (c *Client) pause(ctx context.Context, round int) error {
 // choose returns the index in cands of the candidate to read from: the least
 // loaded of those not tried yet, with a known address and not in
 // FailBackoff; -1 if there is none.
-func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
-	now := c.now()
+func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64, now int64) int {
 	var rbuf [maxInline]routing.Candidate
 	var ibuf [maxInline]int
 	rc, idx := rbuf[:0], ibuf[:0]
@@ -219,9 +218,9 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64) int {
 // refused the read for it and mayRefresh, the read waits for the refresh
 // and is routed again (stepRefresh).
 func (c *Client) getFromNode(ctx context.Context, v *view, cd partmap.Candidate, kb []byte, mayRefresh bool, flags wire.Flag) (Result, string, step, error) {
-	addr, m, sent := c.nodeRequest(v, cd, kb, flags)
+	addr, m, sent := c.nodeRequest(v, cd, kb, flags, c.now())
 	r, err := c.call(ctx, addr, &m)
-	return c.nodeAnswered(ctx, v, cd, sent, r, err, mayRefresh)
+	return c.nodeAnswered(ctx, v, cd, sent, r, err, mayRefresh, c.now())
 }
 
 // readAddr is where a GET of cd's key goes: the member's address, or a
@@ -235,9 +234,10 @@ func (v *view) readAddr(cd partmap.Candidate) netip.AddrPort {
 }
 
 // nodeRequest is a GET attempt at cache candidate cd, with flags: its
-// address and message, recorded in the load table as sent now.
-func (c *Client) nodeRequest(v *view, cd partmap.Candidate, kb []byte, flags wire.Flag) (netip.AddrPort, wire.Message, int64) {
-	sent := c.now()
+// address and message, recorded in the load table as sent now (the
+// client's clock).
+func (c *Client) nodeRequest(v *view, cd partmap.Candidate, kb []byte, flags wire.Flag, now int64) (netip.AddrPort, wire.Message, int64) {
+	sent := now
 	c.table.Sent(routing.NodeID(cd.Node), sent)
 	if flags == 0 && v.storage != nil && !cd.Switch {
 		flags = wire.FlagDirect // a miss is read from Redis here (storage.go)
@@ -247,8 +247,9 @@ func (c *Client) nodeRequest(v *view, cd partmap.Candidate, kb []byte, flags wir
 }
 
 // nodeAnswered is the outcome of a GET attempt at cache candidate cd sent
-// at sent: its reply r, or the error that ended the wait.
-func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate, sent int64, r wire.Message, err error, mayRefresh bool) (Result, string, step, error) {
+// at sent: its reply r, or the error that ended the wait, at now (the
+// client's clock).
+func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate, sent int64, r wire.Message, err error, mayRefresh bool, now int64) (Result, string, step, error) {
 	addr := v.readAddr(cd)
 	node := routing.NodeID(cd.Node)
 	if err != nil {
@@ -267,7 +268,7 @@ func (c *Client) nodeAnswered(ctx context.Context, v *view, cd partmap.Candidate
 	}
 	c.table.Answered(node, sent)
 	if r.Has(wire.FlagTelemetry) {
-		c.table.Observe(routing.NodeID(r.NodeID), float64(r.Load), c.now())
+		c.table.Observe(routing.NodeID(r.NodeID), float64(r.Load), now)
 	}
 	if r.MapVersion > v.version {
 		wait := mayRefresh && r.Status == wire.StatusNotOwner

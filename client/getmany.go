@@ -76,9 +76,9 @@ func (c *Client) getManyFunc(ctx context.Context, keys []string, res []Result, e
 			cold = append(cold, i)
 			continue
 		}
-		a, label, err := c.firstOf(ctx, v, i, key, kbs[i])
+		a, label, err := c.firstOf(ctx, v, i, key, kbs[i], now)
 		if err != nil {
-			res[i], errs[i] = c.settle(key, start, Result{}, label, err)
+			res[i], errs[i] = c.settle(key, time.Since(start), Result{}, label, err)
 			continue
 		}
 		firsts = append(firsts, a)
@@ -121,6 +121,7 @@ type manyReads struct {
 // carries the others on, then calls done.
 func (b *manyReads) firstsAnswered(firsts []firstAttempt, out []transport.Reply, done func()) {
 	c := b.c
+	now, took := c.now(), time.Since(b.start) // for all the batch's replies
 	for j := range firsts {
 		a := &firsts[j]
 		var (
@@ -132,11 +133,11 @@ func (b *manyReads) firstsAnswered(firsts []firstAttempt, out []transport.Reply,
 		if a.direct {
 			r, label, s, err = c.directAnswered(b.ctx, b.v, a.addr, out[j].Msg, out[j].Err)
 		} else {
-			r, label, s, err = c.nodeAnswered(b.ctx, b.v, a.cd, a.sent, out[j].Msg, out[j].Err, false)
+			r, label, s, err = c.nodeAnswered(b.ctx, b.v, a.cd, a.sent, out[j].Msg, out[j].Err, false, now)
 		}
 		switch s {
 		case stepDone:
-			b.res[a.key], b.errs[a.key] = c.settle(b.keys[a.key], b.start, r, label, err)
+			b.res[a.key], b.errs[a.key] = c.settle(b.keys[a.key], took, r, label, err)
 		case stepStorage:
 			b.storage = append(b.storage, a.key)
 		default:
@@ -171,7 +172,7 @@ func (b *manyReads) carryOn() {
 	for _, i := range b.carriedOn {
 		wg.Go(func() {
 			r, label, err := b.c.get(b.ctx, b.keys[i])
-			b.res[i], b.errs[i] = b.c.settle(b.keys[i], b.start, r, label, err)
+			b.res[i], b.errs[i] = b.c.settle(b.keys[i], time.Since(b.start), r, label, err)
 		})
 	}
 	b.c.readStorageMany(b.ctx, b.v, b.keys, b.kbs, b.storage, b.start, b.res, b.errs)
@@ -201,7 +202,7 @@ func (c *Client) readStorageMany(ctx context.Context, v *view, keys []string, kb
 			if s != stepDone { // neither Redis nor the shim answered: on as GetResult
 				r, label, err = c.get(ctx, keys[i])
 			}
-			res[i], errs[i] = c.settle(keys[i], start, r, label, err)
+			res[i], errs[i] = c.settle(keys[i], time.Since(start), r, label, err)
 		}
 	}
 	var wg sync.WaitGroup
@@ -220,15 +221,15 @@ func (c *Client) readStorageMany(ctx context.Context, v *view, keys []string, kb
 // firstOf is the first attempt of key's read (keys[i]): at its least loaded
 // cache candidate, or its storage shim when none is left (or with
 // Config.Bypass). A key that cannot be read fails at once.
-func (c *Client) firstOf(ctx context.Context, v *view, i int, key string, kb []byte) (firstAttempt, string, error) {
+func (c *Client) firstOf(ctx context.Context, v *view, i int, key string, kb []byte, now int64) (firstAttempt, string, error) {
 	if err := checkKey(key); err != nil {
 		return firstAttempt{}, metrics.StatusResult(wire.StatusTooLarge), err
 	}
 	if !c.cfg.Bypass {
 		var buf [maxInline]partmap.Candidate
 		cands := v.p.Candidates(key, buf[:0])
-		if j := c.choose(v, cands, 0); j >= 0 {
-			addr, m, sent := c.nodeRequest(v, cands[j], kb, 0)
+		if j := c.choose(v, cands, 0, now); j >= 0 {
+			addr, m, sent := c.nodeRequest(v, cands[j], kb, 0, now)
 			return firstAttempt{key: i, cd: cands[j], addr: addr, sent: sent, msg: m}, "", nil
 		}
 	}

@@ -60,7 +60,7 @@ func (c *Client) readNode(ctx context.Context, v *view, cands []partmap.Candidat
 	h := make(chan hedged, 1)
 	primary := routing.NodeID(cands[i].Node)
 	timer := time.AfterFunc(c.hedgeDelay(v.readAddr(cands[i])), func() {
-		j := c.choose(v, cands, skip)
+		j := c.choose(v, cands, skip, c.now())
 		if j < 0 {
 			h <- hedged{j: -1}
 			return

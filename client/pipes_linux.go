@@ -190,7 +190,7 @@ func (r *pipedReads) RedisReply(i int, rep redispipe.Reply) {
 			value = append([]byte(nil), rep.Value...)
 		}
 		res, label, err := c.storageResult(value, !rep.Nil)
-		r.res[i], r.errs[i] = c.settle(r.keys[i], r.start, res, label, err)
+		r.res[i], r.errs[i] = c.settle(r.keys[i], time.Since(r.start), res, label, err)
 	}
 	r.left--
 	r.finish()

@@ -515,15 +515,16 @@ func (e *Endpoint) authentic(b []byte, p *wire.Packet, src netip.AddrPort) bool 
 	return ok && e.cfg.Auth.Verify(data, tag)
 }
 
-// dispatch hands a complete message to its call or to h. owned says whether
-// m's bytes are its own (reassembled) rather than the read buffer.
-func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.Message, owned bool) {
+// dispatch hands a complete message that rx received to its call or to
+// rx's handler. owned says whether m's bytes are its own (reassembled)
+// rather than the read buffer.
+func (e *Endpoint) dispatch(rx *receiver, src netip.AddrPort, m *wire.Message, owned bool) {
 	if !m.Op.IsReply() {
-		if h == nil {
+		if rx.h == nil {
 			e.stats.unhandled.Add(1)
 			return
 		}
-		h(out, src, m)
+		rx.h(rx.out, src, m)
 		return
 	}
 	e.mu.Lock()
@@ -534,7 +535,7 @@ func (e *Endpoint) dispatch(h Handler, out Sender, src netip.AddrPort, m *wire.M
 		return
 	}
 	if !c.resent.Load() {
-		e.rtt.sample(src, time.Since(c.sent))
+		e.rtt.sample(src, rx.clock().Sub(c.sent))
 	}
 	r := *m
 	if !owned {

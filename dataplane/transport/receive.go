@@ -31,6 +31,17 @@ type receiver struct {
 	out  reader
 	msg  *wire.Message // reused for every message handed out
 	recs [][]byte      // a bundle's records, reused
+	// now is the time of the batch being served, read when first needed
+	// (zero until then): the replies of one batch share one reading.
+	now time.Time
+}
+
+// clock is the time of the batch being served.
+func (rx *receiver) clock() time.Time {
+	if rx.now.IsZero() {
+		rx.now = time.Now()
+	}
+	return rx.now
 }
 
 // datagram serves datagram b from src, or the records of the bundle it
@@ -101,12 +112,12 @@ func (rx *receiver) message(src netip.AddrPort, b []byte) {
 			e.progressed(src, p.Seq)
 		}
 		if ok {
-			e.dispatch(rx.h, rx.out, src, &m, true)
+			e.dispatch(rx, src, &m, true)
 		}
 		return
 	}
 	*rx.msg = wire.Message{Header: p.Header, Key: p.Key, Value: p.Fragment}
-	e.dispatch(rx.h, rx.out, src, rx.msg, false)
+	e.dispatch(rx, src, rx.msg, false)
 }
 
 // batch serves the n datagrams the reader received and sends the replies
@@ -114,6 +125,7 @@ func (rx *receiver) message(src netip.AddrPort, b []byte) {
 func (rx *receiver) batch(n int) {
 	e, r := rx.e, rx.out
 	e.stats.receives.Add(1)
+	rx.now = time.Time{}
 	if e.cfg.Urgent != nil && n > 1 {
 		for i := range n {
 			b, src := r.datagram(i)
