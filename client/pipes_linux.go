@@ -96,7 +96,7 @@ func (p *Pipes) dial(ap netip.AddrPort) *redispipe.Conn {
 			p.byFD[fd] = conn
 		}
 		return nil
-	}, loadSet, loadIncr)
+	}, loadSet, loadIncr, loadSetMany)
 	p.byAddr[ap] = conn
 	return conn
 }
@@ -232,16 +232,24 @@ func (p *Pipes) PutManyFunc(ctx context.Context, keys []string, values [][]byte,
 	c.stats.puts.Add(uint64(len(keys)))
 	w := &pipedWrites{c: c, ctx: ctx, op: wire.OpPut, verb: "put", keys: keys, values: values, errs: errs, start: time.Now(), done: done}
 	kbs := keyBytes(keys)
+	byShard := make([][]int, len(conns))
 	for i, key := range keys {
 		if label, err := checkWrite(key, values[i]); err != nil {
 			errs[i] = c.wrote(wire.OpPut, "put", key, w.start, label, err)
 			continue
 		}
-		if !p.do(conns[v.p.ShardIndex(key)], w, i, evalsha, setSHA, two, kbs[i], held, values[i]) {
-			w.shim = append(w.shim, i)
+		sh := v.p.ShardIndex(key)
+		byShard[sh] = append(byShard[sh], i)
+	}
+	for sh, idx := range byShard {
+		if len(idx) == 0 {
 			continue
 		}
-		w.left++
+		if !p.putShard(conns[sh], w, idx, kbs) {
+			w.shim = append(w.shim, idx...)
+			continue
+		}
+		w.left += len(idx)
 	}
 	w.finish()
 }
@@ -313,6 +321,12 @@ func (w *pipedWrites) RedisReply(i int, rep redispipe.Reply) {
 	case rep.Kind != '+':
 		out, err = directRefused, fmt.Errorf("unexpected reply %q", rep.Kind)
 	}
+	w.settle(i, out, err)
+}
+
+// settle accounts for keys[i]'s write, which ended with out (and err), or
+// leaves it to its shim.
+func (w *pipedWrites) settle(i int, out directOutcome, err error) {
 	shim, werr := w.c.settleDirect(w.op, w.verb, w.keys[i], w.start, out, err)
 	if shim {
 		w.shim = append(w.shim, i)

@@ -19,10 +19,10 @@
 // write whose phase 1 invalidated a node, since that write's phase 2 (an
 // UPDATE) hands the node the written value. The add is sent before the
 // read or write on the same connection, or waited for, so Redis runs it
-// first. A direct write is a script (Set, IncrBy) that Redis runs
-// atomically: it writes the key only if the key is not in the set, and
-// otherwise answers nil, and the client sends the write to the shim
-// instead.
+// first. A direct write is a script (Set, IncrBy, or SetMany for several
+// keys of one shard) that Redis runs atomically: it writes a key only if
+// the key is not in the set, and otherwise answers so, and the client
+// sends the write to the shim instead.
 //
 // # Why it is safe
 //
@@ -73,8 +73,35 @@ return redis.pcall('SET', KEYS[1], ARGV[1])`
 const IncrBySource = `if redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 1 then return false end
 return redis.pcall('INCRBY', KEYS[1], ARGV[1])`
 
-// Set and IncrBy are the scripts for go-redis.
+// SetManySource is the direct SET of several keys in one run: KEYS[1] Key,
+// KEYS[2..n+1] the keys, ARGV[1..n] their values. It answers a string of
+// one byte per key, in order: '1' written, '0' a cache may hold the key
+// (not written), 'E' Redis refused the write (not written); then, if
+// any was refused, a newline and the first refusal's text. Each key is
+// checked and written atomically, as by SetSource, and the keys in turn:
+// a key named twice ends with its last value.
+const SetManySource = `local out, refusal = {}, nil
+for i = 2, #KEYS do
+  local held = redis.pcall('SISMEMBER', KEYS[1], KEYS[i])
+  if type(held) == 'table' then
+    out[i-1] = 'E'; refusal = refusal or held.err
+  elseif held == 1 then
+    out[i-1] = '0'
+  else
+    local r = redis.pcall('SET', KEYS[i], ARGV[i-1])
+    if type(r) == 'table' and r.err then
+      out[i-1] = 'E'; refusal = refusal or r.err
+    else
+      out[i-1] = '1'
+    end
+  end
+end
+if refusal then return table.concat(out) .. '\n' .. refusal end
+return table.concat(out)`
+
+// Set, IncrBy and SetMany are the scripts for go-redis.
 var (
-	Set    = redis.NewScript(SetSource)
-	IncrBy = redis.NewScript(IncrBySource)
+	Set     = redis.NewScript(SetSource)
+	IncrBy  = redis.NewScript(IncrBySource)
+	SetMany = redis.NewScript(SetManySource)
 )

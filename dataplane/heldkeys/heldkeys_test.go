@@ -61,3 +61,43 @@ func TestScripts(t *testing.T) {
 		})
 	}
 }
+
+// TestSetMany runs the direct SET of several keys in a real Redis: each
+// key not in the set is written, each in it left alone, and the answer
+// says which, in order; a key named twice ends with its last value. With
+// the set's key of the wrong type every write is refused, none made, and
+// the answer carries Redis's error.
+func TestSetMany(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := t.Context()
+	if err := rdb.SAdd(ctx, heldkeys.Key, "held").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, "held", "7", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{heldkeys.Key, "a", "held", "b", "a"}
+	got, err := heldkeys.SetMany.Run(ctx, rdb, keys, "1", "2", "3", "4").Result()
+	if err != nil || got != "1011" {
+		t.Fatalf("got %v, %v; want 1011", got, err)
+	}
+	for key, want := range map[string]string{"a": "4", "held": "7", "b": "3"} {
+		if v, err := rdb.Get(ctx, key).Result(); err != nil || v != want {
+			t.Fatalf("%s = %q, %v; want %q", key, v, err, want)
+		}
+	}
+
+	if err := rdb.Set(ctx, "not-a-set", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err = heldkeys.SetMany.Run(ctx, rdb, []string{"not-a-set", "c", "d"}, "1", "2").Result()
+	s, _ := got.(string)
+	if err != nil || !strings.HasPrefix(s, "EE\n") || !strings.Contains(s, "WRONGTYPE") {
+		t.Fatalf("got %q, %v; want EE and WRONGTYPE", got, err)
+	}
+	if n, err := rdb.Exists(ctx, "c", "d").Result(); err != nil || n != 0 {
+		t.Fatalf("%d of the refused keys exist (%v)", n, err)
+	}
+}
