@@ -1,6 +1,7 @@
 package heldkeys_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -11,11 +12,9 @@ import (
 	"github.com/distcache/distcache/internal/redistest"
 )
 
-// TestScripts runs the direct writes in a real Redis: a key not in the
-// set is written (SET answers OK, INCRBY the new value, or Redis's error
-// for a value that is not an integer); a key in the set is left alone and
-// the script answers nil.
-func TestScripts(t *testing.T) {
+// heldRedis starts a Redis whose set of held keys has "held", of value 7.
+func heldRedis(t *testing.T) (*redis.Client, context.Context) {
+	t.Helper()
 	srv := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -26,6 +25,15 @@ func TestScripts(t *testing.T) {
 	if err := rdb.Set(ctx, "held", "7", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	return rdb, ctx
+}
+
+// TestScripts runs the direct writes in a real Redis: a key not in the
+// set is written (SET answers OK, INCRBY the new value, or Redis's error
+// for a value that is not an integer); a key in the set is left alone and
+// the script answers nil.
+func TestScripts(t *testing.T) {
+	rdb, ctx := heldRedis(t)
 	if err := rdb.Set(ctx, "text", "abc", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,16 +76,7 @@ func TestScripts(t *testing.T) {
 // the set's key of the wrong type every write is refused, none made, and
 // the answer carries Redis's error.
 func TestSetMany(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	ctx := t.Context()
-	if err := rdb.SAdd(ctx, heldkeys.Key, "held").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Set(ctx, "held", "7", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	rdb, ctx := heldRedis(t)
 	keys := []string{heldkeys.Key, "a", "held", "b", "a"}
 	got, err := heldkeys.SetMany.Run(ctx, rdb, keys, "1", "2", "3", "4").Result()
 	if err != nil || got != "1011" {
