@@ -237,13 +237,12 @@ func (v *view) readAddr(cd partmap.Candidate) netip.AddrPort {
 // address and message, recorded in the load table as sent now (the
 // client's clock).
 func (c *Client) nodeRequest(v *view, cd partmap.Candidate, kb []byte, flags wire.Flag, now int64) (netip.AddrPort, wire.Message, int64) {
-	sent := now
-	c.table.Sent(routing.NodeID(cd.Node), sent)
+	c.table.Sent(routing.NodeID(cd.Node), now)
 	if flags == 0 && v.storage != nil && !cd.Switch {
 		flags = wire.FlagDirect // a miss is read from Redis here (storage.go)
 	}
 	return v.readAddr(cd),
-		wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: flags, MapVersion: v.version}, Key: kb}, sent
+		wire.Message{Header: wire.Header{Op: wire.OpGet, Flags: flags, MapVersion: v.version}, Key: kb}, now
 }
 
 // nodeAnswered is the outcome of a GET attempt at cache candidate cd sent

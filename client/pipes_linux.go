@@ -306,22 +306,33 @@ func (e errRedisReply) Error() string { return string(e) }
 
 // RedisReply settles keys[i]'s write, or leaves it to its shim.
 func (w *pipedWrites) RedisReply(i int, rep redispipe.Reply) {
-	out, err := directApplied, error(nil)
+	out, failed, err := scriptFailed(rep)
 	switch {
-	case rep.Err != nil:
-		out, err = directBroken, rep.Err
+	case failed:
 	case rep.Kind == '$' && rep.Nil:
 		out = directHeld
-	case rep.Kind == '-' && bytes.HasPrefix(rep.Value, []byte("NOSCRIPT")): // not run: the shim writes it
-		out = directHeld
-	case rep.Kind == '-':
-		out, err = directRefused, errRedisReply(rep.Value)
 	case rep.Kind == ':' && w.results != nil:
 		w.results[i] = rep.Int
 	case rep.Kind != '+':
 		out, err = directRefused, fmt.Errorf("unexpected reply %q", rep.Kind)
 	}
 	w.settle(i, out, err)
+}
+
+// scriptFailed classifies a reply to a direct write's script that is no
+// answer of the script: a broken connection, a script Redis does not have
+// (not run: the shims write the keys) or Redis's error. failed is false
+// for any other reply, and out then directApplied.
+func scriptFailed(rep redispipe.Reply) (out directOutcome, failed bool, err error) {
+	switch {
+	case rep.Err != nil:
+		return directBroken, true, rep.Err
+	case rep.Kind == '-' && bytes.HasPrefix(rep.Value, []byte("NOSCRIPT")):
+		return directHeld, true, nil
+	case rep.Kind == '-':
+		return directRefused, true, errRedisReply(rep.Value)
+	}
+	return directApplied, false, nil
 }
 
 // settle accounts for keys[i]'s write, which ended with out (and err), or

@@ -53,17 +53,11 @@ func (b *pipedSetMany) RedisReply(_ int, rep redispipe.Reply) {
 			b.w.settle(i, out, err)
 		}
 	}
-	switch {
-	case rep.Err != nil:
-		all(directBroken, rep.Err)
+	if out, failed, err := scriptFailed(rep); failed {
+		all(out, err)
 		return
-	case rep.Kind == '-' && bytes.HasPrefix(rep.Value, []byte("NOSCRIPT")): // not run: the shims write them
-		all(directHeld, nil)
-		return
-	case rep.Kind == '-':
-		all(directRefused, errRedisReply(rep.Value))
-		return
-	case rep.Kind != '$' || rep.Nil || len(rep.Value) < len(b.idx):
+	}
+	if rep.Kind != '$' || rep.Nil || len(rep.Value) < len(b.idx) {
 		all(directRefused, errSetManyReply)
 		return
 	}
