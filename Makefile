@@ -333,8 +333,8 @@ envtest: ## Build kube-apiserver, kubectl and etcd for envtest into TOOLS_DIR (i
 CHART_DIR := charts/distcache
 
 manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and the operator's RBAC in config/rbac/ from operator/, and their copies (and the alerting rules') and golden renders in the chart
-	'$(CONTROLLER_GEN)' object paths=./operator/api/...
-	'$(CONTROLLER_GEN)' crd paths=./operator/api/... output:crd:artifacts:config=crds
+	'$(CONTROLLER_GEN)' object paths=./api/...
+	'$(CONTROLLER_GEN)' crd paths=./api/... output:crd:artifacts:config=crds
 	'$(CONTROLLER_GEN)' rbac:roleName=distcache-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 	rm -f $(CHART_DIR)/crds/*.yaml
 	cp crds/*.yaml $(CHART_DIR)/crds/

@@ -14,11 +14,11 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"k8s.io/utils/ptr"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/failover"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/internal/redistest"
 	"github.com/distcache/distcache/internal/topotest"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone"
 	"github.com/distcache/distcache/standalone/control"

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/failover"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
 // The command lines of the data-plane roles, shared by the operator's pod

@@ -1,5 +1,5 @@
 // Package topology turns a CacheCluster and its cache layers (API package
-// operator/api/v1alpha1) into the desired shape of the cluster: the
+// api/v1alpha1) into the desired shape of the cluster: the
 // partmap.Spec that partmap.Build turns into the partition map, the names of
 // every storage shard and cache member, and the settings of the data-plane
 // processes. The operator and standalone mode both start here, so the same

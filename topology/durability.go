@@ -1,6 +1,6 @@
 package topology
 
-import "github.com/distcache/distcache/operator/api/v1alpha1"
+import "github.com/distcache/distcache/api/v1alpha1"
 
 // What the Redis servers of a cluster keep across crashes: the spec's
 // storage.appendOnly, turned into redis-server arguments and into the

@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/topotest"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/topology"
 )
 

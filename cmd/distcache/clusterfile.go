@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/manifest"
 	"github.com/distcache/distcache/topology"

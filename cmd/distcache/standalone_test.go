@@ -163,7 +163,7 @@ func TestDownUpKeepsRedisData(t *testing.T) {
 
 // TestUpRefusesInvalidSpec checks that up prints the API server's message
 // for an invalid spec (the messages themselves are compared with a real
-// API server in operator/api/v1alpha1's parity test) and starts nothing.
+// API server in api/v1alpha1's parity test) and starts nothing.
 func TestUpRefusesInvalidSpec(t *testing.T) {
 	runDir := filepath.Join(t.TempDir(), "run")
 	_, err := runCommand(t, "up", "-f", "../../standalone/manifest/testdata/invalid.yaml", "--run-dir", runDir)

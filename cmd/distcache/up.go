@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/standalone"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/cpuquota"

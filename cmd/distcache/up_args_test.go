@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 )
 
 // TestDaemonArgsForwardEveryFlag checks that the background cluster gets

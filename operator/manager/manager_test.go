@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/kubetest"
 	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/manager"
 )
 

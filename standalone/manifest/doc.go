@@ -25,7 +25,7 @@
 // Errors are the API server's own (apierrors.NewInvalid, NewBadRequest), so
 // err.Error() is the message the API server returns for the same object,
 // the one `kubectl apply` prints after `Error from server (Invalid): error
-// when creating "cluster.yaml": `. The parity tests in operator/api/v1alpha1
+// when creating "cluster.yaml": `. The parity tests in api/v1alpha1
 // hold both to that against a real kube-apiserver.
 //
 // Not reproduced: admission plugins (a namespace need not exist), the

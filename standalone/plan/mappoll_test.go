@@ -6,7 +6,7 @@ import (
 
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/standalone/plan"
 )
 

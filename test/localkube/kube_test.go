@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/dataplane/metrics"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/apischeme"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 )

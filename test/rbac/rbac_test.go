@@ -10,9 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/kubetest"
 	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
 // window is when a named scenario ran.

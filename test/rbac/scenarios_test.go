@@ -26,8 +26,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/dataplane/metrics"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/operator/manager"
 	"github.com/distcache/distcache/placement/partmap"

@@ -8,8 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/dataplane/metrics"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/operator/podstatus"
 	"github.com/distcache/distcache/placement/partmap"

@@ -11,8 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/dataplane/wireauth"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
 // The data-plane key: a Secret per cluster whose keys "current" (signs)

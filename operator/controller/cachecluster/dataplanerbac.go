@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/dataplane/kubemap"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
 // The data-plane pods read their partition map through the Kubernetes API

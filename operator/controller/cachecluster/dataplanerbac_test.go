@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/dataplane/kubemap"
 	"github.com/distcache/distcache/dataplane/mapwatch"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 

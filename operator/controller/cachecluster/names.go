@@ -1,7 +1,7 @@
 package cachecluster
 
 import (
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 )
 
 // Finalizer keeps a CacheCluster until its objects are deleted.

@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/failover"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 )
 
 // TestReadinessClockRefines feeds the clock a member's observations as the

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/failover"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/clusterresolve"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/topology"

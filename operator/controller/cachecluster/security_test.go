@@ -7,7 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 )
 
 // TestDataPlanePodsRestricted checks that cache-node and storage pods run

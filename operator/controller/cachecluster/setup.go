@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 )
 
 // layerRefIndex indexes CacheClusters by the CacheLayers they reference.

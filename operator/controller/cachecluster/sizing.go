@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/layersizing"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/placement/sizing"
 )

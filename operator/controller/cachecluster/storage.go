@@ -15,7 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/topology"
 )
 

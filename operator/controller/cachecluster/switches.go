@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/failover"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/operator/clusterresolve"
 	"github.com/distcache/distcache/operator/enqueue"
 )

@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/distcache/distcache/operator/api/v1alpha1"
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/operator/clusterresolve"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"

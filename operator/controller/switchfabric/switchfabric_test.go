@@ -11,10 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/fabric/stratum"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/internal/switchtest"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"

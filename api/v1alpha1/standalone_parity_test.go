@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
+	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/kubetest"
-	"github.com/distcache/distcache/operator/api/v1alpha1"
 	"github.com/distcache/distcache/standalone/manifest"
 )
 

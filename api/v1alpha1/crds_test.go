@@ -11,6 +11,6 @@ import (
 func TestCRDsUpToDate(t *testing.T) {
 	gen := kubetest.ControllerGen(t)
 	out := t.TempDir()
-	kubetest.Generate(t, nil, gen, "crd", "paths=./operator/api/...", "output:crd:artifacts:config="+out)
+	kubetest.Generate(t, nil, gen, "crd", "paths=./api/...", "output:crd:artifacts:config="+out)
 	kubetest.SameYAMLFiles(t, out, "crds", "make manifests")
 }
