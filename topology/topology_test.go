@@ -1,86 +1,66 @@
-package topology_test
+package topology
 
 import (
-	"errors"
 	"testing"
 
-	"k8s.io/utils/ptr"
-
-	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/internal/topotest"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/placement/partmap"
 )
 
-func layer(name string, opts ...func(*v1alpha1.CacheLayerSpec)) v1alpha1.NamedLayer {
-	l := v1alpha1.NamedLayer{Name: name}
-	for _, o := range opts {
-		o(&l.CacheLayerSpec)
-	}
-	return l
-}
+type addrs struct{}
 
-func nodes(n int32) func(*v1alpha1.CacheLayerSpec) {
-	return func(s *v1alpha1.CacheLayerSpec) { s.Nodes = ptr.To(n) }
-}
-
-func bound(s *v1alpha1.CacheLayerSpec) { s.BoundToRacks = true }
-
-func switchBacked(s *v1alpha1.CacheLayerSpec) {
-	s.Backend, s.Switch = v1alpha1.BackendSwitch, &v1alpha1.SwitchLayerSpec{FabricRef: "f", Role: v1alpha1.RoleSpine}
-}
-
-func TestResolveLayers(t *testing.T) {
-	refs := map[string]*v1alpha1.CacheLayerSpec{"spine": {Nodes: ptr.To[int32](4)}}
-	get := func(name string) (*v1alpha1.CacheLayerSpec, bool) { s, ok := refs[name]; return s, ok }
-	got, err := topology.ResolveLayers(&v1alpha1.CacheClusterSpec{LayerRefs: []string{"spine"}}, get)
-	if err != nil || len(got) != 1 || got[0].Name != "spine" || *got[0].Spec.Nodes != 4 {
-		t.Fatalf("refs: %+v, %v", got, err)
-	}
-	if _, err := topology.ResolveLayers(&v1alpha1.CacheClusterSpec{LayerRefs: []string{"spine", "leaf"}}, get); !errors.Is(err, topology.ErrLayerNotFound) {
-		t.Fatalf("missing ref: err %v, want ErrLayerNotFound", err)
-	}
-	inline := &v1alpha1.CacheClusterSpec{Layers: []v1alpha1.NamedLayer{layer("a", nodes(1)), layer("b", bound)}}
-	if got, err := topology.ResolveLayers(inline, get); err != nil || len(got) != 2 || got[1].Name != "b" {
-		t.Fatalf("inline: %+v, %v", got, err)
-	}
-}
+func (addrs) ShardAddress(r, i int) string             { return "shard" }
+func (addrs) MemberAddress(layer string, i int) string { return "node" }
 
 func TestMapSpec(t *testing.T) {
-	spec := v1alpha1.CacheClusterSpec{
-		Storage: v1alpha1.StorageSpec{Racks: 3, ShardsPerRack: 2},
-		Layers: []v1alpha1.NamedLayer{
-			layer("spine", nodes(2), func(s *v1alpha1.CacheLayerSpec) { s.HashSeed = ptr.To[int64](42) }),
-			layer("fabric", switchBacked),
-			layer("leaf", bound),
-		},
+	shape := Shape{Cluster: "shop", Racks: 2, ShardsPerRack: 3, DirectReads: true,
+		Layers: []Layer{
+			{Name: "spine", Members: 4, VirtualNodes: 8, Seed: 7},
+			{Name: "leaf", Members: 2, BoundToRacks: true},
+			{Name: "tor", Switch: true},
+			{Name: "sw", Switch: true, Members: 1, SwitchAddresses: []string{"198.18.0.9:7000"}},
+		}}
+	s := shape.MapSpec(addrs{})
+	if s.Cluster != "shop" || s.Racks != 2 || s.ShardsPerRack != 3 || !s.DirectReads || s.DirectWrites {
+		t.Fatalf("MapSpec = %+v", s)
 	}
-	c := topotest.New(t, "shop", spec)
-	ms := c.MapSpec(nil)
-	if ms.Cluster != "shop" || ms.Racks != 3 || ms.ShardsPerRack != 2 || len(ms.Layers) != 2 {
-		t.Fatalf("map spec %+v: want 3×2 storage and the two software layers", ms)
+	want := []partmap.LayerSpec{
+		{Name: "spine", Nodes: 4, VirtualNodes: 8, Seed: 7},
+		{Name: "leaf", Nodes: 2, BoundToRacks: true},
+		{Name: "sw", Nodes: 1, Switch: true},
 	}
-	if l := ms.Layers[0]; l.Name != "spine" || l.Nodes != 2 || l.Seed != 42 {
-		t.Fatalf("spine %+v", l)
+	if len(s.Layers) != len(want) {
+		t.Fatalf("layers = %+v, want %+v (a switch layer without switches is left out)", s.Layers, want)
 	}
-	if l := ms.Layers[1]; l.Name != "leaf" || l.Nodes != 3 || !l.BoundToRacks {
-		t.Fatalf("leaf %+v: a bound layer has one node per rack", l)
+	for i := range want {
+		if s.Layers[i] != want[i] {
+			t.Errorf("layer %d = %+v, want %+v", i, s.Layers[i], want[i])
+		}
 	}
-	m, err := c.Map(nil, nil)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		layer string
+		i     int
+		want  string
+	}{
+		{"sw", 0, "198.18.0.9:7000"},
+		{"spine", 1, "node"},
+	} {
+		if got := s.Addresses.MemberAddress(tc.layer, tc.i); got != tc.want {
+			t.Errorf("MemberAddress(%s, %d) = %q, want %q", tc.layer, tc.i, got, tc.want)
+		}
 	}
-	if got := m.Layers[0].Members[1].Name; got != c.LayerSetName("spine")+"-1" {
-		t.Fatalf("member name %q is not its StatefulSet pod's name", got)
-	}
-	if got := m.Storage.Racks[2].Shards[1].Name; got != c.RackName(2)+"-1" || got != c.ShardName(2, 1) {
-		t.Fatalf("shard name %q is not its StatefulSet pod's name", got)
+	if got := s.Addresses.ShardAddress(0, 0); got != "shard" {
+		t.Errorf("ShardAddress = %q, want the addresser's", got)
 	}
 }
 
-func TestNewRejectsEmptyLayer(t *testing.T) {
-	spec := v1alpha1.CacheClusterSpec{Layers: []v1alpha1.NamedLayer{layer("spine")}}
-	layers, _ := topology.ResolveLayers(&spec, nil)
-	if _, err := topology.New("shop", spec, layers); err == nil {
-		t.Fatal("a software layer without nodes was accepted")
+func TestNames(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{ShardName("shop", 1, 2), partmap.ShardName("shop", 1, 2)},
+		{RackName("shop", 1), "shop-rack-1"},
+		{LayerSetName("shop", "spine"), "shop-spine"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
 	}
 }

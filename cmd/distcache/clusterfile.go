@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/manifest"
-	"github.com/distcache/distcache/topology"
 )
 
 // clusterRef are the flags that find a standalone cluster: its files, its
@@ -44,7 +44,7 @@ func defaultStateRoot() string {
 
 // loadCluster reads the -f files as the API server would admit them and
 // lays out their CacheCluster.
-func (r *clusterRef) loadCluster(ctx context.Context) (*manifest.Bundle, *topology.Cluster, error) {
+func (r *clusterRef) loadCluster(ctx context.Context) (*manifest.Bundle, *layout.Cluster, error) {
 	if len(r.files) == 0 {
 		return nil, nil, errors.New("cannot load the cluster: no -f file given")
 	}
@@ -57,27 +57,21 @@ func (r *clusterRef) loadCluster(ctx context.Context) (*manifest.Bundle, *topolo
 		return nil, nil, err
 	}
 	cc := b.Cluster
-	layers, err := topology.ResolveLayers(&cc.Spec, func(name string) (*v1alpha1.CacheLayerSpec, bool) {
-		l, ok := b.Layers[name]
-		if !ok {
-			return nil, false
-		}
-		return &l.Spec, true
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	racks := int(max(cc.Spec.Storage.Racks, 1))
-	if err := topology.ResolveSwitches(layers, racks, func(name string) (*v1alpha1.SwitchFabricSpec, bool) {
-		f, ok := b.Fabrics[name]
-		if !ok {
-			return nil, false
-		}
-		return &f.Spec, true
-	}); err != nil {
-		return nil, nil, err
-	}
-	topo, err := topology.New(cc.Name, cc.Spec, layers)
+	topo, err := layout.Resolve(cc.Name, &cc.Spec,
+		func(name string) (*v1alpha1.CacheLayerSpec, bool) {
+			l, ok := b.Layers[name]
+			if !ok {
+				return nil, false
+			}
+			return &l.Spec, true
+		},
+		func(name string) (*v1alpha1.SwitchFabricSpec, bool) {
+			f, ok := b.Fabrics[name]
+			if !ok {
+				return nil, false
+			}
+			return &f.Spec, true
+		})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,12 +19,12 @@ import (
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/internal/freeport"
 	"github.com/distcache/distcache/internal/httpget"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/controlloop"
-	"github.com/distcache/distcache/standalone/plan"
 )
 
 // healthServer stands in for a cache node's /healthz.
@@ -111,7 +111,7 @@ func TestControlLoopCommand(t *testing.T) {
 	if err := controlloop.WriteConfig(configFile, cfg); err != nil {
 		t.Fatal(err)
 	}
-	ports, _, err := plan.FreePorts("127.0.0.1", 1, 0)
+	ports, _, err := freeport.Ports("127.0.0.1", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/plan"
-	"github.com/distcache/distcache/topology"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -163,9 +163,9 @@ func gatewayLine(st control.Status) string {
 // crashes, and where (docs/durability.md has what each setting loses).
 func persistenceLine(st control.Status) string {
 	switch p := st.Persistence; p {
-	case topology.PersistenceNone:
+	case layout.PersistenceNone:
 		return "persistence none: Redis data in memory only, lost when a redis-server exits"
-	case topology.PersistenceUnmanaged:
+	case layout.PersistenceUnmanaged:
 		return "persistence unmanaged: external Redis servers, their own configuration decides"
 	case "":
 		return "persistence unknown"

@@ -18,11 +18,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/standalone"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/cpuquota"
 	"github.com/distcache/distcache/standalone/plan"
-	"github.com/distcache/distcache/topology"
 )
 
 // upOptions are the flags of `distcache up`.
@@ -169,7 +169,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 }
 
 // runForeground runs the cluster in this process until SIGINT or SIGTERM.
-func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, runDir string) error {
+func (o *upOptions) runForeground(cmd *cobra.Command, topo *layout.Cluster, runDir string) error {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("cannot parse --log-level %q: %w", o.logLevel, err)
@@ -213,7 +213,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *topology.Cluster, ru
 	if o.probeInterval <= 0 {
 		return fmt.Errorf("cannot use --probe-interval %v: it must be positive", o.probeInterval)
 	}
-	policy := topology.FailoverPolicy(&topo.Spec, topology.LocalMapDeliveryLag)
+	policy := layout.FailoverPolicy(&topo.Spec, layout.LocalMapDeliveryLag)
 	policy.FenceAfter = fenceAfter
 	return standalone.Run(ctx, standalone.Config{
 		Plan: p, RunDir: runDir, Policy: policy,
@@ -260,7 +260,7 @@ func (o *upOptions) copiesSpec(spec *v1alpha1.CacheClusterSpec) error {
 
 // dataPlaneSpec applies --bundle, --direct-reads and --direct-writes to
 // spec: each turns its field of spec.dataPlane on (bundles give every
-// cache node, shim and gateway --bundle, topology.DataPlaneArgs, as on
+// cache node, shim and gateway --bundle, layout.DataPlaneArgs, as on
 // Kubernetes; direct reads put the shards' Redis addresses in the map,
 // direct writes mark those shards written directly).
 func dataPlaneSpec(spec *v1alpha1.CacheClusterSpec, bundle, directReads, directWrites bool) {
@@ -279,7 +279,7 @@ func dataPlaneSpec(spec *v1alpha1.CacheClusterSpec, bundle, directReads, directW
 
 // runBackground starts `distcache up --foreground` in a session of its own,
 // logging to the run directory, and waits until the cluster is ready.
-func (o *upOptions) runBackground(cmd *cobra.Command, topo *topology.Cluster, runDir string) error {
+func (o *upOptions) runBackground(cmd *cobra.Command, topo *layout.Cluster, runDir string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("cannot find the distcache executable: %w", err)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distcache/distcache/standalone/plan"
+	"github.com/distcache/distcache/internal/freeport"
 )
 
 // startFloor starts the floor (floor_linux.go) as a process of its own, in
@@ -23,7 +23,7 @@ func startFloor(ctx context.Context, mapFile string, gw target) (target, func(),
 	if err != nil {
 		return target{}, none, fmt.Errorf("cannot find this command: %w", err)
 	}
-	ports, _, err := plan.FreePorts("127.0.0.1", 1, 0)
+	ports, _, err := freeport.Ports("127.0.0.1", 1, 0)
 	if err != nil {
 		return target{}, none, err
 	}

@@ -34,8 +34,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/hack/internal/localcluster"
+	"github.com/distcache/distcache/internal/freeport"
 	"github.com/distcache/distcache/standalone/cpuquota"
-	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/workload/driver"
 )
 
@@ -153,7 +153,7 @@ func (o options) start(ctx context.Context) (*sides, func(), error) {
 	if err != nil {
 		return nil, cleanup, err
 	}
-	ports, _, err := plan.FreePorts("127.0.0.1", len(sd.distcache), 0)
+	ports, _, err := freeport.Ports("127.0.0.1", len(sd.distcache), 0)
 	if err != nil {
 		return nil, cleanup, err
 	}

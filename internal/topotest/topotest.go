@@ -6,18 +6,18 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 // New returns the topology of cluster name with spec, whose layers are
 // inline; it fails the test if the spec is not valid.
-func New(t testing.TB, name string, spec v1alpha1.CacheClusterSpec) *topology.Cluster {
+func New(t testing.TB, name string, spec v1alpha1.CacheClusterSpec) *layout.Cluster {
 	t.Helper()
-	layers, err := topology.ResolveLayers(&spec, nil)
+	layers, err := layout.ResolveLayers(&spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := topology.New(name, spec, layers)
+	c, err := layout.New(name, spec, layers)
 	if err != nil {
 		t.Fatal(err)
 	}

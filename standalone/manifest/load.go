@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 // Bundle is what one or more cluster files declare, every object admitted
@@ -33,7 +33,7 @@ type Bundle struct {
 // also be a List, such as `kubectl get -o yaml` writes), admits every
 // object with v and checks that they form one cluster: exactly one
 // CacheCluster, every layerRef naming a CacheLayer of the files (else the
-// error wraps topology.ErrLayerNotFound), one namespace for all. Empty
+// error wraps layout.ErrLayerNotFound), one namespace for all. Empty
 // documents are skipped. Errors start with the file and, when it holds
 // several documents, the document ("cluster.yaml: document 2: "); the
 // rest of an admission error is the API server's message.
@@ -228,7 +228,7 @@ func (c *collector) bundle(sources string) (*Bundle, error) {
 	for _, ref := range cc.obj.Spec.LayerRefs {
 		if _, ok := b.Layers[ref]; !ok {
 			return nil, fmt.Errorf("%s: cannot resolve layerRef %q of CacheCluster %q: no CacheLayer of that name in %s: %w",
-				cc.where, ref, cc.obj.Name, sources, topology.ErrLayerNotFound)
+				cc.where, ref, cc.obj.Name, sources, layout.ErrLayerNotFound)
 		}
 	}
 	return b, nil

@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/standalone/manifest"
-	"github.com/distcache/distcache/topology"
 )
 
 // validator is one Validator for every test of the package: compiling the
@@ -114,7 +114,7 @@ spec:
 		{name: "duplicate key", yaml: "kind: CacheCluster\nkind: CacheLayer\n",
 			wantErr: []string{"f.yaml: cannot parse the YAML that starts on line 1: ", `key "kind" already set in map`}},
 		{name: "not a mapping", yaml: "- a\n- b\n", wantErr: []string{"f.yaml: cannot read an object: the document is not a YAML mapping"}},
-		{name: "layerRef not found", yaml: clusterDoc, wantIs: topology.ErrLayerNotFound,
+		{name: "layerRef not found", yaml: clusterDoc, wantIs: layout.ErrLayerNotFound,
 			wantExact: `f.yaml: cannot resolve layerRef "spine" of CacheCluster "shop": no CacheLayer of that name in f.yaml: cache layer not found`},
 		{name: "layer declared twice", yaml: docs(clusterDoc, spineDoc, spineDoc),
 			wantExact: `f.yaml: document 3: cannot declare CacheLayer "spine" twice: f.yaml: document 2 declares it too`},
@@ -227,7 +227,7 @@ func TestLoadAcrossFiles(t *testing.T) {
 		t.Fatalf("layer of the second file missing: %+v", b)
 	}
 	_, err = manifest.Load(t.Context(), validator, paths[0])
-	if !errors.Is(err, topology.ErrLayerNotFound) {
+	if !errors.Is(err, layout.ErrLayerNotFound) {
 		t.Fatalf("Load of the cluster file alone: got %v, want ErrLayerNotFound", err)
 	}
 }

@@ -8,7 +8,7 @@
 // It starts from the shared topology (package topology), so the members,
 // seeds and ring of a standalone cluster are those the operator would
 // publish for the same YAML, and the processes get the same flags as the
-// operator's pods (topology.NodeArgs, ShimArgs, RedisArgs). Only the
+// operator's pods (layout.NodeArgs, ShimArgs, RedisArgs). Only the
 // addresses differ: loopback ports instead of pod DNS names.
 //
 // Capacity emulation (DistCache §6.1): the paper's testbed rate-limits each
@@ -20,6 +20,8 @@
 package plan
 
 import (
+	"github.com/distcache/distcache/internal/freeport"
+
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -28,8 +30,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/placement/partmap"
-	"github.com/distcache/distcache/topology"
 )
 
 // Kind is what a process runs.
@@ -139,7 +141,7 @@ type Options struct {
 	MapPoll time.Duration
 	// LogLevel is the processes' log level (default info).
 	LogLevel string
-	// Ports hands out free ports (default: FreePorts).
+	// Ports hands out free ports (default: freeport.Ports).
 	Ports func(host string, tcp, udp int) (tcpPorts, udpPorts []int, err error)
 	// GOMAXPROCS of the shims, cache nodes and control loop: 0 chooses it
 	// from CPUs (MaxProcs); negative leaves the runtime's default (and a
@@ -156,7 +158,7 @@ type Options struct {
 
 // Plan is a cluster laid out on one host.
 type Plan struct {
-	Cluster *topology.Cluster
+	Cluster *layout.Cluster
 	// Map is version 1 of the partition map, with the processes' addresses.
 	Map *partmap.Map
 	// MapFile is where the map is published; every process reads it.
@@ -190,7 +192,7 @@ type Plan struct {
 	// ServerCPU is Options.ServerCPU: each server's CPU quota (0: none).
 	ServerCPU float64
 	// Persistence is what the Redis servers keep across crashes, as
-	// topology.Persistence summarises it: "aof-always" or "aof-everysec"
+	// layout.Persistence summarises it: "aof-always" or "aof-everysec"
 	// (the append-only file in each Redis's Dir), "none", or "unmanaged"
 	// (external Redis servers).
 	Persistence string
@@ -201,7 +203,7 @@ type Plan struct {
 var ErrUnsupported = errors.New("not supported in standalone mode")
 
 // New lays out c on one host. It refuses what Check refuses.
-func New(c *topology.Cluster, o Options) (*Plan, error) {
+func New(c *layout.Cluster, o Options) (*Plan, error) {
 	o = o.withDefaults()
 	if err := Check(c, &o); err != nil {
 		return nil, err
@@ -214,9 +216,9 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 		ControlLoopConfig: filepath.Join(o.RunDir, "controlloop.json"), EventsFile: filepath.Join(o.RunDir, "events.jsonl"),
 	}
 	external := c.Spec.Storage.External
-	p.Persistence = topology.Persistence(topology.AppendOnly(&c.Spec))
+	p.Persistence = layout.Persistence(layout.AppendOnly(&c.Spec))
 	if len(external) > 0 {
-		p.Persistence = topology.PersistenceUnmanaged
+		p.Persistence = layout.PersistenceUnmanaged
 	}
 	shards := c.Racks() * c.ShardsPerRack()
 	redises := shards
@@ -271,7 +273,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 			a.shards = append(a.shards, shimAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: shard, Kind: Shim, Shard: shard, Path: o.Binary,
-				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, topology.LocalMapDeliveryLag), metricsAddr, p, o.MapPoll, o.ShardRate),
+				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, layout.LocalMapDeliveryLag), metricsAddr, p, o.MapPoll, o.ShardRate),
 				Addr:    shimAddr,
 				LogFile: o.log(shard), MetricsAddr: metricsAddr, EmulatedRate: o.ShardRate,
 			})
@@ -302,7 +304,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 	})
 	if runGateway {
 		name, redisAddr, metricsAddr := c.Name+"-gateway", tcp.next(), tcp.next()
-		args := append([]string{"gateway", "--redis-addr=" + redisAddr}, topology.DataPlaneArgs(&c.Spec)...)
+		args := append([]string{"gateway", "--redis-addr=" + redisAddr}, layout.DataPlaneArgs(&c.Spec)...)
 		if o.GatewayUsersDir != "" {
 			args = append(args, "--users-dir="+o.GatewayUsersDir)
 		}
@@ -346,7 +348,7 @@ func New(c *topology.Cluster, o Options) (*Plan, error) {
 // absolute. `distcache up` calls it before it starts the cluster in the
 // background, so that such a mistake is its own error rather than a line
 // in the log of the process that runs the cluster.
-func Check(c *topology.Cluster, o *Options) error {
+func Check(c *layout.Cluster, o *Options) error {
 	if err := checkSwitches(c); err != nil {
 		return err
 	}
@@ -374,7 +376,7 @@ func Check(c *topology.Cluster, o *Options) error {
 // runsGateway says whether the plan runs a gateway: not with
 // Options.NoGateway nor with spec.gateway.replicas 0, and one for any other
 // count (a host needs no second gateway in front of the same processes).
-func runsGateway(c *topology.Cluster, o Options) bool {
+func runsGateway(c *layout.Cluster, o Options) bool {
 	return !o.NoGateway && (c.Spec.Gateway.Replicas == nil || *c.Spec.Gateway.Replicas > 0)
 }
 
@@ -477,7 +479,7 @@ func (o Options) withDefaults() Options {
 		o.LogLevel = "info"
 	}
 	if o.Ports == nil {
-		o.Ports = FreePorts
+		o.Ports = freeport.Ports
 	}
 	return o
 }
@@ -504,9 +506,9 @@ func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, poll time.
 
 // redisArgs are a local Redis's arguments: the operator's (with the
 // append-only file in dir), bound to host and in the foreground.
-func redisArgs(c *topology.Cluster, host, addr, dir string) []string {
+func redisArgs(c *layout.Cluster, host, addr, dir string) []string {
 	_, port := splitPort(addr)
-	args := topology.RedisArgs(&c.Spec, port, dir)
+	args := layout.RedisArgs(&c.Spec, port, dir)
 	return append(args, "--bind", host, "--daemonize", "no")
 }
 
@@ -552,6 +554,6 @@ func (a *addresser) MemberAddress(layer string, i int) string {
 }
 
 // nodeMapPoll is how often a cache node of c reads its map.
-func nodeMapPoll(c *topology.Cluster, poll time.Duration) time.Duration {
-	return topology.LeaseMapPoll(topology.ServingLease(&c.Spec), poll)
+func nodeMapPoll(c *layout.Cluster, poll time.Duration) time.Duration {
+	return layout.LeaseMapPoll(layout.ServingLease(&c.Spec), poll)
 }

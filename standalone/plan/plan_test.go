@@ -13,8 +13,8 @@ import (
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/topotest"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/standalone/plan"
-	"github.com/distcache/distcache/topology"
 )
 
 // specOption edits a test spec.
@@ -39,7 +39,7 @@ func withSwitchLayer() specOption {
 
 // newCluster lays out 2 racks × 2 shards with a 2-node spine and a leaf
 // layer bound to the racks.
-func newCluster(t *testing.T, opts ...specOption) *topology.Cluster {
+func newCluster(t *testing.T, opts ...specOption) *layout.Cluster {
 	t.Helper()
 	spec := v1alpha1.CacheClusterSpec{
 		Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 2},
@@ -69,7 +69,7 @@ func sequentialPorts(_ string, tcp, udp int) ([]int, []int, error) {
 func TestNew(t *testing.T) {
 	tests := []struct {
 		name                   string
-		cluster                *topology.Cluster
+		cluster                *layout.Cluster
 		opts                   plan.Options
 		redis, shims, nodes    int
 		gateways, prometheuses int
@@ -280,7 +280,7 @@ func checkFlag(t *testing.T, args []string, prefix, want string) {
 
 // checkMap checks that the plan's map is the topology's, with each member
 // and shard at its process's address.
-func checkMap(t *testing.T, p *plan.Plan, c *topology.Cluster) {
+func checkMap(t *testing.T, p *plan.Plan, c *layout.Cluster) {
 	t.Helper()
 	want, err := c.Map(nil, nil)
 	if err != nil {
@@ -398,25 +398,6 @@ func TestNewRefusesTooFewPorts(t *testing.T) {
 	}
 }
 
-func TestFreePortsAreDistinct(t *testing.T) {
-	tcp, udp, err := plan.FreePorts("127.0.0.1", 20, 20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ports := range [][]int{tcp, udp} {
-		seen := map[int]bool{}
-		for _, p := range ports {
-			if p <= 0 || seen[p] {
-				t.Fatalf("ports %v: %d repeated or invalid", ports, p)
-			}
-			seen[p] = true
-		}
-	}
-	if len(tcp) != 20 || len(udp) != 20 {
-		t.Fatalf("got %d TCP and %d UDP ports, want 20 each", len(tcp), len(udp))
-	}
-}
-
 // TestNewBundles checks that spec.dataPlane.bundles (which distcache up
 // --bundle turns on, dataPlaneSpec) gives every shim, cache node and the
 // gateway --bundle, once, and nothing else.
@@ -481,26 +462,26 @@ func TestNewDirectReads(t *testing.T) {
 // TestCheckRefusesSwitchesItCannotRun: switch-backed layers without their
 // fabric's switches, of the onos driver, or without P4Runtime addresses.
 func TestCheckRefusesSwitchesItCannotRun(t *testing.T) {
-	layer := func(edit func(*topology.Layer)) []topology.Layer {
-		l := topology.Layer{Name: "spine", Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
+	layer := func(edit func(*layout.Layer)) []layout.Layer {
+		l := layout.Layer{Name: "spine", Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
 			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "f", Role: v1alpha1.RoleSpine}},
 			Driver:   v1alpha1.DriverStratum,
 			Switches: []v1alpha1.Switch{{Name: "a", DeviceID: 1, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "127.0.0.1:9559", DataAddress: "127.0.0.1:7400"}}}
 		edit(&l)
-		return []topology.Layer{l}
+		return []layout.Layer{l}
 	}
 	tests := []struct {
 		name   string
-		layers []topology.Layer
+		layers []layout.Layer
 		want   string
 	}{
-		{"unresolved", layer(func(l *topology.Layer) { l.Switches = nil }), "need a SwitchFabric"},
-		{"onos", layer(func(l *topology.Layer) { l.Driver = v1alpha1.DriverONOS }), "driver is onos"},
-		{"no P4Runtime address", layer(func(l *topology.Layer) { l.Switches[0].P4RuntimeAddress = "" }), "set its p4runtimeAddress"},
+		{"unresolved", layer(func(l *layout.Layer) { l.Switches = nil }), "need a SwitchFabric"},
+		{"onos", layer(func(l *layout.Layer) { l.Driver = v1alpha1.DriverONOS }), "driver is onos"},
+		{"no P4Runtime address", layer(func(l *layout.Layer) { l.Switches[0].P4RuntimeAddress = "" }), "set its p4runtimeAddress"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &topology.Cluster{Name: "c", Layers: tt.layers}
+			c := &layout.Cluster{Name: "c", Layers: tt.layers}
 			err := plan.Check(c, &plan.Options{})
 			if !errors.Is(err, plan.ErrUnsupported) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want ErrUnsupported with %q", err, tt.want)

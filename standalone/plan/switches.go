@@ -6,13 +6,13 @@ import (
 	"strconv"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 // switchPorts is the TCP ports the switch-backed layers need: a metrics
 // port per switch and a gNMI port for those whose spec names none, and
 // the fabric controller's metrics port.
-func switchPorts(c *topology.Cluster) int {
+func switchPorts(c *layout.Cluster) int {
 	n := 0
 	for _, l := range c.Layers {
 		for _, s := range l.Switches {
@@ -32,7 +32,7 @@ func switchPorts(c *topology.Cluster) int {
 // switch (`distcache switch`, its ports at its dataAddress, its P4Runtime
 // at its p4runtimeAddress) and one fabric controller that programs them
 // all from the map file (`distcache fabric`, the stratum driver).
-func (p *Plan) addSwitches(c *topology.Cluster, o Options, tcp *portQueue) error {
+func (p *Plan) addSwitches(c *layout.Cluster, o Options, tcp *portQueue) error {
 	shards := c.Racks() * c.ShardsPerRack()
 	var switches []string
 	for _, sm := range c.SwitchMembers() {
@@ -70,7 +70,7 @@ func (p *Plan) addSwitches(c *topology.Cluster, o Options, tcp *portQueue) error
 // run: without their switches resolved from a SwitchFabric, or with the
 // onos driver (an ONOS controller runs its switches, not this host), or
 // switches without a P4Runtime address.
-func checkSwitches(c *topology.Cluster) error {
+func checkSwitches(c *layout.Cluster) error {
 	for _, l := range c.Layers {
 		if l.Software() {
 			continue

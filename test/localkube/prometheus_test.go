@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/alerts"
+	"github.com/distcache/distcache/internal/freeport"
 	"github.com/distcache/distcache/internal/kubetest"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/internal/promtest"
-	"github.com/distcache/distcache/standalone/plan"
 )
 
 // prometheus is a real Prometheus on the host, scraping the localkube
@@ -67,7 +67,7 @@ func startPrometheus(k *kube) *prometheus {
 	if err := os.WriteFile(config, prometheusConfig(t, k.kubeconfig(), dir), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ports, _, err := plan.FreePorts("127.0.0.1", 1, 0)
+	ports, _, err := freeport.Ports("127.0.0.1", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

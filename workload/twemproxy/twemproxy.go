@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distcache/distcache/standalone/plan"
+	"github.com/distcache/distcache/internal/freeport"
 )
 
 // Binary is nutcracker's name on PATH (Debian package nutcracker), and
@@ -63,7 +63,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		return nil, errors.New("cannot run twemproxy: no Redis servers")
 	}
 	// Two ports free at once: the proxy's and its stats port.
-	ports, _, err := plan.FreePorts("127.0.0.1", 2, 0)
+	ports, _, err := freeport.Ports("127.0.0.1", 2, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cannot run twemproxy: %w", err)
 	}

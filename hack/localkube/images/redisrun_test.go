@@ -16,7 +16,7 @@ import (
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 // runFromRoot proves that the image's redis-server runs from its own files:
@@ -61,7 +61,7 @@ func runFromRoot(t *testing.T, root string) {
 			t.Fatalf("no redis-server on the image's PATH %s", RedisPATH)
 		}
 		port := freePort(t)
-		cmd := exec.CommandContext(t.Context(), bin, topology.RedisArgs(&v1alpha1.CacheClusterSpec{}, port, RedisDataDir)...)
+		cmd := exec.CommandContext(t.Context(), bin, layout.RedisArgs(&v1alpha1.CacheClusterSpec{}, port, RedisDataDir)...)
 		cmd.Path = bin
 		cmd.Dir = RedisDataDir
 		cmd.Env = []string{"PATH=" + RedisPATH}

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/placement/partmap"
-	"github.com/distcache/distcache/topology"
 )
 
 // The addresses the partition map gives data-plane peers.
@@ -37,7 +37,7 @@ func (r *Reconciler) addresser(s *state, prev *partmap.Map) partmap.Addresser {
 
 // podAddresser names the operator's pods by IP (see above).
 type podAddresser struct {
-	t         *topology.Cluster
+	t         *layout.Cluster
 	namespace string
 	mode      v1alpha1.StorageMode
 	pods      map[string]*corev1.Pod // the cluster's pods by name

@@ -8,8 +8,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/placement/partmap"
-	"github.com/distcache/distcache/topology"
 )
 
 func TestPodAddresser(t *testing.T) {
@@ -17,7 +17,7 @@ func TestPodAddresser(t *testing.T) {
 		Storage: v1alpha1.StorageSpec{Mode: v1alpha1.StorageManaged, Racks: 1, ShardsPerRack: 2},
 		Layers:  []v1alpha1.NamedLayer{{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Nodes: ptr.To[int32](2), VirtualNodes: 16}}},
 	}
-	topo, err := topology.New("shop", spec, []topology.Layer{{Name: "spine", Spec: spec.Layers[0].CacheLayerSpec}})
+	topo, err := layout.New("shop", spec, []layout.Layer{{Name: "spine", Spec: spec.Layers[0].CacheLayerSpec}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/placement/partmap"
-	"github.com/distcache/distcache/topology"
 )
 
 // publishedMap reads the cluster's partition map ConfigMap.
@@ -99,7 +99,7 @@ func TestCreateFailRestoreDelete(t *testing.T) {
 	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
 		t.Fatal(err)
 	}
-	topo, err := topology.New(stored.Name, stored.Spec, []topology.Layer{
+	topo, err := layout.New(stored.Name, stored.Spec, []layout.Layer{
 		{Name: "spine", Spec: stored.Spec.Layers[0].CacheLayerSpec}, {Name: "leaf", Spec: stored.Spec.Layers[1].CacheLayerSpec},
 	})
 	if err != nil {

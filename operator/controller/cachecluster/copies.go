@@ -12,9 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/redundancy"
-	"github.com/distcache/distcache/topology"
 )
 
 // HotKeyReports reads a round of the data plane's hot-key reports
@@ -73,7 +73,7 @@ func (r *Reconciler) decideCopies(ctx context.Context, s *state, m *partmap.Map)
 }
 
 // planCopies is m with the copies policy decides from reports.
-func planCopies(policy topology.CopiesPolicy, m *partmap.Map, reports redundancy.Reports) (*partmap.Map, redundancy.Result, error) {
+func planCopies(policy layout.CopiesPolicy, m *partmap.Map, reports redundancy.Reports) (*partmap.Map, redundancy.Result, error) {
 	p, err := partmap.Compile(m)
 	if err != nil {
 		return m, redundancy.Result{}, err

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 // Where a gateway pod mounts the Secrets of spec.gateway: its users
@@ -174,8 +174,8 @@ func (r *Reconciler) mutateGatewayDaemonSet(cc *v1alpha1.CacheCluster, ds *appsv
 func (r *Reconciler) setGatewayPod(cc *v1alpha1.CacheCluster, tpl *corev1.PodTemplateSpec) {
 	image, _, pull := r.images(cc)
 	hostNet, port := cc.Spec.Gateway.HostNetwork, gatewayContainerPort(cc)
-	args := append([]string{"gateway", fmt.Sprintf("--redis-addr=0.0.0.0:%d", port), "--client-addr=0.0.0.0:0"}, mapConfigMapArgs(cc, topology.BackstopMapPoll)...)
-	args = append(args, topology.DataPlaneArgs(&cc.Spec)...)
+	args := append([]string{"gateway", fmt.Sprintf("--redis-addr=0.0.0.0:%d", port), "--client-addr=0.0.0.0:0"}, mapConfigMapArgs(cc, layout.BackstopMapPoll)...)
+	args = append(args, layout.DataPlaneArgs(&cc.Spec)...)
 	c := withDataPlaneKey(dataPlaneContainer("gateway", image, pull, args, 0))
 	c.Ports = []corev1.ContainerPort{
 		{Name: "redis", ContainerPort: port, Protocol: corev1.ProtocolTCP},

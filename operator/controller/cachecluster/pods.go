@@ -13,7 +13,7 @@ import (
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/internal/buildinfo"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 // defaultRedisImage is the API's default, for specs the API server has not
@@ -57,7 +57,7 @@ func headlessService(cc *v1alpha1.CacheCluster, name string, lbl map[string]stri
 	}
 }
 
-func (r *Reconciler) layerService(s *state, l topology.Layer) *corev1.Service {
+func (r *Reconciler) layerService(s *state, l layout.Layer) *corev1.Service {
 	lbl := labels(s.cc, ComponentCacheNode)
 	lbl[LabelLayer] = l.Name
 	return headlessService(s.cc, s.topo.LayerSetName(l.Name), lbl, NodePort)
@@ -65,15 +65,15 @@ func (r *Reconciler) layerService(s *state, l topology.Layer) *corev1.Service {
 
 // mutateLayerSet sets a layer's StatefulSet: one cache-node pod per member,
 // named as the member.
-func (r *Reconciler) mutateLayerSet(s *state, l topology.Layer, sts *appsv1.StatefulSet) {
+func (r *Reconciler) mutateLayerSet(s *state, l layout.Layer, sts *appsv1.StatefulSet) {
 	lbl := labels(s.cc, ComponentCacheNode)
 	lbl[LabelLayer] = l.Name
 	image, _, pull := r.images(s.cc)
-	poll := topology.LeaseMapPoll(topology.ServingLease(&s.cc.Spec), mapwatch.DefaultInterval)
+	poll := layout.LeaseMapPoll(layout.ServingLease(&s.cc.Spec), mapwatch.DefaultInterval)
 	args := append(s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort)), mapConfigMapArgs(s.cc, poll)...)
 	// A node stopped with its pod (deleted, or restarted by an upgrade)
 	// drains: readers go elsewhere at once, writes of its keys do not wait.
-	args = append(args, "--drain-timeout="+topology.NodeDrainTimeout(&s.cc.Spec).String())
+	args = append(args, "--drain-timeout="+layout.NodeDrainTimeout(&s.cc.Spec).String())
 	c := withDataPlaneKey(dataPlaneContainer("node", image, pull, args, NodePort))
 	c.Resources = l.Spec.Resources
 	sts.Labels = lbl
@@ -118,6 +118,6 @@ func dataPlaneContainer(role, image string, pull corev1.PullPolicy, args []strin
 
 // shimArgs are the storage shim's flags for a Redis at redisAddr.
 func shimArgs(cc *v1alpha1.CacheCluster, shard, redisAddr string) []string {
-	args := topology.ShimArgs(&cc.Spec, shard, redisAddr, "0.0.0.0:"+strconv.Itoa(ShimPort), topology.APIMapDeliveryLag)
-	return append(args, mapConfigMapArgs(cc, topology.BackstopMapPoll)...)
+	args := layout.ShimArgs(&cc.Spec, shard, redisAddr, "0.0.0.0:"+strconv.Itoa(ShimPort), layout.APIMapDeliveryLag)
+	return append(args, mapConfigMapArgs(cc, layout.BackstopMapPoll)...)
 }

@@ -17,9 +17,9 @@ import (
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/failover"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/operator/clusterresolve"
 	"github.com/distcache/distcache/placement/partmap"
-	"github.com/distcache/distcache/topology"
 )
 
 // EventRecorder records Kubernetes events; controller-runtime's recorder
@@ -74,7 +74,7 @@ type MapApplication interface {
 type state struct {
 	cc           *v1alpha1.CacheCluster
 	now          time.Time
-	topo         *topology.Cluster
+	topo         *layout.Cluster
 	pods         map[string]*corev1.Pod          // the cluster's pods by name
 	switches     map[string]failover.Observation // switch members' readiness, by member name
 	obs          map[string]failover.Observation // members' readiness
@@ -238,7 +238,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 	if err != nil {
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
-	policy := topology.FailoverPolicy(&s.cc.Spec, topology.APIMapDeliveryLag)
+	policy := layout.FailoverPolicy(&s.cc.Spec, layout.APIMapDeliveryLag)
 	s.obs = r.observations(s, next)
 	next, changes, recheck := policy.Apply(next, s.obs, s.now)
 	s.recheckWithin(recheck)

@@ -16,7 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 // RedisGVK is the OT-Container-Kit redis-operator's standalone Redis kind.
@@ -72,7 +72,7 @@ func (s *state) shimReady(name string, p *corev1.Pod) {
 
 func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl map[string]string, sts *appsv1.StatefulSet) {
 	image, redisImage, pull := r.images(cc)
-	redisArgs := topology.RedisArgs(&cc.Spec, RedisPort, RedisDataPath)
+	redisArgs := layout.RedisArgs(&cc.Spec, RedisPort, RedisDataPath)
 	redis := corev1.Container{
 		Name: "redis", Image: redisImage, ImagePullPolicy: pull,
 		Command:      append([]string{"redis-server"}, redisArgs...),
@@ -126,21 +126,21 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 func persistence(cc *v1alpha1.CacheCluster) string {
 	switch cc.Spec.Storage.Mode {
 	case v1alpha1.StorageExternal:
-		return topology.PersistenceUnmanaged
+		return layout.PersistenceUnmanaged
 	case v1alpha1.StorageRedisOperator:
 		if cc.Spec.Storage.Persistence != nil {
-			return topology.PersistenceUnmanaged + "/pvc"
+			return layout.PersistenceUnmanaged + "/pvc"
 		}
-		return topology.PersistenceUnmanaged
+		return layout.PersistenceUnmanaged
 	}
-	a := topology.AppendOnly(&cc.Spec)
+	a := layout.AppendOnly(&cc.Spec)
 	if a == v1alpha1.AppendOnlyDisabled {
-		return topology.PersistenceNone
+		return layout.PersistenceNone
 	}
 	if cc.Spec.Storage.Persistence != nil {
-		return topology.Persistence(a) + "/pvc"
+		return layout.Persistence(a) + "/pvc"
 	}
-	return topology.Persistence(a) + "/emptyDir"
+	return layout.Persistence(a) + "/emptyDir"
 }
 
 // reconcileExternal fronts each given Redis endpoint with a shim

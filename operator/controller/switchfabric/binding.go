@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/operator/clusterresolve"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
-	"github.com/distcache/distcache/topology"
 )
 
 // statusRefresh is how often a programmed fabric's status is refreshed
@@ -34,8 +34,8 @@ type binding struct {
 	Cluster     string
 	MapRef      string // the partition map's ConfigMap
 	Program     string
-	Switches    []topology.SwitchMember
-	Programming topology.SwitchProgramming
+	Switches    []layout.SwitchMember
+	Programming layout.SwitchProgramming
 	ElectionID  uint64
 	TLSVersion  string // the TLS Secret's resourceVersion; "" for plaintext
 
@@ -67,7 +67,7 @@ func (r *Reconciler) bind(ctx context.Context, s *state) (ctrl.Result, error) {
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		var sws []topology.SwitchMember
+		var sws []layout.SwitchMember
 		for _, sm := range c.SwitchMembers() {
 			if sm.Fabric == s.f.Name {
 				sws = append(sws, sm)

@@ -18,8 +18,8 @@ import (
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
 	"github.com/distcache/distcache/fabric/stratum"
+	"github.com/distcache/distcache/layout"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
-	"github.com/distcache/distcache/topology"
 )
 
 // running is a fabric's fleet at work.
@@ -144,7 +144,7 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 // the read's start as a cache node does; it waits for a map not yet
 // published.
 func renewFromMap(ctx context.Context, cfg *rest.Config, ns string, b *binding, f *fleet.Fleet, log *slog.Logger) {
-	poll := topology.LeaseMapPoll(b.Programming.Lease, mapwatch.DefaultInterval)
+	poll := layout.LeaseMapPoll(b.Programming.Lease, mapwatch.DefaultInterval)
 	src, err := kubemap.New(cfg, ns, b.MapRef, kubemap.WithLogger(log))
 	if err != nil {
 		log.Error("cannot read the partition map: the switches get no lease", "configmap", b.MapRef, "err", err)

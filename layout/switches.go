@@ -1,4 +1,4 @@
-package topology
+package layout
 
 import (
 	"errors"
@@ -72,39 +72,6 @@ func byRack(layer string, sws []v1alpha1.Switch, racks int) error {
 	}
 	sort.Slice(sws, func(i, j int) bool { return *sws[i].Rack < *sws[j].Rack })
 	return nil
-}
-
-// switchAddresser answers for switch-backed layers' members with their
-// DataAddress and leaves the rest to a (which may be nil).
-type switchAddresser struct {
-	a      partmap.Addresser
-	layers []Layer
-}
-
-func (s switchAddresser) ShardAddress(r, i int) string {
-	if s.a == nil {
-		return ""
-	}
-	return s.a.ShardAddress(r, i)
-}
-
-func (s switchAddresser) RedisAddress(r, i int) string {
-	if ra, ok := s.a.(partmap.RedisAddresser); ok {
-		return ra.RedisAddress(r, i)
-	}
-	return ""
-}
-
-func (s switchAddresser) MemberAddress(layer string, i int) string {
-	for _, l := range s.layers {
-		if l.Name == layer && !l.Software() && i < len(l.Switches) {
-			return l.Switches[i].DataAddress
-		}
-	}
-	if s.a == nil {
-		return ""
-	}
-	return s.a.MemberAddress(layer, i)
 }
 
 // SwitchMember is a switch of a switch-backed layer and its member name in

@@ -1,18 +1,18 @@
-package topology_test
+package layout_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 func rack(r int32) *int32 { return &r }
 
 // fabric is a fabric of two spine switches and a storage-leaf switch per
 // rack, changed by edit.
-func fabric(edit func(*v1alpha1.SwitchFabricSpec)) topology.FabricGetter {
+func fabric(edit func(*v1alpha1.SwitchFabricSpec)) layout.FabricGetter {
 	f := &v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", Switches: []v1alpha1.Switch{
 		{Name: "s1", DeviceID: 1, Role: v1alpha1.RoleSpine, DataAddress: "127.0.0.1:7400"},
 		{Name: "leaf-b", DeviceID: 3, Role: v1alpha1.RoleStorageLeaf, Rack: rack(1), DataAddress: "127.0.0.1:7600"},
@@ -25,8 +25,8 @@ func fabric(edit func(*v1alpha1.SwitchFabricSpec)) topology.FabricGetter {
 	return func(name string) (*v1alpha1.SwitchFabricSpec, bool) { return f, name == "tofino" }
 }
 
-func switchLayers() []topology.Layer {
-	return []topology.Layer{
+func switchLayers() []layout.Layer {
+	return []layout.Layer{
 		{Name: "spine", Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
 			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "tofino", Role: v1alpha1.RoleSpine}}},
 		{Name: "leaf", Spec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch, BoundToRacks: true,
@@ -39,11 +39,11 @@ func switchLayers() []topology.Layer {
 // addresses, a storage-leaf layer's by rack.
 func TestSwitchLayersInTheMap(t *testing.T) {
 	layers := switchLayers()
-	if err := topology.ResolveSwitches(layers, 2, fabric(nil)); err != nil {
+	if err := layout.ResolveSwitches(layers, 2, fabric(nil)); err != nil {
 		t.Fatal(err)
 	}
 	spec := v1alpha1.CacheClusterSpec{Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 2}}
-	c, err := topology.New("shop", spec, layers)
+	c, err := layout.New("shop", spec, layers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestResolveSwitchesRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := topology.ResolveSwitches(switchLayers(), 2, fabric(tt.edit))
+			err := layout.ResolveSwitches(switchLayers(), 2, fabric(tt.edit))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one with %q", err, tt.want)
 			}
@@ -87,7 +87,7 @@ func TestResolveSwitchesRejects(t *testing.T) {
 	}
 	layers := switchLayers()
 	layers[0].Spec.Switch.FabricRef = "other"
-	if err := topology.ResolveSwitches(layers, 2, fabric(nil)); err == nil || !strings.Contains(err.Error(), "switch fabric not found") {
+	if err := layout.ResolveSwitches(layers, 2, fabric(nil)); err == nil || !strings.Contains(err.Error(), "switch fabric not found") {
 		t.Errorf("unknown fabric: %v", err)
 	}
 }

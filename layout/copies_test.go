@@ -1,4 +1,4 @@
-package topology_test
+package layout_test
 
 import (
 	"slices"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/topotest"
+	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/redundancy"
-	"github.com/distcache/distcache/topology"
 )
 
 func entries(n int32) func(*v1alpha1.CacheLayerSpec) {
@@ -26,22 +26,22 @@ func TestCopies(t *testing.T) {
 		name          string
 		r             *v1alpha1.HotKeyReplicationSpec
 		node, storage float64
-		want          topology.CopiesPolicy
+		want          layout.CopiesPolicy
 		ok            bool
 	}{
 		{name: "unset", r: nil},
 		{name: "disabled", r: &v1alpha1.HotKeyReplicationSpec{NodeCapacity: 5}},
 		{name: "defaults", r: &v1alpha1.HotKeyReplicationSpec{Enabled: true}, ok: true,
-			want: topology.CopiesPolicy{Interval: 5 * time.Second, Plan: redundancy.Config{
-				NodeCapacity: topology.DefaultNodeCapacity, ServerCapacity: topology.DefaultStorageCapacity, Slots: 100}}},
+			want: layout.CopiesPolicy{Interval: 5 * time.Second, Plan: redundancy.Config{
+				NodeCapacity: layout.DefaultNodeCapacity, ServerCapacity: layout.DefaultStorageCapacity, Slots: 100}}},
 		{name: "fallback capacities", r: &v1alpha1.HotKeyReplicationSpec{Enabled: true}, node: 3000, storage: 300, ok: true,
-			want: topology.CopiesPolicy{Interval: 5 * time.Second, Plan: redundancy.Config{NodeCapacity: 3000, ServerCapacity: 300, Slots: 100}}},
+			want: layout.CopiesPolicy{Interval: 5 * time.Second, Plan: redundancy.Config{NodeCapacity: 3000, ServerCapacity: 300, Slots: 100}}},
 		{name: "every knob", node: 3000, storage: 300, ok: true,
 			r: &v1alpha1.HotKeyReplicationSpec{
 				Enabled: true, Interval: &metav1.Duration{Duration: 2 * time.Second}, MaxCopies: 4, MinRate: 50,
 				NodeCapacity: 9000, StorageCapacity: 900, CoherenceCostPercent: 150, HysteresisPercent: 10, HeadroomPercent: ptr.To[int32](0),
 			},
-			want: topology.CopiesPolicy{Interval: 2 * time.Second, Plan: redundancy.Config{
+			want: layout.CopiesPolicy{Interval: 2 * time.Second, Plan: redundancy.Config{
 				NodeCapacity: 9000, ServerCapacity: 900, MaxCopies: 4, MinRate: 50, CoherenceCost: 1.5, Hysteresis: 0.1, Headroom: 1, Slots: 100}}},
 	}
 	for _, tc := range tests {
@@ -72,7 +72,7 @@ func TestSizing(t *testing.T) {
 	}
 	spec.CacheBudget = &v1alpha1.CacheBudgetSpec{Entries: 900, HysteresisPercent: 5}
 	p, ok := topotest.New(t, "shop", spec).Sizing()
-	if !ok || p.Interval != topology.DefaultSizingInterval || p.Plan.Budget != 900 || p.Plan.Hysteresis != 0.05 ||
+	if !ok || p.Interval != layout.DefaultSizingInterval || p.Plan.Budget != 900 || p.Plan.Hysteresis != 0.05 ||
 		!slices.Equal(p.Plan.Layers, []string{"spine", "leaf"}) || p.Plan.Start["spine"] != 300 || p.Plan.Start["leaf"] != 100 {
 		t.Fatalf("Sizing = %+v, %v", p, ok)
 	}

@@ -1,4 +1,4 @@
-package topology_test
+package layout_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/poll"
 	"github.com/distcache/distcache/internal/redistest"
-	"github.com/distcache/distcache/topology"
+	"github.com/distcache/distcache/layout"
 )
 
 // Bounds of the writer that a crash interrupts.
@@ -41,7 +41,7 @@ const (
 
 // TestRedisCrashLoses runs a real redis-server with each append-only
 // setting as the operator and standalone mode configure it
-// (topology.AppendOnlyArgs), writes keys key-0, key-1, … one at a time,
+// (layout.AppendOnlyArgs), writes keys key-0, key-1, … one at a time,
 // kills the server with SIGKILL, restarts it on the same directory and
 // checks what survived. docs/durability.md is the table of these results.
 func TestRedisCrashLoses(t *testing.T) {
@@ -64,7 +64,7 @@ func TestRedisCrashLoses(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := redistest.Start(t, redistest.WithArgs(topology.AppendOnlyArgs(tc.setting)...))
+			srv := redistest.Start(t, redistest.WithArgs(layout.AppendOnlyArgs(tc.setting)...))
 			rdb := newClient(t, srv.Addr())
 			assertConfig(t, rdb, "appendonly", tc.appendOnly)
 			if tc.appendFsync != "" {
@@ -213,10 +213,10 @@ func TestRedisArgsAppendOnly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := &v1alpha1.CacheClusterSpec{Storage: v1alpha1.StorageSpec{AppendOnly: tc.setting}}
 			want := append([]string{"--port", "6379", "--save", "", "--dir", "/data"}, tc.wantArgs...)
-			if got := topology.RedisArgs(spec, 6379, "/data"); !slices.Equal(got, want) {
+			if got := layout.RedisArgs(spec, 6379, "/data"); !slices.Equal(got, want) {
 				t.Errorf("RedisArgs = %q, want %q", got, want)
 			}
-			if got := topology.Persistence(topology.AppendOnly(spec)); got != tc.persistence {
+			if got := layout.Persistence(layout.AppendOnly(spec)); got != tc.persistence {
 				t.Errorf("Persistence = %q, want %q", got, tc.persistence)
 			}
 		})

@@ -1,4 +1,4 @@
-package topology
+package layout
 
 import "github.com/distcache/distcache/api/v1alpha1"
 
