@@ -122,7 +122,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzParse:./dataplane/redispipe/
 FUZZ_TIME ?= 30s
 
-.PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway bench-real-cpu demo fuzz clean manifests dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
+.PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway bench-real-cpu demo fuzz clean manifests api-docs dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -332,15 +332,21 @@ envtest: ## Build kube-apiserver, kubectl and etcd for envtest into TOOLS_DIR (i
 # are rewritten too: review their diff with the markers'.
 CHART_DIR := charts/distcache
 
-manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and the operator's RBAC in config/rbac/ from operator/, and their copies (and the alerting rules') and golden renders in the chart
+manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and docs/api.md from api/, the operator's RBAC in config/rbac/ from operator/, and their copies (and the alerting rules') and golden renders in the chart
 	'$(CONTROLLER_GEN)' object paths=./api/...
 	'$(CONTROLLER_GEN)' crd paths=./api/... output:crd:artifacts:config=crds
 	'$(CONTROLLER_GEN)' rbac:roleName=distcache-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
+	$(GO) run ./hack/apidocs -api api/v1alpha1 -out docs/api.md
 	rm -f $(CHART_DIR)/crds/*.yaml
 	cp crds/*.yaml $(CHART_DIR)/crds/
 	cp config/rbac/role.yaml $(CHART_DIR)/files/rbac/role.yaml
 	cp alerts/distcache.rules.yaml $(CHART_DIR)/files/alerts/distcache.rules.yaml
 	$(GO) test -count=1 -run '^TestGoldenRenders$$' ./charts -update
+
+# The API reference, docs/api.md, from the Go types' doc comments and
+# markers (hack/apidocs); its tests check that it is up to date.
+api-docs: ## Regenerate the API reference docs/api.md from the Go types in api/
+	$(GO) run ./hack/apidocs -api api/v1alpha1 -out docs/api.md
 
 dashboards: ## Render the Grafana dashboards (package dashboards) into dashboards/*.json and the chart's files/dashboards, and rewrite the chart's golden renders
 	$(GO) test -count=1 -run '^TestCommittedJSON$$' ./dashboards -update
