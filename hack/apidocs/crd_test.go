@@ -67,7 +67,7 @@ func (c *crdChecker) errorf(path, format string, args ...any) {
 
 // kind checks a kind's names, printer columns and schema.
 func (c *crdChecker) kind(k *apiType, crd apiextensionsv1.CustomResourceDefinition) {
-	res, err := resourceOf(c.a, k)
+	res, err := resourceOf(k)
 	if err != nil {
 		c.t.Fatal(err)
 	}

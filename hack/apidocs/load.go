@@ -57,12 +57,12 @@ func load(dir string) (*api, error) {
 // addFile adds a file's package comment, types and constants.
 func (a *api) addFile(f *ast.File) error {
 	if f.Doc != nil {
-		doc, ms, err := splitComment(f.Doc.Text())
+		_, ms, err := splitComment(f.Doc.Text())
 		if err != nil {
 			return err
 		}
 		if g, ok := ms.get("groupName"); ok {
-			a.group, a.doc = g, doc
+			a.group = g
 		}
 	}
 	imports := map[string]string{}

@@ -4,7 +4,6 @@ package main
 type api struct {
 	group   string
 	version string
-	doc     string
 	// types holds every type declared in the package, by Go name.
 	types map[string]*apiType
 	// kinds are the root types (the kinds), without their lists, by name.

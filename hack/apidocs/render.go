@@ -30,8 +30,10 @@ func render(a *api) (string, error) {
 	w.line("<!-- Generated from the Go types in api/%s by hack/apidocs. Do not edit; run `%s`. -->", a.version, command)
 	w.line("")
 	w.line("This is the reference of the %s API, generated from its Go types.", code(gv))
-	w.line("The API server and standalone mode check the same rules.")
-	w.line("A field is optional unless its row says it is required.")
+	w.line("The API server fills in each default and checks each rule.")
+	w.line("Standalone mode (`distcache up`) does the same, with the same CRDs.")
+	w.line("Each rule shows the message it returns when it fails.")
+	w.line("A rule checked on update compares the new object with the old one.")
 	w.line("")
 	for _, k := range a.kinds {
 		w.line("- %s: %s", link(k.name), escape(firstParagraph(k.doc)))
@@ -56,7 +58,7 @@ func (w *writer) kind(k *apiType) error {
 	w.line("")
 	w.line("%s", prose(k.doc))
 	w.line("")
-	res, err := resourceOf(w.a, k)
+	res, err := resourceOf(k)
 	if err != nil {
 		return err
 	}

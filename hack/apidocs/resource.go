@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// resource is how a kind is served: its resource name, scope and what
+// resourceInfo is how a kind is served: its resource name, scope and what
 // kubectl shows of it.
 type resourceInfo struct {
 	plural       string
@@ -27,7 +27,7 @@ type column struct {
 }
 
 // resourceOf reads a kind's resource markers.
-func resourceOf(a *api, k *apiType) (resourceInfo, error) {
+func resourceOf(k *apiType) (resourceInfo, error) {
 	res := resourceInfo{plural: plural(strings.ToLower(k.name)), scope: "Namespaced"}
 	for _, m := range k.markers.all("kubebuilder:resource") {
 		if v := m.args["path"]; v != "" {

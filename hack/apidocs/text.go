@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // paragraphs splits a doc comment into paragraphs, each on one line.
@@ -118,8 +119,9 @@ func link(heading string) string {
 
 // capitalize upper-cases the first letter of s.
 func capitalize(s string) string {
-	for i, r := range s {
-		return string(unicode.ToUpper(r)) + s[i+len(string(r)):]
+	r, size := utf8.DecodeRuneInString(s)
+	if size == 0 {
+		return s
 	}
-	return s
+	return string(unicode.ToUpper(r)) + s[size:]
 }
