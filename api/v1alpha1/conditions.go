@@ -15,9 +15,9 @@ const (
 	// and serving: for a CacheCluster, the partition map is published and
 	// every cache member and every storage shard is Ready (the pods the
 	// operator runs; in redisOperator mode the shards' Redis pods are not
-	// observed), and no layer is switch-backed (nothing programs switches
-	// yet). `kubectl wait --for=condition=Ready` therefore waits for the
-	// pods. A member that failed and whose keys were remapped is not Ready
+	// observed), and every switch of a switch-backed layer is programmed
+	// (as its SwitchFabric's status reports). `kubectl wait
+	// --for=condition=Ready` therefore waits for the pods and switches. A member that failed and whose keys were remapped is not Ready
 	// and makes Ready False too, with Degraded True saying why.
 	ConditionReady ConditionType = "Ready"
 	// ConditionProgressing is True while the operator is moving towards the
