@@ -39,6 +39,7 @@ import (
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/placement/partmap"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // Defaults of Config.
@@ -142,12 +143,12 @@ func New(ctx context.Context, dev Device, cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg, log: cfg.Logger.With("member", cfg.Member), dev: dev, id: id,
 		slots: newSlotTable(cfg.Capacity), hot: map[string]uint16{}, nextSeq: 1,
 		installed: installed{addresses: map[netip.AddrPort]int{}, routes: map[int]netip.AddrPort{}}}
-	if err := dev.Write(ctx, update(p4v1.Update_MODIFY, register(id.hotThreshold, 0, u16(cfg.HotThreshold)))); err != nil {
+	if err := dev.Write(ctx, p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(id.hotThreshold, 0, p4entity.U16(cfg.HotThreshold)))); err != nil {
 		return nil, fmt.Errorf("cannot set the hot-key threshold of %s: %w", cfg.Member, err)
 	}
 	// Hot-key reports, one per list, sent at once.
 	digest := &p4v1.DigestEntry{DigestId: id.hotKey, Config: &p4v1.DigestEntry_Config{MaxListSize: 1}}
-	if err := dev.Write(ctx, update(p4v1.Update_INSERT, &p4v1.Entity{Entity: &p4v1.Entity_DigestEntry{DigestEntry: digest}})); err != nil {
+	if err := dev.Write(ctx, p4entity.Update(p4v1.Update_INSERT, &p4v1.Entity{Entity: &p4v1.Entity_DigestEntry{DigestEntry: digest}})); err != nil {
 		return nil, fmt.Errorf("cannot ask %s for hot-key reports: %w", cfg.Member, err)
 	}
 	return c, nil
@@ -184,14 +185,14 @@ func (c *Controller) Renew(ctx context.Context, p *partmap.Placement, readAt tim
 	} else {
 		c.stats.Renewals.Add(1)
 	}
-	if err := c.dev.Write(ctx, update(p4v1.Update_MODIFY, register(c.id.leaseUntil, 0, u64(until)))); err != nil {
+	if err := c.dev.Write(ctx, p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(c.id.leaseUntil, 0, p4entity.U64(until)))); err != nil {
 		return fmt.Errorf("cannot renew the serving lease of %s: %w", c.cfg.Member, err)
 	}
 	return nil
 }
 
 func (c *Controller) readClock(ctx context.Context) (uint64, error) {
-	es, err := c.dev.Read(ctx, register(c.id.clock, 0, nil))
+	es, err := c.dev.Read(ctx, p4entity.Register(c.id.clock, 0, nil))
 	if err != nil || len(es) != 1 {
 		return 0, fmt.Errorf("cannot read the clock of %s: %d cells, %w", c.cfg.Member, len(es), err)
 	}
@@ -225,9 +226,9 @@ func (c *Controller) writeIdentity(ctx context.Context, node, version uint64) er
 	if c.installed.written && c.installed.identity == [2]uint64{node, version} {
 		return nil
 	}
-	e := tableEntry(c.id.identity, c.id.setIdentity, nil, u32(uint32(node)), u64(version))
+	e := p4entity.TableEntry(c.id.identity, c.id.setIdentity, nil, p4entity.U32(uint32(node)), p4entity.U64(version))
 	e.GetTableEntry().IsDefaultAction = true
-	if err := c.dev.Write(ctx, update(p4v1.Update_MODIFY, e)); err != nil {
+	if err := c.dev.Write(ctx, p4entity.Update(p4v1.Update_MODIFY, e)); err != nil {
 		return fmt.Errorf("cannot set the identity of %s: %w", c.cfg.Member, err)
 	}
 	c.installed.identity, c.installed.written = [2]uint64{node, version}, true
@@ -252,25 +253,25 @@ func (c *Controller) writeAddresses(ctx context.Context, m *partmap.Map, base ne
 	var ups []*p4v1.Update
 	for a, shard := range c.installed.addresses {
 		if w, ok := want[a]; !ok || w != shard {
-			ups = append(ups, update(p4v1.Update_DELETE, c.addressEntry(a, -2)))
+			ups = append(ups, p4entity.Update(p4v1.Update_DELETE, c.addressEntry(a, -2)))
 			delete(c.installed.addresses, a)
 		}
 	}
 	for a, shard := range want {
 		if _, ok := c.installed.addresses[a]; !ok {
-			ups = append(ups, update(p4v1.Update_INSERT, c.addressEntry(a, shard)))
+			ups = append(ups, p4entity.Update(p4v1.Update_INSERT, c.addressEntry(a, shard)))
 		}
 	}
 	for shard, a := range c.installed.routes {
 		if w, ok := routes[shard]; !ok || w != a {
-			ups = append(ups, update(p4v1.Update_DELETE, tableEntry(c.id.storageRoute, 0, [][]byte{u32(uint32(shard))})))
+			ups = append(ups, p4entity.Update(p4v1.Update_DELETE, p4entity.TableEntry(c.id.storageRoute, 0, [][]byte{p4entity.U32(uint32(shard))})))
 			delete(c.installed.routes, shard)
 		}
 	}
 	for shard, a := range routes {
 		if _, ok := c.installed.routes[shard]; !ok {
 			a4 := a.Addr().As4()
-			ups = append(ups, update(p4v1.Update_INSERT, tableEntry(c.id.storageRoute, c.id.toShim, [][]byte{u32(uint32(shard))}, a4[:], u16(a.Port()))))
+			ups = append(ups, p4entity.Update(p4v1.Update_INSERT, p4entity.TableEntry(c.id.storageRoute, c.id.toShim, [][]byte{p4entity.U32(uint32(shard))}, a4[:], p4entity.U16(a.Port()))))
 		}
 	}
 	if err := c.dev.Write(ctx, ups...); err != nil {
@@ -289,13 +290,13 @@ func (c *Controller) writeAddresses(ctx context.Context, m *partmap.Map, base ne
 // (shard -1), a read port (shard ≥ 0), or the match alone (shard -2).
 func (c *Controller) addressEntry(a netip.AddrPort, shard int) *p4v1.Entity {
 	a4 := a.Addr().As4()
-	match := [][]byte{a4[:], u16(a.Port())}
+	match := [][]byte{a4[:], p4entity.U16(a.Port())}
 	switch {
 	case shard == -1:
-		return tableEntry(c.id.switchAddress, c.id.serveCoherence, match)
+		return p4entity.TableEntry(c.id.switchAddress, c.id.serveCoherence, match)
 	case shard >= 0:
-		return tableEntry(c.id.switchAddress, c.id.serveReads, match, u32(uint32(shard)))
+		return p4entity.TableEntry(c.id.switchAddress, c.id.serveReads, match, p4entity.U32(uint32(shard)))
 	default:
-		return tableEntry(c.id.switchAddress, 0, match)
+		return p4entity.TableEntry(c.id.switchAddress, 0, match)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/wire"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // DefaultInterval is the insertion interval.
@@ -89,7 +90,7 @@ func (c *Controller) filled(ctx context.Context, frame []byte) error {
 	if !ok || s.fetchSeq != p.Seq {
 		return nil // an older FETCH's, or a released slot's
 	}
-	es, err := c.dev.Read(ctx, register(c.id.valid, int64(s.index), nil))
+	es, err := c.dev.Read(ctx, p4entity.Register(c.id.valid, int64(s.index), nil))
 	if err != nil || len(es) != 1 {
 		return fmt.Errorf("cannot read slot %d of %s: %w", s.index, c.cfg.Member, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/hashing"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // slot is a cached key: its lookup entry and the FETCH its fill waits for.
@@ -56,14 +57,14 @@ func (c *Controller) release(ctx context.Context, gone []*slot) error {
 	}
 	var ups []*p4v1.Update
 	for _, s := range gone {
-		ups = append(ups, update(p4v1.Update_DELETE, c.lookupMatch(s.key)))
+		ups = append(ups, p4entity.Update(p4v1.Update_DELETE, c.lookupMatch(s.key)))
 	}
 	if err := c.dev.Write(ctx, ups...); err != nil {
 		return fmt.Errorf("cannot remove %d keys from %s: %w", len(gone), c.cfg.Member, err)
 	}
 	ups = ups[:0]
 	for _, s := range gone {
-		ups = append(ups, update(p4v1.Update_MODIFY, register(c.id.valid, int64(s.index), u16(0))))
+		ups = append(ups, p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(c.id.valid, int64(s.index), p4entity.U16(0))))
 		delete(c.slots.byKey, s.key)
 		c.slots.free = append(c.slots.free, s.index)
 	}
@@ -74,13 +75,13 @@ func (c *Controller) release(ctx context.Context, gone []*slot) error {
 // lookupEntry is key's cache_lookup entry for slot index.
 func (c *Controller) lookupEntry(key string, index uint32) *p4v1.Entity {
 	d := hashing.DigestOfString(key)
-	return tableEntry(c.id.cacheLookup, c.id.cached, [][]byte{d[:]}, u32(index))
+	return p4entity.TableEntry(c.id.cacheLookup, c.id.cached, [][]byte{d[:]}, p4entity.U32(index))
 }
 
 // lookupMatch is key's cache_lookup match, for a delete.
 func (c *Controller) lookupMatch(key string) *p4v1.Entity {
 	d := hashing.DigestOfString(key)
-	return tableEntry(c.id.cacheLookup, 0, [][]byte{d[:]})
+	return p4entity.TableEntry(c.id.cacheLookup, 0, [][]byte{d[:]})
 }
 
 // Insert gives the hottest keys reported since the last call that the
@@ -149,7 +150,7 @@ func (c *Controller) victims(ctx context.Context, n int) ([]*slot, error) {
 	var ss []*slot
 	for _, s := range c.slots.byKey {
 		if s.fetchSeq == 0 {
-			filters = append(filters, counterCell(c.id.cacheHits, int64(s.index)))
+			filters = append(filters, p4entity.CounterCell(c.id.cacheHits, int64(s.index)))
 			ss = append(ss, s)
 		}
 	}
@@ -182,10 +183,10 @@ func (c *Controller) insert(ctx context.Context, keys []string) error {
 		s := &slot{index: c.slots.free[len(c.slots.free)-1-i], key: key, fetchSeq: c.seq()}
 		slots[i] = s
 		regs = append(regs,
-			update(p4v1.Update_MODIFY, register(c.id.valid, int64(s.index), u16(0))),
-			update(p4v1.Update_MODIFY, register(c.id.version, int64(s.index), u64(0))),
-			update(p4v1.Update_MODIFY, register(c.id.fillSeq, int64(s.index), u64(s.fetchSeq))))
-		entries = append(entries, update(p4v1.Update_INSERT, c.lookupEntry(key, s.index)))
+			p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(c.id.valid, int64(s.index), p4entity.U16(0))),
+			p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(c.id.version, int64(s.index), p4entity.U64(0))),
+			p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(c.id.fillSeq, int64(s.index), p4entity.U64(s.fetchSeq))))
+		entries = append(entries, p4entity.Update(p4v1.Update_INSERT, c.lookupEntry(key, s.index)))
 	}
 	if err := c.dev.Write(ctx, regs...); err != nil {
 		return fmt.Errorf("cannot prepare %d slots of %s: %w", len(keys), c.cfg.Member, err)
@@ -230,7 +231,7 @@ func (c *Controller) refetch(ctx context.Context) error {
 		if s.fetchSeq != 0 {
 			s.fetchSeq = c.seq()
 			waiting = append(waiting, s)
-			ups = append(ups, update(p4v1.Update_MODIFY, register(c.id.fillSeq, int64(s.index), u64(s.fetchSeq))))
+			ups = append(ups, p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(c.id.fillSeq, int64(s.index), p4entity.U64(s.fetchSeq))))
 		}
 	}
 	if err := c.dev.Write(ctx, ups...); err != nil {
@@ -270,10 +271,10 @@ func (c *Controller) fetch(s *slot) error {
 func (c *Controller) resetSketch(ctx context.Context) error {
 	var ups []*p4v1.Update
 	for _, id := range []uint32{c.id.sketch0, c.id.sketch1, c.id.sketch2, c.id.sketch3} {
-		ups = append(ups, update(p4v1.Update_MODIFY, register(id, -1, u16(0))))
+		ups = append(ups, p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(id, -1, p4entity.U16(0))))
 	}
 	for _, id := range []uint32{c.id.bloom0, c.id.bloom1, c.id.bloom2} {
-		ups = append(ups, update(p4v1.Update_MODIFY, register(id, -1, []byte{0})))
+		ups = append(ups, p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(id, -1, []byte{0})))
 	}
 	return c.dev.Write(ctx, ups...)
 }

@@ -1,7 +1,6 @@
 package clientleaf
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/distcache/distcache/placement/partmap"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // arcPriority is every spine_owner entry's priority: the ring's arcs do
@@ -85,8 +85,8 @@ func (id ids) entries(p *partmap.Placement, addr netip.AddrPort) ([]*p4v1.Entity
 			if int(addr.Port())+1+g > 65535 {
 				return nil, fmt.Errorf("cannot program the client leaf: its port %d leaves no read port for shard %d", addr.Port(), g)
 			}
-			out = append(out, tableEntry(id.clientReadPort, 0, id.readPort,
-				[]*p4v1.FieldMatch{exact(1, a4[:]), exact(2, u16(partmap.SwitchReadPort(addr.Port(), g)))}, u32(uint32(g))))
+			out = append(out, p4entity.TableEntry(id.clientReadPort, id.readPort,
+				[][]byte{canonical(a4[:]), u16(partmap.SwitchReadPort(addr.Port(), g))}, u32(uint32(g))))
 		}
 	}
 	if spineLayer >= 0 {
@@ -104,9 +104,9 @@ func (id ids) entries(p *partmap.Placement, addr netip.AddrPort) ([]*p4v1.Entity
 			}
 			var match []*p4v1.FieldMatch
 			if a.Low != 0 || a.High != ^uint64(0) { // one arc round the ring is "don't care": no match
-				match = []*p4v1.FieldMatch{keyRange(a.Low, a.High)}
+				match = []*p4v1.FieldMatch{p4entity.Range(1, u64(a.Low), u64(a.High))} // key_point
 			}
-			out = append(out, tableEntry(id.spineOwner, arcPriority, id.spine, match, target...))
+			out = append(out, p4entity.Entry(id.spineOwner, arcPriority, match, id.spine, target...))
 		}
 	}
 	if leafLayer >= 0 {
@@ -124,7 +124,7 @@ func (id ids) entries(p *partmap.Placement, addr netip.AddrPort) ([]*p4v1.Entity
 			}
 			first, n := p.RackShards(r)
 			for g := first; g < first+n; g++ {
-				out = append(out, tableEntry(id.shardLeaf, 0, id.leaf, []*p4v1.FieldMatch{exact(1, u32(uint32(g)))}, target...))
+				out = append(out, p4entity.TableEntry(id.shardLeaf, id.leaf, [][]byte{u32(uint32(g))}, target...))
 			}
 		}
 	}
@@ -146,32 +146,11 @@ func switchTarget(mb partmap.Member) ([][]byte, bool, error) {
 	return [][]byte{u32(mb.ID), canonical(a4[:]), u16(a.Port())}, true, nil
 }
 
-// tableEntry is an entry of table at priority with matches running
-// action with params (ids 1, 2, … in order).
-func tableEntry(table uint32, priority int32, action uint32, matches []*p4v1.FieldMatch, params ...[]byte) *p4v1.Entity {
-	a := &p4v1.Action{ActionId: action}
-	for i, v := range params {
-		a.Params = append(a.Params, &p4v1.Action_Param{ParamId: uint32(i + 1), Value: v})
-	}
-	return &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
-		TableId: table, Match: matches, Priority: priority,
-		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}},
-	}}}
-}
-
-func exact(field uint32, v []byte) *p4v1.FieldMatch {
-	return &p4v1.FieldMatch{FieldId: field, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: canonical(v)}}}
-}
-
-// keyRange is spine_owner's key_point match of [low, high].
-func keyRange(low, high uint64) *p4v1.FieldMatch {
-	return &p4v1.FieldMatch{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: u64(low), High: u64(high)}}}
-}
-
 // canonical is P4Runtime's canonical bytestring of v: no leading zero
-// bytes, as a switch reads entries back.
+// bytes. The client leaf writes every value so, as a switch reads entries
+// back: the controller compares what it reads with what it wants.
 func canonical(v []byte) []byte { return pipelines.StripZeros(v) }
 
-func u16(v uint16) []byte { return canonical(binary.BigEndian.AppendUint16(nil, v)) }
-func u32(v uint32) []byte { return canonical(binary.BigEndian.AppendUint32(nil, v)) }
-func u64(v uint64) []byte { return canonical(binary.BigEndian.AppendUint64(nil, v)) }
+func u16(v uint16) []byte { return canonical(p4entity.U16(v)) }
+func u32(v uint32) []byte { return canonical(p4entity.U32(v)) }
+func u64(v uint64) []byte { return canonical(p4entity.U64(v)) }
