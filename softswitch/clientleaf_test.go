@@ -17,6 +17,7 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // startLeaf starts a software switch running the client leaf program
@@ -70,11 +71,8 @@ func writeAll(t *testing.T, s *Switch, typ p4v1.Update_Type, es ...*p4v1.Entity)
 // spineRange is a spine_owner entry of [low, high] at priority.
 func spineRange(t *testing.T, low, high uint64, priority int32, params ...[]byte) *p4v1.Entity {
 	t.Helper()
-	e := tableEntry(t, "spine_owner", "spine", nil, params...)
-	te := e.GetTableEntry()
-	te.Priority = priority
-	te.Match = []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: u64(low), High: u64(high)}}}}
-	return e
+	match := []*p4v1.FieldMatch{p4entity.Range(1, u64(low), u64(high))}
+	return p4entity.Entry(objectID(t, "spine_owner"), priority, match, objectID(t, "spine"), params...)
 }
 
 // TestRangeMatches: range entries are checked as P4Runtime specifies,

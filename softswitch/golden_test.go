@@ -17,6 +17,7 @@ import (
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/hashing"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden packet vectors")
@@ -167,11 +168,12 @@ func stfAction(t *testing.T, table, call string, matches []string) *p4v1.Entity 
 			params = append(params, stfValue(t, v))
 		}
 	}
-	te := tableEntry(t, table, name, nil, params...).GetTableEntry()
+	e := tableEntry(t, table, name, nil, params...)
+	te := e.GetTableEntry()
 	for i, m := range matches {
 		_, v, _ := strings.Cut(m, ":")
 		if low, high, ok := strings.Cut(v, "->"); ok { // a range, in bmv2's CLI syntax
-			te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: uint32(i + 1), FieldMatchType: &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: stfValue(t, low), High: stfValue(t, high)}}})
+			te.Match = append(te.Match, p4entity.Range(uint32(i+1), stfValue(t, low), stfValue(t, high)))
 			continue
 		}
 		if value, plen, ok := strings.Cut(v, "/"); ok {
@@ -182,9 +184,9 @@ func stfAction(t *testing.T, table, call string, matches []string) *p4v1.Entity 
 			te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: uint32(i + 1), FieldMatchType: &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: stfValue(t, value), PrefixLen: int32(n)}}})
 			continue
 		}
-		te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: uint32(i + 1), FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: stfValue(t, v)}}})
+		te.Match = append(te.Match, p4entity.Exact(uint32(i+1), stfValue(t, v)))
 	}
-	return &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}
+	return e
 }
 
 func stfValue(t *testing.T, v string) []byte {

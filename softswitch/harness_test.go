@@ -2,7 +2,6 @@ package softswitch
 
 import (
 	"context"
-	"encoding/binary"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -16,6 +15,7 @@ import (
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/placement/hashing"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // callTimeout bounds each call of a test; a lost datagram is retransmitted
@@ -239,35 +239,19 @@ func objectID(t *testing.T, name string) uint32 {
 // running action with params (ids 1, 2, …).
 func tableEntry(t *testing.T, table, action string, matches [][]byte, params ...[]byte) *p4v1.Entity {
 	t.Helper()
-	te := &p4v1.TableEntry{TableId: objectID(t, table)}
-	for i, m := range matches {
-		te.Match = append(te.Match, &p4v1.FieldMatch{FieldId: uint32(i + 1), FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: m}}})
-	}
-	a := &p4v1.Action{ActionId: objectID(t, action)}
-	for i, p := range params {
-		a.Params = append(a.Params, &p4v1.Action_Param{ParamId: uint32(i + 1), Value: p})
-	}
-	te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}
-	return &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}
+	return p4entity.TableEntry(objectID(t, table), objectID(t, action), matches, params...)
 }
 
 // registerEntry is cell i of register name (every cell when i < 0) with
 // value v (none for a read).
 func registerEntry(t *testing.T, name string, i int64, v []byte) *p4v1.Entity {
 	t.Helper()
-	re := &p4v1.RegisterEntry{RegisterId: objectID(t, name)}
-	if i >= 0 {
-		re.Index = &p4v1.Index{Index: i}
-	}
-	if v != nil {
-		re.Data = &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: v}}
-	}
-	return &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: re}}
+	return p4entity.Register(objectID(t, name), i, v)
 }
 
 func addr4(a netip.Addr) []byte { b := a.As4(); return b[:] }
-func port16(p uint16) []byte    { return binary.BigEndian.AppendUint16(nil, p) }
-func u32(v uint32) []byte       { return binary.BigEndian.AppendUint32(nil, v) }
-func u64(v uint64) []byte       { return binary.BigEndian.AppendUint64(nil, v) }
+func port16(p uint16) []byte    { return p4entity.U16(p) }
+func u32(v uint32) []byte       { return p4entity.U32(v) }
+func u64(v uint64) []byte       { return p4entity.U64(v) }
 
 func digestOf(key []byte) []byte { d := hashing.DigestOf(key); return d[:] }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // The P4 programs of stratum_pipelines the software switch runs, one per
@@ -215,10 +216,7 @@ func (s *state) readRegister(re *p4v1.RegisterEntry, dst []*p4v1.Entity) ([]*p4v
 			return dst, err
 		}
 		for i := from; i < to; i++ {
-			dst = append(dst, &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-				RegisterId: r.info.Preamble.Id, Index: &p4v1.Index{Index: i},
-				Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: fromUint(r.cells[i])}},
-			}}})
+			dst = append(dst, p4entity.Register(r.info.Preamble.Id, i, fromUint(r.cells[i])))
 		}
 	}
 	return dst, nil

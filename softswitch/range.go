@@ -10,6 +10,7 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // Range matches (the client leaf's spine_owner). As P4Runtime specifies,
@@ -64,7 +65,7 @@ func canonicalRange(f *p4configv1.MatchField, m *p4v1.FieldMatch) (*p4v1.FieldMa
 	if pipelines.BytesUint(lo) == 0 && bitLen(hi) == bits && pipelines.BytesUint(hi) == fieldMax(bits) {
 		return nil, fmt.Errorf("match field %s: a range over the whole field is don't care, written by omitting the field", f.Name)
 	}
-	return &p4v1.FieldMatch{FieldId: f.Id, FieldMatchType: &p4v1.FieldMatch_Range_{Range: &p4v1.FieldMatch_Range{Low: lo, High: hi}}}, nil
+	return p4entity.Range(f.Id, lo, hi), nil
 }
 
 // fieldMax is the largest value of a field of bits (at most 64).

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // table is one P4 table: its entries by match key, and its default action.
@@ -96,7 +97,7 @@ func (t *table) matchKey(ms []*p4v1.FieldMatch) (string, []*p4v1.FieldMatch, err
 				return "", nil, fmt.Errorf("match field %s: %w", f.Name, err)
 			}
 			key = appendKey(key, v)
-			out = append(out, &p4v1.FieldMatch{FieldId: f.Id, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: v}}})
+			out = append(out, p4entity.Exact(f.Id, v))
 		case p4configv1.MatchField_LPM:
 			if !ok {
 				key = appendKey(key, nil) // the wildcard

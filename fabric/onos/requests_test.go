@@ -2,7 +2,6 @@ package onos
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // spineA is the switch of stratum_pipelines/onos/netcfg.json.
@@ -47,36 +47,28 @@ func (e entities) id(name string) uint32 {
 // entry is an entry of table: matches of field ids 1, 2, … of kind exact
 // (or lpm with prefix when lpm ≥ 0), running action with params 1, 2, ….
 func (e entities) entry(table, action string, lpm int32, matches [][]byte, params ...[]byte) *p4v1.Entity {
-	te := &p4v1.TableEntry{TableId: e.id(table)}
-	for i, m := range matches {
-		fm := &p4v1.FieldMatch{FieldId: uint32(i + 1), FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: m}}}
-		if lpm >= 0 {
-			fm.FieldMatchType = &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: m, PrefixLen: lpm}}
-		}
-		te.Match = append(te.Match, fm)
-	}
+	var a uint32
 	if action != "" {
-		a := &p4v1.Action{ActionId: e.id(action)}
-		for i, p := range params {
-			a.Params = append(a.Params, &p4v1.Action_Param{ParamId: uint32(i + 1), Value: p})
-		}
-		te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}}
+		a = e.id(action)
 	}
-	return &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}
+	ent := p4entity.TableEntry(e.id(table), a, matches, params...)
+	if lpm >= 0 {
+		for i, fm := range ent.GetTableEntry().Match {
+			fm.FieldMatchType = &p4v1.FieldMatch_Lpm{Lpm: &p4v1.FieldMatch_LPM{Value: matches[i], PrefixLen: lpm}}
+		}
+	}
+	return ent
 }
 
 func (e entities) register(name string, v []byte) *p4v1.Entity {
-	return &p4v1.Entity{Entity: &p4v1.Entity_RegisterEntry{RegisterEntry: &p4v1.RegisterEntry{
-		RegisterId: e.id(name), Index: &p4v1.Index{}, Data: &p4v1.P4Data{Data: &p4v1.P4Data_Bitstring{Bitstring: v}}}}}
+	return p4entity.Register(e.id(name), 0, v)
 }
 
-func upd(typ p4v1.Update_Type, e *p4v1.Entity) *p4v1.Update {
-	return &p4v1.Update{Type: typ, Entity: e}
-}
+func upd(typ p4v1.Update_Type, e *p4v1.Entity) *p4v1.Update { return p4entity.Update(typ, e) }
 
-func u16(v uint16) []byte { return binary.BigEndian.AppendUint16(nil, v) }
-func u32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
-func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+func u16(v uint16) []byte { return p4entity.U16(v) }
+func u32(v uint32) []byte { return p4entity.U32(v) }
+func u64(v uint64) []byte { return p4entity.U64(v) }
 
 var ip = []byte{10, 0, 0, 1}
 
