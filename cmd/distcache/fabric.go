@@ -16,7 +16,6 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
-	"github.com/distcache/distcache/fabric/stratum"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
@@ -58,22 +57,15 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			if cfg.Info, err = pipelines.ProgramP4Info(program); err != nil {
 				return err
 			}
-			members := map[string]fleet.Member{}
+			var members []fleet.Switch
 			for _, s := range switches {
 				member, addr, gnmi, device, err := parseSwitchFlag(s)
 				if err != nil {
 					return err
 				}
-				cc := cfg
-				cc.Member, cc.Logger = member, log
-				members[member] = fleet.Member{GNMI: gnmi, Runner: cacheswitch.NewRunner(cacheswitch.RunnerConfig{
-					Dial: func(ctx context.Context) (cacheswitch.Session, error) {
-						return stratum.Dial(ctx, stratum.Config{Address: addr, DeviceID: device, ElectionID: election, Logger: log})
-					},
-					Controller: cc, Interval: interval, Logger: log,
-				})}
+				members = append(members, fleet.Switch{Member: member, P4Runtime: addr, DeviceID: device, GNMI: gnmi})
 			}
-			f := fleet.New(members, log)
+			f, _ := fleet.Build(members, fleet.Config{Controller: cfg, Interval: interval, ElectionID: election, Logger: log})
 			reg, wrapped := metrics.Registry("fabric", "")
 			if err := metrics.Register(wrapped, f.Collector(nil)); err != nil {
 				return err
@@ -83,10 +75,9 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 				return err
 			}
 			defer func() { _ = ms.Close(context.Background()) }()
-			w.OnRead(func(at time.Time, _ int64) { f.Renew(w.Current(), at) })
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			go w.Run(ctx, mapPoll)
+			go f.Follow(ctx, w, mapPoll)
 			log.Info("programming switches", "switches", len(members), "metrics", ms.Addr(), "map_version", w.Current().Version())
 			f.Run(ctx)
 			return nil

@@ -2,7 +2,10 @@
 // partition map source: a cacheswitch.Runner per switch member, and a
 // renewal worker per switch that applies the latest map read to it (a
 // switch's Renew takes a few RPCs; a slow or unreachable switch delays
-// only its own renewals, and only the newest read is applied).
+// only its own renewals, and only the newest read is applied). Build
+// makes the fleet of a fabric's switches and Follow feeds it every read
+// of the map: `distcache fabric` and the operator's SwitchFabric
+// controller both run their switches so.
 package fleet
 
 import (

@@ -17,7 +17,6 @@ import (
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
-	"github.com/distcache/distcache/fabric/stratum"
 	"github.com/distcache/distcache/layout"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
@@ -105,23 +104,22 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 	}
 	lg := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("switchfabric").WithValues("switchfabric", fabric.String())))
 	rn := &running{binding: b, runners: map[string]*cacheswitch.Runner{}, done: make(chan struct{})}
-	members := map[string]fleet.Member{}
+	switches := make([]fleet.Switch, 0, len(b.Switches))
 	for _, sm := range b.Switches {
-		addr, device := sm.Switch.P4RuntimeAddress, uint64(sm.Switch.DeviceID)
-		runner := cacheswitch.NewRunner(cacheswitch.RunnerConfig{
-			Dial: func(ctx context.Context) (cacheswitch.Session, error) {
-				return stratum.Dial(ctx, stratum.Config{Address: addr, DeviceID: device, ElectionID: b.ElectionID, TLS: b.tls, Logger: lg})
-			},
-			Controller: cacheswitch.Config{Member: sm.Member, Info: info, Lease: b.Programming.Lease,
-				Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold, Logger: lg},
-			Interval: b.Programming.Interval,
-			OnChange: func(cacheswitch.State) { r.notify(fabric.Namespace, fabric.Name) },
-			Logger:   lg,
-		})
-		rn.runners[sm.Switch.Name] = runner
-		members[sm.Member] = fleet.Member{Runner: runner, GNMI: sm.Switch.GNMIAddress, GNMITLS: b.tls}
+		switches = append(switches, fleet.Switch{Member: sm.Member, P4Runtime: sm.Switch.P4RuntimeAddress,
+			DeviceID: uint64(sm.Switch.DeviceID), GNMI: sm.Switch.GNMIAddress})
 	}
-	rn.fleet = fleet.New(members, lg)
+	var runners []*cacheswitch.Runner
+	rn.fleet, runners = fleet.Build(switches, fleet.Config{
+		Controller: cacheswitch.Config{Info: info, Lease: b.Programming.Lease,
+			Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold},
+		Interval: b.Programming.Interval, ElectionID: b.ElectionID, TLS: b.tls,
+		OnChange: func(cacheswitch.State) { r.notify(fabric.Namespace, fabric.Name) },
+		Logger:   lg,
+	})
+	for i, sm := range b.Switches {
+		rn.runners[sm.Switch.Name] = runners[i]
+	}
 	if r.Metrics != nil {
 		c := rn.fleet.Collector(prometheus.Labels{"namespace": fabric.Namespace, "cluster": b.Cluster, "switchfabric": fabric.Name})
 		if err := r.Metrics.Register(c); err != nil {
@@ -160,8 +158,7 @@ func renewFromMap(ctx context.Context, cfg *rest.Config, ns string, b *binding, 
 			}
 			continue
 		}
-		w.OnRead(func(at time.Time, _ int64) { f.Renew(w.Current(), at) })
-		w.Run(ctx, poll)
+		f.Follow(ctx, w, poll)
 		return
 	}
 }

@@ -1,0 +1,73 @@
+package fleet
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"time"
+
+	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/stratum"
+)
+
+// Switch is one switch of a fabric as its controller reaches it.
+type Switch struct {
+	// Member is the switch's member name in the partition map.
+	Member string
+	// P4Runtime is the switch's P4Runtime endpoint (host:port).
+	P4Runtime string
+	// DeviceID is the switch's P4Runtime device id.
+	DeviceID uint64
+	// GNMI, when set, is the switch's gNMI endpoint: its ports are
+	// watched.
+	GNMI string
+}
+
+// Config is what the switches of a fleet share.
+type Config struct {
+	// Controller programs each switch; Build sets its Member and Logger
+	// for each.
+	Controller cacheswitch.Config
+	// Interval is the hot-key insertion interval.
+	Interval time.Duration
+	// ElectionID is the controller's P4Runtime election id.
+	ElectionID uint64
+	// TLS, when set, secures the P4Runtime and gNMI connections;
+	// plaintext otherwise.
+	TLS *tls.Config
+	// OnChange, when set, is called with a switch's runner state
+	// whenever it changes.
+	OnChange func(cacheswitch.State)
+	Logger   *slog.Logger
+}
+
+// Build returns the fleet of switches, each programmed over a primary
+// P4Runtime session (package stratum) by a cacheswitch.Runner, and the
+// runners in the order of switches.
+func Build(switches []Switch, cfg Config) (*Fleet, []*cacheswitch.Runner) {
+	members := map[string]Member{}
+	runners := make([]*cacheswitch.Runner, 0, len(switches))
+	for _, s := range switches {
+		cc := cfg.Controller
+		cc.Member, cc.Logger = s.Member, cfg.Logger
+		dial := stratum.Config{Address: s.P4Runtime, DeviceID: s.DeviceID, ElectionID: cfg.ElectionID, TLS: cfg.TLS, Logger: cfg.Logger}
+		runner := cacheswitch.NewRunner(cacheswitch.RunnerConfig{
+			Dial: func(ctx context.Context) (cacheswitch.Session, error) {
+				return stratum.Dial(ctx, dial)
+			},
+			Controller: cc, Interval: cfg.Interval, OnChange: cfg.OnChange, Logger: cfg.Logger,
+		})
+		runners = append(runners, runner)
+		members[s.Member] = Member{Runner: runner, GNMI: s.GNMI, GNMITLS: cfg.TLS}
+	}
+	return New(members, cfg.Logger), runners
+}
+
+// Follow hands every read of w to the fleet, which renews the switches'
+// leases from the read's start as a cache node does, and reads w every
+// poll until ctx ends.
+func (f *Fleet) Follow(ctx context.Context, w *mapwatch.Watcher, poll time.Duration) {
+	w.OnRead(func(at time.Time, _ int64) { f.Renew(w.Current(), at) })
+	w.Run(ctx, poll)
+}
