@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
 
 // Device is the session the controller programs its switch through (a
@@ -91,7 +92,7 @@ func (c *Controller) Apply(ctx context.Context, dev Device, p *partmap.Placement
 	}
 	var filters []*p4v1.Entity
 	for _, t := range []uint32{c.id.clientReadPort, c.id.spineOwner, c.id.shardLeaf} {
-		filters = append(filters, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: t}}})
+		filters = append(filters, p4entity.TableEntry(t, 0, nil))
 	}
 	have, err := dev.Read(ctx, filters...)
 	if err != nil {
@@ -111,15 +112,15 @@ func (c *Controller) Apply(ctx context.Context, dev Device, p *partmap.Placement
 		wanted[k] = true
 		switch old, ok := current[k]; {
 		case !ok:
-			inserts = append(inserts, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
+			inserts = append(inserts, p4entity.Update(p4v1.Update_INSERT, e))
 		case !proto.Equal(old.Action, te.Action):
-			modifies = append(modifies, &p4v1.Update{Type: p4v1.Update_MODIFY, Entity: e})
+			modifies = append(modifies, p4entity.Update(p4v1.Update_MODIFY, e))
 		}
 	}
 	for k, te := range current {
 		if !wanted[k] {
-			del := &p4v1.TableEntry{TableId: te.TableId, Match: te.Match, Priority: te.Priority}
-			deletes = append(deletes, &p4v1.Update{Type: p4v1.Update_DELETE, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: del}}})
+			del := p4entity.Entry(te.TableId, te.Priority, te.Match, 0)
+			deletes = append(deletes, p4entity.Update(p4v1.Update_DELETE, del))
 		}
 	}
 	for _, batch := range []struct {
