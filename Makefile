@@ -97,11 +97,11 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # Prerequisites that `make test` installs by itself before running the tests.
 # Each entry is a target that must be idempotent (do nothing when the thing is
 # already present): redis-server (with redis-benchmark and redis-cli) for the
-# tests that run a real Redis through internal/redistest; the envtest control
-# plane for the operator's tests; controller-gen for the tests that keep crds/
-# in sync with the API types and the Chaos Mesh CRDs in sync with their pin
-# (the tests of chaos/ also build hack/chaosmesh, a module of its own whose
-# dependencies come from the Go module proxy on first use), and the
+# tests that run a real Redis through internal/testing/redistest; the envtest
+# control plane for the operator's tests; controller-gen for the tests that
+# keep crds/ in sync with the API types and the Chaos Mesh CRDs in sync with
+# their pin (the tests of chaos/ also build hack/chaosmesh, a module of its
+# own whose dependencies come from the Go module proxy on first use), and the
 # prometheus-operator CRDs in sync with theirs (hack/promoperator, likewise);
 # iptables-legacy for the fault-injection suite's delays (test/fault,
 # internal/faultinject); shellcheck for the test that checks every shell
@@ -361,7 +361,7 @@ chart-golden: ## Rewrite the chart's golden renders (charts/testdata) after a de
 # server, generated from the Chaos Mesh API module pinned in
 # hack/chaosmesh/go.mod (a module of its own: it needs other Kubernetes
 # versions than the root module).
-CHAOS_MESH_CRDS_DIR := internal/kubetest/testdata/chaosmesh
+CHAOS_MESH_CRDS_DIR := internal/testing/kubetest/testdata/chaosmesh
 
 chaos-crds: $(CONTROLLER_GEN) ## Regenerate the Chaos Mesh CRDs the chaos/ tests install, from the pin in hack/chaosmesh
 	CONTROLLER_GEN='$(CONTROLLER_GEN)' hack/chaosmesh/crds.sh '$(CHAOS_MESH_CRDS_DIR)'
@@ -369,7 +369,7 @@ chaos-crds: $(CONTROLLER_GEN) ## Regenerate the Chaos Mesh CRDs the chaos/ tests
 # The prometheus-operator CRDs (ServiceMonitor, PodMonitor, PrometheusRule)
 # that the tests of charts/ install into the envtest API server, generated
 # from the monitoring API module pinned in hack/promoperator/go.mod.
-PROMETHEUS_CRDS_DIR := internal/kubetest/testdata/promoperator
+PROMETHEUS_CRDS_DIR := internal/testing/kubetest/testdata/promoperator
 
 prometheus-crds: $(CONTROLLER_GEN) ## Regenerate the prometheus-operator CRDs the chart's tests install, from the pin in hack/promoperator
 	CONTROLLER_GEN='$(CONTROLLER_GEN)' hack/promoperator/crds.sh '$(PROMETHEUS_CRDS_DIR)'

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 )
 
 // chaosMeshModule is the module that pins the Chaos Mesh API: hack/chaosmesh.

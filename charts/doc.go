@@ -9,7 +9,7 @@
 //     the operator's +kubebuilder:rbac markers and copies into the chart;
 //   - check that values.schema.json rejects bad values with a readable error;
 //   - install, upgrade and uninstall the chart on a real kube-apiserver
-//     (envtest, internal/kubetest) with prometheus-operator's CRDs, so that
+//     (envtest, internal/testing/kubetest) with prometheus-operator's CRDs, so that
 //     the API server validates every object the chart renders;
 //   - run the operator as the chart's ServiceAccount, authorized by RBAC,
 //     through a CacheCluster's creation and deletion in both RBAC modes.

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/internal/buildinfo"
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

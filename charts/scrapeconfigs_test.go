@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 )
 
 // scrapeJob is the part of a Prometheus scrape configuration compared

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/alerts"
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 )
 
 // TestCRDsAreTheRepositorys checks that the chart's crds/ holds exactly the

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
 // directCluster is a cluster of fakes of one node per layer and one shard

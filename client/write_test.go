@@ -12,7 +12,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/internal/dnstest"
+	"github.com/distcache/distcache/internal/testing/dnstest"
 )
 
 func TestWritesGoToTheKeysShim(t *testing.T) {

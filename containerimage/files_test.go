@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/distcache/distcache/containerimage"
-	"github.com/distcache/distcache/internal/tartest"
+	"github.com/distcache/distcache/internal/testing/tartest"
 )
 
 func filesSpec() containerimage.FilesSpec {

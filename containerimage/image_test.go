@@ -21,7 +21,7 @@ import (
 
 	"github.com/distcache/distcache/containerimage"
 	"github.com/distcache/distcache/internal/buildinfo"
-	"github.com/distcache/distcache/internal/tartest"
+	"github.com/distcache/distcache/internal/testing/tartest"
 )
 
 const testVersion = "v0.1.0-test"

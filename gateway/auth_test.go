@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/gateway"
-	"github.com/distcache/distcache/internal/certtest"
+	"github.com/distcache/distcache/internal/testing/certtest"
 )
 
 // writeUsers writes a users directory as a mounted Secret looks: a file

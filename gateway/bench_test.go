@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distcache/distcache/internal/clustertest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
 )
 
 // benchKeys is the key space of the pipelined benchmarks.

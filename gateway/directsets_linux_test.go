@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/heldkeys"
-	"github.com/distcache/distcache/internal/clustertest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
 )
 
 // A pipeline's SETs for one shard run as one script in its Redis (the

@@ -10,7 +10,7 @@ import (
 	"github.com/tidwall/redcon"
 
 	"github.com/distcache/distcache/client"
-	"github.com/distcache/distcache/internal/clustertest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
 )
 
 // FuzzPipeline feeds arbitrary bytes through the path the gateway owns

@@ -10,7 +10,7 @@ import (
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/gateway"
-	"github.com/distcache/distcache/internal/clustertest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
 )
 
 // gatewayOption edits a test gateway's configuration.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/gateway"
-	"github.com/distcache/distcache/internal/clustertest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
 )
 
 // concurrencyStore is a gateway Store that records how many Gets run at

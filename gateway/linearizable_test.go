@@ -16,8 +16,8 @@ import (
 
 	"github.com/distcache/distcache/dataplane/cachenode"
 	"github.com/distcache/distcache/hotkey"
-	"github.com/distcache/distcache/internal/clustertest"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/clustertest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/workload/history"
 )

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/internal/topotest"
+	"github.com/distcache/distcache/internal/testing/topotest"
 	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/redundancy"
 )

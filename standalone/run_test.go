@@ -16,9 +16,9 @@ import (
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/failover"
-	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/internal/redistest"
-	"github.com/distcache/distcache/internal/topotest"
+	"github.com/distcache/distcache/internal/testing/poll"
+	"github.com/distcache/distcache/internal/testing/redistest"
+	"github.com/distcache/distcache/internal/testing/topotest"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone"
 	"github.com/distcache/distcache/standalone/control"

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/errtest"
+	"github.com/distcache/distcache/internal/testing/errtest"
 	"github.com/distcache/distcache/internal/faultinject"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/standalone/supervisor"

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/distcache/distcache/internal/stattest"
+	"github.com/distcache/distcache/internal/testing/stattest"
 )
 
 // testExponents and testSizes are the grid of the goodness-of-fit tests.

@@ -3,7 +3,7 @@ package v1alpha1_test
 import (
 	"testing"
 
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 )
 
 // TestCRDsUpToDate regenerates the CRDs from the API types and checks that

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 	"github.com/distcache/distcache/standalone/manifest"
 )
 

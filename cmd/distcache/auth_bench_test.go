@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/client"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
 // benchCluster is a shim, a cache node and a redis-server as processes,

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/workload/checker"
 )

@@ -14,8 +14,8 @@ import (
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/dataplane/metrics"
-	"github.com/distcache/distcache/internal/httpget"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/httpget"
+	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
 func TestMapInit(t *testing.T) {

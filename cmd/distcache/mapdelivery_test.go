@@ -21,8 +21,8 @@ import (
 
 	"github.com/distcache/distcache/dataplane/kubemap"
 	"github.com/distcache/distcache/dataplane/mapwatch"
-	"github.com/distcache/distcache/internal/kubetest"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 

@@ -15,8 +15,8 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/internal/promtest"
+	"github.com/distcache/distcache/internal/testing/poll"
+	"github.com/distcache/distcache/internal/testing/promtest"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/standalone/promsd"

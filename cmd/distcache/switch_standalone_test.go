@@ -13,7 +13,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/standalone/control"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distcache/distcache/internal/certtest"
+	"github.com/distcache/distcache/internal/testing/certtest"
 )
 
 // gatewayUsersAndTLS writes a users directory with the user app (password

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/placement/partmap"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/internal/wiretest"
+	"github.com/distcache/distcache/internal/testing/wiretest"
 	"github.com/distcache/distcache/placement/hashing"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/kubemap"
 	"github.com/distcache/distcache/dataplane/mapwatch"
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/distcache/distcache/internal/httpget"
+	"github.com/distcache/distcache/internal/testing/httpget"
 )
 
 func TestHealthzUtilization(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/dataplane/peers"
-	"github.com/distcache/distcache/internal/dnstest"
+	"github.com/distcache/distcache/internal/testing/dnstest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 

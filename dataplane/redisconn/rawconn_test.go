@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/redisconn"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
 // go-redis over Dial's connections: values larger than a socket buffer

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/redisconn"
-	"github.com/distcache/distcache/internal/certtest"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/certtest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
 // writeFile writes content to a new file in dir and returns its path.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
 func TestRedisDown(t *testing.T) {

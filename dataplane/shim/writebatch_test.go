@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/internal/wiretest"
+	"github.com/distcache/distcache/internal/testing/wiretest"
 )
 
 // TestWritesOfOneBatchServedTogether queues PUTs in the shim's socket

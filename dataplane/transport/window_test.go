@@ -14,7 +14,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
-	"github.com/distcache/distcache/internal/wiretest"
+	"github.com/distcache/distcache/internal/testing/wiretest"
 )
 
 // bigValue is a 1 MiB value of a recognisable pattern.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/distcache/distcache/fabric/clientleaf"
 	"github.com/distcache/distcache/fabric/stratum"
-	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"

@@ -14,7 +14,7 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/fabric/clientleaf"
-	"github.com/distcache/distcache/internal/clustertest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"

@@ -12,8 +12,8 @@ import (
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
 	"github.com/distcache/distcache/fabric/stratum"
-	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/internal/testing/poll"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )

@@ -7,8 +7,8 @@
 # embed every chaos kind's schema and are large enough already.
 #
 # Usage: CONTROLLER_GEN=... hack/chaosmesh/crds.sh OUT_DIR
-# `make chaos-crds` runs it into internal/kubetest/testdata/chaosmesh; the
-# tests of chaos/ run it into a temporary directory and compare.
+# `make chaos-crds` runs it into internal/testing/kubetest/testdata/chaosmesh;
+# the tests of chaos/ run it into a temporary directory and compare.
 set -euo pipefail
 
 kinds=(podchaos networkchaos stresschaos schedules workflows)

@@ -7,8 +7,8 @@
 # the schemas, which the API server validates against, are whole.
 #
 # Usage: CONTROLLER_GEN=... hack/promoperator/crds.sh OUT_DIR
-# `make prometheus-crds` runs it into internal/kubetest/testdata/promoperator;
-# the chart's tests run it into a temporary directory and compare.
+# `make prometheus-crds` runs it into
+# internal/testing/kubetest/testdata/promoperator; the chart's tests run it into a temporary directory and compare.
 set -euo pipefail
 
 kinds=(servicemonitors podmonitors prometheusrules)

@@ -12,7 +12,7 @@ import (
 	"github.com/florianl/go-nfqueue/v2"
 	"golang.org/x/sys/unix"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // currentChildEnv names, in the environment of the test binary run again

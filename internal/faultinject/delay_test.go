@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // TestDelay delays one direction between two sockets in a namespace and

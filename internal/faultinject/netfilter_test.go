@@ -3,7 +3,7 @@ package faultinject
 import (
 	"testing"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // dropWant is how many of a direction's packets a fault must drop.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // TestPauseResumeKill pauses, resumes and kills a real child process and

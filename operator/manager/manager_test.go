@@ -19,8 +19,8 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/internal/kubetest"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/kubetest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/operator/manager"
 )
 

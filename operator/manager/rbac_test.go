@@ -3,7 +3,7 @@ package manager_test
 import (
 	"testing"
 
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 )
 
 // TestRBACUpToDate regenerates the operator's RBAC from the

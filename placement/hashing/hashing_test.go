@@ -4,7 +4,7 @@ import (
 	"hash/fnv"
 	"testing"
 
-	"github.com/distcache/distcache/internal/stattest"
+	"github.com/distcache/distcache/internal/testing/stattest"
 	"github.com/distcache/distcache/placement/hashing"
 )
 

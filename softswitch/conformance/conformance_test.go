@@ -14,7 +14,7 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
-	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/softswitch"
 )
 

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/errtest"
+	"github.com/distcache/distcache/internal/testing/errtest"
 )
 
 // fakeBackend records the process requests it gets; the process "nobody"

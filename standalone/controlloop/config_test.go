@@ -15,7 +15,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/failover"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/standalone/controlloop"
 )

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/internal/certtest"
+	"github.com/distcache/distcache/internal/testing/certtest"
 	"github.com/distcache/distcache/standalone/plan"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/errtest"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/errtest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/standalone/supervisor"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/distcache/distcache/dataplane/wireauth"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/hotkey"
-	"github.com/distcache/distcache/internal/clustertest"
-	"github.com/distcache/distcache/internal/redistest"
-	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
+	"github.com/distcache/distcache/internal/testing/redistest"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -52,7 +52,7 @@ func withDataPlaneKey(t *testing.T) clusterOption {
 func withBundles() clusterOption { return func(c *clusterConfig) { c.bundle = true } }
 
 // withSwitchSpine serves the spine layer with software switches, each
-// programmed by its controller over P4Runtime (internal/switchtest).
+// programmed by its controller over P4Runtime (internal/testing/switchtest).
 func withSwitchSpine() clusterOption { return func(c *clusterConfig) { c.switchSpine = true } }
 
 func withAppendOnlyRedis() clusterOption {

@@ -13,8 +13,8 @@ import (
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/hotkey"
-	"github.com/distcache/distcache/internal/clustertest"
-	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/workload/checker"
 )
 

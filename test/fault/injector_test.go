@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/test/fault/schedule"
 )

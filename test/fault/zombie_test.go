@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/internal/faultinject"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/standalone/control"
 )
 

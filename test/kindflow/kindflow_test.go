@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 

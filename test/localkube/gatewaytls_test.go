@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/distcache/distcache/internal/certtest"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/certtest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 

@@ -23,8 +23,8 @@ import (
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/containerimage"
 	"github.com/distcache/distcache/internal/buildinfo"
-	"github.com/distcache/distcache/internal/kubetest"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/kubetest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 

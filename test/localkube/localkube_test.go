@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/kubetest"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/kubetest"
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 const nodeIP = "192.0.2.10"

@@ -15,9 +15,9 @@ import (
 
 	"github.com/distcache/distcache/alerts"
 	"github.com/distcache/distcache/internal/freeport"
-	"github.com/distcache/distcache/internal/kubetest"
-	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/internal/promtest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
+	"github.com/distcache/distcache/internal/testing/poll"
+	"github.com/distcache/distcache/internal/testing/promtest"
 )
 
 // prometheus is a real Prometheus on the host, scraping the localkube

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/distcache/distcache/internal/kubetest"
+	"github.com/distcache/distcache/internal/testing/kubetest"
 )
 
 // TestShellcheck runs shellcheck over every *.sh file in the repository.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/mapwatch"
-	"github.com/distcache/distcache/internal/clustertest"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/clustertest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/workload"
 	"github.com/distcache/distcache/workload/history"

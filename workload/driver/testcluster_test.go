@@ -15,7 +15,7 @@ import (
 	"github.com/distcache/distcache/dataplane/cachenode"
 	"github.com/distcache/distcache/dataplane/shim"
 	"github.com/distcache/distcache/hotkey"
-	"github.com/distcache/distcache/internal/clustertest"
+	"github.com/distcache/distcache/internal/testing/clustertest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 

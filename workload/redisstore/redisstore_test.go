@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/client"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
 func TestParseGetSetCalls(t *testing.T) {

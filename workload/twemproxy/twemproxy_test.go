@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/client"
-	"github.com/distcache/distcache/internal/redistest"
+	"github.com/distcache/distcache/internal/testing/redistest"
 	"github.com/distcache/distcache/workload/redisstore"
 )
 

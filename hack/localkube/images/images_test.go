@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/distcache/distcache/containerimage"
-	"github.com/distcache/distcache/internal/tartest"
+	"github.com/distcache/distcache/internal/testing/tartest"
 )
 
 var created = time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)

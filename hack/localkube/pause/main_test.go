@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // asPause makes the test binary run main when the tests start it.

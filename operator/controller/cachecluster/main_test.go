@@ -16,8 +16,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/internal/kubetest"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/kubetest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 )
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/fabric/stratum"
-	"github.com/distcache/distcache/internal/poll"
-	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/internal/testing/poll"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"

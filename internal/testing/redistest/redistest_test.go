@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // do sends one command to addr in raw RESP and returns the reply: the line of

@@ -1,5 +1,5 @@
 // Package clustertest starts a DistCache cluster inside a test process: a
-// real redis-server (internal/redistest) and a storage shim per shard, a
+// real redis-server (package redistest) and a storage shim per shard, a
 // spine layer on its own ring and a leaf layer bound to the storage racks
 // (DistCache §3), all on loopback UDP. Tests publish partition map versions
 // to every component (and optionally to a map file, as standalone mode
@@ -24,8 +24,8 @@ import (
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/dataplane/shim"
 	"github.com/distcache/distcache/dataplane/transport"
-	"github.com/distcache/distcache/internal/redistest"
-	"github.com/distcache/distcache/internal/switchtest"
+	"github.com/distcache/distcache/internal/testing/redistest"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -48,7 +48,7 @@ type Config struct {
 	// MapFile, when set, receives every map version published.
 	MapFile string
 	// SwitchSpine makes the spine layer switch-backed: a software switch
-	// per member with its controller (internal/switchtest), configured by
+	// per member with its controller (package switchtest), configured by
 	// Switch.
 	SwitchSpine bool
 	Switch      switchtest.Config

@@ -18,7 +18,7 @@ import (
 
 	"github.com/distcache/distcache/alerts"
 	"github.com/distcache/distcache/dashboards"
-	"github.com/distcache/distcache/internal/poll"
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // Prometheus is a running Prometheus, through its HTTP API.

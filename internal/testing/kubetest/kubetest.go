@@ -73,7 +73,7 @@ func Assets() (string, error) {
 // RepoRoot is the repository's root directory.
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
 
 // Option changes what Start installs.
@@ -109,7 +109,7 @@ func WithoutWatchCache() Option {
 
 // ChaosMeshCRDDir holds the Chaos Mesh CRDs that `make chaos-crds` generates.
 func ChaosMeshCRDDir() string {
-	return filepath.Join(RepoRoot(), "internal", "kubetest", "testdata", "chaosmesh")
+	return filepath.Join(RepoRoot(), "internal", "testing", "kubetest", "testdata", "chaosmesh")
 }
 
 // WithChaosMesh installs Chaos Mesh's CRDs (ChaosMeshCRDDir) as well.
@@ -120,7 +120,7 @@ func WithChaosMesh() Option {
 // PrometheusOperatorCRDDir holds the prometheus-operator CRDs that `make
 // prometheus-crds` generates.
 func PrometheusOperatorCRDDir() string {
-	return filepath.Join(RepoRoot(), "internal", "kubetest", "testdata", "promoperator")
+	return filepath.Join(RepoRoot(), "internal", "testing", "kubetest", "testdata", "promoperator")
 }
 
 // WithPrometheusOperator installs prometheus-operator's monitoring CRDs
@@ -153,7 +153,7 @@ func Start(opts ...Option) (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths: append([]string{
 			filepath.Join(root, "crds"),
-			filepath.Join(root, "internal", "kubetest", "testdata"),
+			filepath.Join(root, "internal", "testing", "kubetest", "testdata"),
 		}, o.crdDirs...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
