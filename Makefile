@@ -104,7 +104,7 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # own whose dependencies come from the Go module proxy on first use), and the
 # prometheus-operator CRDs in sync with theirs (hack/promoperator, likewise);
 # iptables-legacy for the fault-injection suite's delays (test/fault,
-# internal/faultinject); shellcheck for the test that checks every shell
+# standalone/faults); shellcheck for the test that checks every shell
 # script (test/scripts); prometheus and promtool for the tests of the metrics
 # and the alert rules; localkube's binaries and Debian packages for the
 # test that brings a real node up and down (test/localkube); ONOS's REST

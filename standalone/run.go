@@ -14,9 +14,9 @@ import (
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/failover"
-	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/controlloop"
+	"github.com/distcache/distcache/standalone/faults"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/standalone/promsd"
 	"github.com/distcache/distcache/standalone/supervisor"
@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	c := &cluster{
 		cfg: cfg, prober: newHTTPProber(), started: time.Now(), phase: control.Starting,
 		ready: map[string]bool{}, samples: map[string]sample{}, loads: map[string]float64{},
-		slowed: map[string]time.Duration{}, delays: map[string]*faultinject.Delay{},
+		slowed: map[string]time.Duration{}, delays: map[string]*faults.Delay{},
 		shutdown: make(chan struct{}),
 	}
 	c.sup = supervisor.New(supervisor.Config{Logger: cfg.Logger})
@@ -168,8 +168,8 @@ type cluster struct {
 	// runs iptables and may wait for held datagrams); it guards delays
 	// and slowClosed.
 	slowMu     sync.Mutex
-	delays     map[string]*faultinject.Delay // by process name
-	slowClosed bool                          // the cluster is stopping: no new delays
+	delays     map[string]*faults.Delay // by process name
+	slowClosed bool                     // the cluster is stopping: no new delays
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{} // closed by Shutdown

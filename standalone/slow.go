@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/faults"
 	"github.com/distcache/distcache/standalone/plan"
 )
 
@@ -18,7 +18,7 @@ const slowNeeds = "needs root and iptables-legacy (make iptables)"
 // Slow implements control.Backend: every UDP datagram sent from the
 // process's data-plane port (a cache node's or shim's replies and
 // requests alike) is held for delay before it leaves, by a delay of
-// internal/faultinject installed in this process's own network namespace
+// package faults installed in this process's own network namespace
 // (the host's loopback): an nftables table marks the datagrams, an
 // iptables-legacy rule queues them to an NFQUEUE, and this process lets
 // each through once delay has passed. Slowing a slowed process changes
@@ -48,8 +48,8 @@ func (c *cluster) Slow(name string, delay time.Duration) error {
 			return fmt.Errorf("cannot change the delay of %s: %w", name, err)
 		}
 	}
-	flow := faultinject.Flow{Proto: faultinject.UDP, Src: faultinject.Port(port), Dst: faultinject.AnyPort()}
-	dl, err := faultinject.DelayFlows(faultinject.CurrentNamespace(), slowFault(port), delay, c.cfg.Logger, flow)
+	flow := faults.Flow{Proto: faults.UDP, Src: faults.Port(port), Dst: faults.AnyPort()}
+	dl, err := faults.DelayFlows(faults.CurrentNamespace(), slowFault(port), delay, c.cfg.Logger, flow)
 	if err != nil {
 		return fmt.Errorf("cannot slow %s: %s: %w", name, slowNeeds, err)
 	}
@@ -96,7 +96,7 @@ func (c *cluster) unslowAll() {
 // removeDelay removes the delay of process name and forgets it, even when
 // its removal fails (Remove is not retried: it is idempotent, and reports
 // the first attempt's error); c.slowMu is held.
-func (c *cluster) removeDelay(name string, dl *faultinject.Delay) error {
+func (c *cluster) removeDelay(name string, dl *faults.Delay) error {
 	err := dl.Remove()
 	delete(c.delays, name)
 	c.mu.Lock()
@@ -141,6 +141,6 @@ func (c *cluster) planProcess(name string) *plan.Process {
 	return nil
 }
 
-// slowFault names the delay of the data-plane port port (faultinject's
-// names are at most 32 of a-z, 0-9 and _); ports are unique on the host.
+// slowFault names the delay of the data-plane port port (the names of
+// faults are at most 32 of a-z, 0-9 and _); ports are unique on the host.
 func slowFault(port uint16) string { return "slow_" + strconv.Itoa(int(port)) }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/internal/testing/errtest"
-	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/faults"
 	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/standalone/supervisor"
 )
@@ -22,7 +22,7 @@ func backendWithout(procs ...plan.Process) *cluster {
 	return &cluster{
 		cfg:   Config{Plan: &plan.Plan{Processes: procs}, Logger: slog.New(slog.DiscardHandler)},
 		ready: map[string]bool{}, samples: map[string]sample{}, loads: map[string]float64{},
-		slowed: map[string]time.Duration{}, delays: map[string]*faultinject.Delay{},
+		slowed: map[string]time.Duration{}, delays: map[string]*faults.Delay{},
 	}
 }
 

@@ -24,7 +24,7 @@
 // Slowing a shim or cache node holds every datagram sent from its
 // data-plane port (replies and requests alike) for the delay before it
 // leaves, on the host's loopback: the cluster's own process queues them
-// (NFQUEUE; see internal/faultinject), which needs root and
+// (NFQUEUE; see standalone/faults), which needs root and
 // iptables-legacy. Slowing a slowed process changes its delay; the delay
 // outlives restarts of the process (it follows its port) and ends with the
 // cluster.

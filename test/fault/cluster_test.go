@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/faults"
 )
 
 // statusTimeout bounds one status call: the daemon may be paused by a
@@ -24,7 +24,7 @@ const statusTimeout = 2 * time.Second
 // cluster is a standalone cluster running in a namespace of its own.
 type cluster struct {
 	bin    string
-	ns     *faultinject.Namespace
+	ns     *faults.Namespace
 	runDir string
 	ctl    *control.Client
 	http   *http.Client // dials inside the namespace
@@ -42,7 +42,7 @@ type cluster struct {
 func startCluster(t *testing.T, nsName, file, dir string, upArgs ...string) *cluster {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
-	ns, err := faultinject.CreateNamespace(ctx, nsName)
+	ns, err := faults.CreateNamespace(ctx, nsName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func (c *cluster) track(pid int, name string) {
 // ours reports whether pid runs in the cluster's namespace: faults only
 // ever signal those.
 func (c *cluster) ours(pid int) bool {
-	pids, err := faultinject.PIDsIn(c.ns.Name())
+	pids, err := faults.PIDsIn(c.ns.Name())
 	if err != nil {
 		return false
 	}
@@ -169,7 +169,7 @@ func (c *cluster) teardown() []error {
 	ctx := context.Background()
 	var errs []error
 	// A process left paused by a failed test would not stop on SIGTERM.
-	if pids, err := faultinject.PIDsIn(c.ns.Name()); err == nil {
+	if pids, err := faults.PIDsIn(c.ns.Name()); err == nil {
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGCONT)
 		}
@@ -178,10 +178,10 @@ func (c *cluster) teardown() []error {
 		errs = append(errs, fmt.Errorf("distcache down: %w\n%s", err, out))
 	}
 	// Whatever is left in the namespace was started by this test.
-	if pids, err := faultinject.PIDsIn(c.ns.Name()); err == nil && len(pids) > 0 {
+	if pids, err := faults.PIDsIn(c.ns.Name()); err == nil && len(pids) > 0 {
 		errs = append(errs, fmt.Errorf("processes left in namespace %s after distcache down: %v", c.ns.Name(), pids))
 		for _, pid := range pids {
-			_ = faultinject.Kill(pid)
+			_ = faults.Kill(pid)
 		}
 	}
 	c.mu.Lock()
@@ -196,7 +196,7 @@ func (c *cluster) teardown() []error {
 	if err := c.ns.Delete(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if faultinject.NamespaceExists(c.ns.Name()) {
+	if faults.NamespaceExists(c.ns.Name()) {
 		errs = append(errs, fmt.Errorf("namespace %s still exists", c.ns.Name()))
 	}
 	return errs
@@ -210,7 +210,7 @@ func waitGone(pids map[int]string) error {
 	for {
 		var left []string
 		for pid, name := range pids {
-			if faultinject.Alive(pid) {
+			if faults.Alive(pid) {
 				left = append(left, name+"="+strconv.Itoa(pid))
 			}
 		}

@@ -1,7 +1,7 @@
 // Package fault is the fault-injection suite: it runs a standalone
 // DistCache cluster (`distcache up`) and a checked workload (`distcache
 // check`) inside a network namespace of their own, injects faults into the
-// real processes and their traffic (package internal/faultinject) on a
+// real processes and their traffic (package standalone/faults) on a
 // schedule (package test/fault/schedule), and requires the checker's
 // verdict: every key's history linearizable, no acknowledged write lost.
 //

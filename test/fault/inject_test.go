@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/faults"
 	"github.com/distcache/distcache/test/fault/schedule"
 )
 
@@ -26,7 +26,7 @@ const controlLoopKind = "controlloop"
 type injector struct {
 	c       *cluster
 	checker *checkerRun
-	rec     *faultinject.Recorder
+	rec     *faults.Recorder
 	log     *slog.Logger
 
 	mu     sync.Mutex  // guards paused
@@ -34,7 +34,7 @@ type injector struct {
 }
 
 func newInjector(c *cluster, checker *checkerRun, log *slog.Logger) *injector {
-	return &injector{c: c, checker: checker, rec: faultinject.NewRecorder(nil), log: log, paused: map[int]int{}}
+	return &injector{c: c, checker: checker, rec: faults.NewRecorder(nil), log: log, paused: map[int]int{}}
 }
 
 // run injects every fault of s at its time from start, each healed after
@@ -129,7 +129,7 @@ func (in *injector) pause(ctx context.Context, kind, name string, pid int, d tim
 	last := in.paused[pid] == 0
 	in.mu.Unlock()
 	if last {
-		err = faultinject.Resume(pid) // a pid killed meanwhile is gone: no error worth failing for
+		err = faults.Resume(pid) // a pid killed meanwhile is gone: no error worth failing for
 		if err != nil && !errors.Is(err, syscall.ESRCH) {
 			end(err)
 			return err
@@ -162,13 +162,13 @@ func (in *injector) controlLoop(ctx context.Context, d time.Duration) error {
 // staleClients freezes the map of the checker's stale clients for d.
 func (in *injector) staleClients(ctx context.Context, d time.Duration) error {
 	kind := string(schedule.StaleClients)
-	if err := faultinject.Signal(in.checker.pid, syscall.SIGUSR1); err != nil {
+	if err := faults.Signal(in.checker.pid, syscall.SIGUSR1); err != nil {
 		in.rec.Fail(kind, "SIGUSR1", err, "checker")
 		return err
 	}
 	end := in.rec.Begin(kind, "SIGUSR1/SIGUSR2", "checker")
 	sleepUntil(ctx, time.Now().Add(d))
-	err := faultinject.Signal(in.checker.pid, syscall.SIGUSR2)
+	err := faults.Signal(in.checker.pid, syscall.SIGUSR2)
 	if errors.Is(err, syscall.ESRCH) {
 		// The checker ended its workload (--max-ops) while its clients
 		// were frozen and was reaped: none is left to unfreeze, and its
@@ -199,7 +199,7 @@ func (in *injector) network(ctx context.Context, id string, f schedule.Fault) er
 	)
 	switch f.Class {
 	case schedule.Delay:
-		dl, err := faultinject.DelayFlows(in.c.ns, id, f.Delay, in.log, flows...)
+		dl, err := faults.DelayFlows(in.c.ns, id, f.Delay, in.log, flows...)
 		if err != nil {
 			in.rec.Fail(kind, string(f.Link), err, targets...)
 			return err
@@ -210,7 +210,7 @@ func (in *injector) network(ctx context.Context, id string, f schedule.Fault) er
 		if f.Class == schedule.Drop {
 			p = f.Probability
 		}
-		rules, err := faultinject.Drop(in.c.ns, id, p, flows...)
+		rules, err := faults.Drop(in.c.ns, id, p, flows...)
 		if err != nil {
 			in.rec.Fail(kind, string(f.Link), err, targets...)
 			return err
@@ -225,7 +225,7 @@ func (in *injector) network(ctx context.Context, id string, f schedule.Fault) er
 }
 
 // flows are the packets a network fault on f's link hits.
-func (in *injector) flows(f schedule.Fault) ([]faultinject.Flow, error) {
+func (in *injector) flows(f schedule.Fault) ([]faults.Flow, error) {
 	st := in.c.lastStatus()
 	byName := map[string]control.Process{}
 	var processPorts []uint16
@@ -249,8 +249,8 @@ func (in *injector) flows(f schedule.Fault) ([]faultinject.Flow, error) {
 		}
 		return portOf(p.Addr)
 	}
-	clients := faultinject.PortsExcept(processPorts...)
-	var fl faultinject.Flow
+	clients := faults.PortsExcept(processPorts...)
+	var fl faults.Flow
 	switch f.Link {
 	case schedule.NodeShim:
 		node, err1 := port(f.Targets[0], false)
@@ -258,29 +258,29 @@ func (in *injector) flows(f schedule.Fault) ([]faultinject.Flow, error) {
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, err
 		}
-		fl = faultinject.Flow{Proto: faultinject.UDP, Src: faultinject.Port(node), Dst: faultinject.Port(shim)}
+		fl = faults.Flow{Proto: faults.UDP, Src: faults.Port(node), Dst: faults.Port(shim)}
 	case schedule.ClientNode, schedule.ClientShim:
 		target, err := port(f.Targets[0], false)
 		if err != nil {
 			return nil, err
 		}
-		fl = faultinject.Flow{Proto: faultinject.UDP, Src: clients, Dst: faultinject.Port(target)}
+		fl = faults.Flow{Proto: faults.UDP, Src: clients, Dst: faults.Port(target)}
 	case schedule.NodeControl:
 		metrics, err := port(f.Targets[0], true)
 		if err != nil {
 			return nil, err
 		}
-		fl = faultinject.Flow{Proto: faultinject.TCP, Src: faultinject.AnyPort(), Dst: faultinject.Port(metrics)}
+		fl = faults.Flow{Proto: faults.TCP, Src: faults.AnyPort(), Dst: faults.Port(metrics)}
 	default:
 		return nil, fmt.Errorf("unknown link %q", f.Link)
 	}
 	if f.Class != schedule.PartitionOneWay {
-		return faultinject.Both(fl), nil
+		return faults.Both(fl), nil
 	}
 	if f.Reverse {
-		return []faultinject.Flow{fl.Reverse()}, nil
+		return []faults.Flow{fl.Reverse()}, nil
 	}
-	return []faultinject.Flow{fl}, nil
+	return []faults.Flow{fl}, nil
 }
 
 // signal sends sig to pid after checking that pid runs in the cluster's
@@ -289,7 +289,7 @@ func (in *injector) signal(pid int, sig syscall.Signal) error {
 	if !in.c.ours(pid) {
 		return fmt.Errorf("pid %d is not a process of the cluster (any more)", pid)
 	}
-	return faultinject.Signal(pid, sig)
+	return faults.Signal(pid, sig)
 }
 
 func portOf(addr string) (uint16, error) {

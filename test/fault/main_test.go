@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/distcache/distcache/internal/faultinject"
+	"github.com/distcache/distcache/standalone/faults"
 )
 
 // Flags of TestChaosLocal (go test ./test/fault -args -schedules=N ...).
@@ -49,10 +49,10 @@ func TestMain(m *testing.M) {
 // installs them).
 func requireEnv(t *testing.T) {
 	t.Helper()
-	if err := faultinject.Supported(); err != nil {
+	if err := faults.Supported(); err != nil {
 		t.Skipf("skipping the fault-injection suite: %v (it needs root to create network namespaces)", err)
 	}
-	for _, prog := range []string{"redis-server", faultinject.IPTables} {
+	for _, prog := range []string{"redis-server", faults.IPTables} {
 		if _, err := exec.LookPath(prog); err != nil {
 			t.Fatalf("%s not on PATH: run make test-deps: %v", prog, err)
 		}
@@ -102,7 +102,7 @@ const nsPrefix = "dcfault-"
 // namespaces named after a test process that no longer exists, and every
 // process still running in them, which that run started.
 func reapStale() {
-	if faultinject.Supported() != nil {
+	if faults.Supported() != nil {
 		return
 	}
 	entries, err := os.ReadDir("/run/netns")
@@ -116,12 +116,12 @@ func reapStale() {
 		}
 		owner, _, _ := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(owner)
-		if err != nil || faultinject.Alive(pid) {
+		if err != nil || faults.Alive(pid) {
 			continue
 		}
-		if pids, err := faultinject.PIDsIn(e.Name()); err == nil {
+		if pids, err := faults.PIDsIn(e.Name()); err == nil {
 			for _, p := range pids {
-				_ = faultinject.Kill(p)
+				_ = faults.Kill(p)
 			}
 		}
 		_ = exec.CommandContext(context.Background(), "ip", "netns", "delete", e.Name()).Run()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/faultinject"
+	"github.com/distcache/distcache/standalone/faults"
 	"github.com/distcache/distcache/test/fault/schedule"
 )
 
@@ -26,7 +26,7 @@ func TestReportGolden(t *testing.T) {
 	pass := result{
 		Number: 1, Seed: 7, Schedule: s, Dir: "out/chaos/schedule-001", FaultStart: t0, Verdict: "PASS",
 		Operations: 61234, MapVersions: [2]int64{1, 3},
-		Faults: []faultinject.Record{
+		Faults: []faults.Record{
 			{Kind: "pause-node", Targets: []string{"fault-spine-0"}, Detail: "SIGSTOP/SIGCONT pid 4242", Start: at(2 * time.Second), End: at(4500 * time.Millisecond)},
 			{Kind: "delay", Targets: []string{"fault-rack-0-1", "udp !{1,2}->3", "udp 3->!{1,2}"}, Detail: "client-shim +172ms", Start: at(3 * time.Second), End: at(6 * time.Second)},
 		},
@@ -34,7 +34,7 @@ func TestReportGolden(t *testing.T) {
 	fail := result{
 		Number: 2, Seed: 8, Schedule: s, Dir: "out/chaos/schedule-002", FaultStart: t0, Verdict: "FAIL", ExitCode: 1,
 		Operations: 59876, MapVersions: [2]int64{1, 5},
-		Faults: []faultinject.Record{
+		Faults: []faults.Record{
 			{Kind: "kill-node", Targets: []string{"fault-leaf-1"}, Detail: "SIGKILL pid 4343", Start: at(time.Second), End: at(time.Second)},
 			{Kind: "kill-shim", Targets: []string{"fault-rack-1-1"}, Detail: "SIGKILL", Start: at(5 * time.Second), End: at(5 * time.Second), Err: "no process fault-rack-1-1 in the cluster"},
 		},

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distcache/distcache/internal/faultinject"
+	"github.com/distcache/distcache/standalone/faults"
 	"github.com/distcache/distcache/test/fault/schedule"
 	"github.com/distcache/distcache/workload/checker"
 )
@@ -25,15 +25,15 @@ type result struct {
 	Dir      string            `json:"dir"`
 	// FaultStart is when the timed workload started: the faults' times
 	// are from here.
-	FaultStart  time.Time            `json:"workloadStart"`
-	Faults      []faultinject.Record `json:"faultsInjected"`
-	ExitCode    int                  `json:"checkerExitCode"`
-	Verdict     string               `json:"verdict"`
-	Operations  int64                `json:"operations"`
-	MapVersions [2]int64             `json:"mapVersions"`
-	Violations  []violation          `json:"violations,omitempty"`
-	LostWrites  []lostWrite          `json:"lostWrites,omitempty"`
-	Unchecked   []string             `json:"unchecked,omitempty"`
+	FaultStart  time.Time       `json:"workloadStart"`
+	Faults      []faults.Record `json:"faultsInjected"`
+	ExitCode    int             `json:"checkerExitCode"`
+	Verdict     string          `json:"verdict"`
+	Operations  int64           `json:"operations"`
+	MapVersions [2]int64        `json:"mapVersions"`
+	Violations  []violation     `json:"violations,omitempty"`
+	LostWrites  []lostWrite     `json:"lostWrites,omitempty"`
+	Unchecked   []string        `json:"unchecked,omitempty"`
 	// Errors are failures of the run itself: a fault that could not be
 	// injected or healed, a checker that could not run, a teardown that
 	// left something behind.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distcache/distcache/internal/faultinject"
 	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/faults"
 )
 
 // TestZombie is the fixed scenario of fencing failed cache nodes: no stale
@@ -88,7 +88,7 @@ func TestZombie(t *testing.T) {
 	v0 := c.mapVersion(ctx)
 
 	// 1. Freeze the stale clients.
-	if err := faultinject.Signal(chk.pid, syscall.SIGUSR1); err != nil {
+	if err := faults.Signal(chk.pid, syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
 	endStale := in.rec.Begin("stale-clients", "SIGUSR1/SIGUSR2", "checker")
@@ -139,7 +139,7 @@ func TestZombie(t *testing.T) {
 	sleepUntil(ctx, time.Now().Add(staleOn))
 	unhide()
 	// 6. Thaw, and let the shims reach X and Y again.
-	if err := faultinject.Signal(chk.pid, syscall.SIGUSR2); err != nil {
+	if err := faults.Signal(chk.pid, syscall.SIGUSR2); err != nil {
 		t.Fatal(err)
 	}
 	heal()
@@ -209,8 +209,8 @@ func cutShimsFrom(t *testing.T, c *cluster, in *injector, nodes ...control.Proce
 		}
 		dst, names = append(dst, port), append(names, n.Name)
 	}
-	fl := faultinject.Flow{Proto: faultinject.UDP, Src: faultinject.Ports{List: shims}, Dst: faultinject.Ports{List: dst}}
-	rules, err := faultinject.Drop(c.ns, "zombie_cut", 1, fl)
+	fl := faults.Flow{Proto: faults.UDP, Src: faults.Ports{List: shims}, Dst: faults.Ports{List: dst}}
+	rules, err := faults.Drop(c.ns, "zombie_cut", 1, fl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,10 +231,10 @@ func pauseNode(t *testing.T, in *injector, name string, pid int) (resume func())
 	if err := in.signal(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, name+" stopped", func() bool { return faultinject.Stopped(pid) })
+	poll.Until(t, name+" stopped", func() bool { return faults.Stopped(pid) })
 	end := in.rec.Begin("pause-node", fmt.Sprintf("SIGSTOP/SIGCONT pid %d", pid), name)
 	return func() {
-		err := faultinject.Resume(pid)
+		err := faults.Resume(pid)
 		end(err)
 		if err != nil {
 			t.Fatal(err)
