@@ -197,3 +197,22 @@ func ObjectID(info *p4configv1.P4Info, name string) (uint32, bool) {
 	}
 	return 0, false
 }
+
+// IDRef names an object of a P4Info and where its id goes.
+type IDRef struct {
+	Dst  *uint32
+	Name string
+}
+
+// ObjectIDs resolves every ref by name (ObjectID). Its error names the
+// first object info lacks.
+func ObjectIDs(info *p4configv1.P4Info, refs ...IDRef) error {
+	for _, r := range refs {
+		v, ok := ObjectID(info, r.Name)
+		if !ok {
+			return fmt.Errorf("its P4Info has no %s", r.Name)
+		}
+		*r.Dst = v
+	}
+	return nil
+}

@@ -151,3 +151,25 @@ func TestParsedSizesHoldWhatASwitchCaches(t *testing.T) {
 		t.Errorf("VALUE_WORDS %d, want CACHE_SLOTS × VALUE_WORDS_PER_SLOT", c["VALUE_WORDS"].Value)
 	}
 }
+
+func TestObjectIDs(t *testing.T) {
+	info, err := ProgramP4Info("v1model/cache_switch.p4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lookup, hits uint32
+	if err := ObjectIDs(info, IDRef{&lookup, "cache_lookup"}, IDRef{&hits, "cache_hits"}); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := ObjectID(info, "cache_lookup"); lookup != want || lookup == 0 {
+		t.Errorf("cache_lookup = %d, want %d", lookup, want)
+	}
+	if want, _ := ObjectID(info, "cache_hits"); hits != want || hits == 0 {
+		t.Errorf("cache_hits = %d, want %d", hits, want)
+	}
+	var none uint32
+	err = ObjectIDs(info, IDRef{&lookup, "cache_lookup"}, IDRef{&none, "no_such_table"})
+	if err == nil || err.Error() != "its P4Info has no no_such_table" {
+		t.Fatalf("err = %v, want the missing name", err)
+	}
+}

@@ -22,25 +22,21 @@ type ids struct {
 // switch program's.
 func lookupIDs(info *p4configv1.P4Info) (ids, error) {
 	var id ids
-	for _, f := range []struct {
-		dst  *uint32
-		name string
-	}{
-		{&id.switchAddress, "switch_address"}, {&id.identity, "identity"},
-		{&id.storageRoute, "storage_route"}, {&id.cacheLookup, "cache_lookup"},
-		{&id.serveReads, "serve_reads"}, {&id.serveCoherence, "serve_coherence"},
-		{&id.setIdentity, "set_identity"}, {&id.toShim, "to_shim"}, {&id.cached, "cached"},
-		{&id.valid, "valid"}, {&id.version, "version"}, {&id.fillSeq, "fill_seq"},
-		{&id.leaseUntil, "lease_until"}, {&id.clock, "clock"}, {&id.hotThreshold, "hot_threshold"},
-		{&id.sketch0, "sketch_row0"}, {&id.sketch1, "sketch_row1"}, {&id.sketch2, "sketch_row2"},
-		{&id.sketch3, "sketch_row3"}, {&id.bloom0, "bloom0"}, {&id.bloom1, "bloom1"},
-		{&id.bloom2, "bloom2"}, {&id.cacheHits, "cache_hits"}, {&id.hotKey, "hot_key_t"},
-	} {
-		v, ok := pipelines.ObjectID(info, f.name)
-		if !ok {
-			return id, fmt.Errorf("cannot program the switch: its P4Info has no %s", f.name)
-		}
-		*f.dst = v
+	err := pipelines.ObjectIDs(info,
+		pipelines.IDRef{Dst: &id.switchAddress, Name: "switch_address"}, pipelines.IDRef{Dst: &id.identity, Name: "identity"},
+		pipelines.IDRef{Dst: &id.storageRoute, Name: "storage_route"}, pipelines.IDRef{Dst: &id.cacheLookup, Name: "cache_lookup"},
+		pipelines.IDRef{Dst: &id.serveReads, Name: "serve_reads"}, pipelines.IDRef{Dst: &id.serveCoherence, Name: "serve_coherence"},
+		pipelines.IDRef{Dst: &id.setIdentity, Name: "set_identity"}, pipelines.IDRef{Dst: &id.toShim, Name: "to_shim"},
+		pipelines.IDRef{Dst: &id.cached, Name: "cached"}, pipelines.IDRef{Dst: &id.valid, Name: "valid"},
+		pipelines.IDRef{Dst: &id.version, Name: "version"}, pipelines.IDRef{Dst: &id.fillSeq, Name: "fill_seq"},
+		pipelines.IDRef{Dst: &id.leaseUntil, Name: "lease_until"}, pipelines.IDRef{Dst: &id.clock, Name: "clock"},
+		pipelines.IDRef{Dst: &id.hotThreshold, Name: "hot_threshold"}, pipelines.IDRef{Dst: &id.sketch0, Name: "sketch_row0"},
+		pipelines.IDRef{Dst: &id.sketch1, Name: "sketch_row1"}, pipelines.IDRef{Dst: &id.sketch2, Name: "sketch_row2"},
+		pipelines.IDRef{Dst: &id.sketch3, Name: "sketch_row3"}, pipelines.IDRef{Dst: &id.bloom0, Name: "bloom0"},
+		pipelines.IDRef{Dst: &id.bloom1, Name: "bloom1"}, pipelines.IDRef{Dst: &id.bloom2, Name: "bloom2"},
+		pipelines.IDRef{Dst: &id.cacheHits, Name: "cache_hits"}, pipelines.IDRef{Dst: &id.hotKey, Name: "hot_key_t"})
+	if err != nil {
+		return id, fmt.Errorf("cannot program the switch: %w", err)
 	}
 	return id, nil
 }

@@ -26,18 +26,12 @@ type ids struct {
 
 func lookupIDs(info *p4configv1.P4Info) (ids, error) {
 	var id ids
-	for _, f := range []struct {
-		dst  *uint32
-		name string
-	}{
-		{&id.clientReadPort, "client_read_port"}, {&id.spineOwner, "spine_owner"}, {&id.shardLeaf, "shard_leaf"},
-		{&id.readPort, "read_port"}, {&id.spine, "spine"}, {&id.leaf, "leaf"},
-	} {
-		v, ok := pipelines.ObjectID(info, f.name)
-		if !ok {
-			return id, fmt.Errorf("cannot program the client leaf: its P4Info has no %s", f.name)
-		}
-		*f.dst = v
+	err := pipelines.ObjectIDs(info,
+		pipelines.IDRef{Dst: &id.clientReadPort, Name: "client_read_port"}, pipelines.IDRef{Dst: &id.spineOwner, Name: "spine_owner"},
+		pipelines.IDRef{Dst: &id.shardLeaf, Name: "shard_leaf"}, pipelines.IDRef{Dst: &id.readPort, Name: "read_port"},
+		pipelines.IDRef{Dst: &id.spine, Name: "spine"}, pipelines.IDRef{Dst: &id.leaf, Name: "leaf"})
+	if err != nil {
+		return id, fmt.Errorf("cannot program the client leaf: %w", err)
 	}
 	for _, t := range info.Tables {
 		if t.Preamble.Id == id.spineOwner {
