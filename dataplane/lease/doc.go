@@ -1,0 +1,26 @@
+// Package lease keeps the serving leases that storage shims grant cache
+// nodes, so that fencing a dead or paused node needs no control plane.
+//
+// A node may serve a cached key only while it holds a lease from the
+// key's shim. It asks with a renewal that carries the time it sent it on
+// its own clock; the shim's grant extends the node's lease to that time
+// plus the lease length. The shim records, per node, the latest end it
+// may have granted, on its own clock, with a margin for the clocks'
+// rates: the time it sends the grant plus the length plus the margin.
+//
+// A write whose INVALIDATE a node does not acknowledge waits until that
+// recorded end, then proceeds without the node: it releases it. In the
+// same step the shim moves the node to a new epoch. Grants, UPDATEs and
+// FILLs carry the node's epoch at the shim. A node that receives a grant
+// of a new epoch drops every entry of that shim before it takes the
+// lease, and applies an UPDATE or a FILL only in the epoch it was sent
+// in. So an entry that missed a write is never served again: the node's
+// lease ran out before the write proceeded, and every lease after it
+// comes with a flush.
+//
+// Holder is the node's side, Grantor the shim's. testdata/lease.pml is
+// the protocol's model for the SPIN model checker, with one variant per
+// rule left out (model_test.go); docs/dataplane.md (Leases) has the
+// argument. The cache node and the shim do not use this package yet: they
+// fence through the partition map (docs/dataplane.md, Fencing).
+package lease

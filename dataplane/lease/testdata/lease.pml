@@ -1,0 +1,248 @@
+/*
+ * A model of serving leases granted by the shims, for the SPIN model
+ * checker. model_test.go runs it; docs/dataplane.md (Leases) gives the
+ * argument it checks.
+ *
+ * One key, one shim, one cache node, one Redis and a writer. Time is a
+ * tick counter, now, that a clock process advances up to MAXT: real time
+ * and the shim's clock. The node has a clock of its own, nclock, which
+ * may fall up to DRIFT ticks behind (the bound on clock rates over a
+ * lease, stated in the argument); a node clock that runs ahead is only
+ * safer. A process that takes no step while the clock runs is paused,
+ * stopped or starved; SPIN explores every such schedule. A message may be
+ * lost (send) or stay in flight for any time, and each kind travels on
+ * its own channel, so messages of different kinds overtake each other.
+ *
+ * Values are versions in write order: every write takes the next number.
+ *
+ * The node serves a valid entry only while nclock < until, its lease from
+ * the shim. It asks for a lease with RENEW(t), t its clock when it sends
+ * it, and a GRANT(e, t) extends until to t + L. Grants carry the shim's
+ * epoch for the node. A grant of another epoch than the node's makes the
+ * node drop its entries first (a flush), then take the epoch and the
+ * lease t + L; a grant of an older epoch than the node's changes
+ * nothing. Grants may arrive in any order. UPDATEs and FILLs carry the epoch the shim had for the
+ * node when it sent them, and the node applies them only in that epoch:
+ * a value the shim sent before it released the node never reaches an
+ * entry the node keeps after the flush.
+ *
+ * The shim records granted, the latest until it may have given the node:
+ * now + L + DRIFT when it sends a grant. A write takes the key's lock and
+ * the next version, and, if the directory says the node may hold an
+ * entry, sends INVALIDATE(v) and waits for its ack, or for now >=
+ * granted. If it proceeds without the ack (it releases the node), it
+ * moves the node to a new epoch in the same step, so no grant it sends
+ * from then on lets the node serve an entry it held before. Then it
+ * writes Redis, acknowledges the writer, unlocks, and sends UPDATE(v).
+ *
+ * The node follows the coherence rules of package cachenode: INVALIDATE(v)
+ * makes the entry invalid with version max(version, v); UPDATE(v) makes
+ * an invalid entry of version v valid; a FILL applies to the placeholder
+ * of the same FETCH (tag) if it is still invalid and its value is not
+ * older than the entry's version. A FETCH is served under the key's lock,
+ * enters the node in the directory and reads Redis. The node may evict
+ * its entry at any time.
+ *
+ * The property: a read that starts after a write was acknowledged
+ * returns that write's value or a newer one (Monitor, below).
+ *
+ * Macros (spin -D):
+ *   BUG_EARLY: the shim releases the node without waiting for granted
+ *     (as if its invalidate timeout were all it waited). The search must
+ *     find a stale read: the assertion can fail.
+ *   BUG_NO_MARGIN: granted leaves out the drift (now + L). A node clock
+ *     that fell behind serves after the shim released it: the search
+ *     must find it.
+ *   BUG_NO_EPOCH: no epochs. A RENEW sent before the release and granted
+ *     after it extends a lease over a stale entry: the search must find
+ *     it.
+ */
+
+#ifndef L
+#define L 2
+#endif
+#ifndef MAXT
+#define MAXT 5
+#endif
+#ifndef DRIFT
+#define DRIFT 1
+#endif
+#ifdef BUG_NO_MARGIN
+#define MARGIN 0
+#else
+#define MARGIN DRIFT
+#endif
+#ifndef MAXWRITES
+#define MAXWRITES 2
+#endif
+#ifndef MAXRENEW
+#define MAXRENEW 3
+#endif
+#ifndef MAXFETCH
+#define MAXFETCH 2
+#endif
+
+#ifdef BUG_NO_EPOCH
+#define EPOCH 1
+#else
+#define EPOCH sepoch
+#endif
+
+byte now;		/* the clock: real time, and the shim's clock */
+byte nclock;		/* the node's clock, at most DRIFT behind */
+byte lag;		/* how far behind now it is */
+byte redis;		/* Redis's value: the version of the last write */
+byte acked;		/* the newest acknowledged write */
+bool locked;		/* the key's lock at the shim */
+
+/* the shim's view of the node */
+byte granted;		/* the latest until it may have granted */
+byte sepoch = 1;	/* the node's epoch at the shim */
+bool holder;		/* the directory: the node may hold an entry */
+
+/* the node */
+byte until;		/* its lease from the shim */
+byte nepoch;		/* the epoch of its lease (0: none yet) */
+bool valid;		/* its entry is valid */
+byte ver;		/* the entry's version (its value when valid) */
+byte tag;		/* the FETCH its placeholder waits for (0: none) */
+
+chan inv = [1] of { byte };		/* INVALIDATE(v) */
+chan invack = [1] of { byte };		/* INVALIDATE_ACK(v) */
+chan upd = [1] of { byte, byte };	/* UPDATE(epoch, v) */
+chan renew = [1] of { byte };		/* RENEW(t) */
+chan grant = [2] of { byte, byte };	/* GRANT(epoch, t), in any order */
+chan fetch = [1] of { byte };		/* FETCH(tag) */
+chan fill = [1] of { byte, byte, byte };	/* FILL(epoch, tag, value) */
+
+active proctype Clock() {
+	do
+	:: atomic {
+		now < MAXT -> now++;
+		if
+		:: lag < DRIFT -> lag++
+		:: true -> nclock++
+		fi
+	   }
+	:: now == MAXT -> break
+	od
+}
+
+/* The network may lose any message: send(c, m) sends it or not (a
+ * message sent to a full channel is lost too). */
+#define send(c, m)	if :: nfull(c) -> c ! m :: skip fi
+#define send2(c, a, b)	if :: nfull(c) -> c ! a, b :: skip fi
+#define send3(c, a, b, d)	if :: nfull(c) -> c ! a, b, d :: skip fi
+
+active proctype Writer() {
+	byte v, n = 0;
+	do
+	:: n < MAXWRITES ->
+		atomic {
+			locked = true; v = redis + 1;
+			if
+			:: holder -> send(inv, v)
+			:: else -> goto write
+			fi
+		};
+		do
+		:: atomic { invack ? eval(v) -> break }
+		:: atomic { invack ? [_] && !invack ? [eval(v)] -> invack ? _ } /* an older write's ack */
+#ifdef BUG_EARLY
+		:: atomic { sepoch++; break } /* at once: an invalidate timeout shorter than the lease */
+#else
+		:: atomic { now >= granted -> sepoch++; break }
+#endif
+		:: now == MAXT -> goto done
+		od;
+write:		atomic { redis = v; acked = v; locked = false; send2(upd, EPOCH, v); n++; v = 0 }
+	:: else -> break
+	od;
+done:	locked = false /* the run ends: a write cut short is never acknowledged */
+}
+
+/* The shim's side of leases and fills. */
+active proctype Shim() {
+	byte t, g;
+	do
+	:: atomic {
+		renew ? t ->
+		if
+		:: now + L + MARGIN > granted -> granted = now + L + MARGIN
+		:: else
+		fi;
+		send2(grant, EPOCH, t);
+		t = 0
+	   }
+	:: atomic { !locked && fetch ? [g] -> fetch ? g; holder = true; send3(fill, EPOCH, g, redis); g = 0 }
+	:: now == MAXT -> break
+	od
+}
+
+/* A flush: the node drops its entry and placeholder. */
+inline flush() {
+	valid = false; ver = 0; tag = 0
+}
+
+/* Locals are zeroed after each step, so that SPIN does not tell apart
+ * states that differ only in a value already used. */
+active proctype Node() {
+	byte v, e, t, g, renews = 0, fetches = 0;
+	do
+	:: atomic {
+		inv ? v ->
+		if
+		:: ver < v -> ver = v
+		:: else
+		fi;
+		valid = false;
+		send(invack, v);
+		v = 0
+	   }
+	:: atomic {
+		upd ? e, v ->
+		if
+		:: e == nepoch && !valid && ver == v -> valid = true; tag = 0
+		:: else
+		fi;
+		e = 0; v = 0
+	   }
+	:: atomic {
+		nempty(grant) ->
+		if	/* any grant in flight, whatever its place */
+		:: grant ?? eval(1), t -> e = 1
+		:: grant ?? eval(2), t -> e = 2
+		:: grant ?? eval(3), t -> e = 3
+		fi;
+		if
+		:: e > nepoch -> flush(); nepoch = e; until = t + L
+		:: e == nepoch && t + L > until -> until = t + L
+		:: else	/* an older epoch's grant, or no longer */
+		fi;
+		e = 0; t = 0
+	   }
+	:: atomic {
+		fill ? e, g, v ->
+		if
+		:: e == nepoch && g != 0 && g == tag && !valid && v >= ver -> valid = true; ver = v; tag = 0
+		:: else
+		fi;
+		e = 0; g = 0; v = 0
+	   }
+	:: atomic { renews < MAXRENEW -> send(renew, nclock); renews++ }
+	:: atomic { fetches < MAXFETCH && tag == 0 && !valid -> fetches++; tag = fetches; send(fetch, tag) }
+	:: atomic { valid -> flush() } /* an eviction */
+	:: now == MAXT -> break
+	od
+}
+
+/*
+ * The property, as an invariant: whenever the node could answer a read
+ * from its entry, the entry is not older than the newest acknowledged
+ * write. A read that starts after a write was acknowledged and is
+ * answered from the entry therefore returns that write's value or a newer
+ * one. SPIN checks the assertion in every reachable state.
+ */
+active proctype Monitor() {
+	assert(!(valid && nclock < until) || ver >= acked)
+}
