@@ -16,6 +16,8 @@ type simOptions struct {
 	out        string
 	quick      bool
 	cfg        sim.Config
+	lease      time.Duration
+	renewals   int
 }
 
 func newSimCommand() *cobra.Command {
@@ -33,7 +35,9 @@ Each experiment writes DIR/<experiment>.csv, .png and .md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.OutOrStdout(), o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.experiment, "experiment", "skew", "experiment to run: skew, cachesize, scale, writes, failure or all")
+	f.StringVar(&o.experiment, "experiment", "skew", "experiment to run: skew, cachesize, scale, writes, failure or all; or leases: what shim-granted leases cost in messages")
+	f.DurationVar(&o.lease, "lease", time.Second, "with --experiment leases: the serving lease")
+	f.IntVar(&o.renewals, "renewals", 3, "with --experiment leases: renewals per lease of a lease no other message renews")
 	f.StringVar(&o.out, "out", "out/sim", "directory for the CSV, PNG and markdown outputs")
 	f.BoolVar(&o.quick, "quick", false, "smaller key space and query stream: a meaningful run in under a minute")
 	c := &o.cfg
@@ -56,6 +60,9 @@ Each experiment writes DIR/<experiment>.csv, .png and .md.`,
 }
 
 func runSim(w io.Writer, o simOptions) error {
+	if o.experiment == "leases" {
+		return runLeases(w, o)
+	}
 	exps := sim.Experiments
 	if o.experiment != "all" {
 		e, err := sim.Lookup(o.experiment)
@@ -84,5 +91,25 @@ func runSim(w io.Writer, o simOptions) error {
 		fmt.Fprintf(w, "%s done in %s: %s\n", e.Name, time.Since(start).Round(time.Millisecond),
 			filepath.Join(o.out, e.Name+".{csv,png,md}"))
 	}
+	return nil
+}
+
+// runLeases prints what leases granted by the shims would cost o's
+// configuration in messages (sim.Leases).
+func runLeases(w io.Writer, o simOptions) error {
+	cfg := o.cfg
+	if o.quick {
+		cfg = sim.Quick(cfg)
+	}
+	l, err := sim.Leases(cfg, o.lease, o.renewals)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d cache nodes, %d shards, %d hot keys per node, lease %v renewed %d times\n",
+		l.Nodes, l.Shards, cfg.CachePerNode, l.Lease, l.Renewals)
+	fmt.Fprintf(w, "| leases | most per node | most per shard | messages/s in all | busiest node | busiest shard |\n")
+	fmt.Fprintf(w, "|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(w, "| %d | %d | %d | %.0f | %.0f | %.0f |\n",
+		l.Pairs, l.NodeMaxPairs, l.ShardMaxPairs, l.Total(), l.NodeMax(), l.ShardMax())
 	return nil
 }
