@@ -14,9 +14,14 @@
 // FILLs carry the node's epoch at the shim. A node that receives a grant
 // of a new epoch drops every entry of that shim before it takes the
 // lease, and applies an UPDATE or a FILL only in the epoch it was sent
-// in. So an entry that missed a write is never served again: the node's
-// lease ran out before the write proceeded, and every lease after it
-// comes with a flush.
+// in (or before its first grant, whose flush drops what they filled). So
+// an entry that missed a write is never served again: the node's lease
+// ran out before the write proceeded, and every lease after it comes with
+// a flush.
+//
+// In a rolling upgrade a node serves a shim's keys under that shim's
+// lease from the moment it sends its first renewal to it, and the shim
+// releases a node by lease only once it received a renewal from it.
 //
 // Holder is the node's side, Grantor the shim's. testdata/lease.pml is
 // the protocol's model for the SPIN model checker, with one variant per

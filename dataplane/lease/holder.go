@@ -23,9 +23,15 @@ type Holder struct {
 
 // held is one shim's lease at a node.
 type held struct {
-	until atomic.Int64  // end of the lease (node clock, ns); 0: none
-	epoch atomic.Uint64 // the shim's epoch for the node; 0: none yet
+	until atomic.Int64 // end of the lease (node clock, ns); 0: none
+	// epoch is the shim's epoch for the node: 0 before its first grant,
+	// flushing while a new epoch's flush runs.
+	epoch atomic.Uint64
 }
+
+// flushing is the epoch of a lease whose flush runs: no value reaches the
+// cache meanwhile.
+const flushing = ^uint64(0)
 
 // NewHolder returns the leases of a node that caches keys of shims
 // shims (0 … shims-1), each grant lasting length.
@@ -43,9 +49,17 @@ func (h *Holder) Valid(shim int, now time.Duration) bool {
 }
 
 // Current says whether a value the shim sent in epoch (an UPDATE, a FILL)
-// may reach the node's cache: only in the epoch the node holds.
+// may reach the node's cache: in the epoch the node holds, or any before
+// the shim's first grant, whose flush drops what such values filled.
 func (h *Holder) Current(shim int, epoch uint64) bool {
-	return epoch != 0 && h.leases[shim].epoch.Load() == epoch
+	switch held := h.leases[shim].epoch.Load(); held {
+	case 0:
+		return true
+	case flushing:
+		return false
+	default:
+		return held == epoch
+	}
 }
 
 // Grant applies the shim's grant of epoch to a renewal the node sent at
@@ -56,7 +70,7 @@ func (h *Holder) Current(shim int, epoch uint64) bool {
 // that epoch. A grant of an older epoch of the same run changes nothing.
 // It reports whether it flushed.
 func (h *Holder) Grant(shim int, epoch uint64, sent time.Duration, flush func()) bool {
-	if epoch == 0 {
+	if epoch == 0 || epoch == flushing {
 		return false
 	}
 	h.mu.Lock()
@@ -69,13 +83,13 @@ func (h *Holder) Grant(shim int, epoch uint64, sent time.Duration, flush func())
 			l.until.Store(end)
 		}
 		return false
-	case held>>32 == epoch>>32 && epoch < held:
+	case held != 0 && held>>32 == epoch>>32 && epoch < held:
 		return false // a late grant of an epoch the node has left
 	}
 	// During the flush no entry is served and no value of the old epoch
 	// reaches the cache.
 	l.until.Store(0)
-	l.epoch.Store(0)
+	l.epoch.Store(flushing)
 	flush()
 	l.epoch.Store(epoch)
 	l.until.Store(end)

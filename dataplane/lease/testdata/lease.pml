@@ -21,10 +21,11 @@
  * epoch for the node. A grant of another epoch than the node's makes the
  * node drop its entries first (a flush), then take the epoch and the
  * lease t + L; a grant of an older epoch than the node's changes
- * nothing. Grants may arrive in any order. UPDATEs and FILLs carry the epoch the shim had for the
- * node when it sent them, and the node applies them only in that epoch:
- * a value the shim sent before it released the node never reaches an
- * entry the node keeps after the flush.
+ * nothing. Grants may arrive in any order. UPDATEs and FILLs carry the
+ * epoch the shim had for the node when it sent them, and the node applies
+ * them only in that epoch, or before its first grant (whose flush drops
+ * what they filled): a value the shim sent before it released the node
+ * never reaches an entry the node keeps after the flush.
  *
  * The shim records granted, the latest until it may have given the node:
  * now + L + DRIFT when it sends a grant. A write takes the key's lock and
@@ -47,6 +48,16 @@
  * returns that write's value or a newer one (Monitor, below).
  *
  * Macros (spin -D):
+ *   NEGOTIATE: the rolling upgrade's handshake. A node starts serving
+ *     under the map's lease, which this model takes as always held (the
+ *     map's fencing is argued apart): it serves a valid entry at any time.
+ *     It serves under the shim's lease from the moment it sends its first
+ *     RENEW, and the shim releases it by lease only once it received a
+ *     RENEW from it (capable); before, a write waits for the ack.
+ *   BUG_SWITCH_ON_GRANT: with NEGOTIATE, the node switches to the shim's
+ *     lease only when a grant arrives. A grant lost after the shim
+ *     counted the node capable lets the shim release a node that still
+ *     serves under the map's lease: the search must find it.
  *   BUG_EARLY: the shim releases the node without waiting for granted
  *     (as if its invalidate timeout were all it waited). The search must
  *     find a stale read: the assertion can fail.
@@ -66,6 +77,11 @@
 #endif
 #ifndef DRIFT
 #define DRIFT 1
+#endif
+#ifdef NEGOTIATE
+#define RELEASABLE capable
+#else
+#define RELEASABLE true
 #endif
 #ifdef BUG_NO_MARGIN
 #define MARGIN 0
@@ -99,6 +115,7 @@ bool locked;		/* the key's lock at the shim */
 byte granted;		/* the latest until it may have granted */
 byte sepoch = 1;	/* the node's epoch at the shim */
 bool holder;		/* the directory: the node may hold an entry */
+bool capable;		/* the node asked for a lease: releases may follow leases */
 
 /* the node */
 byte until;		/* its lease from the shim */
@@ -106,6 +123,11 @@ byte nepoch;		/* the epoch of its lease (0: none yet) */
 bool valid;		/* its entry is valid */
 byte ver;		/* the entry's version (its value when valid) */
 byte tag;		/* the FETCH its placeholder waits for (0: none) */
+#ifdef NEGOTIATE
+bool leasemode;		/* the node serves under the shim's lease, not the map's */
+#else
+#define leasemode true
+#endif
 
 chan inv = [1] of { byte };		/* INVALIDATE(v) */
 chan invack = [1] of { byte };		/* INVALIDATE_ACK(v) */
@@ -151,7 +173,7 @@ active proctype Writer() {
 #ifdef BUG_EARLY
 		:: atomic { sepoch++; break } /* at once: an invalidate timeout shorter than the lease */
 #else
-		:: atomic { now >= granted -> sepoch++; break }
+		:: atomic { now >= granted && RELEASABLE -> sepoch++; break }
 #endif
 		:: now == MAXT -> goto done
 		od;
@@ -167,6 +189,7 @@ active proctype Shim() {
 	do
 	:: atomic {
 		renew ? t ->
+		capable = true;
 		if
 		:: now + L + MARGIN > granted -> granted = now + L + MARGIN
 		:: else
@@ -202,7 +225,7 @@ active proctype Node() {
 	:: atomic {
 		upd ? e, v ->
 		if
-		:: e == nepoch && !valid && ver == v -> valid = true; tag = 0
+		:: (nepoch == 0 || e == nepoch) && !valid && ver == v -> valid = true; tag = 0
 		:: else
 		fi;
 		e = 0; v = 0
@@ -215,7 +238,12 @@ active proctype Node() {
 		:: grant ?? eval(3), t -> e = 3
 		fi;
 		if
-		:: e > nepoch -> flush(); nepoch = e; until = t + L
+		:: e > nepoch -> flush(); nepoch = e; until = t + L;
+#ifdef BUG_SWITCH_ON_GRANT
+			leasemode = true
+#else
+			skip
+#endif
 		:: e == nepoch && t + L > until -> until = t + L
 		:: else	/* an older epoch's grant, or no longer */
 		fi;
@@ -224,12 +252,16 @@ active proctype Node() {
 	:: atomic {
 		fill ? e, g, v ->
 		if
-		:: e == nepoch && g != 0 && g == tag && !valid && v >= ver -> valid = true; ver = v; tag = 0
+		:: (nepoch == 0 || e == nepoch) && g != 0 && g == tag && !valid && v >= ver -> valid = true; ver = v; tag = 0
 		:: else
 		fi;
 		e = 0; g = 0; v = 0
 	   }
+#if defined(NEGOTIATE) && !defined(BUG_SWITCH_ON_GRANT)
+	:: atomic { renews < MAXRENEW -> leasemode = true; send(renew, nclock); renews++ }
+#else
 	:: atomic { renews < MAXRENEW -> send(renew, nclock); renews++ }
+#endif
 	:: atomic { fetches < MAXFETCH && tag == 0 && !valid -> fetches++; tag = fetches; send(fetch, tag) }
 	:: atomic { valid -> flush() } /* an eviction */
 	:: now == MAXT -> break
@@ -244,5 +276,5 @@ active proctype Node() {
  * one. SPIN checks the assertion in every reachable state.
  */
 active proctype Monitor() {
-	assert(!(valid && nclock < until) || ver >= acked)
+	assert(!(valid && (!leasemode || nclock < until)) || ver >= acked)
 }
