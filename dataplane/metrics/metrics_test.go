@@ -41,15 +41,15 @@ func TestRegisterTransportAndRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every request op (9) × result (11) is pre-created, so the hot path
+	// Every request op (10) × result (11) is pre-created, so the hot path
 	// never allocates a child; plus 2 datagram directions and 1 malformed
 	// counter.
-	if n != 9*11+3 {
-		t.Fatalf("gathered %d series, want %d", n, 9*11+3)
+	if n != 10*11+3 {
+		t.Fatalf("gathered %d series, want %d", n, 10*11+3)
 	}
 	hit, err := testutil.GatherAndCount(reg, "distcache_request_duration_seconds")
-	if err != nil || hit != 9 {
-		t.Fatalf("duration series %d (%v), want 9", hit, err)
+	if err != nil || hit != 10 {
+		t.Fatalf("duration series %d (%v), want 10", hit, err)
 	}
 }
 

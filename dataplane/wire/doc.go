@@ -13,7 +13,9 @@
 //	     8    8 sequence number (chosen by the requester, echoed in the reply)
 //	    16   16 key digest (hashing.DigestOf(key); switches match on it)
 //	    32    4 node id   } telemetry: the cache node that answered and its
-//	    36    4 node load } load in the current window (DistCache §4.2)
+//	    36    4 node load } load in the current window (DistCache §4.2);
+//	                        with FlagEpoch instead, a shim's lease epoch
+//	                        for the receiving node (high, low 32 bits)
 //	    40    4 value length (of the whole value, all fragments)
 //	    44    4 fragment offset (where this datagram's value bytes start)
 //	    48    8 value version (coherence, DistCache §4.3)
@@ -34,7 +36,8 @@
 // over its header, key and value bytes (HMAC-SHA256 truncated, package
 // wireauth), each fragment signed on its own. Authenticated says which ops
 // carry one where the cluster has a data-plane key: PUT, DEL, INVALIDATE,
-// UPDATE, FETCH, RMW and their replies; never GET, GET_REPLY, PING or PONG, so
+// UPDATE, FETCH, RMW, FLUSH, RENEW and their replies; never GET, GET_REPLY,
+// PING or PONG, so
 // that the hit path's datagrams and a switch's parser are unchanged.
 // Parse strips the tag without checking it (the transport does, with the
 // key); Signed returns it.

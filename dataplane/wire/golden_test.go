@@ -127,6 +127,12 @@ func goldenVectors(t testing.TB) []golden {
 			msg(withOp(wire.OpRMW), withSeq(8), withValue(wire.AppendRMW(nil, wire.RMWAppend, []byte("tail"))), withMapVersion(3))},
 		{"fetch_reply_auth", `FETCH_REPLY key "key:42" seq 6, value "hello", version 99, map version 3, FlagAuth (signed with goldenKey)`,
 			msg(withOp(wire.OpFetchReply), withSeq(6), withValue([]byte("hello")), withVersion(99), withMapVersion(3))},
+		{"renew_auth", `RENEW key "shop-rack-0-1" (the shard) seq 10, map version 3, FlagAuth (signed with goldenKey)`,
+			msg(withOp(wire.OpRenew), withKey([]byte("shop-rack-0-1")), withSeq(10), withMapVersion(3))},
+		{"renew_reply_auth", `RENEW_REPLY key "shop-rack-0-1" seq 10, FlagEpoch epoch 0x0000000700000002 (NodeID 7, Load 2), map version 3, FlagAuth (signed with goldenKey)`,
+			msg(withOp(wire.OpRenewReply), withKey([]byte("shop-rack-0-1")), withSeq(10), withEpoch(7<<32|2), withMapVersion(3))},
+		{"update_epoch_auth", `UPDATE key "key:42" seq 5, value "world", version 0x0102030405060708, FlagEpoch epoch 0x0000000700000002, map version 3, FlagAuth (signed with goldenKey)`,
+			msg(withOp(wire.OpUpdate), withSeq(5), withValue([]byte("world")), withVersion(version), withEpoch(7<<32|2), withMapVersion(3))},
 	}
 	var out []golden
 	for _, v := range vecs {

@@ -57,7 +57,13 @@ const (
 	// earlier run of it handed out (shim/holders.go).
 	OpFlush    Op = 18
 	OpFlushAck Op = 19 // the shard's entries are gone
-	opLimit    Op = 20
+	// OpRenew asks a storage shim for a serving lease on the keys of the
+	// shard named by Key (package lease). The node keeps the time it sent
+	// it: the lease runs from then. A switch never sees it.
+	OpRenew Op = 20
+	// OpRenewReply grants the lease, with FlagEpoch: the node's epoch.
+	OpRenewReply Op = 21
+	opLimit      Op = 22
 	// MaxOp is the largest op Parse accepts, for tables indexed by op.
 	MaxOp = opLimit - 1
 )
@@ -66,6 +72,7 @@ var opNames = [...]string{
 	"", "GET", "GET_REPLY", "PUT", "PUT_REPLY", "DEL", "DEL_REPLY",
 	"INVALIDATE", "INVALIDATE_ACK", "UPDATE", "UPDATE_ACK", "FETCH",
 	"FETCH_REPLY", "PING", "PONG", "RMW", "RMW_REPLY", "MORE", "FLUSH", "FLUSH_ACK",
+	"RENEW", "RENEW_REPLY",
 }
 
 func (o Op) String() string {
@@ -140,7 +147,14 @@ const (
 	// byte before it (header, key, value bytes): see Authenticated and
 	// AppendSignedDatagram. Parse strips the tag; Signed returns it.
 	FlagAuth Flag = 1 << 6
-	flagMask      = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect | FlagTracked | FlagCacheOnly | FlagAuth
+	// FlagEpoch marks a shim's RENEW_REPLY, UPDATE or FETCH_REPLY whose
+	// NodeID (high 32 bits) and Load (low 32 bits) hold the shim's epoch
+	// for the receiving node (package lease; Header.Epoch). It never goes
+	// with FlagTelemetry, which uses the same fields. A node older than
+	// this flag refuses the datagram, so a shim sets it only towards nodes
+	// that renewed a lease with it.
+	FlagEpoch Flag = 1 << 7
+	flagMask       = FlagHit | FlagTelemetry | FlagFragmented | FlagDirect | FlagTracked | FlagCacheOnly | FlagAuth | FlagEpoch
 )
 
 // TagLen is the length of the MAC tag a FlagAuth datagram ends with.
@@ -153,7 +167,8 @@ const TagLen = 16
 // GET_REPLY, PING and PONG never do: the hit path pays nothing for
 // authentication.
 func Authenticated(op Op) bool {
-	return op >= OpPut && op <= OpFetchReply || op == OpRMW || op == OpRMWReply || op == OpFlush || op == OpFlushAck
+	return op >= OpPut && op <= OpFetchReply || op == OpRMW || op == OpRMWReply || op == OpFlush || op == OpFlushAck ||
+		op == OpRenew || op == OpRenewReply
 }
 
 // Status is a reply's outcome.
@@ -208,6 +223,20 @@ type Header struct {
 
 // Has reports whether all of f are set.
 func (h *Header) Has(f Flag) bool { return h.Flags&f == f }
+
+// Epoch is the shim's epoch a FlagEpoch header carries, 0 without it.
+func (h *Header) Epoch() uint64 {
+	if !h.Has(FlagEpoch) {
+		return 0
+	}
+	return uint64(h.NodeID)<<32 | uint64(h.Load)
+}
+
+// SetEpoch sets FlagEpoch and the epoch e in NodeID and Load.
+func (h *Header) SetEpoch(e uint64) {
+	h.Flags |= FlagEpoch
+	h.NodeID, h.Load = uint32(e>>32), uint32(e)
+}
 
 // Errors wrapped by Parse.
 var (
@@ -278,7 +307,7 @@ func Parse(b []byte) (Packet, error) {
 	if h.Op == 0 || h.Op >= opLimit {
 		return p, fmt.Errorf("cannot parse packet: %w %d", ErrOp, b[3])
 	}
-	if h.Flags&^flagMask != 0 {
+	if h.Flags&^flagMask != 0 || h.Has(FlagEpoch|FlagTelemetry) {
 		return p, fmt.Errorf("cannot parse packet: %w %#02x", ErrFlags, b[4])
 	}
 	if h.Status >= statusLimit {

@@ -33,6 +33,7 @@ func withValue(v []byte) msgOpt          { return func(m *wire.Message) { m.Valu
 func withVersion(v uint64) msgOpt        { return func(m *wire.Message) { m.ValueVersion = v } }
 func withMapVersion(v uint64) msgOpt     { return func(m *wire.Message) { m.MapVersion = v } }
 func withDigest(d hashing.Digest) msgOpt { return func(m *wire.Message) { m.Digest = d } }
+func withEpoch(e uint64) msgOpt          { return func(m *wire.Message) { m.SetEpoch(e) } }
 func withTelemetry(node, load uint32) msgOpt {
 	return func(m *wire.Message) {
 		m.Flags |= wire.FlagTelemetry
@@ -118,12 +119,11 @@ func TestParseErrors(t *testing.T) {
 		{"version 0", set(2, 0), wire.ErrVersion},
 		{"version 2", set(2, 2), wire.ErrVersion},
 		{"op 0", set(3, 0), wire.ErrOp},
-		{"op 20", set(3, 20), wire.ErrOp},
-		{"op 20", set(3, 20), wire.ErrOp},
+		{"op 22", set(3, 22), wire.ErrOp},
 		{"op 255", set(3, 255), wire.ErrOp},
-		{"flag 0x80", set(4, 0x80), wire.ErrFlags},
+		{"FlagEpoch with FlagTelemetry", set(4, byte(wire.FlagEpoch|wire.FlagTelemetry)), wire.ErrFlags},
 		{"FlagAuth without room for the tag", set(4, byte(wire.FlagAuth)), wire.ErrTruncated},
-		{"flag 0x80 with known flags", set(4, 0x83), wire.ErrFlags},
+		{"FlagEpoch with FlagTelemetry and FlagHit", set(4, 0x83), wire.ErrFlags},
 		{"status 10", set(5, 10), wire.ErrStatus},
 		{"status 255", set(5, 255), wire.ErrStatus},
 		{"key length 0", withKeyLen(0), wire.ErrKey},
@@ -327,7 +327,8 @@ func TestOpString(t *testing.T) {
 		{0, "Op(0)"},
 		{wire.OpMore, "MORE"},
 		{wire.OpFlush, "FLUSH"},
-		{20, "Op(20)"},
+		{20, "RENEW"},
+		{22, "Op(22)"},
 		{255, "Op(255)"},
 	}
 	for i, op := range allOps {
@@ -356,6 +357,7 @@ func TestOpReply(t *testing.T) {
 		{wire.OpPing, wire.OpPong},
 		{wire.OpRMW, wire.OpRMWReply},
 		{wire.OpFlush, wire.OpFlushAck},
+		{wire.OpRenew, wire.OpRenewReply},
 	}
 	for _, tc := range tests {
 		t.Run(tc.req.String(), func(t *testing.T) {
@@ -444,7 +446,7 @@ func TestPeekOp(t *testing.T) {
 	}{
 		{"valid", valid(), wire.OpGetReply},
 		{"invalid after the op", set(16, valid()[16]^1), wire.OpGetReply},
-		{"unknown op", set(3, 20), wire.Op(20)},
+		{"unknown op", set(3, 22), wire.Op(22)},
 		{"nil", nil, 0},
 		{"short header", valid()[:wire.HeaderLen-1], 0},
 		{"magic zero", set(0, 0, 0), 0},
@@ -484,5 +486,34 @@ func TestSwitchCacheable(t *testing.T) {
 func TestSwitchKeyBoundMatchesPlacement(t *testing.T) {
 	if wire.MaxSwitchKeyLen != partmap.MaxSwitchKeyLen {
 		t.Errorf("wire caches keys of %d bytes at a switch, the placement routes %d", wire.MaxSwitchKeyLen, partmap.MaxSwitchKeyLen)
+	}
+}
+
+func TestEpoch(t *testing.T) {
+	var h wire.Header
+	if h.Epoch() != 0 {
+		t.Fatal("a header without FlagEpoch carries an epoch")
+	}
+	h.SetEpoch(0x0102030405060708)
+	m := &wire.Message{Header: h, Key: []byte("shop-0-0")}
+	m.Op = wire.OpRenewReply
+	b, err := wire.Encode(m, wire.DefaultDatagram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := wire.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Epoch() != 0x0102030405060708 || !got.Has(wire.FlagEpoch) {
+		t.Fatalf("decoded epoch %#x, flags %#x", got.Epoch(), got.Flags)
+	}
+	m.Flags |= wire.FlagTelemetry
+	if _, err := wire.Encode(m, wire.DefaultDatagram); err == nil {
+		t.Fatal("FlagEpoch with FlagTelemetry encoded, want an error")
+	}
+	b[4] |= byte(wire.FlagTelemetry)
+	if _, err := wire.Decode(b); !errors.Is(err, wire.ErrFlags) {
+		t.Fatalf("FlagEpoch with FlagTelemetry decoded: %v, want ErrFlags", err)
 	}
 }

@@ -77,6 +77,8 @@ func appendDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, in
 	switch {
 	case keyLen == 0 || keyLen > MaxKeyLen:
 		return dst, off, fmt.Errorf("cannot encode %s: key of %d bytes (1…%d)", m.Op, keyLen, MaxKeyLen)
+	case m.Has(FlagEpoch | FlagTelemetry):
+		return dst, off, fmt.Errorf("cannot encode %s: FlagEpoch and FlagTelemetry share NodeID and Load", m.Op)
 	case len(m.Value) > MaxValueLen:
 		return dst, off, fmt.Errorf("cannot encode %s: value of %d bytes over the limit of %d", m.Op, len(m.Value), MaxValueLen)
 	case size < MinDatagram || size > MaxDatagram:

@@ -41,6 +41,8 @@ const bit<8> DC_OP_RMW_REPLY      = 16;
 const bit<8> DC_OP_MORE           = 17;
 const bit<8> DC_OP_FLUSH          = 18; /* shim to cache node only: a switch never sees it */
 const bit<8> DC_OP_FLUSH_ACK      = 19;
+const bit<8> DC_OP_RENEW          = 20; /* cache node to shim only: a switch never sees it */
+const bit<8> DC_OP_RENEW_REPLY    = 21;
 const bit<8> DC_OP_BUNDLE         = 0x80;
 
 /* Flags (wire.Flag), one bit each in the flags byte. */
