@@ -26,6 +26,7 @@
 // Holder is the node's side, Grantor the shim's. testdata/lease.pml is
 // the protocol's model for the SPIN model checker, with one variant per
 // rule left out (model_test.go); docs/dataplane.md (Leases) has the
-// argument. The cache node and the shim do not use this package yet: they
-// fence through the partition map (docs/dataplane.md, Fencing).
+// argument. A shim grants leases on RENEW (package shim, leases.go);
+// cache nodes do not renew yet, so both still fence through the partition
+// map (docs/dataplane.md, Fencing).
 package lease

@@ -39,6 +39,9 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	case wire.OpPing:
 		s.replyNow(out, src, req, wire.StatusOK)
 		return
+	case wire.OpRenew:
+		s.serveRenew(out, src, req, now)
+		return
 	default:
 		s.log.Debug("unexpected request", "op", req.Op, "from", src)
 		s.replyNow(out, src, req, wire.StatusInternal)

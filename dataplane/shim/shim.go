@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/capacity"
+	"github.com/distcache/distcache/dataplane/lease"
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/redisbatch"
 	"github.com/distcache/distcache/dataplane/redisconn"
@@ -212,6 +213,8 @@ type Shim struct {
 	writes  requestQueue      // writes of the receive batches being served (writebatch.go)
 	top     *topkeys.Counter  // the most requested keys' reads and writes (GET /hotkeys)
 	holders *holders          // the nodes that may hold each key (holders.go)
+	leases  *lease.Grantor    // the serving leases granted to nodes (leases.go)
+	born    time.Time         // when New ran: the start of the leases' clock
 	// takeUnit takes a read's work unit if it is available by deadline
 	// (capacity.Limiter.TakeBy); tests replace it before Start.
 	takeUnit func(deadline time.Time) bool
@@ -252,6 +255,10 @@ func New(cfg Config) (*Shim, error) {
 		return nil, fmt.Errorf("cannot create shim %s: emulated rate %v must be a finite number of work units per second, 0 for unlimited",
 			cfg.Shard, cfg.EmulatedRate)
 	}
+	grants, err := newGrantor(cfg.Lease)
+	if err != nil {
+		return nil, fmt.Errorf("cannot create shim %s: %w", cfg.Shard, err)
+	}
 	var s *Shim
 	tc := cfg.Transport
 	tc.AfterBatch = func() { s.serveQueued() } // a handler runs after Start only
@@ -275,6 +282,8 @@ func New(cfg Config) (*Shim, error) {
 		tasks:   workpool.New(0),
 		top:     topkeys.New(cfg.HotKeys, time.Now()),
 		holders: newHolders(cfg.HolderKeys),
+		leases:  grants,
+		born:    time.Now(),
 	}
 	s.redisq = redisbatch.New(s.rdb)
 	s.takeUnit = func(deadline time.Time) bool { return s.work.TakeBy(1, deadline) }
