@@ -26,7 +26,8 @@
 // Holder is the node's side, Grantor the shim's. testdata/lease.pml is
 // the protocol's model for the SPIN model checker, with one variant per
 // rule left out (model_test.go); docs/dataplane.md (Leases) has the
-// argument. A shim grants leases on RENEW (package shim, leases.go);
-// cache nodes do not renew yet, so both still fence through the partition
-// map (docs/dataplane.md, Fencing).
+// argument. A shim grants leases on RENEW and releases by lease the
+// owners that renewed (package shim, leases.go); cache nodes do not renew
+// yet, so every release still follows the partition map
+// (docs/dataplane.md, Fencing).
 package lease

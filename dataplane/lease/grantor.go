@@ -26,6 +26,9 @@ type Grantor struct {
 type granted struct {
 	until time.Duration // the latest end it may have granted (shim clock)
 	epoch uint64
+	// renewed: the node asked this run of the shim for a lease, so it
+	// serves the shim's keys only under one (the upgrade's handshake).
+	renewed bool
 }
 
 // NewGrantor returns the leases of a shim that starts at start and grants
@@ -58,7 +61,22 @@ func (g *Grantor) Grant(node string, now time.Duration) uint64 {
 	defer g.mu.Unlock()
 	n := g.node(node)
 	n.until = max(n.until, now+g.length+g.margin)
+	n.renewed = true
 	return n.epoch
+}
+
+// Renewed reports whether node asked this run of the shim for a lease,
+// and then when every lease the shim may have granted it ends and its
+// epoch. Only such a node may be released by lease, and only it is sent
+// epochs: a node that never renewed serves under the map's fencing.
+func (g *Grantor) Renewed(node string) (until time.Duration, epoch uint64, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.nodes[node]
+	if n == nil || !n.renewed {
+		return 0, 0, false
+	}
+	return n.until, n.epoch, true
 }
 
 // Epoch is node's epoch, which UPDATEs and FILLs sent to it carry.

@@ -81,6 +81,9 @@ func TestGrantor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, _, ok := g.Renewed("a"); ok {
+		t.Fatal("a node that never renewed: Renewed, want not")
+	}
 	first := g.Epoch("a")
 	if first>>32 != 3 {
 		t.Fatalf("epoch %#x does not carry the incarnation 3", first)
@@ -93,6 +96,9 @@ func TestGrantor(t *testing.T) {
 		t.Fatalf("Grant epoch %d, want %d", e, first)
 	}
 	g.Grant("a", 1090*ms) // an earlier send time shortens nothing
+	if until, e, ok := g.Renewed("a"); !ok || until != 1205*ms || e != first {
+		t.Fatalf("Renewed = %v, %#x, %v; want 1.205s, %#x, true", until, e, ok, first)
+	}
 	if ok, wait := g.Release("a", 1200*ms); ok || wait != 5*ms {
 		t.Fatalf("Release before the grant's end = %v, %v; want to wait 5ms", ok, wait)
 	}

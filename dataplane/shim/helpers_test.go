@@ -36,6 +36,7 @@ type nodeEvent struct {
 	value   []byte
 	redis   string // what a hook read from Redis before the ack, if it did
 	held    bool   // an INVALIDATE of a key the node holds: acknowledged with FlagHit
+	epoch   uint64 // the shim's epoch for the node (FlagEpoch), 0 without
 }
 
 // recordingNode plays a cache node for the shim's tests: a transport
@@ -126,7 +127,8 @@ func (n *recordingNode) handle(out transport.Sender, src netip.AddrPort, req *wi
 	if req.Op != wire.OpInvalidate && req.Op != wire.OpUpdate {
 		return
 	}
-	ev := nodeEvent{node: n.name, op: req.Op, seq: req.Seq, key: string(req.Key), version: req.ValueVersion, status: req.Status, value: bytes.Clone(req.Value)}
+	ev := nodeEvent{node: n.name, op: req.Op, seq: req.Seq, key: string(req.Key), version: req.ValueVersion, status: req.Status,
+		value: bytes.Clone(req.Value), epoch: req.Epoch()}
 	n.mu.Lock()
 	acked, seen := n.acked[req.Seq]
 	hook, quiet := n.hooks[req.Op], n.silent

@@ -122,16 +122,21 @@ func (p *phaseOne) follow(view *mapView, now time.Time, timer *time.Timer) {
 	p.followOwners(view, p.s.owners(view, p.key, now), now, timer)
 }
 
-// followOwners is follow with the key's owners under view at now.
+// followOwners is follow with the key's owners under view at now. An
+// owner that renewed a lease with the shim is released when its leases
+// end, if the map does not release it sooner (withLease).
 func (p *phaseOne) followOwners(view *mapView, owners []owner, now time.Time, timer *time.Timer) {
+	for i := range owners {
+		owners[i] = p.s.withLease(owners[i])
+	}
 	for _, c := range p.calls {
 		if !c.waiting() {
 			continue
 		}
-		c.owner.releaseAt = now // not an owner under view any more
+		c.owner.releaseAt, c.owner.byLease = now, false // not an owner under view any more
 		for _, o := range owners {
 			if o.addr == c.owner.addr {
-				c.owner.releaseAt = o.releaseAt
+				c.owner.releaseAt, c.owner.byLease = o.releaseAt, o.byLease
 				break
 			}
 		}
@@ -164,7 +169,11 @@ func (p *phaseOne) followOwners(view *mapView, owners []owner, now time.Time, ti
 func (p *phaseOne) start(view *mapView, o owner, now time.Time) {
 	m := wire.Message{Header: wire.Header{Op: wire.OpInvalidate, ValueVersion: p.v, MapVersion: uint64(view.cur.version)}, Key: []byte(p.key)}
 	p.s.stats.invalidations.Add(1)
-	if !o.releaseAt.IsZero() && !now.Before(o.releaseAt) {
+	released := !o.releaseAt.IsZero() && !now.Before(o.releaseAt)
+	if released {
+		released, o.releaseAt = p.s.releaseByLease(o, now)
+	}
+	if released {
 		m.Seq = p.s.ep.NextSeq()
 		p.s.metrics.invalidationsBestEffort.Inc()
 		if err := p.s.ep.Send(o.addr, &m); err != nil {
@@ -235,6 +244,10 @@ func (p *phaseOne) releaseDue(view *mapView, now time.Time) {
 	for _, c := range p.calls {
 		if !c.waiting() || c.owner.releaseAt.IsZero() || now.Before(c.owner.releaseAt) {
 			continue
+		}
+		var ok bool
+		if ok, c.owner.releaseAt = p.s.releaseByLease(c.owner, now); !ok {
+			continue // granted again since: wait for that lease
 		}
 		c.released = true
 		c.cancel()

@@ -13,8 +13,11 @@ import (
 // This file is the shim's side of the serving leases it grants cache
 // nodes (package lease; docs/dataplane.md, Leases granted by the shims).
 // The shim answers a node's RENEW with a grant of its epoch for the node
-// and records how long that grant may last. Nodes do not renew yet: the
-// shim still releases silent owners by the map's fencing alone.
+// and records how long that grant may last. Phase 1 releases a silent
+// owner that renewed with this run of the shim once its leases ended,
+// if the map does not release it sooner, and moves it to a new epoch;
+// UPDATEs and fills to such a node carry its epoch. A node that never
+// renewed is released by the map's fencing alone and sent no epoch.
 
 // leaseMargin is the margin a grant's recorded end adds for the clocks'
 // rates: 2 % of the lease covers nodes whose monotonic clock runs up to
@@ -44,4 +47,56 @@ func (s *Shim) serveRenew(out transport.Sender, src netip.AddrPort, req *wire.Me
 	m.SetEpoch(s.leases.Grant(src.String(), s.leaseNow(now)))
 	s.stats.grants.Add(1)
 	s.sendVia(out, src, &m)
+}
+
+// withLease moves o's release time to when every lease the shim granted
+// it ends, if o renewed with this run of the shim and that is sooner than
+// the map's release.
+func (s *Shim) withLease(o owner) owner {
+	until, _, ok := s.leases.Renewed(o.addr.String())
+	if !ok {
+		return o
+	}
+	if at := s.born.Add(until); o.releaseAt.IsZero() || at.Before(o.releaseAt) {
+		o.releaseAt, o.byLease = at, true
+	}
+	return o
+}
+
+// releaseByLease releases o at now if it is released by lease: it moves o
+// to a new epoch, in one step with the check that its leases ended. A
+// grant sent since o's release time was computed makes it wait longer:
+// it returns false and the new release time.
+func (s *Shim) releaseByLease(o owner, now time.Time) (bool, time.Time) {
+	if !o.byLease {
+		return true, o.releaseAt
+	}
+	if ok, wait := s.leases.Release(o.addr.String(), s.leaseNow(now)); !ok {
+		return false, now.Add(wait)
+	}
+	s.stats.leaseReleases.Add(1)
+	return true, now
+}
+
+// epoch is dst's epoch if dst renewed a lease with this run of the shim,
+// else 0: a message to it carries no FlagEpoch.
+func (s *Shim) epoch(dst netip.AddrPort) uint64 {
+	if _, e, ok := s.leases.Renewed(dst.String()); ok {
+		return e
+	}
+	return 0
+}
+
+// epochs are the owners' epochs (epoch), or nil when none renewed.
+func (s *Shim) epochs(owners []owner) []uint64 {
+	var out []uint64
+	for i, o := range owners {
+		if e := s.epoch(o.addr); e != 0 {
+			if out == nil {
+				out = make([]uint64, len(owners))
+			}
+			out[i] = e
+		}
+	}
+	return out
 }

@@ -66,6 +66,10 @@ type owner struct {
 	// INVALIDATE, not awaited. Zero: an Active owner, waited for until
 	// InvalidateTimeout.
 	releaseAt time.Time
+	// byLease: releaseAt is when every lease the shim granted the owner
+	// ends (leases.go), sooner than the map would release it; releasing it
+	// then moves the owner to a new epoch.
+	byLease bool
 }
 
 // SetMap installs partition map p. It fails when p has no shard named

@@ -148,10 +148,12 @@ func (s *Shim) serveFetch(r *request) {
 	// Checked again under the lock: a map change since the handler's check
 	// may have taken the key from the sender, and later writes would not
 	// invalidate it once PrevMapGrace is over.
+	var epoch uint64
 	if s.view.Load().cur.isServingOwner(r.key, r.src) {
 		s.stats.fetches.Add(1)
 		s.holders.add(r.key, r.src) // later writes invalidate it (holders.go)
 		c = s.clock.current()
+		epoch = s.epoch(r.src) // under the lock, as the value (leases.go)
 		status, value = s.redisGetCacheable(r.key)
 	} else {
 		s.stats.notOwner.Add(1)
@@ -162,6 +164,9 @@ func (s *Shim) serveFetch(r *request) {
 	}
 	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
 	reply := s.replyTo(r, status, c, value)
+	if epoch != 0 {
+		reply.SetEpoch(epoch)
+	}
 	s.answerRead(r, &reply)
 }
 

@@ -38,6 +38,7 @@ type Stats struct {
 	WriteBatches      uint64 // receive batches whose writes were served together (serveWriteBatch)
 	BatchedWrites     uint64 // writes served in such a batch
 	LeaseGrants       uint64 // RENEWs answered with a grant (leases.go)
+	LeaseReleases     uint64 // owners released by lease: every lease granted them had ended (leases.go)
 	Work              uint64 // work units taken from the emulated capacity (requests, and copies of writes)
 	MapVersion        int64  // version of the current partition map (0: none)
 	Transport         transport.Stats
@@ -55,7 +56,7 @@ type counters struct {
 	alreadyApplied, coalescedGets                 atomic.Uint64
 	readBatches, batchedReads                     atomic.Uint64
 	writeBatches, batchedWrites                   atomic.Uint64
-	grants                                        atomic.Uint64
+	grants, leaseReleases                         atomic.Uint64
 }
 
 // Work is the work the shim has done against its emulated capacity, as GET
@@ -81,9 +82,9 @@ func (s *Shim) Stats() Stats {
 		DuplicateRequests: c.duplicates.Load(), AlreadyApplied: c.alreadyApplied.Load(), Shed: c.shed.Load(),
 		CoalescedGets: c.coalescedGets.Load(), ReadBatches: c.readBatches.Load(), BatchedReads: c.batchedReads.Load(),
 		WriteBatches: c.writeBatches.Load(), BatchedWrites: c.batchedWrites.Load(),
-		LeaseGrants: c.grants.Load(),
-		Work:        s.work.Used(),
-		Transport:   s.ep.Stats(),
+		LeaseGrants: c.grants.Load(), LeaseReleases: c.leaseReleases.Load(),
+		Work:      s.work.Used(),
+		Transport: s.ep.Stats(),
 	}
 	if v := s.view.Load(); v != nil {
 		st.MapVersion = v.cur.version

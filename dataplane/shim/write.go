@@ -57,11 +57,16 @@ func (s *Shim) serveWrite(r *request) {
 	}
 	s.dedup.complete(dk, reply, time.Now())
 	s.send(r.src, &reply)
+	// The owners' epochs are read under the key's lock, as the model has
+	// it (dataplane/lease/testdata/lease.pml): a later write of the key
+	// that releases an owner moves it to an epoch this UPDATE does not
+	// carry.
+	epochs := s.epochs(w.owners)
 	if unlock != nil {
 		unlock()
 	}
 	status, value := w.phase2()
-	s.update(r, status, w.version, w.owners, value)
+	s.update(r, status, w.version, w.owners, epochs, value)
 }
 
 // phase2 is what the write's UPDATE carries: the key's value after a
@@ -251,7 +256,7 @@ func (s *Shim) waitWritable() error {
 // acknowledgement counts them, so a write costs no goroutine or wake-up
 // after its reply. value must not change afterwards (r's own, or a
 // Redis reply's).
-func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner, value []byte) {
+func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner, epochs []uint64, value []byte) {
 	if len(owners) == 0 {
 		return
 	}
@@ -262,6 +267,9 @@ func (s *Shim) update(r *request, status wire.Status, v uint64, owners []owner, 
 	reqs := make([]transport.Request, len(owners))
 	for i, o := range owners {
 		msgs[i] = wire.Message{Header: wire.Header{Op: wire.OpUpdate, Status: status, ValueVersion: v, MapVersion: mv}, Key: key, Value: value}
+		if epochs != nil && epochs[i] != 0 {
+			msgs[i].SetEpoch(epochs[i])
+		}
 		reqs[i] = transport.Request{Dst: o.addr, Msg: &msgs[i]}
 	}
 	s.stats.updatesSent.Add(uint64(len(owners)))
