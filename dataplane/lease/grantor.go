@@ -2,11 +2,13 @@ package lease
 
 import (
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 )
 
-// Grantor is a shim's leases: for each node, the latest end of a lease
+// Grantor is a shim's leases: for each node, by its data-plane address
+// (a lookup allocates nothing), the latest end of a lease
 // it may have granted and the node's epoch. Times are the shim's
 // monotonic clock, as a Duration since a start of the caller's choosing.
 type Grantor struct {
@@ -19,7 +21,7 @@ type Grantor struct {
 	incarnation uint32
 
 	mu    sync.Mutex // guards nodes
-	nodes map[string]*granted
+	nodes map[netip.AddrPort]*granted
 }
 
 // granted is what the shim granted one node.
@@ -40,23 +42,23 @@ func NewGrantor(start, length, margin time.Duration, incarnation uint32) (*Grant
 		return nil, fmt.Errorf("cannot grant leases: length %v, margin %v", length, margin)
 	}
 	return &Grantor{length: length, margin: margin, start: start, incarnation: incarnation,
-		nodes: map[string]*granted{}}, nil
+		nodes: map[netip.AddrPort]*granted{}}, nil
 }
 
 // node returns node's record, created as if a lease had been granted at
 // the shim's start. Callers hold g.mu.
-func (g *Grantor) node(name string) *granted {
-	n := g.nodes[name]
+func (g *Grantor) node(node netip.AddrPort) *granted {
+	n := g.nodes[node]
 	if n == nil {
 		n = &granted{until: g.start + g.length + g.margin, epoch: uint64(g.incarnation)<<32 | 1}
-		g.nodes[name] = n
+		g.nodes[node] = n
 	}
 	return n
 }
 
 // Grant records a grant to node sent at now and returns the epoch it
 // carries.
-func (g *Grantor) Grant(node string, now time.Duration) uint64 {
+func (g *Grantor) Grant(node netip.AddrPort, now time.Duration) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := g.node(node)
@@ -69,7 +71,7 @@ func (g *Grantor) Grant(node string, now time.Duration) uint64 {
 // and then when every lease the shim may have granted it ends and its
 // epoch. Only such a node may be released by lease, and only it is sent
 // epochs: a node that never renewed serves under the map's fencing.
-func (g *Grantor) Renewed(node string) (until time.Duration, epoch uint64, ok bool) {
+func (g *Grantor) Renewed(node netip.AddrPort) (until time.Duration, epoch uint64, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := g.nodes[node]
@@ -80,7 +82,7 @@ func (g *Grantor) Renewed(node string) (until time.Duration, epoch uint64, ok bo
 }
 
 // Epoch is node's epoch, which UPDATEs and FILLs sent to it carry.
-func (g *Grantor) Epoch(node string) uint64 {
+func (g *Grantor) Epoch(node netip.AddrPort) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.node(node).epoch
@@ -89,7 +91,7 @@ func (g *Grantor) Epoch(node string) uint64 {
 // Release lets a write proceed without node's acknowledgement once every
 // lease the shim may have granted it has ended: then it moves the node to
 // a new epoch and reports true. Otherwise it reports how long to wait.
-func (g *Grantor) Release(node string, now time.Duration) (bool, time.Duration) {
+func (g *Grantor) Release(node netip.AddrPort, now time.Duration) (bool, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n := g.node(node)

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -81,37 +82,38 @@ func TestGrantor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := g.Renewed("a"); ok {
+	a, b := netip.MustParseAddrPort("198.18.0.1:7000"), netip.MustParseAddrPort("198.18.0.2:7000")
+	if _, _, ok := g.Renewed(a); ok {
 		t.Fatal("a node that never renewed: Renewed, want not")
 	}
-	first := g.Epoch("a")
+	first := g.Epoch(a)
 	if first>>32 != 3 {
 		t.Fatalf("epoch %#x does not carry the incarnation 3", first)
 	}
 	// A node the shim has not heard from may hold a lease of an earlier run.
-	if ok, wait := g.Release("a", 1050*ms); ok || wait != 55*ms {
+	if ok, wait := g.Release(a, 1050*ms); ok || wait != 55*ms {
 		t.Fatalf("Release after the start = %v, %v; want to wait 55ms", ok, wait)
 	}
-	if e := g.Grant("a", 1100*ms); e != first {
+	if e := g.Grant(a, 1100*ms); e != first {
 		t.Fatalf("Grant epoch %d, want %d", e, first)
 	}
-	g.Grant("a", 1090*ms) // an earlier send time shortens nothing
-	if until, e, ok := g.Renewed("a"); !ok || until != 1205*ms || e != first {
+	g.Grant(a, 1090*ms) // an earlier send time shortens nothing
+	if until, e, ok := g.Renewed(a); !ok || until != 1205*ms || e != first {
 		t.Fatalf("Renewed = %v, %#x, %v; want 1.205s, %#x, true", until, e, ok, first)
 	}
-	if ok, wait := g.Release("a", 1200*ms); ok || wait != 5*ms {
+	if ok, wait := g.Release(a, 1200*ms); ok || wait != 5*ms {
 		t.Fatalf("Release before the grant's end = %v, %v; want to wait 5ms", ok, wait)
 	}
-	if ok, _ := g.Release("a", 1205*ms); !ok {
+	if ok, _ := g.Release(a, 1205*ms); !ok {
 		t.Fatal("Release at the grant's end refused")
 	}
-	if g.Epoch("a") != first+1 {
-		t.Fatalf("epoch after a release %d, want %d", g.Epoch("a"), first+1)
+	if g.Epoch(a) != first+1 {
+		t.Fatalf("epoch after a release %d, want %d", g.Epoch(a), first+1)
 	}
-	if e := g.Grant("a", 1300*ms); e != first+1 {
+	if e := g.Grant(a, 1300*ms); e != first+1 {
 		t.Fatalf("a grant after the release carries %d, want the new epoch %d", e, first+1)
 	}
-	if g.Epoch("b") != first {
+	if g.Epoch(b) != first {
 		t.Fatal("another node's epoch moved")
 	}
 }

@@ -13,7 +13,7 @@ import (
 // This file is the shim's side of the serving leases it grants cache
 // nodes (package lease; docs/dataplane.md, Leases granted by the shims).
 // The shim answers a node's RENEW with a grant of its epoch for the node
-// and records how long that grant may last. Phase 1 releases a silent
+// and records how long that grant may last, by the node's address. Phase 1 releases a silent
 // owner that renewed with this run of the shim once its leases ended,
 // if the map does not release it sooner, and moves it to a new epoch;
 // UPDATEs and fills to such a node carry its epoch. A node that never
@@ -44,7 +44,7 @@ func (s *Shim) serveRenew(out transport.Sender, src netip.AddrPort, req *wire.Me
 		Header: wire.Header{Op: wire.OpRenewReply, Seq: req.Seq, Digest: req.Digest, MapVersion: s.mapVersion()},
 		Key:    req.Key,
 	}
-	m.SetEpoch(s.leases.Grant(src.String(), s.leaseNow(now)))
+	m.SetEpoch(s.leases.Grant(src, s.leaseNow(now)))
 	s.stats.grants.Add(1)
 	s.sendVia(out, src, &m)
 }
@@ -53,7 +53,7 @@ func (s *Shim) serveRenew(out transport.Sender, src netip.AddrPort, req *wire.Me
 // it ends, if o renewed with this run of the shim and that is sooner than
 // the map's release.
 func (s *Shim) withLease(o owner) owner {
-	until, _, ok := s.leases.Renewed(o.addr.String())
+	until, _, ok := s.leases.Renewed(o.addr)
 	if !ok {
 		return o
 	}
@@ -71,7 +71,7 @@ func (s *Shim) releaseByLease(o owner, now time.Time) (bool, time.Time) {
 	if !o.byLease {
 		return true, o.releaseAt
 	}
-	if ok, wait := s.leases.Release(o.addr.String(), s.leaseNow(now)); !ok {
+	if ok, wait := s.leases.Release(o.addr, s.leaseNow(now)); !ok {
 		return false, now.Add(wait)
 	}
 	s.stats.leaseReleases.Add(1)
@@ -81,7 +81,7 @@ func (s *Shim) releaseByLease(o owner, now time.Time) (bool, time.Time) {
 // epoch is dst's epoch if dst renewed a lease with this run of the shim,
 // else 0: a message to it carries no FlagEpoch.
 func (s *Shim) epoch(dst netip.AddrPort) uint64 {
-	if _, e, ok := s.leases.Renewed(dst.String()); ok {
+	if _, e, ok := s.leases.Renewed(dst); ok {
 		return e
 	}
 	return 0
