@@ -70,6 +70,8 @@ func newNodeCommand() *cobra.Command {
 	f.DurationVar(&cfg.ParkTimeout, "park-timeout", cachenode.DefaultParkTimeout,
 		"how long a read of a key whose write is pending waits for the write's phase 2 before the readers parked on it share one storage read")
 	f.DurationVar(&cfg.Lease, "serving-lease", cachenode.DefaultLease, servingLeaseHelp)
+	f.BoolVar(&cfg.ShimLeases, "shim-leases", true,
+		"serve a storage shard's keys from the cache only under a lease its shim grants, so that a shim writes them without this node once the lease ends if the node stops answering")
 	f.DurationVar(&o.drain, "drain-timeout", 0,
 		"on SIGTERM, refuse reads and keep acknowledging writes' invalidations until the map has shown the node not Active for twice its lease, for at most this long (0: stop at once)")
 	f.DurationVar(&cfg.MRCWindow, "mrc-window", cachenode.DefaultMRCWindow,

@@ -60,7 +60,7 @@ func hitFixtureWith(tb testing.TB, cfg Config) (*Node, wire.Message) {
 	n.Renew(time.Now(), m.Version) // cfg.Lease outlasts the test
 	// Longer than the 32 bytes a string conversion may keep on the stack.
 	key := strings.Repeat("hot-key/", 8)
-	e, _ := n.store.addPlaceholder(key)
+	e, _ := n.store.addPlaceholder(key, 0)
 	if n.store.fill(key, e, 9, []byte(strings.Repeat("v", 100)), false) != fillApplied {
 		tb.Fatal("fill not applied")
 	}

@@ -126,6 +126,14 @@ func (n *Node) handleUpdate(out transport.Sender, src netip.AddrPort, req *wire.
 	parked := n.endWrite(req.Key, req.ValueVersion)
 	var outcome updateOutcome
 	switch {
+	case req.Status == wire.StatusOK && !n.shimCurrent(v, key, &req.Header):
+		// Sent in an epoch the node left: the shim wrote the key without
+		// it once its lease ended. The copy stays invalid.
+		if n.store.invalidate(req.Key, req.ValueVersion) {
+			outcome = updateIgnored
+		} else {
+			outcome = updateAbsent
+		}
 	case req.Status == wire.StatusOK:
 		outcome = n.store.update(req.Key, req.ValueVersion, req.Value)
 	case n.store.holds(req.Key):

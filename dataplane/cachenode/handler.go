@@ -61,8 +61,8 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		n.refuse(out, src, req, v, now, wire.StatusUnavailable, start, timed)
 		return
 	}
-	value, version, st := n.store.lookup(req.Key)
-	if (st == stateValid || st == stateMissing) && !n.lease.valid(now) {
+	value, version, shim, st := n.store.lookup(req.Key)
+	if (st == stateValid || st == stateMissing) && !(n.lease.valid(now) && n.shimLeased(shim, now)) {
 		n.stats.unleased.Add(1) // fenced: the copy may have missed a write
 		st = stateInvalid
 	}

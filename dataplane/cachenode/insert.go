@@ -82,9 +82,15 @@ func earlyInterval(interval time.Duration) time.Duration {
 // still owns and is not cached, fetches those and the invalid entries from
 // their shims (at most 64 at a time), applies the fills by the coherence
 // rules and returns when every FETCH has ended. The FETCHes end early when
-// ctx ends or the node closes.
+// ctx ends or the node closes. With Config.ShimLeases, the keys of shims
+// that never granted the node a lease wait for a renewal round first
+// (shimlease.go).
 func (n *Node) InsertHot(ctx context.Context) InsertResult {
-	jobs, res := n.plan()
+	jobs, deferred, res := n.plan()
+	if len(deferred) > 0 {
+		n.renewShims()
+		jobs = n.placeholders(deferred, jobs)
+	}
 	if len(jobs) == 0 {
 		return res
 	}
@@ -119,8 +125,9 @@ func (n *Node) InsertHot(ctx context.Context) InsertResult {
 
 // plan applies the detector's decision for the interval: evictions, then
 // placeholders for the keys to insert (under mapMu, so each is owned under
-// the current map), and returns the FETCHes to make.
-func (n *Node) plan() ([]fetchJob, InsertResult) {
+// the current map), and returns the FETCHes to make and the keys whose
+// shim must grant a lease first.
+func (n *Node) plan() ([]fetchJob, []string, InsertResult) {
 	n.insertMu.Lock()
 	defer n.insertMu.Unlock()
 	var res InsertResult
@@ -138,14 +145,46 @@ func (n *Node) plan() ([]fetchJob, InsertResult) {
 	defer n.mapMu.Unlock()
 	v := n.view.Load()
 	if v == nil || !v.active {
-		return nil, res
+		return nil, nil, res
 	}
-	var jobs []fetchJob
+	var deferred []string
 	for _, k := range d.Insert {
+		if v.owns(k) && !n.granted(int32(v.p.ShardIndex(k)), true) {
+			deferred = append(deferred, k)
+		}
+	}
+	jobs := n.placeholdersLocked(v, d.Insert, nil)
+	for _, r := range n.store.stale(v.owns) {
+		jobs = append(jobs, fetchJob{key: r.key, e: r.e, v: v, refresh: true})
+	}
+	return jobs, deferred, res
+}
+
+// placeholders adds the placeholders of keys (placeholdersLocked) under
+// mapMu.
+func (n *Node) placeholders(keys []string, jobs []fetchJob) []fetchJob {
+	n.mapMu.Lock()
+	defer n.mapMu.Unlock()
+	v := n.view.Load()
+	if v == nil || !v.active {
+		return jobs
+	}
+	return n.placeholdersLocked(v, keys, jobs)
+}
+
+// placeholdersLocked adds a placeholder for every key of keys that v
+// gives the node, whose shim granted it a lease and that has no entry,
+// and appends its FETCH to jobs. The caller holds mapMu.
+func (n *Node) placeholdersLocked(v *view, keys []string, jobs []fetchJob) []fetchJob {
+	for _, k := range keys {
 		if !v.owns(k) {
 			continue // the map moved the key since its misses were counted
 		}
-		e, ok := n.store.addPlaceholder(k)
+		shim := int32(v.p.ShardIndex(k))
+		if !n.granted(shim, false) {
+			continue // inserted once its shim granted a lease (shimlease.go)
+		}
+		e, ok := n.store.addPlaceholder(k, shim)
 		if !ok {
 			continue
 		}
@@ -153,10 +192,7 @@ func (n *Node) plan() ([]fetchJob, InsertResult) {
 		n.stats.inserts.Add(1)
 		jobs = append(jobs, fetchJob{key: k, e: e, v: v})
 	}
-	for _, r := range n.store.stale(v.owns) {
-		jobs = append(jobs, fetchJob{key: r.key, e: r.e, v: v, refresh: true})
-	}
-	return jobs, res
+	return jobs
 }
 
 // recordHits keeps the hits of the interval that ends, for HotKeys to
@@ -191,6 +227,9 @@ func (n *Node) fetch(ctx context.Context, j *fetchJob) fetchOutcome {
 	case rep.Status != wire.StatusOK:
 		n.log.Debug("fetch refused by shim", "key", j.key, "status", rep.Status)
 		return n.fetchFailed(j)
+	}
+	if !n.shimCurrent(j.v, j.key, &rep.Header) {
+		return n.fetchFailed(j) // sent in an epoch the node left, or before the one it holds
 	}
 	switch n.store.fill(j.key, j.e, rep.ValueVersion, rep.Value, rep.Status == wire.StatusNotFound) {
 	case fillApplied:

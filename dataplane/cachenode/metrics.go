@@ -48,6 +48,10 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 				return 0
 			}),
 		counter("distcache_lease_starts_total", "Serving leases started after the previous one had run out (or at start): a node that stops reading its map stops serving.", n.lease.expiries.Load),
+		counter("distcache_shim_lease_grants_total", "Leases the storage shims granted the node: it serves a shim's keys from its cache only while it holds that shim's lease.", n.shims.grants.Load),
+		counter("distcache_shim_lease_flushes_total", "Times the node dropped a shim's entries for a lease of a new epoch: the shim wrote its keys without the node's acknowledgement once the last lease ended.", n.shims.flushes.Load),
+		counter("distcache_shim_lease_failures_total", "Renewals of a shim's lease unanswered or refused; the node serves none of the shim's keys from its cache once the lease ends.", n.shims.failures.Load),
+		counter("distcache_stale_epoch_values_total", "UPDATEs and fills not applied because the shim sent them in an epoch the node no longer (or not yet) holds.", n.shims.staleEpochs.Load),
 		counter("distcache_unleased_reads_total", "Reads of a valid copy served from storage because the serving lease had run out.", n.stats.unleased.Load),
 		counter("distcache_refused_reads_total", "Reads refused: with not_owner because the node is not Active (Fenced or Failed) in its map, with unavailable while it drains to stop.", n.stats.refused.Load),
 		counter("distcache_backend_batches_total", "Backend reads of several misses for one shim sent together (the misses of one receive batch).", n.stats.backendBatches.Load),

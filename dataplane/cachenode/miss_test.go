@@ -137,7 +137,7 @@ func TestMissForwardedBeforeAHitWaits(t *testing.T) {
 		withConfig(func(c *Config) { c.Transport.Readers, c.EmulatedRate = 1, 0.001 }))
 	// A valid copy of "hit", put in place without traffic: the node does
 	// not serve yet.
-	e, _ := h.node.store.addPlaceholder("hit")
+	e, _ := h.node.store.addPlaceholder("hit", 0)
 	sh := h.node.store.shard("hit")
 	sh.mu.Lock()
 	e.value, e.version, e.valid, e.fetching = []byte("v"), 1, true, false

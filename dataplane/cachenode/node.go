@@ -94,6 +94,12 @@ type Config struct {
 	// node that left the ring only after the same time. Renew it several
 	// times per Lease.
 	Lease time.Duration
+	// ShimLeases makes the node hold a lease from each storage shim whose
+	// keys it caches, besides the map lease (shimlease.go): a shim that
+	// the node stops answering writes its keys once that lease ends,
+	// without waiting for the control plane. Every shim must grant them
+	// (a shim of an earlier version serves no hits of its keys).
+	ShimLeases bool
 	// EmulatedRate is the node's emulated capacity in work units per
 	// second (package capacity; DistCache §6.1); 0 means unlimited. A hit
 	// costs 1 unit, and so does each INVALIDATE and each UPDATE of a key
@@ -219,7 +225,8 @@ type Node struct {
 	reqs      *metrics.Requests
 	stats     counters
 	view      atomic.Pointer[view]
-	lease     lease // the serving lease (lease.go)
+	lease     lease      // the serving lease (lease.go)
+	shims     shimLeases // the storage shims' leases (shimlease.go)
 
 	// mapMu serialises SetMap with InsertHot's ownership checks and
 	// placeholder insertions, so no key is inserted under a superseded map,
@@ -308,6 +315,7 @@ func New(cfg Config) (*Node, error) {
 		flights:   make(map[string]*flight),
 		parked:    make(map[string]*parkedReads),
 		remapped:  make(chan struct{}, 1),
+		shims:     shimLeases{wanted: map[int32]struct{}{}},
 		pending:   newPendingWrites(),
 		ctx:       ctx,
 		cancel:    cancel,
@@ -356,6 +364,9 @@ func (n *Node) Start() error {
 	}
 	if n.cfg.MRCWindow > 0 {
 		n.spawn(n.rotateCurves)
+	}
+	if n.cfg.ShimLeases {
+		n.spawn(n.renewLoop)
 	}
 	if n.cfg.PeerRefresh >= 0 {
 		n.spawn(func() { peers.RefreshEvery(n.ctx, n.cfg.PeerRefresh, n.RefreshPeers) })
@@ -431,8 +442,8 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 	n.sealFlights()
 
 	var dropped int
-	switch {
-	case !v.active || prev == nil || !prev.active || v.version > prev.version+1:
+	switch relaid := n.setLayout(p.Map()); {
+	case !v.active || prev == nil || !prev.active || v.version > prev.version+1 || relaid:
 		dropped = n.dropEntries(nil)
 	default:
 		dropped = n.dropEntries(func(key string) bool { return !v.owns(key) })

@@ -41,6 +41,10 @@ type Stats struct {
 	Renewals       uint64 // serving lease renewals
 	LeaseStarts    uint64 // renewals that started a new lease (the previous one had run out)
 	Leased         bool   // the serving lease is valid now
+	ShimGrants     uint64 // leases granted by the storage shims (Config.ShimLeases)
+	ShimFlushes    uint64 // a shim's entries dropped for a grant of a new epoch (or its first)
+	ShimFailures   uint64 // renewals of a shim's lease unanswered or refused
+	StaleEpochs    uint64 // UPDATEs and fills not applied: sent in an epoch the node does not hold
 	Work           uint64 // work units taken from the emulated capacity (hits, coherence of held keys)
 	Items          int64  // entries now, placeholders included
 	Bytes          int64  // value bytes now
@@ -77,8 +81,10 @@ func (n *Node) Stats() Stats {
 		Refused: c.refused.Load(), Unleased: c.unleased.Load(), Untracked: c.untracked.Load(),
 		CacheOnlyMiss: c.cacheOnlyRefused.Load(), DirectMisses: c.directMisses.Load(), Flushes: c.flushes.Load(),
 		Renewals: n.lease.renewals.Load(), LeaseStarts: n.lease.expiries.Load(),
-		Leased: n.leased(time.Now()),
-		Items:  n.store.items.Load(), Bytes: n.store.bytes.Load(),
+		Leased:     n.leased(time.Now()),
+		ShimGrants: n.shims.grants.Load(), ShimFlushes: n.shims.flushes.Load(),
+		ShimFailures: n.shims.failures.Load(), StaleEpochs: n.shims.staleEpochs.Load(),
+		Items: n.store.items.Load(), Bytes: n.store.bytes.Load(),
 		Load:      n.loadAt(n.now(time.Now())),
 		Transport: n.ep.Stats(),
 	}

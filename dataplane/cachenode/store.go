@@ -13,6 +13,7 @@ import (
 type entry struct {
 	value    []byte
 	version  uint64 // coherence version (see the package documentation)
+	shim     int32  // the global index of the key's storage shard (shimlease.go)
 	valid    bool
 	fetching bool // a FETCH for this entry is outstanding
 	// missing says the valid copy is of a key storage does not hold: a
@@ -43,6 +44,9 @@ type store struct {
 	items    atomic.Int64
 	bytes    atomic.Int64
 	shards   [storeShards]storeShard
+
+	perShimMu sync.Mutex      // guards perShim
+	perShim   map[int32]int32 // entries by storage shard (entry.shim), none at 0
 }
 
 type storeShard struct {
@@ -52,7 +56,7 @@ type storeShard struct {
 }
 
 func newStore(maxBytes int64) *store {
-	s := &store{seed: maphash.MakeSeed(), maxBytes: maxBytes}
+	s := &store{seed: maphash.MakeSeed(), maxBytes: maxBytes, perShim: map[int32]int32{}}
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*entry)
 	}
@@ -69,9 +73,9 @@ func (s *store) shard(key string) *storeShard {
 	return &s.shards[maphash.String(s.seed, key)%storeShards]
 }
 
-// lookup returns the state of key and, for a valid entry, its value and
-// version. It does not allocate.
-func (s *store) lookup(key []byte) (value []byte, version uint64, st entryState) {
+// lookup returns the state of key and, for a valid entry, its value,
+// version and storage shard. It does not allocate.
+func (s *store) lookup(key []byte) (value []byte, version uint64, shim int32, st entryState) {
 	sh := s.shard(bytesView(key))
 	sh.mu.RLock()
 	e := sh.m[string(key)]
@@ -79,14 +83,35 @@ func (s *store) lookup(key []byte) (value []byte, version uint64, st entryState)
 	case e == nil:
 		st = stateAbsent
 	case e.valid && e.missing:
-		version, st = e.version, stateMissing
+		version, shim, st = e.version, e.shim, stateMissing
 	case e.valid:
-		value, version, st = e.value, e.version, stateValid
+		value, version, shim, st = e.value, e.version, e.shim, stateValid
 	default:
 		st = stateInvalid
 	}
 	sh.mu.RUnlock()
-	return value, version, st
+	return value, version, shim, st
+}
+
+// countShim adds delta to shim's entries.
+func (s *store) countShim(shim int32, delta int32) {
+	s.perShimMu.Lock()
+	defer s.perShimMu.Unlock()
+	if n := s.perShim[shim] + delta; n > 0 {
+		s.perShim[shim] = n
+	} else {
+		delete(s.perShim, shim)
+	}
+}
+
+// shims appends the storage shards that have entries to dst.
+func (s *store) shims(dst []int32) []int32 {
+	s.perShimMu.Lock()
+	defer s.perShimMu.Unlock()
+	for shim := range s.perShim {
+		dst = append(dst, shim)
+	}
+	return dst
 }
 
 // holds reports whether key has an entry, valid or not. It does not
@@ -110,18 +135,19 @@ func (s *store) snapshot(key string) (entry, bool) {
 	return *e, true
 }
 
-// addPlaceholder adds an invalid entry of version 0 for key with a FETCH
-// outstanding, unless key is present.
-func (s *store) addPlaceholder(key string) (*entry, bool) {
+// addPlaceholder adds an invalid entry of version 0 for key, of storage
+// shard shim, with a FETCH outstanding, unless key is present.
+func (s *store) addPlaceholder(key string, shim int32) (*entry, bool) {
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.m[key] != nil {
 		return nil, false
 	}
-	e := &entry{fetching: true}
+	e := &entry{fetching: true, shim: shim}
 	sh.m[key] = e
 	s.items.Add(1)
+	s.countShim(shim, 1)
 	return e, true
 }
 
@@ -143,6 +169,7 @@ func (s *store) deleteLocked(sh *storeShard, key string, e *entry) {
 	delete(sh.m, key)
 	s.items.Add(-1)
 	s.bytes.Add(-int64(len(e.value)))
+	s.countShim(e.shim, -1)
 }
 
 // removeIf deletes key's entry iff it is e and still invalid, and clears

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -31,6 +32,7 @@ type stubShim struct {
 	untracked bool       // GET replies without FlagTracked
 	values    map[string][]byte
 	counter   uint64 // ValueVersion of every reply (C in FETCH replies)
+	epoch     uint64 // the epoch FETCH replies carry (FlagEpoch), 0: none
 	hold      map[wire.Op]bool
 	requests  map[wire.Op]int // distinct requests received, by op
 	pending   map[requestID]bool
@@ -149,6 +151,9 @@ func (s *stubShim) answer(src netip.AddrPort, req *wire.Message, status wire.Sta
 	if req.Op == wire.OpGet && !s.untracked {
 		r.Flags = wire.FlagTracked
 	}
+	if req.Op == wire.OpFetch && s.epoch != 0 {
+		r.SetEpoch(s.epoch)
+	}
 	delete(s.pending, id)
 	s.replied[id] = r
 	s.mu.Unlock()
@@ -173,6 +178,12 @@ func (s *stubShim) setCounter(c uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counter = c
+}
+
+func (s *stubShim) setEpoch(e uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch = e
 }
 
 func (s *stubShim) setHold(op wire.Op, on bool) {
@@ -206,6 +217,18 @@ func (h *heldRequest) release() { h.s.answerFromMap(h.src, &h.req) }
 // reply answers h with value and version c.
 func (h *heldRequest) reply(c uint64, value string) {
 	h.s.answer(h.src, &h.req, wire.StatusOK, c, []byte(value))
+}
+
+// grant answers the held RENEW h with a lease of epoch e for length.
+func (h *heldRequest) grant(e uint64, length time.Duration) {
+	r := &wire.Message{
+		Header: wire.Header{Op: wire.OpRenewReply, Seq: h.req.Seq, Status: wire.StatusOK, ValueVersion: uint64(length)},
+		Key:    h.req.Key,
+	}
+	r.SetEpoch(e)
+	if err := h.s.ep.Send(h.src, r); err != nil {
+		h.s.t.Errorf("stub shim: %v", err)
+	}
 }
 
 // notFound answers h with StatusNotFound.

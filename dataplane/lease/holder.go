@@ -34,7 +34,7 @@ type held struct {
 const flushing = ^uint64(0)
 
 // NewHolder returns the leases of a node that caches keys of shims
-// shims (0 … shims-1), each grant lasting length.
+// shims (0 … shims-1), each grant lasting at most length.
 func NewHolder(shims int, length time.Duration) (*Holder, error) {
 	if shims <= 0 || length <= 0 {
 		return nil, fmt.Errorf("cannot keep leases: %d shims, length %v", shims, length)
@@ -44,14 +44,31 @@ func NewHolder(shims int, length time.Duration) (*Holder, error) {
 
 // Valid says whether the node holds shim's lease at now: whether it may
 // answer a read of one of shim's keys from its cache.
+// A shim outside the holder's range holds no lease.
 func (h *Holder) Valid(shim int, now time.Duration) bool {
-	return int64(now) < h.leases[shim].until.Load()
+	return uint(shim) < uint(len(h.leases)) && int64(now) < h.leases[shim].until.Load()
+}
+
+// Shims is the number of shims whose leases h keeps.
+func (h *Holder) Shims() int { return len(h.leases) }
+
+// Granted says whether the node holds an epoch of shim: whether shim ever
+// granted it a lease.
+func (h *Holder) Granted(shim int) bool {
+	if uint(shim) >= uint(len(h.leases)) {
+		return false
+	}
+	e := h.leases[shim].epoch.Load()
+	return e != 0 && e != flushing
 }
 
 // Current says whether a value the shim sent in epoch (an UPDATE, a FILL)
 // may reach the node's cache: in the epoch the node holds, or any before
 // the shim's first grant, whose flush drops what such values filled.
 func (h *Holder) Current(shim int, epoch uint64) bool {
+	if uint(shim) >= uint(len(h.leases)) {
+		return false
+	}
 	switch held := h.leases[shim].epoch.Load(); held {
 	case 0:
 		return true
@@ -62,21 +79,21 @@ func (h *Holder) Current(shim int, epoch uint64) bool {
 	}
 }
 
-// Grant applies the shim's grant of epoch to a renewal the node sent at
-// sent. In the node's epoch it extends the lease to sent plus the
-// length. A grant of a newer epoch, or of another run of the shim (the
+// Grant applies the shim's grant of epoch, for length, to a renewal the
+// node sent at sent. In the node's epoch it extends the lease to sent
+// plus the shorter of length and the holder's. A grant of a newer epoch, or of another run of the shim (the
 // high 32 bits), calls flush first, which must drop every entry of the
 // shim's keys (and their fills in flight), and then starts the lease in
 // that epoch. A grant of an older epoch of the same run changes nothing.
 // It reports whether it flushed.
-func (h *Holder) Grant(shim int, epoch uint64, sent time.Duration, flush func()) bool {
-	if epoch == 0 || epoch == flushing {
+func (h *Holder) Grant(shim int, epoch uint64, sent, length time.Duration, flush func()) bool {
+	if epoch == 0 || epoch == flushing || length <= 0 || uint(shim) >= uint(len(h.leases)) {
 		return false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	l := &h.leases[shim]
-	end := int64(sent + h.length)
+	end := int64(sent + min(length, h.length))
 	switch held := l.epoch.Load(); {
 	case held == epoch:
 		if end > l.until.Load() {

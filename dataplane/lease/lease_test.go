@@ -38,7 +38,7 @@ func TestHolder(t *testing.T) {
 		{name: "epoch 0 is no grant", epoch: 0, sent: 900 * ms, at: 950 * ms, wantValid: false, wantFlushN: 3},
 	}
 	for _, s := range steps {
-		if got := h.Grant(0, s.epoch, s.sent, flush); got != s.wantFlush {
+		if got := h.Grant(0, s.epoch, s.sent, 100*ms, flush); got != s.wantFlush {
 			t.Errorf("%s: Grant flushed %v, want %v", s.name, got, s.wantFlush)
 		}
 		if got := h.Valid(0, s.at); got != s.wantValid {
@@ -54,6 +54,34 @@ func TestHolder(t *testing.T) {
 	if !h.Current(0, 1<<32|1) || h.Current(0, 8) {
 		t.Error("Current: want only the held epoch of shim 0")
 	}
+	if !h.Granted(0) || h.Granted(1) {
+		t.Error("Granted: want shim 0 only")
+	}
+}
+
+// TestHolderBounds checks the holder's limits: a grant lasts the shorter
+// of its length and the holder's, and a shim out of range holds nothing.
+func TestHolderBounds(t *testing.T) {
+	h, err := NewHolder(1, 100*ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Grant(0, 1, 0, 50*ms, func() {})
+	if h.Valid(0, 50*ms) || !h.Valid(0, 49*ms) {
+		t.Error("a grant of 50ms: want it to end at 50ms")
+	}
+	h.Grant(0, 1, 0, time.Hour, func() {})
+	if h.Valid(0, 100*ms) {
+		t.Error("a grant longer than the holder's length: want the holder's")
+	}
+	if h.Grant(0, 2, 0, 0, func() { t.Error("flushed for a grant of no length") }) {
+		t.Error("a grant of no length: want none")
+	}
+	for _, shim := range []int{-1, 1} {
+		if h.Valid(shim, 0) || h.Current(shim, 1) || h.Granted(shim) || h.Grant(shim, 1, 0, ms, func() {}) {
+			t.Errorf("shim %d out of range: want no lease", shim)
+		}
+	}
 }
 
 // TestHolderFlushServesNothing checks that during a flush the lease of
@@ -63,8 +91,8 @@ func TestHolderFlushServesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Grant(0, 1, 0, func() {})
-	h.Grant(0, 2, 0, func() {
+	h.Grant(0, 1, 0, time.Second, func() {})
+	h.Grant(0, 2, 0, time.Second, func() {
 		if h.Valid(0, ms) {
 			t.Error("Valid during the flush of a new epoch")
 		}

@@ -33,7 +33,9 @@ func newGrantor(length time.Duration) (*lease.Grantor, error) {
 func (s *Shim) leaseNow(now time.Time) time.Duration { return now.Sub(s.born) }
 
 // serveRenew grants the node at src a lease on this shard's keys: a
-// RENEW_REPLY with the node's epoch (FlagEpoch). A RENEW for another
+// RENEW_REPLY with the node's epoch (FlagEpoch) and the lease's length
+// in ValueVersion (ns), so that no node holds it longer than the shim
+// waits for. A RENEW for another
 // shard is refused with not_owner and grants nothing.
 func (s *Shim) serveRenew(out transport.Sender, src netip.AddrPort, req *wire.Message, now time.Time) {
 	if string(req.Key) != s.cfg.Shard {
@@ -41,8 +43,9 @@ func (s *Shim) serveRenew(out transport.Sender, src netip.AddrPort, req *wire.Me
 		return
 	}
 	m := wire.Message{
-		Header: wire.Header{Op: wire.OpRenewReply, Seq: req.Seq, Digest: req.Digest, MapVersion: s.mapVersion()},
-		Key:    req.Key,
+		Header: wire.Header{Op: wire.OpRenewReply, Seq: req.Seq, Digest: req.Digest, MapVersion: s.mapVersion(),
+			ValueVersion: uint64(s.cfg.Lease)},
+		Key: req.Key,
 	}
 	m.SetEpoch(s.leases.Grant(src, s.leaseNow(now)))
 	s.stats.grants.Add(1)

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -15,6 +16,9 @@ func TestRenew(t *testing.T) {
 	first := e.call(wire.OpRenew, e.cfg.Shard, nil)
 	if first.Op != wire.OpRenewReply || first.Status != wire.StatusOK || !first.Has(wire.FlagEpoch) || first.Epoch() == 0 {
 		t.Fatalf("RENEW = %s %s flags %#x epoch %#x, want RENEW_REPLY ok with an epoch", first.Op, first.Status, first.Flags, first.Epoch())
+	}
+	if got := time.Duration(first.ValueVersion); got != e.shim.cfg.Lease {
+		t.Fatalf("grant's length %v, want the shim's lease %v", got, e.shim.cfg.Lease)
 	}
 	if again := e.call(wire.OpRenew, e.cfg.Shard, nil); again.Epoch() != first.Epoch() {
 		t.Fatalf("second grant's epoch %#x, want the first's %#x", again.Epoch(), first.Epoch())

@@ -61,7 +61,8 @@ const (
 	// shard named by Key (package lease). The node keeps the time it sent
 	// it: the lease runs from then. A switch never sees it.
 	OpRenew Op = 20
-	// OpRenewReply grants the lease, with FlagEpoch: the node's epoch.
+	// OpRenewReply grants the lease, with FlagEpoch: the node's epoch;
+	// ValueVersion is the lease's length in nanoseconds.
 	OpRenewReply Op = 21
 	opLimit      Op = 22
 	// MaxOp is the largest op Parse accepts, for tables indexed by op.

@@ -201,7 +201,7 @@ func (c *Cluster) Switches() map[string]*switchtest.Member { return c.switches }
 // newNode creates (but does not start) the cache node of member and
 // records it as running.
 func (c *Cluster) newNode(layer, member, addr string) (*cachenode.Node, error) {
-	nc := cachenode.Config{Layer: layer, Member: member, Transport: transport.Config{Addr: addr}}
+	nc := cachenode.Config{Layer: layer, Member: member, Transport: transport.Config{Addr: addr}, ShimLeases: true}
 	if c.cfg.Node != nil {
 		c.cfg.Node(&nc)
 	}
