@@ -146,12 +146,14 @@ func LeaseMapPoll(lease, poll time.Duration) time.Duration {
 	return min(poll, quarter)
 }
 
-// BackstopMapPoll is how often a data-plane process that holds no lease
-// (a shim, a gateway) and follows its map by a watch of the Kubernetes
-// API also reads it: only in case the watch stalls, since every change
-// reaches it through the watch within milliseconds. A shim that learns a
-// change late only waits longer for the owners it released.
-const BackstopMapPoll = 5 * time.Second
+// BackstopMapPoll is how often a data-plane process that follows its map
+// by a watch of the Kubernetes API also reads it: only in case the watch
+// stalls, since every change reaches it through the watch within
+// milliseconds. No lease depends on it: a shim that learns a change late
+// only waits longer for the owners it released, a cache node reads its
+// map at once when a shim's grant shows a newer one, and clients and
+// gateways when a reply does.
+const BackstopMapPoll = time.Minute
 
 // NodeDrainTimeout is the most a cache node drains when it is told to stop
 // (its --drain-timeout, package cachenode's drain.go): long enough for its

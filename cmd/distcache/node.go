@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/distcache/distcache/dataplane/cachenode"
+	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/dataplane/metrics"
 )
 
@@ -47,10 +50,11 @@ func newNodeCommand() *cobra.Command {
 			if err := o.key.register(wrapped); err != nil {
 				return err
 			}
-			if o.mapPoll*3 > cfg.Lease {
-				return fmt.Errorf("cannot run node: --map-poll %v must be at most a third of --serving-lease %v: the node renews its lease by reading the map",
+			if !cfg.ShimLeases && o.mapPoll*3 > cfg.Lease {
+				return fmt.Errorf("cannot run node: --map-poll %v must be at most a third of --serving-lease %v: without --shim-leases the node renews its lease by reading the map",
 					o.mapPoll, cfg.Lease)
 			}
+			cfg.MapBehind = reloadOnce(w, log)
 			n, err := cachenode.New(cfg)
 			if err != nil {
 				return err
@@ -78,4 +82,22 @@ func newNodeCommand() *cobra.Command {
 		"window of the miss-ratio curve GET /mrc reports: the last complete one (negative: the reads since start)")
 	_ = cmd.MarkFlagRequired("member")
 	return cmd
+}
+
+// reloadOnce returns a cachenode.Config.MapBehind that reads w's source
+// at once, on a goroutine of its own, one read at a time: a shim granted
+// a lease under a map the node has not installed yet.
+func reloadOnce(w *mapwatch.Watcher, log *slog.Logger) func(version int64) {
+	var reading atomic.Bool
+	return func(version int64) {
+		if !reading.CompareAndSwap(false, true) {
+			return
+		}
+		go func() {
+			defer reading.Store(false)
+			if _, err := w.Reload(); err != nil {
+				log.Warn("cannot read the partition map a shim already has", "version", version, "err", err)
+			}
+		}()
+	}
 }

@@ -62,7 +62,7 @@ func (n *Node) handleGet(out transport.Sender, src netip.AddrPort, req *wire.Mes
 		return
 	}
 	value, version, shim, st := n.store.lookup(req.Key)
-	if (st == stateValid || st == stateMissing) && !(n.lease.valid(now) && n.shimLeased(shim, now)) {
+	if (st == stateValid || st == stateMissing) && !n.servable(shim, now) {
 		n.stats.unleased.Add(1) // fenced: the copy may have missed a write
 		st = stateInvalid
 	}

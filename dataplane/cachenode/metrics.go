@@ -40,9 +40,9 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_coalesced_requests_total", "Misses that joined a pending backend read of the same key.", n.stats.coalesced.Load),
 		counter("distcache_parked_requests_total", "Misses that waited for a pending write's phase 2 instead of reading the shim.", n.stats.parked.Load),
 		counter("distcache_parked_forwarded_total", "Parked misses sent to the shim after all: the write's phase 2 was late, lost or failed.", n.stats.parkForwarded.Load),
-		gauge("distcache_lease_valid", "1 while the node holds its serving lease (it serves cached values), else 0.",
+		gauge("distcache_lease_valid", "1 while the node holds its serving leases (it serves cached values): the lease of every storage shim whose keys it caches, or without shim leases its map lease; else 0.",
 			func() float64 {
-				if n.leased(time.Now()) {
+				if n.leasedNow() {
 					return 1
 				}
 				return 0
@@ -51,6 +51,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_shim_lease_grants_total", "Leases the storage shims granted the node: it serves a shim's keys from its cache only while it holds that shim's lease.", n.shims.grants.Load),
 		counter("distcache_shim_lease_flushes_total", "Times the node dropped a shim's entries for a lease of a new epoch: the shim wrote its keys without the node's acknowledgement once the last lease ended.", n.shims.flushes.Load),
 		counter("distcache_shim_lease_failures_total", "Renewals of a shim's lease unanswered or refused; the node serves none of the shim's keys from its cache once the lease ends.", n.shims.failures.Load),
+		counter("distcache_shim_lease_map_behind_total", "Grants of a shim's lease not applied because the shim's partition map was newer than the node's; the node reads its map at once.", n.shims.behind.Load),
 		counter("distcache_stale_epoch_values_total", "UPDATEs and fills not applied because the shim sent them in an epoch the node no longer (or not yet) holds.", n.shims.staleEpochs.Load),
 		counter("distcache_unleased_reads_total", "Reads of a valid copy served from storage because the serving lease had run out.", n.stats.unleased.Load),
 		counter("distcache_refused_reads_total", "Reads refused: with not_owner because the node is not Active (Fenced or Failed) in its map, with unavailable while it drains to stop.", n.stats.refused.Load),

@@ -72,7 +72,7 @@ func (n *Node) miss(out transport.Sender, src netip.AddrPort, req *wire.Message,
 		w.arrived = start
 	}
 	n.missMu.Lock()
-	shared := owned && n.leased(start) && n.shimLeased(int32(v.p.ShardIndex(key)), n.now(start))
+	shared := owned && n.servable(int32(v.p.ShardIndex(key)), n.now(start))
 	joinable := shared && !n.pending.active(key, start)
 	if shared && !joinable && n.cfg.ParkTimeout > 0 {
 		if pv, ok := n.pending.version(key); ok {

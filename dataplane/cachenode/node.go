@@ -98,8 +98,15 @@ type Config struct {
 	// keys it caches, besides the map lease (shimlease.go): a shim that
 	// the node stops answering writes its keys once that lease ends,
 	// without waiting for the control plane. Every shim must grant them
-	// (a shim of an earlier version serves no hits of its keys).
+	// (a shim of an earlier version serves no hits of its keys). The map
+	// lease is then not needed: the node serves under a shim's grants only
+	// while its map is at least as new as the shim's.
 	ShimLeases bool
+	// MapBehind, when set, is called (on the renewal loop's goroutine;
+	// it must not block) when a shim's grant shows a newer partition map
+	// than the node's: the node should read its map source now. Until it
+	// has the newer map it serves none of that shim's keys.
+	MapBehind func(version int64)
 	// EmulatedRate is the node's emulated capacity in work units per
 	// second (package capacity; DistCache §6.1); 0 means unlimited. A hit
 	// costs 1 unit, and so does each INVALIDATE and each UPDATE of a key

@@ -18,7 +18,15 @@ import (
 // This file is the node's side of the leases the storage shims grant
 // (package lease; docs/dataplane.md, Leases granted by the shims), on when
 // Config.ShimLeases is set. A node serves a cached value of a shim's key
-// only while it holds that shim's lease, besides its map lease (lease.go).
+// only while it holds that shim's lease; it needs no map lease (lease.go).
+//
+// A grant carries the shim's map version, and the node applies it only if
+// its own map is at least as new: a shim releases an owner that left a
+// key by a map change a lease (plus margins) after it installed the
+// change, and every grant it sent since carries the new version, so a
+// node that has not seen that map holds no lease of it by then. A node
+// that sees a newer version in a grant reads its map source at once
+// (Config.MapBehind).
 //
 // Every third of a lease the node sends RENEW to each shim of whose keys
 // it holds entries, in one batch, and keeps the time it sent it: the
@@ -51,9 +59,10 @@ type shimLeases struct {
 	length atomic.Int64
 
 	// Counters: grants received, the flushes they started, renewals
-	// unanswered or refused, and UPDATEs and fills of an epoch the node
+	// unanswered or refused, grants not applied because the shim's map was
+	// newer than the node's, and UPDATEs and fills of an epoch the node
 	// does not hold.
-	grants, flushes, failures, staleEpochs atomic.Uint64
+	grants, flushes, failures, behind, staleEpochs atomic.Uint64
 }
 
 // storageLayout is the names of m's storage shards by global index
@@ -94,15 +103,32 @@ func (n *Node) setLayout(m *partmap.Map) bool {
 	return changed
 }
 
-// shimLeased reports whether the node holds the lease of shim (a global
-// shard index) at now (Node.now's clock); always true without
-// Config.ShimLeases. It does not allocate.
-func (n *Node) shimLeased(shim int32, now int64) bool {
+// servable reports whether the node may serve a cached value of a key of
+// shim (a global shard index) at now (Node.now's clock): under the
+// shim's lease with Config.ShimLeases, else under its map lease
+// (lease.go). It does not allocate.
+func (n *Node) servable(shim int32, now int64) bool {
 	if !n.cfg.ShimLeases {
-		return true
+		return n.lease.valid(now)
 	}
 	h := n.shims.holder.Load()
 	return h != nil && h.Valid(int(shim), time.Duration(now))
+}
+
+// leasedNow reports whether the node holds every lease it serves under:
+// with Config.ShimLeases, the lease of every shim whose keys it caches;
+// else its map lease.
+func (n *Node) leasedNow() bool {
+	now := n.now(time.Now())
+	if !n.cfg.ShimLeases {
+		return n.lease.valid(now)
+	}
+	for _, s := range n.store.shims(nil) {
+		if !n.servable(s, now) {
+			return false
+		}
+	}
+	return true
 }
 
 // shimCurrent reports whether a value the shim of key sent with m's epoch
@@ -203,6 +229,12 @@ func (n *Node) renewShims() {
 	if len(reqs) == 0 {
 		return
 	}
+	var behind uint64 // the newest map version a shim granted under, if newer than the node's
+	defer func() {
+		if behind > 0 && n.cfg.MapBehind != nil {
+			n.cfg.MapBehind(int64(behind))
+		}
+	}()
 	sent := n.now(n.clock())
 	out := make([]transport.Reply, len(reqs))
 	n.ep.CallMany(n.ctx, time.Now().Add(n.cfg.Lease/3), reqs, out)
@@ -215,6 +247,13 @@ func (n *Node) renewShims() {
 		}
 		if n.shims.holder.Load() != h {
 			return // a new storage layout: these grants are the old one's
+		}
+		if cur := n.view.Load(); r.Msg.MapVersion > cur.version {
+			// Granted under a map the node has not seen, which may have
+			// moved keys away from it: no lease until it has that map.
+			n.shims.behind.Add(1)
+			behind = max(behind, r.Msg.MapVersion)
+			continue
 		}
 		length := time.Duration(r.Msg.ValueVersion)
 		if cur := n.shims.length.Load(); length > 0 && (cur == 0 || int64(length) < cur) {

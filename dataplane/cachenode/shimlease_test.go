@@ -139,3 +139,33 @@ func TestShimLeaseStaleEpochValues(t *testing.T) {
 		t.Errorf("StaleEpochs = %d, want 2 (the UPDATE, the fill)", got)
 	}
 }
+
+// TestShimLeaseNeedsTheShimsMap checks that a grant made under a map newer
+// than the node's gives no lease, and asks the node to read its map.
+func TestShimLeaseNeedsTheShimsMap(t *testing.T) {
+	behind := make(chan int64, 1)
+	h := newHarness(t, withConfig(func(c *Config) {
+		c.ShimLeases = true
+		c.MapBehind = func(v int64) { behind <- v }
+	}), withStub(holding(wire.OpRenew)))
+	h.shim.setValue("k", "v1")
+	h.heat("k", testThreshold)
+	done := h.insertAsync()
+	newer := uint64(h.node.view.Load().version) + 1
+	r := h.shim.nextHeld(h.ctx, h.t)
+	r.grantUnder(5<<32|1, testDeadline, newer)
+	if res := h.wait(done); res.Inserted != 0 {
+		t.Fatalf("InsertHot: %+v, want nothing inserted without a lease", res)
+	}
+	select {
+	case v := <-behind:
+		if v != int64(newer) {
+			t.Errorf("MapBehind(%d), want %d", v, newer)
+		}
+	case <-h.ctx.Done():
+		t.Fatal("MapBehind not called")
+	}
+	if st := h.node.Stats(); st.ShimGrants != 0 || st.ShimBehind != 1 {
+		t.Errorf("stats %+v: want no grant applied, 1 behind", st)
+	}
+}

@@ -40,10 +40,11 @@ type Stats struct {
 	Flushes        uint64 // FLUSHes served: a shim's shard dropped (flush.go)
 	Renewals       uint64 // serving lease renewals
 	LeaseStarts    uint64 // renewals that started a new lease (the previous one had run out)
-	Leased         bool   // the serving lease is valid now
+	Leased         bool   // the serving leases are valid now (leasedNow)
 	ShimGrants     uint64 // leases granted by the storage shims (Config.ShimLeases)
 	ShimFlushes    uint64 // a shim's entries dropped for a grant of a new epoch (or its first)
 	ShimFailures   uint64 // renewals of a shim's lease unanswered or refused
+	ShimBehind     uint64 // grants not applied: the shim's map was newer than the node's
 	StaleEpochs    uint64 // UPDATEs and fills not applied: sent in an epoch the node does not hold
 	Work           uint64 // work units taken from the emulated capacity (hits, coherence of held keys)
 	Items          int64  // entries now, placeholders included
@@ -81,9 +82,9 @@ func (n *Node) Stats() Stats {
 		Refused: c.refused.Load(), Unleased: c.unleased.Load(), Untracked: c.untracked.Load(),
 		CacheOnlyMiss: c.cacheOnlyRefused.Load(), DirectMisses: c.directMisses.Load(), Flushes: c.flushes.Load(),
 		Renewals: n.lease.renewals.Load(), LeaseStarts: n.lease.expiries.Load(),
-		Leased:     n.leased(time.Now()),
+		Leased:     n.leasedNow(),
 		ShimGrants: n.shims.grants.Load(), ShimFlushes: n.shims.flushes.Load(),
-		ShimFailures: n.shims.failures.Load(), StaleEpochs: n.shims.staleEpochs.Load(),
+		ShimFailures: n.shims.failures.Load(), ShimBehind: n.shims.behind.Load(), StaleEpochs: n.shims.staleEpochs.Load(),
 		Items: n.store.items.Load(), Bytes: n.store.bytes.Load(),
 		Load:      n.loadAt(n.now(time.Now())),
 		Transport: n.ep.Stats(),

@@ -219,10 +219,16 @@ func (h *heldRequest) reply(c uint64, value string) {
 	h.s.answer(h.src, &h.req, wire.StatusOK, c, []byte(value))
 }
 
-// grant answers the held RENEW h with a lease of epoch e for length.
-func (h *heldRequest) grant(e uint64, length time.Duration) {
+// grant answers the held RENEW h with a lease of epoch e for length,
+// granted under map version 0.
+func (h *heldRequest) grant(e uint64, length time.Duration) { h.grantUnder(e, length, 0) }
+
+// grantUnder answers the held RENEW h with a lease of epoch e for
+// length, granted under map version mapVersion.
+func (h *heldRequest) grantUnder(e uint64, length time.Duration, mapVersion uint64) {
 	r := &wire.Message{
-		Header: wire.Header{Op: wire.OpRenewReply, Seq: h.req.Seq, Status: wire.StatusOK, ValueVersion: uint64(length)},
+		Header: wire.Header{Op: wire.OpRenewReply, Seq: h.req.Seq, Status: wire.StatusOK, ValueVersion: uint64(length),
+			MapVersion: mapVersion},
 		Key:    h.req.Key,
 	}
 	r.SetEpoch(e)

@@ -97,7 +97,7 @@ func (s *Shim) SetMap(p *partmap.Placement) error {
 		next.past = append([]pastMap{{st: old.cur, replaced: now}}, old.past...)
 		next.writesFrom = old.writesFrom
 	}
-	for len(next.past) > 0 && now.Sub(next.past[len(next.past)-1].replaced) >= s.cfg.PrevMapGrace {
+	for len(next.past) > 0 && now.Sub(next.past[len(next.past)-1].replaced) >= max(s.cfg.PrevMapGrace, s.releaseAfter()) {
 		next.past = next.past[:len(next.past)-1]
 	}
 	next.inactiveSince = inactiveSince(st, old, now)
@@ -230,6 +230,7 @@ func hasOwner(os []owner, a netip.AddrPort) bool {
 // under the maps replaced less than grace before now, waited for until
 // release after they stopped owning the key (or were fenced, if earlier).
 func (v *mapView) owners(key string, now time.Time, release, grace time.Duration) []owner {
+	grace = max(grace, release) // an owner is invalidated until it is released
 	var buf [8]partmap.Candidate
 	m := v.cur.p.Map()
 	os := make([]owner, 0, 4)
@@ -269,9 +270,12 @@ func (v *mapView) owners(key string, now time.Time, release, grace time.Duration
 // releaseAfter is how long after a node left a key's ownership, or was
 // fenced, the shim stops waiting for its acknowledgements: the node's
 // serving lease, plus how stale the node's map source may be when it reads
-// it (Config.MapDeliveryLag), plus a margin for clocks that run at
-// slightly different rates (1 % of the sum).
+// it (Config.MapDeliveryLag), plus the margin for clocks that run at
+// slightly different rates that the shim's grants add (leaseMargin). A
+// node serves a shim's keys under the shim's grants only while its map is
+// at least as new as the shim's was when it granted them (shimlease.go in
+// package cachenode), so every lease it holds under a map older than the
+// one that moved the key ends by then too.
 func (s *Shim) releaseAfter() time.Duration {
-	d := s.cfg.Lease + s.cfg.MapDeliveryLag
-	return d + d/100
+	return s.cfg.Lease + s.cfg.MapDeliveryLag + leaseMargin(s.cfg.Lease)
 }

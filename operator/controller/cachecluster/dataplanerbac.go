@@ -28,8 +28,7 @@ func DataPlaneName(cluster string) string { return cluster + "-data-plane" }
 
 // mapConfigMapArgs point a data-plane process at the cluster's map
 // ConfigMap, read with the pod's ServiceAccount (in-cluster config), by a
-// watch and a GET every poll: layout.LeaseMapPoll for a cache node,
-// layout.BackstopMapPoll for the others.
+// watch and a GET every poll (layout.BackstopMapPoll).
 func mapConfigMapArgs(cc *v1alpha1.CacheCluster, poll time.Duration) []string {
 	return []string{"--map-configmap=" + cc.Namespace + "/" + MapConfigMapName(cc.Name), "--map-poll=" + poll.String()}
 }

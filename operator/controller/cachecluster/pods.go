@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/distcache/distcache/api/v1alpha1"
-	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/layout"
 )
@@ -69,8 +68,9 @@ func (r *Reconciler) mutateLayerSet(s *state, l layout.Layer, sts *appsv1.Statef
 	lbl := labels(s.cc, ComponentCacheNode)
 	lbl[LabelLayer] = l.Name
 	image, _, pull := r.images(s.cc)
-	poll := layout.LeaseMapPoll(layout.ServingLease(&s.cc.Spec), mapwatch.DefaultInterval)
-	args := append(s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort)), mapConfigMapArgs(s.cc, poll)...)
+	// The node serves under the shims' leases (--shim-leases), not by
+	// reading its map: a watch and a backstop read, as every data-plane pod.
+	args := append(s.topo.NodeArgs(l, "$(POD_NAME)", "0.0.0.0:"+strconv.Itoa(NodePort)), mapConfigMapArgs(s.cc, layout.BackstopMapPoll)...)
 	// A node stopped with its pod (deleted, or restarted by an upgrade)
 	// drains: readers go elsewhere at once, writes of its keys do not wait.
 	args = append(args, "--drain-timeout="+layout.NodeDrainTimeout(&s.cc.Spec).String())
