@@ -153,12 +153,35 @@ KC
 
 kubectl_() { "$ENVTEST_BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig" "$@"; }
 
+# audit sets AUDIT_ARGS, the API server's audit flags: none, or with
+# LOCALKUBE_AUDIT=1 a policy that logs every request at the Metadata level
+# (who, from which address, which verb on which object; no bodies) when
+# its response starts (a watch) and when it completes, as JSON lines in
+# $STATE/log/audit.log (hack/apiaudit counts them). Rotated at 512 MB,
+# two old files kept.
+audit() {
+	AUDIT_ARGS=()
+	[ "${LOCALKUBE_AUDIT:-0}" = 1 ] || return 0
+	mkdir -p "$STATE/log"
+	cat >"$STATE/audit-policy.yaml" <<YAML
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+YAML
+	AUDIT_ARGS=(--audit-policy-file "$STATE/audit-policy.yaml" --audit-log-path "$STATE/log/audit.log"
+		--audit-log-maxsize 512 --audit-log-maxbackup 2)
+	log "auditing every API request into $STATE/log/audit.log"
+}
+
 control_plane() {
 	start etcd "$ENVTEST_BIN/etcd" --data-dir "$STATE/etcd" \
 		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
 		--listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 10))" \
 		--initial-cluster "default=http://127.0.0.1:$((ETCD_PORT + 10))" --unsafe-no-fsync
 	local p=$STATE/pki
+	audit
 	start kube-apiserver "$ENVTEST_BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
 		--bind-address "$NODE_IP" --advertise-address "$NODE_IP" --secure-port "$API_PORT" \
 		--tls-cert-file "$p/apiserver.crt" --tls-private-key-file "$p/apiserver.key" --client-ca-file "$p/ca.crt" \
@@ -166,7 +189,7 @@ control_plane() {
 		--service-account-issuer "https://kubernetes.default.svc.cluster.local" \
 		--service-cluster-ip-range "$SERVICE_CIDR" --authorization-mode Node,RBAC \
 		--kubelet-client-certificate "$p/admin.crt" --kubelet-client-key "$p/admin.key" --kubelet-preferred-address-types InternalIP \
-		--enable-admission-plugins NodeRestriction,OwnerReferencesPermissionEnforcement
+		--enable-admission-plugins NodeRestriction,OwnerReferencesPermissionEnforcement "${AUDIT_ARGS[@]}"
 	wait_until "the API server" 120 kubectl_ get --raw /readyz
 	start kube-controller-manager "$NODE_BIN/kube-controller-manager" --kubeconfig "$STATE/admin.kubeconfig" \
 		--service-account-private-key-file "$p/sa.key" --root-ca-file "$p/ca.crt" --use-service-account-credentials \

@@ -10,6 +10,9 @@
 #   localkube.sh load ARCHIVE...   import image archives into its containerd
 #   localkube.sh env    print KUBECONFIG=... for the running cluster
 #
+# LOCALKUBE_AUDIT=1 makes the API server write an audit log of every
+# request (Metadata level) into $LOCALKUBE_DIR/log/audit.log.
+#
 # Addresses: the node is 192.0.2.10 (TEST-NET-1, on lo), pods 198.18.0.0/24
 # on the bridge lkcni0, Services 198.19.0.0/16 (the benchmarking range):
 # nothing of a private network. Needs root.
