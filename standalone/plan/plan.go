@@ -133,8 +133,9 @@ type Options struct {
 	// shards per rack, the aggregate of one rack as in DistCache §6.1).
 	NodeRate float64
 	// MapPoll is how often the processes check the map file (0: their
-	// default); the cache nodes check it at least every quarter of the
-	// serving lease, which they renew by reading it (nodeMapPoll). Every
+	// default); the switches' controllers check it at least every quarter
+	// of the serving lease, which they renew by reading it
+	// (switchMapPoll). Cache nodes hold the shims' leases instead. Every
 	// process also reads the file as soon as inotify says it changed
 	// (mapwatch.File.Notify): the poll bounds how late a process may learn
 	// of a new map when inotify is not available.
@@ -287,7 +288,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 			a.members[l.Name] = append(a.members[l.Name], nodeAddr)
 			p.Processes = append(p.Processes, Process{
 				Name: member, Kind: Node, Layer: l.Name, Path: o.Binary,
-				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), metricsAddr, p, nodeMapPoll(c, o.MapPoll), o.NodeRate),
+				Args:    o.roleArgs(c.NodeArgs(l, member, nodeAddr), metricsAddr, p, o.MapPoll, o.NodeRate),
 				Addr:    nodeAddr,
 				LogFile: o.log(member), MetricsAddr: metricsAddr, EmulatedRate: o.NodeRate,
 			})
@@ -553,7 +554,8 @@ func (a *addresser) MemberAddress(layer string, i int) string {
 	return ""
 }
 
-// nodeMapPoll is how often a cache node of c reads its map.
-func nodeMapPoll(c *layout.Cluster, poll time.Duration) time.Duration {
+// switchMapPoll is how often the controller of c's switches reads its
+// map: each read renews the switches' serving leases.
+func switchMapPoll(c *layout.Cluster, poll time.Duration) time.Duration {
 	return layout.LeaseMapPoll(layout.ServingLease(&c.Spec), poll)
 }

@@ -60,7 +60,7 @@ func (p *Plan) addSwitches(c *layout.Cluster, o Options, tcp *portQueue) error {
 	}
 	name, metricsAddr := c.Name+"-fabric", tcp.next()
 	args := append([]string{"fabric", "--map=" + p.MapFile, "--metrics-addr=" + metricsAddr, "--log-level=" + o.LogLevel,
-		"--map-poll=" + nodeMapPoll(c, o.MapPoll).String()}, c.FabricArgs()...)
+		"--map-poll=" + switchMapPoll(c, o.MapPoll).String()}, c.FabricArgs()...)
 	args = append(args, switches...)
 	p.Processes = append(p.Processes, Process{Name: name, Kind: Fabric, Path: o.Binary, Args: args, LogFile: o.log(name), MetricsAddr: metricsAddr})
 	return nil
