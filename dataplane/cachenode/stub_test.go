@@ -229,7 +229,7 @@ func (h *heldRequest) grantUnder(e uint64, length time.Duration, mapVersion uint
 	r := &wire.Message{
 		Header: wire.Header{Op: wire.OpRenewReply, Seq: h.req.Seq, Status: wire.StatusOK, ValueVersion: uint64(length),
 			MapVersion: mapVersion},
-		Key:    h.req.Key,
+		Key: h.req.Key,
 	}
 	r.SetEpoch(e)
 	if err := h.s.ep.Send(h.src, r); err != nil {
