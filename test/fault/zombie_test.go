@@ -46,8 +46,20 @@ import (
 // whatever its lease, shims that stop waiting for a failed node at once —
 // the stale clients read values older than acknowledged writes from X or Y
 // in step 5, and the check fails.
+//
+// The second run stops the control loop first (killed through the
+// control API, held down until the end): nothing fences or fails X and Y,
+// so step 3 is skipped, and in step 4 the shims release them by the
+// leases they granted alone.
 func TestZombie(t *testing.T) {
 	requireEnv(t)
+	t.Run("control loop running", func(t *testing.T) { runZombie(t, true) })
+	t.Run("control loop stopped", func(t *testing.T) { runZombie(t, false) })
+}
+
+// runZombie runs the zombie scenario, with the control loop running or
+// stopped before the pauses.
+func runZombie(t *testing.T, controlLoop bool) {
 	const (
 		d        = 25 * time.Second
 		x, y     = "fault-spine-0", "fault-spine-1"
@@ -61,7 +73,11 @@ func TestZombie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startCluster(t, fmt.Sprintf("%s%d-zombie", nsPrefix, os.Getpid()), file, dir, "--map-poll", "1s")
+	name := "zombie"
+	if !controlLoop {
+		name = "zombie-nocp"
+	}
+	c := startCluster(t, fmt.Sprintf("%s%d-%s", nsPrefix, os.Getpid(), name), file, dir, "--map-poll", "1s")
 	// Clients try a node that timed out again after 100 ms, so the stale
 	// clients read from X and Y as soon as they continue, before the nodes
 	// have read the newer maps (with the default 2 s they might skip them
@@ -86,6 +102,9 @@ func TestZombie(t *testing.T) {
 		})
 	}
 	v0 := c.mapVersion(ctx)
+	if !controlLoop {
+		stopControlLoop(t, c, in)
+	}
 
 	// 1. Freeze the stale clients.
 	if err := faults.Signal(chk.pid, syscall.SIGUSR1); err != nil {
@@ -100,6 +119,9 @@ func TestZombie(t *testing.T) {
 	heal := cutShimsFrom(t, c, in, px, py)
 	// 3. X and Y fenced and failed: new map versions.
 	poll.Until(t, "X and Y failed", func() bool {
+		if !controlLoop {
+			return true // nothing fences them
+		}
 		failed := 0
 		for _, name := range []string{x, y} {
 			if p, err := c.process(ctx, name); err == nil && p.MemberState == "Failed" {
@@ -148,6 +170,9 @@ func TestZombie(t *testing.T) {
 		t.Fatalf("the scenario took %v, past the end of the %v workload: the checker read back before it was over", elapsed, d)
 	}
 	t.Logf("gap between the pauses %v; map versions %d -> %d; faults: %+v", gap.Round(time.Millisecond), v0, c.mapVersion(ctx), in.rec.Records())
+	if v := c.mapVersion(ctx); !controlLoop && v != v0 {
+		t.Errorf("map version %d -> %d with the control loop stopped: want no change", v0, v)
+	}
 
 	code, err := chk.wait()
 	if err != nil {
@@ -240,4 +265,32 @@ func pauseNode(t *testing.T, in *injector, name string, pid int) (resume func())
 			t.Fatal(err)
 		}
 	}
+}
+
+// stopControlLoop kills the cluster's control loop through the control
+// API, which holds it down, and restarts it when the test ends; both are
+// recorded.
+func stopControlLoop(t *testing.T, c *cluster, in *injector) {
+	t.Helper()
+	var loop string
+	for _, p := range c.lastStatus().Processes {
+		if p.Kind == controlLoopKind {
+			loop = p.Name
+		}
+	}
+	if loop == "" {
+		t.Fatal("no control loop in the cluster's status")
+	}
+	ctx := context.WithoutCancel(t.Context())
+	if err := c.ctl.Kill(ctx, loop); err != nil {
+		t.Fatal(err)
+	}
+	end := in.rec.Begin("kill-controlloop", "control API, held down", loop)
+	t.Cleanup(func() {
+		err := c.ctl.Restart(ctx, loop)
+		end(err)
+		if err != nil {
+			t.Error(err)
+		}
+	})
 }
