@@ -18,7 +18,7 @@ const emulatedCapacityHelp = "work units per second this process may do, emulati
 
 // servingLeaseHelp documents --serving-lease of node and shim, which must
 // agree.
-const servingLeaseHelp = "how long a cache node serves cached values after a read of its map found it Active; shims stop waiting for a node that left a key after it (every node and shim of a cluster must use the same value)"
+const servingLeaseHelp = "how long a cache node serves a shim's keys from its cache after it asked that shim for a lease (with --shim-leases=false: after a read of its map found it Active); shims stop waiting for a node that left a key, or stopped answering, after it (every node and shim of a cluster must use the same value)"
 
 // A cache node reports the miss-ratio curve of its reads at GET /mrc.
 var _ missRatioCurveReporter = (*cachenode.Node)(nil)

@@ -118,7 +118,7 @@ this way (docs/benchmarks.md).`,
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
 		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
 	f.DurationVar(&o.mapPoll, "map-poll", 100*time.Millisecond,
-		"how often processes check the map file for a new version, besides reading it when inotify says it changed (cache nodes at least every quarter of spec.coherence.servingLease: they renew their lease by reading it)")
+		"how often processes check the map file for a new version, besides reading it when inotify says it changed (the switches' controllers at least every quarter of spec.coherence.servingLease: they renew the switches' leases by reading it)")
 	f.BoolVar(&o.bundle, "bundle", false,
 		"the data-plane processes send the messages that leave together for one peer in one bundle datagram instead of a datagram each (spec.dataPlane.bundles; their --bundle)")
 	f.BoolVar(&o.directReads, "direct-reads", false,

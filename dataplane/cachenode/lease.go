@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// This file is the node's side of fencing (docs/dataplane.md, Fencing): a
+// This file is the node's map lease (docs/dataplane.md, Fencing): a
 // serving lease that the node renews by reading its partition map, and
-// without which it serves no cached value.
+// without which it serves no cached value unless it holds the shims'
+// leases instead (Config.ShimLeases, shimlease.go).
 //
 // A node may answer a read from its copy, let a reader join a backend read
 // in flight, or park a reader on a pending write only while its lease is

@@ -27,7 +27,7 @@
 // the protocol's model for the SPIN model checker, with one variant per
 // rule left out (model_test.go); docs/dataplane.md (Leases) has the
 // argument. A shim grants leases on RENEW and releases by lease the
-// owners that renewed (package shim, leases.go); cache nodes do not renew
-// yet, so every release still follows the partition map
-// (docs/dataplane.md, Fencing).
+// owners that renewed (package shim, leases.go); a cache node with
+// Config.ShimLeases renews them and serves under them (package
+// cachenode, shimlease.go).
 package lease
