@@ -15,13 +15,21 @@ import (
 // lease ends, one that leaves out the clocks' margin, and leases without
 // epochs each let the search find a stale read. The rolling upgrade's
 // handshake keeps the property when a node serves under the shim's lease
-// from its first renewal, and not when it waits for its first grant. The
-// protocol is searched within three sets of bounds (two fills, two
-// writes, a longer run), since one search with all of them takes
-// gigabytes.
+// from its first renewal, and not when it waits for its first grant. A
+// map change that moves the key away from the node keeps it too: the
+// shim releases the node a lease and the clocks' margin after it
+// installs the change, and the node applies only grants of a map it has.
+// A node that applies grants of a newer map, and a release without the
+// margin, each let the search find a stale read. The protocol is
+// searched within three sets of bounds (two fills, two writes, a longer
+// run), since one search with all of them takes gigabytes; the map
+// change within the small bounds, and its variants in shorter runs.
 func TestModel(t *testing.T) {
 	small := []string{"-DMAXT=4", "-DMAXRENEW=2", "-DMAXFETCH=1", "-DMAXWRITES=1"}
 	with := func(defines ...string) []string { return append(append([]string{}, small...), defines...) }
+	short := func(renews string, defines ...string) []string {
+		return append([]string{"-DMAXT=3", "-DMAXRENEW=" + renews, "-DMAXFETCH=1", "-DMAXWRITES=1"}, defines...)
+	}
 	spintest.Run(t, filepath.Join("testdata", "lease.pml"), []spintest.Case{
 		{Name: "protocol, two fills", Defines: []string{"-DMAXT=4", "-DMAXRENEW=2", "-DMAXFETCH=2", "-DMAXWRITES=1"}},
 		{Name: "protocol, two writes", Defines: []string{"-DMAXT=4", "-DMAXRENEW=1", "-DMAXFETCH=1", "-DMAXWRITES=2"}},
@@ -31,5 +39,8 @@ func TestModel(t *testing.T) {
 		{Name: "no epochs", Defines: with("-DBUG_NO_EPOCH"), WantViolation: true},
 		{Name: "upgrade handshake", Defines: with("-DNEGOTIATE")},
 		{Name: "handshake on the grant", Defines: with("-DNEGOTIATE", "-DBUG_SWITCH_ON_GRANT"), WantViolation: true},
+		{Name: "a map change moves the key away", Defines: with("-DMAPCHANGE")},
+		{Name: "grants of a newer map", Defines: short("2", "-DMAPCHANGE", "-DBUG_NO_MAPVERSION"), WantViolation: true},
+		{Name: "release by map without the margin", Defines: short("1", "-DMAPCHANGE", "-DBUG_MAP_RELEASE_EARLY"), WantViolation: true},
 	}, spintest.Serial())
 }

@@ -17,8 +17,10 @@
  *
  * The node serves a valid entry only while nclock < until, its lease from
  * the shim. It asks for a lease with RENEW(t), t its clock when it sends
- * it, and a GRANT(e, t) extends until to t + L. Grants carry the shim's
- * epoch for the node. A grant of another epoch than the node's makes the
+ * it, and a GRANT(e, t, m) extends until to t + L. Grants carry the
+ * shim's epoch for the node, e, and the shim's map version, m. The node
+ * applies a grant only if its own map version is at least m; it ignores
+ * the others. A grant of another epoch than the node's makes the
  * node drop its entries first (a flush), then take the epoch and the
  * lease t + L; a grant of an older epoch than the node's changes
  * nothing. Grants may arrive in any order. UPDATEs and FILLs carry the
@@ -44,6 +46,18 @@
  * enters the node in the directory and reads Redis. The node may evict
  * its entry at any time.
  *
+ * The map: the shim and the node start with map 1, in which the node
+ * owns the key. With MAPCHANGE the shim may install map 2, which moves
+ * the key away from the node, at a time T (Clock, below). From then on
+ * its grants carry version 2 and it refuses the node's FETCHes. Until
+ * T + L + LAG + DRIFT, the release by map, a write invalidates the node
+ * and waits for it as above. From then on it neither invalidates the
+ * node nor waits for it, and moves it to no new epoch. The node may
+ * install map 2 at any time after T, or never: it then drops its entry
+ * and takes no further part. Until then its map is 1, so it ignores
+ * every grant the shim sent after T, and its lease ends by T + L + DRIFT
+ * in real time.
+ *
  * The property: a read that starts after a write was acknowledged
  * returns that write's value or a newer one (Monitor, below).
  *
@@ -67,6 +81,20 @@
  *   BUG_NO_EPOCH: no epochs. A RENEW sent before the release and granted
  *     after it extends a lease over a stale entry: the search must find
  *     it.
+ *   MAPCHANGE: the shim installs a map that moves the key away from the
+ *     node (above). Not meant with NEGOTIATE.
+ *   LAG: the map delivery lag the release by map waits for (default 0).
+ *     The node may install the map at any time after the shim, which
+ *     covers any lag, so LAG only makes the shim wait longer; 0 is the
+ *     hardest case.
+ *   BUG_NO_MAPVERSION: with MAPCHANGE, the node applies grants whatever
+ *     their map version. A grant sent after T extends the node's lease
+ *     past the release by map, which moves it to no new epoch: the search
+ *     must find a stale read.
+ *   BUG_MAP_RELEASE_EARLY: with MAPCHANGE, the release by map leaves out
+ *     the margin (T + L + LAG). A grant sent just before T, to a node
+ *     whose clock then falls behind, outlasts it when LAG < DRIFT: the
+ *     search must find it.
  */
 
 #ifndef L
@@ -104,6 +132,26 @@
 #define EPOCH sepoch
 #endif
 
+#if defined(MAPCHANGE) && defined(NEGOTIATE)
+#error "MAPCHANGE is not meant with NEGOTIATE"
+#endif
+#ifndef LAG
+#define LAG 0
+#endif
+#ifdef BUG_MAP_RELEASE_EARLY
+#define MAPMARGIN 0
+#else
+#define MAPMARGIN DRIFT
+#endif
+/* The shim has installed map 2 and released the node by map. */
+#define MAPRELEASED (smap == 2 && now >= moved + L + LAG + MAPMARGIN)
+/* The node may apply a grant sent under map version m. */
+#ifdef BUG_NO_MAPVERSION
+#define USABLE(m) true
+#else
+#define USABLE(m) (m <= nmap)
+#endif
+
 byte now;		/* the clock: real time, and the shim's clock */
 byte nclock;		/* the node's clock, at most DRIFT behind */
 byte lag;		/* how far behind now it is */
@@ -116,6 +164,8 @@ byte granted;		/* the latest until it may have granted */
 byte sepoch = 1;	/* the node's epoch at the shim */
 bool holder;		/* the directory: the node may hold an entry */
 bool capable;		/* the node asked for a lease: releases may follow leases */
+byte smap = 1;		/* the shim's map version: 2 once it moved the key away */
+byte moved;		/* when the shim installed map 2: T */
 
 /* the node */
 byte until;		/* its lease from the shim */
@@ -123,6 +173,7 @@ byte nepoch;		/* the epoch of its lease (0: none yet) */
 bool valid;		/* its entry is valid */
 byte ver;		/* the entry's version (its value when valid) */
 byte tag;		/* the FETCH its placeholder waits for (0: none) */
+byte nmap = 1;		/* its map version */
 #ifdef NEGOTIATE
 bool leasemode;		/* the node serves under the shim's lease, not the map's */
 #else
@@ -133,14 +184,32 @@ chan inv = [1] of { byte };		/* INVALIDATE(v) */
 chan invack = [1] of { byte };		/* INVALIDATE_ACK(v) */
 chan upd = [1] of { byte, byte };	/* UPDATE(epoch, v) */
 chan renew = [1] of { byte };		/* RENEW(t) */
-chan grant = [2] of { byte, byte };	/* GRANT(epoch, t), in any order */
+chan grant = [2] of { byte, byte, byte };	/* GRANT(epoch, t, map), in any order */
 chan fetch = [1] of { byte };		/* FETCH(tag) */
 chan fill = [1] of { byte, byte, byte };	/* FILL(epoch, tag, value) */
 
+/* The clock. Each tick, the node's clock either keeps up or falls one
+ * more tick behind, up to DRIFT.
+ *
+ * With MAPCHANGE, the shim may install map 2 as a tick T ends, after
+ * all else at T: its grants at T still carry map 1, the latest grants
+ * the node may take, which is the hardest case. A change in the middle of T only
+ * turns some of T's grants and FETCHes into ones the node ignores or
+ * the shim refuses, as if lost. The change happens only while the
+ * release by map still falls within the run: a later one would only
+ * lose grants and FETCHes and stop the node, which the runs without it
+ * cover. */
 active proctype Clock() {
 	do
 	:: atomic {
-		now < MAXT -> now++;
+		now < MAXT ->
+#ifdef MAPCHANGE
+		if
+		:: smap == 1 && now + L + LAG + MAPMARGIN <= MAXT -> smap = 2; moved = now
+		:: true
+		fi;
+#endif
+		now++;
 		if
 		:: lag < DRIFT -> lag++
 		:: true -> nclock++
@@ -163,8 +232,8 @@ active proctype Writer() {
 		atomic {
 			locked = true; v = redis + 1;
 			if
-			:: holder -> send(inv, v)
-			:: else -> goto write
+			:: holder && !MAPRELEASED -> send(inv, v)
+			:: else -> goto write /* no entry, or released by map */
 			fi
 		};
 		do
@@ -175,6 +244,7 @@ active proctype Writer() {
 #else
 		:: atomic { now >= granted && RELEASABLE -> sepoch++; break }
 #endif
+		:: atomic { MAPRELEASED -> break } /* by map: no new epoch */
 		:: now == MAXT -> goto done
 		od;
 write:		atomic { redis = v; acked = v; locked = false; send2(upd, EPOCH, v); n++; v = 0 }
@@ -183,7 +253,9 @@ write:		atomic { redis = v; acked = v; locked = false; send2(upd, EPOCH, v); n++
 done:	locked = false /* the run ends: a write cut short is never acknowledged */
 }
 
-/* The shim's side of leases and fills. */
+/* The shim's side of leases, fills and the map. Grants carry its map
+ * version. It serves a FETCH only while the node owns the key in its
+ * map; it drops the others. */
 active proctype Shim() {
 	byte t, g;
 	do
@@ -194,10 +266,17 @@ active proctype Shim() {
 		:: now + L + MARGIN > granted -> granted = now + L + MARGIN
 		:: else
 		fi;
-		send2(grant, EPOCH, t);
+		send3(grant, EPOCH, t, smap);
 		t = 0
 	   }
-	:: atomic { !locked && fetch ? [g] -> fetch ? g; holder = true; send3(fill, EPOCH, g, redis); g = 0 }
+	:: atomic {
+		!locked && fetch ? [g] -> fetch ? g;
+		if
+		:: smap == 1 -> holder = true; send3(fill, EPOCH, g, redis)
+		:: else
+		fi;
+		g = 0
+	   }
 	:: now == MAXT -> break
 	od
 }
@@ -210,7 +289,7 @@ inline flush() {
 /* Locals are zeroed after each step, so that SPIN does not tell apart
  * states that differ only in a value already used. */
 active proctype Node() {
-	byte v, e, t, g, renews = 0, fetches = 0;
+	byte v, e, t, g, m, renews = 0, fetches = 0;
 	do
 	:: atomic {
 		inv ? v ->
@@ -233,21 +312,21 @@ active proctype Node() {
 	:: atomic {
 		nempty(grant) ->
 		if	/* any grant in flight, whatever its place */
-		:: grant ?? eval(1), t -> e = 1
-		:: grant ?? eval(2), t -> e = 2
-		:: grant ?? eval(3), t -> e = 3
+		:: grant ?? eval(1), t, m -> e = 1
+		:: grant ?? eval(2), t, m -> e = 2
+		:: grant ?? eval(3), t, m -> e = 3
 		fi;
-		if
-		:: e > nepoch -> flush(); nepoch = e; until = t + L;
+		if	/* ignored if sent under a newer map than the node's */
+		:: USABLE(m) && e > nepoch -> flush(); nepoch = e; until = t + L;
 #ifdef BUG_SWITCH_ON_GRANT
 			leasemode = true
 #else
 			skip
 #endif
-		:: e == nepoch && t + L > until -> until = t + L
-		:: else	/* an older epoch's grant, or no longer */
+		:: USABLE(m) && e == nepoch && t + L > until -> until = t + L
+		:: else	/* a newer map's grant, an older epoch's, or no longer */
 		fi;
-		e = 0; t = 0
+		e = 0; t = 0; m = 0
 	   }
 	:: atomic {
 		fill ? e, g, v ->
@@ -264,6 +343,12 @@ active proctype Node() {
 #endif
 	:: atomic { fetches < MAXFETCH && tag == 0 && !valid -> fetches++; tag = fetches; send(fetch, tag) }
 	:: atomic { valid -> flush() } /* an eviction */
+#ifdef MAPCHANGE
+	/* The node installs map 2: it no longer owns the key, drops its
+	 * entry and stops. It would serve, fill and fetch the key no more;
+	 * its acknowledgements would only let writes go on sooner. */
+	:: atomic { smap == 2 -> flush(); nmap = 2; break }
+#endif
 	:: now == MAXT -> break
 	od
 }
