@@ -237,7 +237,10 @@ func (n *Node) renewShims() {
 	}()
 	sent := n.now(n.clock())
 	out := make([]transport.Reply, len(reqs))
-	n.ep.CallMany(n.ctx, time.Now().Add(n.cfg.Lease/3), reqs, out)
+	// A round waits at most half a period: one shim that does not answer
+	// delays the others' grants no more than that, and the round after
+	// next still comes before the grants of this one run out.
+	n.ep.CallMany(n.ctx, time.Now().Add(n.renewPeriod()/2), reqs, out)
 	for i, r := range out {
 		s := sentTo[i]
 		if r.Err != nil || r.Msg.Op != wire.OpRenewReply || r.Msg.Status != wire.StatusOK || !r.Msg.Has(wire.FlagEpoch) {
