@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/distcache/distcache/standalone/control"
+)
+
+// pollEvery is how often a condition on the cluster is polled.
+const pollEvery = 100 * time.Millisecond
+
+// poll calls cond every pollEvery until it reports done, fails, or timeout
+// has passed; what names the condition in the error.
+func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	var last error
+	for {
+		done, err := cond()
+		switch {
+		case err != nil && !errors.Is(err, errNotYet):
+			return err
+		case done:
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("cannot see %s within %v: %w", what, timeout, last)
+			}
+			return fmt.Errorf("cannot see %s within %v: %w", what, timeout, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// errNotYet wraps why a polled condition does not hold yet.
+var errNotYet = errors.New("not yet")
+
+// cluster is the standalone cluster of one mode, reached through its
+// control API.
+type cluster struct {
+	api    *control.Client
+	name   string
+	pid    int // the supervisor's
+	runDir string
+}
+
+// status is the cluster's status.
+func (c *cluster) status(ctx context.Context) (control.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := c.api.Status(ctx)
+	if err != nil {
+		return st, fmt.Errorf("cannot read the status of %s: %w", c.name, err)
+	}
+	return st, nil
+}
+
+// controlLoop is the name of the cluster's control loop process.
+func (c *cluster) controlLoop() string { return c.name + "-controlloop" }
+
+// nodes are the cluster's cache nodes, in the status's order.
+func nodes(st control.Status) []control.Process {
+	var ns []control.Process
+	for _, p := range st.Processes {
+		if p.Kind == "node" {
+			ns = append(ns, p)
+		}
+	}
+	return ns
+}
+
+// process is the process named name in st.
+func process(st control.Status, name string) (control.Process, bool) {
+	for _, p := range st.Processes {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return control.Process{}, false
+}
+
+// stopControlLoop kills the control loop through the control API, which
+// holds it down, and waits until the status shows it held.
+func (c *cluster) stopControlLoop(ctx context.Context) error {
+	if err := c.api.Kill(ctx, c.controlLoop()); err != nil {
+		return fmt.Errorf("cannot stop the control loop: %w", err)
+	}
+	return poll(ctx, 30*time.Second, "the control loop held down", func() (bool, error) {
+		st, err := c.status(ctx)
+		if err != nil {
+			return false, err
+		}
+		p, ok := process(st, c.controlLoop())
+		return ok && p.State == "Held" && p.PID == 0, nil
+	})
+}
+
+// startControlLoop restarts the control loop through the control API and
+// waits until it is ready.
+func (c *cluster) startControlLoop(ctx context.Context) error {
+	if err := c.api.Restart(ctx, c.controlLoop()); err != nil {
+		return fmt.Errorf("cannot restart the control loop: %w", err)
+	}
+	return poll(ctx, time.Minute, "the control loop ready", func() (bool, error) {
+		st, err := c.status(ctx)
+		if err != nil {
+			return false, err
+		}
+		p, ok := process(st, c.controlLoop())
+		return ok && p.Ready, nil
+	})
+}
+
+// healed reports whether every process but the control loop (when it is
+// held down) is running and ready, and victim is Active in the map; after
+// a kill, victim must be a new process (a PID other than oldPID).
+func (c *cluster) healed(st control.Status, victim string, oldPID int, loopHeld bool) error {
+	for _, p := range st.Processes {
+		if loopHeld && p.Name == c.controlLoop() {
+			continue
+		}
+		if p.State != "Running" || !p.Ready {
+			return fmt.Errorf("%w: %s is %s, ready %t", errNotYet, p.Name, p.State, p.Ready)
+		}
+	}
+	v, ok := process(st, victim)
+	switch {
+	case !ok:
+		return fmt.Errorf("cannot find %s in the status", victim)
+	case v.MemberState != "Active":
+		return fmt.Errorf("%w: %s is %s in map version %d", errNotYet, victim, v.MemberState, st.MapVersion)
+	case oldPID != 0 && v.PID == oldPID:
+		return fmt.Errorf("%w: %s not restarted yet", errNotYet, victim)
+	}
+	return nil
+}
+
+// waitHealed waits until the cluster has healed from a fault of victim
+// (see healed) and returns how long that took and the status that showed
+// it.
+func (c *cluster) waitHealed(ctx context.Context, timeout time.Duration, victim string, oldPID int, loopHeld bool) (control.Status, time.Duration, error) {
+	start := time.Now()
+	var st control.Status
+	err := poll(ctx, timeout, "the cluster healed", func() (bool, error) {
+		var err error
+		if st, err = c.status(ctx); err != nil {
+			return false, err
+		}
+		if err := c.healed(st, victim, oldPID, loopHeld); err != nil {
+			return false, err
+		}
+		return true, nil
+	})
+	return st, time.Since(start), err
+}
+
+// memberChanges are the member states victim went through in the map
+// since t, e.g. "Fenced → Failed → Active" ("none" for none).
+func memberChanges(events []control.Event, victim string, t time.Time) string {
+	var states []string
+	for _, e := range events {
+		if e.Member == victim && !e.Time.Before(t) {
+			states = append(states, e.To)
+		}
+	}
+	if len(states) == 0 {
+		return "none"
+	}
+	return strings.Join(states, " → ")
+}
+
+// ownPID checks that pid is a cache node of this cluster: a child of its
+// supervisor whose command line names the node. Only such a PID is
+// signalled.
+func (c *cluster) ownPID(pid int, name string) error {
+	if pid <= 0 {
+		return fmt.Errorf("cannot signal %s: no PID", name)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return fmt.Errorf("cannot read the parent of %s (PID %d): %w", name, pid, err)
+	}
+	// The command name (field 2) may hold spaces: fields count from after
+	// its closing parenthesis, where field 3 (state) starts.
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 2 || f[1] != strconv.Itoa(c.pid) {
+		return fmt.Errorf("cannot signal %s: PID %d is not a child of the cluster's supervisor %d", name, pid, c.pid)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return fmt.Errorf("cannot read the command line of %s (PID %d): %w", name, pid, err)
+	}
+	if !strings.Contains(string(cmdline), name) {
+		return fmt.Errorf("cannot signal %s: PID %d runs %q", name, pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	return nil
+}
+
+// signal sends sig to victim's process pid, once ownPID vouched for it.
+func (c *cluster) signal(pid int, name string, sig syscall.Signal) error {
+	if err := c.ownPID(pid, name); err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return fmt.Errorf("cannot send %v to %s (PID %d): %w", sig, name, pid, err)
+	}
+	return nil
+}

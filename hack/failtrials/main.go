@@ -1,0 +1,169 @@
+// Command failtrials measures how long the keys of a failed cache node stay
+// unwritable in a standalone cluster, and what reads and throughput the
+// failure costs meanwhile.
+//
+// For each mode (a fault, kill or pause, with the control loop on or
+// off) it starts the cluster of -f with `distcache up`, runs `distcache
+// check` against it for all of the mode's trials (so that linearizability
+// and lost writes are checked over everything the trials did), and runs
+// -trials trials, the victims cache node after cache node in turn. A trial
+// reads a few probe keys owned by the victim until reads hit the victim's
+// copies, keeps reading and writing them open-loop through the client
+// library (package client), then kills the victim (SIGKILL; the
+// supervisor restarts it) or stops it for -pause (SIGSTOP, then SIGCONT).
+// It measures the write unavailability — the time from the fault until
+// every probe key has had a write called at or after the fault
+// acknowledged —, the reads that failed, and the worst 250 ms bin of
+// completed operations after the fault as a fraction of their rate before
+// it; then it waits until the cluster has healed. With -control-plane off
+// the control loop is held down through the control API for the trials, so
+// that nothing fences the victim in the map. The report is a Markdown
+// table per mode, written to -out.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command's flags.
+type options struct {
+	distcache, clusterFile, work, out string
+	faults, planes                    string
+	trials, trialsOff, keys           int
+	pause, maxWait, observe, before   time.Duration
+	warmTimeout, healTimeout, timeout time.Duration
+	checkRate                         float64
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.distcache, "distcache", "bin/distcache", "the distcache binary")
+	flag.StringVar(&o.clusterFile, "f", "hack/failtrials/cluster.yaml", "the cluster's YAML")
+	flag.StringVar(&o.work, "work", "out/failtrials", "directory for each mode's run directory and check output")
+	flag.StringVar(&o.out, "out", "out/failtrials/report.md", "where the report is written (after every mode)")
+	flag.StringVar(&o.faults, "fault", "kill", "the faults, comma-separated: kill (SIGKILL, the supervisor restarts the node) or pause (SIGSTOP for -pause, then SIGCONT)")
+	flag.StringVar(&o.planes, "control-plane", "on", "the control loop during the trials, comma-separated: on, or off (held down through the control API)")
+	flag.IntVar(&o.trials, "trials", 20, "trials per mode")
+	flag.IntVar(&o.trialsOff, "trials-off", 0, "trials per mode with the control plane off (0: -trials)")
+	flag.IntVar(&o.keys, "keys", 4, "probe keys per trial")
+	flag.DurationVar(&o.pause, "pause", 5*time.Second, "how long a paused victim stays stopped")
+	flag.DurationVar(&o.maxWait, "max-wait", 40*time.Second, "bound of a trial's wait for the probe keys' writes after the fault")
+	flag.DurationVar(&o.observe, "observe", 6*time.Second, "how long the load runs after the fault at least")
+	flag.DurationVar(&o.before, "before", 2*time.Second, "load measured before the fault, once the keys are cached at the victim")
+	flag.DurationVar(&o.warmTimeout, "warm-timeout", 30*time.Second, "bound of the wait for the probe keys to be cached at the victim")
+	flag.DurationVar(&o.healTimeout, "heal-timeout", time.Minute, "bound of the wait for the cluster to heal after a trial")
+	flag.DurationVar(&o.timeout, "timeout", 4*time.Hour, "bound of the whole run")
+	flag.Float64Var(&o.checkRate, "check-rate", 200, "operations per second of distcache check's workload at most")
+	flag.Parse()
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "failtrials:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := o.run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "failtrials:", err)
+		os.Exit(1)
+	}
+}
+
+// mode is one combination of fault and control plane.
+type mode struct {
+	fault        string // kill or pause
+	controlPlane bool
+}
+
+func (m mode) String() string {
+	return m.fault + ", control plane " + onOff(m.controlPlane)
+}
+
+// slug names m's directory.
+func (m mode) slug() string { return m.fault + "-control-plane-" + onOff(m.controlPlane) }
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// modes are the combinations of -fault and -control-plane, in order.
+func (o options) modes() []mode {
+	var ms []mode
+	for _, f := range strings.Split(o.faults, ",") {
+		for _, p := range strings.Split(o.planes, ",") {
+			ms = append(ms, mode{fault: strings.TrimSpace(f), controlPlane: strings.TrimSpace(p) == "on"})
+		}
+	}
+	return ms
+}
+
+func (o options) validate() error {
+	for _, f := range strings.Split(o.faults, ",") {
+		if f = strings.TrimSpace(f); f != "kill" && f != "pause" {
+			return fmt.Errorf("cannot inject fault %q: want kill or pause", f)
+		}
+	}
+	for _, p := range strings.Split(o.planes, ",") {
+		if p = strings.TrimSpace(p); p != "on" && p != "off" {
+			return fmt.Errorf("cannot set the control plane %q: want on or off", p)
+		}
+	}
+	switch {
+	case o.trials < 1 || o.trialsOff < 0:
+		return errors.New("cannot run fewer than one trial")
+	case o.keys < 1:
+		return errors.New("cannot probe fewer than one key")
+	case o.before < bin || o.maxWait < bin || o.pause <= 0:
+		return fmt.Errorf("cannot measure with -before or -max-wait under %v, or no -pause", bin)
+	case o.observe > o.maxWait:
+		return errors.New("cannot observe longer than -max-wait")
+	case o.checkRate <= 0:
+		return errors.New("cannot run the check without a rate")
+	}
+	return nil
+}
+
+// trialsOf is the number of trials of m.
+func (o options) trialsOf(m mode) int {
+	if !m.controlPlane && o.trialsOff > 0 {
+		return o.trialsOff
+	}
+	return o.trials
+}
+
+// run runs every mode in turn, writing the report after each.
+func (o options) run(ctx context.Context) error {
+	rep := report{o: o, machine: describeMachine(), command: commandLine(), started: time.Now()}
+	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+		return fmt.Errorf("cannot create the report's directory: %w", err)
+	}
+	var errs []error
+	for _, m := range o.modes() {
+		res := o.runMode(ctx, m)
+		rep.modes = append(rep.modes, res)
+		if res.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", m, res.err))
+		}
+		if err := os.WriteFile(o.out, []byte(rep.render()), 0o644); err != nil {
+			return fmt.Errorf("cannot write the report: %w", err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Print(rep.render())
+	fmt.Fprintf(os.Stderr, "failtrials: report written to %s\n", o.out)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// bin is the width of the bins of completed operations after a fault.
+const bin = 250 * time.Millisecond
+
+// trialResult is what one trial measured.
+type trialResult struct {
+	n      int
+	victim string
+	// skipped says why nothing was measured ("" when the fault was
+	// injected).
+	skipped string
+	// unavailable is the write unavailability of the victim's keys.
+	unavailable sample
+	failedReads int
+	reads       int
+	// worst is the worst bin's rate of completed operations as a fraction
+	// of the rate before the fault (NaN: undefined), before that rate in
+	// operations per second.
+	worst, before float64
+	heal          time.Duration
+	// warm is how long the probe keys took to be cached at the victim.
+	warm time.Duration
+	// changes are the victim's member states in the map after the fault.
+	changes string
+}
+
+// trial runs trial n against victim: it caches probe keys at the victim,
+// injects the fault, measures, and waits until the cluster has healed.
+func (r *runner) trial(ctx context.Context, n int, victim string) (trialResult, error) {
+	res := trialResult{n: n, victim: victim}
+	pl := r.p.c.Placement()
+	tg, err := victimTarget(pl, victim)
+	if err != nil {
+		return res, err
+	}
+	keys, err := probeKeys(pl, tg, n, r.o.keys)
+	if err != nil {
+		return res, err
+	}
+	l := startLoad(ctx, r.p.c, keys, tg, n)
+	err = poll(ctx, r.o.warmTimeout, "the probe keys cached at "+victim, func() (bool, error) { return l.allCached(), nil })
+	if err != nil {
+		ops, _ := l.stop()
+		res.failedReads, res.reads = failedReads(ops)
+		res.skipped = fmt.Sprintf("probe keys not cached at the victim within %v", r.o.warmTimeout)
+		return res, ctx.Err()
+	}
+	res.warm = l.since()
+	if err := wait(ctx, r.o.before); err != nil {
+		l.stop()
+		return res, err
+	}
+	fault, oldPID, err := r.observeFault(ctx, l, victim)
+	ops, end := l.stop()
+	if err != nil {
+		return res, err
+	}
+	r.o.measure(&res, ops, len(keys), fault, end)
+	if r.m.fault != "kill" {
+		oldPID = 0 // a paused node keeps its PID
+	}
+	st, heal, err := r.c.waitHealed(ctx, r.o.healTimeout, victim, oldPID, r.loopHeld)
+	res.heal, res.changes = heal, memberChanges(st.Events, victim, l.start.Add(fault))
+	return res, err
+}
+
+// measure computes r's numbers from the load's ops, the fault at fault and
+// the end of issuing at end.
+func (o options) measure(r *trialResult, ops []op, keys int, fault, end time.Duration) {
+	d, ok := recovery(ops, keys, fault)
+	if !ok || d > o.maxWait {
+		r.unavailable = sample{d: o.maxWait, censored: true}
+	} else {
+		r.unavailable = sample{d: d}
+	}
+	r.failedReads, r.reads = failedReads(ops)
+	r.worst = worstBin(ops, fault, end, o.before, bin)
+	var pre int
+	for _, x := range ops {
+		if x.ok && x.ret >= fault-o.before && x.ret < fault {
+			pre++
+		}
+	}
+	r.before = float64(pre) / o.before.Seconds()
+}
+
+// observeFault injects the fault into victim while the load runs and
+// returns when every probe key has been written since (and -observe has
+// passed) or -max-wait has: the fault's time on the load's clock, and the
+// victim's PID.
+func (r *runner) observeFault(ctx context.Context, l *load, victim string) (time.Duration, int, error) {
+	c, o := r.c, r.o
+	st, err := c.status(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	v, ok := process(st, victim)
+	if !ok {
+		return 0, 0, fmt.Errorf("cannot find %s in the status", victim)
+	}
+	sig := syscall.SIGKILL
+	if r.m.fault == "pause" {
+		sig = syscall.SIGSTOP
+	}
+	fault := l.since()
+	if err := c.signal(v.PID, victim, sig); err != nil {
+		return fault, v.PID, err
+	}
+	var resumeOnce sync.Once
+	resume := func() {
+		resumeOnce.Do(func() {
+			if err := c.signal(v.PID, victim, syscall.SIGCONT); err != nil {
+				fmt.Fprintln(os.Stderr, "failtrials:", err)
+			}
+		})
+	}
+	if sig == syscall.SIGSTOP {
+		defer resume()
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		now := l.since()
+		if sig == syscall.SIGSTOP && now >= fault+o.pause {
+			resume()
+		}
+		if now >= fault+o.maxWait || (now >= fault+o.observe && l.writtenSince(fault)) {
+			return fault, v.PID, nil
+		}
+		select {
+		case <-ctx.Done():
+			return fault, v.PID, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// wait waits for d, or until ctx ends.
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
