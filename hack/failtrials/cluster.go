@@ -147,34 +147,47 @@ func (c *cluster) healed(st control.Status, victim string, oldPID int, loopHeld 
 	return nil
 }
 
-// waitHealed waits until the cluster has healed from a fault of victim
-// (see healed) and returns how long that took and the status that showed
-// it.
-func (c *cluster) waitHealed(ctx context.Context, timeout time.Duration, victim string, oldPID int, loopHeld bool) (control.Status, time.Duration, error) {
+// waitHealed waits until the cluster has healed from a fault of victim at
+// fault (see healed), and until the events the status lists have caught
+// up with the victim's state in the map (the control loop appends an event
+// after it publishes the map version). It returns how long that took and
+// the victim's member states since the fault (see memberChanges).
+func (c *cluster) waitHealed(ctx context.Context, timeout time.Duration, victim string, oldPID int, loopHeld bool, fault time.Time) (string, time.Duration, error) {
 	start := time.Now()
-	var st control.Status
+	var changes string
 	err := poll(ctx, timeout, "the cluster healed", func() (bool, error) {
-		var err error
-		if st, err = c.status(ctx); err != nil {
+		st, err := c.status(ctx)
+		if err != nil {
 			return false, err
 		}
 		if err := c.healed(st, victim, oldPID, loopHeld); err != nil {
 			return false, err
 		}
+		states := memberStates(st.Events, victim, fault)
+		changes = memberChanges(states)
+		if len(states) > 0 && states[len(states)-1] != "Active" {
+			return false, fmt.Errorf("%w: the events end with %s", errNotYet, changes)
+		}
 		return true, nil
 	})
-	return st, time.Since(start), err
+	return changes, time.Since(start), err
 }
 
-// memberChanges are the member states victim went through in the map
-// since t, e.g. "Fenced → Failed → Active" ("none" for none).
-func memberChanges(events []control.Event, victim string, t time.Time) string {
+// memberStates are the member states victim went through in the map since
+// t, as events lists them.
+func memberStates(events []control.Event, victim string, t time.Time) []string {
 	var states []string
 	for _, e := range events {
 		if e.Member == victim && !e.Time.Before(t) {
 			states = append(states, e.To)
 		}
 	}
+	return states
+}
+
+// memberChanges is states for the report, e.g. "Fenced → Failed → Active"
+// ("none" for none).
+func memberChanges(states []string) string {
 	if len(states) == 0 {
 		return "none"
 	}

@@ -156,7 +156,7 @@ func TestMemberChanges(t *testing.T) {
 		{"n-1", "Fenced"},
 		{"n-2", "none"},
 	} {
-		if got := memberChanges(events, tc.victim, t0); got != tc.want {
+		if got := memberChanges(memberStates(events, tc.victim, t0)); got != tc.want {
 			t.Errorf("memberChanges(%s) = %q, want %q", tc.victim, got, tc.want)
 		}
 	}

@@ -69,8 +69,7 @@ func (r *runner) trial(ctx context.Context, n int, victim string) (trialResult, 
 	if r.m.fault != "kill" {
 		oldPID = 0 // a paused node keeps its PID
 	}
-	st, heal, err := r.c.waitHealed(ctx, r.o.healTimeout, victim, oldPID, r.loopHeld)
-	res.heal, res.changes = heal, memberChanges(st.Events, victim, l.start.Add(fault))
+	res.changes, res.heal, err = r.c.waitHealed(ctx, r.o.healTimeout, victim, oldPID, r.loopHeld, l.start.Add(fault))
 	return res, err
 }
 
