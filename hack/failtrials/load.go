@@ -24,7 +24,10 @@ const (
 	writeTicks     = 5                    // a write of every key each 5 ticks (25 ms)
 	readsInFlight  = 32                   // at most, across keys
 	writesInFlight = 4                    // at most, per key
-	readTimeout    = time.Second
+	// maxOps bounds the operations of one trial's load (at the cadence
+	// above, 4 keys issue 360 a second: 100 s of load).
+	maxOps      = 36_000
+	readTimeout = time.Second
 	// writeTimeout is longer than the shims' phase-1 budget (2 s), so a
 	// write refused for a coherence timeout is retried once.
 	writeTimeout = 3 * time.Second
@@ -114,8 +117,8 @@ func probeKeys(p *partmap.Placement, t target, trial, n int) ([]string, error) {
 
 // load reads and writes the probe keys open-loop: a read every tick (the
 // keys in turn) unless readsInFlight are outstanding, and a write of each
-// key every writeTicks unless writesInFlight of its writes are. It records
-// every operation.
+// key every writeTicks unless writesInFlight of its writes are, maxOps in
+// all at most. It records every operation.
 type load struct {
 	c      *client.Client
 	keys   []string
@@ -130,6 +133,7 @@ type load struct {
 	lastAcked   []atomic.Int64 // latest call (since start) of an acknowledged write, per key
 	writing     []atomic.Int32 // writes outstanding, per key
 	reading     atomic.Int32
+	issued      atomic.Int64 // operations started
 	values      atomic.Uint64
 	stopIssuing chan struct{}
 	issuing     sync.WaitGroup // the ticker
@@ -164,6 +168,9 @@ func (l *load) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if l.issued.Load() >= maxOps {
+			return
+		}
 		l.read(ctx, n%len(l.keys))
 		if n%writeTicks == 0 {
 			for k := range l.keys {
@@ -178,6 +185,7 @@ func (l *load) read(ctx context.Context, k int) {
 		l.reading.Add(-1)
 		return
 	}
+	l.issued.Add(1)
 	l.inFlight.Add(1)
 	go func() {
 		defer l.inFlight.Done()
@@ -199,6 +207,7 @@ func (l *load) write(ctx context.Context, k int) {
 		l.writing[k].Add(-1)
 		return
 	}
+	l.issued.Add(1)
 	l.inFlight.Add(1)
 	go func() {
 		defer l.inFlight.Done()
