@@ -145,7 +145,8 @@ func (o options) trialsOf(m mode) int {
 
 // run runs every mode in turn, writing the report after each.
 func (o options) run(ctx context.Context) error {
-	rep := report{o: o, machine: describeMachine(), command: commandLine(), started: time.Now()}
+	// The commit now: the tree may change while the modes run.
+	rep := report{o: o, machine: describeMachine(), command: commandLine(), commit: gitCommit(), started: time.Now()}
 	if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
 		return fmt.Errorf("cannot create the report's directory: %w", err)
 	}

@@ -11,10 +11,10 @@ import (
 
 // report is the Markdown report of a run.
 type report struct {
-	o                options
-	machine, command string
-	started          time.Time
-	modes            []modeResult
+	o                        options
+	machine, command, commit string
+	started                  time.Time
+	modes                    []modeResult
 }
 
 // formatSample is s in seconds, "> bound" when censored.
@@ -93,7 +93,7 @@ func (r report) render() string {
 	fmt.Fprintf(&b, "- command: `%s`\n", r.command)
 	fmt.Fprintf(&b, "- machine: %s\n", r.machine)
 	fmt.Fprintf(&b, "- date: %s\n", r.started.UTC().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "- commit: %s\n", gitCommit())
+	fmt.Fprintf(&b, "- commit: %s\n", r.commit)
 	fmt.Fprintf(&b, "- cluster: `%s`, started with `distcache up --gateway=false`; `distcache check` at %g operations/s at most over each mode's whole run\n", r.o.clusterFile, r.o.checkRate)
 	fmt.Fprintf(&b, "- each trial: %d probe keys owned by the victim (victims in turn over the cache nodes), read every %v (keys in turn) and each written every %v, open-loop; once every key has been read from the victim's copy, %v of load, then the fault; the load runs %v after it at least, and until every key has been written since, at most %v\n\n",
 		r.o.keys, tick, tick*writeTicks, r.o.before, r.o.observe, r.o.maxWait)
