@@ -50,7 +50,7 @@ func main() {
 	flag.StringVar(&o.clusterFile, "f", "hack/failtrials/cluster.yaml", "the cluster's YAML")
 	flag.StringVar(&o.work, "work", "out/failtrials", "directory for each mode's run directory and check output")
 	flag.StringVar(&o.out, "out", "out/failtrials/report.md", "where the report is written (after every mode)")
-	flag.StringVar(&o.faults, "fault", "kill", "the faults, comma-separated: kill (SIGKILL, the supervisor restarts the node) or pause (SIGSTOP for -pause, then SIGCONT)")
+	flag.StringVar(&o.faults, "fault", "kill", "the faults, comma-separated: kill (SIGKILL, the supervisor restarts the node), down (killed through the control API and held down until the trial's observation ends) or pause (SIGSTOP for -pause, then SIGCONT)")
 	flag.StringVar(&o.planes, "control-plane", "on", "the control loop during the trials, comma-separated: on, or off (held down through the control API)")
 	flag.IntVar(&o.trials, "trials", 20, "trials per mode")
 	flag.IntVar(&o.trialsOff, "trials-off", 0, "trials per mode with the control plane off (0: -trials)")
@@ -80,7 +80,7 @@ func main() {
 
 // mode is one combination of fault and control plane.
 type mode struct {
-	fault        string // kill or pause
+	fault        string // kill, down or pause
 	controlPlane bool
 }
 
@@ -111,8 +111,8 @@ func (o options) modes() []mode {
 
 func (o options) validate() error {
 	for _, f := range strings.Split(o.faults, ",") {
-		if f = strings.TrimSpace(f); f != "kill" && f != "pause" {
-			return fmt.Errorf("cannot inject fault %q: want kill or pause", f)
+		if f = strings.TrimSpace(f); f != "kill" && f != "down" && f != "pause" {
+			return fmt.Errorf("cannot inject fault %q: want kill, down or pause", f)
 		}
 	}
 	for _, p := range strings.Split(o.planes, ",") {

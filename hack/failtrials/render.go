@@ -41,8 +41,8 @@ func (t trialResult) line() string {
 	if t.skipped != "" {
 		return fmt.Sprintf("trial %d, %s: skipped: %s (%d of %d reads failed)", t.n, t.victim, t.skipped, t.failedReads, t.reads)
 	}
-	return fmt.Sprintf("trial %d, %s: writes unavailable %s, %d of %d reads failed, worst bin %s of %.0f ops/s, map: %s, healed %s later",
-		t.n, t.victim, formatSample(t.unavailable), t.failedReads, t.reads, percent(t.worst), t.before, t.changes, seconds(t.heal))
+	return fmt.Sprintf("trial %d, %s: writes unavailable %s, %d of %d reads failed, worst bin %s of %.0f ops/s (reads %s), map: %s, healed %s later",
+		t.n, t.victim, formatSample(t.unavailable), t.failedReads, t.reads, percent(t.worst), t.before, percent(t.worstReads), t.changes, seconds(t.heal))
 }
 
 // summary is a mode's row in the table.
@@ -51,12 +51,13 @@ type summary struct {
 	p50, p99, max               sample
 	failedReads, reads          int
 	worstMedian, worstMin       float64
+	readsMedian, readsMin       float64 // the reads' worst bins
 }
 
 func summarize(trials []trialResult) summary {
 	var s summary
 	var samples []sample
-	var worst []float64
+	var worst, reads []float64
 	for _, t := range trials {
 		s.failedReads += t.failedReads
 		s.reads += t.reads
@@ -70,12 +71,15 @@ func summarize(trials []trialResult) summary {
 		}
 		samples = append(samples, t.unavailable)
 		worst = append(worst, t.worst)
+		reads = append(reads, t.worstReads)
 	}
 	s.p50, _ = percentile(samples, 50)
 	s.p99, _ = percentile(samples, 99)
 	s.max, _ = percentile(samples, 100)
 	s.worstMedian = fractionPercentile(worst, 50)
 	s.worstMin = fractionPercentile(worst, 0)
+	s.readsMedian = fractionPercentile(reads, 50)
+	s.readsMin = fractionPercentile(reads, 0)
 	return s
 }
 
@@ -104,7 +108,7 @@ func (r report) render() string {
 	return b.String()
 }
 
-const definitions = `**Write unavailability**: from the fault until every probe key has had a write called at or after the fault acknowledged. **Reads failed**: probe reads with no answer within 1 s, over the whole trials (before and after the fault). **Worst bin**: the fewest probe operations completed (writes acknowledged, reads answered) in a 250 ms bin after the fault, as a fraction of their rate over the window before it; median over the trials / worst trial. **Check**: distcache check's verdict over the mode's whole run.
+const definitions = `**Write unavailability**: from the fault until every probe key has had a write called at or after the fault acknowledged. **Reads failed**: probe reads with no answer within 1 s, over the whole trials (before and after the fault). **Worst bin**: the fewest probe operations completed (writes acknowledged, reads answered) in a 250 ms bin after the fault, as a fraction of their rate over the window before it; median over the trials / worst trial; **worst read bin** the same of the probe reads alone. **Check**: distcache check's verdict over the mode's whole run.
 
 `
 
@@ -112,25 +116,29 @@ func (r report) renderMode(b *strings.Builder, m modeResult) {
 	s := summarize(m.trials)
 	fmt.Fprintf(b, "## %s\n\n", m.mode)
 	fault := "SIGKILL of the victim's PID; the supervisor restarts it"
-	if m.mode.fault == "pause" {
+	switch m.mode.fault {
+	case "pause":
 		fault = fmt.Sprintf("SIGSTOP of the victim's PID, SIGCONT %v later", r.o.pause)
+	case "down":
+		fault = "the victim killed through the control API and held down until the trial's observation ends, then restarted"
 	}
 	plane := "the control loop runs (fences and fails the victim over)"
 	if !m.mode.controlPlane {
 		plane = "the control loop held down through the control API during the trials: nothing fences the victim in the map"
 	}
 	fmt.Fprintf(b, "%s; %s. Load average %s before, %s after; %s.\n\n", fault, plane, m.loadBefore, m.loadAfter, m.elapsed.Round(time.Second))
-	b.WriteString("| trials | write unavailability p50 | p99 | max | reads failed | worst bin (median / worst) | check |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| trials | write unavailability p50 | p99 | max | reads failed | worst bin (median / worst) | worst read bin (median / worst) | check |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	trials := fmt.Sprint(s.measured)
 	if s.skipped > 0 {
 		trials += fmt.Sprintf(" (+%d skipped)", s.skipped)
 	}
 	if s.measured == 0 {
-		fmt.Fprintf(b, "| %s | – | – | – | %d of %d | – | %s |\n\n", trials, s.failedReads, s.reads, verdict(m.verdict))
+		fmt.Fprintf(b, "| %s | – | – | – | %d of %d | – | – | %s |\n\n", trials, s.failedReads, s.reads, verdict(m.verdict))
 	} else {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %d of %d | %s / %s | %s |\n\n", trials, formatSample(s.p50), formatSample(s.p99),
-			formatSample(s.max), s.failedReads, s.reads, percent(s.worstMedian), percent(s.worstMin), verdict(m.verdict))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %d of %d | %s / %s | %s / %s | %s |\n\n", trials, formatSample(s.p50), formatSample(s.p99),
+			formatSample(s.max), s.failedReads, s.reads, percent(s.worstMedian), percent(s.worstMin),
+			percent(s.readsMedian), percent(s.readsMin), verdict(m.verdict))
 	}
 	if s.censored > 0 {
 		fmt.Fprintf(b, "%d of %d trials hit the bound: some probe key had no write acknowledged within %v of the fault.\n\n", s.censored, s.measured, r.o.maxWait)
@@ -149,15 +157,15 @@ func renderTrials(b *strings.Builder, trials []trialResult) {
 		return
 	}
 	b.WriteString("<details><summary>trials</summary>\n\n")
-	b.WriteString("| trial | victim | cached after | write unavailability | reads failed | ops/s before | worst bin | victim in the map | healed after |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---|---:|\n")
+	b.WriteString("| trial | victim | cached after | write unavailability | reads failed | ops/s before | worst bin | worst read bin | victim in the map | healed after |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, t := range trials {
 		if t.skipped != "" {
-			fmt.Fprintf(b, "| %d | %s | | skipped: %s | %d of %d | | | | |\n", t.n, t.victim, t.skipped, t.failedReads, t.reads)
+			fmt.Fprintf(b, "| %d | %s | | skipped: %s | %d of %d | | | | | |\n", t.n, t.victim, t.skipped, t.failedReads, t.reads)
 			continue
 		}
-		fmt.Fprintf(b, "| %d | %s | %s | %s | %d of %d | %.0f | %s | %s | %s |\n", t.n, t.victim, seconds(t.warm), formatSample(t.unavailable),
-			t.failedReads, t.reads, t.before, percent(t.worst), t.changes, seconds(t.heal))
+		fmt.Fprintf(b, "| %d | %s | %s | %s | %d of %d | %.0f | %s | %s | %s | %s |\n", t.n, t.victim, seconds(t.warm), formatSample(t.unavailable),
+			t.failedReads, t.reads, t.before, percent(t.worst), percent(t.worstReads), t.changes, seconds(t.heal))
 	}
 	b.WriteString("\n</details>\n\n")
 }

@@ -57,10 +57,11 @@ func failedReads(ops []op) (failed, reads int) {
 }
 
 // worstBin is the lowest rate of completed operations (writes
-// acknowledged, reads answered) over the whole bins of width bin from fault
-// to end, as a fraction of their rate over the window before the fault. It
-// is NaN when nothing completed before the fault or no whole bin fits.
-func worstBin(ops []op, fault, end, before, bin time.Duration) float64 {
+// acknowledged, reads answered) of those keep accepts, over the whole bins
+// of width bin from fault to end, as a fraction of their rate over the
+// window before the fault. It is NaN when nothing completed before the
+// fault or no whole bin fits.
+func worstBin(ops []op, fault, end, before, bin time.Duration, keep func(op) bool) float64 {
 	if bin <= 0 || before <= 0 || end-fault < bin {
 		return math.NaN()
 	}
@@ -68,7 +69,7 @@ func worstBin(ops []op, fault, end, before, bin time.Duration) float64 {
 	var pre int
 	for _, o := range ops {
 		switch {
-		case !o.ok:
+		case !o.ok || !keep(o):
 		case o.ret >= fault-before && o.ret < fault:
 			pre++
 		case o.ret >= fault && o.ret < fault+time.Duration(len(bins))*bin:
@@ -126,3 +127,7 @@ func fractionPercentile(xs []float64, p float64) float64 {
 	rank := int(math.Ceil(p / 100 * float64(len(v))))
 	return v[min(max(rank, 1), len(v))-1]
 }
+
+// anyOp keeps every operation; readOp keeps the reads.
+func anyOp(op) bool    { return true }
+func readOp(o op) bool { return !o.write }

@@ -85,7 +85,7 @@ func TestWorstBin(t *testing.T) {
 		{name: "no whole bin", end: 1200 * ms, want: math.NaN(), ops: steady},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := worstBin(tc.ops, fault, tc.end, before, bin)
+			got := worstBin(tc.ops, fault, tc.end, before, bin, anyOp)
 			if math.IsNaN(tc.want) != math.IsNaN(got) || (!math.IsNaN(got) && math.Abs(got-tc.want) > 1e-9) {
 				t.Errorf("worstBin = %v, want %v", got, tc.want)
 			}
@@ -165,8 +165,8 @@ func TestMemberChanges(t *testing.T) {
 func TestRenderMode(t *testing.T) {
 	o := options{maxWait: 40 * time.Second, pause: 5 * time.Second}
 	m := modeResult{mode: mode{fault: "pause"}, trials: []trialResult{
-		{n: 0, victim: "n-0", unavailable: sample{d: 5010 * ms}, reads: 100, worst: 0.5, before: 360, changes: "none"},
-		{n: 1, victim: "n-1", unavailable: sample{d: 40 * time.Second, censored: true}, failedReads: 2, reads: 100, worst: 0.25, changes: "none"},
+		{n: 0, victim: "n-0", unavailable: sample{d: 5010 * ms}, reads: 100, worst: 0.5, worstReads: 0.9, before: 360, changes: "none"},
+		{n: 1, victim: "n-1", unavailable: sample{d: 40 * time.Second, censored: true}, failedReads: 2, reads: 100, worst: 0.25, worstReads: 0.8, changes: "none"},
 		{n: 2, victim: "n-0", skipped: "not cached", reads: 10},
 	}}
 	var b strings.Builder
@@ -174,9 +174,9 @@ func TestRenderMode(t *testing.T) {
 	for _, want := range []string{
 		"## pause, control plane off",
 		"SIGSTOP of the victim's PID, SIGCONT 5s later",
-		"| 2 (+1 skipped) | 5.01 s | > 40.00 s | > 40.00 s | 2 of 210 | 25 % / 25 % | no verdict |",
+		"| 2 (+1 skipped) | 5.01 s | > 40.00 s | > 40.00 s | 2 of 210 | 25 % / 25 % | 80 % / 80 % | no verdict |",
 		"1 of 2 trials hit the bound",
-		"| 1 | n-1 | 0.00 s | > 40.00 s | 2 of 100 | 0 | 25 % | none | 0.00 s |",
+		"| 1 | n-1 | 0.00 s | > 40.00 s | 2 of 100 | 0 | 25 % | 80 % | none | 0.00 s |",
 		"| 2 | n-0 | | skipped: not cached | 0 of 10 |",
 	} {
 		if !strings.Contains(b.String(), want) {

@@ -24,9 +24,10 @@ type trialResult struct {
 	failedReads int
 	reads       int
 	// worst is the worst bin's rate of completed operations as a fraction
-	// of the rate before the fault (NaN: undefined), before that rate in
-	// operations per second.
-	worst, before float64
+	// of the rate before the fault (NaN: undefined), worstReads that of the
+	// reads alone, before the rate of operations before the fault per
+	// second.
+	worst, worstReads, before float64
 	heal          time.Duration
 	// warm is how long the probe keys took to be cached at the victim.
 	warm time.Duration
@@ -66,7 +67,7 @@ func (r *runner) trial(ctx context.Context, n int, victim string) (trialResult, 
 		return res, err
 	}
 	r.o.measure(&res, ops, len(keys), fault, end)
-	if r.m.fault != "kill" {
+	if r.m.fault == "pause" {
 		oldPID = 0 // a paused node keeps its PID
 	}
 	res.changes, res.heal, err = r.c.waitHealed(ctx, r.o.healTimeout, victim, oldPID, r.loopHeld, l.start.Add(fault))
@@ -83,7 +84,8 @@ func (o options) measure(r *trialResult, ops []op, keys int, fault, end time.Dur
 		r.unavailable = sample{d: d}
 	}
 	r.failedReads, r.reads = failedReads(ops)
-	r.worst = worstBin(ops, fault, end, o.before, bin)
+	r.worst = worstBin(ops, fault, end, o.before, bin, anyOp)
+	r.worstReads = worstBin(ops, fault, end, o.before, bin, readOp)
 	var pre int
 	for _, x := range ops {
 		if x.ok && x.ret >= fault-o.before && x.ret < fault {
@@ -112,7 +114,18 @@ func (r *runner) observeFault(ctx context.Context, l *load, victim string) (time
 		sig = syscall.SIGSTOP
 	}
 	fault := l.since()
-	if err := c.signal(v.PID, victim, sig); err != nil {
+	if r.m.fault == "down" {
+		// Killed and held down until the observation ends: a node that
+		// does not come back, as a lost machine.
+		if err := c.api.Kill(ctx, victim); err != nil {
+			return fault, v.PID, fmt.Errorf("cannot kill %s through the control API: %w", victim, err)
+		}
+		defer func() {
+			if err := c.api.Restart(context.WithoutCancel(ctx), victim); err != nil {
+				fmt.Fprintln(os.Stderr, "failtrials: cannot restart", victim, "through the control API:", err)
+			}
+		}()
+	} else if err := c.signal(v.PID, victim, sig); err != nil {
 		return fault, v.PID, err
 	}
 	var resumeOnce sync.Once
