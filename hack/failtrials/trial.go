@@ -28,7 +28,7 @@ type trialResult struct {
 	// reads alone, before the rate of operations before the fault per
 	// second.
 	worst, worstReads, before float64
-	heal          time.Duration
+	heal                      time.Duration
 	// warm is how long the probe keys took to be cached at the victim.
 	warm time.Duration
 	// changes are the victim's member states in the map after the fault.
