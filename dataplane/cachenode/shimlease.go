@@ -38,10 +38,10 @@ import (
 // first grant from a shim at all. UPDATEs and fills carry the epoch they
 // were sent in, and only those of the epoch the node holds reach the cache.
 //
-// A key is inserted only once its shim granted the node an epoch: an
-// insertion interval first runs a renewal round that asks the shims of its
-// keys that never granted one, so that a first grant's flush drops
-// nothing the interval fetched.
+// A key is inserted only under its shim's lease: an insertion interval
+// first runs a renewal round that asks the shims of its keys whose lease
+// the node does not hold, so that a first grant's flush, or a new epoch's,
+// drops nothing the interval fetched.
 
 // shimLeases is the node's leases from the storage shims.
 type shimLeases struct {
@@ -146,14 +146,18 @@ func (n *Node) shimCurrent(v *view, key string, m *wire.Header) bool {
 	return false
 }
 
-// granted reports whether shim granted the node an epoch; when it did
+// granted reports whether the node holds shim's lease now; when it does
 // not and want is set, it records that the insertion loop wants the next
-// renewal round to ask for one. Always true without Config.ShimLeases.
+// renewal round to ask for one. A node renews only the leases of shims
+// whose keys it holds, so one that dropped them all (a map that made it
+// not Active, a flush) asks again here, and takes the shim's current
+// epoch before it fetches: fills of another epoch would all be refused.
+// Always true without Config.ShimLeases.
 func (n *Node) granted(shim int32, want bool) bool {
 	if !n.cfg.ShimLeases {
 		return true
 	}
-	if h := n.shims.holder.Load(); h != nil && h.Granted(int(shim)) {
+	if h := n.shims.holder.Load(); h != nil && h.Valid(int(shim), time.Duration(n.now(time.Now()))) {
 		return true
 	}
 	if want {

@@ -72,16 +72,43 @@ func TestShimLeaseServesHitsUnderTheGrant(t *testing.T) {
 }
 
 // TestShimLeaseEnded checks that a cached copy is not served once the
-// shim's lease ended, though the map lease holds.
+// shim's lease ended (nothing renews it here), though the map lease holds.
 func TestShimLeaseEnded(t *testing.T) {
 	h := newLeaseHarness(t)
 	const e = 5<<32 | 1
-	h.leasedCache("k", "v1", e, time.Nanosecond) // over at once: it ends where it began
-	if rep := h.get("k"); rep.Has(wire.FlagHit) {
-		t.Fatal("GET after the shim's lease ended: a hit, want a miss")
+	h.leasedCache("k", "v1", e, 50*time.Millisecond)
+	eventually(t, "a GET of the cached key answered by the shim", func() bool {
+		rep := h.get("k")
+		return !rep.Has(wire.FlagHit)
+	})
+	if st := h.node.Stats(); st.Unleased == 0 || st.Leased {
+		t.Errorf("stats %+v: want unleased reads and no lease", st)
 	}
-	if got := h.node.Stats().Unleased; got != 1 {
-		t.Errorf("Unleased = %d, want 1", got)
+	if _, _, valid, _ := h.node.Cached("k"); !valid {
+		t.Error("the copy is gone: want it kept, only not served")
+	}
+}
+
+// TestShimLeaseRenewedBeforeInsertion checks that a node whose lease of a
+// shim ran out while it held none of its keys — so nothing renewed it,
+// and the shim moved it to a new epoch meanwhile — takes the new epoch
+// before it fetches: otherwise every fill would be of an epoch it does
+// not hold, and it would never cache the shim's keys again.
+func TestShimLeaseRenewedBeforeInsertion(t *testing.T) {
+	h := newLeaseHarness(t)
+	const e = 5<<32 | 1
+	h.node.granted(0, true) // the shim's first grant, over at once
+	h.renew(e, time.Nanosecond)
+	h.shim.setValue("k", "v1")
+	h.shim.setEpoch(e + 1) // the shim released the node meanwhile
+	h.heat("k", testThreshold)
+	done := h.insertAsync()
+	h.answerRenew(e+1, testDeadline)
+	if r := h.wait(done); r.Inserted != 1 {
+		t.Fatalf("InsertHot: %+v, want the key inserted in the new epoch", r)
+	}
+	if rep := h.get("k"); !rep.Has(wire.FlagHit) || string(rep.Value) != "v1" {
+		t.Fatalf("GET: hit=%v %q, want a hit of v1", rep.Has(wire.FlagHit), rep.Value)
 	}
 }
 

@@ -52,15 +52,7 @@ func (h *Holder) Valid(shim int, now time.Duration) bool {
 // Shims is the number of shims whose leases h keeps.
 func (h *Holder) Shims() int { return len(h.leases) }
 
-// Granted says whether the node holds an epoch of shim: whether shim ever
-// granted it a lease.
-func (h *Holder) Granted(shim int) bool {
-	if uint(shim) >= uint(len(h.leases)) {
-		return false
-	}
-	e := h.leases[shim].epoch.Load()
-	return e != 0 && e != flushing
-}
+
 
 // Current says whether a value the shim sent in epoch (an UPDATE, a FILL)
 // may reach the node's cache: in the epoch the node holds, or any before
