@@ -162,7 +162,13 @@ func (in *injector) controlLoop(ctx context.Context, d time.Duration) error {
 // staleClients freezes the map of the checker's stale clients for d.
 func (in *injector) staleClients(ctx context.Context, d time.Duration) error {
 	kind := string(schedule.StaleClients)
-	if err := faults.Signal(in.checker.pid, syscall.SIGUSR1); err != nil {
+	if err := faults.Signal(in.checker.pid, syscall.SIGUSR1); errors.Is(err, syscall.ESRCH) {
+		// The checker ended its workload (--max-ops) before the fault
+		// and was reaped: there are no clients left to freeze.
+		<-in.checker.exited
+		in.rec.Begin(kind, "skipped: the checker's workload had ended", "checker")(nil)
+		return nil
+	} else if err != nil {
 		in.rec.Fail(kind, "SIGUSR1", err, "checker")
 		return err
 	}
