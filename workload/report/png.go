@@ -45,7 +45,8 @@ var (
 // mode with the failure, the recovery and the hot-set shift marked (the
 // paper's fig. 11), then per mode a bar per cache node and storage shard
 // showing its utilisation over the window (work units per second without
-// capacities).
+// capacities). A mode whose members reported no load (a run that knew
+// only the map, as bench --map-configmap) has no bars.
 func WritePNG(path string, r *driver.Report) (err error) {
 	defer func() { // gonum/plot reports some invalid input by panicking
 		if v := recover(); v != nil {
@@ -54,13 +55,16 @@ func WritePNG(path string, r *driver.Report) (err error) {
 	}()
 	plots := [][]*plot.Plot{{timelinePlot(r)}}
 	for _, m := range r.Modes {
+		if len(m.Nodes)+len(m.Shards) == 0 {
+			continue // no member reported its load (a run that knew only the map)
+		}
 		p, err := barsPlot(m)
 		if err != nil {
 			return fmt.Errorf("cannot draw %s: %w", path, err)
 		}
 		plots = append(plots, []*plot.Plot{p})
 	}
-	height := vg.Length(timelineInch+barsInch*float64(len(r.Modes))) * vg.Inch
+	height := vg.Length(timelineInch+barsInch*float64(len(plots)-1)) * vg.Inch
 	img := vgimg.New(pngWidth, height)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,

@@ -111,6 +111,17 @@ func unlimitedReport() *driver.Report {
 	}
 }
 
+// mapOnlyReport is a run that knew only the map (bench --map-configmap):
+// no member reported its load.
+func mapOnlyReport() *driver.Report {
+	r := unlimitedReport()
+	hit := 0.9
+	m := &r.Modes[0]
+	m.Mode, m.Shards = driver.DistCache, nil
+	m.Timeline = []driver.Point{{T: 0.25, OpsPerSecond: 400, HitRatio: &hit}, {T: 0.5, OpsPerSecond: 400, HitRatio: &hit}}
+	return r
+}
+
 func TestWriteText(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -217,6 +228,7 @@ func TestWritePNG(t *testing.T) {
 		{"emulated with failure", fixedReport()},
 		{"unlimited", unlimitedReport()},
 		{"no modes", &driver.Report{}},
+		{"no member loads", mapOnlyReport()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
