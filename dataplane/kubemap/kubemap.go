@@ -10,9 +10,14 @@
 // (fieldSelector metadata.name=NAME, resumed from the last resourceVersion
 // seen) only tells the mapwatch.Watcher to read again, so a new version is
 // installed within milliseconds of publication; the watch reconnects with
-// a bounded backoff when it ends or fails, and starts over from a fresh
-// GET when its resourceVersion is too old (410 Gone), as after the
-// ConfigMap was deleted and created again.
+// a bounded backoff when it ends or fails, from the last resourceVersion
+// its events and bookmarks carried. When that is too old (410 Gone: after
+// the API server restarted, or the ConfigMap was deleted and created
+// again), it starts over without one: the API server sends the current
+// object first. It never resumes from the resourceVersion of a GET's
+// object, which is as old as the map's last publication: a restarted API
+// server keeps no history that old, and would end every such watch at
+// once.
 //
 // The permissions it needs are get and watch on that ConfigMap, by name
 // (the operator's Role <cluster>-data-plane): no list, no update.
@@ -66,7 +71,7 @@ type Source struct {
 	watchTimeout time.Duration
 
 	mu sync.Mutex // guards rv
-	rv string     // resourceVersion of the last object a GET or the watch saw; "" to start from a GET
+	rv string     // resourceVersion of the watch's last event or bookmark; "" to start from the current object
 }
 
 // Option changes a Source.
@@ -117,7 +122,6 @@ func (s *Source) Read(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read partition map %s: %w", s, err)
 	}
-	s.seen(cm.ResourceVersion)
 	data, ok := cm.Data[Key]
 	if !ok {
 		return nil, fmt.Errorf("cannot read partition map %s: no key %s", s, Key)
@@ -169,15 +173,9 @@ func (s *Source) Notify(ctx context.Context, changed func(offered []byte)) {
 // delivered anything (a reconnect right after may start from the minimum
 // backoff again).
 func (s *Source) watchOnce(ctx context.Context, changed func(offered []byte)) (healthy bool, err error) {
+	// Without a resourceVersion the watch starts at the most recent one
+	// and its first event is the current object, if there is one.
 	rv := s.resourceVersion()
-	if rv == "" {
-		// Start from the current object: a GET sets rv (and the
-		// Watcher's next read installs what it holds).
-		if _, err := s.Read(ctx); err != nil && !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		rv = s.resourceVersion()
-	}
 	opts := metav1.ListOptions{
 		FieldSelector:       fields.OneTermEqualSelector("metadata.name", s.name).String(),
 		ResourceVersion:     rv,

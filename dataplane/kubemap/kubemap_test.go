@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/distcache/distcache/dataplane/kubemap"
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/internal/testing/kubetest"
@@ -215,6 +217,61 @@ func TestWatchStartsOverWhenGone(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the watch from resourceVersion 1 did not end within 30s")
+	}
+	await(t, installed, f.publish())
+}
+
+// TestWatchResumesWhenTheMapPredatesHistory is an API server that keeps
+// no history as old as the map's last publication, as one that restarted
+// since: the watch from the map's own resourceVersion ends with 410 Gone,
+// and the next one, started without a resourceVersion, stays up (it does
+// not start from the resourceVersion of a GET, which is as old).
+func TestWatchResumesWhenTheMapPredatesHistory(t *testing.T) {
+	f := newFixture(t, "predates")
+	ctx := context.Background()
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: f.name}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	// Another object's write moves the history past the map's revision.
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: f.ns}}
+	if err := env.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.CompactEtcd(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 100)
+	log := slog.New(&errHandler{msg: "partition map watch ended", errs: ended})
+	src, err := kubemap.New(f.sa, f.ns, f.name, kubemap.WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := mapwatch.Open(ctx, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.SetResourceVersion(cm.ResourceVersion)
+	installed := make(chan int64, 10)
+	w.Subscribe(func(p *partmap.Placement) error { installed <- p.Version(); return nil })
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(runCtx, time.Hour) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case err := <-ended:
+		if !apierrors.IsGone(err) && !apierrors.IsResourceExpired(err) {
+			t.Fatalf("watch from the map's resourceVersion %s ended with %v, want 410 Gone", cm.ResourceVersion, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the watch from the map's resourceVersion %s did not end within 30s", cm.ResourceVersion)
+	}
+	// The next watch stays up: a source that went back to the map's
+	// resourceVersion would end a watch every backoff (at most 2 s).
+	select {
+	case err := <-ended:
+		t.Fatalf("the watch after 410 Gone ended too: %v", err)
+	case <-time.After(5 * time.Second):
 	}
 	await(t, installed, f.publish())
 }
