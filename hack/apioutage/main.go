@@ -13,8 +13,8 @@
 // The run scrapes every URL each -every for -before, stops the API server,
 // scrapes on for -outage, brings it back, and scrapes for -after more. Then
 // it writes, into -out:
-//   - samples.tsv: every non-zero distcache_ series of every scrape (time,
-//     URL, series, value), and the failed scrapes;
+//   - samples.tsv: every non-zero distcache_ series of every scrape (when
+//     the scrape started, URL, series, value), and the failed scrapes;
 //   - events.tsv: what it did, and when;
 //   - minutes.md: per minute since the stop, the cache nodes' GET hits and
 //     misses per second (role="node", summed), their shim lease grants and
@@ -36,7 +36,8 @@
 // DIR/pid/kube-apiserver (DIR is -state, localkube's LOCALKUBE_DIR). Mode
 // stop sends it SIGSTOP and later SIGCONT: it holds its connections and
 // answers none. Mode kill ends it as localkube.sh down does (SIGTERM,
-// SIGKILL after a minute) and later starts it again with the command line,
+// SIGKILL after a minute; the scrapes go on meanwhile: it answers no new
+// request once it has the SIGTERM) and later starts it again with the command line,
 // environment and working directory it had, its output appended to
 // DIR/log/kube-apiserver.log, and its new PID written to the PID file (so
 // that localkube.sh down stops it). An interrupt (SIGINT, SIGTERM) or an
@@ -220,12 +221,18 @@ func run(args []string) error {
 	ev.log("scraping %d URLs every %v; stop at %s, back at %s, end at %s", len(o.urls), o.every,
 		stamp(t0), stamp(t1), stamp(end))
 
+	// The stop runs beside the scrapes (a kill waits up to a minute for
+	// the old process to end); bringing it back waits for it first.
 	stopped := false
+	var halted chan error
 	restore := func() error {
 		if !stopped {
 			return nil
 		}
 		stopped = false
+		if err := <-halted; err != nil {
+			ev.log("cannot stop the API server: %v", err)
+		}
 		if err := api.resume(o.state); err != nil {
 			ev.log("cannot bring the API server back: %v", err)
 			return err
@@ -250,17 +257,23 @@ func run(args []string) error {
 				return err
 			}
 			return ctx.Err()
-		case now = <-tick.C:
+		case <-tick.C:
 		}
+		now = time.Now() // a tick waits in the ticker while a scrape is late
 		s.scrapeAll(now)
 		switch {
 		case !stopped && now.Before(t1) && !now.Before(t0.Add(-o.every/2)):
-			if err := api.halt(o.mode); err != nil {
-				return err
-			}
+			halted = make(chan error, 1)
+			go func() {
+				err := api.halt(o.mode)
+				if err == nil {
+					ev.log("API server stopped (%s)", o.mode)
+				}
+				halted <- err
+			}()
 			stopped = true
 			t0 = now // minute 0 starts with this scrape
-			ev.log("API server stopped (%s)", o.mode)
+			ev.log("stopping the API server (%s)", o.mode)
 			s.mark("stop", time.Now())
 		case stopped && !now.Before(t1.Add(-o.every/2)):
 			if err := restore(); err != nil {

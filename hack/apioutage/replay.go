@@ -14,7 +14,9 @@ import (
 // replay writes the per-minute table of a finished run again from its
 // directory (samples.tsv and window.env), with o's -mode, -before,
 // -outage, -after and -every, which must be the run's. A sample's time is
-// its scrape's tick (the run itself measured rates between the replies).
+// when its scrape started (the run itself measured rates between the
+// replies; before 2026-12-06 05:30 UTC a sample carried the ticker's time,
+// late after a kill).
 func replay(w io.Writer, dir string, o options) error {
 	stop, back, err := readWindow(filepath.Join(dir, "window.env"))
 	if err != nil {
