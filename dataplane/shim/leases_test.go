@@ -46,9 +46,12 @@ func (e *env) renew(n *recordingNode) uint64 {
 // lease: a silent owner that renewed a lease is released once the lease
 // ended, with no map change, and moved to a new epoch; the write
 // completes. The owners that acknowledged get UPDATEs with their epochs
-// if they renewed, and without one if they did not.
+// if they renewed, and without one if they did not. The lease is long
+// enough that the live owner, which renews once too, acknowledges before
+// its own lease ends however busy the machine (with the env's 10 ms it
+// was sometimes released by lease as well).
 func TestWriteReleasesARenewedOwnerByLease(t *testing.T) {
-	e := newEnv(t, withConfig(func(c *Config) { c.InvalidateTimeout = patience }))
+	e := newEnv(t, withConfig(func(c *Config) { c.InvalidateTimeout, c.Lease = patience, time.Second }))
 	key := e.key(0, "leased")
 	owners := e.owners(key)
 	silent, live := owners[0], owners[1]
