@@ -34,20 +34,21 @@ type checkRun struct {
 	err    error         // its exit, once exited is closed
 }
 
-// startCheck starts `distcache check` with a workload bounded by duration
-// (it is interrupted earlier, once the trials are over) and waits until
-// its preload is done.
-func (o options) startCheck(ctx context.Context, runDir, out string, duration time.Duration) (*checkRun, error) {
+// startCheck starts `distcache check` against the cluster where points
+// at, with a workload bounded by duration (it is interrupted earlier, once
+// the trials are over), and waits until its preload is done.
+func (o options) startCheck(ctx context.Context, where []string, out string, duration time.Duration) (*checkRun, error) {
 	ready := filepath.Join(out, "ready")
-	args := []string{"check", "--run-dir", runDir, "--out", out, "--ready-file", ready,
+	args := append([]string{"check"}, where...)
+	args = append(args, "--out", out, "--ready-file", ready,
 		"--duration", duration.String(),
-		"--max-ops", strconv.Itoa(int(o.checkRate*duration.Seconds()) + 1),
+		"--max-ops", strconv.Itoa(int(o.checkRate*duration.Seconds())+1),
 		"--rate", strconv.FormatFloat(o.checkRate, 'g', -1, 64),
 		"--clients", "2", "--workers", "8",
 		// As the fault suite's: a write held up by a fault mostly completes
 		// once it heals instead of ending with an unknown outcome.
 		"--op-timeout", "10s",
-		"--check-timeout", checkTimeout.String(), "--read-back-timeout", readBackTimeout.String()}
+		"--check-timeout", checkTimeout.String(), "--read-back-timeout", readBackTimeout.String())
 	logf, err := os.Create(filepath.Join(out, "check.log"))
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the check's log: %w", err)

@@ -54,7 +54,70 @@ type cluster struct {
 	name   string
 	pid    int // the supervisor's
 	runDir string
+	// holdLoop says the mode holds the control loop down during its
+	// trials (-control-plane off); loopHeld that it is held now.
+	holdLoop, loopHeld bool
 }
+
+// victims are the cluster's cache nodes, in the status's order.
+func (c *cluster) victims(ctx context.Context) ([]string, error) {
+	st, err := c.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range nodes(st) {
+		names = append(names, p.Name)
+	}
+	return names, nil
+}
+
+// holdControlPlane holds the control loop down through the control API
+// when the mode says so.
+func (c *cluster) holdControlPlane(ctx context.Context) (func(context.Context) error, error) {
+	if !c.holdLoop {
+		return func(context.Context) error { return nil }, nil
+	}
+	if err := c.stopControlLoop(ctx); err != nil {
+		return nil, err
+	}
+	c.loopHeld = true
+	return func(ctx context.Context) error {
+		c.loopHeld = false
+		return c.startControlLoop(ctx)
+	}, nil
+}
+
+// locate finds victim's PID in the status.
+func (c *cluster) locate(ctx context.Context, victim string) (victimProc, error) {
+	st, err := c.status(ctx)
+	if err != nil {
+		return victimProc{}, err
+	}
+	v, ok := process(st, victim)
+	if !ok {
+		return victimProc{}, fmt.Errorf("cannot find %s in the status", victim)
+	}
+	return victimProc{name: victim, pid: v.PID}, nil
+}
+
+// down kills victim through the control API, which holds it down until
+// restart.
+func (c *cluster) down(ctx context.Context, victim string) (func(context.Context) error, error) {
+	if err := c.api.Kill(ctx, victim); err != nil {
+		return nil, fmt.Errorf("cannot kill %s through the control API: %w", victim, err)
+	}
+	return func(ctx context.Context) error {
+		if err := c.api.Restart(ctx, victim); err != nil {
+			return fmt.Errorf("cannot restart %s through the control API: %w", victim, err)
+		}
+		return nil
+	}, nil
+}
+
+// faultWindow does nothing: a standalone cluster's control plane is either
+// held for all the trials or not at all.
+func (c *cluster) faultWindow(context.Context) (func(), error) { return func() {}, nil }
 
 // status is the cluster's status.
 func (c *cluster) status(ctx context.Context) (control.Status, error) {
@@ -126,9 +189,9 @@ func (c *cluster) startControlLoop(ctx context.Context) error {
 // healed reports whether every process but the control loop (when it is
 // held down) is running and ready, and victim is Active in the map; after
 // a kill, victim must be a new process (a PID other than oldPID).
-func (c *cluster) healed(st control.Status, victim string, oldPID int, loopHeld bool) error {
+func (c *cluster) healed(st control.Status, victim string, oldPID int) error {
 	for _, p := range st.Processes {
-		if loopHeld && p.Name == c.controlLoop() {
+		if c.loopHeld && p.Name == c.controlLoop() {
 			continue
 		}
 		if p.State != "Running" || !p.Ready {
@@ -147,12 +210,16 @@ func (c *cluster) healed(st control.Status, victim string, oldPID int, loopHeld 
 	return nil
 }
 
-// waitHealed waits until the cluster has healed from a fault of victim at
+// waitHealed waits until the cluster has healed from a fault of v at
 // fault (see healed), and until the events the status lists have caught
 // up with the victim's state in the map (the control loop appends an event
 // after it publishes the map version). It returns how long that took and
 // the victim's member states since the fault (see memberChanges).
-func (c *cluster) waitHealed(ctx context.Context, timeout time.Duration, victim string, oldPID int, loopHeld bool, fault time.Time) (string, time.Duration, error) {
+func (c *cluster) waitHealed(ctx context.Context, timeout time.Duration, v victimProc, restarted bool, fault time.Time, _ *prober) (string, time.Duration, error) {
+	victim, oldPID := v.name, 0
+	if restarted {
+		oldPID = v.pid
+	}
 	start := time.Now()
 	var changes string
 	err := poll(ctx, timeout, "the cluster healed", func() (bool, error) {
@@ -160,7 +227,7 @@ func (c *cluster) waitHealed(ctx context.Context, timeout time.Duration, victim 
 		if err != nil {
 			return false, err
 		}
-		if err := c.healed(st, victim, oldPID, loopHeld); err != nil {
+		if err := c.healed(st, victim, oldPID); err != nil {
 			return false, err
 		}
 		states := memberStates(st.Events, victim, fault)
@@ -222,11 +289,16 @@ func (c *cluster) ownPID(pid int, name string) error {
 	return nil
 }
 
-// signal sends sig to victim's process pid, once ownPID vouched for it.
-func (c *cluster) signal(pid int, name string, sig syscall.Signal) error {
-	if err := c.ownPID(pid, name); err != nil {
+// signal sends sig to v's process, once ownPID vouched for it.
+func (c *cluster) signal(v victimProc, sig syscall.Signal) error {
+	if err := c.ownPID(v.pid, v.name); err != nil {
 		return err
 	}
+	return signalPID(v.pid, v.name, sig)
+}
+
+// signalPID sends sig to name's process pid.
+func signalPID(pid int, name string, sig syscall.Signal) error {
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("cannot send %v to %s (PID %d): %w", sig, name, pid, err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/dataplane/wireauth"
 	"github.com/distcache/distcache/placement/partmap"
-	"github.com/distcache/distcache/standalone/plan"
 )
 
 // The probe load's cadence and bounds.
@@ -33,45 +32,100 @@ const (
 	writeTimeout = 3 * time.Second
 )
 
-// prober is the command's own client of the cluster, following the run
-// directory's map file as `distcache check` does.
+// prober is the command's own client of the cluster, following its map
+// as `distcache check` does.
 type prober struct {
 	c    *client.Client
 	w    *mapwatch.Watcher
 	stop context.CancelFunc
 	done chan struct{}
+
+	mu      sync.Mutex
+	history []mapSeen // the versions the client installed, in order
 }
 
-// newProber opens the cluster's map and data-plane key and starts a client
-// that follows the map until close.
-func newProber(ctx context.Context, runDir, mapFile string) (*prober, error) {
-	w, err := mapwatch.Open(ctx, mapwatch.File(mapFile), nil)
+// mapSeen is a map version the prober installed: when, and its members'
+// states.
+type mapSeen struct {
+	at      time.Time
+	version int64
+	states  map[string]string
+}
+
+// newProber opens the cluster's map and data-plane key (if acc.keyDir has
+// one) and starts a client that follows the map until close.
+func newProber(ctx context.Context, acc access) (*prober, error) {
+	w, err := mapwatch.Open(ctx, acc.maps, nil)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the map %s: %w", mapFile, err)
+		return nil, fmt.Errorf("cannot read the map %s: %w", acc.maps, err)
 	}
 	cfg := client.Config{Maps: w}
-	keyDir := plan.KeyDir(runDir)
-	if _, err := os.Stat(filepath.Join(keyDir, wireauth.CurrentFile)); err == nil {
-		ring, err := wireauth.Load(keyDir)
-		if err != nil {
-			return nil, fmt.Errorf("cannot load the data-plane key: %w", err)
+	cfg.Transport.Addr = acc.listen
+	if acc.keyDir != "" {
+		if _, err := os.Stat(filepath.Join(acc.keyDir, wireauth.CurrentFile)); err == nil {
+			ring, err := wireauth.Load(acc.keyDir)
+			if err != nil {
+				return nil, fmt.Errorf("cannot load the data-plane key: %w", err)
+			}
+			cfg.Transport.Auth = ring
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("cannot find the data-plane key: %w", err)
 		}
-		cfg.Transport.Auth = ring
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("cannot find the data-plane key: %w", err)
 	}
 	c, err := client.New(cfg, w.Current())
 	if err != nil {
 		return nil, fmt.Errorf("cannot create the probe client: %w", err)
 	}
-	w.Subscribe(func(p *partmap.Placement) error { c.SetMap(p); return nil })
 	wctx, stop := context.WithCancel(ctx)
 	p := &prober{c: c, w: w, stop: stop, done: make(chan struct{})}
+	p.seen(w.Current())
+	w.Subscribe(func(pl *partmap.Placement) error { c.SetMap(pl); p.seen(pl); return nil })
 	go func() {
 		defer close(p.done)
-		w.Run(wctx, 100*time.Millisecond)
+		w.Run(wctx, acc.mapPoll)
 	}()
 	return p, nil
+}
+
+// seen records that the client installed pl.
+func (p *prober) seen(pl *partmap.Placement) {
+	s := mapSeen{at: time.Now(), version: pl.Version(), states: map[string]string{}}
+	for _, l := range pl.Map().Layers {
+		for _, m := range l.Members {
+			s.states[m.Name] = string(m.State)
+		}
+	}
+	p.mu.Lock()
+	p.history = append(p.history, s)
+	p.mu.Unlock()
+}
+
+// memberStates are the states member went through in the maps the prober
+// installed since t: each change of its state from the version before.
+func (p *prober) memberStates(member string, t time.Time) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return stateChanges(p.history, member, t)
+}
+
+// stateChanges are member's states in the versions of history seen at or
+// after t that differ from its state in the version before (a member is
+// taken to be Active before the first version; "absent" from a version
+// that does not list it).
+func stateChanges(history []mapSeen, member string, t time.Time) []string {
+	var states []string
+	prev := string(partmap.Active)
+	for _, s := range history {
+		state, ok := s.states[member]
+		if !ok {
+			state = "absent"
+		}
+		if !s.at.Before(t) && state != prev {
+			states = append(states, state)
+		}
+		prev = state
+	}
+	return states
 }
 
 // close stops following the map and closes the client.

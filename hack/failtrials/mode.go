@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/hack/internal/localcluster"
 	"github.com/distcache/distcache/standalone/control"
+	"github.com/distcache/distcache/standalone/plan"
 	"github.com/distcache/distcache/workload/checker"
 )
 
@@ -27,15 +29,15 @@ type modeResult struct {
 
 // runner runs one mode's trials against its cluster.
 type runner struct {
-	o        options
-	m        mode
-	c        *cluster
-	p        *prober
-	loopHeld bool // the control loop is held down
+	o   options
+	m   mode
+	sys system
+	p   *prober
 }
 
-// runMode starts the mode's cluster and check, runs its trials and stops
-// both. An error ends the trials early; the result keeps what was done.
+// runMode starts (or, on Kubernetes, connects to) the mode's cluster and
+// check, runs its trials and stops both. An error ends the trials early;
+// the result keeps what was done.
 func (o options) runMode(ctx context.Context, m mode) (res modeResult) {
 	res = modeResult{mode: m, loadBefore: loadAverage()}
 	start := time.Now()
@@ -44,33 +46,58 @@ func (o options) runMode(ctx context.Context, m mode) (res modeResult) {
 	}()
 	fmt.Fprintf(os.Stderr, "failtrials: mode %s, %d trials\n", m, o.trialsOf(m))
 	dir := filepath.Join(o.work, m.slug())
-	runDir, checkDir := filepath.Join(dir, "run"), filepath.Join(dir, "check")
-	if err := fresh(ctx, runDir, checkDir); err != nil {
-		res.err = err
-		return res
-	}
-	st, down, err := localcluster.Up(ctx, o.distcache, o.clusterFile, runDir, "--gateway=false")
-	defer down()
+	checkDir := filepath.Join(dir, "check")
+	sys, acc, done, err := o.open(ctx, m, dir, checkDir)
+	defer done()
 	if err != nil {
 		res.err = err
 		return res
 	}
-	r := &runner{o: o, m: m, c: &cluster{api: control.Dial(runDir), name: st.Cluster, pid: st.PID, runDir: runDir}}
-	r.p, err = newProber(ctx, runDir, st.MapFile)
+	r := &runner{o: o, m: m, sys: sys}
+	r.p, err = newProber(ctx, acc)
 	if err != nil {
 		res.err = err
 		return res
 	}
 	defer r.p.close()
-	chk, err := o.startCheck(ctx, runDir, checkDir, o.checkBound(m))
+	victims, err := sys.victims(ctx)
 	if err != nil {
 		res.err = err
 		return res
 	}
-	res.trials, res.err = r.trials(ctx, nodes(st))
+	chk, err := o.startCheck(ctx, acc.checkArgs, checkDir, o.checkBound(m))
+	if err != nil {
+		res.err = err
+		return res
+	}
+	res.trials, res.err = r.trials(ctx, victims)
 	res.verdict, err = chk.finish()
 	res.err = errors.Join(res.err, err)
 	return res
+}
+
+// open readies the mode's cluster in dir: a standalone one started afresh,
+// or the CacheCluster of -kube-cluster. done releases what open took.
+func (o options) open(ctx context.Context, m mode, dir, checkDir string) (system, access, func(), error) {
+	if o.kube.cluster != "" {
+		return o.kube.open(ctx, m, dir, checkDir)
+	}
+	return o.openStandalone(ctx, m, filepath.Join(dir, "run"), checkDir)
+}
+
+// openStandalone starts the cluster of -f in runDir.
+func (o options) openStandalone(ctx context.Context, m mode, runDir, checkDir string) (system, access, func(), error) {
+	if err := fresh(ctx, runDir, checkDir); err != nil {
+		return nil, access{}, func() {}, err
+	}
+	st, down, err := localcluster.Up(ctx, o.distcache, o.clusterFile, runDir, "--gateway=false")
+	if err != nil {
+		return nil, access{}, down, err
+	}
+	c := &cluster{api: control.Dial(runDir), name: st.Cluster, pid: st.PID, runDir: runDir, holdLoop: m.controlPlane == "off"}
+	acc := access{maps: mapwatch.File(st.MapFile), keyDir: plan.KeyDir(runDir), listen: "127.0.0.1:0",
+		checkArgs: []string{"--run-dir", runDir}, mapPoll: 100 * time.Millisecond}
+	return c, acc, down, nil
 }
 
 // fresh removes the directories of an earlier run of the mode, unless a
@@ -98,27 +125,25 @@ func (o options) checkBound(m mode) time.Duration {
 	return time.Duration(o.trialsOf(m))*perTrial + 2*time.Minute
 }
 
-// trials holds the control loop down when the mode says so, runs the
-// trials with the victims in turn, and starts the loop again.
-func (r *runner) trials(ctx context.Context, victims []control.Process) (results []trialResult, err error) {
+// trials takes the control plane down when the mode says so, runs the
+// trials with the victims in turn, and brings the control plane back.
+func (r *runner) trials(ctx context.Context, victims []string) (results []trialResult, err error) {
 	if len(victims) == 0 {
-		return nil, errors.New("cannot find a cache node in the status")
+		return nil, errors.New("cannot find a cache node to fault")
 	}
-	if !r.m.controlPlane {
-		if err := r.c.stopControlLoop(ctx); err != nil {
-			return nil, err
-		}
-		r.loopHeld = true
-		defer func() {
-			// Not the trials' context: the loop must come back for the
-			// check's read-back even after an interrupt.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-			defer cancel()
-			err = errors.Join(err, r.c.startControlLoop(rctx))
-		}()
+	release, err := r.sys.holdControlPlane(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer func() {
+		// Not the trials' context: the control plane must come back for the
+		// check's read-back even after an interrupt.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+		defer cancel()
+		err = errors.Join(err, release(rctx))
+	}()
 	for n := range r.o.trialsOf(r.m) {
-		victim := victims[n%len(victims)].Name
+		victim := victims[n%len(victims)]
 		t, err := r.trial(ctx, n, victim)
 		results = append(results, t)
 		fmt.Fprintln(os.Stderr, "failtrials:", t.line())

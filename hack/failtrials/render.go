@@ -98,7 +98,11 @@ func (r report) render() string {
 	fmt.Fprintf(&b, "- machine: %s\n", r.machine)
 	fmt.Fprintf(&b, "- date: %s\n", r.started.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&b, "- commit: %s\n", r.commit)
-	fmt.Fprintf(&b, "- cluster: `%s`, started with `distcache up --gateway=false`; `distcache check` at %g operations/s at most over each mode's whole run\n", r.o.clusterFile, r.o.checkRate)
+	if r.o.kube.cluster != "" {
+		fmt.Fprintf(&b, "- cluster: CacheCluster `%s` on localkube (`%s`); the probe client and `distcache check --map-configmap` run on the host, follow the map ConfigMap through the API server and reach the pods at their IPs; `distcache check` at %g operations/s at most over each mode's whole run\n", r.o.kube.cluster, r.o.kube.kubeconfig, r.o.checkRate)
+	} else {
+		fmt.Fprintf(&b, "- cluster: `%s`, started with `distcache up --gateway=false`; `distcache check` at %g operations/s at most over each mode's whole run\n", r.o.clusterFile, r.o.checkRate)
+	}
 	fmt.Fprintf(&b, "- each trial: %d probe keys owned by the victim (victims in turn over the cache nodes), read every %v (keys in turn) and each written every %v, open-loop; once every key has been read from the victim's copy, %v of load, then the fault; the load runs %v after it at least, and until every key has been written since, at most %v\n\n",
 		r.o.keys, tick, tick*writeTicks, r.o.before, r.o.observe, r.o.maxWait)
 	b.WriteString(definitions)
@@ -115,17 +119,7 @@ const definitions = `**Write unavailability**: from the fault until every probe 
 func (r report) renderMode(b *strings.Builder, m modeResult) {
 	s := summarize(m.trials)
 	fmt.Fprintf(b, "## %s\n\n", m.mode)
-	fault := "SIGKILL of the victim's PID; the supervisor restarts it"
-	switch m.mode.fault {
-	case "pause":
-		fault = fmt.Sprintf("SIGSTOP of the victim's PID, SIGCONT %v later", r.o.pause)
-	case "down":
-		fault = "the victim killed through the control API and held down until the trial's observation ends, then restarted"
-	}
-	plane := "the control loop runs (fences and fails the victim over)"
-	if !m.mode.controlPlane {
-		plane = "the control loop held down through the control API during the trials: nothing fences the victim in the map"
-	}
+	fault, plane := r.describe(m.mode)
 	fmt.Fprintf(b, "%s; %s. Load average %s before, %s after; %s.\n\n", fault, plane, m.loadBefore, m.loadAfter, m.elapsed.Round(time.Second))
 	b.WriteString("| trials | write unavailability p50 | p99 | max | reads failed | worst bin (median / worst) | worst read bin (median / worst) | check |\n")
 	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---|\n")
@@ -168,4 +162,35 @@ func renderTrials(b *strings.Builder, trials []trialResult) {
 			t.failedReads, t.reads, t.before, percent(t.worst), percent(t.worstReads), t.changes, seconds(t.heal))
 	}
 	b.WriteString("\n</details>\n\n")
+}
+
+// describe is m's fault and control plane in words.
+func (r report) describe(m mode) (fault, plane string) {
+	if r.o.kube.cluster != "" {
+		fault = "SIGKILL of the victim's node process on the host; the kubelet restarts the container"
+		if m.fault == "pause" {
+			fault = fmt.Sprintf("SIGSTOP of the victim's node process on the host, SIGCONT %v later", r.o.pause)
+		}
+		switch m.controlPlane {
+		case "operator-off":
+			plane = fmt.Sprintf("the operator's Deployment `%s` scaled to 0 for the trials: nothing changes the map", r.o.kube.operator)
+		case "apiserver-off":
+			plane = "localkube's API server stopped (SIGSTOP) from just before each fault until its observation ended, and resumed (SIGCONT) before the wait for the cluster to heal"
+		default:
+			plane = "the operator runs (fences and fails members over from pod readiness, with the spec's failover settings)"
+		}
+		return fault, plane
+	}
+	fault = "SIGKILL of the victim's PID; the supervisor restarts it"
+	switch m.fault {
+	case "pause":
+		fault = fmt.Sprintf("SIGSTOP of the victim's PID, SIGCONT %v later", r.o.pause)
+	case "down":
+		fault = "the victim killed through the control API and held down until the trial's observation ends, then restarted"
+	}
+	plane = "the control loop runs (fences and fails the victim over)"
+	if m.controlPlane == "off" {
+		plane = "the control loop held down through the control API during the trials: nothing fences the victim in the map"
+	}
+	return fault, plane
 }

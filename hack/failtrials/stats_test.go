@@ -164,7 +164,7 @@ func TestMemberChanges(t *testing.T) {
 
 func TestRenderMode(t *testing.T) {
 	o := options{maxWait: 40 * time.Second, pause: 5 * time.Second}
-	m := modeResult{mode: mode{fault: "pause"}, trials: []trialResult{
+	m := modeResult{mode: mode{fault: "pause", controlPlane: "off"}, trials: []trialResult{
 		{n: 0, victim: "n-0", unavailable: sample{d: 5010 * ms}, reads: 100, worst: 0.5, worstReads: 0.9, before: 360, changes: "none"},
 		{n: 1, victim: "n-1", unavailable: sample{d: 40 * time.Second, censored: true}, failedReads: 2, reads: 100, worst: 0.25, worstReads: 0.8, changes: "none"},
 		{n: 2, victim: "n-0", skipped: "not cached", reads: 10},

@@ -61,16 +61,14 @@ func (r *runner) trial(ctx context.Context, n int, victim string) (trialResult, 
 		l.stop()
 		return res, err
 	}
-	fault, oldPID, err := r.observeFault(ctx, l, victim)
+	fault, v, err := r.observeFault(ctx, l, victim)
 	ops, end := l.stop()
 	if err != nil {
 		return res, err
 	}
 	r.o.measure(&res, ops, len(keys), fault, end)
-	if r.m.fault == "pause" {
-		oldPID = 0 // a paused node keeps its PID
-	}
-	res.changes, res.heal, err = r.c.waitHealed(ctx, r.o.healTimeout, victim, oldPID, r.loopHeld, l.start.Add(fault))
+	// A paused node keeps its process.
+	res.changes, res.heal, err = r.sys.waitHealed(ctx, r.o.healTimeout, v, r.m.fault != "pause", l.start.Add(fault), r.p)
 	return res, err
 }
 
@@ -98,40 +96,43 @@ func (o options) measure(r *trialResult, ops []op, keys int, fault, end time.Dur
 // observeFault injects the fault into victim while the load runs and
 // returns when every probe key has been written since (and -observe has
 // passed) or -max-wait has: the fault's time on the load's clock, and the
-// victim's PID.
-func (r *runner) observeFault(ctx context.Context, l *load, victim string) (time.Duration, int, error) {
-	c, o := r.c, r.o
-	st, err := c.status(ctx)
+// victim's process before the fault. The mode's fault window (see
+// system.faultWindow) spans the fault and the observation.
+func (r *runner) observeFault(ctx context.Context, l *load, victim string) (time.Duration, victimProc, error) {
+	o := r.o
+	v, err := r.sys.locate(ctx, victim)
 	if err != nil {
-		return 0, 0, err
-	}
-	v, ok := process(st, victim)
-	if !ok {
-		return 0, 0, fmt.Errorf("cannot find %s in the status", victim)
+		return 0, v, err
 	}
 	sig := syscall.SIGKILL
 	if r.m.fault == "pause" {
 		sig = syscall.SIGSTOP
 	}
+	endWindow, err := r.sys.faultWindow(ctx)
+	if err != nil {
+		return 0, v, err
+	}
+	defer endWindow()
 	fault := l.since()
 	if r.m.fault == "down" {
 		// Killed and held down until the observation ends: a node that
 		// does not come back, as a lost machine.
-		if err := c.api.Kill(ctx, victim); err != nil {
-			return fault, v.PID, fmt.Errorf("cannot kill %s through the control API: %w", victim, err)
+		restart, err := r.sys.down(ctx, victim)
+		if err != nil {
+			return fault, v, err
 		}
 		defer func() {
-			if err := c.api.Restart(context.WithoutCancel(ctx), victim); err != nil {
-				fmt.Fprintln(os.Stderr, "failtrials: cannot restart", victim, "through the control API:", err)
+			if err := restart(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintln(os.Stderr, "failtrials:", err)
 			}
 		}()
-	} else if err := c.signal(v.PID, victim, sig); err != nil {
-		return fault, v.PID, err
+	} else if err := r.sys.signal(v, sig); err != nil {
+		return fault, v, err
 	}
 	var resumeOnce sync.Once
 	resume := func() {
 		resumeOnce.Do(func() {
-			if err := c.signal(v.PID, victim, syscall.SIGCONT); err != nil {
+			if err := r.sys.signal(v, syscall.SIGCONT); err != nil {
 				fmt.Fprintln(os.Stderr, "failtrials:", err)
 			}
 		})
@@ -147,11 +148,11 @@ func (r *runner) observeFault(ctx context.Context, l *load, victim string) (time
 			resume()
 		}
 		if now >= fault+o.maxWait || (now >= fault+o.observe && l.writtenSince(fault)) {
-			return fault, v.PID, nil
+			return fault, v, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fault, v.PID, ctx.Err()
+			return fault, v, ctx.Err()
 		case <-t.C:
 		}
 	}
