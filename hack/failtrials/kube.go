@@ -108,8 +108,20 @@ func (k kubeOptions) open(ctx context.Context, m mode, dir, checkDir string) (sy
 	}
 	acc := access{maps: src, keyDir: keyDir, listen: "0.0.0.0:0", mapPoll: 250 * time.Millisecond,
 		checkArgs: []string{"--map-configmap", ns + "/" + cm, "--kubeconfig", k.kubeconfig, "--data-plane-key-dir", keyDir}}
-	// The key is a secret: it goes with the run.
-	return s, acc, func() { _ = os.RemoveAll(keyDir) }, nil
+	s.metrics(ctx, filepath.Join(dir, "metrics-before.txt"))
+	done := func() {
+		s.metrics(context.WithoutCancel(ctx), filepath.Join(dir, "metrics-after.txt"))
+		_ = os.RemoveAll(keyDir) // a secret: it goes with the run
+	}
+	return s, acc, done, nil
+}
+
+// metrics snapshots the pods' lease metrics into file; a failure is only
+// reported.
+func (s *kubeSystem) metrics(ctx context.Context, file string) {
+	if err := s.snapshotMetrics(ctx, file); err != nil {
+		fmt.Fprintln(os.Stderr, "failtrials:", err)
+	}
 }
 
 // apiTimeout bounds one request to the API server.

@@ -142,3 +142,21 @@ func TestValidateTargets(t *testing.T) {
 		})
 	}
 }
+
+func TestKeepSeries(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{
+		{`distcache_shim_lease_grants_total{shard="rack-0-0"} 12`, true},
+		{`distcache_coherence_invalidations_total{result="released"} 3`, true},
+		{`distcache_unleased_reads_total 0`, true},
+		{`# HELP distcache_shim_lease_grants_total Grants.`, false},
+		{`distcache_cache_items 4`, false},
+		{``, false},
+	} {
+		if got := keepSeries(tc.line, leaseMetrics); got != tc.want {
+			t.Errorf("keepSeries(%q) = %t, want %t", tc.line, got, tc.want)
+		}
+	}
+}
