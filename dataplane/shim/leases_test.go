@@ -46,12 +46,13 @@ func (e *env) renew(n *recordingNode) uint64 {
 // lease: a silent owner that renewed a lease is released once the lease
 // ended, with no map change, and moved to a new epoch; the write
 // completes. The owners that acknowledged get UPDATEs with their epochs
-// if they renewed, and without one if they did not. The lease is long
-// enough that the live owner, which renews once too, acknowledges before
-// its own lease ends however busy the machine (with the env's 10 ms it
-// was sometimes released by lease as well).
+// if they renewed, and without one if they did not. The owners renew
+// once the shim accepts writes (a lease after its first map): a write
+// that starts after an owner's lease ended releases it at once, and the
+// live owner, renewed at the shim's start, was sometimes released so.
 func TestWriteReleasesARenewedOwnerByLease(t *testing.T) {
 	e := newEnv(t, withConfig(func(c *Config) { c.InvalidateTimeout, c.Lease = patience, time.Second }))
+	e.mustStatus(wire.OpPut, e.key(0, "first"), []byte("x"), wire.StatusOK) // waits until writes start
 	key := e.key(0, "leased")
 	owners := e.owners(key)
 	silent, live := owners[0], owners[1]
