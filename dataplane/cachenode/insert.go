@@ -147,13 +147,7 @@ func (n *Node) plan() ([]fetchJob, []string, InsertResult) {
 	if v == nil || !v.active {
 		return nil, nil, res
 	}
-	var deferred []string
-	for _, k := range d.Insert {
-		if v.owns(k) && !n.granted(int32(v.p.ShardIndex(k)), true) {
-			deferred = append(deferred, k)
-		}
-	}
-	jobs := n.placeholdersLocked(v, d.Insert, nil)
+	jobs, deferred := n.placeholdersLocked(v, d.Insert, nil, true)
 	for _, r := range n.store.stale(v.owns) {
 		jobs = append(jobs, fetchJob{key: r.key, e: r.e, v: v, refresh: true})
 	}
@@ -169,20 +163,25 @@ func (n *Node) placeholders(keys []string, jobs []fetchJob) []fetchJob {
 	if v == nil || !v.active {
 		return jobs
 	}
-	return n.placeholdersLocked(v, keys, jobs)
+	jobs, _ = n.placeholdersLocked(v, keys, jobs, false)
+	return jobs
 }
 
 // placeholdersLocked adds a placeholder for every key of keys that v
 // gives the node, whose shim granted it a lease and that has no entry,
-// and appends its FETCH to jobs. The caller holds mapMu.
-func (n *Node) placeholdersLocked(v *view, keys []string, jobs []fetchJob) []fetchJob {
+// and appends its FETCH to jobs. It returns the keys left out for want
+// of their shim's lease; with want, the next renewal round asks for it
+// (granted). The caller holds mapMu.
+func (n *Node) placeholdersLocked(v *view, keys []string, jobs []fetchJob, want bool) ([]fetchJob, []string) {
+	var deferred []string
 	for _, k := range keys {
 		if !v.owns(k) {
 			continue // the map moved the key since its misses were counted
 		}
 		shim := int32(v.p.ShardIndex(k))
-		if !n.granted(shim, false) {
-			continue // inserted once its shim granted a lease (shimlease.go)
+		if !n.granted(shim, want) {
+			deferred = append(deferred, k) // inserted once its shim granted a lease (shimlease.go)
+			continue
 		}
 		e, ok := n.store.addPlaceholder(k, shim)
 		if !ok {
@@ -192,7 +191,7 @@ func (n *Node) placeholdersLocked(v *view, keys []string, jobs []fetchJob) []fet
 		n.stats.inserts.Add(1)
 		jobs = append(jobs, fetchJob{key: k, e: e, v: v})
 	}
-	return jobs
+	return jobs, deferred
 }
 
 // recordHits keeps the hits of the interval that ends, for HotKeys to

@@ -154,10 +154,7 @@ func (n *Node) shimCurrent(v *view, key string, m *wire.Header) bool {
 // epoch before it fetches: fills of another epoch would all be refused.
 // Always true without Config.ShimLeases.
 func (n *Node) granted(shim int32, want bool) bool {
-	if !n.cfg.ShimLeases {
-		return true
-	}
-	if h := n.shims.holder.Load(); h != nil && h.Valid(int(shim), time.Duration(n.now(time.Now()))) {
+	if !n.cfg.ShimLeases || n.servable(shim, n.now(time.Now())) {
 		return true
 	}
 	if want {

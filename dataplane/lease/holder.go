@@ -49,9 +49,6 @@ func (h *Holder) Valid(shim int, now time.Duration) bool {
 	return uint(shim) < uint(len(h.leases)) && int64(now) < h.leases[shim].until.Load()
 }
 
-// Shims is the number of shims whose leases h keeps.
-func (h *Holder) Shims() int { return len(h.leases) }
-
 // Current says whether a value the shim sent in epoch (an UPDATE, a FILL)
 // may reach the node's cache: in the epoch the node holds, or any before
 // the shim's first grant, whose flush drops what such values filled.
