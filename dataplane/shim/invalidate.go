@@ -83,7 +83,7 @@ func (s *Shim) invalidate(key string, v uint64) (acked []owner, copies int, rele
 // owners are the nodes a write of key at now must invalidate under view
 // (mapView.owners, with the shim's release time and grace).
 func (s *Shim) owners(view *mapView, key string, now time.Time) []owner {
-	return view.owners(key, now, s.releaseAfter(), s.cfg.PrevMapGrace)
+	return view.owners(key, now, s.releaseAfter(), s.pastMapGrace())
 }
 
 // noneMayHold reports whether none of owners, key's, may hold an entry

@@ -97,7 +97,7 @@ func (s *Shim) SetMap(p *partmap.Placement) error {
 		next.past = append([]pastMap{{st: old.cur, replaced: now}}, old.past...)
 		next.writesFrom = old.writesFrom
 	}
-	for len(next.past) > 0 && now.Sub(next.past[len(next.past)-1].replaced) >= max(s.cfg.PrevMapGrace, s.releaseAfter()) {
+	for len(next.past) > 0 && now.Sub(next.past[len(next.past)-1].replaced) >= s.pastMapGrace() {
 		next.past = next.past[:len(next.past)-1]
 	}
 	next.inactiveSince = inactiveSince(st, old, now)
@@ -230,7 +230,6 @@ func hasOwner(os []owner, a netip.AddrPort) bool {
 // under the maps replaced less than grace before now, waited for until
 // release after they stopped owning the key (or were fenced, if earlier).
 func (v *mapView) owners(key string, now time.Time, release, grace time.Duration) []owner {
-	grace = max(grace, release) // an owner is invalidated until it is released
 	var buf [8]partmap.Candidate
 	m := v.cur.p.Map()
 	os := make([]owner, 0, 4)
@@ -279,3 +278,7 @@ func (v *mapView) owners(key string, now time.Time, release, grace time.Duration
 func (s *Shim) releaseAfter() time.Duration {
 	return s.cfg.Lease + s.cfg.MapDeliveryLag + leaseMargin(s.cfg.Lease)
 }
+
+// pastMapGrace is how long a replaced map's owners are still invalidated:
+// Config.PrevMapGrace, and at least until they are released.
+func (s *Shim) pastMapGrace() time.Duration { return max(s.cfg.PrevMapGrace, s.releaseAfter()) }
