@@ -388,12 +388,8 @@ func podReady(p *corev1.Pod) bool {
 
 // memberState is member's state in mp ("" when mp does not list it).
 func memberState(mp *partmap.Map, member string) partmap.MemberState {
-	for _, l := range mp.Layers {
-		for _, m := range l.Members {
-			if m.Name == member {
-				return m.State
-			}
-		}
+	if l, i, ok := mp.Member(member); ok {
+		return mp.Layers[l].Members[i].State
 	}
 	return ""
 }

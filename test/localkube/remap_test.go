@@ -154,12 +154,8 @@ func (k *kube) deleteAndTime(cluster, victim string) remapTimes {
 
 // state is member's state in m ("" if m does not have it).
 func state(m *partmap.Map, member string) partmap.MemberState {
-	for _, l := range m.Layers {
-		for _, mb := range l.Members {
-			if mb.Name == member {
-				return mb.State
-			}
-		}
+	if l, i, ok := m.Member(member); ok {
+		return m.Layers[l].Members[i].State
 	}
 	return ""
 }
