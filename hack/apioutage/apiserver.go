@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/distcache/distcache/hack/internal/localkube"
 )
 
 // apiServer is localkube's kube-apiserver process.
@@ -23,23 +25,11 @@ type apiServer struct {
 // findAPIServer reads the PID localkube recorded and checks that it is a
 // running kube-apiserver, not stopped.
 func findAPIServer(state string) (*apiServer, error) {
-	raw, err := os.ReadFile(filepath.Join(state, "pid", "kube-apiserver"))
+	pid, argv, err := localkube.APIServer(state)
 	if err != nil {
-		return nil, fmt.Errorf("no localkube API server: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil || pid <= 1 {
-		return nil, fmt.Errorf("bad PID file %q", raw)
+		return nil, err
 	}
 	proc := filepath.Join("/proc", strconv.Itoa(pid))
-	cmdline, err := os.ReadFile(filepath.Join(proc, "cmdline"))
-	if err != nil {
-		return nil, fmt.Errorf("API server pid %d not running: %w", pid, err)
-	}
-	argv := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	if filepath.Base(argv[0]) != "kube-apiserver" {
-		return nil, fmt.Errorf("pid %d is %q, not kube-apiserver", pid, argv[0])
-	}
 	if st, err := procState(pid); err != nil || st != "R" && st != "S" && st != "D" {
 		return nil, fmt.Errorf("API server pid %d is in state %q (%v): not running", pid, st, err)
 	}

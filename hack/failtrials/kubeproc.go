@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distcache/distcache/hack/internal/localkube"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -141,30 +142,33 @@ func findNodeProcess(ctx context.Context, localkubeDir, namespace, member, id st
 }
 
 // apiServerPID is the PID of localkube's API server, from its PID file,
-// once apiServerIs vouched for it.
+// once localkubeFlags vouched for it.
 func apiServerPID(localkubeDir string) (int, error) {
-	f := filepath.Join(localkubeDir, "pid", "kube-apiserver")
-	b, err := os.ReadFile(f)
+	pid, argv, err := localkube.APIServer(localkubeDir)
 	if err != nil {
-		return 0, fmt.Errorf("cannot read localkube's API server PID: %w", err)
+		return 0, err
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("cannot parse %s: %w", f, err)
-	}
-	return pid, apiServerIs(pid, localkubeDir)
+	return pid, localkubeFlags(pid, argv, localkubeDir)
 }
 
-// apiServerIs checks that pid runs kube-apiserver with localkube's
+// apiServerIs checks that pid still runs kube-apiserver with localkube's
 // certificates (a flag under localkubeDir).
 func apiServerIs(pid int, localkubeDir string) error {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	argv, err := localkube.Cmdline(pid)
 	if err != nil {
-		return fmt.Errorf("cannot read the command line of the API server (PID %d): %w", pid, err)
+		return err
 	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	if filepath.Base(args[0]) != "kube-apiserver" || !strings.Contains(string(b), localkubeDir+"/") {
-		return fmt.Errorf("cannot signal the API server: PID %d runs %q", pid, strings.Join(args, " "))
+	if filepath.Base(argv[0]) != "kube-apiserver" {
+		return fmt.Errorf("cannot signal the API server: PID %d runs %q", pid, strings.Join(argv, " "))
+	}
+	return localkubeFlags(pid, argv, localkubeDir)
+}
+
+// localkubeFlags checks that argv, pid's command line, names a file under
+// localkubeDir: the API server is localkube's.
+func localkubeFlags(pid int, argv []string, localkubeDir string) error {
+	if !strings.Contains(strings.Join(argv, "\x00"), localkubeDir+"/") {
+		return fmt.Errorf("cannot signal the API server: PID %d runs %q", pid, strings.Join(argv, " "))
 	}
 	return nil
 }
