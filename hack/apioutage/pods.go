@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distcache/distcache/hack/internal/localkube"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -38,12 +39,7 @@ func podStates(ctx context.Context, kube *kubernetes.Clientset) ([]podState, err
 	}
 	var out []podState
 	for _, p := range list.Items {
-		st := podState{name: p.Namespace + "/" + p.Name}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady {
-				st.ready = c.Status == corev1.ConditionTrue
-			}
-		}
+		st := podState{name: p.Namespace + "/" + p.Name, ready: localkube.PodReady(&p)}
 		for _, c := range p.Status.ContainerStatuses {
 			st.restarts += c.RestartCount
 		}

@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/distcache/distcache/dataplane/kubemap"
+	"github.com/distcache/distcache/hack/internal/localkube"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/placement/partmap"
 )
@@ -347,7 +348,7 @@ func (s *kubeSystem) healed(ctx context.Context, v victimProc, restarted bool, p
 		return fmt.Errorf("cannot find pods of %s/%s", s.namespace, s.name)
 	}
 	for _, pod := range pods.Items {
-		if !podReady(&pod) {
+		if !localkube.PodReady(&pod) {
 			return fmt.Errorf("%w: pod %s not Ready", errNotYet, pod.Name)
 		}
 	}
@@ -374,16 +375,6 @@ func (s *kubeSystem) healed(ctx context.Context, v victimProc, restarted bool, p
 		return fmt.Errorf("%w: the prober has map version %d of %d", errNotYet, got, mp.Version)
 	}
 	return nil
-}
-
-// podReady reports whether p's Ready condition is True.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // memberState is member's state in mp ("" when mp does not list it).

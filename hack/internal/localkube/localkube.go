@@ -1,6 +1,7 @@
-// Package localkube finds the processes of localkube (hack/localkube) for
-// the commands under hack that stop and resume them: the PID that
-// localkube.sh recorded, checked against the process's command line.
+// Package localkube helps the commands under hack that drive localkube
+// (hack/localkube): it finds its processes, by the PID that localkube.sh
+// recorded checked against the process's command line, and reads pods'
+// readiness.
 package localkube
 
 import (
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // APIServer is the PID and command line of the kube-apiserver whose PID
@@ -40,4 +43,14 @@ func Cmdline(pid int) ([]string, error) {
 		return nil, fmt.Errorf("cannot read the command line of PID %d: %w", pid, err)
 	}
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), nil
+}
+
+// PodReady reports whether p's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
