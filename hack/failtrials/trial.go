@@ -64,6 +64,9 @@ func (r *runner) trial(ctx context.Context, n int, victim string) (trialResult, 
 	fault, v, err := r.observeFault(ctx, l, victim)
 	ops, end := l.stop()
 	if err != nil {
+		// Not a measurement: the trial was interrupted or the fault failed.
+		res.failedReads, res.reads = failedReads(ops)
+		res.skipped = "not measured: " + err.Error()
 		return res, err
 	}
 	r.o.measure(&res, ops, len(keys), fault, end)
