@@ -58,7 +58,9 @@ func (r *runner) trial(ctx context.Context, n int, victim string) (trialResult, 
 	}
 	res.warm = l.since()
 	if err := wait(ctx, r.o.before); err != nil {
-		l.stop()
+		ops, _ := l.stop()
+		res.failedReads, res.reads = failedReads(ops)
+		res.skipped = "not measured: " + err.Error()
 		return res, err
 	}
 	fault, v, err := r.observeFault(ctx, l, victim)
