@@ -252,7 +252,8 @@ func (l *load) read(ctx context.Context, k int) {
 		if err == nil && res.Hit && res.Layer == l.target.layer && res.Node == l.target.node {
 			l.cached[k].Store(true)
 		}
-		l.record(op{key: k, call: call, ret: ret, ok: err == nil || errors.Is(err, client.ErrNotFound)})
+		l.record(op{key: k, call: call, ret: ret, ok: err == nil || errors.Is(err, client.ErrNotFound),
+			layer: int8(res.Layer), node: res.Node, hit: res.Hit})
 	}()
 }
 

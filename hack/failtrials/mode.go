@@ -33,6 +33,7 @@ type runner struct {
 	m   mode
 	sys system
 	p   *prober
+	dir string // the mode's directory: each trial's operations (oplog.go)
 }
 
 // runMode starts (or, on Kubernetes, connects to) the mode's cluster and
@@ -53,7 +54,7 @@ func (o options) runMode(ctx context.Context, m mode) (res modeResult) {
 		res.err = err
 		return res
 	}
-	r := &runner{o: o, m: m, sys: sys}
+	r := &runner{o: o, m: m, sys: sys, dir: dir}
 	r.p, err = newProber(ctx, acc)
 	if err != nil {
 		res.err = err

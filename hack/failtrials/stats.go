@@ -14,6 +14,11 @@ type op struct {
 	key       int // index of the probe key
 	call, ret time.Duration
 	ok        bool // a write acknowledged, a read answered (a value or not found)
+	// layer and node say who answered a read: a cache node of layer (hit
+	// says whether from its copy), or the shim (layer -1).
+	layer int8
+	node  uint32
+	hit   bool
 }
 
 // recovery is when every one of keys probe keys had a write, called at or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -72,6 +73,9 @@ func (r *runner) trial(ctx context.Context, n int, victim string) (trialResult, 
 		return res, err
 	}
 	r.o.measure(&res, ops, len(keys), fault, end)
+	if err := writeOps(filepath.Join(r.dir, fmt.Sprintf("trial-%02d-ops.csv", n)), ops, fault); err != nil {
+		return res, err
+	}
 	// A paused node keeps its process.
 	res.changes, res.heal, err = r.sys.waitHealed(ctx, r.o.healTimeout, v, r.m.fault != "pause", l.start.Add(fault), r.p)
 	return res, err
