@@ -40,6 +40,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 		counter("distcache_coalesced_requests_total", "Misses that joined a pending backend read of the same key.", n.stats.coalesced.Load),
 		counter("distcache_parked_requests_total", "Misses that waited for a pending write's phase 2 instead of reading the shim.", n.stats.parked.Load),
 		counter("distcache_parked_forwarded_total", "Parked misses sent to the shim after all: the write's phase 2 was late, lost or failed.", n.stats.parkForwarded.Load),
+		counter("distcache_park_skipped_total", "Misses during a pending write that did not park: a reader had already waited for its late phase 2.", n.stats.parkSkipped.Load),
 		gauge("distcache_lease_valid", "1 while the node holds its serving leases (it serves cached values): the lease of every storage shim whose keys it caches, or without shim leases its map lease; else 0.",
 			func() float64 {
 				if n.leasedNow() {

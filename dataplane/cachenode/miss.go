@@ -75,8 +75,10 @@ func (n *Node) miss(out transport.Sender, src netip.AddrPort, req *wire.Message,
 	shared := owned && n.servable(int32(v.p.ShardIndex(key)), n.now(start))
 	joinable := shared && !n.pending.active(key, start)
 	if shared && !joinable && n.cfg.ParkTimeout > 0 {
-		if pv, ok := n.pending.version(key); ok {
-			switch n.park(req, w, pv) {
+		if pw, ok := n.pending.lookup(key); ok && pw.late {
+			n.stats.parkSkipped.Add(1) // a reader waited for it already: read on
+		} else if ok {
+			switch n.park(req, w, pw.version) {
 			case parkedNew:
 				n.missMu.Unlock()
 				n.stats.parked.Add(1)

@@ -99,14 +99,26 @@ func (n *Node) unpark(key []byte, v uint64) []waiter {
 // passes without the phase 2 that answers them (lost, or the write is slow):
 // they share one backend read, started now, after every one of them
 // arrived, so it is as recent as each of them needs.
+//
+// The write they waited for is then late (pendingWrite.late): readers of
+// the key that arrive while it is still pending do not park on it again.
+// A write that waits for a holder that does not acknowledge stays pending
+// until the lease that holder was granted ends (docs/dataplane.md,
+// Leases), and readers of a surviving copy would otherwise each wait
+// ParkTimeout for nothing until then.
 func (n *Node) parkExpired(p *parkedReads) {
 	n.missMu.Lock()
 	if n.parked[p.key] == p {
 		delete(n.parked, p.key)
 	}
 	ws := make([]waiter, len(p.waiters))
+	var newest uint64 // the latest write any of them waited for
 	for i, w := range p.waiters {
 		ws[i] = w.waiter
+		newest = max(newest, w.version)
+	}
+	if len(ws) > 0 {
+		n.pending.markLate(p.key, newest)
 	}
 	p.waiters, p.seen = nil, nil
 	n.missMu.Unlock()

@@ -132,6 +132,40 @@ func TestParkedReadsForwardedWhenPhaseTwoIsLate(t *testing.T) {
 	}
 }
 
+func TestLateWriteNotParkedOnAgain(t *testing.T) {
+	h := newHarness(t, withParkTimeoutsFiredByTest(), withStub(withValue("k", "shim"), withCounter(3)))
+	h.invalidate("k", 10)
+	replies := h.parkReads("k", 2)
+	if n := h.timers.fire(); n != 1 {
+		t.Fatalf("%d park timeouts started for one key, want 1", n)
+	}
+	for i, ch := range replies {
+		if rep := <-ch; string(rep.Value) != "shim" {
+			t.Errorf("parked reader %d: %q, want the shim's", i, rep.Value)
+		}
+	}
+	// Write 10 is still pending, and late: a reader reads on at once.
+	if rep := h.get("k"); string(rep.Value) != "shim" {
+		t.Errorf("GET during the late write: %q, want the shim's own read", rep.Value)
+	}
+	if s := h.node.Stats(); s.Parked != 2 || s.ParkSkipped != 1 {
+		t.Errorf("Parked %d, ParkSkipped %d; want 2 and 1", s.Parked, s.ParkSkipped)
+	}
+	if n := h.shim.count(wire.OpGet); n != 2 {
+		t.Errorf("shim saw %d GETs, want 2 (the parked readers', the late reader's)", n)
+	}
+	// A later write is not late: its readers park again.
+	h.invalidate("k", 11)
+	parked := h.parkReads("k", 1)[0]
+	if s := h.node.Stats(); s.ParkSkipped != 1 {
+		t.Errorf("ParkSkipped %d after write 11's invalidation, want 1", s.ParkSkipped)
+	}
+	h.update("k", 11, "eleven")
+	if rep := <-parked; string(rep.Value) != "eleven" {
+		t.Errorf("reader parked under write 11: %q, want \"eleven\"", rep.Value)
+	}
+}
+
 func TestParkedRetransmissionAnsweredOnce(t *testing.T) {
 	h := newHarness(t, withParkTimeoutsFiredByTest())
 	h.invalidate("k", 10)

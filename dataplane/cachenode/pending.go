@@ -28,6 +28,12 @@ type pendingWrites struct {
 type pendingWrite struct {
 	version uint64
 	at      time.Time
+	// late says a reader parked on this write waited ParkTimeout for its
+	// phase 2 in vain: the shim is waiting for a holder that does not
+	// acknowledge (until the lease it granted ends) or for a slow Redis.
+	// Later readers of the key do not park on it again; each starts its
+	// own backend read, as without parking.
+	late bool
 }
 
 func newPendingWrites() pendingWrites { return pendingWrites{m: make(map[string]pendingWrite)} }
@@ -64,11 +70,21 @@ func (p *pendingWrites) active(key string, now time.Time) bool {
 	return ok
 }
 
-// version returns the version of key's pending write, if the table has
-// one (active may also report a write when the table is saturated).
-func (p *pendingWrites) version(key string) (uint64, bool) {
+// lookup returns key's pending write, if the table has one (active may
+// also report a write when the table is saturated).
+func (p *pendingWrites) lookup(key string) (pendingWrite, bool) {
 	w, ok := p.m[key]
-	return w.version, ok
+	return w, ok
+}
+
+// markLate records that readers parked on key's write of version v or
+// earlier waited ParkTimeout for its phase 2: the pending write, unless a
+// later one's phase 1 arrived since, is late.
+func (p *pendingWrites) markLate(key string, v uint64) {
+	if w, ok := p.m[key]; ok && w.version <= v {
+		w.late = true
+		p.m[key] = w
+	}
 }
 
 // prune drops the entries older than pendingTTL.

@@ -16,6 +16,7 @@ type Stats struct {
 	Duplicates     uint64 // retransmitted GETs already waiting on a flight or parked
 	Parked         uint64 // misses parked on a pending write, answered by its phase 2
 	ParkForwarded  uint64 // parked misses sent to the shim after all (phase 2 late, lost or failed)
+	ParkSkipped    uint64 // misses during a pending write that a reader had waited for in vain: not parked
 	NotFound       uint64 // GETs answered not found by the shim
 	BackendErrors  uint64 // backend calls (GET or FETCH) that got no reply
 	BackendBatches uint64 // backend reads of several flights for one shim sent together (forwardMany)
@@ -58,7 +59,7 @@ type counters struct {
 	gets, hits, misses, coalesced, duplicates, notFound, backendErrors atomic.Uint64
 	invalidations, updates, updatesIgnored                             atomic.Uint64
 	fills, fillsIgnored, fillsFailed, fillsRefused, inserts, evictions atomic.Uint64
-	dropped, notOwner, parked, parkForwarded                           atomic.Uint64
+	dropped, notOwner, parked, parkForwarded, parkSkipped              atomic.Uint64
 	backendBatches, backendBatched, negativeFills                      atomic.Uint64
 	refused, unleased, untracked, cacheOnlyRefused, directMisses       atomic.Uint64
 	flushes                                                            atomic.Uint64
@@ -71,7 +72,7 @@ func (n *Node) Stats() Stats {
 	return Stats{
 		Gets: c.gets.Load(), Hits: c.hits.Load(), Misses: c.misses.Load(),
 		Coalesced: c.coalesced.Load(), Duplicates: c.duplicates.Load(),
-		Parked: c.parked.Load(), ParkForwarded: c.parkForwarded.Load(),
+		Parked: c.parked.Load(), ParkForwarded: c.parkForwarded.Load(), ParkSkipped: c.parkSkipped.Load(),
 		NotFound: c.notFound.Load(), BackendErrors: c.backendErrors.Load(),
 		BackendBatches: c.backendBatches.Load(), BackendBatched: c.backendBatched.Load(),
 		Invalidations: c.invalidations.Load(), Updates: c.updates.Load(),
