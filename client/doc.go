@@ -43,9 +43,11 @@
 // storage) and takes whichever final answer comes first; if that candidate
 // has no copy and the first node is stalled, the read goes on at it in
 // full. An abandoned request stays counted in flight until AttemptTimeout,
-// so the node stays passed over instead of being probed by every read.
-// Writes cannot be hedged: the shim's phase 1 waits for the node until the
-// control plane fences it (docs/dataplane.md, Fencing).
+// so the node stays passed over instead of being probed by every read; if
+// the node answered nothing sent since, it is then marked failed for
+// FailBackoff, as after a timeout. Writes cannot be hedged: the shim's
+// phase 1 waits for a silent node until the lease the shim granted it
+// ends, or the map releases it (docs/dataplane.md, Fencing).
 //
 // A node that is not Active in its own map refuses reads with NOT_OWNER and
 // its map version. Every reply carries the replier's map version; a newer

@@ -358,6 +358,38 @@ func TestGetAttemptsBoundRequests(t *testing.T) {
 	}
 }
 
+// TestHedgedAwayNodeSkippedAfterAttemptTimeout checks that a silent node
+// that a read hedged away from (its request abandoned) is skipped for
+// FailBackoff once that request's AttemptTimeout has passed with no answer,
+// as after a timeout, instead of looking idle again and being tried by the
+// next reads.
+func TestHedgedAwayNodeSkippedAfterAttemptTimeout(t *testing.T) {
+	cl := newCluster(t, withLayers(2))
+	cl.store("k", "stored")
+	dead := cl.nodes[0][0]
+	dead.set(nodeSilent(true))
+	cl.nodes[1][0].set(nodeHit(false)) // the hedge finds no copy: the first request is abandoned
+	c := newTestClient(t, cl.p, withAttemptTimeout(50*time.Millisecond), withFailBackoff(time.Hour))
+	for i := 0; i < 100 && dead.requests() == 0; i++ { // ties are random
+		if _, err := c.GetResult(testCtx(t), "k"); err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+	}
+	if dead.requests() == 0 {
+		t.Fatal("no read tried the silent node")
+	}
+	waitFor(t, "the abandoned request's timeout", func() bool { return c.Stats().Timeouts == 1 })
+	seen := dead.requests()
+	for range 20 {
+		if _, err := c.GetResult(testCtx(t), "k"); err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+	}
+	if got := dead.requests(); got != seen {
+		t.Errorf("the silent node got %d GETs after its abandoned request timed out, want 0", got-seen)
+	}
+}
+
 // TestHedgeTakesFirstFinalAnswer reads from two candidates of which one
 // answers only once the test lets it and the other never: whichever the
 // read asked first, it hedges to the other after HedgeDelay and returns the

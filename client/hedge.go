@@ -46,7 +46,8 @@ type hedged struct {
 // once. An abandoned first request stays in flight in the load table until its
 // AttemptTimeout would have ended it (abandonLater): the node did not
 // answer it, and reads keep passing over the node until then rather than
-// probing it with every read.
+// probing it with every read; then, if the node answered nothing since,
+// it is skipped for FailBackoff as after any timeout.
 func (c *Client) readNode(ctx context.Context, v *view, cands []partmap.Candidate, i int, tried *uint64, kb []byte, mayRefresh bool) (Result, string, step, error) {
 	*tried |= 1 << i
 	if c.cfg.HedgeDelay <= 0 {
@@ -97,14 +98,26 @@ func (c *Client) readNode(ctx context.Context, v *view, cands []partmap.Candidat
 }
 
 // abandonLater takes a request sent to node at sent off the load table's
-// count when its AttemptTimeout would have ended it.
+// count when its AttemptTimeout would have ended it. If by then the node
+// has answered nothing sent after it, the request timed out like any
+// other: it counts in Stats.Timeouts and the node is skipped for
+// FailBackoff. Otherwise a dead or paused node that every read hedges
+// away from would look idle again each AttemptTimeout, and the next reads
+// would each pay HedgeDelay to find it stalled once more.
 func (c *Client) abandonLater(node routing.NodeID, sent int64) {
+	expire := func() {
+		c.table.Abandoned(node) // before the check: this request no longer counts
+		if !c.table.AnsweredAfter(node, sent) {
+			c.stats.timeouts.Add(1)
+			c.markFailed(node)
+		}
+	}
 	d := time.Duration(sent + int64(c.cfg.AttemptTimeout) - c.now())
 	if d <= 0 {
-		c.table.Abandoned(node)
+		expire()
 		return
 	}
-	time.AfterFunc(d, func() { c.table.Abandoned(node) })
+	time.AfterFunc(d, expire)
 }
 
 // hedgeDelay is how long a read waits for the node at addr before it

@@ -25,8 +25,10 @@ type Stats struct {
 	// sequence number after COHERENCE_TIMEOUT.
 	Retries uint64
 	// Timeouts counts requests that got no reply in time: read attempts
-	// (each marks its node failed for FailBackoff) and writes whose
-	// context ended (outcome unknown).
+	// (each marks its node failed for FailBackoff; a request a hedge
+	// abandoned counts once its AttemptTimeout passed with no answer from
+	// the node to it or to a later one) and writes whose context ended
+	// (outcome unknown).
 	Timeouts uint64
 	// Errors counts operations that returned an error other than
 	// ErrNotFound.

@@ -69,6 +69,15 @@ func (t *LoadTable) Abandoned(node NodeID) {
 	}
 }
 
+// AnsweredAfter reports whether node answered a request sent after at:
+// its caught-up time is later (a count that rose from zero after at also
+// moves it, which a caller that still counts a request sent at at rules
+// out).
+func (t *LoadTable) AnsweredAfter(node NodeID, at int64) bool {
+	e := lookup(t.chunks(), node)
+	return e != nil && e.caughtUp.Load() > at
+}
+
 // InFlight returns the requests to node sent and neither answered nor
 // abandoned.
 func (t *LoadTable) InFlight(node NodeID) int {
