@@ -48,9 +48,9 @@
 // or a later one, never by an older write's. A failed write's UPDATE, or
 // none within Config.ParkTimeout, sends the parked readers to the shim as
 // one backend read, started after all of them arrived; readers that arrive
-// while that late write is still pending read the shim at once. So a hot key's reads
-// during its writes stay at the cache layer, as the simulator assumes,
-// instead of each reaching the storage shard the key is hot on.
+// while that late write is still pending read the shim at once. So a hot
+// key's reads during its writes stay at the cache layer, as the simulator
+// assumes, instead of each reaching the storage shard the key is hot on.
 //
 // # Cache updates (§4.3, NetCache §4.4)
 //
