@@ -79,6 +79,18 @@ type Config struct {
 	HedgeDelay time.Duration
 	// Seed seeds the routers' tie-breaking.
 	Seed uint64
+	// Zone is the client's zone: a read prefers its key's candidate in it
+	// unless that one is loaded more than 1 + ZoneMargin times another
+	// (routing.WithRemoteMargin). Empty: the zone of the map's members on
+	// Host, if any; else reads do not tell zones apart.
+	Zone string
+	// Host is the machine (Kubernetes node) the client runs on: its zone
+	// is that of the map's members on it when Zone is empty.
+	Host string
+	// ZoneMargin is how much more loaded a candidate in the client's zone
+	// may be than one in another zone and still be chosen (default
+	// DefaultZoneMargin; negative: zones are not told apart).
+	ZoneMargin float64
 	// Maps, when set, is where the client reads a newer partition map when
 	// a node or shim replies with a newer version than the client's: in
 	// the background, and before routing a read again that a node refused
@@ -124,6 +136,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HedgeDelay == 0 {
 		c.HedgeDelay = DefaultHedgeDelay
+	}
+	if c.ZoneMargin == 0 {
+		c.ZoneMargin = DefaultZoneMargin
 	}
 	if c.Registerer == nil {
 		c.Registerer = prometheus.NewRegistry()
@@ -180,6 +195,9 @@ type view struct {
 	// directWrites: every shard lets the client write keys no cache may
 	// hold to its Redis (directwrite.go).
 	directWrites bool
+	// remote marks, by layer and member, the members in another zone than
+	// the client's; nil when the client's zone is unknown (zones.go).
+	remote [][]bool
 }
 
 // New starts a client routing by p.
@@ -191,6 +209,9 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 	var opts []routing.TableOption
 	if cfg.HedgeDelay > 0 {
 		opts = append(opts, routing.WithStallAfter(int64(cfg.HedgeDelay)))
+	}
+	if cfg.ZoneMargin > 0 {
+		opts = append(opts, routing.WithRemoteMargin(cfg.ZoneMargin))
 	}
 	table, err := routing.NewLoadTable(cfg.Aging, opts...)
 	if err != nil {
@@ -326,7 +347,7 @@ func (c *Client) compile(p *partmap.Placement) *view {
 	}
 	storage := c.storage.forMap(m, c.cfg)
 	return &view{p: p, version: uint64(p.Version()), addrs: peers.Resolve(m, c.cfg.Logger, opts...), hits: c.layerHits.forLayers(names),
-		storage: storage, directWrites: storage != nil && allShardsWriteDirectly(m)}
+		storage: storage, directWrites: storage != nil && allShardsWriteDirectly(m), remote: c.remoteMembers(m)}
 }
 
 // shardAddr returns the address of key's storage shim under v. When the

@@ -193,7 +193,7 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64, now in
 		if tried&(1<<i) != 0 || cd.Fenced || !v.addrs.Member(cd.Layer, cd.Member).IsValid() || c.inBackoff(routing.NodeID(cd.Node), now) {
 			continue
 		}
-		rc = append(rc, routing.Candidate{Node: routing.NodeID(cd.Node), Capacity: cd.Capacity})
+		rc = append(rc, routing.Candidate{Node: routing.NodeID(cd.Node), Capacity: cd.Capacity, Remote: v.isRemote(cd)})
 		idx = append(idx, i)
 	}
 	if len(rc) == 0 {
@@ -208,6 +208,9 @@ func (c *Client) choose(v *view, cands []partmap.Candidate, tried uint64, now in
 	c.routers.Put(r)
 	if j < 0 {
 		return -1 // every candidate was marked failed meanwhile
+	}
+	if rc[j].Remote {
+		c.stats.crossZone.Add(1)
 	}
 	return idx[j]
 }

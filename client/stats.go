@@ -47,6 +47,10 @@ type Stats struct {
 	StorageWrites, HeldWrites uint64
 	// Ties counts routing decisions among equally loaded candidates.
 	Ties uint64
+	// CrossZoneReads counts reads routed to a cache node in another zone
+	// than the client's (Config.Zone); 0 while the client's zone is
+	// unknown.
+	CrossZoneReads uint64
 	// Hedges counts reads that also asked a second candidate after
 	// HedgeDelay; HedgeWins those the second candidate answered first.
 	Hedges, HedgeWins uint64
@@ -66,6 +70,7 @@ type counters struct {
 	rmws                                        atomic.Uint64
 	retries, timeouts, errors, directReads      atomic.Uint64
 	ties, refreshes, hedges, hedgeWins          atomic.Uint64
+	crossZone                                   atomic.Uint64
 	storageReads, storageFailures               atomic.Uint64
 	storageWrites, heldWrites                   atomic.Uint64
 }
@@ -128,7 +133,7 @@ func (c *Client) Stats() Stats {
 		Gets: s.gets.Load(), Hits: s.hits.Load(), Misses: s.misses.Load(),
 		NotFound: s.notFound.Load(), Puts: s.puts.Load(), Deletes: s.deletes.Load(), RMWs: s.rmws.Load(),
 		Retries: s.retries.Load(), Timeouts: s.timeouts.Load(), Errors: s.errors.Load(),
-		DirectReads: s.directReads.Load(), Ties: s.ties.Load(), Refreshes: s.refreshes.Load(),
+		DirectReads: s.directReads.Load(), Ties: s.ties.Load(), CrossZoneReads: s.crossZone.Load(), Refreshes: s.refreshes.Load(),
 		Hedges: s.hedges.Load(), HedgeWins: s.hedgeWins.Load(),
 		StorageReads: s.storageReads.Load(), StorageFailures: s.storageFailures.Load(),
 		StorageWrites: s.storageWrites.Load(), HeldWrites: s.heldWrites.Load(),
@@ -156,6 +161,8 @@ func (c *Client) registerMetrics(reg prometheus.Registerer) error {
 			"Reads a cache node had not answered after HedgeDelay, also sent to another candidate for its copy.", c.stats.hedges.Load),
 		metrics.CounterFunc("distcache_client_hedge_wins_total",
 			"Hedged reads answered by the hedge first.", c.stats.hedgeWins.Load),
+		metrics.CounterFunc("distcache_client_cross_zone_reads_total",
+			"Reads routed to a cache node in another zone than the client's.", c.stats.crossZone.Load),
 	); err != nil {
 		return fmt.Errorf("cannot register client metrics: %w", err)
 	}

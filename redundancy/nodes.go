@@ -38,26 +38,47 @@ func (n *mapNodes) Owners(key string, dst []int) []int {
 // index is the node number of candidate c.
 func (n *mapNodes) index(c partmap.Candidate) int { return n.offset[c.Layer] + c.Member }
 
-// Extra appends up to more successors of key's owner on the upper layer's
-// ring.
+// Extra appends up to more members of the upper layer beyond the owners
+// in dst: the successors of key's owner on the layer's ring, those on a
+// host no node in dst (or chosen before) is on first, so that decided
+// copies land in distinct failure domains where the members allow it.
 func (n *mapNodes) Extra(key string, more int, dst []int) []int {
-	reps := n.p.Replicas(0, key, more+1, nil)
-	if len(reps) > 0 {
-		reps = reps[1:] // the owner holds a copy already
+	members := n.p.Map().Layers[0].Members
+	reps := n.p.Replicas(0, key, min(len(members), 4*more+8), nil)
+	hosts := map[string]bool{}
+	for _, v := range dst {
+		if h := n.member(v).Host; h != "" {
+			hosts[h] = true
+		}
 	}
+	var fresh, rest []int
 	for _, m := range reps {
-		dst = append(dst, n.offset[0]+m)
+		v := n.offset[0] + m
+		if slices.Contains(dst, v) {
+			continue
+		}
+		if h := members[m].Host; h != "" && hosts[h] {
+			rest = append(rest, v)
+			continue
+		} else if h != "" {
+			hosts[h] = true
+		}
+		fresh = append(fresh, v)
 	}
-	return dst
+	extra := append(fresh, rest...)
+	return append(dst, extra[:min(more, len(extra))]...)
 }
 
 // name is the member name of node v.
-func (n *mapNodes) name(v int) string {
+func (n *mapNodes) name(v int) string { return n.member(v).Name }
+
+// member is the map's member of node v.
+func (n *mapNodes) member(v int) *partmap.Member {
 	l := 0
 	for l+1 < len(n.offset) && n.offset[l+1] <= v {
 		l++
 	}
-	return n.p.Map().Layers[l].Members[v-n.offset[l]].Name
+	return &n.p.Map().Layers[l].Members[v-n.offset[l]]
 }
 
 // same reports whether holders are exactly owners.

@@ -12,6 +12,9 @@ type Candidate struct {
 	// load/Capacity. 0 means 1; a negative or NaN capacity is also treated
 	// as 1.
 	Capacity float64
+	// Remote marks a node in another zone than the sender: with a table
+	// made WithRemoteMargin, Choose prefers the others (zones.go).
+	Remote bool
 }
 
 // Stats are monotonically increasing counters. Each counter lives where it is
@@ -78,6 +81,7 @@ func (r *Router) Choose(cands []Candidate, now int64) int {
 	stallAfter := t.stallAfter
 	best, stalled := -1, -1
 	var bestLoad float64
+	var bestRemote bool // cands[best] is Remote, under WithRemoteMargin
 	var stalledAt int64 // caught-up time of cands[stalled]
 	var tied uint64     // candidates sharing the current minimum
 	for i := range cands {
@@ -109,9 +113,18 @@ func (r *Router) Choose(cands []Candidate, now int64) int {
 		if capacity := c.Capacity; capacity > 0 && capacity != 1 {
 			load /= capacity
 		}
+		remote := c.Remote && t.remoteFactor != 0
+		if remote {
+			load *= t.remoteFactor
+		}
 		switch {
 		case best < 0:
-			best, bestLoad, tied = i, load, 1
+			best, bestLoad, tied, bestRemote = i, load, 1, remote
+		case remote != bestRemote && math.Abs(load-bestLoad) <= tieEpsilon*max(load, bestLoad):
+			// A tie across zones goes to the local candidate (zones.go).
+			if bestRemote {
+				best, bestLoad, tied, bestRemote = i, load, 1, false
+			}
 		case math.Abs(load-bestLoad) <= tieEpsilon*max(load, bestLoad):
 			// Reservoir sampling: the k-th tied candidate replaces the
 			// current pick with probability 1/k, so each of the k tied
@@ -122,7 +135,7 @@ func (r *Router) Choose(cands []Candidate, now int64) int {
 			}
 			bestLoad = min(bestLoad, load)
 		case load < bestLoad:
-			best, bestLoad, tied = i, load, 1
+			best, bestLoad, tied, bestRemote = i, load, 1, remote
 		}
 	}
 	switch {

@@ -140,7 +140,10 @@ type LoadTable struct {
 	aging      AgingConfig
 	decayPerNs float64 // ln 2 / HalfLife
 	stallAfter int64   // ns; 0: stalls are not tracked (WithStallAfter)
-	dir        atomic.Pointer[[]*chunk]
+	// remoteFactor multiplies a Remote candidate's load (WithRemoteMargin);
+	// 0: candidates are not told apart by zone.
+	remoteFactor float64
+	dir          atomic.Pointer[[]*chunk]
 	// mu guards growth of dir only: it serialises grow so that two writers
 	// never publish diverging directories (a directory built from a stale
 	// copy would drop chunks). Readers and updates of existing entries never

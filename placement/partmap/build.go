@@ -50,6 +50,16 @@ type RedisAddresser interface {
 	RedisAddress(rack, shard int) string
 }
 
+// DomainAddresser is an Addresser that also names the failure domains of
+// the members of software layers (Member.Zone and Member.Host): the
+// Kubernetes node and zone of their pods, or what standalone mode is told.
+type DomainAddresser interface {
+	Addresser
+	// MemberDomain is the zone and host of member i of the named layer,
+	// each "" when unknown.
+	MemberDomain(layer string, i int) (zone, host string)
+}
+
 // LayerSpec is the desired shape of one cache layer.
 type LayerSpec struct {
 	Name string
@@ -154,6 +164,9 @@ func buildLayer(spec Spec, ls LayerSpec, ids *idAllocator) Layer {
 		ids.assign(&mb)
 		if spec.Addresses != nil {
 			mb.Address = spec.Addresses.MemberAddress(ls.Name, i)
+		}
+		if da, ok := spec.Addresses.(DomainAddresser); ok && !ls.Switch {
+			mb.Zone, mb.Host = da.MemberDomain(ls.Name, i)
 		}
 		l.Members = append(l.Members, mb)
 	}

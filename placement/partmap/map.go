@@ -113,6 +113,13 @@ type Member struct {
 	Address string `json:"address,omitempty"`
 	// Rack is the storage rack a member of a bound layer serves.
 	Rack string `json:"rack,omitempty"`
+	// Zone and Host are the member's failure domains: the zone and the
+	// machine (a Kubernetes node) it runs on, empty when unknown. A key's
+	// candidates in different layers are placed on distinct hosts, and in
+	// distinct zones, where the members allow it (domains.go). Readers
+	// older than these fields reject a map that has them.
+	Zone string `json:"zone,omitempty"`
+	Host string `json:"host,omitempty"`
 	// Capacity is the member's relative throughput (1 when zero).
 	Capacity float64     `json:"capacity,omitempty"`
 	State    MemberState `json:"state"`
@@ -243,6 +250,9 @@ func (m *Map) Validate() error {
 			return fmt.Errorf("invalid partition map: layers %q and %q share seed %d; layers must hash independently", other, l.Name, l.Seed)
 		}
 		seeds[l.Seed] = l.Name
+	}
+	if err := m.validateDomains(); err != nil {
+		return fmt.Errorf("invalid partition map: %w", err)
 	}
 	if err := m.validateSwitchLayers(); err != nil {
 		return fmt.Errorf("invalid partition map: %w", err)

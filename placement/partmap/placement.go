@@ -19,14 +19,23 @@ type Placement struct {
 	shardFn hashing.Func
 	// shardBase is, by rack, the global index of its first shard.
 	shardBase []int
+	// domains and layerDomains index the members' failure domains
+	// (domains.go); layerDomains is nil when no member has one.
+	domains      domains
+	layerDomains []layerDomains
+	// boundLayer is the index of the layer bound to racks, or -1.
+	boundLayer int
 }
 
 type compiledLayer struct {
-	ring     *ring.Ring // owning members (Active and Fenced) only
-	byRing   []int      // ring member index -> index in Layer.Members
-	byRack   []int      // bound layers: rack index -> owning member index, or -1
-	capacity []float64  // per member, defaulted to 1
-	switched bool       // a switch-backed layer (Layer.Switch)
+	ring   *ring.Ring // owning members (Active and Fenced) only
+	byRing []int      // ring member index -> index in Layer.Members
+	byRack []int      // bound layers: rack index -> owning member index, or -1
+	// byRackAll is, for a bound layer, the member of each rack in any
+	// state, or -1.
+	byRackAll []int
+	capacity  []float64 // per member, defaulted to 1
+	switched  bool      // a switch-backed layer (Layer.Switch)
 }
 
 // Candidate is a key's owner in one layer.
@@ -63,9 +72,10 @@ func Recompile(prev *Placement, m *Map) (*Placement, error) {
 		return nil, fmt.Errorf("cannot compile partition map: %w", err)
 	}
 	p := &Placement{
-		m:       m,
-		rackFn:  hashing.New(hashing.Derive(m.Storage.Seed, "rack")),
-		shardFn: hashing.New(hashing.Derive(m.Storage.Seed, "shard")),
+		m:          m,
+		rackFn:     hashing.New(hashing.Derive(m.Storage.Seed, "rack")),
+		shardFn:    hashing.New(hashing.Derive(m.Storage.Seed, "shard")),
+		boundLayer: -1,
 	}
 	rackIndex := make(map[string]int, len(m.Storage.Racks))
 	base := 0
@@ -80,6 +90,12 @@ func Recompile(prev *Placement, m *Map) (*Placement, error) {
 			return nil, fmt.Errorf("cannot compile partition map: layer %q: %w", l.Name, err)
 		}
 		p.layers = append(p.layers, cl)
+		if l.BoundToRacks {
+			p.boundLayer = i
+		}
+	}
+	if err := p.compileDomains(prev); err != nil {
+		return nil, fmt.Errorf("cannot compile partition map: %w", err)
 	}
 	var err error
 	if p.copies, err = compileCopies(m); err != nil {
@@ -106,14 +122,18 @@ func compileLayer(l Layer, rackIndex map[string]int, racks int, prev *ring.Ring)
 	cl.capacity = make([]float64, len(l.Members))
 	if l.BoundToRacks {
 		cl.byRack = make([]int, racks)
+		cl.byRackAll = make([]int, racks)
 		for i := range cl.byRack {
-			cl.byRack[i] = -1
+			cl.byRack[i], cl.byRackAll[i] = -1, -1
 		}
 	}
 	for i, mb := range l.Members {
 		cl.capacity[i] = mb.Capacity
 		if cl.capacity[i] == 0 {
 			cl.capacity[i] = 1
+		}
+		if l.BoundToRacks {
+			cl.byRackAll[rackIndex[mb.Rack]] = i
 		}
 		if !mb.State.Owns() {
 			continue
@@ -152,16 +172,32 @@ func (p *Placement) Version() int64 { return p.m.Version }
 // Layers reports the number of cache layers.
 func (p *Placement) Layers() int { return len(p.layers) }
 
+// rack returns the index of the rack storing key.
+func (p *Placement) rack(key string) int {
+	return int(jump(p.rackFn.String(key), len(p.m.Storage.Racks)))
+}
+
 // Shard returns the rack and shard indexes storing key.
 func (p *Placement) Shard(key string) (rack, shard int) {
-	rack = int(jump(p.rackFn.String(key), len(p.m.Storage.Racks)))
+	rack = p.rack(key)
 	shard = int(jump(p.shardFn.String(key), len(p.m.Storage.Racks[rack].Shards)))
 	return rack, shard
 }
 
 // Owner returns the index of key's owner in layer (an Active or Fenced
-// member), or -1 when the layer has no such member.
+// member), or -1 when the layer has no such member. With failure domains
+// it depends on the key's owners in the layers above (domains.go).
 func (p *Placement) Owner(layer int, key string) int {
+	if p.layerDomains == nil || p.layers[layer].switched || p.layers[layer].byRack != nil {
+		return p.ringOwner(layer, key)
+	}
+	var buf [maxDomainLayers]int
+	return p.domainOwners(key, layer, buf[:0])[layer]
+}
+
+// ringOwner is key's owner in layer without regard to failure domains:
+// the rack's member of a bound layer, else the ring's.
+func (p *Placement) ringOwner(layer int, key string) int {
 	cl := &p.layers[layer]
 	if cl.byRack != nil {
 		rack := int(jump(p.rackFn.String(key), len(cl.byRack)))
@@ -203,6 +239,18 @@ func (p *Placement) Candidates(key string, dst []Candidate) []Candidate {
 // MaxSwitchKeyLen.
 func (p *Placement) Owners(key string, dst []Candidate) []Candidate {
 	shard := -1
+	if p.layerDomains != nil {
+		var buf [maxDomainLayers]int
+		owners := p.domainOwners(key, len(p.layers)-1, buf[:0])
+		for l, m := range owners {
+			if p.layers[l].switched {
+				dst = p.switchOwner(l, key, &shard, dst)
+			} else if m >= 0 {
+				dst = append(dst, p.candidate(l, m))
+			}
+		}
+		return dst
+	}
 	for l := range p.layers {
 		if p.layers[l].switched {
 			dst = p.switchOwner(l, key, &shard, dst)

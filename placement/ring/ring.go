@@ -237,6 +237,23 @@ func (r *Ring) search(h uint64) int {
 	return lo
 }
 
+// Points reports the number of points on the ring.
+func (r *Ring) Points() int { return len(r.points) }
+
+// FirstPoint returns the index of the first point at or after ring
+// position h, wrapping around, or -1 for an empty ring: where a clockwise
+// walk from h starts. The point after point i is (i+1) mod Points().
+func (r *Ring) FirstPoint(h uint64) int {
+	if len(r.points) == 0 {
+		return -1
+	}
+	return r.search(h)
+}
+
+// PointOwner returns the index (into Members) of the member owning point
+// i.
+func (r *Ring) PointOwner(i int) int { return int(r.owners[i]) }
+
 // LocateKey returns the index of the member owning key, or -1 for an empty
 // ring.
 func (r *Ring) LocateKey(key string) int { return r.Locate(r.KeyHash(key)) }
