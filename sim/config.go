@@ -83,6 +83,13 @@ type RoutingConfig struct {
 	// AttemptTimeout is how long a client counts a read its node never
 	// answers as in flight (client.Config.AttemptTimeout).
 	AttemptTimeout int
+	// Zones spreads the clients over zones "zone-0" … (client c in zone
+	// c mod Zones); a read of a node whose map member is in another zone
+	// is counted cross-zone. 0: clients have no zone.
+	Zones int
+	// ZoneMargin is the clients' routing.WithRemoteMargin; negative: the
+	// router does not tell zones apart.
+	ZoneMargin float64
 }
 
 // Default returns the paper's default setup (§6.2): 32 spine nodes, 32 racks

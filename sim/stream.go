@@ -26,6 +26,9 @@ type streamer struct {
 	expiry  dueQueue             // reads to dead nodes, abandoned when due
 	now     int64
 	cands   []routing.Candidate
+	// clientZone and nodeZone are the zones of the clients and of the
+	// cache nodes' members (RoutingConfig.Zones); nil without zones.
+	clientZone, nodeZone []string
 }
 
 // telemetry is a reply on its way back to a client.
@@ -49,6 +52,17 @@ func newStreamer(m *model, seed uint64) (*streamer, error) {
 	var opts []routing.TableOption
 	if rc.StallAfter > 0 {
 		opts = append(opts, routing.WithStallAfter(int64(rc.StallAfter)))
+	}
+	if rc.Zones > 0 {
+		for c := range rc.Clients {
+			s.clientZone = append(s.clientZone, fmt.Sprintf("zone-%d", c%rc.Zones))
+		}
+		for v := range m.nodes() {
+			s.nodeZone = append(s.nodeZone, m.member(v).Zone)
+		}
+		if rc.ZoneMargin >= 0 {
+			opts = append(opts, routing.WithRemoteMargin(rc.ZoneMargin))
+		}
 	}
 	for c := range rc.Clients {
 		t, err := routing.NewLoadTable(aging, opts...)
@@ -77,6 +91,10 @@ type tally struct {
 	reads  int
 	lost   int
 	hedged int
+	// crossZone counts the measured reads served in another zone than
+	// their client's; perNode the measured reads of each cache node.
+	crossZone int
+	perNode   []float64
 }
 
 // run streams queries through the router under plan p. Reads to nodes for
@@ -87,7 +105,7 @@ type tally struct {
 // it, or without such a holder, they are lost. The first warmup queries are
 // not counted.
 func (s *streamer) run(p *plan, queries, warmup int, dead func(v int32) bool) tally {
-	t := tally{counts: make([][]float64, len(p.holders))}
+	t := tally{counts: make([][]float64, len(p.holders)), perNode: make([]float64, s.m.nodes())}
 	for k, h := range p.holders {
 		if len(h) > 1 {
 			t.counts[k] = make([]float64, len(h))
@@ -131,9 +149,20 @@ func (s *streamer) run(p *plan, queries, warmup int, dead func(v int32) bool) ta
 			}
 			s.tables[client].Sent(routing.NodeID(s.m.member(int(v)).ID), s.now)
 		}
+		if q >= warmup {
+			t.perNode[v]++
+			if s.remote(client, v) {
+				t.crossZone++
+			}
+		}
 		s.reply(client, v)
 	}
 	return t
+}
+
+// remote reports whether node v is in another zone than client.
+func (s *streamer) remote(client, v int32) bool {
+	return s.nodeZone != nil && s.nodeZone[v] != "" && s.nodeZone[v] != s.clientZone[client]
 }
 
 // reply serves a read at node v and sends its telemetry back to client.
@@ -170,7 +199,7 @@ func (s *streamer) choose(client int32, h []int32) int {
 	}
 	s.cands = s.cands[:0]
 	for _, v := range h {
-		s.cands = append(s.cands, routing.Candidate{Node: routing.NodeID(s.m.member(int(v)).ID), Capacity: float64(s.m.cfg.ServersPerRack)})
+		s.cands = append(s.cands, routing.Candidate{Node: routing.NodeID(s.m.member(int(v)).ID), Capacity: float64(s.m.cfg.ServersPerRack), Remote: s.remote(client, v)})
 	}
 	i := s.routers[client].Choose(s.cands, s.now)
 	if i < 0 {

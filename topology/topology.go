@@ -113,6 +113,15 @@ func (s switchAddresser) RedisAddress(r, i int) string {
 	return ""
 }
 
+// MemberDomain forwards the domains of a's members, if it names them
+// (partmap.DomainAddresser); switch-backed layers have none.
+func (s switchAddresser) MemberDomain(layer string, i int) (zone, host string) {
+	if da, ok := s.a.(partmap.DomainAddresser); ok {
+		return da.MemberDomain(layer, i)
+	}
+	return "", ""
+}
+
 func (s switchAddresser) MemberAddress(layer string, i int) string {
 	for _, l := range s.layers {
 		if l.Name == layer && l.Switch && i < len(l.SwitchAddresses) {

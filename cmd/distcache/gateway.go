@@ -21,6 +21,8 @@ func newGatewayCommand() *cobra.Command {
 		usersDir   string
 		tlsCert    string
 		tlsKey     string
+		zone, host string
+		zoneMargin float64
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -63,7 +65,8 @@ the commands.`,
 					return err
 				}
 			}
-			cc := client.Config{Transport: o.transport(clientAddr, log), Maps: w, Registerer: wrapped, Logger: log}
+			cc := client.Config{Transport: o.transport(clientAddr, log), Maps: w, Registerer: wrapped, Logger: log,
+				Zone: zone, Host: host, ZoneMargin: zoneMargin}
 			cc.Transport.Polled = gateway.EventLoops(cfg) // the loops receive the replies
 			cl, err := client.New(cc, w.Current())
 			if err != nil {
@@ -91,6 +94,9 @@ the commands.`,
 	f.StringVar(&usersDir, "users-dir", "", "directory with a file per user, named as the user and holding its password (a mounted Secret): clients must AUTH; read at every AUTH, so rotation needs no restart")
 	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: serve Redis clients over TLS (with --tls-key); re-read when it changes")
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	f.StringVar(&zone, "zone", "", "the gateway's zone: reads prefer a key's cache node in it (default: the zone of the map's members on --host)")
+	f.StringVar(&host, "host", os.Getenv("NODE_NAME"), "the machine (Kubernetes node) the gateway runs on, whose members' zone is its zone when --zone is unset (default $NODE_NAME)")
+	f.Float64Var(&zoneMargin, "zone-margin", client.DefaultZoneMargin, "how much more loaded a cache node in the gateway's zone may be than one in another zone and still be chosen (negative: zones not told apart)")
 	_ = f.MarkHidden("listen") // the client's UDP address is --client-addr
 	return cmd
 }

@@ -18,6 +18,9 @@ type simOptions struct {
 	cfg        sim.Config
 	lease      time.Duration
 	renewals   int
+	hosts      []int
+	zones      int
+	sample     int
 }
 
 func newSimCommand() *cobra.Command {
@@ -35,7 +38,10 @@ Each experiment writes DIR/<experiment>.csv, .png and .md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSim(cmd.OutOrStdout(), o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.experiment, "experiment", "skew", "experiment to run: skew, cachesize, scale, writes, failure or all; or leases: what shim-granted leases cost in messages")
+	f.StringVar(&o.experiment, "experiment", "skew", "experiment to run: skew, cachesize, scale, writes, failure or all; or leases: what shim-granted leases cost in messages; or domains: keys left without a cached copy by a host's loss, and cross-zone reads")
+	f.IntSliceVar(&o.hosts, "hosts", []int{1000, 250, 100, 32, 3}, "with --experiment domains: the host counts the members are spread over")
+	f.IntVar(&o.zones, "zones", 3, "with --experiment domains: zones the hosts and clients are spread over")
+	f.IntVar(&o.sample, "sample", 200_000, "with --experiment domains: keys sampled for the host losses")
 	f.DurationVar(&o.lease, "lease", time.Second, "with --experiment leases: the serving lease")
 	f.IntVar(&o.renewals, "renewals", 3, "with --experiment leases: renewals per lease of a lease no other message renews")
 	f.StringVar(&o.out, "out", "out/sim", "directory for the CSV, PNG and markdown outputs")
@@ -60,8 +66,11 @@ Each experiment writes DIR/<experiment>.csv, .png and .md.`,
 }
 
 func runSim(w io.Writer, o simOptions) error {
-	if o.experiment == "leases" {
+	switch o.experiment {
+	case "leases":
 		return runLeases(w, o)
+	case "domains":
+		return runDomains(w, o)
 	}
 	exps := sim.Experiments
 	if o.experiment != "all" {

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,6 +49,8 @@ type upOptions struct {
 	// gatewayUsersDir, gatewayTLSCert and gatewayTLSKey are the gateway's
 	// --users-dir, --tls-cert and --tls-key (plan.Options).
 	gatewayUsersDir, gatewayTLSCert, gatewayTLSKey string
+	// memberDomains are the --member-domain flags: NAME=ZONE/HOST.
+	memberDomains []string
 }
 
 func newUpCommand() *cobra.Command {
@@ -101,6 +104,8 @@ this way (docs/benchmarks.md).`,
 	o.ref.addFlags(cmd, "CacheCluster and CacheLayer YAML files (repeatable)")
 	f := cmd.Flags()
 	f.BoolVar(&o.foreground, "foreground", false, "run in the foreground until interrupted instead of in the background")
+	f.StringArrayVar(&o.memberDomains, "member-domain", nil,
+		"NAME=ZONE/HOST (or NAME=HOST): the failure domains of cache member NAME, as Kubernetes nodes and zones are for pods; a key's candidates are placed on distinct hosts and zones where they allow it (repeatable)")
 	f.Float64Var(&o.shardCapacity, "shard-capacity", 0, "emulated capacity of each storage shard in work units per second (0: not emulated)")
 	f.Float64Var(&o.nodeCapacity, "node-capacity", 0, "emulated capacity of each cache node (default: shards per rack × --shard-capacity)")
 	f.Float64Var(&o.serverCPU, "server-cpu", 0, "CPU limit in CPUs of each storage server (redis-server and shim together) and each cache node, a cgroup each (0: none)")
@@ -143,7 +148,11 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	}
 	// What the plan refuses is refused here, before the cluster starts in
 	// the background: the gateway's files must exist and be readable.
-	gw := plan.Options{NoGateway: !o.gateway, GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey}
+	domains, err := parseMemberDomains(o.memberDomains)
+	if err != nil {
+		return err
+	}
+	gw := plan.Options{NoGateway: !o.gateway, GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey, Domains: domains}
 	if err := plan.Check(topo, &gw); err != nil {
 		return err
 	}
@@ -191,6 +200,10 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *layout.Cluster, runD
 			return fmt.Errorf("cannot find %s (install the Debian package prometheus): %w", o.prometheus, err)
 		}
 	}
+	domains, err := parseMemberDomains(o.memberDomains)
+	if err != nil {
+		return err
+	}
 	dataPlaneSpec(&topo.Spec, o.bundle, o.directReads, o.directWrites)
 	if err := o.copiesSpec(&topo.Spec); err != nil {
 		return err
@@ -199,7 +212,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *layout.Cluster, runD
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: o.mapPoll, LogLevel: o.logLevel,
-		GOMAXPROCS: inheritedMaxProcs(), ServerCPU: o.serverCPU,
+		GOMAXPROCS: inheritedMaxProcs(), ServerCPU: o.serverCPU, Domains: domains,
 	})
 	if err != nil {
 		return err
@@ -336,6 +349,10 @@ func daemonArgs(cmd *cobra.Command, runDir string, files []string) ([]string, er
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		switch f.Name {
 		case "foreground", "run-dir", "filename":
+		case "member-domain": // repeatable: one flag a value
+			for _, v := range f.Value.(pflag.SliceValue).GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
 		default:
 			args = append(args, "--"+f.Name+"="+f.Value.String())
 		}
@@ -408,4 +425,33 @@ func (o *upOptions) checkServerCPU() error {
 		return fmt.Errorf("cannot use --server-cpu: %w", err)
 	}
 	return nil
+}
+
+// parseMemberDomains parses --member-domain values, NAME=ZONE/HOST or
+// NAME=HOST.
+func parseMemberDomains(values []string) (map[string]plan.Domain, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]plan.Domain, len(values))
+	for _, v := range values {
+		name, domain, ok := strings.Cut(v, "=")
+		if !ok || name == "" || domain == "" {
+			return nil, fmt.Errorf("cannot parse --member-domain %q: want NAME=ZONE/HOST or NAME=HOST", v)
+		}
+		var d plan.Domain
+		if zone, host, hasZone := strings.Cut(domain, "/"); hasZone {
+			d = plan.Domain{Zone: zone, Host: host}
+		} else {
+			d.Host = domain
+		}
+		if d.Host == "" {
+			return nil, fmt.Errorf("cannot parse --member-domain %q: the host is empty", v)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("cannot parse --member-domain %q: member %s given twice", v, name)
+		}
+		out[name] = d
+	}
+	return out, nil
 }

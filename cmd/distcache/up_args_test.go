@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/standalone/plan"
 )
 
 // TestDaemonArgsForwardEveryFlag checks that the background cluster gets
@@ -25,6 +26,8 @@ func TestDaemonArgsForwardEveryFlag(t *testing.T) {
 		{name: "prometheus without a value", args: []string{"-f", "c.yaml", "--prometheus"}, want: []string{"--prometheus=prometheus"}},
 		{name: "cluster name", args: []string{"-f", "c.yaml", "--cluster", "demo"}, want: []string{"--cluster=demo"}},
 		{name: "server CPU", args: []string{"-f", "c.yaml", "--server-cpu", "0.05"}, want: []string{"--server-cpu=0.05"}},
+		{name: "member domains", args: []string{"-f", "c.yaml", "--member-domain", "c-l1-0=zone-a/h1", "--member-domain", "c-l2-0=h2"},
+			want: []string{"--member-domain=c-l1-0=zone-a/h1", "--member-domain=c-l2-0=h2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +102,19 @@ func TestServerCPURefused(t *testing.T) {
 			t.Errorf("--server-cpu 0: %v, want no limit and no error", err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("--server-cpu %g: %v, want an error saying %q", tc.cpus, err, tc.want)
+		}
+	}
+}
+
+// TestParseMemberDomains checks --member-domain's forms and refusals.
+func TestParseMemberDomains(t *testing.T) {
+	got, err := parseMemberDomains([]string{"a=zone-1/host-1", "b=host-2"})
+	if err != nil || got["a"] != (plan.Domain{Zone: "zone-1", Host: "host-1"}) || got["b"] != (plan.Domain{Host: "host-2"}) {
+		t.Fatalf("parseMemberDomains = %v, %v", got, err)
+	}
+	for _, bad := range []string{"a", "=h", "a=", "a=zone/", "a=h,a=h"} {
+		if _, err := parseMemberDomains(strings.Split(bad, ",")); err == nil {
+			t.Errorf("--member-domain %q accepted", bad)
 		}
 	}
 }

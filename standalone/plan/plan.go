@@ -155,7 +155,16 @@ type Options struct {
 	// a storage shard's redis-server and shim together, and each cache
 	// node (cpu.go).
 	ServerCPU float64
+	// Domains names the failure domains of cache members, by member name:
+	// standalone mode's stand-in for the Kubernetes nodes and zones their
+	// pods run on (`distcache up --member-domain`). The map places a key's
+	// candidates on distinct hosts, and zones, where they allow it
+	// (package partmap, failure domains).
+	Domains map[string]Domain
 }
+
+// Domain is a cache member's zone and host.
+type Domain struct{ Zone, Host string }
 
 // Plan is a cluster laid out on one host.
 type Plan struct {
@@ -253,7 +262,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 	tcp, udp := &portQueue{host: o.Host, ports: tcpPorts}, &portQueue{host: o.Host, ports: udpPorts}
 	p.MetricsAddr = tcp.next()
 	p.TargetsFile = filepath.Join(o.RunDir, "prometheus-targets.json")
-	a := &addresser{members: map[string][]string{}}
+	a := &addresser{members: map[string][]string{}, cluster: c.Name, domains: o.Domains}
 	for r := range c.Racks() {
 		for s := range c.ShardsPerRack() {
 			shard := c.ShardName(r, s)
@@ -351,6 +360,9 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 // in the log of the process that runs the cluster.
 func Check(c *layout.Cluster, o *Options) error {
 	if err := checkSwitches(c); err != nil {
+		return err
+	}
+	if err := checkDomains(c, o.Domains); err != nil {
 		return err
 	}
 	g := c.Spec.Gateway
@@ -533,6 +545,14 @@ type addresser struct {
 	redis   []string            // the plan's own redis-servers, rack by rack; none for external Redis
 	perRack int                 // shards per rack
 	members map[string][]string // layer → member addresses by ordinal
+	cluster string
+	domains map[string]Domain // by member name (Options.Domains)
+}
+
+// MemberDomain is the domain Options.Domains gives member i of layer.
+func (a *addresser) MemberDomain(layer string, i int) (zone, host string) {
+	d := a.domains[partmap.MemberName(a.cluster, layer, i)]
+	return d.Zone, d.Host
 }
 
 func (a *addresser) ShardAddress(rack, shard int) string { return a.shards[rack*a.perRack+shard] }
@@ -558,4 +578,28 @@ func (a *addresser) MemberAddress(layer string, i int) string {
 // map: each read renews the switches' serving leases.
 func switchMapPoll(c *layout.Cluster, poll time.Duration) time.Duration {
 	return layout.LeaseMapPoll(layout.ServingLease(&c.Spec), poll)
+}
+
+// checkDomains refuses domains of members c does not have.
+func checkDomains(c *layout.Cluster, domains map[string]Domain) error {
+	if len(domains) == 0 {
+		return nil
+	}
+	spec := c.MapSpec(nil)
+	members := map[string]bool{}
+	for _, l := range spec.Layers {
+		n := l.Nodes
+		if l.BoundToRacks {
+			n = spec.Racks
+		}
+		for i := range n {
+			members[partmap.MemberName(spec.Cluster, l.Name, i)] = !l.Switch
+		}
+	}
+	for name := range domains {
+		if software, ok := members[name]; !ok || !software {
+			return fmt.Errorf("cannot place member %q in a failure domain: %s has no cache node of that name", name, c.Name)
+		}
+	}
+	return nil
 }
