@@ -62,7 +62,7 @@ func (f *forbiddenLog) take() []string {
 // RBAC) through a CacheCluster's life: leader election, creation (finalizer,
 // storage and cache StatefulSets, Services, partition map, NetworkPolicy,
 // status) and deletion. Nothing it does is forbidden, in either mode; and
-// the identity is really confined: it cannot list Nodes, and in
+// the identity is really confined: it cannot list Secrets, and in
 // single-namespace mode not CacheClusters elsewhere.
 func TestOperatorRunsAsTheChartsServiceAccount(t *testing.T) {
 	needAPIServer(t)
@@ -102,8 +102,8 @@ func TestOperatorRunsAsTheChartsServiceAccount(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := as.List(t.Context(), &corev1.NodeList{}); !apierrors.IsForbidden(err) {
-				t.Fatalf("the ServiceAccount listed Nodes (err %v): the test's identity is not confined", err)
+			if err := as.List(t.Context(), &corev1.SecretList{}); !apierrors.IsForbidden(err) {
+				t.Fatalf("the ServiceAccount listed Secrets (err %v): the test's identity is not confined", err)
 			}
 			if tc.single {
 				err := as.List(t.Context(), &v1alpha1.CacheClusterList{}, client.InNamespace("default"))

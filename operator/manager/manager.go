@@ -124,6 +124,9 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 		Applied: &podstatus.Prober{Port: port}, HotKeys: podstatus.NewHotKeys(port),
 		Curves: podstatus.NewCurves(port), DataPlaneImage: o.DataPlaneImage,
 	}
+	if o.Namespace == "" { // Nodes are cluster-scoped: an operator confined to a namespace cannot read them
+		cc.Nodes = nodeZones{mgr.GetClient()}
+	}
 	for _, setup := range []func(ctrl.Manager) error{
 		cc.SetupWithManager,
 		(&cachelayer.Reconciler{Client: mgr.GetClient()}).SetupWithManager,

@@ -30,9 +30,10 @@ import (
 // pods under their headless Service, an external shard's shim Service.
 
 // addresser is the map's addresser for the reconcile s, whose published
-// map was prev (nil: none).
-func (r *Reconciler) addresser(s *state, prev *partmap.Map) partmap.Addresser {
-	return podAddresser{t: s.topo, namespace: s.cc.Namespace, mode: s.cc.Spec.Storage.Mode, pods: s.pods, prev: prev}
+// map was prev (nil: none), publishing the members' domains d
+// (domains.go).
+func (r *Reconciler) addresser(s *state, prev *partmap.Map, d memberDomains) partmap.Addresser {
+	return podAddresser{t: s.topo, namespace: s.cc.Namespace, mode: s.cc.Spec.Storage.Mode, pods: s.pods, prev: prev, domains: d}
 }
 
 // podAddresser names the operator's pods by IP (see above).
@@ -42,6 +43,7 @@ type podAddresser struct {
 	mode      v1alpha1.StorageMode
 	pods      map[string]*corev1.Pod // the cluster's pods by name
 	prev      *partmap.Map
+	domains   memberDomains
 }
 
 // ShardAddress is the shim of shard s of rack r: the pod of the rack's
@@ -68,7 +70,7 @@ func (a podAddresser) ShardAddress(r, s int) string {
 
 // MemberAddress is the cache node of member i of layer: its pod's IP.
 func (a podAddresser) MemberAddress(layer string, i int) string {
-	name := fmt.Sprintf("%s-%d", a.t.LayerSetName(layer), i)
+	name := memberPodName(a.t, layer, i)
 	if ip, ok := podIP(a.pods[name]); ok {
 		return net.JoinHostPort(ip.String(), strconv.Itoa(NodePort))
 	}

@@ -54,6 +54,10 @@ type Reconciler struct {
 	// upgrading the operator rolls the data plane onto the same release.
 	// Empty: the image this tree releases.
 	DataPlaneImage string
+	// Nodes tells the zones of the nodes the members' pods run on, which
+	// the map publishes with them (domains.go). Nil: no zones (an
+	// operator confined to a namespace cannot read Nodes).
+	Nodes NodeZones
 
 	// readiness times members' readiness changes more finely than the API.
 	readiness readinessClock
@@ -234,7 +238,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 			prev = nil
 		}
 	}
-	next, err := s.topo.Map(prev, r.addresser(s, prev))
+	next, err := s.topo.Map(prev, r.addresser(s, prev, r.domains(ctx, s, prev)))
 	if err != nil {
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
