@@ -61,6 +61,7 @@ func TestOperatorRBAC(t *testing.T) {
 		{"redis resources", s.redisResources},
 		{"layers and fabrics", s.layersAndFabrics},
 		{"rollout", s.rollout},
+		{"domains", s.domains},
 		{"delete", s.delete},
 	} {
 		w := window{name: sc.name, start: time.Now()}

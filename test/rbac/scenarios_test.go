@@ -92,12 +92,18 @@ func (s *scenarios) newCluster(t *testing.T, name string, storage v1alpha1.Stora
 // hour ago: past every grace period and hold-down.
 func (s *scenarios) setPod(t *testing.T, cc string, name string, ready bool) {
 	t.Helper()
+	s.setPodOf(t, cc, name, corev1.PodSpec{Containers: []corev1.Container{{Name: "distcache", Image: "distcache"}}}, ready)
+}
+
+// setPodOf is setPod for a pod created, if it does not exist, with spec.
+func (s *scenarios) setPodOf(t *testing.T, cc string, name string, spec corev1.PodSpec, ready bool) {
+	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{}
 	if err := s.get(pod, name); apierrors.IsNotFound(err) {
 		pod = &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns, Labels: map[string]string{cachecluster.LabelCluster: cc}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "distcache", Image: "distcache"}}},
+			Spec:       spec,
 		}
 		if err := env.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
@@ -285,7 +291,7 @@ func (s *scenarios) layersAndFabrics(t *testing.T) {
 // delete: every cluster is deleted; the finalizer removes what they own.
 func (s *scenarios) delete(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"shop", "ext", "ot", "sw", "roll"} {
+	for _, name := range []string{"shop", "ext", "ot", "sw", "roll", "zoned"} {
 		if err := env.Client.Delete(ctx, &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}}); err != nil {
 			t.Fatal(err)
 		}

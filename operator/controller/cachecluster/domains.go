@@ -26,7 +26,7 @@ import (
 // runs its own release's image, or when the published map has them
 // already (every later release knows them).
 
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 
 // LabelZone is the well-known label of a node's zone.
 const LabelZone = "topology.kubernetes.io/zone"
