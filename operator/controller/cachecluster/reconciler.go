@@ -124,6 +124,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.reconcileLayers,
 		r.reconcileNetworkPolicy,
 		r.reconcileGateway,
+		r.reconcileDisruptionBudgets,
+		r.pruneLayers,
 		r.publishMap,
 		r.observeMapApplied,
 		r.rollPods,
