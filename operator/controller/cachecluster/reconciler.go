@@ -257,6 +257,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 			return ctrl.Result{}, err
 		}
 		r.recordChanges(s.cc, next, changes)
+		r.recordRemap(s.cc, cm, prev, next)
 	}
 	s.published = next
 	r.Metrics.published(s.cc.Namespace, s.cc.Name, next)
