@@ -32,7 +32,9 @@ func TestPlacementChanges(t *testing.T) {
 		{"a layer added and one removed", func(m *partmap.Map) { m.Layers[0].Name = "leaf" },
 			[]string{"layer leaf added with 2 members", "layer spine removed"}},
 		{"the ring's virtual nodes", func(m *partmap.Map) { m.Layers[0].VirtualNodes = 32 }, []string{"layer spine: ring changed"}},
-		{"copies decided", func(m *partmap.Map) { m.Copies = []partmap.KeyCopies{{Key: []byte("hot"), Members: []string{"a", "b"}}} },
+		{"copies decided", func(m *partmap.Map) {
+			m.Copies = []partmap.KeyCopies{{Key: []byte("hot"), Members: []string{"a", "b"}}}
+		},
 			[]string{"copies of hot keys: 1 keys decided, 0 before"}},
 	}
 	for _, tc := range tests {

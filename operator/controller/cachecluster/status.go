@@ -91,9 +91,9 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 // counts is what the conditions are computed from.
 type counts struct {
 	members, ready, failed, fenced, recovering int32
-	shards, shardsReady                int32
-	readyPods, mapApplied              int32 // mapApplied -1: not asked
-	outdated                           int32 // pods on an older template of their set
+	shards, shardsReady                        int32
+	readyPods, mapApplied                      int32 // mapApplied -1: not asked
+	outdated                                   int32 // pods on an older template of their set
 }
 
 // shardsMissing is the number of shards known not to be Ready.
