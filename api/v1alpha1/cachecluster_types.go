@@ -106,6 +106,13 @@ type StorageSpec struct {
 	// Mode external only.
 	// +optional
 	TLS *RedisTLSSpec `json:"tls,omitempty"`
+	// Scheduling is where the scheduler may put the storage pods: each
+	// rack's StatefulSet (managed), the shims' Deployments (external),
+	// or the Redis objects (redisOperator: nodeSelector, tolerations,
+	// affinity and priorityClassName only). Unset: spread over nodes and
+	// zones. Standalone mode ignores it.
+	// +optional
+	Scheduling *PodScheduling `json:"scheduling,omitempty"`
 }
 
 // RedisAuthSpec is the login of the shims to their Redis servers.

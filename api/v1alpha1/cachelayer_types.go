@@ -90,6 +90,12 @@ type CacheLayerSpec struct {
 	// Resources of each cache-node pod of a software layer.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Scheduling is where the scheduler may put the layer's cache-node
+	// pods (software layers; unset: spread over nodes and zones).
+	// Standalone mode ignores it.
+	// +optional
+	Scheduling *PodScheduling `json:"scheduling,omitempty"`
 }
 
 // NodeCapacity bounds one member's cache.

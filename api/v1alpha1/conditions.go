@@ -12,21 +12,27 @@ type ConditionType string
 
 const (
 	// ConditionReady is True when the object's desired state is in place
-	// and serving: for a CacheCluster, the partition map is published and
-	// every cache member and every storage shard is Ready (the pods the
-	// operator runs; in redisOperator mode the shards' Redis pods are not
-	// observed), and every switch of a switch-backed layer is programmed
-	// (as its SwitchFabric's status reports). `kubectl wait
-	// --for=condition=Ready` therefore waits for the pods and switches. A member that failed and whose keys were remapped is not Ready
-	// and makes Ready False too, with Degraded True saying why.
+	// and serving. A CacheCluster is Ready first when the partition map is
+	// published, every cache member and every storage shard is Ready (the
+	// pods the operator runs; in redisOperator mode the shards' Redis pods
+	// are not observed), every switch of a switch-backed layer is
+	// programmed (as its SwitchFabric's status reports) and every Ready
+	// pod uses the published map: `kubectl wait --for=condition=Ready`
+	// after a create waits for all of that. From then on it stays Ready
+	// while every storage shard is Ready, with reason Serving when members
+	// are not Ready, fenced or failed or pods have not installed a new map
+	// yet: every key still has a cache node or its storage to serve it.
+	// Degraded and Progressing say what is remapped and what is under
+	// way. A storage shard lost makes it not Ready (ShardsNotReady).
 	ConditionReady ConditionType = "Ready"
 	// ConditionProgressing is True while the operator is moving towards the
 	// desired state: objects being created or scaled, pods not yet ready, a
 	// failed member waiting out its hold-down before it is restored.
 	ConditionProgressing ConditionType = "Progressing"
 	// ConditionDegraded is True while part of the object does not serve: a
-	// cache member marked failed (its keys remapped to the survivors), a
-	// storage shard not ready, or a spec the operator cannot act on.
+	// cache member fenced (it serves no cached value) or marked failed (its
+	// keys remapped to the survivors), a storage shard not ready, or a spec
+	// the operator cannot act on.
 	ConditionDegraded ConditionType = "Degraded"
 	// ConditionGatewayReady is True when every pod of a CacheCluster's
 	// Redis-compatible gateway (spec.gateway) runs the current spec and is
@@ -48,6 +54,10 @@ const (
 const (
 	// ReasonReconciled: the desired state is in place.
 	ReasonReconciled = "Reconciled"
+	// ReasonServing: the cluster serves every key while part of it is
+	// remapped or starting (Ready True; Degraded and Progressing say
+	// what).
+	ReasonServing = "Serving"
 	// ReasonCreating: objects are being created or updated.
 	ReasonCreating = "Creating"
 	// ReasonPodsNotReady: some pods are not Ready yet.
@@ -56,10 +66,14 @@ const (
 	// pods' processes do not use it yet (status.mapApplied).
 	ReasonMapNotApplied = "MapNotApplied"
 	// ReasonShardsNotReady: a storage shard that was Ready is not any more:
-	// the writes and misses of its keys fail until it is back.
+	// the writes and misses of its keys fail until it is back (Ready False
+	// and Degraded True).
 	ReasonShardsNotReady = "ShardsNotReady"
 	// ReasonMembersFailed: members are marked failed in the partition map.
 	ReasonMembersFailed = "MembersFailed"
+	// ReasonMembersFenced: members are fenced in the partition map: they
+	// keep their keys and serve no cached value.
+	ReasonMembersFenced = "MembersFenced"
 	// ReasonMembersRecovering: failed members are Ready again and wait out
 	// the hold-down before they are restored.
 	ReasonMembersRecovering = "MembersRecovering"

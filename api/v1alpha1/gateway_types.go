@@ -66,6 +66,11 @@ type GatewaySpec struct {
 	// Resources of each gateway container.
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Scheduling is where the scheduler may put the gateway pods. Unset:
+	// a Deployment's pods spread over nodes and zones. Standalone mode
+	// ignores it.
+	// +optional
+	Scheduling *PodScheduling `json:"scheduling,omitempty"`
 	// UsersSecretName names a Secret in the cluster's namespace with a key
 	// per user holding its password: clients must AUTH as one of them.
 	// Rotating a password needs no restart. Unset: every client is the

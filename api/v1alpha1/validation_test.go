@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -180,7 +181,8 @@ func celRuleCases() []ruleCase {
 		{"duplicate deviceID", newFabric(withSwitchEdit(1, func(s *v1alpha1.Switch) { s.DeviceID = 1 })), "spec", msgDeviceIDs},
 		{"spine switch with a rack", newFabric(withSwitchEdit(0, func(s *v1alpha1.Switch) { s.Rack = ptr.To[int32](0) })), "spec", msgRackOnlyLeaf},
 	}
-	return append(cases, layerRuleCases()...)
+	cases = append(cases, layerRuleCases()...)
+	return append(cases, schedulingRuleCases()...)
 }
 
 func TestCELRulesReject(t *testing.T) {
@@ -263,6 +265,16 @@ func schemaCases(t *testing.T) []schemaCase {
 		{"unknown driver", newFabric(withDriver("p4rt")), "spec.driver", []string{`Unsupported value: "p4rt"`}},
 		{"unknown gateway mode", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) { g.Mode = "StatefulSet" })), "spec.gateway.mode",
 			[]string{`Unsupported value: "StatefulSet"`, `supported values: "Deployment", "DaemonSet"`}},
+		{"two spread constraints on one key", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) {
+			g.Scheduling = &v1alpha1.PodScheduling{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
+				spread("kubernetes.io/hostname", 1, corev1.ScheduleAnyway), spread("kubernetes.io/hostname", 2, corev1.ScheduleAnyway)}}
+		})), "spec.gateway.scheduling.topologySpreadConstraints[1]", []string{"Duplicate value", `"topologyKey":"kubernetes.io/hostname"`}},
+		{"nodeSelector of 33 labels", newCluster(withGateway(func(g *v1alpha1.GatewaySpec) {
+			g.Scheduling = &v1alpha1.PodScheduling{NodeSelector: map[string]string{}}
+			for i := range 33 {
+				g.Scheduling.NodeSelector[fmt.Sprintf("label-%d", i)] = "x"
+			}
+		})), "spec.gateway.scheduling.nodeSelector", []string{"spec.gateway.scheduling.nodeSelector", "must have at most 32 items"}},
 	}
 	return cases
 }
@@ -359,7 +371,7 @@ func validCases() []validCase {
 		{"onos fabric with onos.endpoint", newFabric(withDriver(v1alpha1.DriverONOS), withONOS("https://onos.example:8181/onos/v1"),
 			withSwitches(v1alpha1.Switch{Name: "s1", DeviceID: 1, Role: v1alpha1.RoleSpine}))},
 	}
-	return cases
+	return append(cases, schedulingValidCases()...)
 }
 
 func TestValidSpecsAccepted(t *testing.T) {

@@ -277,6 +277,8 @@ func (c *crdChecker) bounds(path string, ms markerSet, prefix string, p *apiexte
 		{"MaxLength", intText(p.MaxLength)},
 		{"MinItems", intText(p.MinItems)},
 		{"MaxItems", intText(p.MaxItems)},
+		{"MinProperties", intText(p.MinProperties)},
+		{"MaxProperties", intText(p.MaxProperties)},
 		{"Pattern", p.Pattern},
 		{"Format", p.Format},
 	} {

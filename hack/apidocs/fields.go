@@ -98,6 +98,8 @@ var validationMarkers = []struct {
 	{"MaxLength", func(v string) string { return "max length " + v }},
 	{"MinItems", func(v string) string { return "min items " + v }},
 	{"MaxItems", func(v string) string { return "max items " + v }},
+	{"MinProperties", func(v string) string { return "min entries " + v }},
+	{"MaxProperties", func(v string) string { return "max entries " + v }},
 	{"Pattern", func(v string) string { return "pattern " + code(literal(v)) }},
 	{"Format", func(v string) string { return "format " + code(literal(v)) }},
 }

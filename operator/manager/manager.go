@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
@@ -77,7 +78,7 @@ func cacheOptions(namespace string) (cache.Options, error) {
 	}
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{}}
 	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.DaemonSet{},
-		&networkingv1.NetworkPolicy{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+		&networkingv1.NetworkPolicy{}, &policyv1.PodDisruptionBudget{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
 		o.ByObject[obj] = cache.ByObject{Label: labelled}
 	}
 	if namespace != "" {

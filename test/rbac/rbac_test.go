@@ -52,6 +52,7 @@ func TestOperatorRBAC(t *testing.T) {
 		{"failover", s.failover},
 		{"restore", s.restore},
 		{"scale", s.scale},
+		{"layer removed", s.layerRemoved},
 		{"drift", s.drift},
 		{"external", s.external},
 		{"redisOperator", s.redisOperator},

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -439,28 +440,61 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// drift: someone edits the data-plane ServiceAccount, Role and RoleBinding;
-// the operator puts them back.
+// drift: someone edits the data-plane ServiceAccount, Role and
+// RoleBinding and a layer's PodDisruptionBudget; the operator puts them
+// back.
 func (s *scenarios) drift(t *testing.T) {
 	ctx := context.Background()
-	name := cachecluster.DataPlaneName("shop")
-	objs := []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}}
-	for _, obj := range objs {
-		if err := s.get(obj, name); err != nil {
+	dataPlane := cachecluster.DataPlaneName("shop")
+	objs := []struct {
+		obj  client.Object
+		name string
+	}{
+		{&corev1.ServiceAccount{}, dataPlane}, {&rbacv1.Role{}, dataPlane}, {&rbacv1.RoleBinding{}, dataPlane},
+		{&policyv1.PodDisruptionBudget{}, "shop-spine"},
+	}
+	for _, o := range objs {
+		if err := s.get(o.obj, o.name); err != nil {
 			t.Fatal(err)
 		}
-		base := obj.DeepCopyObject().(client.Object)
-		l := obj.GetLabels()
+		base := o.obj.DeepCopyObject().(client.Object)
+		l := o.obj.GetLabels()
 		l["edited-by"] = "someone"
-		obj.SetLabels(l)
-		if err := env.Client.Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		o.obj.SetLabels(l)
+		if err := env.Client.Patch(ctx, o.obj, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	eventually(t, "edits undone", func() (bool, error) {
-		for _, obj := range objs {
-			if err := s.get(obj, name); err != nil || obj.GetLabels()["edited-by"] != "" {
+		for _, o := range objs {
+			if err := s.get(o.obj, o.name); err != nil || o.obj.GetLabels()["edited-by"] != "" {
 				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
+// layerRemoved: a layer is added, then removed from the spec; its
+// StatefulSet, Service and PodDisruptionBudget go with it.
+func (s *scenarios) layerRemoved(t *testing.T) {
+	s.patchCluster(t, "shop", func(spec *v1alpha1.CacheClusterSpec) {
+		spec.Layers = append(spec.Layers, v1alpha1.NamedLayer{Name: "edge", CacheLayerSpec: v1alpha1.CacheLayerSpec{Nodes: ptr.To[int32](1)}})
+	})
+	objs := []client.Object{&appsv1.StatefulSet{}, &corev1.Service{}, &policyv1.PodDisruptionBudget{}}
+	eventually(t, "the edge layer's objects created", func() (bool, error) {
+		for _, obj := range objs {
+			if err := s.get(obj, "shop-edge"); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+		}
+		return true, nil
+	})
+	s.patchCluster(t, "shop", func(spec *v1alpha1.CacheClusterSpec) { spec.Layers = spec.Layers[:1] })
+	eventually(t, "the edge layer's objects deleted", func() (bool, error) {
+		for _, obj := range objs {
+			if err := s.get(obj, "shop-edge"); !apierrors.IsNotFound(err) {
+				return false, client.IgnoreNotFound(err)
 			}
 		}
 		return true, nil

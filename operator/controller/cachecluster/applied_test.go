@@ -80,7 +80,8 @@ func setPodIP(t *testing.T, cc *v1alpha1.CacheCluster, name, ip string) {
 
 // TestReadyWaitsForMapApplied: with every pod Ready, the cluster is Ready
 // only once every pod's process reports the published map version, and the
-// status counts them.
+// status counts them. A later version the processes have not installed
+// leaves it Ready, for reason Serving, and Progressing.
 func TestReadyWaitsForMapApplied(t *testing.T) {
 	spine := startStatusServer(t, "127.0.0.5", 0)
 	_, portText, _ := net.SplitHostPort(spine.addr)
@@ -120,4 +121,21 @@ func TestReadyWaitsForMapApplied(t *testing.T) {
 	eventually(t, "one of two uses it", status(1, false, v1alpha1.ReasonMapNotApplied))
 	shard.version.Store(version)
 	eventually(t, "both use it: Ready", status(2, true, v1alpha1.ReasonReconciled))
+
+	// The spine pod comes back at a new IP: a new map version, which its
+	// process and the shard's do not use yet. The cluster has served, so
+	// it stays Ready (Serving) and Progressing says the map is on its way.
+	moved := startStatusServer(t, "127.0.0.7", port)
+	setPodIP(t, cc, "applied-spine-0", "127.0.0.7")
+	eventually(t, "a new map pending: still Ready, Serving", status(0, true, v1alpha1.ReasonServing))
+	stored := &v1alpha1.CacheCluster{}
+	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
+		t.Fatal(err)
+	}
+	if p := meta.FindStatusCondition(stored.Status.Conditions, string(v1alpha1.ConditionProgressing)); p == nil || p.Status != "True" || p.Reason != v1alpha1.ReasonMapNotApplied {
+		t.Errorf("Progressing %+v, want True for MapNotApplied", p)
+	}
+	moved.version.Store(stored.Status.MapVersion)
+	shard.version.Store(stored.Status.MapVersion)
+	eventually(t, "both use the new map: Reconciled", status(2, true, v1alpha1.ReasonReconciled))
 }

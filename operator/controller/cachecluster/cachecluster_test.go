@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -209,7 +210,7 @@ func TestCreateFailRestoreDelete(t *testing.T) {
 		return apierrors.IsNotFound(err), err
 	})
 	for _, list := range []client.ObjectList{&appsv1.StatefulSetList{}, &corev1.ServiceList{}, &corev1.ConfigMapList{},
-		&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
+		&policyv1.PodDisruptionBudgetList{}, &corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
 		if err := env.Client.List(ctx, list, client.InNamespace(cc.Namespace), client.MatchingLabels{cachecluster.LabelCluster: cc.Name}); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +30,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cc *v1alpha1.CacheClus
 	redis := &unstructured.Unstructured{}
 	redis.SetGroupVersionKind(RedisGVK)
 	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.ConfigMap{}, &networkingv1.NetworkPolicy{},
-		&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, redis} {
+		&policyv1.PodDisruptionBudget{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, redis} {
 		err := r.DeleteAllOf(ctx, obj, sel...)
 		if err != nil && !meta.IsNoMatchError(err) { // no redis-operator installed: nothing to delete
 			return ctrl.Result{}, fmt.Errorf("cannot delete %T of %s: %w", obj, cc.Name, err)

@@ -209,6 +209,8 @@ func (r *Reconciler) setGatewayPod(cc *v1alpha1.CacheCluster, tpl *corev1.PodTem
 	tpl.Spec.ServiceAccountName = DataPlaneName(cc.Name)
 	tpl.Spec.SecurityContext = podSecurity()
 	tpl.Spec.HostNetwork = hostNet
+	// A DaemonSet's pods are one per node already: no default spread.
+	setScheduling(&tpl.Spec, cc.Spec.Gateway.Scheduling, labels(cc, ComponentGateway), gatewayMode(cc) == v1alpha1.GatewayDeployment)
 	tpl.Spec.DNSPolicy = corev1.DNSClusterFirst
 	if hostNet {
 		tpl.Spec.DNSPolicy = corev1.DNSClusterFirstWithHostNet

@@ -69,6 +69,7 @@ func TestStorageModes(t *testing.T) {
 			func(cc *v1alpha1.CacheCluster) {
 				cc.Spec.Storage.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
 				cc.Spec.ShimResources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}
+				cc.Spec.Storage.Scheduling = &v1alpha1.PodScheduling{NodeSelector: map[string]string{"disk": "ssd"}, PriorityClassName: "storage"}
 			})
 		eventually(t, "map published", func() (bool, error) { _, err := publishedMap(t, cc); return err == nil, err })
 		r := &unstructured.Unstructured{}
@@ -85,6 +86,15 @@ func TestStorageModes(t *testing.T) {
 		}
 		if cpu, _, _ := unstructured.NestedString(sidecars[0].(map[string]any), "resources", "requests", "cpu"); cpu != "250m" {
 			t.Fatalf("shim CPU request %q, want shimResources' 250m", cpu)
+		}
+		// The scheduling the Redis kind has, and the default anti-affinity
+		// among the cluster's storage pods.
+		if ssd, _, _ := unstructured.NestedString(r.Object, "spec", "nodeSelector", "disk"); ssd != "ssd" || r.Object["spec"].(map[string]any)["priorityClassName"] != "storage" {
+			t.Fatalf("Redis spec %v, want storage.scheduling's node selector and priority class", r.Object["spec"])
+		}
+		terms, _, _ := unstructured.NestedSlice(r.Object, "spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+		if len(terms) != 1 {
+			t.Fatalf("Redis anti-affinity %v, want the default preferred term", terms)
 		}
 		m, _ := publishedMap(t, cc)
 		if got, want := m.Storage.Racks[0].Shards[1].Address, "ot-rack-0-1-0.ot-rack-0-1-headless."+cc.Namespace+".svc:7000"; got != want {

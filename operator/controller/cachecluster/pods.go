@@ -86,6 +86,7 @@ func (r *Reconciler) mutateLayerSet(s *state, l layout.Layer, sts *appsv1.Statef
 	sts.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(s.cc)}
 	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(s.cc.Name)
 	sts.Spec.Template.Spec.SecurityContext = podSecurity()
+	setScheduling(&sts.Spec.Template.Spec, l.Spec.Scheduling, lbl, true)
 	withRollout(sts)
 }
 

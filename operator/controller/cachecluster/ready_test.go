@@ -19,7 +19,7 @@ import (
 // published but whose pods are missing is not Ready; it is not Ready either
 // with its members' pods Ready and its shards' missing; it is Ready once
 // every member and shard pod is, and a shard that then stops being Ready
-// makes it Degraded and not Ready.
+// makes it Degraded and not Ready, for that reason.
 func TestReadyWaitsForPods(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	startOperator(t, clk)
@@ -91,7 +91,7 @@ func TestReadyWaitsForPods(t *testing.T) {
 	eventually(t, "a shard lost: Degraded, not Ready", func() (bool, error) {
 		d := condition(v1alpha1.ConditionDegraded)
 		return d != nil && d.Status == metav1.ConditionTrue && d.Reason == v1alpha1.ReasonShardsNotReady &&
-			isFalse(condition(v1alpha1.ConditionReady), v1alpha1.ReasonPodsNotReady), nil
+			isFalse(condition(v1alpha1.ConditionReady), v1alpha1.ReasonShardsNotReady), nil
 	})
 	for _, reason := range []string{cachecluster.EventClusterDegraded, cachecluster.EventClusterNotReady} {
 		eventually(t, "a "+reason+" event", func() (bool, error) { return hasEvent(t, cc, reason, "1 of 2 storage shards") })
@@ -105,3 +105,64 @@ type waitError struct {
 }
 
 func (e *waitError) Error() string { return e.err.Error() + ": " + e.out }
+
+// TestReadyThroughRemap: a Ready cluster stays Ready while a member's pod
+// is not Ready, while the member is fenced and while it is failed, its
+// keys remapped: Ready's reason is Serving, Degraded says MembersFenced,
+// then MembersFailed, and no ClusterNotReady event is recorded. Once the
+// member is restored the cluster is Ready for reason Reconciled again.
+// Each of the three map versions makes a Remapped event.
+func TestReadyThroughRemap(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	startOperator(t, clk)
+	cc := newCluster(t, "remap", withStorage(v1alpha1.StorageManaged, 1, 1), withLayer("spine", 3, false))
+	stored := &v1alpha1.CacheCluster{}
+	conditions := func(ready bool, readyReason string, degraded bool, degradedReason string) func() (bool, error) {
+		return func() (bool, error) {
+			if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
+				return false, err
+			}
+			r := meta.FindStatusCondition(stored.Status.Conditions, string(v1alpha1.ConditionReady))
+			d := meta.FindStatusCondition(stored.Status.Conditions, string(v1alpha1.ConditionDegraded))
+			return r != nil && d != nil && (r.Status == metav1.ConditionTrue) == ready && r.Reason == readyReason &&
+				(d.Status == metav1.ConditionTrue) == degraded && d.Reason == degradedReason, nil
+		}
+	}
+	now := clk.Now()
+	for _, name := range []string{"remap-spine-0", "remap-spine-1", "remap-spine-2", "remap-rack-0-0"} {
+		setPodReady(t, cc, name, true, now.Add(-time.Hour))
+	}
+	eventually(t, "Ready", conditions(true, v1alpha1.ReasonReconciled, false, v1alpha1.ReasonReconciled))
+
+	victim := "remap-spine-1"
+	setPodReady(t, cc, victim, false, now.Add(-10*time.Second))
+	eventually(t, "a member not Ready: still Ready, Serving", conditions(true, v1alpha1.ReasonServing, false, v1alpha1.ReasonReconciled))
+	if p := meta.FindStatusCondition(stored.Status.Conditions, string(v1alpha1.ConditionProgressing)); p == nil || p.Status != metav1.ConditionTrue {
+		t.Errorf("Progressing %+v, want True while a member's pod is not Ready", p)
+	}
+	setPodReady(t, cc, victim, false, now.Add(-29*time.Second))
+	eventually(t, "fenced: still Ready, Degraded", conditions(true, v1alpha1.ReasonServing, true, v1alpha1.ReasonMembersFenced))
+	if m, err := publishedMap(t, cc); err != nil || memberState(m, victim) != "Fenced" {
+		t.Fatalf("member %s not fenced in the map (%v)", victim, err)
+	}
+	setPodReady(t, cc, victim, false, now.Add(-31*time.Second))
+	eventually(t, "failed: still Ready, Degraded", conditions(true, v1alpha1.ReasonServing, true, v1alpha1.ReasonMembersFailed))
+	if m, err := publishedMap(t, cc); err != nil || memberState(m, victim) != "Failed" || m.Version != 3 {
+		t.Fatalf("member %s not failed in map v3 (%v)", victim, err)
+	}
+	if c := meta.FindStatusCondition(stored.Status.Conditions, string(v1alpha1.ConditionReady)); !strings.Contains(c.Message, "0 fenced and 1 failed members remapped") {
+		t.Errorf("Ready's message %q does not count the failed member", c.Message)
+	}
+
+	setPodReady(t, cc, victim, true, now.Add(-61*time.Second))
+	eventually(t, "restored: Ready, not Degraded", conditions(true, v1alpha1.ReasonReconciled, false, v1alpha1.ReasonReconciled))
+	// One Remapped event per version, naming both versions and the change.
+	for _, note := range []string{"v2 replaces v1: remap-spine-1 Active to Fenced", "v3 replaces v2: remap-spine-1 Fenced to Failed",
+		"v4 replaces v3: remap-spine-1 Failed to Active"} {
+		eventually(t, "Remapped event: "+note, func() (bool, error) { return hasEvent(t, cc, cachecluster.EventRemapped, note) })
+	}
+	eventually(t, "ClusterRecovered event", func() (bool, error) { return hasEvent(t, cc, cachecluster.EventClusterRecovered, "") })
+	if found, err := hasEvent(t, cc, cachecluster.EventClusterNotReady, ""); err != nil || found {
+		t.Errorf("a ClusterNotReady event during the remap (%v)", err)
+	}
+}

@@ -128,6 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.reconcileLayers,
 		r.reconcileNetworkPolicy,
 		r.reconcileGateway,
+		r.reconcileDisruptionBudgets,
+		r.pruneLayers,
 		r.publishMap,
 		r.observeMapApplied,
 		r.rollPods,
@@ -259,6 +261,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 			return ctrl.Result{}, err
 		}
 		r.recordChanges(s.cc, next, changes)
+		r.recordRemap(s.cc, cm, prev, next)
 	}
 	s.published = next
 	r.Metrics.published(s.cc.Namespace, s.cc.Name, next)

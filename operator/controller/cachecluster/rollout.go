@@ -78,7 +78,14 @@ func podSpecHash(spec *corev1.PodSpec) string {
 		Volumes                    []corev1.Volume
 		ServiceAccountName         string
 		SecurityContext            *corev1.PodSecurityContext
-	}{blank(spec.Containers), blank(spec.InitContainers), spec.Volumes, spec.ServiceAccountName, spec.SecurityContext})
+		// Scheduling cannot change in a running pod either.
+		NodeSelector              map[string]string                 `json:",omitempty"`
+		Tolerations               []corev1.Toleration               `json:",omitempty"`
+		Affinity                  *corev1.Affinity                  `json:",omitempty"`
+		TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:",omitempty"`
+		PriorityClassName         string                            `json:",omitempty"`
+	}{blank(spec.Containers), blank(spec.InitContainers), spec.Volumes, spec.ServiceAccountName, spec.SecurityContext,
+		spec.NodeSelector, spec.Tolerations, spec.Affinity, spec.TopologySpreadConstraints, spec.PriorityClassName})
 	if err != nil {
 		panic(fmt.Sprintf("cannot hash a pod spec: %v", err)) // every field marshals
 	}

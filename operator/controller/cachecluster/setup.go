@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,13 +31,14 @@ const layerRefIndex = "spec.layerRefs"
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=distcache.io,resources=cachelayers,verbs=list;watch
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;update;deletecollection
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;create;update;delete;deletecollection
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;update;delete;deletecollection
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list;watch;create;update;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;update;delete;deletecollection
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;update;delete;deletecollection
 // +kubebuilder:rbac:groups=redis.redis.opstreelabs.in,resources=redis,verbs=get;list;watch;create;update;deletecollection
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -56,6 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).

@@ -51,7 +51,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc.Status.HotKeys = s.hotKeys
 	cc.Status.CacheSizing = s.sizing
 	cc.Status.Layers = cc.Status.Layers[:0]
-	var members, ready, failed, recovering int32
+	var members, ready, failed, fenced, recovering int32
 	for _, l := range m.Layers {
 		ls := v1alpha1.LayerStatus{Name: l.Name, HashSeed: strconv.FormatUint(l.Seed, 10)}
 		for _, mb := range l.Members {
@@ -65,6 +65,9 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 				ls.ReadyMembers++
 				ready++
 			}
+			if mb.State == partmap.Fenced {
+				fenced++
+			}
 			if mb.State == partmap.Failed {
 				ls.FailedMembers++
 				failed++
@@ -77,20 +80,20 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 		cc.Status.Layers = append(cc.Status.Layers, ls)
 	}
 	cc.Status.Members, cc.Status.ReadyMembers = members, ready
-	c := counts{members: members, ready: ready, failed: failed, recovering: recovering,
+	c := counts{members: members, ready: ready, failed: failed, fenced: fenced, recovering: recovering,
 		shards: int32(s.topo.Racks() * s.topo.ShardsPerRack()), shardsReady: int32(len(s.readyShims)),
 		readyPods: s.readyPods, mapApplied: s.mapApplied, outdated: s.outdatedPods}
-	setReady(cc, m.Version, c)
+	setReady(cc, m.Version, c, before)
 	setProgressing(cc, c)
 	setDegraded(cc, c, before)
 }
 
 // counts is what the conditions are computed from.
 type counts struct {
-	members, ready, failed, recovering int32
-	shards, shardsReady                int32
-	readyPods, mapApplied              int32 // mapApplied -1: not asked
-	outdated                           int32 // pods on an older template of their set
+	members, ready, failed, fenced, recovering int32
+	shards, shardsReady                        int32
+	readyPods, mapApplied                      int32 // mapApplied -1: not asked
+	outdated                                   int32 // pods on an older template of their set
 }
 
 // shardsMissing is the number of shards known not to be Ready.
@@ -117,17 +120,47 @@ func (c counts) appliedText() string {
 	return fmt.Sprintf(", used by %d of %d Ready pods", c.mapApplied, c.readyPods)
 }
 
-// setReady sets Ready: True once everything serves (v1alpha1.ConditionReady).
-func setReady(cc *v1alpha1.CacheCluster, version int64, c counts) {
+// setReady sets Ready (v1alpha1.ConditionReady); before are the
+// conditions as fetched. A cluster that has not served yet becomes Ready
+// once every member and shard is Ready and every Ready pod uses the
+// published map, which is what `kubectl wait` after a create waits for.
+// A cluster that serves (Ready in before, or not Ready only for a lost
+// shard) stays Ready while every shard is: every key then has its storage
+// behind it, and its cached copies are served or remapped. Members not
+// Ready, fenced or failed, and pods not yet on a new map, are then
+// Degraded's and Progressing's to report, and Ready's reason is Serving.
+func setReady(cc *v1alpha1.CacheCluster, version int64, c counts, before []metav1.Condition) {
 	msg := fmt.Sprintf("partition map v%d published%s: %d of %d members ready, %s", version, c.appliedText(), c.ready, c.members, c.shardsText())
+	served := meta.IsStatusConditionTrue(before, string(v1alpha1.ConditionReady)) || notReadyBy(before, v1alpha1.ReasonShardsNotReady)
+	whole := c.ready == c.members && c.shardsMissing() == 0 && c.mapPending() == 0 && c.failed == 0 && c.fenced == 0
 	switch {
+	case whole:
+		setCondition(cc, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled, msg)
+	case served && c.shardsMissing() > 0:
+		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonShardsNotReady, msg)
+	case served:
+		setCondition(cc, v1alpha1.ConditionReady, true, v1alpha1.ReasonServing, msg+c.remapText())
 	case c.ready < c.members || c.shardsMissing() > 0:
 		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonPodsNotReady, msg)
 	case c.mapPending() > 0:
 		setCondition(cc, v1alpha1.ConditionReady, false, v1alpha1.ReasonMapNotApplied, msg)
-	default:
-		setCondition(cc, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled, msg)
+	default: // every pod Ready on the map, members failed or fenced before they first served
+		setCondition(cc, v1alpha1.ConditionReady, true, v1alpha1.ReasonServing, msg+c.remapText())
 	}
+}
+
+// remapText says which members are out of the map's service.
+func (c counts) remapText() string {
+	if c.fenced == 0 && c.failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d fenced and %d failed members remapped", c.fenced, c.failed)
+}
+
+// notReadyBy reports whether conditions say not Ready for reason.
+func notReadyBy(conditions []metav1.Condition, reason string) bool {
+	r := meta.FindStatusCondition(conditions, string(v1alpha1.ConditionReady))
+	return r != nil && r.Status == metav1.ConditionFalse && r.Reason == reason
 }
 
 // setProgressing sets Progressing: True while pods start or members recover.
@@ -160,13 +193,23 @@ func setDegraded(cc *v1alpha1.CacheCluster, c counts, before []metav1.Condition)
 	switch {
 	case c.failed > 0:
 		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMembersFailed,
-			fmt.Sprintf("%d members marked failed; their keys are served by the survivors", c.failed))
+			fmt.Sprintf("%d members marked failed; their keys are served by the survivors%s", c.failed, fencedText(c.fenced)))
+	case c.fenced > 0:
+		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMembersFenced,
+			fmt.Sprintf("%d members fenced: they serve no cached value, and reads of their keys go to the keys' other cache nodes or to storage", c.fenced))
 	case shardsLost:
 		setCondition(cc, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonShardsNotReady,
 			fmt.Sprintf("%d of %d storage shards not Ready: writes and misses of their keys fail", c.shardsMissing(), c.shards))
 	default:
-		setCondition(cc, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, "no member is failed and no shard lost")
+		setCondition(cc, v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, "no member is fenced or failed and no shard lost")
 	}
+}
+
+func fencedText(n int32) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d more fenced", n)
 }
 
 // degradedBy reports whether conditions say Degraded for reason.
@@ -202,6 +245,8 @@ func (r *Reconciler) recordConditionChanges(before []metav1.Condition, cc *v1alp
 			continue
 		case old != nil && old.Status == cur.Status && old.Reason == cur.Reason:
 			continue
+		case old != nil && old.Status == cur.Status && t == v1alpha1.ConditionReady && cur.Status == metav1.ConditionTrue:
+			continue // Serving and Reconciled: Degraded's events say what changed
 		case old == nil && !firstIsNews(t, cur):
 			continue
 		}

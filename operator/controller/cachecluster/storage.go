@@ -97,6 +97,7 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(cc.Name)
 	sts.Spec.Template.Spec.SecurityContext = podSecurity()
 	sts.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(cc)}
+	setScheduling(&sts.Spec.Template.Spec, cc.Spec.Storage.Scheduling, lbl, true)
 	// The data volume: a claim per pod with storage.persistence (a
 	// StatefulSet's claims cannot change once it exists, and the API does
 	// not let persistence come or go), else an emptyDir that lives as long
@@ -184,6 +185,8 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 			dep.Spec.Template.Spec.ServiceAccountName = DataPlaneName(s.cc.Name)
 			dep.Spec.Template.Spec.SecurityContext = podSecurity()
 			dep.Spec.Template.Spec.Volumes = append([]corev1.Volume{dataPlaneKeyVolume(s.cc)}, access.volumes...)
+			// Spread among the cluster's shims: each Deployment runs one.
+			setScheduling(&dep.Spec.Template.Spec, s.cc.Spec.Storage.Scheduling, labels(s.cc, ComponentShim), true)
 		}); err != nil {
 			return err
 		}
@@ -257,13 +260,18 @@ func (r *Reconciler) redisSpec(cc *v1alpha1.CacheCluster, name string) (map[stri
 		}
 		storage["volumeClaimTemplate"] = map[string]any{"spec": claim}
 	}
-	return map[string]any{
+	spec := map[string]any{
 		"kubernetesConfig": kubernetesConfig,
 		"sidecars":         []any{sidecar},
 		"storage":          storage,
 		// The pod's ServiceAccount, whose token the shim reads its map with.
 		"serviceAccountName": DataPlaneName(cc.Name),
-	}, nil
+	}
+	// Spread among the cluster's shards: each Redis runs one pod.
+	if err := setRedisScheduling(spec, cc.Spec.Storage.Scheduling, labels(cc, ComponentStorage)); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
 
 // setResources sets obj's "resources" to res, unless res is empty.
