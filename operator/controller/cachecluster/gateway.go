@@ -177,6 +177,10 @@ func (r *Reconciler) setGatewayPod(cc *v1alpha1.CacheCluster, tpl *corev1.PodTem
 	args := append([]string{"gateway", fmt.Sprintf("--redis-addr=0.0.0.0:%d", port), "--client-addr=0.0.0.0:0"}, mapConfigMapArgs(cc, layout.BackstopMapPoll)...)
 	args = append(args, layout.DataPlaneArgs(&cc.Spec)...)
 	c := withDataPlaneKey(dataPlaneContainer("gateway", image, pull, args, 0))
+	// Its node, from which it learns its zone in the map (--host).
+	c.Env = append(c.Env, corev1.EnvVar{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"},
+	}})
 	c.Ports = []corev1.ContainerPort{
 		{Name: "redis", ContainerPort: port, Protocol: corev1.ProtocolTCP},
 		{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},

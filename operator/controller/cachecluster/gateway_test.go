@@ -57,6 +57,11 @@ func TestGateway(t *testing.T) {
 			t.Errorf("gateway args %v lack %s", c.Args, arg)
 		}
 	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	}) {
+		t.Errorf("gateway env %v lacks NODE_NAME from spec.nodeName: the gateway learns its zone from its node", c.Env)
+	}
 	secrets := map[string]bool{}
 	for _, v := range dep.Spec.Template.Spec.Volumes {
 		if v.Secret != nil {
