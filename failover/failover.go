@@ -42,6 +42,11 @@ type Observation struct {
 	// Since is when Ready last changed: the pod's Ready condition's
 	// lastTransitionTime, or when the controller first saw it so.
 	Since time.Time
+	// Leaving reports a member stopped on purpose (its pod is being
+	// deleted: a drain, an eviction, a rollout): a policy that fences
+	// fences it at once, so that readers leave it and shims stop waiting
+	// for it while it drains, before its process stops.
+	Leaving bool
 }
 
 // Decision is what Decide concluded for one member.
@@ -117,7 +122,7 @@ func (p Policy) Decide(current partmap.MemberState, o Observation, now time.Time
 		switch {
 		case elapsed >= p.Grace:
 			d.State = partmap.Failed
-		case state == partmap.Active && p.fences() && elapsed >= p.fenceAfter():
+		case state == partmap.Active && p.fences() && (o.Leaving || elapsed >= p.fenceAfter()):
 			d.State, d.Recheck = partmap.Fenced, p.Grace-elapsed
 		case state == partmap.Active && p.fences():
 			d.Recheck = p.fenceAfter() - elapsed

@@ -162,6 +162,9 @@ func TestDecideFencing(t *testing.T) {
 		{"capped lead fences at half the grace", failover.Policy{Grace: grace, HoldDown: holdDown, FenceLead: time.Hour}, active, down(grace / 2), failover.Decision{State: fenced, Changed: true, Recheck: grace / 2}},
 		{"no lead: fenced member still fails", policy, fenced, down(grace), failover.Decision{State: failed, Changed: true}},
 		{"no lead: fenced member down keeps waiting", policy, fenced, down(time.Second), failover.Decision{State: fenced, Recheck: grace - time.Second}},
+		{"leaving is fenced at once", fencing, active, leaving(0), failover.Decision{State: fenced, Changed: true, Recheck: grace}},
+		{"leaving still fails after the grace", fencing, fenced, leaving(grace), failover.Decision{State: failed, Changed: true}},
+		{"leaving without fencing waits the grace", policy, active, leaving(0), failover.Decision{State: active, Recheck: grace}},
 	} {
 		if got := tc.p.Decide(tc.current, tc.o, now); got != tc.want {
 			t.Errorf("%s: Decide(%q, %+v) = %+v, want %+v", tc.name, tc.current, tc.o, got, tc.want)
@@ -333,4 +336,12 @@ func TestFailureMovesOnlyFailedShare(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leaving is the observation of a member whose pod is being deleted,
+// not Ready for d.
+func leaving(d time.Duration) failover.Observation {
+	o := down(d)
+	o.Leaving = true
+	return o
 }

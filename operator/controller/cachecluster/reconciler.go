@@ -348,7 +348,9 @@ func observe(pod *corev1.Pod, recorded v1alpha1.MemberStatus, now time.Time) fai
 		}
 		return o
 	}
-	return notSeen(recorded, now)
+	o := notSeen(recorded, now)
+	o.Leaving = pod != nil // deleted: a drain, an eviction or a rollout
+	return o
 }
 
 // notSeen is the observation of a member with nothing to observe (no pod,
