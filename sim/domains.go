@@ -83,25 +83,13 @@ func HostLosses(cfg Config, d Domains, keys int) (blind, aware HostLoss, err err
 // hostLoss places keys with p and counts, per host of m's members, the
 // keys whose every candidate is on it.
 func hostLoss(m *partmap.Map, p *partmap.Placement, hosts, keys int, seed uint64) HostLoss {
-	lost := make([]int, hosts)
+	lost := map[string]int{}
 	var buf []partmap.Candidate
 	shared := 0
 	for k := range keys {
 		buf = p.Owners(fmt.Sprintf("key:%d:%d", seed, k), buf[:0])
-		host := ""
-		for i, c := range buf {
-			h := m.Layers[c.Layer].Members[c.Member].Host
-			if i == 0 {
-				host = h
-			} else if h != host {
-				host = ""
-				break
-			}
-		}
-		if host != "" && len(buf) > 0 {
+		if h := partmap.SoleHost(m, buf); h != "" {
 			shared++
-			var h int
-			fmt.Sscanf(host, "host-%d", &h)
 			lost[h]++
 		}
 	}

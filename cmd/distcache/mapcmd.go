@@ -15,9 +15,9 @@ import (
 func newMapCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "map",
-		Short: "Work with partition map files",
+		Short: "Work with partition maps",
 	}
-	cmd.AddCommand(newMapInitCommand())
+	cmd.AddCommand(newMapInitCommand(), newMapDomainsCommand())
 	return cmd
 }
 

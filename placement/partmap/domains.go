@@ -356,3 +356,19 @@ func (m *Map) validateDomains() error {
 	}
 	return nil
 }
+
+// SoleHost returns the host of every member among cands when they are
+// all on one host of m (the only host whose loss takes every cached copy
+// of their key), else "". A member without a host is on a host of its
+// own.
+func SoleHost(m *Map, cands []Candidate) string {
+	host := ""
+	for i, c := range cands {
+		h := m.Layers[c.Layer].Members[c.Member].Host
+		if h == "" || (i > 0 && h != host) {
+			return ""
+		}
+		host = h
+	}
+	return host
+}
