@@ -11,7 +11,7 @@ import (
 // threeHosts puts member i of every layer on host-(i mod 3), in zone a or b.
 type threeHosts struct{}
 
-func (threeHosts) ShardAddress(int, int) string    { return "" }
+func (threeHosts) ShardAddress(int, int) string     { return "" }
 func (threeHosts) MemberAddress(string, int) string { return "" }
 func (threeHosts) MemberDomain(_ string, i int) (zone, host string) {
 	return []string{"zone-a", "zone-b", "zone-a"}[i%3], []string{"host-0", "host-1", "host-2"}[i%3]
