@@ -18,35 +18,48 @@ import (
 	"github.com/distcache/distcache/api/v1alpha1"
 )
 
-// reconcileDisruptionBudgets keeps a PodDisruptionBudget of
-// maxUnavailable 1 for each software layer's StatefulSet, each managed
-// rack's StatefulSet and the gateway Deployment when it runs at least two
-// pods: a node drain evicts one pod of a set at a time, and waits for it
-// to be Ready again before the next. Each is named as its set and
-// labelled as its pods. Budgets of the cluster that no longer have a set
-// (a layer removed, the gateway scaled down) are deleted.
+// reconcileDisruptionBudgets keeps a PodDisruptionBudget for each
+// software layer's StatefulSet, each managed rack's StatefulSet and the
+// gateway Deployment when it runs at least two pods: maxUnavailable 1, so
+// that a node drain evicts one pod of a set at a time and waits for it to
+// be Ready again before the next. A managed rack without
+// storage.persistence gets maxUnavailable 0: its Redis servers keep their
+// data in the pod (an emptyDir volume), which an eviction would lose, so
+// a drain of its node waits until someone moves the pod on purpose. Each
+// is named as its set and labelled as its pods. Budgets of the cluster
+// that no longer have a set (a layer removed, the gateway scaled down)
+// are deleted.
 func (r *Reconciler) reconcileDisruptionBudgets(ctx context.Context, s *state) (ctrl.Result, error) {
-	want := map[string]map[string]string{} // name → the labels of the set's pods
+	type budget struct {
+		labels         map[string]string // of the set's pods
+		maxUnavailable int32
+	}
+	want := map[string]budget{} // by name
 	for _, l := range s.topo.SoftwareLayers() {
 		lbl := labels(s.cc, ComponentCacheNode)
 		lbl[LabelLayer] = l.Name
-		want[s.topo.LayerSetName(l.Name)] = lbl
+		want[s.topo.LayerSetName(l.Name)] = budget{lbl, 1}
 	}
 	if s.cc.Spec.Storage.Mode == "" || s.cc.Spec.Storage.Mode == v1alpha1.StorageManaged {
+		unavailable := int32(0)
+		if s.cc.Spec.Storage.Persistence != nil {
+			unavailable = 1
+		}
 		for rack := range s.topo.Racks() {
 			lbl := labels(s.cc, ComponentStorage)
 			lbl[LabelRack] = strconv.Itoa(rack)
-			want[s.topo.RackName(rack)] = lbl
+			want[s.topo.RackName(rack)] = budget{lbl, unavailable}
 		}
 	}
 	if gatewayMode(s.cc) == v1alpha1.GatewayDeployment && gatewayReplicas(s.cc) >= 2 {
-		want[GatewayName(s.cc.Name)] = labels(s.cc, ComponentGateway)
+		want[GatewayName(s.cc.Name)] = budget{labels(s.cc, ComponentGateway), 1}
 	}
-	for name, lbl := range want {
+	for name, b := range want {
+		lbl := b.labels
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.cc.Namespace}}
 		if err := r.apply(ctx, s.cc, pdb, func() {
 			pdb.Labels = maps.Clone(lbl)
-			pdb.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+			pdb.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(b.maxUnavailable))
 			pdb.Spec.MinAvailable = nil
 			pdb.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 		}); err != nil {

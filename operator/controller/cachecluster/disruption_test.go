@@ -2,6 +2,7 @@ package cachecluster_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,8 +22,8 @@ import (
 
 // TestDisruptionBudgetsAndRemovedLayers: every software layer, managed
 // rack and gateway Deployment of two or more pods gets a
-// PodDisruptionBudget of maxUnavailable 1 over its set's pods, owned by
-// the cluster. A layer removed from the spec loses its StatefulSet,
+// PodDisruptionBudget of maxUnavailable 1 over its set's pods (0 for a
+// rack whose data is in its pods), owned by the cluster. A layer removed from the spec loses its StatefulSet,
 // Service and budget, with an event; a gateway scaled to one pod loses
 // its budget; the other sets keep theirs.
 func TestDisruptionBudgetsAndRemovedLayers(t *testing.T) {
@@ -47,8 +49,12 @@ func TestDisruptionBudgetsAndRemovedLayers(t *testing.T) {
 			}
 			tpl = sts.Spec.Template
 		}
-		if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.MinAvailable != nil {
-			t.Errorf("%s: maxUnavailable %v, minAvailable %v; want 1 and none", name, pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable)
+		want := 1
+		if strings.Contains(name, "-rack-") {
+			want = 0 // no storage.persistence: the data is in the pod
+		}
+		if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != want || pdb.Spec.MinAvailable != nil {
+			t.Errorf("%s: maxUnavailable %v, minAvailable %v; want %d and none", name, pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable, want)
 		}
 		if want := (&metav1.LabelSelector{MatchLabels: tpl.Labels}); !apiequality.Semantic.DeepEqual(pdb.Spec.Selector, want) {
 			t.Errorf("%s: selector %v, want its set's pods' labels %v", name, pdb.Spec.Selector, want)
@@ -98,4 +104,19 @@ func kindName(obj client.Object) string {
 		return "PodDisruptionBudget"
 	}
 	return "object"
+}
+
+// TestDisruptionBudgetOfPersistentRacks: a rack whose Redis servers keep
+// their append-only files on volume claims may lose a pod to a drain (the
+// volume follows it): maxUnavailable 1.
+func TestDisruptionBudgetOfPersistentRacks(t *testing.T) {
+	startOperator(t, &clock{t: time.Now()})
+	cc := newCluster(t, "pdbpv", withStorage(v1alpha1.StorageManaged, 1, 1), withLayer("spine", 1, false), func(cc *v1alpha1.CacheCluster) {
+		cc.Spec.Storage.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("1Gi")}
+	})
+	pdb := &policyv1.PodDisruptionBudget{}
+	eventually(t, "the rack's budget", func() (bool, error) { return get(t, pdb, cc.Namespace, "pdbpv-rack-0") == nil, nil })
+	if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Fatalf("maxUnavailable %v, want 1 with storage.persistence", pdb.Spec.MaxUnavailable)
+	}
 }
