@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -40,6 +39,8 @@ const nodeContainer = "node"
 // kubeOptions are the flags of the Kubernetes target.
 type kubeOptions struct {
 	cluster, kubeconfig, localkubeDir, operator string
+	// script is localkube.sh, which cuts nodes off (kubenode.go).
+	script string
 }
 
 // splitRef splits flag's "NAMESPACE/NAME".
@@ -67,6 +68,7 @@ type kubeSystem struct {
 	cs        kubernetes.Interface
 	namespace string
 	name      string // the CacheCluster's
+	fault     string // the mode's
 }
 
 // open connects to the CacheCluster, fetches its data-plane key into a
@@ -90,7 +92,7 @@ func (k kubeOptions) open(ctx context.Context, m mode, dir, checkDir string) (sy
 	if err := os.MkdirAll(checkDir, 0o755); err != nil {
 		return nil, access{}, none, fmt.Errorf("cannot create %s: %w", checkDir, err)
 	}
-	s := &kubeSystem{o: k, plane: m.controlPlane, cs: cs, namespace: ns, name: name}
+	s := &kubeSystem{o: k, plane: m.controlPlane, fault: m.fault, cs: cs, namespace: ns, name: name}
 	keyDir := filepath.Join(dir, "data-plane-key")
 	if err := s.fetchKey(ctx, keyDir); err != nil {
 		return nil, access{}, none, err
@@ -178,6 +180,9 @@ func (s *kubeSystem) victims(ctx context.Context) ([]string, error) {
 			names = append(names, m.Name)
 		}
 	}
+	if s.fault == "down" {
+		return s.nodeVictims(ctx, names)
+	}
 	return names, nil
 }
 
@@ -218,7 +223,7 @@ func (s *kubeSystem) locate(ctx context.Context, victim string) (victimProc, err
 		return victimProc{}, fmt.Errorf("cannot parse container ID %q of pod %s", c.ContainerID, victim)
 	}
 	v := victimProc{name: victim, restarts: c.RestartCount, container: id}
-	v.pid, err = findNodeProcess(ctx, s.o.localkubeDir, s.namespace, victim, id)
+	v.pid, err = findNodeProcess(ctx, containerdSocket(s.o.localkubeDir, podNode(p)), s.namespace, victim, id)
 	return v, err
 }
 
@@ -228,11 +233,6 @@ func (s *kubeSystem) signal(v victimProc, sig syscall.Signal) error {
 		return err
 	}
 	return signalPID(v.pid, v.name, sig)
-}
-
-// down is not a fault of this target: the kubelet restarts a container.
-func (s *kubeSystem) down(context.Context, string) (func(context.Context) error, error) {
-	return nil, errors.New("cannot hold a cache-node pod down: the kubelet restarts its container")
 }
 
 // holdControlPlane scales the operator's Deployment to 0 for

@@ -129,7 +129,7 @@ func TestValidateTargets(t *testing.T) {
 		{"standalone", standalone("kill,down,pause", "on,off"), true},
 		{"standalone without the API server", standalone("kill", "apiserver-off"), false},
 		{"kube", kube("kill,pause", "on,operator-off,apiserver-off"), true},
-		{"kube held down", kube("down", "on"), false},
+		{"kube: a node cut off", kube("down", "on,operator-off"), true},
 		{"kube with the loop off", kube("kill", "off"), false},
 		{"kube without a namespace", func() options { o := kube("kill", "on"); o.kube.cluster = "shop"; return o }(), false},
 		{"kube with a bad operator", func() options { o := kube("kill", "on"); o.kube.operator = "distcache"; return o }(), false},
@@ -158,5 +158,29 @@ func TestKeepSeries(t *testing.T) {
 		if got := keepSeries(tc.line, leaseMetrics); got != tc.want {
 			t.Errorf("keepSeries(%q) = %t, want %t", tc.line, got, tc.want)
 		}
+	}
+}
+
+func TestNodeIndex(t *testing.T) {
+	for _, tc := range []struct {
+		node string
+		n    int
+		ok   bool
+	}{
+		{"lk-node-2", 2, true},
+		{"lk-node-12", 12, true},
+		{"lk-node-0", 0, false},
+		{"lk-node-x", 0, false},
+		{"localkube", 0, false},
+	} {
+		if n, ok := nodeIndex(tc.node); n != tc.n || ok != tc.ok {
+			t.Errorf("nodeIndex(%q) = %d, %t; want %d, %t", tc.node, n, ok, tc.n, tc.ok)
+		}
+	}
+	if got := containerdSocket("/lk", "lk-node-3"); got != "/lk/nodes/lk-node-3/containerd/containerd.sock" {
+		t.Errorf("socket of lk-node-3: %s", got)
+	}
+	if got := containerdSocket("/lk", "localkube"); got != "/lk/containerd/containerd.sock" {
+		t.Errorf("socket of the single node: %s", got)
 	}
 }

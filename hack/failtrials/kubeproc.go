@@ -103,9 +103,9 @@ func ownNodeProcess(pid int, member, id string) error {
 
 // findNodeProcess is the PID of member's node on this host: the one
 // process whose command line has --member=MEMBER and that is in container
-// id's cgroup, and which localkube's containerd (ctr tasks ls) reports as
-// the container's task.
-func findNodeProcess(ctx context.Context, localkubeDir, namespace, member, id string) (int, error) {
+// id's cgroup, and which the containerd of its localkube node (at sock;
+// ctr tasks ls) reports as the container's task.
+func findNodeProcess(ctx context.Context, sock, namespace, member, id string) (int, error) {
 	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
 	if err != nil {
 		return 0, fmt.Errorf("cannot list processes: %w", err)
@@ -126,7 +126,6 @@ func findNodeProcess(ctx context.Context, localkubeDir, namespace, member, id st
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	sock := filepath.Join(localkubeDir, "containerd", "containerd.sock")
 	out, err := exec.CommandContext(ctx, "ctr", "--address", sock, "-n", "k8s.io", "tasks", "ls").Output()
 	if err != nil {
 		return 0, fmt.Errorf("cannot list localkube's containerd tasks (ctr --address %s): %w", sock, err)
@@ -207,5 +206,30 @@ func checkRoute(ifaces []net.Addr, member, addr string) error {
 			return nil
 		}
 	}
+	if onNodeBridge(local) {
+		return nil // a pod of a multi-node localkube, through its node
+	}
 	return fmt.Errorf("cannot reach %s at %s directly from this host: the route leaves from %s, on no link of its network", member, addr, local)
+}
+
+// nodeBridge is the link of a multi-node localkube's nodes
+// (docs/localkube.md): the host routes each node's pods through it.
+const nodeBridge = "lknodes0"
+
+// onNodeBridge reports whether ip is this host's address on nodeBridge.
+func onNodeBridge(ip net.IP) bool {
+	link, err := net.InterfaceByName(nodeBridge)
+	if err != nil {
+		return false
+	}
+	addrs, err := link.Addrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }

@@ -60,11 +60,12 @@ func main() {
 	fs.StringVar(&o.clusterFile, "f", "hack/failtrials/cluster.yaml", "the cluster's YAML")
 	fs.StringVar(&o.work, "work", "out/failtrials", "directory for each mode's run directory and check output")
 	fs.StringVar(&o.out, "out", "out/failtrials/report.md", "where the report is written (after every mode)")
-	fs.StringVar(&o.faults, "fault", "kill", "the faults, comma-separated: kill (SIGKILL, the supervisor restarts the node), down (killed through the control API and held down until the trial's observation ends) or pause (SIGSTOP for -pause, then SIGCONT)")
+	fs.StringVar(&o.faults, "fault", "kill", "the faults, comma-separated: kill (SIGKILL, the supervisor restarts the node), down (killed through the control API and held down until the trial's observation ends; with -kube-cluster on a multi-node localkube, the victim's node cut off: kubelet stopped, network down) or pause (SIGSTOP for -pause, then SIGCONT)")
 	fs.StringVar(&o.planes, "control-plane", "on", "the control plane during the trials, comma-separated: on, or off (the control loop held down through the control API); with -kube-cluster on, operator-off (the operator's Deployment scaled to 0) or apiserver-off (localkube's API server stopped during each fault and observation)")
 	fs.StringVar(&o.kube.cluster, "kube-cluster", "", "NAMESPACE/NAME of a CacheCluster to run the trials against instead of a standalone cluster (-f)")
 	fs.StringVar(&o.kube.kubeconfig, "kubeconfig", "", "kubeconfig of -kube-cluster's API server (default: LOCALKUBE_DIR/admin.kubeconfig)")
 	fs.StringVar(&o.kube.localkubeDir, "localkube-dir", "/var/lib/distcache-localkube", "localkube's state directory: its API server's PID, its containerd's socket")
+	fs.StringVar(&o.kube.script, "localkube-script", "hack/localkube/localkube.sh", "localkube's script, which cuts a node off for -fault down with -kube-cluster")
 	fs.StringVar(&o.kube.operator, "operator", "distcache-system/distcache", "NAMESPACE/NAME of the operator's Deployment (-control-plane operator-off)")
 	fs.IntVar(&o.trials, "trials", 20, "trials per mode")
 	fs.IntVar(&o.trialsOff, "trials-off", 0, "trials per mode with the control plane not on (0: -trials)")
@@ -124,7 +125,7 @@ func (o options) modes() []mode {
 var (
 	standaloneFaults = []string{"kill", "down", "pause"}
 	standalonePlanes = []string{"on", "off"}
-	kubeFaults       = []string{"kill", "pause"}
+	kubeFaults       = []string{"kill", "pause", "down"}
 	kubePlanes       = []string{"on", "operator-off", "apiserver-off"}
 )
 

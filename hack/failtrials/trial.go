@@ -76,8 +76,10 @@ func (r *runner) trial(ctx context.Context, n int, victim string) (trialResult, 
 	if err := writeOps(filepath.Join(r.dir, fmt.Sprintf("trial-%02d-ops.csv", n)), ops, fault); err != nil {
 		return res, err
 	}
-	// A paused node keeps its process.
-	res.changes, res.heal, err = r.sys.waitHealed(ctx, r.o.healTimeout, v, r.m.fault != "pause", l.start.Add(fault), r.p)
+	// A paused node keeps its process, as does one whose machine was cut
+	// off (down on Kubernetes).
+	restarted := r.m.fault == "kill" || (r.m.fault == "down" && r.o.kube.cluster == "")
+	res.changes, res.heal, err = r.sys.waitHealed(ctx, r.o.healTimeout, v, restarted, l.start.Add(fault), r.p)
 	return res, err
 }
 
