@@ -19,8 +19,8 @@ iptables_view() {
 }
 
 # snapshot DIR records the host state localkube changes: sysctls, the
-# addresses of lo and of its own links, its links, mounts and network
-# namespaces, iptables, host paths.
+# addresses of lo and of its own links, its links, routes, mounts and
+# network namespaces, iptables, the kubelets' top cgroups, host paths.
 snapshot() {
 	local dir=$1 s
 	mkdir -p "$dir"

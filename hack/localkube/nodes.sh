@@ -84,9 +84,16 @@ check_nodes() {
 # node_network makes the node network: the host bridge, one namespace per
 # node with its veth, addresses and routes, forwarding in each.
 node_network() {
-	local i j ns ids
+	local i j ns ids ipt
 	mapfile -t ids < <(node_ids)
 	! ip link show "$NODES_BRIDGE" >/dev/null 2>&1 || die "$NODES_BRIDGE exists: run down first"
+	# What one node sends another crosses the host's FORWARD chains
+	# (bridge-nf-call-iptables); localkube adds no rule there.
+	for ipt in iptables iptables-legacy; do
+		command -v "$ipt" >/dev/null || continue
+		"$ipt" -S FORWARD 2>/dev/null | grep -qx -- '-P FORWARD ACCEPT' ||
+			log "warning: $ipt's FORWARD policy is not ACCEPT: nodes may not reach each other's pods"
+	done
 	ip link add "$NODES_BRIDGE" type bridge
 	ip addr add "$NODES_HOST_IP/24" dev "$NODES_BRIDGE"
 	ip link set "$NODES_BRIDGE" up
