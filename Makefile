@@ -512,9 +512,11 @@ kind-test: ## On Kind: wait for Ready, run distcache bench as a Job, delete a ca
 kind-down: ## Delete the Kind cluster
 	hack/kind/kind.sh down
 
-# localkube (hack/localkube): a real single-node Kubernetes on this machine,
-# built from the Go module proxy and Debian's containerd, without a registry.
-# Needs root. See docs/localkube.md.
+# localkube (hack/localkube): a real Kubernetes on this machine, built from
+# the Go module proxy and Debian's containerd, without a registry: one node,
+# or NODES (2 to 8) nodes, each in a network namespace. Needs root. See
+# docs/localkube.md.
+NODES ?= 1
 .PHONY: localkube-up localkube-down localkube-load localkube-deps
 localkube-deps: ## Install localkube's Debian packages and build its binaries into TOOLS_DIR (idempotent; minutes the first time)
 	@$(call apt_install,containerd,containerd)
@@ -523,11 +525,11 @@ localkube-deps: ## Install localkube's Debian packages and build its binaries in
 	@$(call apt_install,conntrack,conntrack)
 	@$(call apt_install,socat,socat)
 	DISTCACHE_CACHE='$(abspath $(TOOLS_DIR))' hack/localkube/assets.sh >/dev/null
-localkube-up: envtest localkube-deps ## Start localkube (root): control plane, containerd, kubelet, kube-proxy, CoreDNS; wait for the Node
-	hack/localkube/localkube.sh up
-localkube-down: ## Stop localkube by PID and restore the host (sysctls, addresses, links, mounts, iptables)
+localkube-up: envtest localkube-deps ## Start localkube (root): control plane, then NODES nodes (containerd, kubelet, kube-proxy), CoreDNS; wait for the Nodes
+	NODES='$(NODES)' hack/localkube/localkube.sh up
+localkube-down: ## Stop localkube by PID and restore the host (sysctls, addresses, links, namespaces, routes, mounts, iptables)
 	hack/localkube/localkube.sh down
-localkube-load: image ## Import the distcache image archive into localkube's containerd
+localkube-load: image ## Import the distcache image archive into every localkube node's containerd
 	hack/localkube/localkube.sh load '$(IMAGE_ARCHIVE)'
 
 print-version:

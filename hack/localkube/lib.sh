@@ -14,19 +14,27 @@ DNS_SERVICE_IP=198.19.0.10
 BRIDGE=lkcni0
 API_PORT=6443
 ETCD_PORT=23790
-SOCKET=$STATE/containerd/containerd.sock
 # Host paths the kubelet and containerd create whatever their root
 # directories (device plugins, container log links, plugin binaries): down
 # removes those that were not there before up.
 HOST_PATHS=(/var/lib/kubelet /var/log/containers /var/log/pods /opt/containerd /run/containerd /var/lib/cni /etc/cni)
 # Names of what localkube may create among what others on the host (tests
 # running beside it) create too: only these are compared and cleaned up.
-OURS_LINKS='^(lkcni0|veth[0-9a-f]{8})$'
-OURS_MOUNTS="^($STATE|/run/netns/cni-|/var/lib/kubelet|/run/containerd|/var/lib/cni)"
-OURS_NETNS='^cni-'
+OURS_LINKS='^(lkcni0|veth[0-9a-f]{8}|lknodes0|lkn-[0-9]+)$'
+OURS_MOUNTS="^($STATE|/run/netns/cni-|/run/netns/lk-node-|/var/lib/kubelet|/run/containerd|/var/lib/cni)"
+OURS_NETNS='^(cni-|lk-node-)'
+# Routes through localkube's links, or to its pods and Services.
+OURS_ROUTES='^198\.1[89]\.|dev (lkcni0|lknodes0|lkn-[0-9]+)( |$)'
+# The cgroups the kubelets make at the top of each hierarchy.
+OURS_CGROUPS='^/sys/fs/cgroup/[^/]+/(kubepods|lk-node-)'
 # The sysctls the kubelet and kube-proxy set, restored by down.
 SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forward
 	net.ipv4.conf.all.route_localnet net.bridge.bridge-nf-call-iptables)
+
+# shellcheck source-path=SCRIPTDIR source=nodes.sh
+. "$(dirname "${BASH_SOURCE[0]}")/nodes.sh"
+# shellcheck source-path=SCRIPTDIR source=host.sh
+. "$(dirname "${BASH_SOURCE[0]}")/host.sh"
 
 log() { printf 'localkube: %s\n' "$*" >&2; }
 die() {
@@ -66,52 +74,13 @@ start() {
 
 # wait_until WHAT SECONDS CMD... retries CMD every half second.
 wait_until() {
-	local what=$1 tries=$(($2 * 2))
+	local what=$1 tries=$(($2 * 2)) try
 	shift 2
-	for ((i = 0; i < tries; i++)); do
+	for ((try = 0; try < tries; try++)); do
 		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.5
 	done
 	die "timed out waiting for $what (logs in $STATE/log)"
-}
-
-# iptables_view DIR writes DIR/iptables, the part of DIR's iptables-save
-# outputs that a node adds (chains and rules of kube-proxy, the kubelet and
-# the CNI plugins, and rules about its address ranges) with counters zeroed
-# and empty tables left out: others' rules, and an emptied table, do not
-# count.
-iptables_view() {
-	local dir=$1
-	cat "$dir/iptables.full" "$dir/iptables-legacy.full" |
-		sed 's/\[[0-9]*:[0-9]*\]/[0:0]/' |
-		{ grep -E '^\*|^COMMIT|KUBE|CNI|198\.1[89]\.|lkcni0' || true; } | awk '
-			/^\*/ { table = $0; body = ""; next }
-			/^COMMIT/ { if (body != "") printf "%s\n%sCOMMIT\n", table, body; next }
-			{ body = body $0 "\n" }' >"$dir/iptables"
-}
-
-# snapshot DIR records the host state localkube changes: sysctls, the
-# addresses of lo and of its own links, its links, mounts and network
-# namespaces, iptables, host paths.
-snapshot() {
-	local dir=$1 s
-	mkdir -p "$dir"
-	for s in "${SYSCTLS[@]}"; do
-		printf '%s=%s\n' "$s" "$(sysctl -n "$s" 2>/dev/null || echo absent)"
-	done >"$dir/sysctls"
-	ip -o addr show | awk '{print $2, $4}' | { grep -E '^(lo|lkcni0|veth[0-9a-f]{8}) ' || true; } | sort >"$dir/addresses"
-	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | { grep -E "$OURS_LINKS" || true; } | sort >"$dir/links"
-	awk '{print $2}' /proc/mounts | { grep -E "$OURS_MOUNTS" || true; } | sort >"$dir/mounts"
-	# Both back ends: kube-proxy and the CNI plugins use `iptables` (nft on
-	# Debian 12); other tools here use iptables-legacy.
-	iptables-save 2>/dev/null >"$dir/iptables.full"
-	iptables-legacy-save 2>/dev/null >"$dir/iptables-legacy.full" || true
-	iptables_view "$dir"
-	find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | { grep -E "$OURS_NETNS" || true; } | sort >"$dir/netns"
-	local p
-	for p in "${HOST_PATHS[@]}"; do
-		[ -e "$p" ] && echo "$p"
-	done >"$dir/paths" || true
 }
 
 pki() {
@@ -199,16 +168,25 @@ control_plane() {
 		--leader-elect=false --bind-address 127.0.0.1
 }
 
+# containerd_ ID starts node ID's containerd, in its network namespace,
+# with its CNI configuration: a bridge lkcni0 for the node's pod subnet.
+# Node 0's pods reach other networks masqueraded as the host; the pods of
+# several nodes keep their addresses (the nodes route the pod subnets).
 containerd_() {
-	mkdir -p "$STATE/containerd" "$STATE/cni/net.d"
-	cat >"$STATE/containerd/config.toml" <<TOML
+	local dir subnet masq=true
+	dir=$(node_dir "$1")
+	subnet=$(node_subnet "$1")
+	[ "$1" = 0 ] || masq=false
+	in_node "$1"
+	mkdir -p "$dir/containerd" "$dir/cni/net.d"
+	cat >"$dir/containerd/config.toml" <<TOML
 version = 2
-root = "$STATE/containerd/root"
-state = "$STATE/containerd/state"
+root = "$dir/containerd/root"
+state = "$dir/containerd/state"
 [plugins."io.containerd.internal.v1.opt"]
-  path = "$STATE/containerd/opt"
+  path = "$dir/containerd/opt"
 [grpc]
-  address = "$SOCKET"
+  address = "$(node_socket "$1")"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "registry.k8s.io/pause:3.10"
   # Root here lacks CAP_SYS_RESOURCE: without this every sandbox fails
@@ -216,34 +194,38 @@ state = "$STATE/containerd/state"
   restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$STATE/cni/net.d"
+    conf_dir = "$dir/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
     runtime_type = "io.containerd.runc.v2"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
       SystemdCgroup = false
 TOML
-	cat >"$STATE/cni/net.d/10-localkube.conflist" <<CNI
+	cat >"$dir/cni/net.d/10-localkube.conflist" <<CNI
 {
   "cniVersion": "1.0.0",
   "name": "localkube",
   "plugins": [
-    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-     "ipam": {"type": "host-local", "dataDir": "$STATE/cni/ipam", "ranges": [[{"subnet": "$POD_SUBNET", "gateway": "$POD_GATEWAY"}]],
+    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": true, "ipMasq": $masq, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "$dir/cni/ipam", "ranges": [[{"subnet": "$subnet", "gateway": "$(node_gateway "$1")"}]],
               "routes": [{"dst": "0.0.0.0/0"}]}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
 CNI
-	start containerd containerd --config "$STATE/containerd/config.toml"
-	wait_until containerd 60 ctr -a "$SOCKET" version
+	start "$(proc containerd "$1")" "${IN_NODE[@]}" containerd --config "$dir/containerd/config.toml"
+	wait_until "$(proc containerd "$1")" 60 ctr -a "$(node_socket "$1")" version
 }
 
+# load imports image archives into the containerd of every node.
 load() {
-	[ -S "$SOCKET" ] || die "localkube is not running (no $SOCKET)"
-	local a
-	for a in "$@"; do
-		log "importing $a"
-		ctr -a "$SOCKET" -n k8s.io images import --no-unpack=false "$a" >&2
+	local a i socket
+	for i in $(node_ids); do
+		socket=$(node_socket "$i")
+		[ -S "$socket" ] || die "localkube is not running (no $socket)"
+		for a in "$@"; do
+			log "importing $a into $(node_name "$i")"
+			ctr -a "$socket" -n k8s.io images import --no-unpack=false "$a" >&2
+		done
 	done
 }
 
@@ -258,12 +240,26 @@ images() {
 	load "$dir/pause.tar" "$dir/redis.tar"
 }
 
-node_() {
-	mkdir -p "$STATE/kubelet" "$STATE/pod-logs"
-	cat >"$STATE/kubelet.yaml" <<YAML
+# kubelet_ ID starts node ID's kubelet in its network namespace. The
+# kubelets of several nodes keep their pods' cgroups under /lk-node-ID
+# and carry the zone label of their node.
+kubelet_() {
+	local dir name ip cgroup_root='' labels=()
+	dir=$(node_dir "$1")
+	name=$(node_name "$1")
+	ip=$(node_ip "$1")
+	in_node "$1"
+	if [ "$1" != 0 ]; then
+		node_cgroups "$1"
+		cgroup_root="cgroupRoot: /lk-node-$1"
+		labels=(--node-labels "topology.kubernetes.io/zone=$(node_zone "$1")")
+	fi
+	mkdir -p "$dir/kubelet" "$dir/pod-logs"
+	cat >"$dir/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $NODE_IP
+address: $ip
+$cgroup_root
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 authentication:
@@ -275,10 +271,10 @@ cgroupDriver: cgroupfs
 # The machines this runs on have cgroup v1 (hybrid), no systemd.
 failCgroupV1: false
 failSwapOn: false
-containerRuntimeEndpoint: unix://$SOCKET
+containerRuntimeEndpoint: unix://$(node_socket "$1")
 clusterDomain: cluster.local
 clusterDNS: [$DNS_SERVICE_IP]
-podLogsDir: $STATE/pod-logs
+podLogsDir: $dir/pod-logs
 resolvConf: /etc/resolv.conf
 protectKernelDefaults: false
 makeIPTablesUtilChains: false
@@ -286,10 +282,17 @@ enforceNodeAllocatable: []
 evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
 imageGCHighThresholdPercent: 100
 YAML
-	start kubelet "$NODE_BIN/kubelet" --config "$STATE/kubelet.yaml" --kubeconfig "$STATE/admin.kubeconfig" \
-		--root-dir "$STATE/kubelet" --cert-dir "$STATE/kubelet/pki" --hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
-	start kube-proxy "$NODE_BIN/kube-proxy" --kubeconfig "$STATE/admin.kubeconfig" --proxy-mode iptables \
-		--cluster-cidr 198.18.0.0/16 --hostname-override "$NODE_NAME" \
+	start "$(proc kubelet "$1")" "${IN_NODE[@]}" "$NODE_BIN/kubelet" --config "$dir/kubelet.yaml" \
+		--kubeconfig "$STATE/admin.kubeconfig" --root-dir "$dir/kubelet" --cert-dir "$dir/kubelet/pki" \
+		--hostname-override "$name" --node-ip "$ip" "${labels[@]}"
+}
+
+# proxy_ ID starts node ID's kube-proxy in its network namespace: the
+# Services' rules are the node's own.
+proxy_() {
+	in_node "$1"
+	start "$(proc kube-proxy "$1")" "${IN_NODE[@]}" "$NODE_BIN/kube-proxy" --kubeconfig "$STATE/admin.kubeconfig" \
+		--proxy-mode iptables --cluster-cidr 198.18.0.0/16 --hostname-override "$(node_name "$1")" \
 		--conntrack-max-per-core 0 --conntrack-tcp-timeout-established 0 --conntrack-tcp-timeout-close-wait 0 \
 		--bind-address 127.0.0.1 --metrics-bind-address 127.0.0.1:10249 --healthz-bind-address 127.0.0.1:10256
 }
@@ -363,17 +366,24 @@ spec:
 	printf '%s\n' "$docs" | kubectl_ apply -f - >/dev/null
 }
 
-node_ready() {
-	[ "$(kubectl_ get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+# nodes_ready says whether every node is Ready.
+nodes_ready() {
+	local i
+	for i in $(node_ids); do
+		[ "$(kubectl_ get node "$(node_name "$i")" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ] || return 1
+	done
 }
 
 up() {
+	check_nodes
 	preflight
 	if [ -f "$STATE/pid/kube-apiserver" ] && kill -0 "$(cat "$STATE/pid/kube-apiserver")" 2>/dev/null; then
+		[ "$(node_count)" = "${NODES:-1}" ] || die "already running with $(node_count) nodes: down first"
 		log "already running; KUBECONFIG=$STATE/admin.kubeconfig"
 		return
 	fi
 	mkdir -p "$STATE"
+	echo "${NODES:-1}" >"$STATE/node-count"
 	# The record is complete or absent: an up that failed while taking it
 	# must not leave a partial one that a later up would trust.
 	if [ ! -d "$STATE/before" ]; then
@@ -385,116 +395,94 @@ up() {
 	sysctl -qw net.ipv4.ip_forward=1 net.bridge.bridge-nf-call-iptables=1
 	pki
 	control_plane
-	containerd_
+	local i ids
+	mapfile -t ids < <(node_ids)
+	[ "${ids[0]}" = 0 ] || node_network
+	for i in "${ids[@]}"; do
+		containerd_ "$i"
+	done
 	images
-	node_
+	for i in "${ids[@]}"; do
+		kubelet_ "$i"
+		proxy_ "$i"
+	done
 	dns
-	wait_until "the Node to be Ready" 180 node_ready
+	wait_until "every Node to be Ready" $((120 + 60 * ${#ids[@]})) nodes_ready
 	wait_until "the controller manager (the default ServiceAccount)" 120 kubectl_ -n default get serviceaccount default
 	volumes
 	log "ready: export KUBECONFIG=$STATE/admin.kubeconfig"
 }
 
-# stop NAME stops the process this script started as NAME, by its PID:
-# SIGTERM, then SIGKILL after a minute (the API server can take that long).
+# stop NAME... stops the processes this script started as NAME..., by
+# their PIDs: SIGTERM to each, then SIGKILL to those left after a minute
+# (the API server can take that long).
 stop() {
-	local f=$STATE/pid/$1 pid
-	[ -f "$f" ] || return 0
-	pid=$(cat "$f")
-	if kill -0 "$pid" 2>/dev/null; then
+	local name pid try alive names=() pids=()
+	for name; do
+		[ -f "$STATE/pid/$name" ] || continue
+		pid=$(cat "$STATE/pid/$name")
+		names+=("$name")
+		pids+=("$pid")
 		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 120; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.5
+	done
+	for ((try = 0; try < 120; try++)); do
+		alive=0
+		for pid in "${pids[@]}"; do
+			kill -0 "$pid" 2>/dev/null && alive=1
 		done
+		[ "$alive" = 0 ] && break
+		sleep 0.5
+	done
+	for pid in "${pids[@]}"; do
 		if kill -0 "$pid" 2>/dev/null; then
 			kill -KILL "$pid" 2>/dev/null || true
 		fi
-	fi
-	rm -f "$f"
-	log "stopped $1"
+	done
+	for name in "${names[@]}"; do
+		rm -f "$STATE/pid/$name"
+		log "stopped $name"
+	done
 }
 
-# containers_down stops every container of localkube's containerd, and
-# the shims it started, which outlive containerd by design.
+# containers_down SOCKET stops every container of the containerd at
+# SOCKET, and the shims it started, which outlive containerd by design.
 containers_down() {
-	[ -S "$SOCKET" ] || return 0
-	local t
-	for t in $(ctr -a "$SOCKET" -n k8s.io tasks ls -q 2>/dev/null); do
-		ctr -a "$SOCKET" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true
+	local socket=$1 t try
+	[ -S "$socket" ] || return 0
+	for t in $(ctr -a "$socket" -n k8s.io tasks ls -q 2>/dev/null); do
+		ctr -a "$socket" -n k8s.io tasks kill -s KILL "$t" >/dev/null 2>&1 || true
 	done
-	for ((i = 0; i < 60; i++)); do
-		[ -z "$(ctr -a "$SOCKET" -n k8s.io tasks ls -q 2>/dev/null | head -1)" ] && break
-		for t in $(ctr -a "$SOCKET" -n k8s.io tasks ls -q 2>/dev/null); do
-			ctr -a "$SOCKET" -n k8s.io tasks delete "$t" >/dev/null 2>&1 || true
+	for ((try = 0; try < 60; try++)); do
+		[ -z "$(ctr -a "$socket" -n k8s.io tasks ls -q 2>/dev/null | head -1)" ] && break
+		for t in $(ctr -a "$socket" -n k8s.io tasks ls -q 2>/dev/null); do
+			ctr -a "$socket" -n k8s.io tasks delete "$t" >/dev/null 2>&1 || true
 		done
 		sleep 0.5
 	done
 	local pid
-	for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $SOCKET" || true); do
+	for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $socket" || true); do
 		kill -KILL "$pid" 2>/dev/null || true
-	done
-}
-
-# with_empty_tables FILE prints an iptables-save FILE with an empty section
-# for each table it lacks, so that iptables-restore empties the tables that
-# were not there before, too.
-with_empty_tables() {
-	cat "$1"
-	local t
-	for t in filter nat mangle raw security; do
-		grep -qx "\*$t" "$1" || printf '*%s\nCOMMIT\n' "$t"
-	done
-}
-
-# restore_host undoes what up changed; each step goes on when one fails, so
-# that one leftover does not leave the others (down then reports it).
-restore_host() {
-	local before=$STATE/before line
-	if [ -f "$before/sysctls" ]; then
-		while IFS='=' read -r key value; do
-			[ "$value" = absent ] || sysctl -qw "$key=$value" || true
-		done <"$before/sysctls"
-	fi
-	# Mounts under the state directory (pod volumes, netns bind mounts).
-	awk '{print $2}' /proc/mounts | { grep -E "^($STATE|/run/netns/cni-)" || true; } | sort -r | while read -r line; do
-		umount -l "$line" 2>/dev/null || true
-	done
-	if [ -f "$before/netns" ]; then
-		find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | { grep -E "$OURS_NETNS" || true; } | while read -r line; do
-			grep -qx "$line" "$before/netns" || rm -f "/run/netns/$line" || log "cannot remove /run/netns/$line"
-		done
-	fi
-	ip link del "$BRIDGE" 2>/dev/null || true
-	ip addr del "$NODE_IP/32" dev lo 2>/dev/null || true
-	# The chains kube-proxy, the kubelet and the CNI plugins added.
-	if [ -f "$before/iptables.full" ]; then
-		with_empty_tables "$before/iptables.full" | iptables-restore || log "cannot restore the iptables rules"
-	fi
-	if [ -f "$before/iptables-legacy.full" ] && command -v iptables-legacy-restore >/dev/null; then
-		with_empty_tables "$before/iptables-legacy.full" | iptables-legacy-restore || log "cannot restore the iptables-legacy rules"
-	fi
-	local cg
-	for cg in /sys/fs/cgroup/*/kubepods*; do
-		if [ -d "$cg" ]; then
-			find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
-		fi
-	done
-	local p
-	for p in "${HOST_PATHS[@]}"; do
-		if [ -e "$p" ] && ! grep -qx "$p" "$before/paths"; then
-			rm -rf "$p" || log "cannot remove $p"
-		fi
 	done
 }
 
 down() {
 	[ -d "$STATE" ] || { log "not running"; return 0; }
+	local i ids
+	mapfile -t ids < <(node_ids)
 	stop coredns
-	stop kube-proxy
-	stop kubelet
-	containers_down
-	stop containerd
+	# Each kind of process of every node at once.
+	procs kube-proxy "${ids[@]}"
+	stop "${PROCS[@]}"
+	procs kubelet "${ids[@]}"
+	stop "${PROCS[@]}"
+	for i in "${ids[@]}"; do
+		containers_down "$(node_socket "$i")"
+	done
+	procs containerd "${ids[@]}"
+	stop "${PROCS[@]}"
+	for i in "${ids[@]}"; do
+		node_sweep "$i"
+	done
 	stop kube-scheduler
 	stop kube-controller-manager
 	stop kube-apiserver
@@ -503,7 +491,9 @@ down() {
 	snapshot "$STATE/after"
 	iptables_view "$STATE/before"
 	local f diffs=0
-	for f in sysctls addresses links mounts iptables netns paths; do
+	for f in sysctls addresses links mounts iptables netns paths routes cgroups; do
+		# A record taken by an older localkube lacks the newer aspects.
+		[ -f "$STATE/before/$f" ] || continue
 		if ! diff -u "$STATE/before/$f" "$STATE/after/$f" >&2; then
 			diffs=1
 		fi

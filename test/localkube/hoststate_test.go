@@ -21,15 +21,19 @@ var hostPaths = []string{"/var/lib/kubelet", "/var/log/containers", "/var/log/po
 // chain matches an iptables-save chain declaration.
 var chain = regexp.MustCompile(`(?m)^:(\S+)`)
 
-// What a node may create among what other tests running beside this one
-// create on the host (network namespaces, links, addresses, mounts, chains
-// of their own): only these are compared.
+// What localkube may create among what other tests running beside this
+// one create on the host (network namespaces, links, addresses, mounts,
+// chains, routes of their own): only these are compared. The links,
+// namespaces and cgroups of several nodes (lknodes0, lkn-I, lk-node-I)
+// among them.
 var (
-	ourLink  = regexp.MustCompile(`^(lkcni0|veth[0-9a-f]{8})$`)
-	ourAddr  = regexp.MustCompile(`^\d+: (lo|lkcni0|veth[0-9a-f]{8})\s`)
-	ourMount = `^(/run/netns/cni-|/var/lib/kubelet|/run/containerd|/var/lib/cni|%s)`
-	ourChain = regexp.MustCompile(`^(KUBE|CNI)`)
-	ourNetns = regexp.MustCompile(`^cni-`)
+	ourLink   = regexp.MustCompile(`^(lkcni0|veth[0-9a-f]{8}|lknodes0|lkn-[0-9]+)(@|$)`)
+	ourAddr   = regexp.MustCompile(`^\d+: (lo|lkcni0|veth[0-9a-f]{8}|lknodes0|lkn-[0-9]+)\s`)
+	ourMount  = `^(/run/netns/cni-|/run/netns/lk-node-|/var/lib/kubelet|/run/containerd|/var/lib/cni|%s)`
+	ourChain  = regexp.MustCompile(`^(KUBE|CNI)`)
+	ourNetns  = regexp.MustCompile(`^(cni-|lk-node-)`)
+	ourRoute  = regexp.MustCompile(`^198\.1[89]\.|dev (lkcni0|lknodes0|lkn-[0-9]+)( |$)`)
+	ourCgroup = regexp.MustCompile(`^/sys/fs/cgroup/[^/]+/(kubepods|lk-node-)`)
 )
 
 // matching keeps the lines of text that re matches, sorted.
@@ -90,6 +94,9 @@ func hostState(t *testing.T, dir string) map[string]string {
 		}
 	}
 	s["host paths"] = strings.Join(present, "\n")
+	s["routes"] = matching(ourRoute, strings.Split(run(t, "ip", "route", "show", "table", "all"), "\n"))
+	cgroups, _ := filepath.Glob("/sys/fs/cgroup/*/*")
+	s["cgroups"] = matching(ourCgroup, cgroups)
 	return s
 }
 

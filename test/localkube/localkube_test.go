@@ -25,8 +25,15 @@ const nodeIP = "192.0.2.10"
 // script runs hack/localkube/localkube.sh with args and state dir dir.
 func script(ctx context.Context, t *testing.T, dir string, args ...string) {
 	t.Helper()
+	scriptEnv(ctx, t, dir, nil, args...)
+}
+
+// scriptEnv runs hack/localkube/localkube.sh with args, state dir dir
+// and the variables env (NAME=value): one node unless env says NODES.
+func scriptEnv(ctx context.Context, t *testing.T, dir string, env []string, args ...string) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, filepath.Join(kubetest.RepoRoot(), "hack", "localkube", "localkube.sh"), args...)
-	cmd.Env = append(os.Environ(), "LOCALKUBE_DIR="+dir)
+	cmd.Env = append(append(os.Environ(), "LOCALKUBE_DIR="+dir, "NODES=1"), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("localkube.sh %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
@@ -45,7 +52,7 @@ func TestUpRunsPodsAndDownRestoresTheHost(t *testing.T) {
 	defer cancel()
 	before := hostState(t, dir)
 
-	script(ctx, t, dir, "up")
+	// Down also after an up that failed half way.
 	down := func() { script(context.WithoutCancel(ctx), t, dir, "down") }
 	downed := false
 	t.Cleanup(func() {
@@ -53,6 +60,7 @@ func TestUpRunsPodsAndDownRestoresTheHost(t *testing.T) {
 			down()
 		}
 	})
+	script(ctx, t, dir, "up")
 	k := newKube(ctx, t, dir, assets)
 	kubectl := k.do
 	if got := kubectl("", "get", "node", "localkube", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`); got != "True" {
