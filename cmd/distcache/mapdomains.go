@@ -19,6 +19,7 @@ func newMapDomainsCommand() *cobra.Command {
 	var (
 		src    mapSourceFlags
 		sample int
+		blind  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "domains",
@@ -35,20 +36,38 @@ to show.`,
 			if err != nil {
 				return err
 			}
-			return printHostLosses(cmd.OutOrStdout(), w.Current(), sample)
+			p := w.Current()
+			if blind {
+				if p, err = withoutDomains(p.Map()); err != nil {
+					return err
+				}
+			}
+			return printHostLosses(cmd.OutOrStdout(), w.Current().Map(), p, sample)
 		},
 	}
 	src.addFlags(cmd, "partition map file", true)
 	cmd.Flags().IntVar(&sample, "sample", 100_000, "keys placed")
+	cmd.Flags().BoolVar(&blind, "blind", false, "place the keys as if the map named no hosts (as before failure domains), counting by its hosts")
 	return cmd
 }
 
-// printHostLosses writes the table of newMapDomainsCommand for p.
-func printHostLosses(w io.Writer, p *partmap.Placement, sample int) error {
+// withoutDomains compiles m with its members' hosts and zones left out.
+func withoutDomains(m *partmap.Map) (*partmap.Placement, error) {
+	c := m.Clone()
+	for l := range c.Layers {
+		for i := range c.Layers[l].Members {
+			c.Layers[l].Members[i].Zone, c.Layers[l].Members[i].Host = "", ""
+		}
+	}
+	return partmap.Compile(c)
+}
+
+// printHostLosses writes the table of newMapDomainsCommand: keys placed
+// by p, counted by the hosts of m's members.
+func printHostLosses(w io.Writer, m *partmap.Map, p *partmap.Placement, sample int) error {
 	if sample < 1 {
 		return fmt.Errorf("cannot sample %d keys", sample)
 	}
-	m := p.Map()
 	members := map[string][]string{}
 	for _, l := range m.Layers {
 		for _, mb := range l.Members {

@@ -32,7 +32,7 @@ func TestPrintHostLosses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := printHostLosses(&out, p, 10_000); err != nil {
+	if err := printHostLosses(&out, m, p, 10_000); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| host-1 | zone-b | c-a-1 (Active), c-b-1 (Active) | 0.000 % |", "| all | | | 0.000 % |"} {
@@ -40,11 +40,22 @@ func TestPrintHostLosses(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	blind, err := withoutDomains(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := printHostLosses(&out, m, blind, 10_000); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "| all | | | 0.000 % |") {
+		t.Errorf("placed without domains, no key has every copy on one host of three:\n%s", out.String())
+	}
 	spec.Addresses = nil
 	m, _ = partmap.Build(spec, nil)
 	p, _ = partmap.Compile(m)
 	out.Reset()
-	if err := printHostLosses(&out, p, 10); err != nil || !strings.Contains(out.String(), "names no hosts") {
+	if err := printHostLosses(&out, m, p, 10); err != nil || !strings.Contains(out.String(), "names no hosts") {
 		t.Fatalf("map without hosts: %v, %q", err, out.String())
 	}
 }
