@@ -38,7 +38,7 @@ func nodeIndex(node string) (n int, ok bool) {
 }
 
 // down cuts victim's node off until restart brings it back.
-func (s *kubeSystem) down(ctx context.Context, victim string) (func(context.Context) error, error) {
+func (s *kubeSystem) down(ctx context.Context, victim string, atFault func()) (func(context.Context) error, error) {
 	p, err := s.pod(ctx, victim)
 	if err != nil {
 		return nil, err
@@ -50,6 +50,9 @@ func (s *kubeSystem) down(ctx context.Context, victim string) (func(context.Cont
 	if err := s.localkube(ctx, "node-stop", n); err != nil {
 		return nil, err
 	}
+	// The node stopped reporting; its pods serve on until it is cut off,
+	// the fault proper.
+	atFault()
 	if err := s.localkube(ctx, "node-cut", n); err != nil {
 		return nil, fmt.Errorf("%w (and %w)", err, s.localkube(context.WithoutCancel(ctx), "node-start", n))
 	}

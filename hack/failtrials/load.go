@@ -192,6 +192,9 @@ type load struct {
 	stopIssuing chan struct{}
 	issuing     sync.WaitGroup // the ticker
 	inFlight    sync.WaitGroup // the operations
+	// issuedUntil is when the ticker stopped issuing (since start): when
+	// told to, or at maxOps.
+	issuedUntil atomic.Int64
 }
 
 // startLoad starts the load of keys.
@@ -212,6 +215,7 @@ func (l *load) since() time.Duration { return time.Since(l.start) }
 
 func (l *load) run(ctx context.Context) {
 	defer l.issuing.Done()
+	defer func() { l.issuedUntil.Store(int64(l.since())) }()
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for n := 0; ; n++ {
@@ -314,11 +318,11 @@ func (l *load) writtenSince(at time.Duration) bool {
 
 // stop stops issuing operations, waits for those outstanding (each is
 // bounded by its timeout) and returns every operation and when issuing
-// stopped.
+// stopped (at maxOps, possibly before stop).
 func (l *load) stop() ([]op, time.Duration) {
 	close(l.stopIssuing)
 	l.issuing.Wait()
-	end := l.since()
+	end := time.Duration(l.issuedUntil.Load())
 	l.inFlight.Wait()
 	l.mu.Lock()
 	defer l.mu.Unlock()

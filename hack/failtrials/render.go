@@ -168,8 +168,11 @@ func renderTrials(b *strings.Builder, trials []trialResult) {
 func (r report) describe(m mode) (fault, plane string) {
 	if r.o.kube.cluster != "" {
 		fault = "SIGKILL of the victim's node process on the host; the kubelet restarts the container"
-		if m.fault == "pause" {
+		switch m.fault {
+		case "pause":
 			fault = fmt.Sprintf("SIGSTOP of the victim's node process on the host, SIGCONT %v later", r.o.pause)
+		case "down":
+			fault = "the victim's Kubernetes node lost: its kubelet and kube-proxy stopped, then (the fault's time) its network namespace cut off, every pod on it running on unreachable, until the trial's observation ends (`localkube.sh node-stop`, `node-cut`, then `node-start`)"
 		}
 		switch m.controlPlane {
 		case "operator-off":

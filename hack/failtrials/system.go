@@ -21,8 +21,10 @@ type system interface {
 	locate(ctx context.Context, victim string) (victimProc, error)
 	// signal sends sig to v's process, once it is sure the PID is v's.
 	signal(v victimProc, sig syscall.Signal) error
-	// down kills victim and holds it down; restart brings it back.
-	down(ctx context.Context, victim string) (restart func(context.Context) error, err error)
+	// down kills victim and holds it down; restart brings it back. It
+	// calls atFault right before the step that takes victim down, which
+	// the trial counts as the fault's time.
+	down(ctx context.Context, victim string, atFault func()) (restart func(context.Context) error, err error)
 	// faultWindow starts what the mode does for the span of each fault and
 	// its observation (apiserver-off stops the API server); end undoes it.
 	faultWindow(ctx context.Context) (end func(), err error)

@@ -128,7 +128,7 @@ func (r *runner) observeFault(ctx context.Context, l *load, victim string) (time
 	if r.m.fault == "down" {
 		// Killed and held down until the observation ends: a node that
 		// does not come back, as a lost machine.
-		restart, err := r.sys.down(ctx, victim)
+		restart, err := r.sys.down(ctx, victim, func() { fault = l.since() })
 		if err != nil {
 			return fault, v, err
 		}
