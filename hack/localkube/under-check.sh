@@ -11,7 +11,8 @@
 # 3. Once its timed workload runs, waits SETTLE seconds, runs COMMAND
 #    (a `kubectl drain`, a `helm upgrade`, ...), logging it to
 #    OUT/command.log, then waits (at most WAIT seconds) for the cluster to
-#    be Ready with every Ready pod on the published map.
+#    be Ready and no longer Progressing (every pod on its template), with
+#    every member Ready and every Ready pod on the published map.
 # 4. Waits for the check and prints its verdict (OUT/check/verdict.txt).
 #
 # Settings (environment): DURATION=180s RATE=300 SETTLE=10 WAIT=300,
@@ -73,12 +74,16 @@ start=$(date +%s)
 "$@" >"$out/command.log" 2>&1 || status=$?
 echo "under-check: $(date -u +%T) command ended (status $status) after $(($(date +%s) - start)) s"
 kubectl wait -n "$ns" --for=condition=Ready "cachecluster/$name" --timeout="${WAIT}s" >/dev/null || status=1
+# A rollout or remap in progress (pods off their template or the map).
+kubectl wait -n "$ns" --for=condition=Progressing=False "cachecluster/$name" --timeout="${WAIT}s" >/dev/null || status=1
 for _ in $(seq "$WAIT"); do
-	applied=$(kubectl get -n "$ns" "cachecluster/$name" -o go-template='{{.status.mapApplied}}/{{.status.readyPods}}')
-	[ "${applied%/*}" = "${applied#*/}" ] && break
+	# Every member Ready, and every Ready pod on the published map.
+	state=$(kubectl get -n "$ns" "cachecluster/$name" -o go-template='{{.status.readyMembers}} {{.status.members}} {{.status.mapApplied}} {{.status.readyPods}}')
+	read -r ready members applied pods <<<"$state"
+	[ "$ready" = "$members" ] && [ "$applied" = "$pods" ] && break
 	sleep 1
 done
-echo "under-check: $(date -u +%T) healed: $applied pods on the published map, $(($(date +%s) - start)) s after the command started"
+echo "under-check: $(date -u +%T) healed: $ready of $members members Ready, $applied of $pods Ready pods on the published map, $(($(date +%s) - start)) s after the command started"
 rc=0
 wait "$check" || rc=$?
 cat "$out/check/verdict.txt" 2>/dev/null || tail -5 "$out/check.log"
