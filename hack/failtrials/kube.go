@@ -315,7 +315,7 @@ func (s *kubeSystem) faultWindow(context.Context) (func(), error) {
 
 // waitHealed waits until every pod of the cluster is Ready, the victim's
 // node container has been restarted (when restarted says so) and is ready,
-// the victim is Active in the map ConfigMap, and the prober has installed
+// the victim and every other member are Active in the map ConfigMap, and the prober has installed
 // that map version. The changes are the victim's states in the maps the
 // prober installed since the fault.
 func (s *kubeSystem) waitHealed(ctx context.Context, timeout time.Duration, v victimProc, restarted bool, fault time.Time, p *prober) (string, time.Duration, error) {
@@ -367,9 +367,16 @@ func (s *kubeSystem) healed(ctx context.Context, v victimProc, restarted bool, p
 	if err != nil {
 		return fmt.Errorf("%w: %w", errNotYet, err)
 	}
-	state := memberState(mp, v.name)
-	if state != partmap.Active {
+	if state := memberState(mp, v.name); state != partmap.Active {
 		return fmt.Errorf("%w: %s is %s in map version %d", errNotYet, v.name, state, mp.Version)
+	}
+	// Every member: a node lost takes the others on it too (kubenode.go).
+	for _, l := range mp.Layers {
+		for _, m := range l.Members {
+			if m.State != partmap.Active {
+				return fmt.Errorf("%w: %s is %s in map version %d", errNotYet, m.Name, m.State, mp.Version)
+			}
+		}
 	}
 	if got := p.c.Placement().Version(); got < mp.Version {
 		return fmt.Errorf("%w: the prober has map version %d of %d", errNotYet, got, mp.Version)
