@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,14 +53,7 @@ func TestUpRunsPodsAndDownRestoresTheHost(t *testing.T) {
 	defer cancel()
 	before := hostState(t, dir)
 
-	// Down also after an up that failed half way.
-	down := func() { script(context.WithoutCancel(ctx), t, dir, "down") }
-	downed := false
-	t.Cleanup(func() {
-		if !downed {
-			down()
-		}
-	})
+	down := downAtCleanup(ctx, t, dir)
 	script(ctx, t, dir, "up")
 	k := newKube(ctx, t, dir, assets)
 	kubectl := k.do
@@ -115,7 +109,6 @@ spec:
 	upgradeUnderCheck(k)
 
 	down()
-	downed = true
 	after := hostState(t, dir)
 	for k, v := range before {
 		if after[k] != v {
@@ -146,4 +139,14 @@ func ping(ctx context.Context, addr string) string {
 		return err.Error()
 	}
 	return strings.TrimSpace(string(buf[:n]))
+}
+
+// downAtCleanup returns a function that brings the localkube of dir down
+// once, and makes the test's cleanup call it: down also after an up that
+// failed half way.
+func downAtCleanup(ctx context.Context, t *testing.T, dir string) func() {
+	var once sync.Once
+	down := func() { once.Do(func() { script(context.WithoutCancel(ctx), t, dir, "down") }) }
+	t.Cleanup(down)
+	return down
 }

@@ -79,14 +79,7 @@ func TestThreeNodesSpreadACacheClusterAndDownRestoresTheHost(t *testing.T) {
 	defer cancel()
 	before := hostState(t, dir)
 
-	// Down also after an up that failed half way.
-	down := func() { script(context.WithoutCancel(ctx), t, dir, "down") }
-	downed := false
-	t.Cleanup(func() {
-		if !downed {
-			down()
-		}
-	})
+	down := downAtCleanup(ctx, t, dir)
 	start := time.Now()
 	scriptEnv(ctx, t, dir, []string{"NODES=3"}, "up")
 	t.Logf("NODES=3 up: %v", time.Since(start).Round(100*time.Millisecond))
@@ -116,7 +109,6 @@ func TestThreeNodesSpreadACacheClusterAndDownRestoresTheHost(t *testing.T) {
 
 	start = time.Now()
 	down()
-	downed = true
 	t.Logf("NODES=3 down: %v", time.Since(start).Round(100*time.Millisecond))
 	after := hostState(t, dir)
 	for k, v := range before {
