@@ -104,10 +104,10 @@ func (c *cluster) locate(ctx context.Context, victim string) (victimProc, error)
 // down kills victim through the control API, which holds it down until
 // restart.
 func (c *cluster) down(ctx context.Context, victim string, atFault func()) (func(context.Context) error, error) {
-	atFault()
 	if err := c.api.Kill(ctx, victim); err != nil {
 		return nil, fmt.Errorf("cannot kill %s through the control API: %w", victim, err)
 	}
+	atFault()
 	return func(ctx context.Context) error {
 		if err := c.api.Restart(ctx, victim); err != nil {
 			return fmt.Errorf("cannot restart %s through the control API: %w", victim, err)

@@ -51,11 +51,11 @@ func (s *kubeSystem) down(ctx context.Context, victim string, atFault func()) (f
 		return nil, err
 	}
 	// The node stopped reporting; its pods serve on until it is cut off,
-	// the fault proper.
-	atFault()
+	// the fault proper: its link is down once node-cut returns.
 	if err := s.localkube(ctx, "node-cut", n); err != nil {
 		return nil, fmt.Errorf("%w (and %w)", err, s.localkube(context.WithoutCancel(ctx), "node-start", n))
 	}
+	atFault()
 	return func(ctx context.Context) error { return s.localkube(ctx, "node-start", n) }, nil
 }
 

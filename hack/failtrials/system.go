@@ -22,8 +22,8 @@ type system interface {
 	// signal sends sig to v's process, once it is sure the PID is v's.
 	signal(v victimProc, sig syscall.Signal) error
 	// down kills victim and holds it down; restart brings it back. It
-	// calls atFault right before the step that takes victim down, which
-	// the trial counts as the fault's time.
+	// calls atFault as soon as victim is down, which the trial counts as
+	// the fault's time: an operation called after it cannot reach victim.
 	down(ctx context.Context, victim string, atFault func()) (restart func(context.Context) error, err error)
 	// faultWindow starts what the mode does for the span of each fault and
 	// its observation (apiserver-off stops the API server); end undoes it.
