@@ -13,14 +13,8 @@ func (c *Client) zone(m *partmap.Map) string {
 	if c.cfg.Zone != "" || c.cfg.Host == "" {
 		return c.cfg.Zone
 	}
-	for _, l := range m.Layers {
-		for _, mb := range l.Members {
-			if mb.Host == c.cfg.Host && mb.Zone != "" {
-				return mb.Zone
-			}
-		}
-	}
-	return ""
+	zone, _ := m.HostZone(c.cfg.Host)
+	return zone
 }
 
 // remoteMembers marks, by layer and member, m's members in a known zone

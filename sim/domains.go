@@ -61,16 +61,10 @@ func HostLosses(cfg Config, d Domains, keys int) (blind, aware HostLoss, err err
 	if err != nil {
 		return blind, aware, err
 	}
-	stripped := m.Clone()
-	for l := range stripped.Layers {
-		for i := range stripped.Layers[l].Members {
-			stripped.Layers[l].Members[i].Zone, stripped.Layers[l].Members[i].Host = "", ""
-		}
-	}
 	for _, c := range []struct {
 		m   *partmap.Map
 		out *HostLoss
-	}{{stripped, &blind}, {m, &aware}} {
+	}{{m.WithoutDomains(), &blind}, {m, &aware}} {
 		p, err := partmap.Compile(c.m)
 		if err != nil {
 			return blind, aware, fmt.Errorf("cannot compile the map on %d hosts: %w", d.Hosts, err)

@@ -38,7 +38,7 @@ to show.`,
 			}
 			p := w.Current()
 			if blind {
-				if p, err = withoutDomains(p.Map()); err != nil {
+				if p, err = partmap.Compile(p.Map().WithoutDomains()); err != nil {
 					return err
 				}
 			}
@@ -49,17 +49,6 @@ to show.`,
 	cmd.Flags().IntVar(&sample, "sample", 100_000, "keys placed")
 	cmd.Flags().BoolVar(&blind, "blind", false, "place the keys as if the map named no hosts (as before failure domains), counting by its hosts")
 	return cmd
-}
-
-// withoutDomains compiles m with its members' hosts and zones left out.
-func withoutDomains(m *partmap.Map) (*partmap.Placement, error) {
-	c := m.Clone()
-	for l := range c.Layers {
-		for i := range c.Layers[l].Members {
-			c.Layers[l].Members[i].Zone, c.Layers[l].Members[i].Host = "", ""
-		}
-	}
-	return partmap.Compile(c)
 }
 
 // printHostLosses writes the table of newMapDomainsCommand: keys placed
@@ -97,20 +86,14 @@ func printHostLosses(w io.Writer, m *partmap.Map, p *partmap.Placement, sample i
 	total := 0
 	for _, h := range hosts {
 		total += sole[h]
-		fmt.Fprintf(w, "| %s | %s | %s | %.3f %% |\n", h, zoneOf(m, h), strings.Join(members[h], ", "), 100*float64(sole[h])/float64(sample))
+		fmt.Fprintf(w, "| %s | %s | %s | %.3f %% |\n", h, hostZone(m, h), strings.Join(members[h], ", "), 100*float64(sole[h])/float64(sample))
 	}
 	fmt.Fprintf(w, "| all | | | %.3f %% |\n", 100*float64(total)/float64(sample))
 	return nil
 }
 
-// zoneOf is the zone of m's members on host.
-func zoneOf(m *partmap.Map, host string) string {
-	for _, l := range m.Layers {
-		for _, mb := range l.Members {
-			if mb.Host == host {
-				return mb.Zone
-			}
-		}
-	}
-	return ""
+// hostZone is the zone of m's members on host.
+func hostZone(m *partmap.Map, host string) string {
+	zone, _ := m.HostZone(host)
+	return zone
 }

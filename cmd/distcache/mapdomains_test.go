@@ -40,7 +40,7 @@ func TestPrintHostLosses(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	blind, err := withoutDomains(m)
+	blind, err := partmap.Compile(m.WithoutDomains())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,10 +64,10 @@ type domainCounts struct {
 	byHost, byZone []int32 // by host and zone id
 }
 
-// compileDomains interns the hosts and zones of m's members and returns
+// indexDomains interns the hosts and zones of m's members and returns
 // the index with each layer's member domains, or ok=false when no member
 // has one (the placement then ignores domains entirely).
-func compileDomains(m *Map) (d domains, layers []layerDomains, ok bool) {
+func indexDomains(m *Map) (d domains, layers []layerDomains, ok bool) {
 	hosts, zones := map[string]int32{}, map[string]int32{}
 	intern := func(ids map[string]int32, name string) int32 {
 		if name == "" {
@@ -251,8 +251,9 @@ func (p *Placement) walk(ld *layerDomains, r *ring.Ring, byRing []int, c *domain
 }
 
 // domainOwners runs the failure-domain placement of key through layers
-// [0, upto]: it appends to dst each software layer's owner (or -1) and
-// returns the choices' domains. upto is clamped to the layers.
+// [0, upto] (clamped to the layers) and appends to dst each layer's owner:
+// -1 for a switch-backed layer (placed without domains) or a layer without
+// an owning member.
 func (p *Placement) domainOwners(key string, upto int, dst []int) []int {
 	var u usedDomains
 	if b := p.boundLayer; b >= 0 {
@@ -290,7 +291,7 @@ func (p *Placement) domainOwners(key string, upto int, dst []int) []int {
 // the ring of every member of each layer that has Failed members, reusing
 // prev's (a placement compiled earlier, or nil) when it has the same.
 func (p *Placement) compileDomains(prev *Placement) error {
-	d, layers, ok := compileDomains(p.m)
+	d, layers, ok := indexDomains(p.m)
 	if !ok {
 		return nil
 	}
@@ -355,6 +356,32 @@ func (m *Map) validateDomains() error {
 		}
 	}
 	return nil
+}
+
+// HostZone returns the zone of m's members on host ("" when they name
+// none) and whether any member is on it; every member of a host names
+// the same zone (validateDomains).
+func (m *Map) HostZone(host string) (zone string, ok bool) {
+	for _, l := range m.Layers {
+		for _, mb := range l.Members {
+			if mb.Host == host {
+				return mb.Zone, true
+			}
+		}
+	}
+	return "", false
+}
+
+// WithoutDomains returns a copy of m whose members name no host or zone:
+// its keys placed as before failure domains.
+func (m *Map) WithoutDomains() *Map {
+	c := m.Clone()
+	for l := range c.Layers {
+		for i := range c.Layers[l].Members {
+			c.Layers[l].Members[i].Zone, c.Layers[l].Members[i].Host = "", ""
+		}
+	}
+	return c
 }
 
 // SoleHost returns the host of every member among cands when they are

@@ -227,3 +227,26 @@ func BenchmarkCandidatesWithDomains(b *testing.B) {
 		})
 	}
 }
+
+// TestHostZoneAndWithoutDomains checks the map's helpers of domains: a
+// host's zone, and a copy that names none.
+func TestHostZoneAndWithoutDomains(t *testing.T) {
+	m := mustBuild(t, twoLayers(4, withDomains(4, 2)), nil)
+	if zone, ok := m.HostZone("host-1"); !ok || zone != "zone-1" {
+		t.Fatalf("HostZone(host-1) = %q, %t; want zone-1", zone, ok)
+	}
+	if _, ok := m.HostZone("host-9"); ok {
+		t.Fatal("HostZone found a host no member is on")
+	}
+	plain := m.WithoutDomains()
+	for _, l := range plain.Layers {
+		for _, mb := range l.Members {
+			if mb.Host != "" || mb.Zone != "" {
+				t.Fatalf("member %s still in %q/%q", mb.Name, mb.Zone, mb.Host)
+			}
+		}
+	}
+	if m.Layers[0].Members[0].Host == "" {
+		t.Fatal("WithoutDomains changed the map it copied")
+	}
+}

@@ -6,7 +6,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/placement/partmap"
 )
@@ -63,7 +62,9 @@ func (r *Reconciler) domains(ctx context.Context, s *state, prev *partmap.Map) m
 		zone, err := r.Nodes.Zone(ctx, node)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "cannot read the zone of a node; keeping the published one", "node", node)
-			zone = zoneOf(prev, node)
+			if prev != nil {
+				zone, _ = prev.HostZone(node)
+			}
 		}
 		d.zones[node] = zone
 	}
@@ -73,10 +74,7 @@ func (r *Reconciler) domains(ctx context.Context, s *state, prev *partmap.Map) m
 // dataPlaneOnRelease reports whether every live pod of s runs the
 // operator's own data-plane image in each container but Redis's.
 func (r *Reconciler) dataPlaneOnRelease(s *state) bool {
-	image := r.DataPlaneImage
-	if image == "" {
-		image = buildinfo.Image
-	}
+	image := r.releaseImage()
 	seen := false
 	for _, p := range s.pods {
 		if !live(p) {
@@ -108,21 +106,6 @@ func hasDomains(m *partmap.Map) bool {
 		}
 	}
 	return false
-}
-
-// zoneOf is the zone m gives the members on node, "" if none is.
-func zoneOf(m *partmap.Map, node string) string {
-	if m == nil {
-		return ""
-	}
-	for _, l := range m.Layers {
-		for _, mb := range l.Members {
-			if mb.Host == node {
-				return mb.Zone
-			}
-		}
-	}
-	return ""
 }
 
 // memberPodName is the name of the pod of member i of layer.

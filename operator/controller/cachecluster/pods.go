@@ -26,10 +26,7 @@ func (r *Reconciler) images(cc *v1alpha1.CacheCluster) (distcache, redis string,
 	i := cc.Spec.Images
 	distcache, redis, pull = i.DistCache, i.Redis, i.PullPolicy
 	if distcache == "" {
-		distcache = r.DataPlaneImage
-	}
-	if distcache == "" {
-		distcache = buildinfo.Image
+		distcache = r.releaseImage()
 	}
 	if redis == "" {
 		redis = defaultRedisImage
@@ -38,6 +35,15 @@ func (r *Reconciler) images(cc *v1alpha1.CacheCluster) (distcache, redis string,
 		pull = corev1.PullIfNotPresent
 	}
 	return distcache, redis, pull
+}
+
+// releaseImage is the operator's own data-plane image: DataPlaneImage,
+// else the image this tree releases.
+func (r *Reconciler) releaseImage() string {
+	if r.DataPlaneImage != "" {
+		return r.DataPlaneImage
+	}
+	return buildinfo.Image
 }
 
 // headlessService gives each pod of a set a stable DNS name.
