@@ -332,14 +332,24 @@ envtest: ## Build kube-apiserver, kubectl and etcd for envtest into TOOLS_DIR (i
 # are rewritten too: review their diff with the markers'.
 CHART_DIR := charts/distcache
 
+# The operator's RBAC comes from two sets of +kubebuilder:rbac markers: its
+# ClusterRole from the reconcilers and the manager, and its Secret
+# permissions (bound per namespace) from package operator/secretaccess.
+# TestRBACUpToDate in operator/manager uses the same paths.
+OPERATOR_RBAC_PATHS := 'paths=./operator/controller/...;./operator/manager/...'
+SECRETS_RBAC_PATHS := paths=./operator/secretaccess/...
+
 manifests: $(CONTROLLER_GEN) ## Regenerate deep-copy code, the CRDs in crds/ and docs/api.md from api/, the operator's RBAC in config/rbac/ from operator/, and their copies (and the alerting rules') and golden renders in the chart
 	'$(CONTROLLER_GEN)' object paths=./api/...
 	'$(CONTROLLER_GEN)' crd paths=./api/... output:crd:artifacts:config=crds
-	'$(CONTROLLER_GEN)' rbac:roleName=distcache-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
+	'$(CONTROLLER_GEN)' rbac:roleName=distcache-operator $(OPERATOR_RBAC_PATHS) output:rbac:artifacts:config=config/rbac
+	'$(CONTROLLER_GEN)' rbac:roleName=distcache-operator-secrets $(SECRETS_RBAC_PATHS) output:rbac:artifacts:config=config/rbac/secrets
 	$(GO) run ./hack/apidocs -api api/v1alpha1 -out docs/api.md
 	rm -f $(CHART_DIR)/crds/*.yaml
 	cp crds/*.yaml $(CHART_DIR)/crds/
 	cp config/rbac/role.yaml $(CHART_DIR)/files/rbac/role.yaml
+	mkdir -p $(CHART_DIR)/files/rbac/secrets
+	cp config/rbac/secrets/role.yaml $(CHART_DIR)/files/rbac/secrets/role.yaml
 	cp alerts/distcache.rules.yaml $(CHART_DIR)/files/alerts/distcache.rules.yaml
 	$(GO) test -count=1 -run '^TestGoldenRenders$$' ./charts -update
 

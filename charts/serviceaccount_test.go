@@ -76,7 +76,7 @@ func TestOperatorRunsAsTheChartsServiceAccount(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			releaseNS, shop := "sa-"+tc.mode+"-system", "sa-"+tc.mode+"-shop"
-			values := newValues()
+			values := newValues(set("secretNamespaces", []any{shop}))
 			if tc.single {
 				values = newValues(withWatchNamespace(shop))
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,10 +25,13 @@ func TestCRDsAreTheRepositorys(t *testing.T) {
 	kubetest.SameYAMLFiles(t, filepath.Join(kubetest.RepoRoot(), "crds"), "charts/distcache/crds", "make manifests")
 }
 
-// TestRBACFileIsGenerated checks that the chart's files/rbac/role.yaml is
-// config/rbac/role.yaml, byte for byte (`make manifests` copies it).
+// TestRBACFileIsGenerated checks that the chart's files/rbac/role.yaml and
+// files/rbac/secrets/role.yaml are config/rbac's, byte for byte (`make
+// manifests` copies them).
 func TestRBACFileIsGenerated(t *testing.T) {
-	kubetest.SameYAMLFiles(t, filepath.Join(kubetest.RepoRoot(), "config", "rbac"), "charts/distcache/files/rbac", "make manifests")
+	for _, dir := range []string{"rbac", "rbac/secrets"} {
+		kubetest.SameYAMLFiles(t, filepath.Join(kubetest.RepoRoot(), "config", dir), "charts/distcache/files/"+dir, "make manifests")
+	}
 }
 
 // TestAlertRulesAreTheRepositorys checks that the chart's
@@ -139,7 +143,7 @@ func TestRBACRulesAreGenerated(t *testing.T) {
 		operator []rbacv1.PolicyRule
 	}{
 		{"cluster-wide", chartDir(), newValues(), "ClusterRole", "", "", origOperator},
-		{"single-namespace", chartDir(), newValues(withWatchNamespace("shop")), "Role", "shop", "ClusterRole", origOperator},
+		{"single-namespace", chartDir(), newValues(withWatchNamespace("shop")), "Role", "shop", "ClusterRole", append(origOperator, secretRules(t)...)},
 		{"new marker", extended, newValues(), "ClusterRole", "", "", append([]rbacv1.PolicyRule{extra}, origOperator...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,6 +170,68 @@ func TestRBACRulesAreGenerated(t *testing.T) {
 			}
 			if got := rules(t, le); !equality.Semantic.DeepEqual(got, lease) {
 				t.Errorf("Lease rules differ from config/rbac/role.yaml:\n got %v\nwant %v", got, lease)
+			}
+		})
+	}
+}
+
+// secretRules are config/rbac/secrets/role.yaml's: the operator's Secret
+// permissions.
+func secretRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(kubetest.RepoRoot(), "config", "rbac", "secrets", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objects(t, string(b)) {
+		if o.GetKind() == "ClusterRole" {
+			return rules(t, o)
+		}
+	}
+	t.Fatal("config/rbac/secrets/role.yaml has no ClusterRole")
+	return nil
+}
+
+// TestSecretsOnlyInListedNamespaces checks where the chart lets the
+// operator touch Secrets: nowhere through its ClusterRole; through a
+// ClusterRole of their own bound by a RoleBinding in each namespace of
+// secretNamespaces (cluster-wide mode), or through watchNamespace's Role.
+func TestSecretsOnlyInListedNamespaces(t *testing.T) {
+	want := secretRules(t)
+	for _, tc := range []struct {
+		name     string
+		values   map[string]any
+		bindings []string // namespaces of the -secrets RoleBindings
+	}{
+		{"default", newValues(), []string{"default"}},
+		{"listed", newValues(set("secretNamespaces", []any{"shop", "shop", "billing"})), []string{"shop", "billing"}},
+		{"none", newValues(set("secretNamespaces", []any{})), nil},
+		{"single-namespace", newValues(withWatchNamespace("shop")), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := objects(t, mustRender(t, loadChart(t, chartDir()), tc.values).Manifest)
+			if op := find(objs, "ClusterRole", releaseName); op != nil {
+				for _, r := range rules(t, op) {
+					if slices.Contains(r.Resources, "secrets") {
+						t.Errorf("the operator's ClusterRole grants %v on secrets cluster-wide", r.Verbs)
+					}
+				}
+			}
+			var got []string
+			for _, o := range objs {
+				if o.GetKind() == "RoleBinding" && o.GetName() == releaseName+"-secrets" {
+					got = append(got, o.GetNamespace())
+				}
+			}
+			if !slices.Equal(got, tc.bindings) {
+				t.Errorf("Secret RoleBindings in %v, want %v", got, tc.bindings)
+			}
+			cr := find(objs, "ClusterRole", releaseName+"-secrets")
+			switch {
+			case len(tc.bindings) == 0 && cr != nil:
+				t.Errorf("ClusterRole %s-secrets rendered with no namespace to bind it in", releaseName)
+			case len(tc.bindings) > 0 && (cr == nil || !equality.Semantic.DeepEqual(rules(t, cr), want)):
+				t.Errorf("ClusterRole %s-secrets missing or not config/rbac/secrets/role.yaml's rules", releaseName)
 			}
 		})
 	}

@@ -114,6 +114,11 @@ const (
 	// ReasonTLSSecretInvalid: a SwitchFabric's tlsSecretRef names no
 	// Secret, or one without a usable tls.crt, tls.key and ca.crt.
 	ReasonTLSSecretInvalid = "TLSSecretInvalid"
+	// ReasonSecretsForbidden: the operator holds no permission on Secrets
+	// in the object's namespace (the Helm chart's secretNamespaces), so it
+	// cannot create a CacheCluster's data-plane key or read a
+	// SwitchFabric's TLS Secret.
+	ReasonSecretsForbidden = "SecretsForbidden"
 	// ReasonDeleting: the object is being deleted.
 	ReasonDeleting = "Deleting"
 )

@@ -34,47 +34,66 @@ func (p permission) String() string {
 	return p.verb + " " + g + "/" + p.resource
 }
 
-// generatedRBAC reads config/rbac/role.yaml: the ClusterRole and the Role of
-// the leader-election Lease.
-func generatedRBAC() (*rbacv1.ClusterRole, *rbacv1.Role, error) {
-	raw, err := os.ReadFile(filepath.Join(kubetest.RepoRoot(), "config", "rbac", "role.yaml"))
-	if err != nil {
-		return nil, nil, fmt.Errorf("cannot read the generated RBAC: %w", err)
-	}
-	var cr *rbacv1.ClusterRole
-	var role *rbacv1.Role
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		var doc rbacv1.Role // a ClusterRole decodes alike (no aggregation here)
-		if err := dec.Decode(&doc); err != nil {
-			break
+// rbac is the operator's generated RBAC: the ClusterRole and the Role of
+// the leader-election Lease (config/rbac/role.yaml), and the ClusterRole of
+// its Secret permissions (config/rbac/secrets/role.yaml), which the chart
+// binds per namespace.
+type rbac struct {
+	operator *rbacv1.ClusterRole
+	lease    *rbacv1.Role
+	secrets  *rbacv1.ClusterRole
+}
+
+// generatedRBAC reads config/rbac.
+func generatedRBAC() (*rbac, error) {
+	g := &rbac{}
+	for _, file := range []string{"role.yaml", "secrets/role.yaml"} {
+		raw, err := os.ReadFile(filepath.Join(kubetest.RepoRoot(), "config", "rbac", file))
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the generated RBAC: %w", err)
 		}
-		switch doc.Kind {
-		case "ClusterRole":
-			cr = &rbacv1.ClusterRole{ObjectMeta: doc.ObjectMeta, Rules: doc.Rules}
-		case "Role":
-			role = doc.DeepCopy()
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+		for {
+			var doc rbacv1.Role // a ClusterRole decodes alike (no aggregation here)
+			if err := dec.Decode(&doc); err != nil {
+				break
+			}
+			switch {
+			case doc.Kind == "ClusterRole" && file == "role.yaml":
+				g.operator = &rbacv1.ClusterRole{ObjectMeta: doc.ObjectMeta, Rules: doc.Rules}
+			case doc.Kind == "ClusterRole":
+				g.secrets = &rbacv1.ClusterRole{ObjectMeta: doc.ObjectMeta, Rules: doc.Rules}
+			case doc.Kind == "Role":
+				g.lease = doc.DeepCopy()
+			}
 		}
 	}
-	if cr == nil || role == nil {
-		return nil, nil, fmt.Errorf("config/rbac/role.yaml: want a ClusterRole and a Role, got %v and %v", cr != nil, role != nil)
+	if g.operator == nil || g.lease == nil || g.secrets == nil {
+		return nil, fmt.Errorf("config/rbac: want two ClusterRoles and a Role, got %v, %v and %v", g.operator != nil, g.secrets != nil, g.lease != nil)
 	}
-	return cr, role, nil
+	return g, nil
 }
 
 // grant installs the generated RBAC under the ServiceAccount's name and
 // binds it to the account, the way the chart does: the ClusterRole
-// cluster-wide, the Lease's Role in the operator's namespace.
-func grant(ctx context.Context, c client.Client, account string, cr *rbacv1.ClusterRole, role *rbacv1.Role) error {
+// cluster-wide, the Lease's Role in the operator's namespace, the Secret
+// permissions in secretNamespaces only.
+func grant(ctx context.Context, c client.Client, account string, g *rbac, secretNamespaces ...string) error {
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: operatorNamespace}}
-	for _, obj := range []client.Object{
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: account}, Rules: cr.Rules},
+	objs := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: account}, Rules: g.operator.Rules},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: account}, Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: account}},
-		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: account, Namespace: operatorNamespace}, Rules: role.Rules},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: account, Namespace: operatorNamespace}, Rules: g.lease.Rules},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: account, Namespace: operatorNamespace}, Subjects: subject,
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: account}},
-	} {
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: account + "-secrets"}, Rules: g.secrets.Rules},
+	}
+	for _, ns := range secretNamespaces {
+		objs = append(objs, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: account + "-secrets", Namespace: ns}, Subjects: subject,
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: account + "-secrets"}})
+	}
+	for _, obj := range objs {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("cannot create %T %s: %w", obj, obj.GetName(), err)
 		}

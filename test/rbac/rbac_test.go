@@ -25,7 +25,7 @@ type window struct {
 // scenarios, then checks the audit log against the granted permissions.
 func TestOperatorRBAC(t *testing.T) {
 	ctx := t.Context()
-	cr, role, err := generatedRBAC()
+	g, err := generatedRBAC()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +33,11 @@ func TestOperatorRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := grant(ctx, env.Client, operatorAccount, cr, role); err != nil {
-		t.Fatal(err)
-	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rbac-"}}
 	if err := env.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := grant(ctx, env.Client, operatorAccount, g, ns.Name); err != nil {
 		t.Fatal(err)
 	}
 	s := &scenarios{ns: ns.Name, owner: t, statusPort: freePort(t)}
@@ -72,7 +72,7 @@ func TestOperatorRBAC(t *testing.T) {
 		w.end = time.Now()
 		windows = append(windows, w)
 	}
-	checkAudit(t, windows, permissions(cr.Rules), permissions(role.Rules))
+	checkAudit(t, windows, permissions(g.operator.Rules), permissions(g.lease.Rules), permissions(g.secrets.Rules))
 }
 
 // TestWithoutImpliedPermission runs the operator without one of the
@@ -96,20 +96,20 @@ func TestWithoutImpliedPermission(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			account := fmt.Sprintf("operator-without-%d", i)
-			cr, role, err := generatedRBAC()
+			g, err := generatedRBAC()
 			if err != nil {
 				t.Fatal(err)
 			}
-			cr.Rules = without(cr.Rules, tc.missing)
+			g.operator.Rules = without(g.operator.Rules, tc.missing)
 			cfg, err := env.ServiceAccountConfig(ctx, operatorNamespace, account)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := grant(ctx, env.Client, account, cr, role); err != nil {
-				t.Fatal(err)
-			}
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rbac-"}}
 			if err := env.Client.Create(ctx, ns); err != nil {
+				t.Fatal(err)
+			}
+			if err := grant(ctx, env.Client, account, g, ns.Name); err != nil {
 				t.Fatal(err)
 			}
 			s := &scenarios{ns: ns.Name, owner: t, statusPort: freePort(t)}

@@ -62,22 +62,24 @@ release: {{ . | quote }}
 {{- end -}}
 
 {{/*
-The rules of one kind (ClusterRole or Role) in files/rbac/role.yaml, a copy
-of config/rbac/role.yaml that `make manifests` generates from the
-operator's +kubebuilder:rbac markers: the one source of the operator's
-permissions. Renders them as YAML.
+The rules of one kind (ClusterRole or Role) in files/rbac/role.yaml (or
+.file), a copy of config/rbac/role.yaml (config/rbac/secrets/role.yaml)
+that `make manifests` generates from the operator's +kubebuilder:rbac
+markers: the one source of the operator's permissions. Renders them as
+YAML.
 */}}
 {{- define "distcache.rbacRules" -}}
 {{- $kind := .kind -}}
+{{- $file := default "files/rbac/role.yaml" .file -}}
 {{- $rules := list -}}
-{{- range regexSplit "(?m)^---\\s*$" (.root.Files.Get "files/rbac/role.yaml") -1 -}}
+{{- range regexSplit "(?m)^---\\s*$" (.root.Files.Get $file) -1 -}}
 {{- $doc := fromYaml . -}}
 {{- if and $doc (eq (get $doc "kind") $kind) -}}
 {{- $rules = concat $rules (get $doc "rules") -}}
 {{- end -}}
 {{- end -}}
 {{- if not $rules -}}
-{{- fail (printf "files/rbac/role.yaml has no %s rules: run `make manifests`" $kind) -}}
+{{- fail (printf "%s has no %s rules: run `make manifests`" $file $kind) -}}
 {{- end -}}
 {{- toYaml $rules -}}
 {{- end -}}

@@ -19,6 +19,7 @@ import (
 	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/operator/clusterresolve"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
+	"github.com/distcache/distcache/operator/secretaccess"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
@@ -123,6 +124,11 @@ func (r *Reconciler) loadTLS(ctx context.Context, s *state) (ctrl.Result, error)
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.f.Namespace, Name: ref.Name}, sec)
 	if apierrors.IsNotFound(err) {
 		res, _ := s.block(v1alpha1.ReasonTLSSecretInvalid, fmt.Sprintf("TLS Secret %s does not exist", ref.Name))
+		res.RequeueAfter = tlsRetry
+		return res, nil
+	}
+	if msg, ok := secretaccess.Forbidden(err, s.f.Namespace, "read the TLS Secret "+ref.Name); ok {
+		res, _ := s.block(v1alpha1.ReasonSecretsForbidden, msg)
 		res.RequeueAfter = tlsRetry
 		return res, nil
 	}

@@ -43,7 +43,6 @@ import (
 // +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics/status,verbs=patch
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters;cachelayers,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // Reconciler reconciles SwitchFabrics.
 type Reconciler struct {
