@@ -49,6 +49,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.auth) || (has(self.mode) && self.mode == 'external')",message="storage.auth is only for mode: external (the operator starts managed Redis servers without a password)"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || (has(self.mode) && self.mode == 'external')",message="storage.tls is only for mode: external (the operator starts managed Redis servers without TLS)"
 // +kubebuilder:validation:XValidation:rule="!has(self.appendOnly) || !has(self.mode) || self.mode == 'managed'",message="storage.appendOnly is only for mode: managed"
+// +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.mode) || self.mode == 'managed'",message="storage.backup is only for mode: managed; back up the Redis servers of modes redisOperator and external where they run"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.appendOnly) || self.appendOnly != 'disabled'",message="storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
 // +kubebuilder:validation:XValidation:rule="has(self.persistence) == has(oldSelf.persistence)",message="storage.persistence cannot be added or removed once the cluster exists: the volume claims of a StatefulSet cannot change"
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) ? self.mode : 'managed') == (has(oldSelf.mode) ? oldSelf.mode : 'managed')",message="storage.mode cannot change once the cluster exists: the stored keys are in the Redis servers of the current mode, and the new ones would start empty; create a new CacheCluster and copy the data into it"
@@ -113,6 +114,10 @@ type StorageSpec struct {
 	// zones. Standalone mode ignores it.
 	// +optional
 	Scheduling *PodScheduling `json:"scheduling,omitempty"`
+	// Backup schedules backups of the managed Redis servers into a
+	// volume claim (backup_types.go). Mode managed only.
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
 }
 
 // RedisAuthSpec is the login of the shims to their Redis servers.
@@ -506,6 +511,10 @@ type CacheClusterStatus struct {
 	// one.
 	// +optional
 	CacheSizing *CacheSizingStatus `json:"cacheSizing,omitempty"`
+	// Backup is the scheduled backup as last observed; unset without
+	// spec.storage.backup.
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
 }
 
 // CacheCluster is a multi-layer cache in front of a sharded Redis backend.
@@ -521,6 +530,7 @@ type CacheClusterStatus struct {
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Persistence",type=string,JSONPath=`.status.persistence`,priority=1,description="What the storage keeps across crashes"
 // +kubebuilder:printcolumn:name="Gateway",type=string,JSONPath=`.status.conditions[?(@.type=="GatewayReady")].status`,priority=1,description="Whether every gateway pod is Ready (GatewayReady); empty without a gateway"
+// +kubebuilder:printcolumn:name="Last Backup",type=date,JSONPath=`.status.backup.lastSuccessfulTime`,priority=1,description="When the last scheduled backup completed"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 30",message="a CacheCluster's name is part of its pods' names: at most 30 characters"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([a-z0-9-]*[a-z0-9])?$')",message="a CacheCluster's name is part of its pods' names: lower-case letters, digits and '-', starting with a letter"

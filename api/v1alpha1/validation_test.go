@@ -182,6 +182,7 @@ func celRuleCases() []ruleCase {
 		{"spine switch with a rack", newFabric(withSwitchEdit(0, func(s *v1alpha1.Switch) { s.Rack = ptr.To[int32](0) })), "spec", msgRackOnlyLeaf},
 	}
 	cases = append(cases, layerRuleCases()...)
+	cases = append(cases, backupRuleCases()...)
 	return append(cases, schedulingRuleCases()...)
 }
 
@@ -276,7 +277,7 @@ func schemaCases(t *testing.T) []schemaCase {
 			}
 		})), "spec.gateway.scheduling.nodeSelector", []string{"spec.gateway.scheduling.nodeSelector", "must have at most 32 items"}},
 	}
-	return cases
+	return append(cases, backupSchemaCases(t)...)
 }
 
 func TestSchemaRejects(t *testing.T) {
@@ -371,6 +372,7 @@ func validCases() []validCase {
 		{"onos fabric with onos.endpoint", newFabric(withDriver(v1alpha1.DriverONOS), withONOS("https://onos.example:8181/onos/v1"),
 			withSwitches(v1alpha1.Switch{Name: "s1", DeviceID: 1, Role: v1alpha1.RoleSpine}))},
 	}
+	cases = append(cases, backupValidCases()...)
 	return append(cases, schedulingValidCases()...)
 }
 

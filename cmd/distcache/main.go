@@ -31,6 +31,6 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newGatewayCommand(), newLoadgenCommand(), newOperatorCommand(),
 		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand(), newCheckCommand(), newControlLoopCommand(),
-		newSwitchCommand(), newFabricCommand(), newVersionCommand())
+		newSwitchCommand(), newFabricCommand(), newVersionCommand(), newBackupCommand(), newRestoreCommand())
 	return root
 }

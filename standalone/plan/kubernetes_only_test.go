@@ -13,7 +13,7 @@ import (
 
 // TestNewIgnoresKubernetesOnlyFields plans a cluster with every field
 // that only places or sizes pods set — the scheduling of layers, storage
-// and gateway, resources, the NetworkPolicy — and finds the plan of the
+// and gateway, resources, the NetworkPolicy, the backup CronJob — and finds the plan of the
 // same cluster without them.
 func TestNewIgnoresKubernetesOnlyFields(t *testing.T) {
 	sch := &v1alpha1.PodScheduling{
@@ -32,6 +32,7 @@ func TestNewIgnoresKubernetesOnlyFields(t *testing.T) {
 		s.Storage.Scheduling, s.Storage.Resources, s.ShimResources = sch, cpu, cpu
 		s.Gateway.Scheduling, s.Gateway.Resources = sch, cpu
 		s.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Enabled: true}
+		s.Storage.Backup = &v1alpha1.BackupSpec{Schedule: "@daily", VolumeClaimName: "backups", Keep: 3}
 	}
 	dir := t.TempDir()
 	plain, err := plan.New(newCluster(t), plan.Options{RunDir: dir, Ports: sequentialPorts})

@@ -63,6 +63,7 @@ func TestOperatorRBAC(t *testing.T) {
 		{"layers and fabrics", s.layersAndFabrics},
 		{"rollout", s.rollout},
 		{"domains", s.domains},
+		{"backups", s.backups},
 		{"delete", s.delete},
 	} {
 		w := window{name: sc.name, start: time.Now()}

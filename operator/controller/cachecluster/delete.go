@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -30,7 +31,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, cc *v1alpha1.CacheClus
 	redis := &unstructured.Unstructured{}
 	redis.SetGroupVersionKind(RedisGVK)
 	for _, obj := range []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.DaemonSet{}, &corev1.ConfigMap{}, &networkingv1.NetworkPolicy{},
-		&policyv1.PodDisruptionBudget{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, redis} {
+		&policyv1.PodDisruptionBudget{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &batchv1.CronJob{}, redis} {
 		err := r.DeleteAllOf(ctx, obj, sel...)
 		if err != nil && !meta.IsNoMatchError(err) { // no redis-operator installed: nothing to delete
 			return ctrl.Result{}, fmt.Errorf("cannot delete %T of %s: %w", obj, cc.Name, err)

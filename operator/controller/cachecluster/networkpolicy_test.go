@@ -31,8 +31,8 @@ func TestNetworkPolicy(t *testing.T) {
 	if got := np.Spec.PodSelector.MatchLabels[cachecluster.LabelCluster]; got != cc.Name {
 		t.Fatalf("policy selects %v, want the cluster's pods", np.Spec.PodSelector)
 	}
-	if len(np.Spec.Ingress) != 2 {
-		t.Fatalf("%d ingress rules, want the data plane's and the metrics'", len(np.Spec.Ingress))
+	if len(np.Spec.Ingress) != 3 {
+		t.Fatalf("%d ingress rules, want the data plane's, the metrics' and Redis's for backups", len(np.Spec.Ingress))
 	}
 	data := np.Spec.Ingress[0]
 	var ports []int32
@@ -50,6 +50,10 @@ func TestNetworkPolicy(t *testing.T) {
 	}
 	if m := np.Spec.Ingress[1]; len(m.From) != 0 || len(m.Ports) != 1 || m.Ports[0].Port.IntVal != cachecluster.MetricsPort {
 		t.Fatalf("metrics rule %+v, want the metrics port from anywhere", m)
+	}
+	if b := np.Spec.Ingress[2]; len(b.Ports) != 1 || b.Ports[0].Port.IntVal != cachecluster.RedisPort || *b.Ports[0].Protocol != corev1.ProtocolTCP ||
+		len(b.From) != 1 || b.From[0].PodSelector.MatchLabels[cachecluster.LabelBackupOf] != cc.Name || b.From[0].NamespaceSelector != nil {
+		t.Fatalf("Redis rule %+v, want Redis's port from the cluster's backup pods only", b)
 	}
 	if ref := metav1.GetControllerOf(np); ref == nil || ref.Name != cc.Name {
 		t.Fatalf("NetworkPolicy controller %+v, want the CacheCluster", ref)

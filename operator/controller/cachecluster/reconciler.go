@@ -125,6 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.reconcileDataPlaneKey,
 		r.reconcileDataPlaneRBAC,
 		r.reconcileStorage,
+		r.reconcileBackup,
 		r.reconcileLayers,
 		r.reconcileNetworkPolicy,
 		r.reconcileGateway,

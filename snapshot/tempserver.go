@@ -1,0 +1,108 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// tempServer is a redis-server started on one RDB, reachable on a unix
+// socket only, that keeps nothing: it exists to be read.
+type tempServer struct {
+	cmd    *exec.Cmd
+	dir    string
+	exited chan error
+	client *redis.Client
+}
+
+// startTempServer starts binary on the RDB at rdb, in a new directory
+// under tmp, and waits until it has loaded it (or until loadTimeout).
+func startTempServer(ctx context.Context, binary, rdb, tmp string, loadTimeout time.Duration) (*tempServer, error) {
+	dir, err := os.MkdirTemp(tmp, "distcache-restore-")
+	if err != nil {
+		return nil, fmt.Errorf("cannot create a directory for redis-server: %w", err)
+	}
+	abs, err := filepath.Abs(rdb)
+	if err != nil {
+		return nil, fmt.Errorf("cannot find %s: %w", rdb, err)
+	}
+	if err := os.Symlink(abs, filepath.Join(dir, "dump.rdb")); err != nil {
+		return nil, fmt.Errorf("cannot link %s for redis-server: %w", rdb, err)
+	}
+	sock := filepath.Join(dir, "redis.sock")
+	logFile := filepath.Join(dir, "redis.log")
+	t := &tempServer{dir: dir, exited: make(chan error, 1)}
+	// No TCP port, no persistence: the server only loads dump.rdb.
+	t.cmd = exec.Command(binary, "--port", "0", "--unixsocket", sock, "--unixsocketperm", "700",
+		"--dir", dir, "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no",
+		"--daemonize", "no", "--logfile", logFile)
+	t.cmd.SysProcAttr = sysProcAttr()
+	if err := t.cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("cannot start %s: %w", binary, err)
+	}
+	go func() { t.exited <- t.cmd.Wait() }()
+	t.client = redis.NewClient(&redis.Options{Network: "unix", Addr: sock, MaxRetries: -1})
+	if err := t.waitLoaded(ctx, loadTimeout, logFile); err != nil {
+		t.stop()
+		return nil, err
+	}
+	return t, nil
+}
+
+// waitLoaded polls PING until the server answers PONG (not LOADING),
+// fails as soon as it exits, and gives up after bound.
+func (t *tempServer) waitLoaded(ctx context.Context, bound time.Duration, logFile string) error {
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		last = t.client.Ping(pctx).Err()
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case err := <-t.exited:
+			t.exited <- err
+			return fmt.Errorf("cannot load the RDB: redis-server exited (%v): %s", err, logTail(logFile))
+		case <-deadline.C:
+			return fmt.Errorf("cannot load the RDB: redis-server not ready after %s (last: %w): %s", bound, last, logTail(logFile))
+		case <-ctx.Done():
+			return fmt.Errorf("cannot load the RDB: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// stop kills the server (it keeps nothing) and removes its directory.
+func (t *tempServer) stop() {
+	_ = t.client.Close()
+	if t.cmd.Process != nil {
+		_ = t.cmd.Process.Kill()
+		<-t.exited
+	}
+	_ = os.RemoveAll(t.dir)
+}
+
+// logTail is the end of a redis-server log, for an error message.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "no log"
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, " | ")
+}
