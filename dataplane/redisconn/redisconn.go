@@ -110,7 +110,7 @@ func (s Settings) tlsConfig() (*tls.Config, error) {
 			return nil, fmt.Errorf("cannot use Redis CA bundle %s: no PEM certificate in it", s.CAFile)
 		}
 	}
-	if cfg.ServerName == "" {
+	if cfg.ServerName == "" && s.Addr != "" {
 		host, _, err := net.SplitHostPort(s.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("cannot use Redis address %q: %w", s.Addr, err)
