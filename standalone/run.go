@@ -226,6 +226,9 @@ func (c *cluster) start(ctx context.Context) error {
 	if err := controlloop.WriteConfig(p.ControlLoopConfig, c.loopConfig()); err != nil {
 		return err
 	}
+	if err := writeACLFiles(p); err != nil {
+		return err
+	}
 	maps, err := mapwatch.Load(p.MapFile, c.cfg.Logger)
 	if err != nil {
 		return err

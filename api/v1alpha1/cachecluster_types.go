@@ -46,8 +46,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'external' || (has(self.external) && size(self.external) == (has(self.racks) ? self.racks : 1) * (has(self.shardsPerRack) ? self.shardsPerRack : 1))",message="storage.external must list one Redis endpoint per shard: racks × shardsPerRack of them, rack by rack"
 // +kubebuilder:validation:XValidation:rule="!has(self.external) || (has(self.mode) && self.mode == 'external')",message="storage.external is only for mode: external"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.mode) || self.mode != 'external'",message="storage.persistence is only for modes managed and redisOperator: external Redis servers keep their data where they run"
-// +kubebuilder:validation:XValidation:rule="!has(self.auth) || (has(self.mode) && self.mode == 'external')",message="storage.auth is only for mode: external (the operator starts managed Redis servers without a password)"
-// +kubebuilder:validation:XValidation:rule="!has(self.tls) || (has(self.mode) && self.mode == 'external')",message="storage.tls is only for mode: external (the operator starts managed Redis servers without TLS)"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || has(self.tls.certSecretName) || (has(self.mode) && self.mode == 'external')",message="storage.tls needs tls.certSecretName in modes managed and redisOperator: the kubernetes.io/tls Secret whose tls.crt and tls.key the Redis servers serve"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || !has(self.tls.certSecretName) || !has(self.mode) || self.mode != 'external'",message="storage.tls.certSecretName is only for modes managed and redisOperator: external Redis servers serve their own certificate"
+// +kubebuilder:validation:XValidation:rule="!has(self.auth) || !has(self.auth.username) || !has(self.mode) || self.mode != 'redisOperator'",message="storage.auth.username is not for mode redisOperator: the redis-operator sets the password of Redis's default user"
 // +kubebuilder:validation:XValidation:rule="!has(self.appendOnly) || !has(self.mode) || self.mode == 'managed'",message="storage.appendOnly is only for mode: managed"
 // +kubebuilder:validation:XValidation:rule="!has(self.backup) || !has(self.mode) || self.mode == 'managed'",message="storage.backup is only for mode: managed; back up the Redis servers of modes redisOperator and external where they run"
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.appendOnly) || self.appendOnly != 'disabled'",message="storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
@@ -98,13 +99,16 @@ type StorageSpec struct {
 	// Resources of each Redis container (managed and redisOperator modes).
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-	// Auth is how the shims log in to external Redis servers: an ACL user
-	// and a password kept in a Secret, which the shims read from a mounted
-	// volume (never from their arguments). Mode external only.
+	// Auth is how the shims log in to the Redis servers: an ACL user and
+	// a password kept in a Secret, which the shims read from a mounted
+	// volume (never from their arguments). In mode managed the operator's
+	// Redis servers require it; in mode redisOperator it becomes the Redis
+	// objects' redisSecret.
 	// +optional
 	Auth *RedisAuthSpec `json:"auth,omitempty"`
-	// TLS makes the shims connect to external Redis servers with TLS.
-	// Mode external only.
+	// TLS makes the shims connect to the Redis servers with TLS. In modes
+	// managed and redisOperator the Redis servers serve TLS only, with
+	// the certificate of tls.certSecretName.
 	// +optional
 	TLS *RedisTLSSpec `json:"tls,omitempty"`
 	// Scheduling is where the scheduler may put the storage pods: each
@@ -131,6 +135,14 @@ type RedisAuthSpec struct {
 	// +kubebuilder:default=password
 	// +optional
 	PasswordKey string `json:"passwordKey,omitempty"`
+	// PreviousPasswordKey is the Secret's key of a second password, which
+	// the shims try when Redis refuses the first and, in mode managed,
+	// the Redis servers also accept: a rotation adds the new password
+	// here, makes it current with the old one here, then drops this key
+	// (docs/operator.md). The key may be absent.
+	// +kubebuilder:default=previous
+	// +optional
+	PreviousPasswordKey string `json:"previousPasswordKey,omitempty"`
 	// Username is the Redis ACL user (unset: the default user, as with
 	// requirepass).
 	// +optional
@@ -149,9 +161,17 @@ type RedisTLSSpec struct {
 	// +optional
 	CAKey string `json:"caKey,omitempty"`
 	// ServerName is the name the servers' certificates must carry (unset:
-	// the host of each endpoint).
+	// the host of each endpoint; in mode managed the pod's name under its
+	// rack's headless Service, <pod>.<cluster>-rack-<r>.<namespace>.svc
+	// (docs/operator.md); in mode redisOperator <shard>.<namespace>.svc).
 	// +optional
 	ServerName string `json:"serverName,omitempty"`
+	// CertSecretName names a kubernetes.io/tls Secret, in the cluster's
+	// namespace, whose tls.crt and tls.key the Redis servers of modes
+	// managed and redisOperator serve. Without caSecretName the shims
+	// verify it with the Secret's caKey (ca.crt, as cert-manager writes).
+	// +optional
+	CertSecretName string `json:"certSecretName,omitempty"`
 }
 
 // PersistenceSpec is the volume of a managed Redis's append-only file.

@@ -31,9 +31,10 @@ const (
 	msgExternalOnly    = "storage.external is only for mode: external"
 	msgPersistenceOnly = "storage.persistence is only for modes managed and redisOperator"
 	msgAppendOnlyOnly  = "storage.appendOnly is only for mode: managed"
-	msgAuthOnly        = "storage.auth is only for mode: external"
+	msgAuthUsername    = "storage.auth.username is not for mode redisOperator"
 	msgDirectWrites    = "dataPlane.directWrites needs dataPlane.directReads"
-	msgTLSOnly         = "storage.tls is only for mode: external"
+	msgTLSNeedsCert    = "storage.tls needs tls.certSecretName in modes managed and redisOperator"
+	msgTLSCertOnly     = "storage.tls.certSecretName is only for modes managed and redisOperator"
 	msgPersistenceAOF  = "storage.persistence is the volume of the append-only file: it needs appendOnly always or everysec"
 	msgGracePeriod     = "failover.gracePeriod must be at least 100ms"
 	msgHoldDown        = "failover.holdDown must be at least 1s"
@@ -130,12 +131,19 @@ func celRuleCases() []ruleCase {
 			s.Mode, s.External, s.Persistence = v1alpha1.StorageExternal, []string{"192.0.2.1:6379"}, persistence()
 		})), "spec.storage", msgPersistenceOnly},
 		{"direct writes without direct reads", newCluster(withDataPlane(v1alpha1.DataPlaneSpec{DirectWrites: true})), "spec.dataPlane", msgDirectWrites},
-		{"auth in managed mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
-			s.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login"}
-		})), "spec.storage", msgAuthOnly},
-		{"tls in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+		{"auth username in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode, s.Auth = v1alpha1.StorageRedisOperator, &v1alpha1.RedisAuthSpec{SecretName: "redis-login", Username: "shim"}
+		})), "spec.storage", msgAuthUsername},
+		{"tls without a certificate in managed mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.TLS = &v1alpha1.RedisTLSSpec{CASecretName: "redis-ca"}
+		})), "spec.storage", msgTLSNeedsCert},
+		{"tls without a certificate in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Mode, s.TLS = v1alpha1.StorageRedisOperator, &v1alpha1.RedisTLSSpec{ServerName: "redis.example"}
-		})), "spec.storage", msgTLSOnly},
+		})), "spec.storage", msgTLSNeedsCert},
+		{"tls certificate in external mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode, s.External = v1alpha1.StorageExternal, external(1)
+			s.TLS = &v1alpha1.RedisTLSSpec{CertSecretName: "redis-tls"}
+		})), "spec.storage", msgTLSCertOnly},
 		{"appendOnly in redisOperator mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Mode, s.AppendOnly = v1alpha1.StorageRedisOperator, v1alpha1.AppendOnlyEverySec
 		})), "spec.storage", msgAppendOnlyOnly},
@@ -320,6 +328,15 @@ func validCases() []validCase {
 			s.Mode, s.External = v1alpha1.StorageExternal, external(1)
 			s.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login", Username: "shim"}
 			s.TLS = &v1alpha1.RedisTLSSpec{CASecretName: "redis-ca"}
+		}))},
+		{"managed storage with a password and TLS", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login", Username: "shim", PreviousPasswordKey: "next"}
+			s.TLS = &v1alpha1.RedisTLSSpec{CertSecretName: "redis-tls"}
+		}))},
+		{"redisOperator storage with a password and TLS", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
+			s.Mode = v1alpha1.StorageRedisOperator
+			s.Auth = &v1alpha1.RedisAuthSpec{SecretName: "redis-login"}
+			s.TLS = &v1alpha1.RedisTLSSpec{CertSecretName: "redis-tls", CASecretName: "redis-ca"}
 		}))},
 		{"redisOperator storage", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Mode = v1alpha1.StorageRedisOperator }))},
 		{"redisOperator storage with persistence", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {

@@ -29,7 +29,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newGatewayCommand(), newLoadgenCommand(), newOperatorCommand(),
+	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newRedisACLCommand(), newGatewayCommand(), newLoadgenCommand(), newOperatorCommand(),
 		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand(), newCheckCommand(), newControlLoopCommand(),
 		newSwitchCommand(), newFabricCommand(), newVersionCommand(), newBackupCommand(), newRestoreCommand())
 	return root

@@ -19,6 +19,7 @@ func newShimCommand() *cobra.Command {
 		o     serveOptions
 		shard string
 		conn  redisconn.Settings
+		sync  credentialsSync
 		cfg   shim.Config
 	)
 	cmd := &cobra.Command{
@@ -53,6 +54,14 @@ func newShimCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			wait, err := sync.start(ctx, conn, log)
+			if err != nil {
+				return err
+			}
+			defer wait()
+			defer cancel()
 			healthy := func() error {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				defer cancel()
@@ -65,6 +74,7 @@ func newShimCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&shard, "shard", "", "this shim's storage shard name in the partition map")
 	conn.AddFlags(f)
+	sync.addFlags(f)
 	f.DurationVar(&cfg.InvalidateTimeout, "invalidate-timeout", 0, "phase-1 budget of a write (default 2s)")
 	f.DurationVar(&cfg.PrevMapGrace, "prev-map-grace", 0, "how long owners under replaced maps are still invalidated (default 2m; at least --serving-lease plus --map-delivery-lag)")
 	f.DurationVar(&cfg.Lease, "serving-lease", shim.DefaultLease, servingLeaseHelp)

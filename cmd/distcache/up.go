@@ -49,6 +49,9 @@ type upOptions struct {
 	// gatewayUsersDir, gatewayTLSCert and gatewayTLSKey are the gateway's
 	// --users-dir, --tls-cert and --tls-key (plan.Options).
 	gatewayUsersDir, gatewayTLSCert, gatewayTLSKey string
+	// redisAuthDir and redisTLSDir hold the keys of the Secrets of
+	// storage.auth and storage.tls, a file each.
+	redisAuthDir, redisTLSDir string
 	// memberDomains are the --member-domain flags: NAME=ZONE/HOST.
 	memberDomains []string
 }
@@ -71,6 +74,8 @@ clients on a loopback port that up prints; --gateway=false leaves it out.
 file per user, holding its password), --gateway-tls-cert and
 --gateway-tls-key serve it over TLS: standalone mode's
 spec.gateway.usersSecretName and tlsSecretName, which it refuses.
+--redis-auth-dir and --redis-tls-dir hold the keys of the Secrets of
+spec.storage.auth and storage.tls, a file per key.
 
 up returns once every process is ready and leaves the cluster running in the
 background; see it with 'distcache status', stop it with 'distcache down'.
@@ -119,6 +124,10 @@ this way (docs/benchmarks.md).`,
 		"directory with a file per user, named as the user and holding its password: the gateway requires AUTH (its --users-dir; read at every AUTH, so a changed password applies without a restart)")
 	f.StringVar(&o.gatewayTLSCert, "gateway-tls-cert", "", "PEM certificate: the gateway serves Redis clients over TLS (with --gateway-tls-key; re-read when it changes)")
 	f.StringVar(&o.gatewayTLSKey, "gateway-tls-key", "", "PEM private key of --gateway-tls-cert")
+	f.StringVar(&o.redisAuthDir, "redis-auth-dir", "",
+		"directory with the keys of spec.storage.auth's Secret, a file each (password, previous): the redis-servers require the password and the shims log in with it; a changed file applies without a restart")
+	f.StringVar(&o.redisTLSDir, "redis-tls-dir", "",
+		"directory with the keys of spec.storage.tls's Secrets, a file each (tls.crt, tls.key, ca.crt): the redis-servers serve TLS only and the shims verify them; a changed certificate applies without a restart")
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
 		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
@@ -152,7 +161,8 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	gw := plan.Options{NoGateway: !o.gateway, GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey, Domains: domains}
+	gw := plan.Options{NoGateway: !o.gateway, GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey, Domains: domains,
+		RedisAuthDir: o.redisAuthDir, RedisTLSDir: o.redisTLSDir}
 	if err := plan.Check(topo, &gw); err != nil {
 		return err
 	}
@@ -160,6 +170,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	o.gatewayUsersDir, o.gatewayTLSCert, o.gatewayTLSKey = gw.GatewayUsersDir, gw.GatewayTLSCert, gw.GatewayTLSKey // absolute
+	o.redisAuthDir, o.redisTLSDir = gw.RedisAuthDir, gw.RedisTLSDir
 	if o.ref.runDir == "" {
 		o.ref.runDir = filepath.Join(defaultStateRoot(), topo.Name)
 	}
@@ -211,6 +222,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *layout.Cluster, runD
 	p, err := plan.New(topo, plan.Options{
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
+		RedisAuthDir: o.redisAuthDir, RedisTLSDir: o.redisTLSDir,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: o.mapPoll, LogLevel: o.logLevel,
 		GOMAXPROCS: inheritedMaxProcs(), ServerCPU: o.serverCPU, Domains: domains,
 	})

@@ -5,17 +5,22 @@
 // The password is read from a file — a mounted Kubernetes Secret, or any
 // file only the shim can read — so it never appears in the process's
 // arguments, its logs or the partition map. It is read again for every new
-// connection (go-redis's CredentialsProviderContext), so a rotated Secret
-// takes effect as the pool reconnects, without a restart. TLS verifies the
-// server against the given CA bundle (or the system's) and name.
+// connection, so a rotated Secret takes effect as the pool reconnects,
+// without a restart. A second file may hold a previous (or next) password:
+// a login the server refuses with WRONGPASS is tried again with it, so a
+// rotation does not fail a connection made while the server and the file
+// disagree on which password is current (login.go). TLS verifies the
+// server against the given CA bundle (or the system's), read again for
+// every new connection too, and name.
 package redisconn
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 
 	"github.com/redis/go-redis/v9"
@@ -32,6 +37,10 @@ type Settings struct {
 	// PasswordFile holds the password ("" for none); one trailing newline
 	// is ignored.
 	PasswordFile string
+	// PreviousPasswordFile may hold a second password that the server
+	// may accept instead ("" or a missing or empty file: none). A login
+	// refused with WRONGPASS is tried again with it.
+	PreviousPasswordFile string
 	// TLS connects with TLS.
 	TLS bool
 	// CAFile is a PEM bundle of the CAs that may sign the server's
@@ -48,6 +57,8 @@ func (s *Settings) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.Username, "redis-username", "", "Redis ACL user (default: the default user)")
 	f.StringVar(&s.PasswordFile, "redis-password-file", "",
 		"file holding the Redis password, read again for every new connection (a mounted Secret); never pass the password itself")
+	f.StringVar(&s.PreviousPasswordFile, "redis-previous-password-file", "",
+		"file that may hold a second Redis password, tried when Redis refuses the first with WRONGPASS (a missing file: none); for rotations")
 	f.BoolVar(&s.TLS, "redis-tls", false, "connect to Redis with TLS")
 	f.StringVar(&s.CAFile, "redis-tls-ca-file", "", "PEM bundle of the CAs that sign Redis's certificate (default: the system's)")
 	f.StringVar(&s.ServerName, "redis-tls-server-name", "", "name Redis's certificate must carry (default: the host of --redis)")
@@ -55,24 +66,39 @@ func (s *Settings) AddFlags(f *pflag.FlagSet) {
 
 // Options returns the go-redis options of s. It fails when a file cannot
 // be read or holds nothing usable, so a wrong path is reported at start.
+// With a password or TLS the options dial with a Dialer of their own
+// (login.go), which does TLS and AUTH itself; without either they leave
+// the dialer to the caller.
 func (s Settings) Options() (*redis.Options, error) {
-	o := &redis.Options{Addr: s.Addr, Username: s.Username}
+	o := &redis.Options{Addr: s.Addr}
 	if s.PasswordFile != "" {
-		if _, err := readPassword(s.PasswordFile); err != nil {
+		if _, _, err := s.Passwords(); err != nil {
 			return nil, err
 		}
-		user, path := s.Username, s.PasswordFile
-		o.CredentialsProviderContext = func(context.Context) (string, string, error) {
-			p, err := readPassword(path)
-			return user, p, err
-		}
+	} else if s.PreviousPasswordFile != "" {
+		return nil, fmt.Errorf("cannot use --redis-previous-password-file without --redis-password-file")
 	}
 	if !s.TLS {
 		if s.CAFile != "" || s.ServerName != "" {
 			return nil, fmt.Errorf("cannot use --redis-tls-ca-file or --redis-tls-server-name without --redis-tls")
 		}
-		return o, nil
+		if s.PasswordFile == "" {
+			o.Username = s.Username
+			return o, nil
+		}
 	}
+	if s.TLS {
+		if _, err := s.tlsConfig(); err != nil {
+			return nil, err
+		}
+	}
+	o.Dialer = s.dial
+	return o, nil
+}
+
+// tlsConfig is the TLS configuration of a new connection, with the CA
+// bundle as its file holds it now.
+func (s Settings) tlsConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: s.ServerName}
 	if s.CAFile != "" {
 		pem, err := os.ReadFile(s.CAFile)
@@ -84,9 +110,37 @@ func (s Settings) Options() (*redis.Options, error) {
 			return nil, fmt.Errorf("cannot use Redis CA bundle %s: no PEM certificate in it", s.CAFile)
 		}
 	}
-	o.TLSConfig = cfg
-	return o, nil
+	if cfg.ServerName == "" && s.Addr != "" {
+		host, _, err := net.SplitHostPort(s.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("cannot use Redis address %q: %w", s.Addr, err)
+		}
+		cfg.ServerName = host
+	}
+	return cfg, nil
 }
+
+// Passwords reads the password files: current is the password to log in
+// with, previous a second one ("" when there is none).
+func (s Settings) Passwords() (current, previous string, err error) {
+	if s.PasswordFile == "" {
+		return "", "", nil
+	}
+	if current, err = readPassword(s.PasswordFile); err != nil {
+		return "", "", err
+	}
+	if s.PreviousPasswordFile == "" {
+		return current, "", nil
+	}
+	previous, err = readPassword(s.PreviousPasswordFile)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, errEmpty) {
+		return current, "", nil
+	}
+	return current, previous, err
+}
+
+// errEmpty reports a password file that holds nothing.
+var errEmpty = errors.New("it is empty")
 
 // readPassword reads the password in path, without one trailing newline.
 // The error names the file, never its content.
@@ -97,7 +151,7 @@ func readPassword(path string) (string, error) {
 	}
 	b = bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r"))
 	if len(b) == 0 {
-		return "", fmt.Errorf("cannot use Redis password file %s: it is empty", path)
+		return "", fmt.Errorf("cannot use Redis password file %s: %w", path, errEmpty)
 	}
 	return string(b), nil
 }

@@ -2,6 +2,7 @@ package redisconn_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,4 +173,62 @@ func testCertificates(t *testing.T, dir string) (redistest.TLSFiles, string) {
 	other := certtest.NewCA(t, dir, "other-ca")
 	cert, key := ca.Server(t, "server", "redis.test")
 	return redistest.TLSFiles{Cert: cert, Key: key, CA: ca.File}, other.File
+}
+
+// TestPreviousPassword logs in to a server that accepts one password,
+// with it in either file: a WRONGPASS on the first is tried again with
+// the second.
+func TestPreviousPassword(t *testing.T) {
+	dir := t.TempDir()
+	srv := redistest.Start(t, redistest.WithPassword("shim", "accepted"))
+	accepted, refused := writeFile(t, dir, "accepted", "accepted"), writeFile(t, dir, "refused", "refused")
+	missing := filepath.Join(dir, "missing")
+	tests := []struct {
+		name              string
+		current, previous string
+		wantErr           bool
+	}{
+		{"current accepted", accepted, refused, false},
+		{"previous accepted", refused, accepted, false},
+		{"previous missing", refused, missing, true},
+		{"neither accepted", refused, refused, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ping(t, redisconn.Settings{Addr: srv.Addr(), Username: "shim", PasswordFile: tc.current, PreviousPasswordFile: tc.previous})
+			if tc.wantErr != (err != nil) {
+				t.Fatalf("PING: %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr && !errors.Is(err, redisconn.ErrWrongPass) {
+				t.Fatalf("PING: %v, want WRONGPASS", err)
+			}
+		})
+	}
+}
+
+// TestCABundleReread replaces the CA bundle: a new connection with the
+// same options verifies the server with the new bundle.
+func TestCABundleReread(t *testing.T) {
+	dir := t.TempDir()
+	files, otherCA := testCertificates(t, dir)
+	srv := redistest.Start(t, redistest.WithTLS(files))
+	bundle := filepath.Join(t.TempDir(), "ca.crt")
+	copyFile := func(src string) {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bundle, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(otherCA)
+	s := redisconn.Settings{Addr: srv.Addr(), TLS: true, CAFile: bundle, ServerName: "redis.test"}
+	if err := ping(t, s); err == nil {
+		t.Fatal("a server signed by another CA was trusted")
+	}
+	copyFile(files.CA)
+	if err := ping(t, s); err != nil {
+		t.Fatalf("PING after the CA bundle changed: %v", err)
+	}
 }

@@ -20,6 +20,7 @@
 package plan
 
 import (
+	"github.com/distcache/distcache/dataplane/redisconn"
 	"github.com/distcache/distcache/internal/freeport"
 
 	"crypto/tls"
@@ -27,7 +28,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/distcache/distcache/layout"
@@ -95,6 +95,9 @@ type Process struct {
 	// (Options.ServerCPU): a storage shard's name for its Redis and shim,
 	// a member's for its cache node; "" for none.
 	CPUGroup string
+	// ACLFile is the ACL file a Redis starts from (storage.auth), which
+	// the cluster writes from Plan.RedisLogin before starting it.
+	ACLFile string
 	// Auth and TLS say that a gateway requires AUTH
 	// (Options.GatewayUsersDir) and serves Redis clients over TLS
 	// (Options.GatewayTLSCert).
@@ -124,6 +127,11 @@ type Options struct {
 	// reads them while it runs (the users at every AUTH, the certificate
 	// when it changes). Check makes them absolute.
 	GatewayUsersDir, GatewayTLSCert, GatewayTLSKey string
+	// RedisAuthDir and RedisTLSDir stand for the Secrets of storage.auth
+	// and storage.tls: a file per key (the password and previous password;
+	// tls.crt, tls.key and the CA bundle), as a Secret is mounted
+	// (rediscreds.go). Check makes them absolute.
+	RedisAuthDir, RedisTLSDir string
 	// Host is the address every process listens on (default 127.0.0.1).
 	Host string
 	// ShardRate is the emulated capacity of a storage shard in work units
@@ -201,6 +209,8 @@ type Plan struct {
 	GOMAXPROCS int
 	// ServerCPU is Options.ServerCPU: each server's CPU quota (0: none).
 	ServerCPU float64
+	// RedisLogin is the shims' login to Redis (storage.auth and tls).
+	RedisLogin redisconn.Settings
 	// Persistence is what the Redis servers keep across crashes, as
 	// layout.Persistence summarises it: "aof-always" or "aof-everysec"
 	// (the append-only file in each Redis's Dir), "none", or "unmanaged"
@@ -222,7 +232,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 		o.NodeRate = o.ShardRate * float64(c.ShardsPerRack())
 	}
 	p := &Plan{
-		Cluster: c, MapFile: filepath.Join(o.RunDir, "map.json"), DataPlaneKeyDir: KeyDir(o.RunDir), ShardRate: o.ShardRate, NodeRate: o.NodeRate,
+		RedisLogin: redisLogin(c, o), Cluster: c, MapFile: filepath.Join(o.RunDir, "map.json"), DataPlaneKeyDir: KeyDir(o.RunDir), ShardRate: o.ShardRate, NodeRate: o.NodeRate,
 		ControlLoopConfig: filepath.Join(o.RunDir, "controlloop.json"), EventsFile: filepath.Join(o.RunDir, "events.jsonl"),
 	}
 	external := c.Spec.Storage.External
@@ -266,6 +276,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 	for r := range c.Racks() {
 		for s := range c.ShardsPerRack() {
 			shard := c.ShardName(r, s)
+			var redis *Process
 			redisAddr := ""
 			if len(external) > 0 {
 				redisAddr = external[r*c.ShardsPerRack()+s]
@@ -273,20 +284,25 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 				redisAddr = tcp.next()
 				a.redis = append(a.redis, redisAddr)
 				dir := filepath.Join(o.RunDir, "redis", shard)
-				p.Processes = append(p.Processes, Process{
+				redis = &Process{
 					Name: shard + "-redis", Kind: Redis, Shard: shard,
 					Path: o.RedisServer, Args: redisArgs(c, o.Host, redisAddr, dir),
 					Addr: redisAddr, Dir: dir, LogFile: o.log(shard + "-redis"),
-				})
+				}
 			}
 			shimAddr, metricsAddr := udp.next(), tcp.next()
 			a.shards = append(a.shards, shimAddr)
-			p.Processes = append(p.Processes, Process{
+			shim := Process{
 				Name: shard, Kind: Shim, Shard: shard, Path: o.Binary,
-				Args:    o.roleArgs(c.ShimArgs(shard, redisAddr, shimAddr, layout.LocalMapDeliveryLag), metricsAddr, p, o.MapPoll, o.ShardRate),
+				Args:    o.roleArgs(append(c.ShimArgs(shard, redisAddr, shimAddr, layout.LocalMapDeliveryLag), shimLoginArgs(p.RedisLogin)...), metricsAddr, p, o.MapPoll, o.ShardRate),
 				Addr:    shimAddr,
 				LogFile: o.log(shard), MetricsAddr: metricsAddr, EmulatedRate: o.ShardRate,
-			})
+			}
+			if redis != nil {
+				o.localRedisSecurity(c, redis, &shim)
+				p.Processes = append(p.Processes, *redis)
+			}
+			p.Processes = append(p.Processes, shim)
 		}
 	}
 	a.perRack = c.ShardsPerRack()
@@ -351,7 +367,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 }
 
 // Check refuses what New would refuse before anything is laid out: a
-// spec that needs Kubernetes (Secrets, Redis auth or TLS) or switches
+// spec that needs Kubernetes (Secrets without their files) or switches
 // standalone mode cannot run (checkSwitches), and gateway files (o.GatewayUsersDir, GatewayTLSCert,
 // GatewayTLSKey) that are missing, unreadable, not a certificate and its
 // key, or given to a plan that runs no gateway. It makes those paths
@@ -374,8 +390,8 @@ func Check(c *layout.Cluster, o *Options) error {
 		return fmt.Errorf("cannot run the gateway with tlsSecretName %s: standalone mode has no Secrets: pass the certificate as files with distcache up --gateway-tls-cert FILE --gateway-tls-key FILE (PEM): %w",
 			g.TLSSecretName, ErrUnsupported)
 	}
-	if st := c.Spec.Storage; st.Auth != nil || st.TLS != nil {
-		return fmt.Errorf("cannot run storage with auth or tls: standalone mode does not pass a Redis password or TLS settings to its shims yet: %w", ErrUnsupported)
+	if err := o.checkRedisDirs(c); err != nil {
+		return err
 	}
 	if dp := c.Spec.DataPlane; dp != nil && dp.DirectReads && o.ShardRate > 0 {
 		return fmt.Errorf("cannot emulate the shards' capacity with spec.dataPlane.directReads: clients would read misses from Redis past the shims that count it; turn one off")
@@ -502,28 +518,6 @@ func (o Options) withDefaults() Options {
 func KeyDir(runDir string) string { return filepath.Join(runDir, "data-plane-key") }
 
 func (o Options) log(name string) string { return filepath.Join(o.RunDir, "logs", name+".log") }
-
-// roleArgs completes the command line of a shim, node or gateway: the
-// map (polled every poll, unless 0), the data-plane key, metrics and logs,
-// and an emulated capacity unless rate is 0.
-func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, poll time.Duration, rate float64) []string {
-	args = append(args, "--map="+p.MapFile, "--data-plane-key-dir="+p.DataPlaneKeyDir, "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
-	if poll > 0 {
-		args = append(args, "--map-poll="+poll.String())
-	}
-	if rate > 0 {
-		args = append(args, "--emulated-capacity="+strconv.FormatFloat(rate, 'f', -1, 64))
-	}
-	return args
-}
-
-// redisArgs are a local Redis's arguments: the operator's (with the
-// append-only file in dir), bound to host and in the foreground.
-func redisArgs(c *layout.Cluster, host, addr, dir string) []string {
-	_, port := splitPort(addr)
-	args := layout.RedisArgs(&c.Spec, port, dir)
-	return append(args, "--bind", host, "--daemonize", "no")
-}
 
 // portQueue hands out the free ports of a plan, each once, in order.
 type portQueue struct {

@@ -66,6 +66,13 @@ func WithPassword(user, password string) Option {
 	}
 }
 
+// WithLogin makes the readiness probe log in as user (default user when
+// "") with password, for a server whose logins come from elsewhere (an
+// ACL file given with WithArgs).
+func WithLogin(user, password string) Option {
+	return func(c *config) { c.user, c.pass = user, password }
+}
+
 // WithTLS makes the server serve TLS only, on the port Addr names, with
 // the certificate and key of files; clients are not asked for one.
 func WithTLS(files TLSFiles) Option {

@@ -30,24 +30,43 @@ type redisAccess struct {
 }
 
 // redisAccessOf returns the shims' Redis login and TLS settings of st.
-func redisAccessOf(st *v1alpha1.StorageSpec) redisAccess {
+// serverName is the name the Redis servers' certificates carry unless
+// storage.tls.serverName says otherwise ("": the host of the endpoint).
+// Without a CA Secret the shims of the operator's modes verify with the
+// caKey of the servers' own Secret, which they mount (RedisServerTLS).
+func redisAccessOf(st *v1alpha1.StorageSpec, serverName string) redisAccess {
 	var a redisAccess
 	if auth := st.Auth; auth != nil {
-		a.mount(RedisAuthVolume, RedisAuthMountPath, auth.SecretName, cmp.Or(auth.PasswordKey, "password"), "--redis-password-file")
+		// The whole Secret: its previous password may come and go.
+		a.volumes = append(a.volumes, secretVolume(RedisAuthVolume, auth.SecretName))
+		a.mounts = append(a.mounts, corev1.VolumeMount{Name: RedisAuthVolume, MountPath: RedisAuthMountPath, ReadOnly: true})
+		a.args = append(a.args, "--redis-password-file="+path.Join(RedisAuthMountPath, cmp.Or(auth.PasswordKey, "password")),
+			"--redis-previous-password-file="+path.Join(RedisAuthMountPath, cmp.Or(auth.PreviousPasswordKey, "previous")))
 		if auth.Username != "" {
 			a.args = append(a.args, "--redis-username="+auth.Username)
 		}
 	}
 	if tls := st.TLS; tls != nil {
 		a.args = append(a.args, "--redis-tls")
-		if tls.CASecretName != "" {
+		switch {
+		case tls.CASecretName != "":
 			a.mount(RedisTLSVolume, RedisTLSMountPath, tls.CASecretName, cmp.Or(tls.CAKey, "ca.crt"), "--redis-tls-ca-file")
+		case tls.CertSecretName != "":
+			a.args = append(a.args, "--redis-tls-ca-file="+path.Join(RedisServerTLSMountPath, cmp.Or(tls.CAKey, "ca.crt")))
 		}
-		if tls.ServerName != "" {
-			a.args = append(a.args, "--redis-tls-server-name="+tls.ServerName)
+		if name := cmp.Or(tls.ServerName, serverName); name != "" {
+			a.args = append(a.args, "--redis-tls-server-name="+name)
 		}
 	}
 	return a
+}
+
+// secretVolume is Secret secret, every key a file readable by the pod's
+// group.
+func secretVolume(volume, secret string) corev1.Volume {
+	return corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: secret, DefaultMode: ptr.To(secretMode),
+	}}}
 }
 
 // mount mounts key of Secret secret read-only at dir, and points flag at

@@ -93,10 +93,12 @@ func (r *Reconciler) mutateRackSet(cc *v1alpha1.CacheCluster, shards int, lbl ma
 	sts.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: lbl}
 	sts.Spec.Template.Labels = lbl
-	sts.Spec.Template.Spec.Containers = []corev1.Container{redis, shim}
 	sts.Spec.Template.Spec.ServiceAccountName = DataPlaneName(cc.Name)
 	sts.Spec.Template.Spec.SecurityContext = podSecurity()
 	sts.Spec.Template.Spec.Volumes = []corev1.Volume{dataPlaneKeyVolume(cc)}
+	sts.Spec.Template.Spec.InitContainers = nil
+	withManagedRedisSecurity(cc, sts.Name, &sts.Spec.Template.Spec, &redis, &shim, image, pull)
+	sts.Spec.Template.Spec.Containers = []corev1.Container{redis, shim}
 	setScheduling(&sts.Spec.Template.Spec, cc.Spec.Storage.Scheduling, lbl, true)
 	// The data volume: a claim per pod with storage.persistence (a
 	// StatefulSet's claims cannot change once it exists, and the API does
@@ -149,7 +151,7 @@ func persistence(cc *v1alpha1.CacheCluster) string {
 func (r *Reconciler) reconcileExternal(ctx context.Context, s *state) error {
 	image, _, pull := r.images(s.cc)
 	per := s.topo.ShardsPerRack()
-	access := redisAccessOf(&s.cc.Spec.Storage)
+	access := redisAccessOf(&s.cc.Spec.Storage, "")
 	ready := map[string]*corev1.Pod{} // a Ready pod of each shard's shim (its Deployment's pods carry the shard's label)
 	for _, p := range s.pods {
 		if p.Labels[LabelComponent] == ComponentShim && podReady(p) {
@@ -267,6 +269,7 @@ func (r *Reconciler) redisSpec(cc *v1alpha1.CacheCluster, name string) (map[stri
 		// The pod's ServiceAccount, whose token the shim reads its map with.
 		"serviceAccountName": DataPlaneName(cc.Name),
 	}
+	redisOperatorSecurity(cc, name, spec, kubernetesConfig, sidecar)
 	// Spread among the cluster's shards: each Redis runs one pod.
 	if err := setRedisScheduling(spec, cc.Spec.Storage.Scheduling, labels(cc, ComponentStorage)); err != nil {
 		return nil, err
