@@ -1,6 +1,7 @@
 package cachecluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -109,10 +110,29 @@ func (r *Reconciler) mutateBackupCronJob(s *state, b *v1alpha1.BackupSpec, cj *b
 	pod.Volumes = []corev1.Volume{{Name: BackupVolume, VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: b.VolumeClaimName},
 	}}}
+	access := backupRedisAccess(&s.cc.Spec.Storage)
+	pod.Volumes = append(pod.Volumes, access.volumes...)
 	pod.Containers = []corev1.Container{{
 		Name: ComponentBackup, Image: image, ImagePullPolicy: pull,
-		Args:            backupArgs(s, b.Keep),
-		VolumeMounts:    []corev1.VolumeMount{{Name: BackupVolume, MountPath: BackupMountPath}},
+		Args:            append(backupArgs(s, b.Keep), access.args...),
+		VolumeMounts:    append([]corev1.VolumeMount{{Name: BackupVolume, MountPath: BackupMountPath}}, access.mounts...),
 		SecurityContext: containerSecurity(),
 	}}
+}
+
+// backupRedisAccess is how the backup pod logs in to the managed servers
+// of storage.auth and storage.tls: as the shims do, except that each
+// server's name is the host of its address (the pod's DNS name, which the
+// certificate carries), and that of the servers' own TLS Secret only the
+// CA bundle is mounted, never their key.
+func backupRedisAccess(st *v1alpha1.StorageSpec) redisAccess {
+	a := redisAccessOf(st, "")
+	if tls := st.TLS; tls != nil && tls.CASecretName == "" && tls.CertSecretName != "" {
+		key := cmp.Or(tls.CAKey, "ca.crt")
+		a.volumes = append(a.volumes, corev1.Volume{Name: RedisServerTLSVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: tls.CertSecretName, Items: []corev1.KeyToPath{{Key: key, Path: key}}, DefaultMode: ptr.To(secretMode),
+		}}})
+		a.mounts = append(a.mounts, corev1.VolumeMount{Name: RedisServerTLSVolume, MountPath: RedisServerTLSMountPath, ReadOnly: true})
+	}
+	return a
 }

@@ -122,3 +122,41 @@ func TestBackupRefusedOutsideManaged(t *testing.T) {
 		})
 	}
 }
+
+// TestBackupCronJobLogsIn: with storage.auth and storage.tls the backup pod
+// logs in as the shims do, checks each server's certificate against the
+// name of the address it dials, and mounts only the CA bundle of the
+// servers' own TLS Secret, not their key.
+func TestBackupCronJobLogsIn(t *testing.T) {
+	startOperator(t, &clock{t: time.Now()})
+	cc := newCluster(t, "bkauth", withStorage(v1alpha1.StorageManaged, 1, 1), withLayer("spine", 1, false), withBackup("@daily", "bk", 3),
+		withRedisSecurity(&v1alpha1.RedisAuthSpec{SecretName: "redis-login"}, &v1alpha1.RedisTLSSpec{CertSecretName: "redis-cert"}))
+	cj := &batchv1.CronJob{}
+	eventually(t, "backup CronJob created", func() (bool, error) {
+		err := get(t, cj, cc.Namespace, cachecluster.BackupCronJobName(cc.Name))
+		return err == nil, client.IgnoreNotFound(err)
+	})
+	pod := cj.Spec.JobTemplate.Spec.Template.Spec
+	args := pod.Containers[0].Args
+	for _, want := range []string{"--redis-password-file=/etc/distcache/redis-auth/password", "--redis-tls",
+		"--redis-tls-ca-file=" + cachecluster.RedisServerTLSMountPath + "/ca.crt"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("backup args %q lack %s", args, want)
+		}
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--redis-tls-server-name") {
+			t.Errorf("backup args hold %s: each server's name is its address's host", a)
+		}
+	}
+	for _, v := range pod.Volumes {
+		if v.Name != cachecluster.RedisServerTLSVolume {
+			continue
+		}
+		if v.Secret == nil || v.Secret.SecretName != "redis-cert" || len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != "ca.crt" {
+			t.Errorf("servers' TLS volume %+v: want only ca.crt of redis-cert", v.VolumeSource)
+		}
+		return
+	}
+	t.Errorf("backup pod volumes %+v lack the servers' CA bundle", pod.Volumes)
+}
