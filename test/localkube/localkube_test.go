@@ -107,6 +107,7 @@ spec:
 	t.Logf("remap after a cache-node pod deletion (grace period 1 s), quiet cluster:\n%s", remapReport(quiet))
 	t.Logf("the same under the check's workload:\n%s", remapReport(loaded))
 	upgradeUnderCheck(k)
+	securedStorage(ctx, t, k)
 
 	down()
 	after := hostState(t, dir)
