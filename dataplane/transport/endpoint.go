@@ -50,6 +50,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/antireplay"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -141,6 +142,21 @@ type Config struct {
 	// key then does not cover those peers' coherence messages: the
 	// network between them and this endpoint is trusted instead.
 	Unsigned func(peer netip.AddrPort) bool
+	// Replay says whether signed datagrams carry a stamp (wire.Stamp) and
+	// whether signed datagrams without one are accepted; received stamps
+	// are always checked against replays (package antireplay), and those
+	// refused are dropped and counted in Stats.ReplayRejected. It matters
+	// only with Auth. The zero value, ReplayAccept, is what a process of
+	// a version before stamps does, so a cluster upgrades in three steps
+	// (docs/dataplane.md).
+	Replay ReplayMode
+	// Sender names the process for its stamps, the same across its
+	// restarts (a cache node's member, a shim's shard); with the
+	// endpoint's port it makes the sender id (antireplay.SenderID). Empty:
+	// a new random sender each start, as for clients.
+	Sender string
+	// ReplayFilter bounds the senders the endpoint remembers.
+	ReplayFilter antireplay.Config
 	// Bundle sends the datagrams that leave together for the same peer (a
 	// combined Send's, a reader's replies) as one bundle datagram (package
 	// wire) of at most Datagram bytes, instead of a datagram per message.
@@ -211,7 +227,13 @@ type Stats struct {
 	// MACRejected counts, by op, the datagrams dropped for a missing or
 	// bad MAC (Config.Auth).
 	MACRejected [opSlots]uint64
-	Reassembly  wire.ReassemblyStats
+	// ReplayRejected counts, by op, the signed datagrams whose stamp the
+	// replay filter refused; Unstamped those dropped for carrying no
+	// stamp (ReplayRequire). Replay has the filter's own counters.
+	ReplayRejected [opSlots]uint64
+	Unstamped      [opSlots]uint64
+	Replay         antireplay.Stats
+	Reassembly     wire.ReassemblyStats
 }
 
 // MessagesIn is the number of message datagrams received, alone or in
@@ -233,6 +255,7 @@ type counters struct {
 	sendErrors                                   atomic.Uint64
 	moreIn, moreOut, moreStale                   atomic.Uint64
 	macRejected                                  [opSlots]atomic.Uint64
+	replayRejected, unstamped                    [opSlots]atomic.Uint64
 }
 
 // Endpoint is a UDP socket speaking the wire protocol.
@@ -247,6 +270,8 @@ type Endpoint struct {
 	bufs   sync.Pool // *[]byte of cap cfg.Datagram, for encoding
 	comb   *combiner // batches concurrent Sends (nil: each sends alone)
 	seq    atomic.Uint64
+	stamps *antireplay.Stamper // stamps signed datagrams (Config.Replay)
+	replay *antireplay.Filter  // checks received stamps; nil without Auth
 	stats  counters
 	wg     sync.WaitGroup
 	closed atomic.Bool
@@ -312,6 +337,19 @@ func newEndpoint(cfg Config, conn *net.UDPConn, sock polledSocket, sys sysConn, 
 		e.comb = newCombiner(e)
 	}
 	e.seq.Store(rand.Uint64())
+	if cfg.Auth != nil {
+		name := cfg.Sender
+		if name != "" {
+			name = fmt.Sprintf("%s:%d", name, addr.Port())
+		}
+		now := time.Now()
+		e.stamps = antireplay.NewStamper(antireplay.SenderID(name), now)
+		rc := cfg.ReplayFilter
+		if rc.Start.IsZero() {
+			rc.Start = now
+		}
+		e.replay = antireplay.New(rc)
+	}
 	return e
 }
 
@@ -411,6 +449,10 @@ func (e *Endpoint) signs(op wire.Op, peer netip.AddrPort) bool {
 // signed when m's op is authenticated and the endpoint signs for peer.
 func (e *Endpoint) appendDatagram(dst []byte, peer netip.AddrPort, m *wire.Message, off int) ([]byte, int, error) {
 	if e.signs(m.Op, peer) {
+		if e.cfg.Replay >= ReplayStamp {
+			st := e.stamps.Stamp()
+			return wire.AppendStampedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth, &st)
+		}
 		return wire.AppendSignedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth)
 	}
 	return wire.AppendDatagram(dst, m, off, e.cfg.Datagram)
@@ -432,6 +474,11 @@ func (e *Endpoint) Stats() Stats {
 	}
 	for i := range s.macRejected {
 		st.MACRejected[i] = s.macRejected[i].Load()
+		st.ReplayRejected[i] = s.replayRejected[i].Load()
+		st.Unstamped[i] = s.unstamped[i].Load()
+	}
+	if e.replay != nil {
+		st.Replay = e.replay.Stats()
 	}
 	return st
 }
@@ -513,6 +560,26 @@ func (e *Endpoint) authentic(b []byte, p *wire.Packet, src netip.AddrPort) bool 
 	}
 	data, tag, ok := wire.Signed(b)
 	return ok && e.cfg.Auth.Verify(data, tag)
+}
+
+// fresh reports whether signed datagram p (its tag verified) may be
+// served: its stamp, if any, is new to the replay filter, and it carries
+// one where Config.Replay requires it.
+func (e *Endpoint) fresh(p *wire.Packet, src netip.AddrPort) bool {
+	if !p.Stamped {
+		if e.cfg.Replay != ReplayRequire {
+			return true
+		}
+		e.stats.unstamped[p.Op%opSlots].Add(1)
+		e.cfg.Logger.Debug("dropped signed datagram without a stamp", "from", src, "op", p.Op)
+		return false
+	}
+	if v := e.replay.Accept(p.Stamp); v != antireplay.Accepted {
+		e.stats.replayRejected[p.Op%opSlots].Add(1)
+		e.cfg.Logger.Debug("dropped replayed datagram", "from", src, "op", p.Op, "verdict", v)
+		return false
+	}
+	return true
 }
 
 // dispatch hands a complete message that rx received to its call or to
