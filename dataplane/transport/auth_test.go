@@ -40,9 +40,11 @@ func TestAuthenticatedRoundTrip(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 100_000/16)
 	for _, batch := range []int{1, transport.DefaultBatch} {
 		for _, value := range [][]byte{nil, []byte("hello"), big} {
-			t.Run(fmt.Sprintf("batch %d/%d bytes", batch, len(value)), func(t *testing.T) {
-				testRoundTrip(t, value, withAuth(t, clusterKey, nil), withBatch(batch))
-			})
+			for _, mode := range []transport.ReplayMode{transport.ReplayAccept, transport.ReplayRequire} {
+				t.Run(fmt.Sprintf("batch %d/%d bytes/replay=%v", batch, len(value), mode), func(t *testing.T) {
+					testRoundTrip(t, value, withReplay(t, mode), withBatch(batch))
+				})
+			}
 		}
 	}
 }
