@@ -48,8 +48,7 @@
 // before its start (plus how far the sender's clock runs ahead of the
 // receiver's) may be accepted once more. A datagram the attacker held
 // back and never let arrive is accepted once, late, if it is still within
-// the window, as with IPsec; the coherence protocol's versions refuse a
-// late INVALIDATE or UPDATE of an older write. GETs and their replies are
+// the window, as with IPsec. GETs and their replies are
 // neither signed nor stamped: the hit path pays nothing.
 //
 // Cost: Accept takes one shard's mutex, looks its sender up in a map and
