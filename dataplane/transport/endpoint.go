@@ -202,62 +202,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Stats counts an Endpoint's traffic.
-type Stats struct {
-	DatagramsIn  uint64
-	Receives     uint64 // receive system calls that returned datagrams; DatagramsIn/Receives is the mean batch
-	DatagramsOut uint64
-	Sends        uint64 // send system calls that sent datagrams; DatagramsOut/Sends is the mean batch
-	BytesIn      uint64
-	BytesOut     uint64
-	// BundlesIn and BundlesOut count the bundle datagrams among
-	// DatagramsIn and DatagramsOut; BundledIn and BundledOut the messages'
-	// datagrams they carried.
-	BundlesIn, BundledIn   uint64
-	BundlesOut, BundledOut uint64
-	Malformed              uint64 // datagrams (or bundles) that failed to parse
-	Unhandled              uint64 // requests received without a handler
-	UnmatchedReplies       uint64 // replies to no outstanding call (late or duplicate)
-	Retransmits            uint64
-	SendErrors             uint64
-	// MoreIn and MoreOut count the MOREs (flow control, wire.Window)
-	// received and sent; MoreStale the MOREs received for a message no
-	// longer kept (expired, or pushed out by newer ones).
-	MoreIn, MoreOut, MoreStale uint64
-	// MACRejected counts, by op, the datagrams dropped for a missing or
-	// bad MAC (Config.Auth).
-	MACRejected [opSlots]uint64
-	// ReplayRejected counts, by op, the signed datagrams whose stamp the
-	// replay filter refused; Unstamped those dropped for carrying no
-	// stamp (ReplayRequire). Replay has the filter's own counters.
-	ReplayRejected [opSlots]uint64
-	Unstamped      [opSlots]uint64
-	Replay         antireplay.Stats
-	Reassembly     wire.ReassemblyStats
-}
-
-// MessagesIn is the number of message datagrams received, alone or in
-// bundles.
-func (s *Stats) MessagesIn() uint64 { return s.DatagramsIn - s.BundlesIn + s.BundledIn }
-
-// MessagesOut is the number of message datagrams sent, alone or in
-// bundles.
-func (s *Stats) MessagesOut() uint64 { return s.DatagramsOut - s.BundlesOut + s.BundledOut }
-
-// opSlots indexes counters by op: every op Parse accepts is below it.
-const opSlots = wire.MaxOp + 1
-
-type counters struct {
-	datagramsIn, datagramsOut, bytesIn, bytesOut atomic.Uint64
-	receives, sends                              atomic.Uint64
-	bundlesIn, bundledIn, bundlesOut, bundledOut atomic.Uint64
-	malformed, unhandled, unmatched, retransmits atomic.Uint64
-	sendErrors                                   atomic.Uint64
-	moreIn, moreOut, moreStale                   atomic.Uint64
-	macRejected                                  [opSlots]atomic.Uint64
-	replayRejected, unstamped                    [opSlots]atomic.Uint64
-}
-
 // Endpoint is a UDP socket speaking the wire protocol.
 type Endpoint struct {
 	cfg    Config
@@ -440,49 +384,6 @@ func (e *Endpoint) sendRange(dst netip.AddrPort, m *wire.Message, from, end int)
 	}
 }
 
-// signs says whether the endpoint signs messages of op to peer.
-func (e *Endpoint) signs(op wire.Op, peer netip.AddrPort) bool {
-	return e.cfg.Auth != nil && wire.Authenticated(op) && (e.cfg.Unsigned == nil || !e.cfg.Unsigned(peer))
-}
-
-// appendDatagram encodes the datagram of m to peer from value offset off,
-// signed when m's op is authenticated and the endpoint signs for peer.
-func (e *Endpoint) appendDatagram(dst []byte, peer netip.AddrPort, m *wire.Message, off int) ([]byte, int, error) {
-	if e.signs(m.Op, peer) {
-		if e.cfg.Replay >= ReplayStamp {
-			st := e.stamps.Stamp()
-			return wire.AppendStampedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth, &st)
-		}
-		return wire.AppendSignedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth)
-	}
-	return wire.AppendDatagram(dst, m, off, e.cfg.Datagram)
-}
-
-// Stats returns the counters.
-func (e *Endpoint) Stats() Stats {
-	s := &e.stats
-	st := Stats{
-		DatagramsIn: s.datagramsIn.Load(), Receives: s.receives.Load(), DatagramsOut: s.datagramsOut.Load(),
-		Sends:     s.sends.Load(),
-		BundlesIn: s.bundlesIn.Load(), BundledIn: s.bundledIn.Load(),
-		BundlesOut: s.bundlesOut.Load(), BundledOut: s.bundledOut.Load(),
-		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
-		Malformed: s.malformed.Load(), Unhandled: s.unhandled.Load(),
-		UnmatchedReplies: s.unmatched.Load(), Retransmits: s.retransmits.Load(),
-		SendErrors: s.sendErrors.Load(), Reassembly: e.reasm.Stats(),
-		MoreIn: s.moreIn.Load(), MoreOut: s.moreOut.Load(), MoreStale: s.moreStale.Load(),
-	}
-	for i := range s.macRejected {
-		st.MACRejected[i] = s.macRejected[i].Load()
-		st.ReplayRejected[i] = s.replayRejected[i].Load()
-		st.Unstamped[i] = s.unstamped[i].Load()
-	}
-	if e.replay != nil {
-		st.Replay = e.replay.Stats()
-	}
-	return st
-}
-
 func (e *Endpoint) read(h Handler) {
 	defer e.wg.Done()
 	r := e.newReader()
@@ -549,37 +450,6 @@ func (r *singleReader) Flush() {}
 // unmapped reports an IPv4 peer of a dual-stack socket as IPv4.
 func unmapped(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
-}
-
-// authentic reports whether datagram b (parsed as p) from src may be
-// served: it needs a valid tag when its op is authenticated (unless src
-// is Unsigned) or it carries one.
-func (e *Endpoint) authentic(b []byte, p *wire.Packet, src netip.AddrPort) bool {
-	if !p.Has(wire.FlagAuth) {
-		return !wire.Authenticated(p.Op) || (e.cfg.Unsigned != nil && e.cfg.Unsigned(src))
-	}
-	data, tag, ok := wire.Signed(b)
-	return ok && e.cfg.Auth.Verify(data, tag)
-}
-
-// fresh reports whether signed datagram p (its tag verified) may be
-// served: its stamp, if any, is new to the replay filter, and it carries
-// one where Config.Replay requires it.
-func (e *Endpoint) fresh(p *wire.Packet, src netip.AddrPort) bool {
-	if !p.Stamped {
-		if e.cfg.Replay != ReplayRequire {
-			return true
-		}
-		e.stats.unstamped[p.Op%opSlots].Add(1)
-		e.cfg.Logger.Debug("dropped signed datagram without a stamp", "from", src, "op", p.Op)
-		return false
-	}
-	if v := e.replay.Accept(p.Stamp); v != antireplay.Accepted {
-		e.stats.replayRejected[p.Op%opSlots].Add(1)
-		e.cfg.Logger.Debug("dropped replayed datagram", "from", src, "op", p.Op, "verdict", v)
-		return false
-	}
-	return true
 }
 
 // dispatch hands a complete message that rx received to its call or to
