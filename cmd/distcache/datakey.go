@@ -22,18 +22,42 @@ import (
 // client command.
 const dataKeyHelp = "directory with the cluster's data-plane key (file 'current', optional 'previous', as a Secret is mounted): writes and coherence messages are signed and checked with it, and re-read when the files change; empty: unauthenticated"
 
-// dataKey is the --data-plane-key-dir flag and the key ring it loads.
+// replayHelp documents --replay-protection beside --data-plane-key-dir.
+const replayHelp = "with a data-plane key: accept (send signed messages unstamped, accept them with or without a stamp), stamp (stamp them, accept both) or require (stamp them, refuse unstamped ones); every stamp received is checked against replays. Move a cluster one step at a time, each on every process first. Default: require for a standalone cluster found by its run directory, else accept"
+
+// dataKey is the --data-plane-key-dir and --replay-protection flags and
+// the key ring the first loads.
 type dataKey struct {
-	dir  string
-	ring *wireauth.Keyring // nil: no key
+	dir    string
+	replay string
+	ring   *wireauth.Keyring // nil: no key
+	mode   transport.ReplayMode
 }
 
 func (k *dataKey) addFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&k.dir, "data-plane-key-dir", "", dataKeyHelp)
+	cmd.Flags().StringVar(&k.replay, "replay-protection", "", replayHelp)
+}
+
+// parseReplay sets the replay mode from the flag, or to def when unset.
+func (k *dataKey) parseReplay(def transport.ReplayMode) error {
+	k.mode = def
+	if k.replay == "" {
+		return nil
+	}
+	m, err := transport.ParseReplayMode(k.replay)
+	if err != nil {
+		return fmt.Errorf("cannot use --replay-protection: %w", err)
+	}
+	k.mode = m
+	return nil
 }
 
 // load reads the key directory, if one was given.
 func (k *dataKey) load() error {
+	if err := k.parseReplay(transport.ReplayAccept); err != nil {
+		return err
+	}
 	if k.dir == "" {
 		return nil
 	}
@@ -51,9 +75,15 @@ func (k *dataKey) loadForRunDir(runDir string) error {
 	if k.dir == "" {
 		dir := plan.KeyDir(runDir)
 		if _, err := os.Stat(filepath.Join(dir, wireauth.CurrentFile)); errors.Is(err, fs.ErrNotExist) {
-			return nil
+			return k.parseReplay(transport.ReplayAccept)
 		}
 		k.dir = dir
+		if err := k.load(); err != nil {
+			return err
+		}
+		// Standalone mode starts every process of a cluster with
+		// --replay-protection=require (plan.roleArgs).
+		return k.parseReplay(transport.ReplayRequire)
 	}
 	return k.load()
 }
@@ -62,6 +92,7 @@ func (k *dataKey) loadForRunDir(runDir string) error {
 func (k *dataKey) apply(c *transport.Config) {
 	if k.ring != nil {
 		c.Auth = k.ring
+		c.Replay = k.mode
 	}
 }
 

@@ -45,6 +45,7 @@ func newNodeCommand() *cobra.Command {
 			}
 			cfg.Layer, cfg.Member = m.Layers[l].Name, member
 			cfg.Transport = o.transport(m.Layers[l].Members[i].Address, log)
+			cfg.Transport.Sender = "node/" + member // one sender across restarts
 			reg, wrapped := metrics.Registry("node", member)
 			cfg.Registerer, cfg.Logger = wrapped, log // the node adds its layer and member
 			if err := o.key.register(wrapped); err != nil {

@@ -38,6 +38,7 @@ func newShimCommand() *cobra.Command {
 			}
 			cfg.Shard = shard
 			cfg.Transport = o.transport(m.Storage.Racks[r].Shards[i].Address, log)
+			cfg.Transport.Sender = "shim/" + shard // one sender across restarts
 			if cfg.Redis, err = conn.Options(); err != nil {
 				return fmt.Errorf("cannot run shim: %w", err)
 			}

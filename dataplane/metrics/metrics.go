@@ -111,8 +111,11 @@ func (r *Requests) Observe(op wire.Op, result string, d time.Duration) {
 // distcache_bundled_messages_total{direction},
 // distcache_window_requests_total{direction},
 // distcache_window_requests_stale_total, distcache_malformed_packets_total,
-// distcache_retransmits_total, distcache_reassembly_dropped_total and
-// distcache_mac_rejected_total{type} (one series per authenticated op).
+// distcache_retransmits_total, distcache_reassembly_dropped_total,
+// distcache_mac_rejected_total{type}, distcache_replays_rejected_total{type}
+// and distcache_unstamped_rejected_total{type} (one series per
+// authenticated op), distcache_replay_evictions_total,
+// distcache_replay_new_epochs_total and distcache_replay_senders.
 func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error {
 	counter := func(name, help string, labels prometheus.Labels, f func(transport.Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
@@ -124,6 +127,26 @@ func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error 
 			func(s transport.Stats) uint64 { return s.MACRejected[op] })); err != nil {
 			return err
 		}
+	}
+	for op := wire.OpPut; wire.Authenticated(op); op++ {
+		if err := Register(reg,
+			counter("distcache_replays_rejected_total",
+				"Signed datagrams dropped because the replay filter refused their stamp (a duplicate, behind the window, an older epoch or before the floor), by op.",
+				prometheus.Labels{"type": op.String()}, func(s transport.Stats) uint64 { return s.ReplayRejected[op] }),
+			counter("distcache_unstamped_rejected_total",
+				"Signed datagrams dropped for carrying no stamp while stamps are required (--replay-protection=require), by op.",
+				prometheus.Labels{"type": op.String()}, func(s transport.Stats) uint64 { return s.Unstamped[op] })); err != nil {
+			return err
+		}
+	}
+	if err := Register(reg,
+		counter("distcache_replay_evictions_total", "Senders the replay filter forgot to make room; its floor rose to their latest stamp.",
+			nil, func(s transport.Stats) uint64 { return s.Replay.Evictions }),
+		counter("distcache_replay_new_epochs_total", "Restarts of senders seen by the replay filter (a newer epoch accepted).",
+			nil, func(s transport.Stats) uint64 { return s.Replay.NewEpochs }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "distcache_replay_senders", Help: "Senders the replay filter tracks."},
+			func() float64 { return float64(ep.Stats().Replay.Senders) })); err != nil {
+		return err
 	}
 	// directions is a counter of traffic in and out, as two series.
 	directions := func(name, help string, in, out func(transport.Stats) uint64) []prometheus.Collector {

@@ -29,13 +29,22 @@ func withAuth(t testing.TB, current, previous []byte) func(*transport.Config) {
 
 func noOpt(*transport.Config) {}
 
+// withReplay keys an endpoint with clusterKey and sets its replay mode.
+func withReplay(t testing.TB, mode transport.ReplayMode) func(*transport.Config) {
+	t.Helper()
+	auth := withAuth(t, clusterKey, nil)
+	return func(c *transport.Config) { auth(c); c.Replay = mode }
+}
+
 func TestAuthenticatedRoundTrip(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 100_000/16)
 	for _, batch := range []int{1, transport.DefaultBatch} {
 		for _, value := range [][]byte{nil, []byte("hello"), big} {
-			t.Run(fmt.Sprintf("batch %d/%d bytes", batch, len(value)), func(t *testing.T) {
-				testRoundTrip(t, value, withAuth(t, clusterKey, nil), withBatch(batch))
-			})
+			for _, mode := range []transport.ReplayMode{transport.ReplayAccept, transport.ReplayRequire} {
+				t.Run(fmt.Sprintf("batch %d/%d bytes/replay=%v", batch, len(value), mode), func(t *testing.T) {
+					testRoundTrip(t, value, withReplay(t, mode), withBatch(batch))
+				})
+			}
 		}
 	}
 }
@@ -123,6 +132,8 @@ func BenchmarkCallPut(b *testing.B) {
 	}{
 		{"mac=off", noOpt},
 		{"mac=on", withAuth(b, clusterKey, nil)},
+		{"mac=on/replay=stamp", withReplay(b, transport.ReplayStamp)},
+		{"mac=on/replay=require", withReplay(b, transport.ReplayRequire)},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			server := listen(b, echo, tt.opt)

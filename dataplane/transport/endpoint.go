@@ -50,6 +50,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/antireplay"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -141,6 +142,21 @@ type Config struct {
 	// key then does not cover those peers' coherence messages: the
 	// network between them and this endpoint is trusted instead.
 	Unsigned func(peer netip.AddrPort) bool
+	// Replay says whether signed datagrams carry a stamp (wire.Stamp) and
+	// whether signed datagrams without one are accepted; received stamps
+	// are always checked against replays (package antireplay), and those
+	// refused are dropped and counted in Stats.ReplayRejected. It matters
+	// only with Auth. The zero value, ReplayAccept, is what a process of
+	// a version before stamps does, so a cluster upgrades in three steps
+	// (docs/dataplane.md).
+	Replay ReplayMode
+	// Sender names the process for its stamps, the same across its
+	// restarts (a cache node's member, a shim's shard); with the
+	// endpoint's port it makes the sender id (antireplay.SenderID). Empty:
+	// a new random sender each start, as for clients.
+	Sender string
+	// ReplayFilter bounds the senders the endpoint remembers.
+	ReplayFilter antireplay.Config
 	// Bundle sends the datagrams that leave together for the same peer (a
 	// combined Send's, a reader's replies) as one bundle datagram (package
 	// wire) of at most Datagram bytes, instead of a datagram per message.
@@ -186,55 +202,6 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Stats counts an Endpoint's traffic.
-type Stats struct {
-	DatagramsIn  uint64
-	Receives     uint64 // receive system calls that returned datagrams; DatagramsIn/Receives is the mean batch
-	DatagramsOut uint64
-	Sends        uint64 // send system calls that sent datagrams; DatagramsOut/Sends is the mean batch
-	BytesIn      uint64
-	BytesOut     uint64
-	// BundlesIn and BundlesOut count the bundle datagrams among
-	// DatagramsIn and DatagramsOut; BundledIn and BundledOut the messages'
-	// datagrams they carried.
-	BundlesIn, BundledIn   uint64
-	BundlesOut, BundledOut uint64
-	Malformed              uint64 // datagrams (or bundles) that failed to parse
-	Unhandled              uint64 // requests received without a handler
-	UnmatchedReplies       uint64 // replies to no outstanding call (late or duplicate)
-	Retransmits            uint64
-	SendErrors             uint64
-	// MoreIn and MoreOut count the MOREs (flow control, wire.Window)
-	// received and sent; MoreStale the MOREs received for a message no
-	// longer kept (expired, or pushed out by newer ones).
-	MoreIn, MoreOut, MoreStale uint64
-	// MACRejected counts, by op, the datagrams dropped for a missing or
-	// bad MAC (Config.Auth).
-	MACRejected [opSlots]uint64
-	Reassembly  wire.ReassemblyStats
-}
-
-// MessagesIn is the number of message datagrams received, alone or in
-// bundles.
-func (s *Stats) MessagesIn() uint64 { return s.DatagramsIn - s.BundlesIn + s.BundledIn }
-
-// MessagesOut is the number of message datagrams sent, alone or in
-// bundles.
-func (s *Stats) MessagesOut() uint64 { return s.DatagramsOut - s.BundlesOut + s.BundledOut }
-
-// opSlots indexes counters by op: every op Parse accepts is below it.
-const opSlots = wire.MaxOp + 1
-
-type counters struct {
-	datagramsIn, datagramsOut, bytesIn, bytesOut atomic.Uint64
-	receives, sends                              atomic.Uint64
-	bundlesIn, bundledIn, bundlesOut, bundledOut atomic.Uint64
-	malformed, unhandled, unmatched, retransmits atomic.Uint64
-	sendErrors                                   atomic.Uint64
-	moreIn, moreOut, moreStale                   atomic.Uint64
-	macRejected                                  [opSlots]atomic.Uint64
-}
-
 // Endpoint is a UDP socket speaking the wire protocol.
 type Endpoint struct {
 	cfg    Config
@@ -247,6 +214,8 @@ type Endpoint struct {
 	bufs   sync.Pool // *[]byte of cap cfg.Datagram, for encoding
 	comb   *combiner // batches concurrent Sends (nil: each sends alone)
 	seq    atomic.Uint64
+	stamps *antireplay.Stamper // stamps signed datagrams (Config.Replay)
+	replay *antireplay.Filter  // checks received stamps; nil without Auth
 	stats  counters
 	wg     sync.WaitGroup
 	closed atomic.Bool
@@ -312,6 +281,19 @@ func newEndpoint(cfg Config, conn *net.UDPConn, sock polledSocket, sys sysConn, 
 		e.comb = newCombiner(e)
 	}
 	e.seq.Store(rand.Uint64())
+	if cfg.Auth != nil {
+		name := cfg.Sender
+		if name != "" {
+			name = fmt.Sprintf("%s:%d", name, addr.Port())
+		}
+		now := time.Now()
+		e.stamps = antireplay.NewStamper(antireplay.SenderID(name), now)
+		rc := cfg.ReplayFilter
+		if rc.Start.IsZero() {
+			rc.Start = now
+		}
+		e.replay = antireplay.New(rc)
+	}
 	return e
 }
 
@@ -402,40 +384,6 @@ func (e *Endpoint) sendRange(dst netip.AddrPort, m *wire.Message, from, end int)
 	}
 }
 
-// signs says whether the endpoint signs messages of op to peer.
-func (e *Endpoint) signs(op wire.Op, peer netip.AddrPort) bool {
-	return e.cfg.Auth != nil && wire.Authenticated(op) && (e.cfg.Unsigned == nil || !e.cfg.Unsigned(peer))
-}
-
-// appendDatagram encodes the datagram of m to peer from value offset off,
-// signed when m's op is authenticated and the endpoint signs for peer.
-func (e *Endpoint) appendDatagram(dst []byte, peer netip.AddrPort, m *wire.Message, off int) ([]byte, int, error) {
-	if e.signs(m.Op, peer) {
-		return wire.AppendSignedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth)
-	}
-	return wire.AppendDatagram(dst, m, off, e.cfg.Datagram)
-}
-
-// Stats returns the counters.
-func (e *Endpoint) Stats() Stats {
-	s := &e.stats
-	st := Stats{
-		DatagramsIn: s.datagramsIn.Load(), Receives: s.receives.Load(), DatagramsOut: s.datagramsOut.Load(),
-		Sends:     s.sends.Load(),
-		BundlesIn: s.bundlesIn.Load(), BundledIn: s.bundledIn.Load(),
-		BundlesOut: s.bundlesOut.Load(), BundledOut: s.bundledOut.Load(),
-		BytesIn: s.bytesIn.Load(), BytesOut: s.bytesOut.Load(),
-		Malformed: s.malformed.Load(), Unhandled: s.unhandled.Load(),
-		UnmatchedReplies: s.unmatched.Load(), Retransmits: s.retransmits.Load(),
-		SendErrors: s.sendErrors.Load(), Reassembly: e.reasm.Stats(),
-		MoreIn: s.moreIn.Load(), MoreOut: s.moreOut.Load(), MoreStale: s.moreStale.Load(),
-	}
-	for i := range s.macRejected {
-		st.MACRejected[i] = s.macRejected[i].Load()
-	}
-	return st
-}
-
 func (e *Endpoint) read(h Handler) {
 	defer e.wg.Done()
 	r := e.newReader()
@@ -502,17 +450,6 @@ func (r *singleReader) Flush() {}
 // unmapped reports an IPv4 peer of a dual-stack socket as IPv4.
 func unmapped(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
-}
-
-// authentic reports whether datagram b (parsed as p) from src may be
-// served: it needs a valid tag when its op is authenticated (unless src
-// is Unsigned) or it carries one.
-func (e *Endpoint) authentic(b []byte, p *wire.Packet, src netip.AddrPort) bool {
-	if !p.Has(wire.FlagAuth) {
-		return !wire.Authenticated(p.Op) || (e.cfg.Unsigned != nil && e.cfg.Unsigned(src))
-	}
-	data, tag, ok := wire.Signed(b)
-	return ok && e.cfg.Auth.Verify(data, tag)
 }
 
 // dispatch hands a complete message that rx received to its call or to

@@ -99,6 +99,9 @@ func (rx *receiver) message(src netip.AddrPort, b []byte) {
 		e.cfg.Logger.Debug("dropped datagram failing its MAC", "from", src, "op", p.Op, "signed", p.Has(wire.FlagAuth))
 		return
 	}
+	if e.cfg.Auth != nil && p.Has(wire.FlagAuth) && !e.fresh(&p, src) {
+		return
+	}
 	if p.Op == wire.OpMore {
 		e.resume(rx.out, src, &p)
 		return

@@ -152,7 +152,7 @@ func (e *Endpoint) resume(out rangeSender, src netip.AddrPort, p *wire.Packet) {
 	// A receiver asks from the end of a fragment it holds; a MORE from
 	// elsewhere gets the fragment that holds its offset, so that the
 	// fragments it gets are the ones the message was cut into.
-	start := wire.FragmentStart(from, e.cfg.Datagram, len(m.Key), e.signs(m.Op, src))
+	start := wire.FragmentStart(from, e.cfg.Datagram, len(m.Key), e.trailer(m.Op, src))
 	if err := out.sendRange(src, m, start, from+wire.Window); err != nil {
 		e.cfg.Logger.Debug("cannot send the window asked for", "to", src, "seq", p.Seq, "from", from, "err", err)
 	}

@@ -246,16 +246,30 @@ func (l *lossyRelay) dropFirst(p *wire.Packet, toServer bool) bool {
 // TestWindowsRepairLoss sends a 1 MiB request and its 1 MiB echo through a
 // relay that loses a fragment inside a window, a window's last fragment,
 // the message's last fragment and a MORE, each way: both still arrive
-// whole, through the asks that repair a lost window.
+// whole, through the asks that repair a lost window. With stamps required
+// too, each datagram sent again carries a new stamp and is accepted.
 func TestWindowsRepairLoss(t *testing.T) {
-	server := listen(t, echo)
-	cut := wire.FragmentCapacity(wire.DefaultDatagram, len("big"))
+	for _, tt := range []struct {
+		name    string
+		opt     func(*transport.Config)
+		trailer int
+	}{
+		{"unsigned", noOpt, 0},
+		{"stamps required", withReplay(t, transport.ReplayRequire), wire.Trailer(true, true)},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testWindowsRepairLoss(t, tt.opt, tt.trailer) })
+	}
+}
+
+func testWindowsRepairLoss(t *testing.T, opt func(*transport.Config), trailer int) {
+	server := listen(t, echo, opt)
+	cut := wire.FragmentCapacity(wire.DefaultDatagram, len("big")) - trailer
 	lastOfWindow := (wire.Window/cut + 1) * cut
 	lost := map[uint32]bool{3 * uint32(cut): true, uint32(lastOfWindow - cut): true, uint32(len(bigValue) - len(bigValue)%cut): true}
 	relay := newLossyRelay(t, server.Addr(), func(p *wire.Packet, _ bool) bool {
 		return p.Op == wire.OpMore && p.FragOffset < 2*wire.Window || p.Has(wire.FlagFragmented) && lost[p.FragOffset]
 	})
-	client := listen(t, nil, withRetransmit(5*time.Millisecond))
+	client := listen(t, nil, withRetransmit(5*time.Millisecond), opt)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	r, err := client.Call(ctx, relay.addr(), &wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("big"), Value: bigValue})
@@ -276,6 +290,11 @@ func TestWindowsRepairLoss(t *testing.T) {
 	cs, ss := client.Stats(), server.Stats()
 	if cs.MoreIn == 0 || cs.MoreOut == 0 || ss.MoreIn == 0 || ss.MoreOut == 0 {
 		t.Errorf("MOREs client in %d out %d, server in %d out %d: want both to ask and be asked", cs.MoreIn, cs.MoreOut, ss.MoreIn, ss.MoreOut)
+	}
+	for i := range cs.MACRejected {
+		if n := cs.MACRejected[i] + ss.MACRejected[i] + cs.Unstamped[i] + ss.Unstamped[i] + cs.ReplayRejected[i] + ss.ReplayRejected[i]; n != 0 {
+			t.Errorf("%d datagrams of op %v refused for their MAC or stamp", n, wire.Op(i))
+		}
 	}
 }
 

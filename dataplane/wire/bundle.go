@@ -78,7 +78,7 @@ func AppendMessages(recs [][]byte, b []byte) ([][]byte, error) {
 // contents: Parse each. On any error it returns recs unchanged: a bundle is
 // taken whole or not at all. It never panics on any input.
 func SplitBundle(recs [][]byte, b []byte) ([][]byte, error) {
-	if err := checkHeaderStart(b); err != nil {
+	if err := checkHeaderStart(b, false); err != nil {
 		return recs, fmt.Errorf("cannot split bundle: %w", err)
 	}
 	if op := Op(b[3]); op != OpBundle {

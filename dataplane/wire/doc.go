@@ -5,7 +5,7 @@
 //
 //	offset size field
 //	     0    2 magic 0xDCAC
-//	     2    1 protocol version (1)
+//	     2    1 protocol version (1; 2: a signed datagram with a Stamp)
 //	     3    1 op (GET, GET_REPLY, PUT, …; see Op)
 //	     4    1 flags (see Flag)
 //	     5    1 status (see Status; 0 in requests)
@@ -21,6 +21,7 @@
 //	    48    8 value version (coherence, DistCache §4.3)
 //	    56    8 partition map version of the sender
 //	    64    … key, then value bytes [fragment offset, fragment offset + n)
+//	     …   32 version 2 (StampedVersion) only: the sender's Stamp (fresh.go)
 //	     …   16 with FlagAuth only: MAC tag of every byte before it (TagLen)
 //
 // A value that does not fit one datagram is split into fragments, each a

@@ -43,8 +43,26 @@ func goldenData(f testing.TB) [][]byte {
 	return out
 }
 
+// stampedSeeds are stamped datagrams, whole and fragmented, for the
+// fuzz targets' corpora.
+func stampedSeeds(f testing.TB) [][]byte {
+	st := wire.Stamp{Sender: 0xA1, Epoch: 1_800_000_000_000_000_000, Seq: 7, Time: 1_800_000_000_500_000_000}
+	var out [][]byte
+	for _, m := range []wire.Message{
+		{Header: wire.Header{Op: wire.OpUpdate, Seq: 9, ValueVersion: 3}, Key: []byte("k"), Value: []byte("v")},
+		{Header: wire.Header{Op: wire.OpPut, Seq: 9}, Key: []byte("k"), Value: make([]byte, 3000)},
+	} {
+		b, _, err := wire.AppendStampedDatagram(nil, &m, 0, wire.MinDatagram, sameTag(make([]byte, wire.TagLen)), &st)
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
 func FuzzParse(f *testing.F) {
-	for _, b := range goldenData(f) {
+	for _, b := range append(goldenData(f), stampedSeeds(f)...) {
 		f.Add(b)
 		keyEnd := wire.HeaderLen + int(binary.BigEndian.Uint16(b[6:]))
 		for _, n := range []int{0, 1, wire.HeaderLen - 1, wire.HeaderLen, keyEnd - 1, keyEnd, len(b) - 1} {
@@ -146,13 +164,9 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// tagLen is the length of p's MAC tag: 0 without FlagAuth.
-func tagLen(p *wire.Packet) int {
-	if p.Has(wire.FlagAuth) {
-		return wire.TagLen
-	}
-	return 0
-}
+// tagLen is the length of what p carries after its value bytes: its
+// stamp and MAC tag (wire.Trailer).
+func tagLen(p *wire.Packet) int { return wire.Trailer(p.Has(wire.FlagAuth), p.Stamped) }
 
 // sameTag is a wire.Signer that appends a fixed tag: the one of the
 // datagram being re-encoded.
@@ -161,9 +175,13 @@ type sameTag []byte
 func (s sameTag) AppendTag(dst, _ []byte) []byte { return append(dst, s...) }
 
 // appendAs re-encodes m, parsed from datagram b, as b was encoded: signed,
-// with b's own tag, when b carries FlagAuth.
+// with b's own tag, when b carries FlagAuth, and with its stamp when it
+// carries one.
 func appendAs(b []byte, m *wire.Message, off, size int) ([]byte, int, error) {
 	if _, tag, ok := wire.Signed(b); ok {
+		if p, err := wire.Parse(b); err == nil && p.Stamped {
+			return wire.AppendStampedDatagram(nil, m, off, size, sameTag(tag), &p.Stamp)
+		}
 		return wire.AppendSignedDatagram(nil, m, off, size, sameTag(tag))
 	}
 	return wire.AppendDatagram(nil, m, off, size)

@@ -255,7 +255,11 @@ var (
 // Packet is one decoded datagram. Key and Fragment alias the datagram.
 type Packet struct {
 	Header
-	Key []byte
+	// Stamped says that the datagram carried Stamp (version
+	// StampedVersion, always signed).
+	Stamped bool
+	Stamp   Stamp
+	Key     []byte
 	// Fragment is the value bytes this datagram carries, starting at
 	// Header.FragOffset; the whole value when the message is not
 	// fragmented.
@@ -268,26 +272,28 @@ func (p *Packet) Complete() bool {
 }
 
 // PeekOp returns the op of datagram b without decoding the rest: 0 when b
-// is too short for a header or has another magic or protocol version. It
+// is too short for a header or has another magic or a version other than
+// ProtocolVersion and StampedVersion. It
 // checks nothing else — Parse decides whether the datagram is valid — so a
 // reader can order the datagrams it received by op before it parses them.
 func PeekOp(b []byte) Op {
-	if len(b) < HeaderLen || binary.BigEndian.Uint16(b[0:]) != Magic || b[2] != ProtocolVersion {
+	if len(b) < HeaderLen || binary.BigEndian.Uint16(b[0:]) != Magic || b[2] != ProtocolVersion && b[2] != StampedVersion {
 		return 0
 	}
 	return Op(b[3])
 }
 
 // checkHeaderStart checks that b holds a header of this protocol's magic
-// and version, as every datagram and bundle does.
-func checkHeaderStart(b []byte) error {
+// and version, as every datagram and bundle does; stamped allows
+// StampedVersion too (a datagram, never a bundle).
+func checkHeaderStart(b []byte, stamped bool) error {
 	if len(b) < HeaderLen {
 		return fmt.Errorf("%w: %d bytes, header is %d", ErrTruncated, len(b), HeaderLen)
 	}
 	if m := binary.BigEndian.Uint16(b[0:]); m != Magic {
 		return fmt.Errorf("%w %#04x", ErrMagic, m)
 	}
-	if v := b[2]; v != ProtocolVersion {
+	if v := b[2]; v != ProtocolVersion && (!stamped || v != StampedVersion) {
 		return fmt.Errorf("%w %d", ErrVersion, v)
 	}
 	return nil
@@ -297,9 +303,10 @@ func checkHeaderStart(b []byte) error {
 // the fragment lies within the value; it never panics on any input.
 func Parse(b []byte) (Packet, error) {
 	var p Packet
-	if err := checkHeaderStart(b); err != nil {
+	if err := checkHeaderStart(b, true); err != nil {
 		return p, fmt.Errorf("cannot parse packet: %w", err)
 	}
+	stamped := b[2] == StampedVersion
 	h := &p.Header
 	h.Op, h.Flags, h.Status = Op(b[3]), Flag(b[4]), Status(b[5])
 	if h.Op == OpBundle {
@@ -310,6 +317,9 @@ func Parse(b []byte) (Packet, error) {
 	}
 	if h.Flags&^flagMask != 0 || h.Has(FlagEpoch|FlagTelemetry) {
 		return p, fmt.Errorf("cannot parse packet: %w %#02x", ErrFlags, b[4])
+	}
+	if stamped && !h.Has(FlagAuth) {
+		return p, fmt.Errorf("cannot parse packet: %w %d without FlagAuth", ErrVersion, StampedVersion)
 	}
 	if h.Status >= statusLimit {
 		return p, fmt.Errorf("cannot parse packet: %w %d", ErrStatus, b[5])
@@ -335,10 +345,14 @@ func Parse(b []byte) (Packet, error) {
 	}
 	end := len(b)
 	if h.Has(FlagAuth) {
-		if end < HeaderLen+keyLen+TagLen {
-			return p, fmt.Errorf("cannot parse packet: %w: no room for the %d-byte tag", ErrTruncated, TagLen)
+		trailer := Trailer(true, stamped)
+		if end < HeaderLen+keyLen+trailer {
+			return p, fmt.Errorf("cannot parse packet: %w: no room for the %d-byte trailer", ErrTruncated, trailer)
 		}
-		end -= TagLen
+		end -= trailer
+		if stamped {
+			p.Stamped, p.Stamp = true, readStamp(b[end:])
+		}
 	}
 	p.Fragment = b[HeaderLen+keyLen : end : end]
 	n := uint64(len(p.Fragment))

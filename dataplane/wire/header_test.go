@@ -450,7 +450,8 @@ func TestPeekOp(t *testing.T) {
 		{"nil", nil, 0},
 		{"short header", valid()[:wire.HeaderLen-1], 0},
 		{"magic zero", set(0, 0, 0), 0},
-		{"version 2", set(2, 2), 0},
+		{"version 2 (stamped)", set(2, 2), wire.OpGetReply},
+		{"version 3", set(2, 3), 0},
 	}
 	for _, tt := range tests {
 		if got := wire.PeekOp(tt.in); got != tt.want {

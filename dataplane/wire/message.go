@@ -17,20 +17,12 @@ type Message struct {
 // carries for a key of keyLen bytes.
 func FragmentCapacity(size, keyLen int) int { return size - HeaderLen - keyLen }
 
-// signedCapacity is FragmentCapacity for a datagram that ends with a
-// TagLen-byte tag when signed.
-func signedCapacity(size, keyLen int, signed bool) int {
-	if signed {
-		return FragmentCapacity(size, keyLen) - TagLen
-	}
-	return FragmentCapacity(size, keyLen)
-}
-
 // FragmentStart is the offset of the fragment that holds value byte off of
-// a message with a key of keyLen bytes, sent in datagrams of size bytes,
-// signed or not: where its sender resumes it for a MORE (see Window).
-func FragmentStart(off, size, keyLen int, signed bool) int {
-	return off - off%signedCapacity(size, keyLen, signed)
+// a message with a key of keyLen bytes, sent in datagrams of size bytes
+// that end with trailer bytes after the value (Trailer): where its sender
+// resumes it for a MORE (see Window).
+func FragmentStart(off, size, keyLen, trailer int) int {
+	return off - off%(FragmentCapacity(size, keyLen)-trailer)
 }
 
 // Signer appends the TagLen-byte MAC of datagram to dst. The data-plane
@@ -57,7 +49,7 @@ func Datagrams(m *Message, size int) int {
 // Window) carries no value: its ValueLen and FragOffset are m's, and off is
 // ignored.
 func AppendDatagram(dst []byte, m *Message, off, size int) ([]byte, int, error) {
-	return appendDatagram(dst, m, off, size, nil)
+	return appendDatagram(dst, m, off, size, nil, nil)
 }
 
 // AppendSignedDatagram is AppendDatagram for a datagram that s
@@ -66,10 +58,12 @@ func AppendDatagram(dst []byte, m *Message, off, size int) ([]byte, int, error) 
 // carries TagLen fewer value bytes. Every fragment is signed on its own: a
 // receiver verifies each before reassembly.
 func AppendSignedDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, int, error) {
-	return appendDatagram(dst, m, off, size, s)
+	return appendDatagram(dst, m, off, size, s, nil)
 }
 
-func appendDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, int, error) {
+// appendDatagram encodes a datagram, signed by s when s is not nil, and
+// stamped with st when both are not nil.
+func appendDatagram(dst []byte, m *Message, off, size int, s Signer, st *Stamp) ([]byte, int, error) {
 	if m.Op == OpMore {
 		return appendMore(dst, m, size)
 	}
@@ -86,7 +80,10 @@ func appendDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, in
 	case off < 0 || off > len(m.Value) || (off == len(m.Value) && off != 0):
 		return dst, off, fmt.Errorf("cannot encode %s: fragment offset %d of a %d-byte value", m.Op, off, len(m.Value))
 	}
-	capacity := signedCapacity(size, keyLen, s != nil)
+	if s == nil {
+		st = nil
+	}
+	capacity := FragmentCapacity(size, keyLen) - Trailer(s != nil, st != nil)
 	h := m.Header
 	h.Flags &^= FlagAuth
 	if s != nil {
@@ -110,6 +107,12 @@ func appendDatagram(dst []byte, m *Message, off, size int, s Signer) ([]byte, in
 	putHeader(dst[start:], &h, keyLen)
 	dst = append(dst, m.Key...)
 	dst = append(dst, m.Value[off:end]...)
+	if st != nil {
+		dst[start+2] = StampedVersion
+		n := len(dst)
+		dst = append(dst, make([]byte, StampLen)...)
+		putStamp(dst[n:], st)
+	}
 	if s != nil {
 		dst = s.AppendTag(dst, dst[start:])
 	}

@@ -10,9 +10,10 @@ import (
 )
 
 // FuzzAuthenticate runs the receiver's authenticated decode — wire.Parse,
-// wire.Signed, Keyring.Verify — on any input: it never panics, a datagram
-// accepted under a key re-signs to the same bytes, and one byte changed
-// anywhere in an accepted datagram is rejected.
+// wire.Signed, Keyring.Verify — on any input, stamped or not: it never
+// panics, a datagram accepted under a key re-signs to the same bytes, and
+// one byte changed anywhere in an accepted datagram, its version byte and
+// stamp included, is rejected.
 func FuzzAuthenticate(f *testing.F) {
 	k := keyring(f, keyA, keyB)
 	for _, op := range []wire.Op{wire.OpPut, wire.OpInvalidate, wire.OpFetchReply, wire.OpGet} {
@@ -24,6 +25,13 @@ func FuzzAuthenticate(f *testing.F) {
 		}
 		f.Add(b, uint16(0))
 		f.Add(b, uint16(len(b)-1))
+		st := wire.Stamp{Sender: 1, Epoch: 2, Seq: 3, Time: 4}
+		s, _, err := wire.AppendStampedDatagram(nil, &m, 0, wire.DefaultDatagram, k, &st)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(s, uint16(2))
+		f.Add(s, uint16(len(s)-wire.TagLen-1))
 		u, _, err := wire.AppendDatagram(nil, &m, 0, wire.DefaultDatagram)
 		if err != nil {
 			f.Fatal(err)

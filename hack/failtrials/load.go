@@ -13,6 +13,7 @@ import (
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/mapwatch"
+	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wireauth"
 	"github.com/distcache/distcache/placement/partmap"
 )
@@ -67,7 +68,9 @@ func newProber(ctx context.Context, acc access) (*prober, error) {
 			if err != nil {
 				return nil, fmt.Errorf("cannot load the data-plane key: %w", err)
 			}
-			cfg.Transport.Auth = ring
+			// Stamped: accepted by a cluster of this version in any
+			// replay mode (standalone mode requires stamps).
+			cfg.Transport.Auth, cfg.Transport.Replay = ring, transport.ReplayStamp
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("cannot find the data-plane key: %w", err)
 		}

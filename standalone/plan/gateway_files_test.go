@@ -147,7 +147,7 @@ func TestGatewayUsersAndTLS(t *testing.T) {
 				t.Fatal("no gateway planned")
 			}
 			common := []string{"gateway", "--redis-addr=" + gw.Addr}
-			tail := []string{"--map=" + p.MapFile, "--data-plane-key-dir=" + p.DataPlaneKeyDir, "--metrics-addr=" + gw.MetricsAddr, "--log-level=info"}
+			tail := []string{"--map=" + p.MapFile, "--data-plane-key-dir=" + p.DataPlaneKeyDir, "--replay-protection=require", "--metrics-addr=" + gw.MetricsAddr, "--log-level=info"}
 			if want := slices.Concat(common, tc.wantArgs, tail); !slices.Equal(gw.Args, want) {
 				t.Errorf("gateway args\n%q\nwant\n%q", gw.Args, want)
 			}

@@ -203,7 +203,7 @@ func checkGateway(t *testing.T, p *plan.Plan, o plan.Options, planned bool) {
 	if level == "" {
 		level = "info"
 	}
-	want := []string{"gateway", "--redis-addr=" + gw.Addr, "--map=" + p.MapFile, "--data-plane-key-dir=" + p.DataPlaneKeyDir,
+	want := []string{"gateway", "--redis-addr=" + gw.Addr, "--map=" + p.MapFile, "--data-plane-key-dir=" + p.DataPlaneKeyDir, "--replay-protection=require",
 		"--metrics-addr=" + gw.MetricsAddr, "--log-level=" + level}
 	if o.MapPoll > 0 {
 		want = append(want, "--map-poll="+o.MapPoll.String())

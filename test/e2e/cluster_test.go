@@ -26,7 +26,8 @@ type clusterConfig struct {
 	redisOpts            []redistest.Option
 	insertEvery          time.Duration
 	// auth, when set, is the data-plane key every shim, node and client
-	// signs and checks with.
+	// signs and checks with, stamping every signed datagram and requiring
+	// stamps (transport.ReplayRequire).
 	auth transport.Authenticator
 	// bundle makes every shim, node and client send bundles
 	// (transport.Config.Bundle).
@@ -84,10 +85,10 @@ func newCluster(t *testing.T, opts ...clusterOption) *cluster {
 		}},
 		Shim: func(c *shim.Config) {
 			c.InvalidateTimeout = time.Second
-			c.Transport.Auth, c.Transport.Bundle = cfg.auth, cfg.bundle
+			c.Transport.Auth, c.Transport.Bundle, c.Transport.Replay = cfg.auth, cfg.bundle, transport.ReplayRequire
 		},
 		Node: func(c *cachenode.Config) {
-			c.Transport.Auth, c.Transport.Bundle = cfg.auth, cfg.bundle
+			c.Transport.Auth, c.Transport.Bundle, c.Transport.Replay = cfg.auth, cfg.bundle, transport.ReplayRequire
 			c.Capacity, c.Interval = 32, cfg.insertEvery
 			// A small sketch: the test has 200 keys, and a reset per 20 ms
 			// interval of the default 4 × 65536 counters is slow under -race.
@@ -124,7 +125,7 @@ func (c *cluster) restoreNode(member string, addr netip.AddrPort) {
 
 // newClient returns a client routed by the current map.
 func (c *cluster) newClient() *client.Client {
-	return c.NewClient(client.Config{AttemptTimeout: 500 * time.Millisecond, Transport: transport.Config{Auth: c.cfg.auth, Bundle: c.cfg.bundle}})
+	return c.NewClient(client.Config{AttemptTimeout: 500 * time.Millisecond, Transport: transport.Config{Auth: c.cfg.auth, Bundle: c.cfg.bundle, Replay: transport.ReplayRequire}})
 }
 
 // spineMember returns the name of spine member i.
@@ -151,12 +152,12 @@ func (c *cluster) nodeStats() (hits, parked, malformed uint64) {
 }
 
 // macRejected counts the datagrams every node and shim dropped for a
-// missing or bad MAC.
+// missing or bad MAC, a stamp the replay filter refused, or no stamp.
 func (c *cluster) macRejected() uint64 {
 	var n uint64
 	add := func(st transport.Stats) {
-		for _, r := range st.MACRejected {
-			n += r
+		for i, r := range st.MACRejected {
+			n += r + st.ReplayRejected[i] + st.Unstamped[i]
 		}
 	}
 	for _, nd := range c.Nodes() {

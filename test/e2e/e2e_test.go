@@ -49,7 +49,8 @@ func TestLinearizableWithHotKeysCached(t *testing.T) {
 
 // TestLinearizableAuthenticated runs the standard workload on a cluster
 // whose shims, nodes and clients share a data-plane key: every write and
-// coherence message is signed and checked, none is rejected, and the
+// coherence message is signed, stamped and checked, none is rejected
+// (for its MAC or as a replay: retransmissions carry new stamps), and the
 // history is linearizable.
 func TestLinearizableAuthenticated(t *testing.T) {
 	c := newCluster(t, withDataPlaneKey(t))
@@ -63,7 +64,7 @@ func TestLinearizableAuthenticated(t *testing.T) {
 		t.Fatalf("the hottest key was never served from a cache node (%d reads)", tl.hotGets.Load())
 	}
 	if r := c.macRejected(); r != 0 {
-		t.Fatalf("%d datagrams of the cluster's own were rejected for their MAC", r)
+		t.Fatalf("%d datagrams of the cluster's own were rejected for their MAC or stamp", r)
 	}
 }
 
