@@ -12,7 +12,9 @@
 #   `iptables-nft -j NFQUEUE` does;
 # - upstream's command only reads the in-cluster configuration; the patch
 #   adds -kubeconfig, for a host process;
-# - upstream parses -disable-nri but never passes it on; the patch does.
+# - upstream parses -disable-nri but never passes it on, and without NRI
+#   its lookup of a peer that is no pod (the API server) dereferences nil
+#   and kills the engine; the patch passes it on and checks.
 #
 # Cached under ${DISTCACHE_CACHE:-~/.cache/distcache}/localkube/
 # kube-network-policies-<version>-<patch hash>/bin; a complete cache is
