@@ -527,6 +527,8 @@ kind-down: ## Delete the Kind cluster
 # or NODES (2 to 8) nodes, each in a network namespace. Needs root. See
 # docs/localkube.md.
 NODES ?= 1
+# NETPOL=1: every node also runs a NetworkPolicy engine (kube-network-policies).
+NETPOL ?= 0
 .PHONY: localkube-up localkube-down localkube-load localkube-deps
 localkube-deps: ## Install localkube's Debian packages and build its binaries into TOOLS_DIR (idempotent; minutes the first time)
 	@$(call apt_install,containerd,containerd)
@@ -534,9 +536,11 @@ localkube-deps: ## Install localkube's Debian packages and build its binaries in
 	@$(call apt_install,/usr/lib/cni/bridge,containernetworking-plugins)
 	@$(call apt_install,conntrack,conntrack)
 	@$(call apt_install,socat,socat)
+	@$(call apt_install,nft,nftables)
 	DISTCACHE_CACHE='$(abspath $(TOOLS_DIR))' hack/localkube/assets.sh >/dev/null
-localkube-up: envtest localkube-deps ## Start localkube (root): control plane, then NODES nodes (containerd, kubelet, kube-proxy), CoreDNS; wait for the Nodes
-	NODES='$(NODES)' hack/localkube/localkube.sh up
+	DISTCACHE_CACHE='$(abspath $(TOOLS_DIR))' hack/localkube/netpol-assets.sh >/dev/null
+localkube-up: envtest localkube-deps ## Start localkube (root): control plane, then NODES nodes (containerd, kubelet, kube-proxy; NETPOL=1: a NetworkPolicy engine), CoreDNS; wait for the Nodes
+	NODES='$(NODES)' NETPOL='$(NETPOL)' hack/localkube/localkube.sh up
 localkube-down: ## Stop localkube by PID and restore the host (sysctls, addresses, links, namespaces, routes, mounts, iptables)
 	hack/localkube/localkube.sh down
 localkube-load: image ## Import the distcache image archive into every localkube node's containerd

@@ -37,6 +37,7 @@ snapshot() {
 	iptables-save 2>/dev/null >"$dir/iptables.full"
 	iptables-legacy-save 2>/dev/null >"$dir/iptables-legacy.full" || true
 	iptables_view "$dir"
+	netpol_view "$dir"
 	find /run/netns -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | { grep -E "$OURS_NETNS" || true; } | sort >"$dir/netns"
 	local p
 	for p in "${HOST_PATHS[@]}"; do

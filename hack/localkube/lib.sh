@@ -35,6 +35,8 @@ SYSCTLS=(vm.overcommit_memory kernel.panic kernel.panic_on_oops net.ipv4.ip_forw
 . "$(dirname "${BASH_SOURCE[0]}")/nodes.sh"
 # shellcheck source-path=SCRIPTDIR source=host.sh
 . "$(dirname "${BASH_SOURCE[0]}")/host.sh"
+# shellcheck source-path=SCRIPTDIR source=netpol.sh
+. "$(dirname "${BASH_SOURCE[0]}")/netpol.sh"
 
 log() { printf 'localkube: %s\n' "$*" >&2; }
 die() {
@@ -59,6 +61,7 @@ preflight() {
 	fi
 	ENVTEST_BIN=$(cd "$root" && DISTCACHE_CACHE="$CACHE" hack/envtest-assets.sh)
 	NODE_BIN=$(cd "$root" && DISTCACHE_CACHE="$CACHE" hack/localkube/assets.sh)
+	netpol_preflight
 }
 
 # start NAME CMD... runs CMD in the background, its output in
@@ -379,11 +382,13 @@ up() {
 	preflight
 	if [ -f "$STATE/pid/kube-apiserver" ] && kill -0 "$(cat "$STATE/pid/kube-apiserver")" 2>/dev/null; then
 		[ "$(node_count)" = "${NODES:-1}" ] || die "already running with $(node_count) nodes: down first"
+		[ "$(cat "$STATE/netpol" 2>/dev/null || echo 0)" = "${NETPOL:-0}" ] || die "already running with NETPOL=$(cat "$STATE/netpol" 2>/dev/null || echo 0): down first"
 		log "already running; KUBECONFIG=$STATE/admin.kubeconfig"
 		return
 	fi
 	mkdir -p "$STATE"
 	echo "${NODES:-1}" >"$STATE/node-count"
+	echo "${NETPOL:-0}" >"$STATE/netpol"
 	# The record is complete or absent: an up that failed while taking it
 	# must not leave a partial one that a later up would trust.
 	if [ ! -d "$STATE/before" ]; then
@@ -405,9 +410,11 @@ up() {
 	for i in "${ids[@]}"; do
 		kubelet_ "$i"
 		proxy_ "$i"
+		netpol_ "$i"
 	done
 	dns
 	wait_until "every Node to be Ready" $((120 + 60 * ${#ids[@]})) nodes_ready
+	! netpol_on || wait_until "the NetworkPolicy engines' nftables tables" 120 netpol_ready
 	wait_until "the controller manager (the default ServiceAccount)" 120 kubectl_ -n default get serviceaccount default
 	volumes
 	log "ready: export KUBECONFIG=$STATE/admin.kubeconfig"
@@ -471,6 +478,9 @@ down() {
 	mapfile -t ids < <(node_ids)
 	stop coredns
 	# Each kind of process of every node at once.
+	procs kube-network-policies "${ids[@]}"
+	stop "${PROCS[@]}"
+	netpol_down
 	procs kube-proxy "${ids[@]}"
 	stop "${PROCS[@]}"
 	procs kubelet "${ids[@]}"
@@ -491,7 +501,7 @@ down() {
 	snapshot "$STATE/after"
 	iptables_view "$STATE/before"
 	local f diffs=0
-	for f in sysctls addresses links mounts iptables netns paths routes cgroups; do
+	for f in sysctls addresses links mounts iptables nftables netns paths routes cgroups; do
 		# A record taken by an older localkube lacks the newer aspects.
 		[ -f "$STATE/before/$f" ] || continue
 		if ! diff -u "$STATE/before/$f" "$STATE/after/$f" >&2; then

@@ -14,6 +14,10 @@
 #   localkube.sh node-cut N    cut node N's namespace off the node network
 #   localkube.sh node-start N  undo node-stop and node-cut
 #
+# NETPOL=1 up makes every node enforce NetworkPolicies: a
+# kube-network-policies engine per node, in its network namespace
+# (netpol.sh, netpol-assets.sh).
+#
 # LOCALKUBE_AUDIT=1 makes the API server write an audit log of every
 # request (Metadata level) into $LOCALKUBE_DIR/log/audit.log.
 #

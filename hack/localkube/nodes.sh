@@ -173,10 +173,12 @@ node_start() {
 	node_number "$1"
 	ip link set "lkn-$1" up
 	route_services
-	running "$(proc kubelet "$1")" && running "$(proc kube-proxy "$1")" && return
+	running "$(proc kubelet "$1")" && running "$(proc kube-proxy "$1")" &&
+		{ ! netpol_on || running "$(proc kube-network-policies "$1")"; } && return
 	preflight
 	running "$(proc kubelet "$1")" || kubelet_ "$1"
 	running "$(proc kube-proxy "$1")" || proxy_ "$1"
+	! netpol_on || running "$(proc kube-network-policies "$1")" || netpol_ "$1"
 }
 
 # running NAME says whether the process started as NAME runs.

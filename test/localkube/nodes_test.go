@@ -43,6 +43,7 @@ spec:
     shardsPerRack: 1
     appendOnly: everysec
     persistence: {size: 1Gi}
+  networkPolicy: {enabled: true}
   layers:
     - name: spine
       nodes: 3
@@ -81,8 +82,8 @@ func TestThreeNodesSpreadACacheClusterAndDownRestoresTheHost(t *testing.T) {
 
 	down := downAtCleanup(ctx, t, dir)
 	start := time.Now()
-	scriptEnv(ctx, t, dir, []string{"NODES=3"}, "up")
-	t.Logf("NODES=3 up: %v", time.Since(start).Round(100*time.Millisecond))
+	scriptEnv(ctx, t, dir, []string{"NODES=3", "NETPOL=1"}, "up")
+	t.Logf("NODES=3 NETPOL=1 up: %v", time.Since(start).Round(100*time.Millisecond))
 	k := newKube(ctx, t, dir, assets)
 	nodesAreZoned(t, k)
 
@@ -104,7 +105,8 @@ func TestThreeNodesSpreadACacheClusterAndDownRestoresTheHost(t *testing.T) {
 	}
 	t.Logf("pods per node: %v", perNode)
 
-	crossNodeRequests(ctx, t, k, pods)
+	client := policiesEnforced(ctx, t, k, pods)
+	crossNodeRequests(ctx, t, k, pods, client)
 	cutAndStart(ctx, t, dir, pods)
 
 	start = time.Now()
@@ -154,11 +156,12 @@ func nodesAreZoned(t *testing.T, k *kube) {
 	}
 }
 
-// crossNodeRequests writes and reads keys through the gateway's Service,
-// and requires every cache node and shim on another node than the
-// gateway to have served some: the gateway reaches them over UDP across
-// the node network, and their replies come back.
-func crossNodeRequests(ctx context.Context, t *testing.T, k *kube, pods map[string]corev1.Pod) {
+// crossNodeRequests writes and reads keys through the gateway's Service
+// from the client pod, and requires every cache node and shim on another
+// node than the gateway to have served some: the gateway reaches them
+// over UDP across the node network, and their replies come back, with
+// the cluster's NetworkPolicies enforced.
+func crossNodeRequests(ctx context.Context, t *testing.T, k *kube, pods map[string]corev1.Pod, client probe) {
 	t.Helper()
 	var gateway corev1.Pod
 	for _, p := range pods {
@@ -170,9 +173,9 @@ func crossNodeRequests(ctx context.Context, t *testing.T, k *kube, pods map[stri
 		t.Fatalf("no gateway pod among %v", slices.Sorted(maps.Keys(pods)))
 	}
 	clusterIP := k.do("", "get", "service", cachecluster.GatewayName(spread), "-o", "jsonpath={.spec.clusterIP}")
-	rc := redis.NewClient(&redis.Options{Addr: net.JoinHostPort(clusterIP, "6379")})
+	rc := redis.NewClient(&redis.Options{Addr: net.JoinHostPort(clusterIP, "6379"), Dialer: client.dialer(5 * time.Second)})
 	defer rc.Close()
-	poll.Eventually(t, "SET through the gateway Service", func() (bool, error) {
+	poll.Eventually(t, "SET through the gateway Service from "+client.name, func() (bool, error) {
 		err := rc.Set(ctx, "spread:first", "1", 0).Err()
 		return err == nil, err
 	})
@@ -209,7 +212,7 @@ func crossNodeRequests(ctx context.Context, t *testing.T, k *kube, pods map[stri
 	if remote == 0 {
 		t.Fatalf("no data-plane pod on another node than the gateway's %s", gateway.Spec.NodeName)
 	}
-	t.Logf("%d SET and GET through the gateway on %s, served by %d pods on other nodes", keys, gateway.Spec.NodeName, remote)
+	t.Logf("%d SET and GET from %s through the gateway on %s, served by %d pods on other nodes", keys, client.name, gateway.Spec.NodeName, remote)
 }
 
 // requestsServed sums pod's distcache_requests_total{op} (GET /metrics at
