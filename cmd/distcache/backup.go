@@ -37,6 +37,8 @@ func (a *shardAddressing) addFlags(cmd *cobra.Command) {
 			"unset: the redis-servers of the running standalone cluster")
 	f.StringVar(&a.access.Username, "redis-username", "", "Redis ACL user (default: the default user)")
 	f.StringVar(&a.access.PasswordFile, "redis-password-file", "", "file holding the Redis password (a mounted Secret); never pass the password itself")
+	f.StringVar(&a.access.PreviousPasswordFile, "redis-previous-password-file", "",
+		"file that may hold a second Redis password, tried when Redis refuses the first with WRONGPASS (a missing file: none); during a rotation")
 	f.BoolVar(&a.access.TLS, "redis-tls", false, "connect to Redis with TLS")
 	f.StringVar(&a.access.CAFile, "redis-tls-ca-file", "", "PEM bundle of the CAs that sign Redis's certificates (default: the system's)")
 	f.StringVar(&a.access.ServerName, "redis-tls-server-name", "", "name Redis's certificates must carry (default: the host of each address)")
