@@ -119,7 +119,8 @@ SIM_FLAGS ?=
 FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzSplitBundle:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/ \
 	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/ \
 	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/ FuzzParse:./stratum_pipelines/ \
-	FuzzParse:./dataplane/redispipe/
+	FuzzParse:./dataplane/redispipe/ FuzzRequest:./standalone/control/ FuzzWrite:./softswitch/ FuzzProcess:./softswitch/ \
+	FuzzParseFrame:./stratum_pipelines/
 FUZZ_TIME ?= 30s
 
 .PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway bench-real-cpu demo fuzz clean manifests api-docs dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
