@@ -120,7 +120,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/ \
 	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/ FuzzParse:./stratum_pipelines/ \
 	FuzzParse:./dataplane/redispipe/ FuzzRequest:./standalone/control/ FuzzWrite:./softswitch/ FuzzProcess:./softswitch/ \
-	FuzzParseFrame:./stratum_pipelines/ FuzzConnection:./gateway/
+	FuzzParseFrame:./stratum_pipelines/ FuzzConnection:./gateway/ FuzzPlanFromAnswers:./layersizing/
 FUZZ_TIME ?= 30s
 
 .PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway bench-real-cpu demo fuzz clean manifests api-docs dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
