@@ -13,11 +13,11 @@ type RESPKind int
 
 // Kinds of bad RESP.
 const (
-	HugeBulk       RESPKind = iota // a bulk length of 2 GB, then more bytes than a command may hold
-	EndlessLine                    // an inline command that never ends
-	InvalidUTF8                    // well-formed commands whose keys and values are not UTF-8
-	GarbagePipe                    // a pipeline of random bytes, RESP fragments and CRLFs
-	BadMultibulk                   // malformed array and bulk headers
+	HugeBulk     RESPKind = iota // a bulk length of 2 GB, then more bytes than a command may hold
+	EndlessLine                  // an inline command that never ends
+	InvalidUTF8                  // well-formed commands whose keys and values are not UTF-8
+	GarbagePipe                  // a pipeline of random bytes, RESP fragments and CRLFs
+	BadMultibulk                 // malformed array and bulk headers
 	respKinds
 )
 
