@@ -119,10 +119,16 @@ SIM_FLAGS ?=
 FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ FuzzReassemble:./dataplane/wire/ FuzzSplitBundle:./dataplane/wire/ FuzzDecodeSockaddr:./dataplane/transport/ \
 	FuzzDecodeConfig:./standalone/controlloop/ FuzzDecodeEvents:./standalone/controlloop/ \
 	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/ FuzzParse:./stratum_pipelines/ \
-	FuzzParse:./dataplane/redispipe/ FuzzFilter:./dataplane/antireplay/
+	FuzzParse:./dataplane/redispipe/ FuzzFilter:./dataplane/antireplay/ FuzzRequest:./standalone/control/ FuzzWrite:./softswitch/ FuzzProcess:./softswitch/ \
+	FuzzParseFrame:./stratum_pipelines/ FuzzConnection:./gateway/ FuzzPlanFromAnswers:./layersizing/
 FUZZ_TIME ?= 30s
+# make test fuzzes every target for FUZZ_CI_TIME (make fuzz-ci); a new
+# input the fuzzer finds interesting is minimized for at most
+# FUZZ_CI_MINIMIZE, so the step's length stays about the targets' times.
+FUZZ_CI_TIME ?= 4s
+FUZZ_CI_MINIMIZE ?= 2s
 
-.PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway bench-real-cpu demo fuzz clean manifests api-docs dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
+.PHONY: help build image test test-deps vet fmt lint p4 sim bench bench-map-delivery bench-gateway bench-real-cpu demo fuzz fuzz-ci clean manifests api-docs dashboards chart-golden chaos-crds prometheus-crds envtest controller-gen chaos-local
 
 help: ## Show this help
 	@echo 'Usage: make <target> [VAR=value ...]'
@@ -292,7 +298,7 @@ NORACE_PACKAGES ?= ./sim/
 # go vet runs with -race so that it reuses the race build of the tests'
 # dependencies instead of compiling them once more (4.5 minutes cold).
 
-test: test-deps ## Install test prerequisites, then run go vet, all tests with -race (the real-node test last), and the allocation tests without it
+test: test-deps ## Install test prerequisites, then run go vet, all tests with -race (the real-node test last), the allocation tests without it, and every fuzz target for FUZZ_CI_TIME
 	$(GO) vet -race ./...
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) \
 		$$($(GO) list ./... | grep -v -x -F -f <($(GO) list $(SERIAL_PACKAGES) $(NORACE_PACKAGES)))
@@ -302,6 +308,7 @@ test: test-deps ## Install test prerequisites, then run go vet, all tests with -
 	serial=0; $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(SERIAL_PACKAGES) || serial=$$?; \
 	wait $$beside && rc=0 || rc=$$?; cat "$$log"; rm -f "$$log"; \
 	exit $$(( serial != 0 ? serial : rc ))
+	$(MAKE) --no-print-directory fuzz-ci
 
 vet: ## Run go vet
 	$(GO) vet -race ./...
@@ -505,12 +512,28 @@ fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZ_TIME) "$${t#*:}"; \
 	done
 
+# Every target in turn (go test -fuzz takes one package and one target);
+# a failing target's output is printed with the path of the input that
+# made it fail (testdata/fuzz/<Target>/<hash> under its package, which is
+# where a regression seed goes), and the step fails once all have run.
+fuzz-ci: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_CI_TIME each, as make test does; fail on a crasher and print its input's path
+	@failed=; for t in $(FUZZ_TARGETS); do \
+		name="$${t%%:*}"; pkg="$${t#*:}"; log=$$(mktemp); \
+		echo "fuzz-ci: $$name $$pkg ($(FUZZ_CI_TIME))"; \
+		if ! $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZ_CI_TIME) -fuzzminimizetime $(FUZZ_CI_MINIMIZE) "$$pkg" >"$$log" 2>&1; then \
+			cat "$$log"; failed="$$failed $$name"; \
+			sed -n "s|.*Failing input written to \(testdata/fuzz/[^ ]*\).*|fuzz-ci: $$name failed on the input $$pkg\1|p" "$$log"; \
+		fi; \
+		rm -f "$$log"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz-ci: failed:$$failed"; exit 1; fi
+
 # The Kind workflow (hack/kind/kind.sh), for workstations with Docker: a
 # cluster from hack/kind/cluster.yaml with a pinned kind and node image, the
 # image loaded from its archive, the chart and the sample managed
 # CacheCluster installed, and an end-to-end check. It cannot run on machines
 # without a container runtime; make test covers what it applies instead.
-.PHONY: kind-up kind-load kind-deploy kind-test kind-down print-version print-envtest-assets
+.PHONY: kind-up kind-load kind-deploy kind-test kind-down print-version print-fuzz-targets print-envtest-assets
 kind-up: ## Create the Kind cluster (Docker needed)
 	hack/kind/kind.sh up
 kind-load: ## Build the image and load it into the Kind cluster
@@ -548,6 +571,8 @@ localkube-load: image ## Import the distcache image archive into every localkube
 
 print-version:
 	@echo '$(VERSION)'
+print-fuzz-targets:
+	@echo '$(FUZZ_TARGETS)'
 print-envtest-assets:
 	@echo '$(ENVTEST_ASSETS)'
 

@@ -319,6 +319,7 @@ func (l *eventLoop) readPipeline(c *loopConn) {
 		switch {
 		case wait:
 		case refusal != "":
+			l.srv.protocolError()
 			c.out = appendError(c.out, refusal)
 			c.closing = true
 			l.markDirty(c)
@@ -437,6 +438,7 @@ func (l *eventLoop) tick() {
 				l.closeConn(c)
 				continue
 			}
+			l.srv.protocolError()
 			c.out = appendError(c.out, refusal)
 			c.closing = true
 			l.markDirty(c)

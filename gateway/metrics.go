@@ -19,31 +19,37 @@ type Stats struct {
 	// AuthFailures counts AUTH and HELLO ... AUTH with a wrong user or
 	// password.
 	AuthFailures uint64
+	// ProtocolErrors counts connections ended for what the client sent:
+	// malformed RESP, a command larger than MaxCommandBytes, or one not
+	// complete within CommandTimeout.
+	ProtocolErrors uint64
 }
 
 // counters are the live Stats counters.
 type counters struct {
-	connections, rejected, commands, errors, authFailures atomic.Uint64
+	connections, rejected, commands, errors, authFailures, protocolErrors atomic.Uint64
 }
 
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
 	return Stats{
-		Connections:  s.stats.connections.Load(),
-		Rejected:     s.stats.rejected.Load(),
-		Commands:     s.stats.commands.Load(),
-		Errors:       s.stats.errors.Load(),
-		AuthFailures: s.stats.authFailures.Load(),
+		Connections:    s.stats.connections.Load(),
+		Rejected:       s.stats.rejected.Load(),
+		Commands:       s.stats.commands.Load(),
+		Errors:         s.stats.errors.Load(),
+		AuthFailures:   s.stats.authFailures.Load(),
+		ProtocolErrors: s.stats.protocolErrors.Load(),
 	}
 }
 
 // metrics are the gateway's distcache_gateway_* series.
 type metrics struct {
-	commands      *prometheus.CounterVec
-	errors        *prometheus.CounterVec
-	duration      *prometheus.HistogramVec
-	connections   prometheus.Gauge
-	pipelineDepth prometheus.Histogram
+	commands       *prometheus.CounterVec
+	errors         *prometheus.CounterVec
+	duration       *prometheus.HistogramVec
+	connections    prometheus.Gauge
+	pipelineDepth  prometheus.Histogram
+	protocolErrors prometheus.Counter
 	// series holds each command's series (and otherCommand's), looked up
 	// once rather than by label on every command.
 	series map[string]*commandSeries
@@ -96,12 +102,16 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, e
 			Name: "distcache_gateway_pipeline_depth", Help: "Commands read together from a connection (a pipeline).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
+		protocolErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "distcache_gateway_protocol_errors_total",
+			Help: "Connections the gateway ended for a protocol error: malformed RESP, a command too large or not complete in time.",
+		}),
 	}
 	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "distcache_gateway_cluster_commands",
 		Help: "Commands running in the cluster now; at most --max-in-flight, the others wait in the gateway.",
 	}, inFlight)
-	for _, c := range []prometheus.Collector{m.commands, m.errors, m.duration, m.connections, m.pipelineDepth, running} {
+	for _, c := range []prometheus.Collector{m.commands, m.errors, m.duration, m.connections, m.pipelineDepth, m.protocolErrors, running} {
 		if err := reg.Register(c); err != nil {
 			var dup prometheus.AlreadyRegisteredError
 			if errors.As(err, &dup) {
@@ -134,4 +144,10 @@ func (s *Server) observe(c *command, reply []byte, d time.Duration) {
 		s.stats.errors.Add(1)
 	}
 	s.metrics.series[name].observe(d, failed)
+}
+
+// protocolError counts a connection ended for what its client sent.
+func (s *Server) protocolError() {
+	s.stats.protocolErrors.Add(1)
+	s.metrics.protocolErrors.Inc()
 }

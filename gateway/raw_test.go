@@ -136,7 +136,8 @@ func TestIncrPipeline(t *testing.T) {
 // gets a protocol error and a closed connection, and the gateway goes on
 // serving others.
 func TestMalformedInput(t *testing.T) {
-	addr, _ := startGateway(t, withMaxCommandBytes(4096), withCommandTimeout(200*time.Millisecond))
+	addr, srv := startGateway(t, withMaxCommandBytes(4096), withCommandTimeout(200*time.Millisecond))
+	cases := 0
 	for _, tc := range []struct {
 		name, send, want string
 	}{
@@ -150,6 +151,7 @@ func TestMalformedInput(t *testing.T) {
 		{"a command that never ends (slow client)", "*2\r\n$3\r\nGET\r\n$10\r\nabc",
 			"-ERR Protocol error: command not complete within 200ms"},
 	} {
+		cases++
 		t.Run(tc.name, func(t *testing.T) {
 			r := dialRaw(t, addr)
 			r.send(tc.send)
@@ -165,6 +167,9 @@ func TestMalformedInput(t *testing.T) {
 	ok.send("PING\r\n")
 	if got := ok.line(); got != "+PONG" {
 		t.Errorf("a new connection after the bad ones: %q", got)
+	}
+	if got := srv.Stats().ProtocolErrors; got != uint64(cases) {
+		t.Errorf("protocol errors counted: %d, want %d", got, cases)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,9 +236,19 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 	}
 	s.open.Add(-1)
 	s.metrics.connections.Dec()
+	if isProtocolError(err) {
+		s.protocolError()
+	}
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		s.cfg.Logger.Debug("connection ended", "remote", conn.RemoteAddr(), "err", err)
 	}
+}
+
+// isProtocolError says whether err, which ended a connection, was the
+// client's: redcon's protocol errors, or a command too large or too slow.
+func isProtocolError(err error) bool {
+	return err != nil && (errors.Is(err, errCommandTooLarge) || errors.Is(err, errCommandTooSlow) ||
+		strings.HasPrefix(err.Error(), "Protocol error: "))
 }
 
 // serve runs cmd and the rest of its pipeline, and writes their replies

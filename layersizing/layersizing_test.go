@@ -15,7 +15,7 @@ import (
 )
 
 // newMap is 2 spines over 8 racks, one leaf each.
-func newMap(t *testing.T) *partmap.Map {
+func newMap(t testing.TB) *partmap.Map {
 	t.Helper()
 	m, err := partmap.Build(partmap.Spec{Cluster: "c", Racks: 8, ShardsPerRack: 1, Layers: []partmap.LayerSpec{
 		{Name: "spine", Nodes: 2}, {Name: "leaf", BoundToRacks: true},

@@ -79,7 +79,7 @@ func newHarness(t *testing.T) *harness {
 
 // startSwitch starts a switch with two read ports on loopback, at a
 // random base port (another one when it is taken).
-func startSwitch(t *testing.T) *Switch {
+func startSwitch(t testing.TB) *Switch {
 	t.Helper()
 	var last error
 	for range 20 {
@@ -220,7 +220,7 @@ func (h *harness) readRegister(t *testing.T, name string, i int64) uint64 {
 
 // objectID is the id of the object name in the cache switch's P4Info, or
 // else in the client leaf's (they share the objects of forward.p4).
-func objectID(t *testing.T, name string) uint32 {
+func objectID(t testing.TB, name string) uint32 {
 	t.Helper()
 	for _, program := range []string{Program, ClientLeafProgram} {
 		info, err := pipelines.ProgramP4Info(program)
@@ -237,14 +237,14 @@ func objectID(t *testing.T, name string) uint32 {
 
 // tableEntry is an entry of table with exact matches (field ids 1, 2, …)
 // running action with params (ids 1, 2, …).
-func tableEntry(t *testing.T, table, action string, matches [][]byte, params ...[]byte) *p4v1.Entity {
+func tableEntry(t testing.TB, table, action string, matches [][]byte, params ...[]byte) *p4v1.Entity {
 	t.Helper()
 	return p4entity.TableEntry(objectID(t, table), objectID(t, action), matches, params...)
 }
 
 // registerEntry is cell i of register name (every cell when i < 0) with
 // value v (none for a read).
-func registerEntry(t *testing.T, name string, i int64, v []byte) *p4v1.Entity {
+func registerEntry(t testing.TB, name string, i int64, v []byte) *p4v1.Entity {
 	t.Helper()
 	return p4entity.Register(objectID(t, name), i, v)
 }

@@ -30,7 +30,7 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: false,
 	}
 	root.AddCommand(newSimCommand(), newMapCommand(), newNodeCommand(), newShimCommand(), newRedisACLCommand(), newGatewayCommand(), newLoadgenCommand(), newOperatorCommand(),
-		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand(), newCheckCommand(), newControlLoopCommand(),
+		newUpCommand(), newStatusCommand(), newDownCommand(), newBenchCommand(), newCheckCommand(), newMalformedCommand(), newControlLoopCommand(),
 		newSwitchCommand(), newFabricCommand(), newVersionCommand(), newBackupCommand(), newRestoreCommand())
 	return root
 }

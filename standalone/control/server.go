@@ -65,7 +65,22 @@ func Listen(runDir string, b Backend, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot serve the control API: %w", err)
 	}
+	s := &Server{path: path, srv: &http.Server{Handler: newHandler(b), ReadHeaderTimeout: 5 * time.Second}}
+	go func() {
+		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("control API stopped", "err", err)
+		}
+	}()
+	return s, nil
+}
+
+// newHandler routes the control API's requests to b.
+func newHandler(b Backend) http.Handler {
 	mux := http.NewServeMux()
+	// Anything else is no endpoint of the API, answered in its own form.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, nil, fmt.Errorf("cannot serve %s %q: no such endpoint: %w", r.Method, r.URL.Path, ErrNotFound))
+	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, b.Status(r.Context()), nil)
 	})
@@ -101,13 +116,7 @@ func Listen(runDir string, b Backend, log *slog.Logger) (*Server, error) {
 		reply(w, struct{}{}, nil)
 		b.Shutdown()
 	})
-	s := &Server{path: path, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}
-	go func() {
-		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("control API stopped", "err", err)
-		}
-	}()
-	return s, nil
+	return mux
 }
 
 // Close stops serving and removes the socket.
