@@ -26,6 +26,10 @@ type Source struct {
 	Username, Password string
 	// TLS, when set, connects with TLS.
 	TLS *tls.Config
+	// Dial, when set, connects instead: it does TLS and logs in itself
+	// (redisconn.Settings' dialer, which also tries a previous password),
+	// and TLS is not used.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// IdleTimeout bounds each wait for data from Redis (default 2m):
 	// Redis sends a newline every second while it prepares the RDB.
 	IdleTimeout time.Duration
@@ -53,12 +57,18 @@ type conn struct {
 }
 
 func dial(ctx context.Context, src Source) (*conn, error) {
-	d := net.Dialer{Timeout: 10 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", src.Addr)
+	var nc net.Conn
+	var err error
+	if src.Dial != nil {
+		nc, err = src.Dial(ctx, "tcp", src.Addr)
+	} else {
+		d := net.Dialer{Timeout: 10 * time.Second}
+		nc, err = d.DialContext(ctx, "tcp", src.Addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to %s: %w", src.Addr, err)
 	}
-	if src.TLS != nil {
+	if src.TLS != nil && src.Dial == nil {
 		cfg := src.TLS.Clone()
 		if cfg.ServerName == "" {
 			cfg.ServerName, _, _ = net.SplitHostPort(src.Addr)

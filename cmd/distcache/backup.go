@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -89,19 +88,17 @@ func readMapFile(path string) (*partmap.Map, error) {
 	return m, nil
 }
 
-// login is the user, password and TLS configuration of the flags.
-func (a *shardAddressing) login(ctx context.Context) (user, password string, cfg *tls.Config, err error) {
-	o, err := a.access.Options()
+// source is how to reach the Redis at address with the flags' login:
+// redisconn's dialer, which does TLS and AUTH (and tries the previous
+// password), or a plain connection as the flags' user.
+func (a *shardAddressing) source(address string) (snapshot.Source, error) {
+	set := a.access
+	set.Addr = address
+	o, err := set.Options()
 	if err != nil {
-		return "", "", nil, err
+		return snapshot.Source{}, err
 	}
-	user = o.Username
-	if o.CredentialsProviderContext != nil {
-		if user, password, err = o.CredentialsProviderContext(ctx); err != nil {
-			return "", "", nil, err
-		}
-	}
-	return user, password, o.TLSConfig, nil
+	return snapshot.Source{Addr: address, Username: o.Username, Dial: o.Dialer}, nil
 }
 
 func newBackupCommand() *cobra.Command {
@@ -132,29 +129,33 @@ and --shards-per-rack, as the operator's backup CronJob gives them.`,
 			if out == "" {
 				return errors.New("cannot back up: give --out, the directory of the snapshot sets")
 			}
-			user, password, tlsCfg, err := addr.login(ctx)
-			if err != nil {
-				return err
-			}
 			o := snapshot.TakeOptions{Root: out, Parallel: parallel}
+			var address func(r, s int) string
 			if addr.template != "" {
 				if addr.ref.name == "" || racks < 1 || shards < 1 {
 					return errors.New("cannot back up: --redis-address-template needs --cluster, --racks and --shards-per-rack")
 				}
 				o.Cluster, o.Racks, o.ShardsPerRack = addr.ref.name, racks, shards
-				o.Source = func(r, s int) snapshot.Source {
-					return snapshot.Source{Addr: addr.fromTemplate(o.Cluster, r, s), Username: user, Password: password, TLS: tlsCfg}
-				}
+				address = func(r, s int) string { return addr.fromTemplate(o.Cluster, r, s) }
 			} else {
 				cluster, m, redis, err := addr.standalone(ctx)
 				if err != nil {
 					return err
 				}
 				o.Cluster, o.Racks, o.ShardsPerRack = cluster, len(m.Storage.Racks), len(m.Storage.Racks[0].Shards)
-				o.Source = func(r, s int) snapshot.Source {
-					return snapshot.Source{Addr: redis[partmap.ShardName(cluster, r, s)], Username: user, Password: password, TLS: tlsCfg}
+				address = func(r, s int) string { return redis[partmap.ShardName(cluster, r, s)] }
+			}
+			sources := make([][]snapshot.Source, o.Racks)
+			for r := range o.Racks {
+				for s := range o.ShardsPerRack {
+					src, err := addr.source(address(r, s))
+					if err != nil {
+						return err
+					}
+					sources[r] = append(sources[r], src)
 				}
 			}
+			o.Source = func(r, s int) snapshot.Source { return sources[r][s] }
 			dir, m, err := snapshot.Take(ctx, o)
 			if err != nil {
 				return err
