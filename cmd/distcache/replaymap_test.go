@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/dataplane/wireauth"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/internal/testing/redistest"
 	"github.com/distcache/distcache/placement/partmap"
 )
@@ -146,6 +148,16 @@ func TestReplayProtectionFollowsTheMap(t *testing.T) {
 		}
 		f.barrier(shimAddr)
 	}
+	// redisGets waits for a write the shim accepted: it answers the
+	// barrier before the write's two phases end.
+	redisGets := func(key, want string) {
+		t.Helper()
+		poll.Eventually(t, key+"="+want+" in Redis", func() (bool, error) {
+			got, err := rdb.Get(ctx, key).Result()
+			return got == want, fmt.Errorf("Redis holds %q, %v", got, err)
+		})
+	}
+	// redisHolds checks a value that a refused datagram left in place.
 	redisHolds := func(key, want string) {
 		t.Helper()
 		if got, err := rdb.Get(ctx, key).Result(); err != nil || got != want {
@@ -156,10 +168,10 @@ func TestReplayProtectionFollowsTheMap(t *testing.T) {
 	publishReplay(t, mapPath, partmap.ReplayStamp)
 	follow(transport.ReplayStamp)
 	deliver() // the stamped PUT, once
-	redisHolds("k", "old")
+	redisGets("k", "old")
 	f.send(shimAddr, wire.Message{Header: wire.Header{Op: wire.OpPut}, Key: []byte("u"), Value: []byte("unstamped")}, authKeyA)
 	f.barrier(shimAddr)
-	redisHolds("u", "unstamped") // stamp accepts unstamped signed datagrams
+	redisGets("u", "unstamped") // stamp accepts unstamped signed datagrams
 
 	publishReplay(t, mapPath, partmap.ReplayRequire)
 	follow(transport.ReplayRequire)
