@@ -125,12 +125,16 @@ func (r *Reconciler) recordReplayProtection(cc *v1alpha1.CacheCluster, prev, nex
 	if r.Recorder == nil || (prev != nil && from == next.ReplayProtection) || (prev == nil && next.ReplayProtection == partmap.ReplayAccept) {
 		return
 	}
-	why := map[partmap.ReplayProtection]string{
-		partmap.ReplayAccept:  "signed messages are sent unstamped",
-		partmap.ReplayStamp:   "every process stamps signed messages and still accepts unstamped ones",
-		partmap.ReplayRequire: "every process stamps signed messages and drops unstamped ones",
-	}[next.ReplayProtection]
-	r.Recorder.Eventf(cc, nil, corev1.EventTypeNormal, EventReplayProtection, "Publish",
+	// An action per mode: client-go makes a series of events alike but
+	// for the note, which would hide the next step's.
+	action, why := "StopStamps", "signed messages are sent unstamped"
+	switch next.ReplayProtection {
+	case partmap.ReplayStamp:
+		action, why = "SendStamps", "every process stamps signed messages and still accepts unstamped ones"
+	case partmap.ReplayRequire:
+		action, why = "RequireStamps", "every process stamps signed messages and drops unstamped ones"
+	}
+	r.Recorder.Eventf(cc, nil, corev1.EventTypeNormal, EventReplayProtection, action,
 		"replay protection %s → %s (partition map v%d): %s", from, next.ReplayProtection, next.Version, why)
 }
 

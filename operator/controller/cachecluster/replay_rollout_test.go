@@ -67,14 +67,9 @@ func TestNewClusterRequiresStamps(t *testing.T) {
 	// Turned Off later, the cluster that required stamps steps down to
 	// stamp at once, and to accept once every Ready pod uses that map (at
 	// once here: the test's operator does not ask the pods).
-	stored := &v1alpha1.CacheCluster{}
-	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
-		t.Fatal(err)
-	}
-	stored.Spec.DataPlane = &v1alpha1.DataPlaneSpec{ReplayProtection: v1alpha1.ReplayProtectionOff}
-	if err := env.Client.Update(context.Background(), stored); err != nil {
-		t.Fatal(err)
-	}
+	updateSpec(t, cc, func(stored *v1alpha1.CacheCluster) {
+		stored.Spec.DataPlane = &v1alpha1.DataPlaneSpec{ReplayProtection: v1alpha1.ReplayProtectionOff}
+	})
 	replayState(t, cc, partmap.ReplayAccept, v1alpha1.ReplayModeAccept)
 	for _, step := range []string{"require → stamp", "stamp → accept"} {
 		eventually(t, "ReplayProtection event "+step, func() (bool, error) {
