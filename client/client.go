@@ -36,7 +36,8 @@ const (
 // Config configures a Client.
 type Config struct {
 	// Transport configures the client's UDP endpoint; Addr defaults to
-	// DefaultAddr.
+	// DefaultAddr. Its Replay is the least replay protection the client
+	// uses: the maps it installs may raise it (SetMap).
 	Transport transport.Config
 	// Aging ages loads not refreshed by telemetry (in nanoseconds, see
 	// routing.AgingConfig). The zero value means StaleAfter 1s, HalfLife
@@ -245,6 +246,7 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 		return nil, fmt.Errorf("cannot create client: %w", err)
 	}
 	c.view.Store(c.compile(p))
+	ep.FollowMap(p.Map())
 	ep.Start(nil) // the client serves no requests; replies go to calls
 	if cfg.PeerRefresh >= 0 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -273,7 +275,9 @@ func (c *Client) Placement() *partmap.Placement { return c.view.Load().p }
 
 // SetMap makes the client route by p from now on (an atomic swap; requests
 // in flight finish under the map they started with). Failure marks are
-// kept: they expire after FailBackoff. A nil p, or one not newer than the
+// kept: they expire after FailBackoff. The client's endpoint takes the
+// map's replay protection, or Config.Transport.Replay when stronger
+// (transport.Endpoint.FollowMap). A nil p, or one not newer than the
 // current map, is ignored.
 func (c *Client) SetMap(p *partmap.Placement) {
 	if p == nil {
@@ -286,6 +290,9 @@ func (c *Client) SetMap(p *partmap.Placement) {
 			return
 		}
 		if c.view.CompareAndSwap(old, next) {
+			// The view read after the swap: of concurrent calls, the
+			// last to get here applies the newest map's mode.
+			c.ep.FollowMap(c.view.Load().p.Map())
 			c.cfg.Logger.Info("partition map changed", "from", old.version, "to", p.Version())
 			return
 		}

@@ -31,6 +31,8 @@ type Shape struct {
 	// DirectReads and DirectWrites let clients read and write uncached
 	// keys at Redis (partmap.Spec).
 	DirectReads, DirectWrites bool
+	// ReplayProtection is the map's replay protection (partmap.Spec).
+	ReplayProtection partmap.ReplayProtection
 	// Layers are upper first.
 	Layers []Layer
 }
@@ -47,6 +49,8 @@ func (s Shape) MapSpec(a partmap.Addresser) partmap.Spec {
 		Addresses:     a,
 		DirectReads:   s.DirectReads,
 		DirectWrites:  s.DirectWrites,
+
+		ReplayProtection: s.ReplayProtection,
 	}
 	for _, l := range s.Layers {
 		if len(l.SwitchAddresses) > 0 {

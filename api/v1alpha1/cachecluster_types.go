@@ -373,43 +373,6 @@ type CacheClusterSpec struct {
 	CacheBudget *CacheBudgetSpec `json:"cacheBudget,omitempty"`
 }
 
-// DataPlaneSpec tunes the data plane's UDP transport.
-// +kubebuilder:validation:XValidation:rule="!has(self.directWrites) || !self.directWrites || (has(self.directReads) && self.directReads)",message="dataPlane.directWrites needs dataPlane.directReads: clients write to the Redis servers they read"
-type DataPlaneSpec struct {
-	// Bundles makes the cache nodes, shims and gateways send the messages
-	// that leave together for one peer as one bundle datagram instead of
-	// a datagram each (about a tenth less CPU per request through the
-	// gateway, docs/benchmarks.md). Every version since bundles receives
-	// them; turn it on once no process of an older version is left, which
-	// would drop them. Off when unset.
-	// +optional
-	Bundles bool `json:"bundles,omitempty"`
-	// DirectReads lets clients and gateways read a key that no cache
-	// holds from its shard's Redis themselves, on a pipelined connection
-	// of their own, instead of through the cache node and the shim: the
-	// node answers such a read at once, and the miss costs the storage
-	// server one Redis GET, as behind a proxy. Writes and cache fills
-	// still pass through the shim. It needs every cache node and client
-	// of a version that knows it, and a Redis that clients can reach
-	// without credentials: standalone mode's own redis-servers. The
-	// operator does not publish Redis addresses yet, so its clusters read
-	// misses through the nodes. Off when unset.
-	// +optional
-	DirectReads bool `json:"directReads,omitempty"`
-	// DirectWrites lets clients and gateways with direct reads also send
-	// a plain SET or INCR of a key that no cache may hold straight to
-	// its shard's Redis, as a script that Redis runs only while the key
-	// is not in the shard's set of keys a cache may hold (package
-	// dataplane/heldkeys); other writes, and writes of such keys, still
-	// pass through the shim and its coherence protocol. It needs every
-	// shim of a version that keeps that set (a shim older than it would
-	// let a cache hold a key the set does not list), and a Redis whose
-	// maxmemory policy never evicts keys without an expiry. Off when
-	// unset.
-	// +optional
-	DirectWrites bool `json:"directWrites,omitempty"`
-}
-
 // NetworkPolicySpec is the NetworkPolicy the operator keeps for a cluster.
 // It takes effect only where the cluster's network plugin enforces
 // NetworkPolicies.
@@ -535,6 +498,10 @@ type CacheClusterStatus struct {
 	// spec.storage.backup.
 	// +optional
 	Backup *BackupStatus `json:"backup,omitempty"`
+	// DataPlane is what the published partition map tells the data
+	// plane's processes to do.
+	// +optional
+	DataPlane *DataPlaneStatus `json:"dataPlane,omitempty"`
 }
 
 // CacheCluster is a multi-layer cache in front of a sharded Redis backend.
@@ -550,6 +517,7 @@ type CacheClusterStatus struct {
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Persistence",type=string,JSONPath=`.status.persistence`,priority=1,description="What the storage keeps across crashes"
 // +kubebuilder:printcolumn:name="Gateway",type=string,JSONPath=`.status.conditions[?(@.type=="GatewayReady")].status`,priority=1,description="Whether every gateway pod is Ready (GatewayReady); empty without a gateway"
+// +kubebuilder:printcolumn:name="Replay",type=string,JSONPath=`.status.dataPlane.replayProtection`,priority=1,description="The replay protection the published map asks of the data plane"
 // +kubebuilder:printcolumn:name="Last Backup",type=date,JSONPath=`.status.backup.lastSuccessfulTime`,priority=1,description="When the last scheduled backup completed"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 30",message="a CacheCluster's name is part of its pods' names: at most 30 characters"

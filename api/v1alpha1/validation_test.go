@@ -242,6 +242,8 @@ func schemaCases(t *testing.T) []schemaCase {
 			[]string{`Unsupported value: "no"`, `supported values: "always", "everysec", "disabled"`}},
 		{"unknown storage mode", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.Mode = "sentinel" })), "spec.storage.mode",
 			[]string{`Unsupported value: "sentinel"`, `supported values: "managed", "redisOperator", "external"`}},
+		{"replayProtection not Require or Off", newCluster(withDataPlane(v1alpha1.DataPlaneSpec{ReplayProtection: "Stamp"})), "spec.dataPlane.replayProtection",
+			[]string{`Unsupported value: "Stamp"`, `supported values: "Require", "Off"`}},
 		{"external endpoint without port", newCluster(withStorage(func(s *v1alpha1.StorageSpec) {
 			s.Mode, s.External = v1alpha1.StorageExternal, []string{"redis.example"}
 		})), "spec.storage.external[0]", []string{"spec.storage.external[0]", "should match"}},

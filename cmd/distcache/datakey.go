@@ -23,7 +23,7 @@ import (
 const dataKeyHelp = "directory with the cluster's data-plane key (file 'current', optional 'previous', as a Secret is mounted): writes and coherence messages are signed and checked with it, and re-read when the files change; empty: unauthenticated"
 
 // replayHelp documents --replay-protection beside --data-plane-key-dir.
-const replayHelp = "with a data-plane key: accept (send signed messages unstamped, accept them with or without a stamp), stamp (stamp them, accept both) or require (stamp them, refuse unstamped ones); every stamp received is checked against replays. Move a cluster one step at a time, each on every process first. Default: require for a standalone cluster found by its run directory, else accept"
+const replayHelp = "with a data-plane key, the least replay protection: accept (send signed messages unstamped, accept them with or without a stamp), stamp (stamp them, accept both) or require (stamp them, refuse unstamped ones); every stamp received is checked against replays. The partition map's replayProtection raises it at runtime (the operator moves its clusters to require by itself). Default: require for a standalone cluster found by its run directory, else accept: what the map says"
 
 // dataKey is the --data-plane-key-dir and --replay-protection flags and
 // the key ring the first loads.
@@ -88,7 +88,9 @@ func (k *dataKey) loadForRunDir(runDir string) error {
 	return k.load()
 }
 
-// apply configures an endpoint to sign and verify with the key.
+// apply configures an endpoint to sign and verify with the key; the mode
+// is the floor that the maps the endpoint's owner installs may raise
+// (transport.Endpoint.FollowMap).
 func (k *dataKey) apply(c *transport.Config) {
 	if k.ring != nil {
 		c.Auth = k.ring

@@ -437,6 +437,7 @@ func (n *Node) SetMap(p *partmap.Placement) error {
 	}
 	v := newView(p, n.cfg.Layer, n.cfg.Member, prev, n.log)
 	n.view.Store(v)
+	n.ep.FollowMap(p.Map()) // the map's replay protection (transport.Config.Replay the floor)
 	switch {
 	case v.active:
 		n.inactiveSince.Store(0)

@@ -145,7 +145,10 @@ func RegisterTransport(reg prometheus.Registerer, ep *transport.Endpoint) error 
 		counter("distcache_replay_new_epochs_total", "Restarts of senders seen by the replay filter (a newer epoch accepted).",
 			nil, func(s transport.Stats) uint64 { return s.Replay.NewEpochs }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "distcache_replay_senders", Help: "Senders the replay filter tracks."},
-			func() float64 { return float64(ep.Stats().Replay.Senders) })); err != nil {
+			func() float64 { return float64(ep.Stats().Replay.Senders) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "distcache_replay_protection",
+			Help: "The replay protection in use, the partition map's or --replay-protection's when stronger: 0 accept, 1 stamp, 2 require."},
+			func() float64 { return float64(ep.ReplayMode()) })); err != nil {
 		return err
 	}
 	// directions is a counter of traffic in and out, as two series.

@@ -103,6 +103,7 @@ func (s *Shim) SetMap(p *partmap.Placement) error {
 	next.inactiveSince = inactiveSince(st, old, now)
 	next.switches = switchAddrs(next)
 	s.view.Store(next)
+	s.ep.FollowMap(st.p.Map()) // the map's replay protection (transport.Config.Replay the floor)
 	if old != nil {
 		close(old.replaced)
 	}

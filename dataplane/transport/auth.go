@@ -6,6 +6,7 @@ import (
 
 	"github.com/distcache/distcache/dataplane/antireplay"
 	"github.com/distcache/distcache/dataplane/wire"
+	"github.com/distcache/distcache/placement/partmap"
 )
 
 // ReplayMode is how an endpoint with a data-plane key protects signed
@@ -48,11 +49,46 @@ func ParseReplayMode(s string) (ReplayMode, error) {
 	return 0, fmt.Errorf("cannot parse replay mode %q: want accept, stamp or require", s)
 }
 
+// MapReplayMode is the mode a partition map's setting names
+// (partmap.Map.ReplayProtection).
+func MapReplayMode(r partmap.ReplayProtection) ReplayMode {
+	switch r {
+	case partmap.ReplayStamp:
+		return ReplayStamp
+	case partmap.ReplayRequire:
+		return ReplayRequire
+	}
+	return ReplayAccept
+}
+
+// ReplayMode is the mode the endpoint uses now: Config.Replay, raised by
+// the partition maps its owner installed (FollowMap).
+func (e *Endpoint) ReplayMode() ReplayMode { return ReplayMode(e.mode.Load()) }
+
+// FollowMap makes the endpoint use the replay mode of m, a partition map
+// its owner installs, or Config.Replay when that is stronger: the
+// configured mode is a floor that a map only raises. It takes effect
+// with the next datagram sent or received, without a restart, and
+// reports whether the mode changed. A map may lower the mode again, down
+// to the floor; it does when the operator is told to
+// (spec.dataPlane.replayProtection Off).
+func (e *Endpoint) FollowMap(m *partmap.Map) bool {
+	mode := max(e.cfg.Replay, MapReplayMode(m.ReplayProtection))
+	old := ReplayMode(e.mode.Swap(int32(mode)))
+	if old == mode {
+		return false
+	}
+	if e.cfg.Auth != nil {
+		e.cfg.Logger.Info("replay protection changed by the partition map", "from", old, "to", mode, "map_version", m.Version)
+	}
+	return true
+}
+
 // trailer is the number of bytes the endpoint's datagrams of op to peer
 // carry after their value bytes (wire.Trailer).
 func (e *Endpoint) trailer(op wire.Op, peer netip.AddrPort) int {
 	signs := e.signs(op, peer)
-	return wire.Trailer(signs, signs && e.cfg.Replay >= ReplayStamp)
+	return wire.Trailer(signs, signs && e.ReplayMode() >= ReplayStamp)
 }
 
 // signs says whether the endpoint signs messages of op to peer.
@@ -64,7 +100,7 @@ func (e *Endpoint) signs(op wire.Op, peer netip.AddrPort) bool {
 // signed when m's op is authenticated and the endpoint signs for peer.
 func (e *Endpoint) appendDatagram(dst []byte, peer netip.AddrPort, m *wire.Message, off int) ([]byte, int, error) {
 	if e.signs(m.Op, peer) {
-		if e.cfg.Replay >= ReplayStamp {
+		if e.ReplayMode() >= ReplayStamp {
 			st := e.stamps.Stamp()
 			return wire.AppendStampedDatagram(dst, m, off, e.cfg.Datagram, e.cfg.Auth, &st)
 		}
@@ -89,7 +125,7 @@ func (e *Endpoint) authentic(b []byte, p *wire.Packet, src netip.AddrPort) bool 
 // one where Config.Replay requires it.
 func (e *Endpoint) fresh(p *wire.Packet, src netip.AddrPort) bool {
 	if !p.Stamped {
-		if e.cfg.Replay != ReplayRequire {
+		if e.ReplayMode() != ReplayRequire {
 			return true
 		}
 		e.stats.unstamped[p.Op%opSlots].Add(1)

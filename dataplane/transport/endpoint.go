@@ -148,7 +148,8 @@ type Config struct {
 	// refused are dropped and counted in Stats.ReplayRejected. It matters
 	// only with Auth. The zero value, ReplayAccept, is what a process of
 	// a version before stamps does, so a cluster upgrades in three steps
-	// (docs/dataplane.md).
+	// (docs/dataplane.md). It is the least mode the endpoint uses: the
+	// partition maps its owner installs may raise it (Endpoint.FollowMap).
 	Replay ReplayMode
 	// Sender names the process for its stamps, the same across its
 	// restarts (a cache node's member, a shim's shard); with the
@@ -214,7 +215,8 @@ type Endpoint struct {
 	bufs   sync.Pool // *[]byte of cap cfg.Datagram, for encoding
 	comb   *combiner // batches concurrent Sends (nil: each sends alone)
 	seq    atomic.Uint64
-	stamps *antireplay.Stamper // stamps signed datagrams (Config.Replay)
+	stamps *antireplay.Stamper // stamps signed datagrams (ReplayMode)
+	mode   atomic.Int32        // the ReplayMode in use (FollowMap)
 	replay *antireplay.Filter  // checks received stamps; nil without Auth
 	stats  counters
 	wg     sync.WaitGroup
@@ -281,6 +283,7 @@ func newEndpoint(cfg Config, conn *net.UDPConn, sock polledSocket, sys sysConn, 
 		e.comb = newCombiner(e)
 	}
 	e.seq.Store(rand.Uint64())
+	e.mode.Store(int32(cfg.Replay))
 	if cfg.Auth != nil {
 		name := cfg.Sender
 		if name != "" {

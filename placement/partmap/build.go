@@ -30,6 +30,8 @@ type Spec struct {
 	// DirectWrites marks every shard whose Redis is published as written
 	// directly (Shard.DirectWrites).
 	DirectWrites bool
+	// ReplayProtection is the map's Map.ReplayProtection.
+	ReplayProtection ReplayProtection
 }
 
 // Addresser names the data-plane addresses of a topology: pod DNS names in
@@ -100,7 +102,7 @@ func Build(spec Spec, prev *Map) (*Map, error) {
 	if err := spec.validate(); err != nil {
 		return nil, fmt.Errorf("cannot build partition map: %w", err)
 	}
-	m := &Map{Format: FormatVersion, Version: 1, Cluster: spec.Cluster}
+	m := &Map{Format: FormatVersion, Version: 1, Cluster: spec.Cluster, ReplayProtection: spec.ReplayProtection}
 	m.Storage.Seed = spec.StorageSeed
 	if m.Storage.Seed == 0 {
 		m.Storage.Seed = hashing.Derive(0, spec.Cluster+"/storage")

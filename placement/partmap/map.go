@@ -79,6 +79,11 @@ type Map struct {
 	// on its owner. Readers older than this field reject a map that has
 	// it.
 	Copies []KeyCopies `json:"copies,omitempty"`
+	// ReplayProtection is how every data-plane process protects signed
+	// datagrams against replays (replay.go); absent: ReplayAccept.
+	// Readers older than this field reject a map that has it, so a
+	// publisher sets it only once every reader knows it.
+	ReplayProtection ReplayProtection `json:"replayProtection,omitempty"`
 }
 
 // Layer is one cache layer.
@@ -258,6 +263,9 @@ func (m *Map) Validate() error {
 		return fmt.Errorf("invalid partition map: %w", err)
 	}
 	if err := m.validateCopies(); err != nil {
+		return fmt.Errorf("invalid partition map: %w", err)
+	}
+	if err := m.validateReplayProtection(); err != nil {
 		return fmt.Errorf("invalid partition map: %w", err)
 	}
 	return nil

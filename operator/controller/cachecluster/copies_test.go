@@ -1,7 +1,6 @@
 package cachecluster_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -87,13 +86,7 @@ func TestCopiesDecidedFromTheReports(t *testing.T) {
 	})
 
 	stored := &v1alpha1.CacheCluster{}
-	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
-		t.Fatal(err)
-	}
-	stored.Spec.HotKeys.Replication.Enabled = false
-	if err := env.Client.Update(context.Background(), stored); err != nil {
-		t.Fatal(err)
-	}
+	updateSpec(t, cc, func(stored *v1alpha1.CacheCluster) { stored.Spec.HotKeys.Replication.Enabled = false })
 	eventually(t, "replication off: no decided copies, no status", func() (bool, error) {
 		m, err := publishedMap(t, cc)
 		if err != nil {

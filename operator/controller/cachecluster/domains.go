@@ -72,10 +72,18 @@ func (r *Reconciler) domains(ctx context.Context, s *state, prev *partmap.Map) m
 }
 
 // dataPlaneOnRelease reports whether every live pod of s runs the
-// operator's own data-plane image in each container but Redis's.
+// operator's own data-plane image in each container but Redis's, and
+// there is one.
 func (r *Reconciler) dataPlaneOnRelease(s *state) bool {
+	all, seen := r.podsOnRelease(s)
+	return all && seen
+}
+
+// podsOnRelease reports whether every live pod of s runs the operator's
+// own data-plane image in each container but Redis's, and whether a
+// live pod has such a container.
+func (r *Reconciler) podsOnRelease(s *state) (all, seen bool) {
 	image := r.releaseImage()
-	seen := false
 	for _, p := range s.pods {
 		if !live(p) {
 			continue
@@ -85,12 +93,12 @@ func (r *Reconciler) dataPlaneOnRelease(s *state) bool {
 				continue
 			}
 			if c.Image != image {
-				return false
+				return false, seen
 			}
 			seen = true
 		}
 	}
-	return seen
+	return true, seen
 }
 
 // hasDomains reports whether a member of m has a host or zone.

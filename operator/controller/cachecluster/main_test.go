@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -125,4 +126,21 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 func get(t *testing.T, obj client.Object, ns, name string) error {
 	t.Helper()
 	return env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj)
+}
+
+// updateSpec changes cc's stored spec with mutate, again on a conflict
+// with the operator's status patches.
+func updateSpec(t *testing.T, cc *v1alpha1.CacheCluster, mutate func(*v1alpha1.CacheCluster)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		stored := &v1alpha1.CacheCluster{}
+		if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
+			return err
+		}
+		mutate(stored)
+		return env.Client.Update(context.Background(), stored)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

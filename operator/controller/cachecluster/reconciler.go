@@ -241,7 +241,9 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 			prev = nil
 		}
 	}
-	next, err := s.topo.Map(prev, r.addresser(s, prev, r.domains(ctx, s, prev)))
+	shape := s.topo.Shape()
+	shape.ReplayProtection = r.replayProtection(ctx, s, prev)
+	next, err := shape.Map(prev, r.addresser(s, prev, r.domains(ctx, s, prev)))
 	if err != nil {
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
@@ -263,6 +265,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 		}
 		r.recordChanges(s.cc, next, changes)
 		r.recordRemap(s.cc, cm, prev, next)
+		r.recordReplayProtection(s.cc, prev, next)
 	}
 	s.published = next
 	r.Metrics.published(s.cc.Namespace, s.cc.Name, next)

@@ -1,7 +1,6 @@
 package cachecluster_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -90,13 +89,7 @@ func TestCacheBudgetSplitFromTheCurves(t *testing.T) {
 	})
 
 	stored := &v1alpha1.CacheCluster{}
-	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
-		t.Fatal(err)
-	}
-	stored.Spec.CacheBudget.Entries = 2
-	if err := env.Client.Update(context.Background(), stored); err != nil {
-		t.Fatal(err)
-	}
+	updateSpec(t, cc, func(stored *v1alpha1.CacheCluster) { stored.Spec.CacheBudget.Entries = 2 })
 	eventually(t, "a budget of 2 entries for 3 nodes: blocked", func() (bool, error) {
 		if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
 			return false, err

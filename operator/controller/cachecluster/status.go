@@ -50,6 +50,7 @@ func (r *Reconciler) memberStatus(s *state, before []metav1.Condition) {
 	cc.Status.MapApplied = max(s.mapApplied, 0)
 	cc.Status.HotKeys = s.hotKeys
 	cc.Status.CacheSizing = s.sizing
+	cc.Status.DataPlane = replayStatus(m)
 	cc.Status.Layers = cc.Status.Layers[:0]
 	var members, ready, failed, fenced, recovering int32
 	for _, l := range m.Layers {
