@@ -13,7 +13,7 @@
 // still applies to it.
 //
 // The Filter keeps, per sender, the latest epoch accepted and a Window of
-// WindowLen (128) sequence numbers behind the highest accepted, as
+// WindowLen (1,024) sequence numbers behind the highest accepted, as
 // IPsec's and DTLS's anti-replay windows: a number within the window is
 // accepted once, in any order; a duplicate, one further behind, and any
 // stamp of an older epoch are refused. A newer epoch (the sender

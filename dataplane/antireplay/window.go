@@ -1,17 +1,27 @@
 package antireplay
 
+// windowWords is the window's bitmap in 64-bit words.
+const windowWords = 16
+
 // WindowLen is how many sequence numbers behind the highest one a window
-// remembers: a datagram that far behind or further is refused.
-const WindowLen = 128
+// remembers: a datagram that far behind or further is refused. A sender
+// takes a datagram's number when it signs it, and its goroutines sign and
+// send concurrently: one descheduled between the two sends behind others'
+// datagrams. 1,024 numbers (as Linux's largest IPsec replay window) covers
+// about 5 ms of a sender at 200,000 signed datagrams a second; a datagram
+// sent later than that is refused and its request sent again.
+const WindowLen = windowWords * 64
 
 // Window is the sliding window of one sender's epoch, as IPsec's and
 // DTLS's anti-replay window (RFC 4303 §3.4.3): the highest sequence
-// number accepted and a bitmap of the WindowLen numbers ending at it.
-// Bit i of the bitmap (word i/64, bit i%64) is set once high-i was
-// accepted. The zero value is a window started at 0.
+// number accepted and a bitmap of the WindowLen numbers ending at it. The
+// bitmap is a ring, as Linux's extended-sequence replay window: number s
+// is bit s mod WindowLen, so moving the window on by n clears n bits and
+// shifts nothing (n is 1 for datagrams in order). The zero value is a
+// window started at 0.
 type Window struct {
 	high uint64
-	bits [2]uint64
+	bits [windowWords]uint64
 }
 
 // Start starts the window at seq, accepted, with nothing else seen. The
@@ -20,7 +30,8 @@ type Window struct {
 // refuses on their time.
 func (w *Window) Start(seq uint64) {
 	w.high = seq
-	w.bits = [2]uint64{1, 0}
+	w.bits = [windowWords]uint64{}
+	w.set(seq)
 }
 
 // Check reports what Accept would do with seq, changing nothing.
@@ -28,11 +39,10 @@ func (w *Window) Check(seq uint64) Verdict {
 	if seq > w.high {
 		return Accepted
 	}
-	d := w.high - seq
-	if d >= WindowLen {
+	if w.high-seq >= WindowLen {
 		return TooOld
 	}
-	if w.bits[d/64]&(1<<(d%64)) != 0 {
+	if w.has(seq) {
 		return Duplicate
 	}
 	return Accepted
@@ -45,22 +55,26 @@ func (w *Window) Accept(seq uint64) Verdict {
 		return v
 	}
 	if seq > w.high {
-		w.slide(seq - w.high)
-		w.high = seq
+		w.advance(seq)
 	}
-	d := w.high - seq
-	w.bits[d/64] |= 1 << (d % 64)
+	w.set(seq)
 	return Accepted
 }
 
-// slide moves the bitmap n numbers on: bit i becomes bit i+n.
-func (w *Window) slide(n uint64) {
-	switch {
-	case n >= WindowLen:
-		w.bits = [2]uint64{}
-	case n >= 64:
-		w.bits = [2]uint64{0, w.bits[0] << (n - 64)}
-	default:
-		w.bits = [2]uint64{w.bits[0] << n, w.bits[1]<<n | w.bits[0]>>(64-n)}
+// advance moves the window's end to seq: the bits of the numbers after
+// the old end up to seq held numbers WindowLen earlier, now out of the
+// window, and are cleared.
+func (w *Window) advance(seq uint64) {
+	if seq-w.high >= WindowLen {
+		w.bits = [windowWords]uint64{}
+	} else {
+		for s := w.high + 1; s <= seq; s++ {
+			w.bits[(s%WindowLen)/64] &^= 1 << (s % 64)
+		}
 	}
+	w.high = seq
 }
+
+func (w *Window) set(seq uint64) { w.bits[(seq%WindowLen)/64] |= 1 << (seq % 64) }
+
+func (w *Window) has(seq uint64) bool { return w.bits[(seq%WindowLen)/64]&(1<<(seq%64)) != 0 }

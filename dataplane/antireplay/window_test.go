@@ -23,12 +23,13 @@ func TestWindow(t *testing.T) {
 		{"in order", 1, []step{{2, antireplay.Accepted}, {3, antireplay.Accepted}, {4, antireplay.Accepted}}},
 		{"the start again", 5, []step{{5, antireplay.Duplicate}}},
 		{"reordered within the window", 1, []step{{5, antireplay.Accepted}, {3, antireplay.Accepted}, {2, antireplay.Accepted}, {4, antireplay.Accepted}, {3, antireplay.Duplicate}}},
-		{"below the start, within the window", 500, []step{{500 - n + 1, antireplay.Accepted}, {499, antireplay.Accepted}, {499, antireplay.Duplicate}}},
-		{"below the start, outside the window", 500, []step{{500 - n, antireplay.TooOld}, {1, antireplay.TooOld}}},
+		{"below the start, within the window", 5000, []step{{5000 - n + 1, antireplay.Accepted}, {4999, antireplay.Accepted}, {4999, antireplay.Duplicate}}},
+		{"below the start, outside the window", 5000, []step{{5000 - n, antireplay.TooOld}, {1, antireplay.TooOld}}},
 		{"a jump of more than a word", 10, []step{{80, antireplay.Accepted}, {10, antireplay.Duplicate}, {11, antireplay.Accepted}, {79, antireplay.Accepted}}},
 		{"a jump of more than the window", 10, []step{{10 + n, antireplay.Accepted}, {10, antireplay.TooOld}, {11, antireplay.Accepted}, {11, antireplay.Duplicate}}},
 		{"a jump far beyond", 10, []step{{1 << 40, antireplay.Accepted}, {1<<40 - 1, antireplay.Accepted}, {10, antireplay.TooOld}}},
-		{"the edge of the window after a slide", 1, []step{{200, antireplay.Accepted}, {200 - n + 1, antireplay.Accepted}, {200 - n, antireplay.TooOld}, {200 - n + 1, antireplay.Duplicate}}},
+		{"the edge of the window after a slide", 1, []step{{2000, antireplay.Accepted}, {2000 - n + 1, antireplay.Accepted}, {2000 - n, antireplay.TooOld}, {2000 - n + 1, antireplay.Duplicate}}},
+		{"slides of a word and a part", 1, []step{{1100, antireplay.Accepted}, {1100 - 700, antireplay.Accepted}, {1100 + 67, antireplay.Accepted}, {1100 - 700, antireplay.Duplicate}, {1100, antireplay.Duplicate}, {1100 - 699, antireplay.Accepted}}},
 		{"bits survive slides across words", 1, []step{{70, antireplay.Accepted}, {100, antireplay.Accepted}, {130, antireplay.Accepted}, {70, antireplay.Duplicate}, {100, antireplay.Duplicate}, {71, antireplay.Accepted}}},
 	}
 	for _, tt := range tests {
@@ -53,15 +54,16 @@ func TestWindow(t *testing.T) {
 // WindowLen behind the highest accepted.
 func TestWindowAgainstSet(t *testing.T) {
 	var w antireplay.Window
-	w.Start(1000)
-	seen := map[uint64]bool{1000: true}
-	high := uint64(1000)
+	const start = 1 << 20
+	w.Start(start)
+	seen := map[uint64]bool{start: true}
+	high := uint64(start)
 	x := uint64(88172645463325252)
 	for range 20000 {
 		x ^= x << 13
 		x ^= x >> 7
 		x ^= x << 17
-		seq := high - 150 + x%300
+		seq := high + 150 - x%(antireplay.WindowLen+300) // from 150 ahead to 150 beyond the window
 		want := antireplay.Accepted
 		switch {
 		case seq+antireplay.WindowLen <= high:

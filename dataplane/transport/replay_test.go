@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/antireplay"
+
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -150,7 +152,7 @@ func TestReplayModes(t *testing.T) {
 // order: reordered within the window they are all served, once; one
 // WindowLen or more behind the newest served is refused.
 func TestReplayWindow(t *testing.T) {
-	const n = 140
+	const n = antireplay.WindowLen + 12
 	tests := []struct {
 		name  string
 		order []int // indexes of the captured datagrams, in sending order
@@ -158,7 +160,7 @@ func TestReplayWindow(t *testing.T) {
 	}{
 		{"in order", []int{0, 1, 2, 3}, []int{0, 1, 2, 3}},
 		{"reordered within the window", []int{3, 0, 2, 1, 3, 0}, []int{3, 0, 2, 1}},
-		{"the window's last slot", []int{128, 1, 0}, []int{128, 1}},
+		{"the window's last slot", []int{antireplay.WindowLen, 1, 0}, []int{antireplay.WindowLen, 1}},
 		{"outside the window", []int{n - 1, 0, 11, 12, n - 2}, []int{n - 1, 12, n - 2}},
 	}
 	for _, tt := range tests {
