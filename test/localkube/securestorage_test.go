@@ -187,5 +187,5 @@ spec:
 	for _, name := range []string{"sec", "sec-restored"} {
 		k.do("", "delete", "cachecluster", name, "--wait=true", "--timeout=120s")
 	}
-	k.do("", "delete", "job/sec-backup-now", "pvc/sec-backups", "--wait=false")
+	k.do("", "delete", "job/sec-backup-now", "pvc/sec-backups", "--wait=false", "--ignore-not-found") // the Job went with its CronJob
 }
