@@ -247,7 +247,7 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 // isProtocolError says whether err, which ended a connection, was the
 // client's: redcon's protocol errors, or a command too large or too slow.
 func isProtocolError(err error) bool {
-	return err != nil && (errors.Is(err, errCommandTooLarge) || errors.Is(err, errCommandTooSlow) ||
+	return err != nil && (errors.Is(err, errCommandRefused) || errors.Is(err, errCommandTooSlow) ||
 		strings.HasPrefix(err.Error(), "Protocol error: "))
 }
 
