@@ -74,9 +74,22 @@ func (g *commandGuard) scan(p []byte) (int, string) {
 			g.payload -= n
 			g.size += n
 			i += n - 1
-			if g.payload == 0 {
-				g.state = atPayloadCR
+			if g.payload > 0 {
+				continue
 			}
+			g.state = atPayloadCR
+			if i+2 < len(p) && p[i+1] == '\r' && p[i+2] == '\n' { // the common end, at once
+				g.size += 2
+				i += 2
+				g.elementEnded()
+			}
+			continue
+		}
+		if end, refusal, ok := g.wholeLine(p, i); ok {
+			if refusal != "" {
+				return end, refusal
+			}
+			i = end
 			continue
 		}
 		c := p[i]
@@ -110,14 +123,7 @@ func (g *commandGuard) step(c byte) string {
 			}
 			return ""
 		}
-		n, ok := g.number()
-		if !ok || n <= 0 || n > maxMultibulk {
-			return "ERR Protocol error: invalid multibulk length"
-		}
-		if int64(g.size)+n*minElementBytes > int64(g.max) {
-			return g.tooLarge()
-		}
-		g.left, g.state = int(n), atElement
+		return g.countEnded(g.number())
 	case atElement:
 		if c != '$' {
 			return "ERR Protocol error: expected '$', got '" + string([]byte{c}) + "'"
@@ -131,27 +137,72 @@ func (g *commandGuard) step(c byte) string {
 			}
 			return ""
 		}
-		n, ok := g.number()
-		if !ok || n < 0 || n > maxBulkBytes {
-			return "ERR Protocol error: invalid bulk length"
-		}
-		if int64(g.size)+n+2+int64(g.left)*minElementBytes > int64(g.max) {
-			return g.tooLarge()
-		}
-		g.payload, g.state = int(n), inPayload
-		if n == 0 {
-			g.state = atPayloadCR
-		}
+		return g.lengthEnded(g.number())
 	case atPayloadCR: // checked with the LF, as redcon does
 		g.bad, g.state = c != '\r', atPayloadLF
 	case atPayloadLF:
 		if g.bad || c != '\n' {
 			return "ERR Protocol error: invalid bulk length"
 		}
-		g.state = atElement
-		if g.left == 0 {
-			g.endCommand()
+		g.elementEnded()
+	}
+	return ""
+}
+
+// wholeLine is step's shortcut for the common header: a count or bulk
+// length line, plain digits, whole in p from i, within MaxCommandBytes.
+// It follows it and returns the index of its LF and, if it refuses it,
+// the refusal; ok false when it is not such a line, for step to follow.
+func (g *commandGuard) wholeLine(p []byte, i int) (end int, refusal string, ok bool) {
+	count := g.state == atCommand && p[i] == '*'
+	if !count && (g.state != atElement || p[i] != '$') {
+		return 0, "", false
+	}
+	var n int64
+	j := i + 1
+	for ; j < len(p) && j-i <= 10; j++ { // ten digits at most: no overflow
+		d := p[j] - '0'
+		if d > 9 {
+			break
 		}
+		n = n*10 + int64(d)
+	}
+	if j == i+1 || j+1 >= len(p) || p[j] != '\r' || p[j+1] != '\n' || g.size+j+2-i > g.max {
+		return 0, "", false
+	}
+	g.size += j + 2 - i
+	if count {
+		return j + 1, g.countEnded(n, true), true
+	}
+	g.left--
+	return j + 1, g.lengthEnded(n, true), true
+}
+
+// countEnded follows an array's count line, which spells n (ok false:
+// no number).
+func (g *commandGuard) countEnded(n int64, ok bool) string {
+	if !ok || n <= 0 || n > maxMultibulk {
+		return "ERR Protocol error: invalid multibulk length"
+	}
+	if int64(g.size)+n*minElementBytes > int64(g.max) {
+		return g.tooLarge()
+	}
+	g.left, g.state = int(n), atElement
+	return ""
+}
+
+// lengthEnded follows a bulk string's length line, which spells n (ok
+// false: no number).
+func (g *commandGuard) lengthEnded(n int64, ok bool) string {
+	if !ok || n < 0 || n > maxBulkBytes {
+		return "ERR Protocol error: invalid bulk length"
+	}
+	if int64(g.size)+n+2+int64(g.left)*minElementBytes > int64(g.max) {
+		return g.tooLarge()
+	}
+	g.payload, g.state = int(n), inPayload
+	if n == 0 {
+		g.state = atPayloadCR
 	}
 	return ""
 }
@@ -169,6 +220,14 @@ func (g *commandGuard) inline(c byte) string {
 }
 
 func (g *commandGuard) endCommand() { g.state, g.size = atCommand, 0 }
+
+// elementEnded follows the CRLF that ends a bulk string.
+func (g *commandGuard) elementEnded() {
+	g.state = atElement
+	if g.left == 0 {
+		g.endCommand()
+	}
+}
 
 // startLine begins a header line in state s, its '*' or '$' read.
 func (g *commandGuard) startLine(s guardState) {
