@@ -70,7 +70,8 @@ type Config struct {
 	// (default 0: never, as Redis' timeout 0).
 	IdleTimeout time.Duration
 	// MaxCommandBytes bounds the bytes a command may take before it is
-	// complete (default: the largest value plus 64 KiB).
+	// complete (default: the largest value plus 64 KiB); a command whose
+	// headers declare more is refused as soon as they arrive.
 	MaxCommandBytes int
 	// MaxConnections bounds the open connections (default 10000); one
 	// more is refused with Redis' "max number of clients reached".
