@@ -19,37 +19,40 @@ func (l boundedListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &boundedConn{Conn: c, cfg: l.cfg}, nil
+	return &boundedConn{Conn: c, cfg: l.cfg, guard: commandGuard{max: l.cfg.MaxCommandBytes}}, nil
 }
 
-// boundedConn bounds what a client can make the gateway hold: the bytes
-// read since the last complete command (Config.MaxCommandBytes), and the
-// time a command may take to arrive once its first byte has
-// (Config.CommandTimeout). Either ends the connection with a protocol
-// error. The parser (redcon's) reads through it; the handler calls
-// completed when a command is whole.
+// boundedConn bounds what a client can make the gateway hold: its guard
+// refuses a command that cannot be run (larger than
+// Config.MaxCommandBytes, or over Redis' limits) as soon as its bytes say
+// so, and a command must arrive within Config.CommandTimeout once its
+// first byte has. Either ends the connection with a protocol error. The
+// parser (redcon's) reads through it; the handler calls completed when a
+// command is whole.
 type boundedConn struct {
 	net.Conn
-	cfg *Config
+	cfg   *Config
+	guard commandGuard
 	// pending counts the bytes read since the last complete command, the
 	// first of which arrived at since. Only the connection's goroutine
 	// uses them: redcon reads and calls the handler on it.
 	pending int
 	since   time.Time
+	// refusal, when set, is the error reply of the input refused: the
+	// next read fails with it.
+	refusal string
 }
 
-// Errors that end a connection.
-var (
-	errCommandTooLarge = errors.New("command too large")
-	errCommandTooSlow  = errors.New("command not complete in time")
-)
+// errCommandTooSlow ends a connection whose command did not arrive in
+// time.
+var errCommandTooSlow = errors.New("command not complete in time")
 
 func (c *boundedConn) Read(p []byte) (int, error) {
-	pending := c.pending
-	if pending > c.cfg.MaxCommandBytes {
-		c.refuse(fmt.Sprintf("ERR Protocol error: command larger than %d bytes", c.cfg.MaxCommandBytes))
-		return 0, errCommandTooLarge
+	if c.refusal != "" {
+		c.refuse(c.refusal)
+		return 0, errCommandRefused
 	}
+	pending := c.pending
 	var deadline time.Time
 	switch {
 	case pending > 0:
@@ -69,6 +72,13 @@ func (c *boundedConn) Read(p []byte) (int, error) {
 		c.refuse(fmt.Sprintf("ERR Protocol error: command not complete within %s", c.cfg.CommandTimeout))
 		return n, errCommandTooSlow
 	}
+	if n, c.refusal = c.guard.scan(p[:n]); c.refusal != "" {
+		if n == 0 {
+			c.refuse(c.refusal)
+			return 0, errCommandRefused
+		}
+		return n, nil // the commands before a refused one are run first
+	}
 	return n, err
 }
 
@@ -78,5 +88,5 @@ func (c *boundedConn) completed() { c.pending = 0 }
 // refuse writes a final error reply, best effort.
 func (c *boundedConn) refuse(msg string) {
 	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = c.Write([]byte("-" + msg + "\r\n"))
+	_, _ = c.Write(appendError(nil, msg))
 }

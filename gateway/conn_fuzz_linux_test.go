@@ -28,6 +28,7 @@ func FuzzConnection(f *testing.F) {
 		"*-3\r\n",
 		"*1\r\n$x\r\n",
 		"*1\r\n$2000000000\r\n" + strings.Repeat("x", 5000),
+		"*99999999999\r\n",
 		strings.Repeat("y", 5000),
 		"*2\r\n$3\r\nGET\r\n$10\r\nabc",
 		"SET \xff\xfe \xc3\x28\r\nGET \xff\xfe\r\n\"unbalanced\r\n",

@@ -97,3 +97,7 @@ func withUsers(dir string) gatewayOption {
 func withTLS(cfg *tls.Config) gatewayOption {
 	return func(c *gateway.Config) { c.TLS = cfg }
 }
+
+func withLoops(n int) gatewayOption {
+	return func(c *gateway.Config) { c.Loops = n }
+}

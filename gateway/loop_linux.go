@@ -292,7 +292,7 @@ func (l *eventLoop) accept() {
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		local, _ := unix.Getsockname(fd)
 		c := &loopConn{fd: fd, sess: newSession(s.nextID.Add(1), sockaddrString(sa), sockaddrString(local)),
-			src: fdReader{fd: fd, max: s.cfg.MaxCommandBytes}, lastActive: time.Now()}
+			src: fdReader{fd: fd, guard: commandGuard{max: s.cfg.MaxCommandBytes}}, lastActive: time.Now()}
 		c.rd = redcon.NewReader(&c.src)
 		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{
 			Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd)})

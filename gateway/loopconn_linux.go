@@ -45,16 +45,18 @@ type loopConn struct {
 const maxUnwritten = 1 << 20
 
 // fdReader reads a connection's socket for redcon's Reader without
-// blocking, and bounds the bytes of a command that has not arrived whole,
-// as boundedConn does for the goroutine server.
+// blocking. Its guard refuses a command that cannot be run as soon as
+// its bytes say so; pending and since time the command being read
+// (CommandTimeout).
 type fdReader struct {
-	fd  int
-	max int
+	fd    int
+	guard commandGuard
 	// pending counts the bytes read since the last pipeline began; since
 	// is when the first of them arrived.
 	pending int
 	since   time.Time
-	// refusal, when set, is the error reply of the read that failed.
+	// refusal, when set, is the error reply of the input refused: the
+	// next read fails with it.
 	refusal string
 }
 
@@ -63,9 +65,8 @@ type fdReader struct {
 var errWouldBlock = errors.New("no input")
 
 func (r *fdReader) Read(p []byte) (int, error) {
-	if r.pending > r.max {
-		r.refusal = fmt.Sprintf("ERR Protocol error: command larger than %d bytes", r.max)
-		return 0, errCommandTooLarge
+	if r.refusal != "" {
+		return 0, errCommandRefused
 	}
 	for {
 		n, err := unix.Read(r.fd, p)
@@ -83,7 +84,11 @@ func (r *fdReader) Read(p []byte) (int, error) {
 			r.since = time.Now()
 		}
 		r.pending += n
-		return n, nil
+		n, r.refusal = r.guard.scan(p[:n])
+		if r.refusal != "" && n == 0 {
+			return 0, errCommandRefused
+		}
+		return n, nil // the commands before a refused one are parsed first
 	}
 }
 
@@ -92,12 +97,12 @@ func (r *fdReader) completed() { r.pending = 0 }
 
 // readErrorKind says what ended a read of the connection's commands:
 // nothing more to read for now, the client's end or a socket error, or a
-// command refused (too large, or malformed: redcon's protocol errors).
+// command refused (by the guard, or by redcon's parser).
 func (r *fdReader) readErrorKind(err error) (wait bool, refusal string) {
 	switch {
 	case errors.Is(err, errWouldBlock):
 		return true, ""
-	case errors.Is(err, errCommandTooLarge):
+	case errors.Is(err, errCommandRefused):
 		return false, r.refusal
 	case errors.Is(err, io.EOF), errors.As(err, new(unix.Errno)):
 		return false, ""

@@ -20,8 +20,9 @@ type Stats struct {
 	// password.
 	AuthFailures uint64
 	// ProtocolErrors counts connections ended for what the client sent:
-	// malformed RESP, a command larger than MaxCommandBytes, or one not
-	// complete within CommandTimeout.
+	// malformed RESP or input over Redis' limits (guard.go), a command
+	// larger than MaxCommandBytes, or one not complete within
+	// CommandTimeout.
 	ProtocolErrors uint64
 }
 
@@ -104,7 +105,7 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, e
 		}),
 		protocolErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "distcache_gateway_protocol_errors_total",
-			Help: "Connections the gateway ended for a protocol error: malformed RESP, a command too large or not complete in time.",
+			Help: "Connections the gateway ended for a protocol error: malformed RESP, input over Redis' limits, a command too large or not complete in time.",
 		}),
 	}
 	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -70,7 +70,8 @@ type Config struct {
 	// (default 0: never, as Redis' timeout 0).
 	IdleTimeout time.Duration
 	// MaxCommandBytes bounds the bytes a command may take before it is
-	// complete (default: the largest value plus 64 KiB).
+	// complete (default: the largest value plus 64 KiB); a command whose
+	// headers declare more is refused as soon as they arrive.
 	MaxCommandBytes int
 	// MaxConnections bounds the open connections (default 10000); one
 	// more is refused with Redis' "max number of clients reached".
@@ -247,7 +248,7 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 // isProtocolError says whether err, which ended a connection, was the
 // client's: redcon's protocol errors, or a command too large or too slow.
 func isProtocolError(err error) bool {
-	return err != nil && (errors.Is(err, errCommandTooLarge) || errors.Is(err, errCommandTooSlow) ||
+	return err != nil && (errors.Is(err, errCommandRefused) || errors.Is(err, errCommandTooSlow) ||
 		strings.HasPrefix(err.Error(), "Protocol error: "))
 }
 

@@ -170,6 +170,9 @@ func printMalformed(w io.Writer, res *MalformedResult) {
 	fmt.Fprintf(w, "sent %d datagrams in %s (%.0f/s, %d send errors): %s\n", total, r.Elapsed.Round(time.Millisecond),
 		r.DatagramsPerSecond, r.SendErrors, sortedCounts(r.Datagrams))
 	fmt.Fprintf(w, "gateway connections: %s; %d refused with a protocol error\n", sortedCounts(r.Connections), r.Refused)
+	if len(r.Slowest) > 0 {
+		fmt.Fprintf(w, "slowest gateway connection of each kind: %s\n", sortedDurations(r.Slowest))
+	}
 	fmt.Fprintf(w, "HTTP answers: %s\n", sortedCounts(r.HTTP))
 	for _, p := range res.Processes {
 		if p.Before == nil {
@@ -196,6 +199,22 @@ func sortedCounts(m map[string]int64) string {
 			s += ", "
 		}
 		s += fmt.Sprintf("%s %d", k, m[k])
+	}
+	return s
+}
+
+func sortedDurations(m map[string]time.Duration) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	s := ""
+	for i, k := range keys {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%s %s", k, m[k].Round(100*time.Microsecond))
 	}
 	return s
 }

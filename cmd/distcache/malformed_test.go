@@ -40,7 +40,7 @@ func TestMalformedUnderCheck(t *testing.T) {
 
 	resFile := filepath.Join(dir, "malformed.json")
 	out, err := run(t, bin, "malformed", "--run-dir", runDir, "--datagrams", "6000", "--connections", "10",
-		"--duration", "5m", "--out", resFile)
+		"--duration", "1m", "--out", resFile)
 	if err != nil {
 		t.Fatalf("malformed: %v\n%s", err, out)
 	}

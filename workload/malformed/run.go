@@ -53,6 +53,9 @@ type Report struct {
 	Connections        map[string]int64 `json:"connections"` // gateway connections by RESPKind
 	Refused            int64            `json:"refused"`     // connections answered with a protocol error
 	HTTP               map[string]int64 `json:"http"`        // HTTP answers by status ("error": no answer)
+	// Slowest is the longest gateway connection of each RESPKind, from
+	// the dial to the gateway's close (or the 10 s bound).
+	Slowest map[string]time.Duration `json:"slowest"`
 }
 
 // Run sends bad input to cfg's targets until its bounds or ctx end.
@@ -63,9 +66,10 @@ func Run(ctx context.Context, cfg Config) Report {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex // guards rep's maps
-		rep   = Report{Datagrams: map[string]int64{}, Connections: map[string]int64{}, HTTP: map[string]int64{}}
+		wg  sync.WaitGroup
+		mu  sync.Mutex // guards rep's maps
+		rep = Report{Datagrams: map[string]int64{}, Connections: map[string]int64{}, HTTP: map[string]int64{},
+			Slowest: map[string]time.Duration{}}
 		sent  atomic.Int64
 		errs  atomic.Int64
 		start = time.Now()
@@ -88,10 +92,15 @@ func Run(ctx context.Context, cfg Config) Report {
 			rng := rand.New(rand.NewPCG(cfg.Seed, 1<<32))
 			for i := 0; i < cfg.Connections && ctx.Err() == nil; i++ {
 				k := RESPKind(i % int(respKinds))
+				began := time.Now()
 				if exchange(ctx, cfg.Gateways[i%len(cfg.Gateways)], resp(rng, k)) {
 					atomic.AddInt64(&rep.Refused, 1)
 				}
+				took := time.Since(began)
 				add(rep.Connections, k.String())
+				mu.Lock()
+				rep.Slowest[k.String()] = max(rep.Slowest[k.String()], took)
+				mu.Unlock()
 			}
 		})
 	}
