@@ -17,7 +17,6 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/mapwatch"
@@ -25,7 +24,6 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/dataplane/wireauth"
-	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
 var (
@@ -226,19 +224,8 @@ func (f *forger) barrier(addr string) {
 // without restarting either process.
 func TestDataPlaneMAC(t *testing.T) {
 	bin := buildDistcache(t)
-	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	defer rdb.Close()
-	dir := t.TempDir()
-	mapPath, keyDir := filepath.Join(dir, "map.json"), filepath.Join(dir, "key")
-	if err := os.Mkdir(keyDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	writeKeyDir(t, keyDir, authKeyA, nil)
-	base := freeUDPBase(t)
-	if out, err := run(t, bin, "map", "init", "--out", mapPath, "--layer", "spine=1", "--base-port", strconv.Itoa(base)); err != nil {
-		t.Fatalf("map init: %v\n%s", err, out)
-	}
+	p := newKeyedPlane(t, bin)
+	srv, rdb, mapPath, keyDir, base := p.srv, p.rdb, p.mapPath, p.keyDir, p.base
 	shimAddr, nodeAddr := "127.0.0.1:"+strconv.Itoa(base), "127.0.0.1:"+strconv.Itoa(base+1)
 	shimMetrics, nodeMetrics := freeTCPAddr(t), freeTCPAddr(t)
 	shimProc := startProcess(t, bin, "shim", "--map", mapPath, "--shard", "distcache-rack-0-0", "--redis", srv.Addr(),

@@ -6,12 +6,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/mapwatch"
@@ -19,7 +16,6 @@ import (
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/dataplane/wireauth"
 	"github.com/distcache/distcache/internal/testing/poll"
-	"github.com/distcache/distcache/internal/testing/redistest"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -53,19 +49,8 @@ func publishReplay(t *testing.T, path string, r partmap.ReplayProtection) {
 // with the node's invalidations, pass: every process stamps.
 func TestReplayProtectionFollowsTheMap(t *testing.T) {
 	bin := buildDistcache(t)
-	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	defer rdb.Close()
-	dir := t.TempDir()
-	mapPath, keyDir := filepath.Join(dir, "map.json"), filepath.Join(dir, "key")
-	if err := os.Mkdir(keyDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	writeKeyDir(t, keyDir, authKeyA, nil)
-	base := freeUDPBase(t)
-	if out, err := run(t, bin, "map", "init", "--out", mapPath, "--layer", "spine=1", "--base-port", strconv.Itoa(base)); err != nil {
-		t.Fatalf("map init: %v\n%s", err, out)
-	}
+	p := newKeyedPlane(t, bin)
+	srv, rdb, mapPath, keyDir, base := p.srv, p.rdb, p.mapPath, p.keyDir, p.base
 	shimAddr := "127.0.0.1:" + strconv.Itoa(base)
 	shimMetrics, nodeMetrics := freeTCPAddr(t), freeTCPAddr(t)
 	startProcess(t, bin, "shim", "--map", mapPath, "--shard", "distcache-rack-0-0", "--redis", srv.Addr(),
