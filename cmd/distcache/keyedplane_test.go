@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
@@ -38,4 +40,22 @@ func newKeyedPlane(t *testing.T, bin string) keyedPlane {
 		t.Fatalf("map init: %v\n%s", err, out)
 	}
 	return p
+}
+
+// putUntilHit writes value to key through c, then reads it until a cache
+// node serves it: the node inserts the key in its next interval.
+func putUntilHit(ctx context.Context, t *testing.T, c *client.Client, key, value string) {
+	t.Helper()
+	if err := c.Put(ctx, key, []byte(value)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		res, err := c.GetResult(ctx, key)
+		if err == nil && res.Hit && string(res.Value) == value {
+			return
+		}
+		if ctx.Err() != nil || i > 100_000 {
+			t.Fatalf("no cache hit with %s: %+v, %v", value, res, err)
+		}
+	}
 }

@@ -114,18 +114,7 @@ func TestDataPlaneReplay(t *testing.T) {
 		t.Fatalf("after the first delivery Redis holds %q, %v; want old", got, err)
 	}
 
-	if err := c.Put(ctx, "k", []byte("new")); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ { // the node inserts the key in its next interval
-		res, err := c.GetResult(ctx, "k")
-		if err == nil && res.Hit && string(res.Value) == "new" {
-			break
-		}
-		if ctx.Err() != nil || i > 100_000 {
-			t.Fatalf("no cache hit with new: %+v, %v", res, err)
-		}
-	}
+	putUntilHit(ctx, t, c, "k", "new")
 
 	deliver() // the replay
 	for _, want := range []struct{ addr, op string }{{shimMetrics, "PUT"}, {nodeMetrics, "INVALIDATE"}, {nodeMetrics, "UPDATE"}} {

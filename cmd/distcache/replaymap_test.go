@@ -160,18 +160,7 @@ func TestReplayProtectionFollowsTheMap(t *testing.T) {
 
 	publishReplay(t, mapPath, partmap.ReplayRequire)
 	follow(transport.ReplayRequire)
-	if err := c.Put(ctx, "k", []byte("new")); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; ; i++ { // the node inserts the key in its next interval
-		res, err := c.GetResult(ctx, "k")
-		if err == nil && res.Hit && string(res.Value) == "new" {
-			break
-		}
-		if ctx.Err() != nil || i > 100_000 {
-			t.Fatalf("no cache hit with new: %+v, %v", res, err)
-		}
-	}
+	putUntilHit(ctx, t, c, "k", "new")
 	deliver() // the replay
 	if got := scrapeCounter(t, shimMetrics, "distcache_replays_rejected_total", map[string]string{"type": "PUT"}); got != 1 {
 		t.Errorf("distcache_replays_rejected_total{type=PUT} = %v, want 1", got)
