@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -187,34 +190,20 @@ func printMalformed(w io.Writer, res *MalformedResult) {
 	}
 }
 
+// sortedCounts is "k1 n1, k2 n2, ..." in the order of the keys.
 func sortedCounts(m map[string]int64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	s := ""
-	for i, k := range keys {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%s %d", k, m[k])
-	}
-	return s
+	return sortedJoin(m, func(n int64) string { return strconv.FormatInt(n, 10) })
 }
 
+// sortedDurations is sortedCounts for durations, rounded to 0.1 ms.
 func sortedDurations(m map[string]time.Duration) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	return sortedJoin(m, func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() })
+}
+
+func sortedJoin[V any](m map[string]V, format func(V) string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+" "+format(m[k]))
 	}
-	sort.Strings(keys)
-	s := ""
-	for i, k := range keys {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%s %s", k, m[k].Round(100*time.Microsecond))
-	}
-	return s
+	return strings.Join(parts, ", ")
 }
