@@ -2,12 +2,15 @@ package gateway_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // refusals are inputs no command can come of, each with Redis' reply
@@ -69,9 +72,12 @@ func TestRefusedAtOnce(t *testing.T) {
 					}
 				})
 			}
-			if got := srv.Stats().ProtocolErrors; got != uint64(len(refusals)) {
-				t.Errorf("protocol errors counted: %d, want %d", got, len(refusals))
-			}
+			// A goroutine per connection counts a refusal once its
+			// connection is closed, which the client may see first.
+			poll.Eventually(t, "every refusal counted", func() (bool, error) {
+				got := srv.Stats().ProtocolErrors
+				return got == uint64(len(refusals)), fmt.Errorf("protocol errors counted: %d, want %d", got, len(refusals))
+			})
 			ok := dialRaw(t, addr)
 			ok.send("PING\r\n")
 			if got := ok.line(); got != "+PONG" {

@@ -8,11 +8,12 @@ import (
 )
 
 // roleArgs completes the command line of a shim, node or gateway: the
-// map (polled every poll, unless 0), the data-plane key with stamps
-// required (every process starts at this version), metrics and logs,
+// map (polled every poll, unless 0), the data-plane key and its replay
+// protection (replayArgs), metrics and logs,
 // and an emulated capacity unless rate is 0.
 func (o Options) roleArgs(args []string, metricsAddr string, p *Plan, poll time.Duration, rate float64) []string {
-	args = append(args, "--map="+p.MapFile, "--data-plane-key-dir="+p.DataPlaneKeyDir, "--replay-protection=require", "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
+	args = append(args, "--map="+p.MapFile, "--data-plane-key-dir="+p.DataPlaneKeyDir)
+	args = append(append(args, replayArgs(p.Cluster)...), "--metrics-addr="+metricsAddr, "--log-level="+o.LogLevel)
 	if poll > 0 {
 		args = append(args, "--map-poll="+poll.String())
 	}

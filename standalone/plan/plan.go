@@ -355,7 +355,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 			Addr: webAddr, Dir: dir, LogFile: o.log(c.Name + "-prometheus"),
 		})
 	}
-	if p.Map, err = c.Map(nil, a); err != nil {
+	if p.Map, err = firstMap(c, a); err != nil {
 		return nil, err
 	}
 	p.setMaxProcs(o)
