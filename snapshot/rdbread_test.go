@@ -207,6 +207,7 @@ func FuzzReadRDB(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	f.Add(oldEncodingsRDB())
 	f.Add([]byte("REDIS0011\xfe\x00\x00\x81\xff\xff\xff\xff\xff\xff\xff\xff"))
 	const bound = 1 << 16
 	f.Fuzz(func(t *testing.T, b []byte) {
