@@ -14,12 +14,15 @@
 // its Redis forks for the transfer; the shards are copied at about the same
 // time, not at one instant, so a set is not consistent across shards.
 //
-// Restore loads a set into a cluster: it starts a temporary redis-server on
-// each RDB (unix socket only, no persistence), SCANs it, and for each key
-// DUMPs it and RESTOREs it, with its remaining TTL, into the shard the
-// target cluster's partition map places it on (partmap.Placement.Shard,
-// the data plane's own placement), so the target may have another number
-// of racks or shards per rack. It writes straight to the Redis servers,
+// Restore loads a set into a cluster. By default it reads each RDB itself
+// (RDBReader): for each key of database 0 it cuts the value's bytes out of
+// the file as a DUMP payload, without decoding it, and RESTOREs it, with
+// its expiry time, into the shard the target cluster's partition map
+// places it on (partmap.Placement.Shard, the data plane's own placement),
+// so the target may have another number of racks or shards per rack. With
+// RestoreOptions.RedisServer it starts a temporary redis-server on each
+// RDB instead (unix socket only, no persistence), SCANs it, and copies
+// each key with DUMP, PTTL and RESTORE. It writes straight to the Redis servers,
 // past the shims: it is meant for a new, empty cluster whose caches hold
 // nothing (docs/durability.md).
 package snapshot

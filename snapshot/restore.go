@@ -34,13 +34,15 @@ type RestoreOptions struct {
 	// Target is how to reach the Redis of the target's shard s of rack r
 	// (indexes of the map's storage racks and shards).
 	Target func(r, s int) *redis.Options
-	// RedisServer is the redis-server binary that loads each RDB (default
-	// "redis-server" on PATH). It must read the RDB version of the
-	// snapshot, and write DUMP payloads the target's Redis accepts: the
-	// same major version as the target, or an older one.
+	// RedisServer, when set, is a redis-server binary that loads each RDB
+	// into a temporary server, whose keys are copied with DUMP; it must
+	// read the RDB version of the snapshot, and write DUMP payloads the
+	// target's Redis accepts (the same major version as the target, or an
+	// older one). When empty, Restore reads each RDB itself (RDBReader)
+	// and RESTOREs the payloads it cuts out of the file.
 	RedisServer string
 	// TempDir holds the temporary servers' directories (default
-	// os.TempDir()).
+	// os.TempDir()); only with RedisServer.
 	TempDir string
 	// Replace overwrites keys the target holds; without it such a key
 	// fails the restore.
@@ -51,6 +53,9 @@ type RestoreOptions struct {
 	// LoadTimeout bounds each temporary server's loading of its RDB
 	// (default 10m).
 	LoadTimeout time.Duration
+	// Now is the clock that says which keys of an RDB have expired
+	// (default time.Now); only without RedisServer.
+	Now func() time.Time
 	// Logger receives progress (default: discarded).
 	Logger *slog.Logger
 }
@@ -63,7 +68,8 @@ type RestoreResult struct {
 	// keys a cache may hold and its applied-write marks, which describe
 	// the source cluster's caches and writers, not the target's.
 	Internal int
-	// Expired keys: gone between SCAN and DUMP.
+	// Expired keys: already expired when read from the RDB file, or gone
+	// between SCAN and DUMP of a temporary server.
 	Expired int
 }
 
@@ -91,6 +97,10 @@ func Restore(ctx context.Context, o RestoreOptions) (RestoreResult, error) {
 	}
 	for _, s := range m.Shards {
 		o.Logger.Info("restoring shard", "shard", s.Name, "file", s.File, "bytes", s.Size)
+		restoreShard := restoreShardFromRDB
+		if o.RedisServer != "" {
+			restoreShard = restoreShardViaServer
+		}
 		n, err := restoreShard(ctx, o, targets, filepath.Join(o.Dir, s.File))
 		res.Keys += n.Keys
 		res.Internal += n.Internal
@@ -103,14 +113,14 @@ func Restore(ctx context.Context, o RestoreOptions) (RestoreResult, error) {
 }
 
 func (o RestoreOptions) withDefaults() RestoreOptions {
-	if o.RedisServer == "" {
-		o.RedisServer = "redis-server"
-	}
 	if o.TempDir == "" {
 		o.TempDir = os.TempDir()
 	}
 	if o.LoadTimeout <= 0 {
 		o.LoadTimeout = 10 * time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -121,8 +131,10 @@ func (o RestoreOptions) withDefaults() RestoreOptions {
 // dialTargets connects to every target shard and, without Force, checks
 // that each is empty.
 func dialTargets(ctx context.Context, o RestoreOptions) ([][]*redis.Client, error) {
-	if _, err := exec.LookPath(o.RedisServer); err != nil {
-		return nil, fmt.Errorf("cannot restore without redis-server to read the RDB files: %w", err)
+	if o.RedisServer != "" {
+		if _, err := exec.LookPath(o.RedisServer); err != nil {
+			return nil, fmt.Errorf("cannot restore with --redis-server %s: %w", o.RedisServer, err)
+		}
 	}
 	racks := o.Placement.Map().Storage.Racks
 	out := make([][]*redis.Client, len(racks))
@@ -147,101 +159,39 @@ func internalKey(k string) bool {
 	return k == heldkeys.Key || strings.HasPrefix(k, shim.AppliedPrefix)
 }
 
-// scanBatch is the keys asked of each SCAN.
-const scanBatch = 500
-
-// restoreShard loads one RDB into a temporary server and copies its keys.
-func restoreShard(ctx context.Context, o RestoreOptions, targets [][]*redis.Client, rdb string) (RestoreResult, error) {
-	var res RestoreResult
-	src, err := startTempServer(ctx, o.RedisServer, rdb, o.TempDir, o.LoadTimeout)
-	if err != nil {
-		return res, err
-	}
-	defer src.stop()
-	var cursor uint64
-	for {
-		keys, next, err := src.client.Scan(ctx, cursor, "*", scanBatch).Result()
-		if err != nil {
-			return res, fmt.Errorf("cannot SCAN the snapshot: %w", err)
-		}
-		n, err := copyKeys(ctx, o, src.client, targets, keys)
-		res.Keys += n.Keys
-		res.Internal += n.Internal
-		res.Expired += n.Expired
-		if err != nil {
-			return res, err
-		}
-		if cursor = next; cursor == 0 {
-			return res, nil
-		}
-	}
-}
-
-// dumped is one key read from the snapshot.
-type dumped struct {
+// restoreItem is one key to RESTORE.
+type restoreItem struct {
 	key     string
 	payload string
-	ttl     time.Duration // 0: none
+	// ttl is the time to live from now (0: none), or, when expireAt is
+	// set, zero: expireAt is when the key expires (RESTORE ... ABSTTL).
+	ttl      time.Duration
+	expireAt time.Time
 }
 
-// copyKeys DUMPs keys from src and RESTOREs them into their target shards.
-func copyKeys(ctx context.Context, o RestoreOptions, src *redis.Client, targets [][]*redis.Client, keys []string) (RestoreResult, error) {
-	var res RestoreResult
-	var want []string
-	for _, k := range keys {
-		if internalKey(k) {
-			res.Internal++
-			continue
-		}
-		want = append(want, k)
+// args is the key's RESTORE command.
+func (it restoreItem) args(replace bool) []any {
+	ttl := it.ttl.Milliseconds()
+	if !it.expireAt.IsZero() {
+		ttl = it.expireAt.UnixMilli()
 	}
-	pipe := src.Pipeline()
-	dumps := make([]*redis.StringCmd, len(want))
-	ttls := make([]*redis.DurationCmd, len(want))
-	for i, k := range want {
-		dumps[i], ttls[i] = pipe.Dump(ctx, k), pipe.PTTL(ctx, k)
+	args := []any{"RESTORE", it.key, ttl, it.payload}
+	if replace {
+		args = append(args, "REPLACE")
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return res, fmt.Errorf("cannot DUMP keys of the snapshot: %w", err)
+	if !it.expireAt.IsZero() {
+		args = append(args, "ABSTTL")
 	}
-	byShard := map[[2]int][]dumped{}
-	for i, k := range want {
-		payload, err := dumps[i].Result()
-		ttl := ttls[i].Val()
-		if errors.Is(err, redis.Nil) || ttl == -2 || (ttl >= 0 && ttl < time.Millisecond) {
-			res.Expired++ // expired since SCAN
-			continue
-		}
-		if err != nil {
-			return res, fmt.Errorf("cannot DUMP key %q: %w", k, err)
-		}
-		if ttl < 0 {
-			ttl = 0
-		}
-		r, s := o.Placement.Shard(k)
-		byShard[[2]int{r, s}] = append(byShard[[2]int{r, s}], dumped{k, payload, ttl})
-	}
-	for rs, ds := range byShard {
-		n, err := restoreInto(ctx, targets[rs[0]][rs[1]], ds, o.Replace)
-		res.Keys += n
-		if err != nil {
-			name := o.Placement.Map().Storage.Racks[rs[0]].Shards[rs[1]].Name
-			return res, fmt.Errorf("cannot restore into shard %s: %w", name, err)
-		}
-	}
-	return res, nil
+	return args
 }
 
-// restoreInto RESTOREs ds into c in one pipeline and counts those restored.
-func restoreInto(ctx context.Context, c *redis.Client, ds []dumped, replace bool) (int, error) {
+// restoreInto RESTOREs items into c in one pipeline and counts those
+// restored.
+func restoreInto(ctx context.Context, c *redis.Client, items []restoreItem, replace bool) (int, error) {
 	pipe := c.Pipeline()
-	cmds := make([]*redis.StatusCmd, len(ds))
-	for i, d := range ds {
-		if replace {
-			cmds[i] = pipe.RestoreReplace(ctx, d.key, d.ttl, d.payload)
-		} else {
-			cmds[i] = pipe.Restore(ctx, d.key, d.ttl, d.payload)
-		}
+	cmds := make([]*redis.Cmd, len(items))
+	for i, it := range items {
+		cmds[i] = pipe.Do(ctx, it.args(replace)...)
 	}
 	_, _ = pipe.Exec(ctx)
 	n := 0
@@ -252,9 +202,9 @@ func restoreInto(ctx context.Context, c *redis.Client, ds []dumped, replace bool
 			continue
 		}
 		if strings.HasPrefix(err.Error(), "BUSYKEY") {
-			return n, fmt.Errorf("key %q: %w (give --replace to overwrite it)", ds[i].key, ErrKeyExists)
+			return n, fmt.Errorf("key %q: %w (give --replace to overwrite it)", items[i].key, ErrKeyExists)
 		}
-		return n, fmt.Errorf("cannot RESTORE key %q: %w", ds[i].key, err)
+		return n, fmt.Errorf("cannot RESTORE key %q: %w", items[i].key, err)
 	}
 	return n, nil
 }

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -105,4 +106,83 @@ func logTail(path string) string {
 		lines = lines[len(lines)-5:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// scanBatch is the keys asked of each SCAN.
+const scanBatch = 500
+
+// restoreShardViaServer loads one RDB into a temporary server and
+// copies its keys with SCAN, DUMP, PTTL and RESTORE.
+func restoreShardViaServer(ctx context.Context, o RestoreOptions, targets [][]*redis.Client, rdb string) (RestoreResult, error) {
+	var res RestoreResult
+	src, err := startTempServer(ctx, o.RedisServer, rdb, o.TempDir, o.LoadTimeout)
+	if err != nil {
+		return res, err
+	}
+	defer src.stop()
+	var cursor uint64
+	for {
+		keys, next, err := src.client.Scan(ctx, cursor, "*", scanBatch).Result()
+		if err != nil {
+			return res, fmt.Errorf("cannot SCAN the snapshot: %w", err)
+		}
+		n, err := copyKeys(ctx, o, src.client, targets, keys)
+		res.Keys += n.Keys
+		res.Internal += n.Internal
+		res.Expired += n.Expired
+		if err != nil {
+			return res, err
+		}
+		if cursor = next; cursor == 0 {
+			return res, nil
+		}
+	}
+}
+
+// copyKeys DUMPs keys from src and RESTOREs them into their target shards.
+func copyKeys(ctx context.Context, o RestoreOptions, src *redis.Client, targets [][]*redis.Client, keys []string) (RestoreResult, error) {
+	var res RestoreResult
+	var want []string
+	for _, k := range keys {
+		if internalKey(k) {
+			res.Internal++
+			continue
+		}
+		want = append(want, k)
+	}
+	pipe := src.Pipeline()
+	dumps := make([]*redis.StringCmd, len(want))
+	ttls := make([]*redis.DurationCmd, len(want))
+	for i, k := range want {
+		dumps[i], ttls[i] = pipe.Dump(ctx, k), pipe.PTTL(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return res, fmt.Errorf("cannot DUMP keys of the snapshot: %w", err)
+	}
+	byShard := map[[2]int][]restoreItem{}
+	for i, k := range want {
+		payload, err := dumps[i].Result()
+		ttl := ttls[i].Val()
+		if errors.Is(err, redis.Nil) || ttl == -2 || (ttl >= 0 && ttl < time.Millisecond) {
+			res.Expired++ // expired since SCAN
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("cannot DUMP key %q: %w", k, err)
+		}
+		if ttl < 0 {
+			ttl = 0
+		}
+		r, s := o.Placement.Shard(k)
+		byShard[[2]int{r, s}] = append(byShard[[2]int{r, s}], restoreItem{key: k, payload: payload, ttl: ttl})
+	}
+	for rs, ds := range byShard {
+		n, err := restoreInto(ctx, targets[rs[0]][rs[1]], ds, o.Replace)
+		res.Keys += n
+		if err != nil {
+			name := o.Placement.Map().Storage.Racks[rs[0]].Shards[rs[1]].Name
+			return res, fmt.Errorf("cannot restore into shard %s: %w", name, err)
+		}
+	}
+	return res, nil
 }

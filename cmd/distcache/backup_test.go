@@ -167,8 +167,10 @@ var setLine = regexp.MustCompile(`snapshot set (\S+): (\d+) shards`)
 
 // TestBackupRestoreRoundTrip backs up a standalone cluster's redis-servers
 // (strings, hashes, lists, sets, sorted sets, keys with a TTL), restores
-// the set into new clusters of the same and of another shape, and compares
-// every key; it reads the strings back through the new cluster's gateway.
+// the set into new clusters of the same and of another shape, reading the
+// RDB files in-process, and into one through a temporary redis-server
+// (--redis-server), and compares every key; it reads the strings back
+// through the new cluster's gateway.
 // A restore into a cluster that holds keys, and of a set with a corrupt
 // RDB, is refused.
 func TestBackupRestoreRoundTrip(t *testing.T) {
@@ -186,13 +188,17 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, tc := range []struct{ name, spec string }{
-		{"same shape", backupCluster("dst", 2, 2)},
-		{"one rack of three shards", backupCluster("other", 1, 3)},
+	for _, tc := range []struct {
+		name, spec string
+		args       []string
+	}{
+		{"same shape", backupCluster("dst", 2, 2), nil},
+		{"one rack of three shards", backupCluster("other", 1, 3), nil},
+		{"through a temporary redis-server", backupCluster("viaserver", 2, 2), []string{"--redis-server", "redis-server"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dstDir, dst := upStorage(t, bin, tc.spec)
-			out, err := run(t, bin, "restore", "--from", set, "--run-dir", dstDir)
+			out, err := run(t, bin, append([]string{"restore", "--from", set, "--run-dir", dstDir}, tc.args...)...)
 			if err != nil || !strings.Contains(out, fmt.Sprintf("restored %d keys", len(want))) {
 				t.Fatalf("restore: %v\n%s", err, out)
 			}

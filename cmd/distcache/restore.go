@@ -24,11 +24,14 @@ func newRestoreCommand() *cobra.Command {
 		Use:   "restore",
 		Short: "Load a snapshot set into a new cluster, each key into the shard the cluster's map gives it",
 		Long: `restore verifies the snapshot set in --from (sizes, SHA-256, RDB
-checksums), then, shard by shard, starts a temporary redis-server on the RDB
-(unix socket only, no persistence), and copies each key with DUMP and
-RESTORE, with its remaining time to live, into the shard the target
-cluster's partition map places it on. The target may have other numbers
-of racks and shards than the source.
+checksums), then, shard by shard, reads the RDB file and RESTOREs each key
+of database 0, with its expiry time, into the shard the target cluster's
+partition map places it on. The target may have other numbers of racks and
+shards than the source. It needs no redis-server: it cuts each key's DUMP
+payload out of the file. It refuses module values and RDB versions above
+12; --redis-server PATH reads those instead: it starts a temporary
+redis-server on each RDB (unix socket only, no persistence) and copies its
+keys with DUMP and RESTORE.
 
 It writes to the target's Redis servers directly, past the shims and the
 caches: restore into a new cluster, before clients use it. It refuses a
@@ -88,7 +91,7 @@ ConfigMap <cluster>-partition-map).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restored %d keys from %s into %s (%d internal keys left out, %d expired meanwhile)\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "restored %d keys from %s into %s (%d internal keys left out, %d expired)\n",
 				res.Keys, from, m.Cluster, res.Internal, res.Expired)
 			return nil
 		},
@@ -97,8 +100,8 @@ ConfigMap <cluster>-partition-map).`,
 	f := cmd.Flags()
 	f.StringVar(&from, "from", "", "the snapshot set's directory (with manifest.json)")
 	f.StringVar(&mapFile, "map", "", "the target cluster's partition map (with --redis-address-template)")
-	f.StringVar(&redisServer, "redis-server", "redis-server", "redis-server binary that loads each RDB: one that reads the snapshot's RDB version and whose DUMP payloads the target's Redis accepts")
-	f.StringVar(&o.TempDir, "temp-dir", "", "directory of the temporary redis-servers (default: the system's temporary directory)")
+	f.StringVar(&redisServer, "redis-server", "", "load each RDB into a temporary server of this redis-server binary, one that reads the snapshot's RDB version and whose DUMP payloads the target's Redis accepts (default: read the RDB files in-process)")
+	f.StringVar(&o.TempDir, "temp-dir", "", "directory of the temporary redis-servers, with --redis-server (default: the system's temporary directory)")
 	f.BoolVar(&o.Replace, "replace", false, "overwrite keys the target already holds (default: fail on the first one)")
 	f.BoolVar(&o.Force, "force", false, "restore into target shards that already hold keys (default: every target shard must be empty)")
 	return cmd
