@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distcache/distcache/dataplane/redisconn"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/internal/testing/redistest"
@@ -34,10 +36,22 @@ func takeOne(t *testing.T, password string, opts ...redistest.Option) (string, s
 		}
 	}
 	root := t.TempDir()
+	src := snapshot.Source{Addr: srv.Addr()}
+	if password != "" { // logged in as the backup command does, with the shims' dialer
+		file := filepath.Join(t.TempDir(), "password")
+		if err := os.WriteFile(file, []byte(password), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o, err := redisconn.Settings{Addr: srv.Addr(), PasswordFile: file}.Options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Dial = o.Dialer
+	}
 	at := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 	dir, m, err := snapshot.Take(ctx, snapshot.TakeOptions{
 		Cluster: "one", Racks: 1, ShardsPerRack: 1, Root: root, Now: func() time.Time { return at },
-		Source: func(r, s int) snapshot.Source { return snapshot.Source{Addr: srv.Addr(), Password: password} },
+		Source: func(r, s int) snapshot.Source { return src },
 	})
 	if err != nil {
 		t.Fatal(err)

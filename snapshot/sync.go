@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,20 +14,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/distcache/distcache/dataplane/redispipe"
 )
 
 // Source is how to reach one shard's Redis.
 type Source struct {
 	// Addr is host:port.
 	Addr string
-	// Username and Password log in with AUTH (no AUTH when Password is
-	// empty; Username empty: the default user).
-	Username, Password string
-	// TLS, when set, connects with TLS.
-	TLS *tls.Config
-	// Dial, when set, connects instead: it does TLS and logs in itself
-	// (redisconn.Settings' dialer, which also tries a previous password),
-	// and TLS is not used.
+	// Dial, when set, connects: it does TLS and logs in itself
+	// (redisconn.Settings' dialer, which also tries a previous password).
+	// Unset: a plain TCP connection, no login.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// IdleTimeout bounds each wait for data from Redis (default 2m):
 	// Redis sends a newline every second while it prepares the RDB.
@@ -57,44 +53,19 @@ type conn struct {
 }
 
 func dial(ctx context.Context, src Source) (*conn, error) {
-	var nc net.Conn
-	var err error
-	if src.Dial != nil {
-		nc, err = src.Dial(ctx, "tcp", src.Addr)
-	} else {
-		d := net.Dialer{Timeout: 10 * time.Second}
-		nc, err = d.DialContext(ctx, "tcp", src.Addr)
+	d := src.Dial
+	if d == nil {
+		d = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
 	}
+	nc, err := d(ctx, "tcp", src.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to %s: %w", src.Addr, err)
-	}
-	if src.TLS != nil && src.Dial == nil {
-		cfg := src.TLS.Clone()
-		if cfg.ServerName == "" {
-			cfg.ServerName, _, _ = net.SplitHostPort(src.Addr)
-		}
-		tc := tls.Client(nc, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("cannot complete the TLS handshake with %s: %w", src.Addr, err)
-		}
-		nc = tc
 	}
 	idle := src.IdleTimeout
 	if idle <= 0 {
 		idle = 2 * time.Minute
 	}
 	return &conn{c: nc, r: bufio.NewReaderSize(nc, 64<<10), idle: idle}, nil
-}
-
-// encode is args as a RESP array of bulk strings.
-func encode(args ...string) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	return b.Bytes()
 }
 
 // line reads one line without its CRLF.
@@ -119,7 +90,11 @@ func (c *conn) do(args ...string) (string, error) {
 	if err := c.c.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
 		return "", fmt.Errorf("cannot set a deadline: %w", err)
 	}
-	if _, err := c.c.Write(encode(args...)); err != nil {
+	cmd := make([][]byte, len(args))
+	for i, a := range args {
+		cmd[i] = []byte(a)
+	}
+	if _, err := c.c.Write(redispipe.AppendCommand(nil, cmd...)); err != nil {
 		return "", fmt.Errorf("cannot send %s: %w", args[0], err)
 	}
 	l, err := c.line()
@@ -170,15 +145,6 @@ func fetchRDB(ctx context.Context, src Source, path string) (fetched, error) {
 	defer c.c.Close()
 	stop := context.AfterFunc(ctx, func() { c.c.Close() })
 	defer stop()
-	if src.Password != "" {
-		args := []string{"AUTH", src.Password}
-		if src.Username != "" {
-			args = []string{"AUTH", src.Username, src.Password}
-		}
-		if _, err := c.do(args...); err != nil {
-			return out, fmt.Errorf("cannot log in to %s: %w", src.Addr, err)
-		}
-	}
 	info, err := c.do("INFO", "server")
 	if err != nil {
 		return out, fmt.Errorf("cannot read INFO server of %s: %w", src.Addr, err)

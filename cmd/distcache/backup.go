@@ -90,7 +90,7 @@ func readMapFile(path string) (*partmap.Map, error) {
 
 // source is how to reach the Redis at address with the flags' login:
 // redisconn's dialer, which does TLS and AUTH (and tries the previous
-// password), or a plain connection as the flags' user.
+// password), or a plain connection without either.
 func (a *shardAddressing) source(address string) (snapshot.Source, error) {
 	set := a.access
 	set.Addr = address
@@ -98,7 +98,7 @@ func (a *shardAddressing) source(address string) (snapshot.Source, error) {
 	if err != nil {
 		return snapshot.Source{}, err
 	}
-	return snapshot.Source{Addr: address, Username: o.Username, Dial: o.Dialer}, nil
+	return snapshot.Source{Addr: address, Dial: o.Dialer}, nil
 }
 
 func newBackupCommand() *cobra.Command {

@@ -9,6 +9,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/distcache/distcache/dataplane/redispipe"
 )
 
 // loginTimeout bounds the TLS handshake and AUTH of a new connection when
@@ -100,16 +102,11 @@ func loginContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // auth sends AUTH [user] password in RESP and reads the reply. The error
 // tells Redis's reply, never the password.
 func auth(conn net.Conn, user, password string) error {
-	args := []string{"AUTH", password}
+	args := [][]byte{[]byte("AUTH"), []byte(password)}
 	if user != "" {
-		args = []string{"AUTH", user, password}
+		args = [][]byte{[]byte("AUTH"), []byte(user), []byte(password)}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(conn, b.String()); err != nil {
+	if _, err := conn.Write(redispipe.AppendCommand(nil, args...)); err != nil {
 		return fmt.Errorf("cannot send AUTH: %w", err)
 	}
 	line, err := readLine(conn)
