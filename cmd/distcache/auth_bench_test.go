@@ -42,13 +42,7 @@ func startBenchCluster(b *testing.B, bin string, key []byte) *benchCluster {
 	c := keyedClient(b, mapPath, key, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for i := 0; ; i++ { // the processes start asynchronously
-		if err := c.Put(ctx, "hot", []byte("value")); err == nil {
-			break
-		} else if ctx.Err() != nil || i > 1000 {
-			b.Fatalf("cannot write: %v", err)
-		}
-	}
+	putWhenUp(ctx, b, c, "hot", "value")
 	for i := 0; ; i++ {
 		if res, err := c.GetResult(ctx, "hot"); err == nil && res.Hit {
 			break

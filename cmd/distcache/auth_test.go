@@ -238,15 +238,7 @@ func TestDataPlaneMAC(t *testing.T) {
 	defer cancel()
 	put := func(c *client.Client, value string) {
 		t.Helper()
-		for i := 0; ; i++ { // the processes start asynchronously
-			err := c.Put(ctx, "k", []byte(value))
-			if err == nil {
-				return
-			}
-			if ctx.Err() != nil || i > 1000 {
-				t.Fatalf("cannot write %q: %v", value, err)
-			}
-		}
+		putWhenUp(ctx, t, c, "k", value)
 	}
 	readHit := func(c *client.Client, want string) {
 		t.Helper()

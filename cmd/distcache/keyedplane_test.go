@@ -59,3 +59,18 @@ func putUntilHit(ctx context.Context, t *testing.T, c *client.Client, key, value
 		}
 	}
 }
+
+// putWhenUp writes value to key through c, again while the processes,
+// which start asynchronously, do not answer yet.
+func putWhenUp(ctx context.Context, t testing.TB, c *client.Client, key, value string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		err := c.Put(ctx, key, []byte(value))
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil || i > 1000 {
+			t.Fatalf("cannot write %q: %v", value, err)
+		}
+	}
+}

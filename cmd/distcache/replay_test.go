@@ -99,15 +99,7 @@ func TestDataPlaneReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for i := 0; ; i++ { // the processes start asynchronously
-		err := c.Put(ctx, "ready", []byte("1"))
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil || i > 1000 {
-			t.Fatalf("cannot write: %v", err)
-		}
-	}
+	putWhenUp(ctx, t, c, "ready", "1")
 	// The first delivery: the shim writes "old", the node holds no copy.
 	deliver()
 	if got, err := rdb.Get(ctx, "k").Result(); err != nil || got != "old" {

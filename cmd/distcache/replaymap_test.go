@@ -74,15 +74,7 @@ func TestReplayProtectionFollowsTheMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for i := 0; ; i++ { // the processes start asynchronously
-		err := c.Put(ctx, "ready", []byte("1"))
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil || i > 1000 {
-			t.Fatalf("cannot write: %v", err)
-		}
-	}
+	putWhenUp(ctx, t, c, "ready", "1")
 	for _, addr := range []string{shimMetrics, nodeMetrics} {
 		if mode := scrapeCounter(t, addr, "distcache_replay_protection", nil); mode != float64(transport.ReplayAccept) {
 			t.Fatalf("%s starts at mode %v, want accept", addr, mode)
