@@ -85,10 +85,12 @@ spec:
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(dnsServiceIP, "53"))
 	}}
-	addrs, err := r.LookupHost(ctx, "redis.default.svc.cluster.local")
-	if err != nil || !slices.Contains(addrs, clusterIP) {
-		t.Fatalf("cluster DNS: %v %v, want %s", addrs, err, clusterIP)
-	}
+	// Until CoreDNS is Ready its Service has no endpoint, and kube-proxy
+	// rejects what is sent to it (EPERM here): wait for an answer.
+	poll.Eventually(t, "the Service's name resolved by the cluster DNS", func() (bool, error) {
+		addrs, err := r.LookupHost(ctx, "redis.default.svc.cluster.local")
+		return err == nil && slices.Contains(addrs, clusterIP), fmt.Errorf("cluster DNS: %v %v, want %s", addrs, err, clusterIP)
+	})
 	// kube-proxy programs the Service's endpoint soon after the pod is
 	// Ready; until then the address leads nowhere.
 	poll.Eventually(t, "PING through the Service", func() (bool, error) {
