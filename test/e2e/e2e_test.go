@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/workload/history"
@@ -223,6 +224,11 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	cl := c.newClient()
 	preload(t, h, cl, 200)
 	cfg := standard()
+	// A write waits for its answer well past the shim's own budgets (phase 1,
+	// Redis dial and I/O, each a second or less) and any queue behind its
+	// key's lock on a loaded machine: a timeout means a write the shim
+	// never answered, not a slow one.
+	cfg.writeTimeout = time.Minute
 	total := int64(cfg.workers * cfg.opsPerWork)
 	var kill, enough sync.Once
 	killNow, restartNow := make(chan struct{}), make(chan struct{})

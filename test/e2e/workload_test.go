@@ -24,6 +24,8 @@ type workloadConfig struct {
 	opsPerWork int     // operations per worker: the bound on the load
 	writeRatio float64 // share of puts (and 1/10 of that again as deletes)
 	clients    int
+	// writeTimeout bounds one write (default 5s).
+	writeTimeout time.Duration
 	// onOp, when set, runs on the worker after every completed operation
 	// with the total count so far and the outcomes; tests use it to change
 	// the cluster mid-run or to signal the test goroutine.
@@ -93,9 +95,9 @@ func start(t *testing.T, c *cluster, h *history.Recorder, cfg workloadConfig) fu
 				r := rng.Float64()
 				switch {
 				case r < cfg.writeRatio/10:
-					write(h, &tl, cl, history.Operation{Client: w + 1, Kind: history.Delete, Key: k})
+					write(h, &tl, cl, cfg.writeTimeout, history.Operation{Client: w + 1, Kind: history.Delete, Key: k})
 				case r < cfg.writeRatio:
-					write(h, &tl, cl, history.Operation{Client: w + 1, Kind: history.Put, Key: k, Value: fmt.Sprintf("w%d-%d", w, n)})
+					write(h, &tl, cl, cfg.writeTimeout, history.Operation{Client: w + 1, Kind: history.Put, Key: k, Value: fmt.Sprintf("w%d-%d", w, n)})
 				default:
 					read(h, &tl, cl, w+1, k, id == 0)
 				}
@@ -124,10 +126,14 @@ func readBack(t *testing.T, h *history.Recorder, cl *client.Client, keys int) {
 	}
 }
 
-// write runs op (a put or delete without its times) and records it.
-func write(h *history.Recorder, tl *tally, cl *client.Client, op history.Operation) {
+// write runs op (a put or delete without its times) within timeout (5s
+// when zero) and records it.
+func write(h *history.Recorder, tl *tally, cl *client.Client, timeout time.Duration, op history.Operation) {
 	tl.puts.Add(1)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	op.Call = h.Now()
 	var err error

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/distcache/distcache/internal/testing/poll"
+	"github.com/distcache/distcache/standalone/faults"
 	"github.com/distcache/distcache/workload/checker"
 )
 
@@ -25,6 +26,8 @@ type checkOptions struct {
 	seed         uint64
 	failBackoff  time.Duration // how long clients skip a node that timed out (0: the client's default)
 	keys         int           // the workload's keys (0: 32, every one cached)
+	rate         float64       // operations per second at most (0: no limit)
+	maxOps       int           // the workload's operation bound (0: 200,000)
 }
 
 // The checker's settings beyond checkOptions. 8 workers keep the hottest
@@ -66,7 +69,7 @@ func startChecker(t *testing.T, c *cluster, dir string, o checkOptions) *checker
 	}
 	defer logf.Close()
 	args := []string{"check", "--run-dir", c.runDir,
-		"--duration", o.duration.String(), "--max-ops", "200000",
+		"--duration", o.duration.String(), "--max-ops", strconv.Itoa(cmp.Or(o.maxOps, 200_000)), "--rate", strconv.FormatFloat(o.rate, 'f', -1, 64),
 		"--keys", strconv.Itoa(cmp.Or(o.keys, 32)), "--skew", "1.0", "--write-ratio", "0.3", "--delete-share", "0.1",
 		"--clients", "4", "--workers", strconv.Itoa(checkWorkers), "--stale-clients", strconv.Itoa(o.staleClients),
 		"--seed", strconv.FormatUint(o.seed, 10), "--op-timeout", opTimeout.String(), "--map-poll", "100ms", "--check-timeout", checkTimeout.String(),
@@ -115,6 +118,15 @@ func (r *checkerRun) waitReady(t *testing.T) time.Time {
 		return err == nil, err
 	})
 	return time.Now()
+}
+
+// endWorkload ends the checker's timed workload (SIGTERM); its read-back
+// and check still run.
+func (r *checkerRun) endWorkload(t *testing.T) {
+	t.Helper()
+	if err := faults.Signal(r.pid, syscall.SIGTERM); err != nil {
+		t.Fatalf("cannot end the checker's workload: %v", err)
+	}
 }
 
 // wait waits for the checker to end (bounded by its duration and generous

@@ -154,6 +154,18 @@ func (s mapSource) Refresh() (*partmap.Placement, error) {
 // It is safe for concurrent use, also before Run.
 func (c *Checker) EndWorkload() { c.ended.Store(true) }
 
+// endReason tells what ended the timed workload, once it has ended.
+func (c *Checker) endReason() EndReason {
+	switch {
+	case c.ended.Load():
+		return EndedOnRequest
+	case c.ops.Load() > c.cfg.MaxOps:
+		return EndedAtMaxOps
+	default:
+		return EndedAtDuration
+	}
+}
+
 // Freeze keeps the stale clients on the map they have until Thaw.
 func (c *Checker) Freeze() {
 	c.mu.Lock()
@@ -219,6 +231,7 @@ func (c *Checker) Run(ctx context.Context) (*Verdict, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cannot finish the check: %w", err)
 	}
+	v.EndedBy = c.endReason()
 	v.Counts = c.count.snapshot()
 	for _, cl := range c.clients {
 		s := cl.Stats()

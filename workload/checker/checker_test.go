@@ -63,6 +63,9 @@ func TestRunPassesOnAHealthyCluster(t *testing.T) {
 	if c.Operations != cfg.MaxOps || c.Gets+c.Puts+c.Deletes != c.Operations || c.Puts == 0 || c.Deletes == 0 || c.Gets == 0 {
 		t.Fatalf("counts %+v, want %d operations of every kind", c, cfg.MaxOps)
 	}
+	if v.EndedBy != EndedAtMaxOps {
+		t.Errorf("workload ended by %q, want %q", v.EndedBy, EndedAtMaxOps)
+	}
 	if c.Preload < int64(cfg.Keys) || ready.Load() != 1 {
 		t.Fatalf("%d preload writes for %d keys, Ready called %d times", c.Preload, cfg.Keys, ready.Load())
 	}
@@ -113,6 +116,9 @@ func TestEndWorkloadEndsTheRunEarly(t *testing.T) {
 		t.Fatalf("ended run: %s, %d operations, map %q; want a pass after at least 300 operations, map %q",
 			v.Summary(), v.Counts.Operations, v.Settings.MapFile, cfg.MapSource.String())
 	}
+	if v.EndedBy != EndedOnRequest {
+		t.Errorf("workload ended by %q, want %q", v.EndedBy, EndedOnRequest)
+	}
 }
 
 // TestRateBoundsTheWorkload runs a workload of a second at 200 operations
@@ -127,6 +133,9 @@ func TestRateBoundsTheWorkload(t *testing.T) {
 	}
 	if most := int64(cfg.Rate*v.Elapsed.Seconds()) + int64(cfg.Workers); !v.Pass() || v.Counts.Operations == 0 || v.Counts.Operations > most {
 		t.Fatalf("%s: %d operations in %v, want at least one and at most %d", v.Summary(), v.Counts.Operations, v.Elapsed, most)
+	}
+	if v.EndedBy != EndedAtDuration {
+		t.Errorf("workload ended by %q, want %q", v.EndedBy, EndedAtDuration)
 	}
 }
 

@@ -17,7 +17,7 @@ func (v *Verdict) WriteText(w io.Writer) error {
 	s, c := &v.Settings, &v.Counts
 	fmt.Fprintln(bw, v.Summary())
 	fmt.Fprintln(bw)
-	fmt.Fprintf(bw, "workload: %v on map version %d", v.Elapsed.Round(time.Millisecond), v.FirstMap)
+	fmt.Fprintf(bw, "workload: %v (ended by %s) on map version %d", v.Elapsed.Round(time.Millisecond), v.EndedBy, v.FirstMap)
 	if v.LastMap != v.FirstMap {
 		fmt.Fprintf(bw, " → %d", v.LastMap)
 	}

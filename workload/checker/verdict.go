@@ -22,6 +22,20 @@ const (
 	Inconclusive Result = "INCONCLUSIVE"
 )
 
+// EndReason is what ended the timed workload.
+type EndReason string
+
+// End reasons.
+const (
+	// EndedAtDuration: the workload ran for Config.Duration.
+	EndedAtDuration EndReason = "duration"
+	// EndedAtMaxOps: the workload ran Config.MaxOps operations.
+	EndedAtMaxOps EndReason = "max-ops"
+	// EndedOnRequest: Checker.EndWorkload was called (distcache check:
+	// SIGINT or SIGTERM).
+	EndedOnRequest EndReason = "request"
+)
+
 // Phase is a part of a run.
 type Phase string
 
@@ -50,8 +64,10 @@ type Verdict struct {
 	Result   Result    `json:"result"`
 	Started  time.Time `json:"started"`
 	Settings Settings  `json:"settings"`
-	// Elapsed is how long the timed workload ran.
+	// Elapsed is how long the timed workload ran, and EndedBy what ended
+	// it.
 	Elapsed time.Duration `json:"elapsed"`
+	EndedBy EndReason     `json:"endedBy"`
 	Counts  Counts        `json:"counts"`
 	// FirstMap and LastMap are the partition map versions at the start
 	// and at the end of the run.

@@ -45,7 +45,7 @@ func newVerdict(opts ...verdictOption) *Verdict {
 			MapFile: "/run/map.json", KeyPrefix: DefaultKeyPrefix, Keys: 4, Skew: 1, WriteRatio: 0.3, DeleteShare: 0.1,
 			Clients: 4, StaleClients: 1, Workers: 16, Seed: 1, Duration: 20 * time.Second, MaxOps: 1000, OpTimeout: 2 * time.Second,
 		},
-		Elapsed: 3 * time.Second,
+		Elapsed: 3 * time.Second, EndedBy: EndedAtMaxOps,
 		Counts: Counts{
 			Operations: 1000, Gets: 700, Hits: 400, NotFound: 20, FailedReads: 3,
 			Puts: 270, Deletes: 30, Acknowledged: 290, Refused: 2, Unknown: 8, TimedOut: 5, Preload: 4,
