@@ -47,6 +47,12 @@ type Observation struct {
 	// fences it at once, so that readers leave it and shims stop waiting
 	// for it while it drains, before its process stops.
 	Leaving bool
+	// Departing reports a member whose layer is leaving the map (its
+	// SwitchFabric is being deleted or is gone): an Active member is
+	// fenced at once, whatever the policy, and stays fenced while it is
+	// Ready; a layer whose members all depart has no last active member
+	// to keep.
+	Departing bool
 }
 
 // Decision is what Decide concluded for one member.
@@ -118,6 +124,10 @@ func (p Policy) Decide(current partmap.MemberState, o Observation, now time.Time
 	d := Decision{State: state}
 	elapsed := elapsedSince(o, now)
 	switch {
+	case o.Departing:
+		if state == partmap.Active {
+			d.State = partmap.Fenced
+		}
 	case state.Owns() && !o.Ready:
 		switch {
 		case elapsed >= p.Grace:
@@ -197,14 +207,18 @@ func (p Policy) Apply(m *partmap.Map, obs map[string]Observation, now time.Time)
 // rule.
 func (p Policy) decideLayer(layer *partmap.Layer, obs map[string]Observation, now time.Time) []Decision {
 	decisions := make([]Decision, len(layer.Members))
-	active := 0
+	active, departing := 0, 0
 	for i, mb := range layer.Members {
-		decisions[i] = p.Decide(mb.State, observe(obs, mb.Name, now), now)
+		o := observe(obs, mb.Name, now)
+		decisions[i] = p.Decide(mb.State, o, now)
 		if decisions[i].State == partmap.Active {
 			active++
 		}
+		if o.Departing {
+			departing++
+		}
 	}
-	if active > 0 {
+	if active > 0 || departing == len(layer.Members) {
 		return decisions
 	}
 	// No member stays Active, so every member that owns keys now was

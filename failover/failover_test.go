@@ -345,3 +345,26 @@ func leaving(d time.Duration) failover.Observation {
 	o.Leaving = true
 	return o
 }
+
+// TestApplyFencesDepartingLayer: a layer whose members all depart is
+// fenced whole, without a fencing policy and whatever the members'
+// readiness; a Failed member stays Failed, a second Apply changes
+// nothing, and the other layers are decided as usual.
+func TestApplyFencesDepartingLayer(t *testing.T) {
+	departing := func(o failover.Observation) failover.Observation { o.Departing = true; return o }
+	m := newMap(t, "c-spine-2")
+	obs := observe(m, obsMap{
+		"c-spine-0": departing(up(time.Hour)), "c-spine-1": departing(down(time.Second)), "c-spine-2": departing(down(time.Hour)),
+		"c-leaf-0": down(time.Hour),
+	})
+	next, changes, _ := policy.Apply(m, obs, now)
+	got := states(next)
+	want := map[string]partmap.MemberState{"c-spine-0": partmap.Fenced, "c-spine-1": partmap.Fenced, "c-spine-2": partmap.Failed,
+		"c-leaf-0": partmap.Failed, "c-leaf-1": partmap.Active}
+	if !maps.Equal(got, want) {
+		t.Fatalf("states %v, want %v (changes %+v)", got, want, changes)
+	}
+	if again, changes, _ := policy.Apply(next, obs, now.Add(time.Hour)); again != next {
+		t.Errorf("a second Apply changed %+v", changes)
+	}
+}

@@ -13,8 +13,17 @@ import (
 // names no SwitchFabric.
 var ErrFabricNotFound = errors.New("switch fabric not found")
 
-// FabricGetter looks up a SwitchFabric's spec by name.
-type FabricGetter func(name string) (*v1alpha1.SwitchFabricSpec, bool)
+// Fabric is what a FabricGetter found of a SwitchFabric.
+type Fabric struct {
+	Spec *v1alpha1.SwitchFabricSpec
+	// Leaving says the fabric is being deleted or is gone: the switches
+	// of its layers are fenced, then leave the partition map, and Spec
+	// holds only the switches still in the map (none once they left).
+	Leaving bool
+}
+
+// FabricGetter looks up a SwitchFabric by name.
+type FabricGetter func(name string) (Fabric, bool)
 
 // ResolveSwitches gives every switch-backed layer its members: the
 // switches of its fabric with its role, in the fabric's order — by rack
@@ -27,9 +36,15 @@ func ResolveSwitches(layers []Layer, racks int, get FabricGetter) error {
 			continue
 		}
 		ref := l.Spec.Switch
-		f, ok := get(ref.FabricRef)
+		fab, ok := get(ref.FabricRef)
 		if !ok {
 			return fmt.Errorf("cannot resolve layer %s: fabric %q: %w", l.Name, ref.FabricRef, ErrFabricNotFound)
+		}
+		f := fab.Spec
+		l.Leaving = fab.Leaving
+		if l.Leaving && (f == nil || !hasRole(f.Switches, ref.Role)) {
+			l.Switches = nil // they left the map: the layer has no member
+			continue
 		}
 		var sws []v1alpha1.Switch
 		for _, s := range f.Switches {
@@ -52,6 +67,16 @@ func ResolveSwitches(layers []Layer, racks int, get FabricGetter) error {
 		l.Switches, l.Driver = sws, f.Driver
 	}
 	return nil
+}
+
+// hasRole says whether a switch of sws has role.
+func hasRole(sws []v1alpha1.Switch, role v1alpha1.SwitchRole) bool {
+	for _, s := range sws {
+		if s.Role == role {
+			return true
+		}
+	}
+	return false
 }
 
 // byRack orders the switches of a layer bound to racks by their rack:

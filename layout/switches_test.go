@@ -1,6 +1,7 @@
 package layout_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func fabric(edit func(*v1alpha1.SwitchFabricSpec)) layout.FabricGetter {
 	if edit != nil {
 		edit(f)
 	}
-	return func(name string) (*v1alpha1.SwitchFabricSpec, bool) { return f, name == "tofino" }
+	return func(name string) (layout.Fabric, bool) { return layout.Fabric{Spec: f}, name == "tofino" }
 }
 
 func switchLayers() []layout.Layer {
@@ -89,5 +90,61 @@ func TestResolveSwitchesRejects(t *testing.T) {
 	layers[0].Spec.Switch.FabricRef = "other"
 	if err := layout.ResolveSwitches(layers, 2, fabric(nil)); err == nil || !strings.Contains(err.Error(), "switch fabric not found") {
 		t.Errorf("unknown fabric: %v", err)
+	}
+}
+
+// TestLeavingFabric: a leaving fabric's layers keep the switches it
+// still lists, marked Leaving, and a leaving fabric without switches of
+// the role leaves its layer without members, which the partition map
+// then leaves out; the other layers stay.
+func TestLeavingFabric(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    func(*v1alpha1.SwitchFabricSpec) *v1alpha1.SwitchFabricSpec
+		members []int // of the spine and the leaf layer
+		layers  []string
+	}{
+		{"switches still in the map", func(f *v1alpha1.SwitchFabricSpec) *v1alpha1.SwitchFabricSpec { return f }, []int{2, 2}, []string{"spine", "leaf"}},
+		{"spine switches left", func(f *v1alpha1.SwitchFabricSpec) *v1alpha1.SwitchFabricSpec {
+			f.Switches = []v1alpha1.Switch{f.Switches[1], f.Switches[3]}
+			return f
+		}, []int{0, 2}, []string{"leaf"}},
+		{"gone", func(*v1alpha1.SwitchFabricSpec) *v1alpha1.SwitchFabricSpec { return nil }, []int{0, 0}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var spec *v1alpha1.SwitchFabricSpec
+			fabric(func(f *v1alpha1.SwitchFabricSpec) { spec = tt.spec(f) })("tofino")
+			layers := switchLayers()
+			get := func(name string) (layout.Fabric, bool) {
+				return layout.Fabric{Spec: spec, Leaving: true}, name == "tofino"
+			}
+			if err := layout.ResolveSwitches(layers, 2, get); err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range layers {
+				if !l.Leaving || len(l.Switches) != tt.members[i] {
+					t.Errorf("layer %s: leaving %v, %d switches; want leaving, %d", l.Name, l.Leaving, len(l.Switches), tt.members[i])
+				}
+			}
+			nodes := int32(2)
+			soft := layout.Layer{Name: "soft", Spec: v1alpha1.CacheLayerSpec{Nodes: &nodes}}
+			cs := v1alpha1.CacheClusterSpec{Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 2}}
+			c, err := layout.New("shop", cs, append(layers, soft))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := c.Map(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, l := range m.Layers {
+				names = append(names, l.Name)
+			}
+			if want := append(slices.Clone(tt.layers), "soft"); !slices.Equal(names, want) {
+				t.Errorf("map layers %v, want %v", names, want)
+			}
+		})
 	}
 }

@@ -22,6 +22,10 @@ type Layer struct {
 	// Driver is their fabric's driver.
 	Switches []v1alpha1.Switch
 	Driver   v1alpha1.FabricDriver
+	// Leaving says the switch-backed layer's fabric is being deleted or
+	// is gone (Fabric.Leaving): its switches, if any are left, are to be
+	// fenced and then removed from the map.
+	Leaving bool
 }
 
 // Software says whether the layer is served by cache-node pods.

@@ -83,7 +83,9 @@ const (
 	ReasonRollingOut = "RollingOut"
 	// ReasonLayerNotFound: a layerRef names no CacheLayer.
 	ReasonLayerNotFound = "LayerNotFound"
-	// ReasonFabricNotFound: a switch-backed layer names no SwitchFabric.
+	// ReasonFabricNotFound: a switch-backed layer names a SwitchFabric that
+	// does not exist or is being deleted: the layer has no member, or its
+	// switches are fenced and leave the map.
 	ReasonFabricNotFound = "FabricNotFound"
 	// ReasonInvalidTopology: the spec passed the API's validation but the
 	// topology cannot be built from it (e.g. layers that reference each

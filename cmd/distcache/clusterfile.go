@@ -65,12 +65,12 @@ func (r *clusterRef) loadCluster(ctx context.Context) (*manifest.Bundle, *layout
 			}
 			return &l.Spec, true
 		},
-		func(name string) (*v1alpha1.SwitchFabricSpec, bool) {
+		func(name string) (layout.Fabric, bool) {
 			f, ok := b.Fabrics[name]
 			if !ok {
-				return nil, false
+				return layout.Fabric{}, false
 			}
-			return &f.Spec, true
+			return layout.Fabric{Spec: &f.Spec}, true
 		})
 	if err != nil {
 		return nil, nil, err

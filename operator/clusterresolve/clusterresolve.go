@@ -17,6 +17,15 @@ import (
 	"github.com/distcache/distcache/layout"
 )
 
+// Where a cluster's partition map is published.
+const (
+	// MapKey is the map's key in its ConfigMap.
+	MapKey = "map.json"
+)
+
+// MapConfigMapName names the ConfigMap holding a cluster's partition map.
+func MapConfigMapName(cluster string) string { return cluster + "-partition-map" }
+
 // Reason is the condition reason of an error of Resolve that only a change
 // of the objects can solve (LayerNotFound, FabricNotFound,
 // InvalidTopology), and false for any other error (the API's).
@@ -40,7 +49,12 @@ type Cluster struct {
 }
 
 // Resolve reads cc's CacheLayers and SwitchFabrics and lays it out with
-// layout.Resolve. Errors wrap layout.ErrLayerNotFound,
+// layout.Resolve. A SwitchFabric being deleted or gone is leaving
+// (layout.Fabric.Leaving): its layers keep the switches that the
+// published partition map still holds — from the fabric's spec, or from
+// the map itself once the fabric is gone — so that the CacheCluster
+// controller fences them before it removes them, and the SwitchFabric
+// controller programs them until then. Errors wrap layout.ErrLayerNotFound,
 // layout.ErrFabricNotFound or layout.ErrInvalid when only a change of the
 // objects can help; other errors are the API's.
 func Resolve(ctx context.Context, c client.Reader, cc *v1alpha1.CacheCluster) (*Cluster, error) {
@@ -53,21 +67,34 @@ func Resolve(ctx context.Context, c client.Reader, cc *v1alpha1.CacheCluster) (*
 		return err == nil
 	}
 	fabrics := map[string]*v1alpha1.SwitchFabric{}
-	t, err := layout.Resolve(cc.Name, &cc.Spec,
-		func(name string) (*v1alpha1.CacheLayerSpec, bool) {
-			l := &v1alpha1.CacheLayer{}
-			if !get(name, l) {
-				return nil, false
-			}
-			return &l.Spec, true
-		},
-		func(name string) (*v1alpha1.SwitchFabricSpec, bool) {
+	getLayer := func(name string) (*v1alpha1.CacheLayerSpec, bool) {
+		l := &v1alpha1.CacheLayer{}
+		if !get(name, l) {
+			return nil, false
+		}
+		return &l.Spec, true
+	}
+	var published *leftInMap // read once a fabric is leaving
+	t, err := layout.Resolve(cc.Name, &cc.Spec, getLayer,
+		func(name string) (layout.Fabric, bool) {
 			f := &v1alpha1.SwitchFabric{}
-			if !get(name, f) {
-				return nil, false
+			found := get(name, f)
+			if found && f.DeletionTimestamp.IsZero() {
+				fabrics[name] = f
+				return layout.Fabric{Spec: &f.Spec}, true
 			}
-			fabrics[name] = f
-			return &f.Spec, true
+			if published == nil {
+				m, err := publishedMap(ctx, c, cc)
+				if err != nil && apiErr == nil {
+					apiErr = err
+				}
+				published = &leftInMap{cluster: cc, m: m, layers: getLayer}
+			}
+			if found {
+				fabrics[name] = f
+				return layout.Fabric{Spec: published.filter(name, &f.Spec), Leaving: true}, true
+			}
+			return layout.Fabric{Spec: published.switches(name), Leaving: true}, true
 		})
 	if apiErr != nil {
 		return nil, apiErr

@@ -93,6 +93,7 @@ type state struct {
 	requeue      time.Duration                   // the earliest pending decision (failover, copies)
 	sets         []*appsv1.StatefulSet           // the StatefulSets the storage and layer phases applied
 	outdatedPods int32                           // pods of the sets on an older template (rollPods)
+	leaving      []string                        // the layers whose fabric is leaving, described (leaving.go)
 }
 
 // Reconcile fetches the cluster, handles deletion and the finalizer, runs
@@ -241,6 +242,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 			prev = nil
 		}
 	}
+	s.leaving = removeLeft(s, prev)
 	shape := s.topo.Shape()
 	shape.ReplayProtection = r.replayProtection(ctx, s, prev)
 	next, err := shape.Map(prev, r.addresser(s, prev, r.domains(ctx, s, prev)))
@@ -263,7 +265,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 		if err := r.writeMap(ctx, s.cc, cm, next); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.recordChanges(s.cc, next, changes)
+		r.recordChanges(s.cc, next, changes, leavingLayers(s.topo))
 		r.recordRemap(s.cc, cm, prev, next)
 		r.recordReplayProtection(s.cc, prev, next)
 	}
@@ -284,11 +286,14 @@ func (r *Reconciler) writeMap(ctx context.Context, cc *v1alpha1.CacheCluster, cm
 }
 
 // recordChanges emits an event and counts every remap.
-func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, changes []failover.Change) {
+func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, changes []failover.Change, leaving map[string]bool) {
 	for _, c := range changes {
 		reason, kind := "MemberFailed", corev1.EventTypeWarning
 		note := "member %s of layer %s not Ready for %s: marked failed, its keys remapped (partition map v%d)"
 		switch {
+		case c.To == partmap.Fenced && leaving[c.Layer]:
+			reason = "MemberFenced"
+			note = "member %s of layer %s fenced%.0s: its SwitchFabric is leaving; it serves no cached value and leaves the map once fenced long enough (partition map v%d)"
 		case c.To == partmap.Fenced:
 			reason = "MemberFenced"
 			note = "member %s of layer %s not Ready for %s: fenced, it serves no cached value and readers leave it (partition map v%d)"
@@ -335,6 +340,7 @@ func (r *Reconciler) observations(s *state, m *partmap.Map) map[string]failover.
 			obs[mb.Name] = r.readiness.refine(prefix+mb.Name, observe(s.pods[mb.Name], recorded[mb.Name], s.now), s.now)
 		}
 	}
+	departing(s, obs)
 	return obs
 }
 

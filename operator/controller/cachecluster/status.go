@@ -30,6 +30,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, base *v1alpha1.CacheCluste
 		setCondition(cc, v1alpha1.ConditionProgressing, true, v1alpha1.ReasonCreating, "retrying: "+reconcileErr.Error())
 	case s.published != nil:
 		r.memberStatus(s, base.Status.Conditions)
+		setLeavingCondition(cc, s.leaving)
 	}
 	setGatewayStatus(cc, s.gateway)
 	r.recordConditionChanges(base.Status.Conditions, cc)

@@ -3,6 +3,7 @@ package switchfabric_test
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,14 @@ func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 // metrics.
 func startOperator(t *testing.T) *prometheus.Registry {
 	t.Helper()
+	reg, _ := runOperator(t)
+	return reg
+}
+
+// runOperator is startOperator that also returns a function stopping the
+// operator before the test ends.
+func runOperator(t *testing.T) (*prometheus.Registry, func()) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
@@ -58,8 +67,9 @@ func startOperator(t *testing.T) *prometheus.Registry {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return reg
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return reg, stop
 }
 
 // namespace creates a namespace of its own for a test.
@@ -116,12 +126,12 @@ func newFabric(t *testing.T, ns, name string, opts ...fabricOption) *v1alpha1.Sw
 
 // newCluster creates a CacheCluster with one storage shard and a spine
 // layer on fabric's spine switches; its failover acts within a second.
-func newCluster(t *testing.T, ns, name, fabric string) *v1alpha1.CacheCluster {
+func newCluster(t *testing.T, ns, name, fabric string, more ...v1alpha1.NamedLayer) *v1alpha1.CacheCluster {
 	t.Helper()
 	cc := &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.CacheClusterSpec{
 		Storage: v1alpha1.StorageSpec{Mode: v1alpha1.StorageManaged, Racks: 1, ShardsPerRack: 1},
-		Layers: []v1alpha1.NamedLayer{{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
-			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: fabric, Role: v1alpha1.RoleSpine}}}},
+		Layers: append([]v1alpha1.NamedLayer{{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
+			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: fabric, Role: v1alpha1.RoleSpine}}}}, more...),
 		Failover: v1alpha1.FailoverSpec{GracePeriod: &metav1.Duration{Duration: 500 * 1e6}, HoldDown: &metav1.Duration{Duration: 1e9}},
 	}}
 	if err := env.Client.Create(context.Background(), cc); err != nil {

@@ -28,6 +28,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -39,7 +40,7 @@ import (
 	"github.com/distcache/distcache/operator/enqueue"
 )
 
-// +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics,verbs=list;watch
+// +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics,verbs=list;watch;update
 // +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics/status,verbs=patch
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters;cachelayers,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
@@ -81,9 +82,15 @@ func (s *state) block(reason, msg string) (ctrl.Result, error) {
 	return ctrl.Result{}, nil
 }
 
-// Reconcile fetches the fabric, runs the phases and patches its status in
-// a deferred call. A fabric that is gone has its fleet stopped: its
-// switches' leases run out and they serve nothing cached.
+// Finalizer holds a deleted SwitchFabric until no cluster's partition
+// map holds its switches: the CacheCluster controller fences them, then
+// removes them from the map, while the fleet keeps programming them.
+const Finalizer = "distcache.io/switches-left-map"
+
+// Reconcile fetches the fabric, handles the finalizer, runs the phases and
+// patches its status in a deferred call. A fabric that is gone has its
+// fleet stopped: its switches' leases run out and they serve nothing
+// cached.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	f := &v1alpha1.SwitchFabric{}
 	if err := r.Get(ctx, req.NamespacedName, f); err != nil {
@@ -92,6 +99,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !f.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, f)
+	}
+	if controllerutil.AddFinalizer(f, Finalizer) {
+		if err := r.Update(ctx, f); err != nil {
+			return ctrl.Result{}, fmt.Errorf("cannot add finalizer to SwitchFabric %s: %w", f.Name, err)
+		}
+	}
+	return r.reconcile(ctx, f)
+}
+
+// reconcileDelete keeps a deleted fabric's fleet programming its switches
+// while a cluster's map holds them (fenced, then removed by the
+// CacheCluster controller), then stops it and lets the fabric go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, f *v1alpha1.SwitchFabric) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(f, Finalizer) {
+		r.fleets.stop(client.ObjectKeyFromObject(f))
+		return ctrl.Result{}, nil
+	}
+	probe := &state{f: f}
+	if _, err := r.bind(ctx, probe); err != nil {
+		return ctrl.Result{}, err
+	}
+	if probe.binding != nil && probe.blocked == nil {
+		return r.reconcile(ctx, f) // still in a map: keep programming
+	}
+	r.fleets.stop(client.ObjectKeyFromObject(f))
+	controllerutil.RemoveFinalizer(f, Finalizer)
+	if err := r.Update(ctx, f); err != nil {
+		return ctrl.Result{}, fmt.Errorf("cannot remove finalizer from SwitchFabric %s: %w", f.Name, client.IgnoreNotFound(err))
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcile runs the phases and patches the status in a deferred call.
+func (r *Reconciler) reconcile(ctx context.Context, f *v1alpha1.SwitchFabric) (res ctrl.Result, retErr error) {
+	req := client.ObjectKeyFromObject(f)
 	s := &state{f: f}
 	base := f.DeepCopy()
 	defer func() {
@@ -109,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	} {
 		res, err := phase(ctx, s)
 		if s.blocked != nil {
-			r.fleets.stop(req.NamespacedName)
+			r.fleets.stop(req)
 		}
 		if err != nil || !res.IsZero() || s.blocked != nil {
 			return res, err
