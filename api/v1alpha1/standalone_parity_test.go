@@ -254,7 +254,8 @@ spec:
 
 // sampleFiles are the repository's cluster files, relative to its root:
 // the sample manifests (config/samples, one per storage mode), the demo
-// cluster and the sample files of package manifest.
+// cluster, the demo cluster of storage-leaf switches (with its
+// SwitchFabric) and the sample files of package manifest.
 func sampleFiles(t *testing.T) []string {
 	t.Helper()
 	root := kubetest.RepoRoot()
@@ -262,7 +263,7 @@ func sampleFiles(t *testing.T) []string {
 	if err != nil || len(samples) == 0 {
 		t.Fatalf("no sample manifests in config/samples (%v)", err)
 	}
-	files := []string{"hack/demo/cluster.yaml", "standalone/manifest/testdata/cluster.yaml", "standalone/manifest/testdata/invalid.yaml"}
+	files := []string{"hack/demo/cluster.yaml", "hack/demo/switch-leaf-cluster.yaml", "standalone/manifest/testdata/cluster.yaml", "standalone/manifest/testdata/invalid.yaml"}
 	for _, s := range samples {
 		rel, err := filepath.Rel(root, s)
 		if err != nil {

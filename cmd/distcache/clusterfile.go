@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/standalone/control"
 	"github.com/distcache/distcache/standalone/manifest"
@@ -56,22 +55,7 @@ func (r *clusterRef) loadCluster(ctx context.Context) (*manifest.Bundle, *layout
 	if err != nil {
 		return nil, nil, err
 	}
-	cc := b.Cluster
-	topo, err := layout.Resolve(cc.Name, &cc.Spec,
-		func(name string) (*v1alpha1.CacheLayerSpec, bool) {
-			l, ok := b.Layers[name]
-			if !ok {
-				return nil, false
-			}
-			return &l.Spec, true
-		},
-		func(name string) (layout.Fabric, bool) {
-			f, ok := b.Fabrics[name]
-			if !ok {
-				return layout.Fabric{}, false
-			}
-			return layout.Fabric{Spec: &f.Spec}, true
-		})
+	topo, err := b.Layout()
 	if err != nil {
 		return nil, nil, err
 	}

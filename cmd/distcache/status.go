@@ -117,6 +117,10 @@ func printSummary(w io.Writer, st control.Status) {
 	for _, l := range order {
 		ls = append(ls, fmt.Sprintf("%s %d", l, layers[l]))
 	}
+	nodeLayers := "" // none in a cluster of switches alone
+	if len(ls) > 0 {
+		nodeLayers = " (" + strings.Join(ls, ", ") + ")"
+	}
 	gateways, switches := "", ""
 	if n := kinds[string(plan.Gateway)]; n > 0 {
 		gateways = fmt.Sprintf(", %d gateway", n)
@@ -124,8 +128,8 @@ func printSummary(w io.Writer, st control.Status) {
 	if n := kinds[string(plan.Switch)]; n > 0 {
 		switches = fmt.Sprintf(", %d software switches and %d fabric controller", n, kinds[string(plan.Fabric)])
 	}
-	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes (%s)%s, %d control loop%s, map version %d\n",
-		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], strings.Join(ls, ", "), switches, kinds["controlloop"], gateways, st.MapVersion)
+	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes%s%s, %d control loop%s, map version %d\n",
+		st.Cluster, st.Phase, kinds["redis"], kinds["shim"], kinds["node"], nodeLayers, switches, kinds["controlloop"], gateways, st.MapVersion)
 	fmt.Fprintf(w, "run directory %s (map.json, logs/)\n", st.RunDir)
 	fmt.Fprintln(w, persistenceLine(st))
 	if st.ShardRate > 0 {

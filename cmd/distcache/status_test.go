@@ -95,3 +95,19 @@ func TestPrintStatusGateway(t *testing.T) {
 		t.Errorf("without a gateway, printed:\n%s", b.String())
 	}
 }
+
+// TestPrintSummaryOfSwitches checks up's summary of a cluster whose cache
+// layers are all switches: no cache node, its switches and controller.
+func TestPrintSummaryOfSwitches(t *testing.T) {
+	st := control.Status{Cluster: "lab", Phase: control.Ready, Started: time.Now(), MapVersion: 1, Processes: []control.Process{
+		{Name: "lab-spine-0", Kind: "switch", Layer: "spine"}, {Name: "lab-leaf-0", Kind: "switch", Layer: "leaf"},
+		{Name: "lab-leaf-1", Kind: "switch", Layer: "leaf"}, {Name: "lab-fabric", Kind: "fabric"},
+		{Name: "lab-controlloop", Kind: "controlloop"},
+	}}
+	var b bytes.Buffer
+	printSummary(&b, st)
+	const want = "cluster lab Ready: 0 redis-servers, 0 storage shims, 0 cache nodes, 3 software switches and 1 fabric controller, 1 control loop, map version 1\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("summary printed:\n%s\nwant it to start with %q", b.String(), want)
+	}
+}

@@ -278,3 +278,23 @@ func isEmptyDocument(j []byte) bool {
 	j = bytes.TrimSpace(j)
 	return len(j) == 0 || string(j) == "null"
 }
+
+// Layout lays the bundle's cluster out (layout.Resolve) from its layers
+// and fabrics, as `distcache up` runs it.
+func (b *Bundle) Layout() (*layout.Cluster, error) {
+	return layout.Resolve(b.Cluster.Name, &b.Cluster.Spec,
+		func(name string) (*v1alpha1.CacheLayerSpec, bool) {
+			l, ok := b.Layers[name]
+			if !ok {
+				return nil, false
+			}
+			return &l.Spec, true
+		},
+		func(name string) (layout.Fabric, bool) {
+			f, ok := b.Fabrics[name]
+			if !ok {
+				return layout.Fabric{}, false
+			}
+			return layout.Fabric{Spec: &f.Spec}, true
+		})
+}

@@ -14,7 +14,8 @@ const chaosDuration = 20 * time.Second
 
 // TestChaosLocal runs -schedules random schedules from -seed (schedule i
 // has seed+i), each on the suite's cluster or (without -bundle) its twin
-// with a switch spine, and writes report.txt and report.json to -report, with a
+// with a switch spine or the cluster of switches with storage-leaf
+// switches, and writes report.txt and report.json to -report, with a
 // progress line per schedule. make chaos-local runs it.
 func TestChaosLocal(t *testing.T) {
 	if *flagSchedules <= 0 {
@@ -31,7 +32,8 @@ func TestChaosLocal(t *testing.T) {
 		seed := *flagSeed + uint64(i)
 		cfg := scheduleConfig(seed, chaosDuration)
 		if !*flagBundle { // bundles do not go through switches (docs/switches.md)
-			cfg.Clusters = append(cfg.Clusters, switchClusterFile) // the long run also faults a switch spine
+			// The long run also faults a switch spine, and storage-leaf switches.
+			cfg.Clusters = append(cfg.Clusters, switchClusterFile, switchLeafClusterFile)
 		}
 		s, err := schedule.Generate(cfg)
 		if err != nil {

@@ -41,6 +41,16 @@ var switchClusterFile = schedule.Cluster{
 	Shards: []string{"swfault-rack-0-0", "swfault-rack-0-1", "swfault-rack-1-0", "swfault-rack-1-1"},
 }
 
+// switchLeafClusterFile is the cluster whose cache layers are both
+// switches: a spine of two software switches and a storage-leaf switch per
+// rack (swleaf-leaf-0 serves rack 0, swleaf-leaf-1 rack 1). Faults on its
+// switches are made as on switchClusterFile's.
+var switchLeafClusterFile = schedule.Cluster{
+	File:   "testdata/switch-leaf-cluster.yaml",
+	Nodes:  []string{"swleaf-spine-0", "swleaf-spine-1", "swleaf-leaf-0", "swleaf-leaf-1"},
+	Shards: []string{"swleaf-rack-0-0", "swleaf-rack-0-1", "swleaf-rack-1-0", "swleaf-rack-1-1"},
+}
+
 // scheduleConfig is the generator's configuration for a workload of
 // duration d.
 func scheduleConfig(seed uint64, d time.Duration, classes ...schedule.Class) schedule.Config {
