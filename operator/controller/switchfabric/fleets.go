@@ -26,7 +26,7 @@ type running struct {
 	key     string // the binding it programs (binding.key)
 	binding *binding
 	fleet   *fleet.Fleet
-	runners map[string]*cacheswitch.Runner // by switch name
+	runners map[string]fleet.Runner // by switch name
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -103,13 +103,13 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 		return nil, fmt.Errorf("cannot load pipeline %s: %w", b.Program, err)
 	}
 	lg := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("switchfabric").WithValues("switchfabric", fabric.String())))
-	rn := &running{binding: b, runners: map[string]*cacheswitch.Runner{}, done: make(chan struct{})}
+	rn := &running{binding: b, runners: map[string]fleet.Runner{}, done: make(chan struct{})}
 	switches := make([]fleet.Switch, 0, len(b.Switches))
 	for _, sm := range b.Switches {
 		switches = append(switches, fleet.Switch{Member: sm.Member, P4Runtime: sm.Switch.P4RuntimeAddress,
 			DeviceID: uint64(sm.Switch.DeviceID), GNMI: sm.Switch.GNMIAddress})
 	}
-	var runners []*cacheswitch.Runner
+	var runners []fleet.Runner
 	rn.fleet, runners = fleet.Build(switches, fleet.Config{
 		Controller: cacheswitch.Config{Info: info, Lease: b.Programming.Lease,
 			Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold},
