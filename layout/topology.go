@@ -22,6 +22,9 @@ type Layer struct {
 	// Driver is their fabric's driver.
 	Switches []v1alpha1.Switch
 	Driver   v1alpha1.FabricDriver
+	// ClientLeaves are the client-leaf switches of a switch-backed
+	// layer's fabric (Cluster.ClientLeaves).
+	ClientLeaves []v1alpha1.Switch
 }
 
 // Software says whether the layer is served by cache-node pods.

@@ -54,8 +54,13 @@ const (
 	// Switch is a software switch of a switch-backed layer's member
 	// (`distcache switch`): Addr is its coherence address.
 	Switch Kind = "switch"
-	// Fabric is the controller that programs the switches (`distcache
-	// fabric`).
+	// ClientLeaf is a software switch running the client leaf program
+	// (`distcache switch --program client_leaf`) for a client-leaf switch
+	// of the cluster's fabric: Addr is its data address. It is no member
+	// of the map: the control loop does not probe it.
+	ClientLeaf Kind = "client-leaf"
+	// Fabric is the controller that programs the switches and client
+	// leaves (`distcache fabric`).
 	Fabric Kind = "fabric"
 )
 
@@ -331,6 +336,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 	if runGateway {
 		name, redisAddr, metricsAddr := c.Name+"-gateway", tcp.next(), tcp.next()
 		args := append([]string{"gateway", "--redis-addr=" + redisAddr}, layout.DataPlaneArgs(&c.Spec)...)
+		args = append(args, clientLeafArgs(c)...)
 		if o.GatewayUsersDir != "" {
 			args = append(args, "--users-dir="+o.GatewayUsersDir)
 		}
