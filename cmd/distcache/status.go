@@ -123,7 +123,11 @@ func printSummary(w io.Writer, st control.Status) {
 	}
 	switch n, leaves := kinds[string(plan.Switch)], kinds[string(plan.ClientLeaf)]; {
 	case leaves > 0:
-		switches = fmt.Sprintf(", %d software switches, %d client leaves and %d fabric controller", n, leaves, kinds[string(plan.Fabric)])
+		what := "client leaves"
+		if leaves == 1 {
+			what = "client leaf"
+		}
+		switches = fmt.Sprintf(", %d software switches, %d %s and %d fabric controller", n, leaves, what, kinds[string(plan.Fabric)])
 	case n > 0:
 		switches = fmt.Sprintf(", %d software switches and %d fabric controller", n, kinds[string(plan.Fabric)])
 	}
