@@ -109,8 +109,13 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 		switches = append(switches, fleet.Switch{Member: sm.Member, P4Runtime: sm.Switch.P4RuntimeAddress,
 			DeviceID: uint64(sm.Switch.DeviceID), GNMI: sm.Switch.GNMIAddress})
 	}
+	leaves, leafInfo, err := clientLeafSwitches(b)
+	if err != nil {
+		return nil, err
+	}
+	switches = append(switches, leaves...)
 	var runners []fleet.Runner
-	rn.fleet, runners = fleet.Build(switches, fleet.Config{
+	rn.fleet, runners = fleet.Build(switches, fleet.Config{ClientLeafInfo: leafInfo,
 		Controller: cacheswitch.Config{Info: info, Lease: b.Programming.Lease,
 			Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold},
 		Interval: b.Programming.Interval, ElectionID: b.ElectionID, TLS: b.tls,
@@ -119,6 +124,9 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 	})
 	for i, sm := range b.Switches {
 		rn.runners[sm.Switch.Name] = runners[i]
+	}
+	for i, cl := range b.ClientLeaves {
+		rn.runners[cl.Switch.Name] = runners[len(b.Switches)+i]
 	}
 	if r.Metrics != nil {
 		c := rn.fleet.Collector(prometheus.Labels{"namespace": fabric.Namespace, "cluster": b.Cluster, "switchfabric": fabric.Name})
