@@ -131,7 +131,8 @@ type SwitchFabricStatus struct {
 type SwitchStatus struct {
 	// Name of the switch.
 	Name string `json:"name"`
-	// Member is the switch's member name in the cluster's partition map.
+	// Member is the switch's member name in the cluster's partition map;
+	// empty for a client leaf, which is no member.
 	// +optional
 	Member string `json:"member,omitempty"`
 	// Programmed says the operator is the switch's primary controller and
