@@ -176,9 +176,6 @@ type Options struct {
 	Domains map[string]Domain
 }
 
-// Domain is a cache member's zone and host.
-type Domain struct{ Zone, Host string }
-
 // Plan is a cluster laid out on one host.
 type Plan struct {
 	Cluster *layout.Cluster
@@ -549,12 +546,6 @@ type addresser struct {
 	domains map[string]Domain // by member name (Options.Domains)
 }
 
-// MemberDomain is the domain Options.Domains gives member i of layer.
-func (a *addresser) MemberDomain(layer string, i int) (zone, host string) {
-	d := a.domains[partmap.MemberName(a.cluster, layer, i)]
-	return d.Zone, d.Host
-}
-
 func (a *addresser) ShardAddress(rack, shard int) string { return a.shards[rack*a.perRack+shard] }
 
 // RedisAddress is the redis-server the plan starts for the shard: clients
@@ -572,34 +563,4 @@ func (a *addresser) MemberAddress(layer string, i int) string {
 		return m[i]
 	}
 	return ""
-}
-
-// switchMapPoll is how often the controller of c's switches reads its
-// map: each read renews the switches' serving leases.
-func switchMapPoll(c *layout.Cluster, poll time.Duration) time.Duration {
-	return layout.LeaseMapPoll(layout.ServingLease(&c.Spec), poll)
-}
-
-// checkDomains refuses domains of members c does not have.
-func checkDomains(c *layout.Cluster, domains map[string]Domain) error {
-	if len(domains) == 0 {
-		return nil
-	}
-	spec := c.MapSpec(nil)
-	members := map[string]bool{}
-	for _, l := range spec.Layers {
-		n := l.Nodes
-		if l.BoundToRacks {
-			n = spec.Racks
-		}
-		for i := range n {
-			members[partmap.MemberName(spec.Cluster, l.Name, i)] = !l.Switch
-		}
-	}
-	for name := range domains {
-		if software, ok := members[name]; !ok || !software {
-			return fmt.Errorf("cannot place member %q in a failure domain: %s has no cache node of that name", name, c.Name)
-		}
-	}
-	return nil
 }

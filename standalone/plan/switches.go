@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"time"
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/layout"
@@ -125,4 +126,10 @@ func checkSwitches(c *layout.Cluster) error {
 		}
 	}
 	return nil
+}
+
+// switchMapPoll is how often the controller of c's switches reads its
+// map: each read renews the switches' serving leases.
+func switchMapPoll(c *layout.Cluster, poll time.Duration) time.Duration {
+	return layout.LeaseMapPoll(layout.ServingLease(&c.Spec), poll)
 }
