@@ -63,20 +63,21 @@ func Build(switches []Switch, cfg Config) (*Fleet, []Runner) {
 	members := map[string]Member{}
 	runners := make([]Runner, 0, len(switches))
 	for _, s := range switches {
+		cc := cfg.Controller
+		cc.Member, cc.Logger = s.Member, cfg.Logger
 		dial := stratum.Config{Address: s.P4Runtime, DeviceID: s.DeviceID, ElectionID: cfg.ElectionID, TLS: cfg.TLS, Logger: cfg.Logger}
-		var runner Runner
 		if s.ClientLeaf.IsValid() {
-			runner = newClientLeaf(s, dial, cfg)
-		} else {
-			cc := cfg.Controller
-			cc.Member, cc.Logger = s.Member, cfg.Logger
-			runner = cacheswitch.NewRunner(cacheswitch.RunnerConfig{
-				Dial: func(ctx context.Context) (cacheswitch.Session, error) {
-					return stratum.Dial(ctx, dial)
-				},
-				Controller: cc, Interval: cfg.Interval, OnChange: cfg.OnChange, Logger: cfg.Logger,
-			})
+			leaf := newClientLeaf(s, dial, cfg)
+			runners = append(runners, leaf)
+			members[s.Member] = Member{Runner: leaf, GNMI: s.GNMI, GNMITLS: cfg.TLS}
+			continue
 		}
+		runner := cacheswitch.NewRunner(cacheswitch.RunnerConfig{
+			Dial: func(ctx context.Context) (cacheswitch.Session, error) {
+				return stratum.Dial(ctx, dial)
+			},
+			Controller: cc, Interval: cfg.Interval, OnChange: cfg.OnChange, Logger: cfg.Logger,
+		})
 		runners = append(runners, runner)
 		members[s.Member] = Member{Runner: runner, GNMI: s.GNMI, GNMITLS: cfg.TLS}
 	}
