@@ -98,6 +98,13 @@ type Config struct {
 	// because of its map. Without it the client learns new maps only from
 	// SetMap.
 	Maps MapSource
+	// ClientLeaf, when valid, is the data address of the client leaf in
+	// front of the client (a SwitchFabric's client-leaf switch, its
+	// dataAddress): the first attempt of a GET of a key a switch can
+	// carry goes to the leaf's read port for the key's shard, and the
+	// leaf chooses between the key's spine and storage-leaf switches
+	// (clientleaf.go). Writes never go through it.
+	ClientLeaf netip.AddrPort
 	// Bypass is the NoCache baseline: every read goes straight to
 	// storage, skipping the cache layers: to the key's shim (FlagDirect,
 	// counted in Stats.DirectReads), or to its Redis where the client
@@ -171,6 +178,9 @@ type Client struct {
 	// table; marks are cleared lazily once they expire.
 	backoffMu sync.Mutex
 	backoff   map[routing.NodeID]int64
+	// leafSkipUntil is when the client leaf that timed out is tried
+	// again (now's time base; clientleaf.go).
+	leafSkipUntil atomic.Int64
 
 	refresh refresher // reads Config.Maps
 

@@ -60,6 +60,15 @@
 // the watcher with a subscriber that calls SetMap keeps the client current
 // without waiting for a reply to show it is behind.
 //
+// With Config.ClientLeaf the client sits behind a client-leaf switch, the
+// top of rack of its clients (§4.2): the first attempt of a GET of a key
+// of at most 32 bytes that has a switch candidate goes to the leaf's read
+// port of the key's shard, and the leaf sends it to the less loaded of the
+// key's spine and storage-leaf switches. A leaf that does not answer
+// within AttemptTimeout is skipped for FailBackoff, as a node that timed
+// out, and the read goes on at the client's own choice; so does a read the
+// leaf's switch refused (clientleaf.go). Writes never go through the leaf.
+//
 // Config.Bypass is the NoCache baseline of the paper's evaluation (§6): every
 // read goes straight to storage (the key's shim with FlagDirect, or its
 // Redis where the client reads storage itself, storage.go), as if there

@@ -85,11 +85,20 @@ const (
 // others — until ctx ends, or, when ctx has no deadline, until it has sent
 // Config.Attempts requests. So a read outlives a shim's restart or a
 // Redis server's that ends before its deadline, as a Redis client's
-// retries would, instead of failing after a few quick refusals. A node that refuses the read because
+// retries would, instead of failing after a few quick refusals. With a
+// client leaf (Config.ClientLeaf), the first attempt goes through it, and
+// the client's own choice follows only if the leaf's fails
+// (clientleaf.go). A node that refuses the read because
 // its map is newer than the client's makes the client refresh its map
 // (Config.Maps) and route the read again, once per read, without counting
 // the refusal as an attempt.
 func (c *Client) get(ctx context.Context, key string) (res Result, label string, err error) {
+	return c.read(ctx, key, true)
+}
+
+// read is get, whose first attempt goes through the client leaf when
+// viaLeaf and the key may (clientleaf.go).
+func (c *Client) read(ctx context.Context, key string, viaLeaf bool) (res Result, label string, err error) {
 	if err := checkKey(key); err != nil {
 		return res, metrics.StatusResult(wire.StatusTooLarge), err
 	}
@@ -112,6 +121,15 @@ func (c *Client) get(ctx context.Context, key string) (res Result, label string,
 	label, err = metrics.ResultTimeout, errors.New("no attempt made")
 	_, bounded := ctx.Deadline()
 	attempt := 0
+	if viaLeaf {
+		if leaf, ok := c.leafFor(v, key, cands, c.now()); ok {
+			attempt++
+			var s step
+			if res, label, s, err = c.readLeaf(ctx, v, cands, leaf, kb); s == stepDone {
+				return res, label, err
+			}
+		}
+	}
 	for ; attempt < c.cfg.Attempts || bounded; attempt++ {
 		if cerr := ctx.Err(); cerr != nil {
 			return res, metrics.ResultTimeout, expired(attempt, cerr, err)

@@ -18,6 +18,7 @@ type firstAttempt struct {
 	key    int               // index in GetMany's keys
 	cd     partmap.Candidate // the cache candidate asked, unless direct
 	direct bool              // the storage shim asked
+	leaf   bool              // sent through the client leaf (clientleaf.go)
 	addr   netip.AddrPort    // where
 	sent   int64             // when, for the load table
 	msg    wire.Message
@@ -111,10 +112,18 @@ type manyReads struct {
 	start     time.Time
 	res       []Result
 	errs      []error
-	storage   []int // keys no node held, read from Redis (storage.go)
-	carriedOn []int // keys read on as GetResult reads them
+	storage   []int     // keys no node held, read from Redis (storage.go)
+	carriedOn []carried // keys read on as GetResult reads them
 	// readMissed reads storage, when set (getManyFunc).
 	readMissed coldReader
+}
+
+// carried is a read of GetMany that its first attempt did not settle:
+// keys[key], read on as GetResult reads it, but not through the client
+// leaf again when its first attempt went through it (pastLeaf).
+type carried struct {
+	key      int
+	pastLeaf bool
 }
 
 // firstsAnswered settles the reads their first attempts answered and
@@ -130,9 +139,14 @@ func (b *manyReads) firstsAnswered(firsts []firstAttempt, out []transport.Reply,
 			s     step
 			err   error
 		)
-		if a.direct {
+		switch {
+		case a.leaf:
+			var buf [maxInline]partmap.Candidate
+			cands := b.v.p.Candidates(b.keys[a.key], buf[:0])
+			r, label, s, err = c.leafAnswered(b.ctx, b.v, cands, a.addr, out[j].Msg, out[j].Err, now)
+		case a.direct:
 			r, label, s, err = c.directAnswered(b.ctx, b.v, a.addr, out[j].Msg, out[j].Err)
-		} else {
+		default:
 			r, label, s, err = c.nodeAnswered(b.ctx, b.v, a.cd, a.sent, out[j].Msg, out[j].Err, false, now)
 		}
 		switch s {
@@ -142,7 +156,7 @@ func (b *manyReads) firstsAnswered(firsts []firstAttempt, out []transport.Reply,
 			b.storage = append(b.storage, a.key)
 		default:
 			c.stats.retries.Add(1)
-			b.carriedOn = append(b.carriedOn, a.key)
+			b.carriedOn = append(b.carriedOn, carried{key: a.key, pastLeaf: a.leaf})
 		}
 	}
 	if len(b.storage) == 0 && len(b.carriedOn) == 0 {
@@ -169,9 +183,10 @@ func (b *manyReads) firstsAnswered(firsts []firstAttempt, out []transport.Reply,
 // storage, or again as GetResult does.
 func (b *manyReads) carryOn() {
 	var wg sync.WaitGroup
-	for _, i := range b.carriedOn {
+	for _, cr := range b.carriedOn {
 		wg.Go(func() {
-			r, label, err := b.c.get(b.ctx, b.keys[i])
+			i := cr.key
+			r, label, err := b.c.read(b.ctx, b.keys[i], !cr.pastLeaf)
 			b.res[i], b.errs[i] = b.c.settle(b.keys[i], time.Since(b.start), r, label, err)
 		})
 	}
@@ -218,8 +233,9 @@ func (c *Client) readStorageMany(ctx context.Context, v *view, keys []string, kb
 	wg.Wait()
 }
 
-// firstOf is the first attempt of key's read (keys[i]): at its least loaded
-// cache candidate, or its storage shim when none is left (or with
+// firstOf is the first attempt of key's read (keys[i]): through the client
+// leaf when the key may go through it (clientleaf.go), else at its least
+// loaded cache candidate, or its storage shim when none is left (or with
 // Config.Bypass). A key that cannot be read fails at once.
 func (c *Client) firstOf(ctx context.Context, v *view, i int, key string, kb []byte, now int64) (firstAttempt, string, error) {
 	if err := checkKey(key); err != nil {
@@ -228,6 +244,9 @@ func (c *Client) firstOf(ctx context.Context, v *view, i int, key string, kb []b
 	if !c.cfg.Bypass {
 		var buf [maxInline]partmap.Candidate
 		cands := v.p.Candidates(key, buf[:0])
+		if addr, ok := c.leafFor(v, key, cands, now); ok {
+			return firstAttempt{key: i, leaf: true, addr: addr, msg: c.leafRequest(v, kb)}, "", nil
+		}
 		if j := c.choose(v, cands, 0, now); j >= 0 {
 			addr, m, sent := c.nodeRequest(v, cands[j], kb, 0, now)
 			return firstAttempt{key: i, cd: cands[j], addr: addr, sent: sent, msg: m}, "", nil

@@ -54,6 +54,11 @@ type Stats struct {
 	// Hedges counts reads that also asked a second candidate after
 	// HedgeDelay; HedgeWins those the second candidate answered first.
 	Hedges, HedgeWins uint64
+	// LeafReads counts GETs sent through the client leaf
+	// (Config.ClientLeaf); LeafFallbacks those of them the leaf did not
+	// answer in time, or answered with a refusal, which the client then
+	// read by its own choice.
+	LeafReads, LeafFallbacks uint64
 	// Refreshes counts reads of Config.Maps: a reply carried a newer map
 	// version than the client's.
 	Refreshes uint64
@@ -71,6 +76,7 @@ type counters struct {
 	retries, timeouts, errors, directReads      atomic.Uint64
 	ties, refreshes, hedges, hedgeWins          atomic.Uint64
 	crossZone                                   atomic.Uint64
+	leafReads, leafFallbacks                    atomic.Uint64
 	storageReads, storageFailures               atomic.Uint64
 	storageWrites, heldWrites                   atomic.Uint64
 }
@@ -135,6 +141,7 @@ func (c *Client) Stats() Stats {
 		Retries: s.retries.Load(), Timeouts: s.timeouts.Load(), Errors: s.errors.Load(),
 		DirectReads: s.directReads.Load(), Ties: s.ties.Load(), CrossZoneReads: s.crossZone.Load(), Refreshes: s.refreshes.Load(),
 		Hedges: s.hedges.Load(), HedgeWins: s.hedgeWins.Load(),
+		LeafReads: s.leafReads.Load(), LeafFallbacks: s.leafFallbacks.Load(),
 		StorageReads: s.storageReads.Load(), StorageFailures: s.storageFailures.Load(),
 		StorageWrites: s.storageWrites.Load(), HeldWrites: s.heldWrites.Load(),
 		LayerHits: c.layerHits.snapshot(),
@@ -163,6 +170,10 @@ func (c *Client) registerMetrics(reg prometheus.Registerer) error {
 			"Hedged reads answered by the hedge first.", c.stats.hedgeWins.Load),
 		metrics.CounterFunc("distcache_client_cross_zone_reads_total",
 			"Reads routed to a cache node in another zone than the client's.", c.stats.crossZone.Load),
+		metrics.CounterFunc("distcache_client_leaf_reads_total",
+			"GETs sent through the client leaf switch.", c.stats.leafReads.Load),
+		metrics.CounterFunc("distcache_client_leaf_fallbacks_total",
+			"GETs through the client leaf that it did not answer in time or that were refused, read by the client's own choice.", c.stats.leafFallbacks.Load),
 	); err != nil {
 		return fmt.Errorf("cannot register client metrics: %w", err)
 	}

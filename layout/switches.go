@@ -28,7 +28,9 @@ type FabricGetter func(name string) (Fabric, bool)
 // ResolveSwitches gives every switch-backed layer its members: the
 // switches of its fabric with its role, in the fabric's order — by rack
 // for a layer bound to racks, which needs one switch per rack — each with
-// a DataAddress.
+// a DataAddress; and the fabric's client leaves (ClientLeaves), each with
+// a DataAddress too: clients send their reads there. A layer cannot have
+// the client-leaf role: a client leaf caches nothing.
 func ResolveSwitches(layers []Layer, racks int, get FabricGetter) error {
 	for i := range layers {
 		l := &layers[i]
@@ -36,6 +38,10 @@ func ResolveSwitches(layers []Layer, racks int, get FabricGetter) error {
 			continue
 		}
 		ref := l.Spec.Switch
+		if ref.Role == v1alpha1.RoleClientLeaf {
+			return fmt.Errorf("cannot resolve layer %s: client-leaf switches cache nothing and cannot serve a cache layer; "+
+				"a fabric's client leaves route the reads of the clients behind them to the layers of its spine and storage-leaf switches", l.Name)
+		}
 		fab, ok := get(ref.FabricRef)
 		if !ok {
 			return fmt.Errorf("cannot resolve layer %s: fabric %q: %w", l.Name, ref.FabricRef, ErrFabricNotFound)
@@ -47,12 +53,17 @@ func ResolveSwitches(layers []Layer, racks int, get FabricGetter) error {
 			continue
 		}
 		var sws []v1alpha1.Switch
+		l.ClientLeaves = nil
 		for _, s := range f.Switches {
-			if s.Role != ref.Role {
+			if s.Role != ref.Role && s.Role != v1alpha1.RoleClientLeaf {
 				continue
 			}
 			if s.DataAddress == "" {
 				return fmt.Errorf("cannot resolve layer %s: switch %s of fabric %s has no dataAddress", l.Name, s.Name, ref.FabricRef)
+			}
+			if s.Role == v1alpha1.RoleClientLeaf {
+				l.ClientLeaves = append(l.ClientLeaves, s)
+				continue
 			}
 			sws = append(sws, s)
 		}
@@ -115,6 +126,39 @@ func (c *Cluster) SwitchMembers() []SwitchMember {
 	for _, l := range c.Layers {
 		for i, s := range l.Switches {
 			out = append(out, SwitchMember{Layer: l.Name, Fabric: l.Spec.Switch.FabricRef, Switch: s, Member: partmap.MemberName(c.Name, l.Name, i)})
+		}
+	}
+	return out
+}
+
+// ClientLeaf is a client-leaf switch of a fabric the cluster's
+// switch-backed layers use: the top of rack of clients (DistCache §4.2),
+// which sends each read to the less loaded of the key's spine and
+// storage-leaf switches. It is not a member of the partition map.
+type ClientLeaf struct {
+	Fabric string
+	Switch v1alpha1.Switch
+	// Name is its name among the cluster's processes and a fleet's
+	// switches (ClientLeafName).
+	Name string
+}
+
+// ClientLeafName is the name of client-leaf switch sw of cluster.
+func ClientLeafName(cluster, sw string) string { return cluster + "-" + sw }
+
+// ClientLeaves are the client-leaf switches of the fabrics the cluster's
+// switch-backed layers use (resolved by ResolveSwitches), each once, in
+// layer and fabric order.
+func (c *Cluster) ClientLeaves() []ClientLeaf {
+	var out []ClientLeaf
+	seen := map[string]bool{}
+	for _, l := range c.Layers {
+		if l.Software() || seen[l.Spec.Switch.FabricRef] {
+			continue
+		}
+		seen[l.Spec.Switch.FabricRef] = true
+		for _, s := range l.ClientLeaves {
+			out = append(out, ClientLeaf{Fabric: l.Spec.Switch.FabricRef, Switch: s, Name: ClientLeafName(c.Name, s.Name)})
 		}
 	}
 	return out

@@ -148,3 +148,57 @@ func TestLeavingFabric(t *testing.T) {
 		})
 	}
 }
+
+// TestClientLeaves: the client leaves of the fabric a cluster's switch
+// layers use are the cluster's, once each however many layers use the
+// fabric, and none is a member of the map.
+func TestClientLeaves(t *testing.T) {
+	layers := switchLayers()
+	withLeaves := fabric(func(f *v1alpha1.SwitchFabricSpec) {
+		f.Switches = append(f.Switches,
+			v1alpha1.Switch{Name: "c0", DeviceID: 5, Role: v1alpha1.RoleClientLeaf, DataAddress: "127.0.0.1:7800"},
+			v1alpha1.Switch{Name: "c1", DeviceID: 6, Role: v1alpha1.RoleClientLeaf, DataAddress: "127.0.0.1:7900"})
+	})
+	if err := layout.ResolveSwitches(layers, 2, withLeaves); err != nil {
+		t.Fatal(err)
+	}
+	c, err := layout.New("shop", v1alpha1.CacheClusterSpec{Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 2}}, layers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves := c.ClientLeaves()
+	if len(leaves) != 2 || leaves[0].Name != "shop-c0" || leaves[1].Name != "shop-c1" || leaves[0].Fabric != "tofino" ||
+		leaves[1].Switch.DataAddress != "127.0.0.1:7900" {
+		t.Fatalf("client leaves %+v", leaves)
+	}
+	if n := len(c.SwitchMembers()); n != 4 {
+		t.Fatalf("%d switch members, want the 4 cache switches", n)
+	}
+	m, err := c.Map(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range m.Layers {
+		for _, mb := range l.Members {
+			if mb.Address == "127.0.0.1:7800" || mb.Address == "127.0.0.1:7900" {
+				t.Fatalf("client leaf in the map: %+v", mb)
+			}
+		}
+	}
+}
+
+// TestClientLeavesRefused: a client leaf without a dataAddress, and a
+// layer of client leaves, are refused.
+func TestClientLeavesRefused(t *testing.T) {
+	noData := fabric(func(f *v1alpha1.SwitchFabricSpec) {
+		f.Switches = append(f.Switches, v1alpha1.Switch{Name: "c0", DeviceID: 5, Role: v1alpha1.RoleClientLeaf})
+	})
+	if err := layout.ResolveSwitches(switchLayers(), 2, noData); err == nil || !strings.Contains(err.Error(), "switch c0 of fabric tofino has no dataAddress") {
+		t.Errorf("client leaf without dataAddress: %v", err)
+	}
+	layers := switchLayers()
+	layers[0].Spec.Switch.Role = v1alpha1.RoleClientLeaf
+	if err := layout.ResolveSwitches(layers, 2, fabric(nil)); err == nil || !strings.Contains(err.Error(), "client-leaf switches cache nothing") {
+		t.Errorf("a layer of client leaves: %v", err)
+	}
+}

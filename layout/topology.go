@@ -26,6 +26,9 @@ type Layer struct {
 	// is gone (Fabric.Leaving): its switches, if any are left, are to be
 	// fenced and then removed from the map.
 	Leaving bool
+	// ClientLeaves are the client-leaf switches of a switch-backed
+	// layer's fabric (Cluster.ClientLeaves).
+	ClientLeaves []v1alpha1.Switch
 }
 
 // Software says whether the layer is served by cache-node pods.

@@ -235,9 +235,9 @@ func (c *cluster) start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 	defer cancel()
-	// A switch is ready once the fabric controller, started with it, has
-	// programmed it.
-	for _, kinds := range [][]plan.Kind{{plan.Redis}, {plan.Shim}, {plan.Node}, {plan.Switch, plan.Fabric}, {plan.ControlLoop}, {plan.Gateway}, {plan.Prometheus}} {
+	// A switch or client leaf is ready once the fabric controller,
+	// started with it, has programmed it.
+	for _, kinds := range [][]plan.Kind{{plan.Redis}, {plan.Shim}, {plan.Node}, {plan.Switch, plan.ClientLeaf, plan.Fabric}, {plan.ControlLoop}, {plan.Gateway}, {plan.Prometheus}} {
 		var group []plan.Process
 		for _, pr := range p.Processes {
 			if slices.Contains(kinds, pr.Kind) {

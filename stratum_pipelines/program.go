@@ -34,6 +34,14 @@ var Pipelines = map[string]string{
 	"distcache-tna":     "tna/cache_switch.p4",
 }
 
+// ClientLeafPipelines are the client leaf programs of Pipelines, by
+// pipeline name: the program loaded onto a fabric's client-leaf switches,
+// for the same target as the pipeline's cache switch program.
+var ClientLeafPipelines = map[string]string{
+	"distcache-v1model": "v1model/client_leaf.p4",
+	"distcache-tna":     "tna/client_leaf.p4",
+}
+
 // PipelineNames are the names of Pipelines, sorted.
 func PipelineNames() []string {
 	return slices.Sorted(maps.Keys(Pipelines))

@@ -30,7 +30,9 @@ const (
 	// racks; a storage-leaf layer is bound to the racks.
 	RoleStorageLeaf SwitchRole = "storage-leaf"
 	// RoleClientLeaf switches are the top-of-rack switches of client racks;
-	// they route reads and do not cache.
+	// they route reads and do not cache: no layer has this role, and the
+	// fabric's client leaves are programmed for the cluster whose layers
+	// use the fabric.
 	RoleClientLeaf SwitchRole = "client-leaf"
 )
 
@@ -39,6 +41,7 @@ const (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.switch) || (has(self.backend) && self.backend == 'switch')",message="switch is only for a layer with backend: switch"
 // +kubebuilder:validation:XValidation:rule="!has(self.backend) || self.backend != 'switch' || has(self.switch)",message="a layer with backend: switch needs switch.fabricRef and switch.role"
+// +kubebuilder:validation:XValidation:rule="!has(self.switch) || self.switch.role != 'client-leaf'",message="client-leaf switches cache nothing and cannot serve a layer: a fabric's client leaves route the reads of the clients behind them to its spine and storage-leaf layers"
 // +kubebuilder:validation:XValidation:rule="!(has(self.boundToRacks) && self.boundToRacks && has(self.nodes))",message="a layer bound to storage racks has one node per rack: leave nodes unset"
 // +kubebuilder:validation:XValidation:rule="(has(self.backend) && self.backend == 'switch') || (has(self.boundToRacks) && self.boundToRacks) || has(self.nodes)",message="nodes is required unless the layer is bound to storage racks (boundToRacks: true)"
 // +kubebuilder:validation:XValidation:rule="has(self.hashSeed) == has(oldSelf.hashSeed) && (!has(self.hashSeed) || self.hashSeed == oldSelf.hashSeed)",message="hashSeed cannot be set, changed or removed once the layer exists: it decides which node of the layer caches each key, so every cached key would move at once and the layer's caches would all start cold; create a new layer instead"

@@ -72,8 +72,10 @@ type LocalSecretReference struct {
 // The operator programs the switches of a fabric that a CacheCluster's
 // switch-backed layer uses, with the stratum driver: a primary P4Runtime
 // session per switch that pushes the pipeline and keeps the switch's
-// entries and serving lease from the cluster's partition map
-// (docs/switches.md); standalone mode (distcache up) does the same. The
+// entries and serving lease from the cluster's partition map, and per
+// client-leaf switch one that pushes the client leaf program and keeps
+// its routes from the same map (docs/switches.md); standalone mode
+// (distcache up) does the same. The
 // onos driver is validated and reported (Ready False, DriverUnavailable).
 //
 // +kubebuilder:validation:XValidation:rule="self.driver != 'onos' || has(self.onos)",message="the onos driver needs onos.endpoint"
@@ -131,7 +133,8 @@ type SwitchFabricStatus struct {
 type SwitchStatus struct {
 	// Name of the switch.
 	Name string `json:"name"`
-	// Member is the switch's member name in the cluster's partition map.
+	// Member is the switch's member name in the cluster's partition map;
+	// empty for a client leaf, which is no member.
 	// +optional
 	Member string `json:"member,omitempty"`
 	// Programmed says the operator is the switch's primary controller and

@@ -44,6 +44,7 @@ const (
 	msgSwitchNeeded    = "a layer with backend: switch needs switch.fabricRef and switch.role"
 	msgBoundNoNodes    = "a layer bound to storage racks has one node per rack: leave nodes unset"
 	msgNodesRequired   = "nodes is required unless the layer is bound to storage racks (boundToRacks: true)"
+	msgClientLeafLayer = "client-leaf switches cache nothing and cannot serve a layer"
 	msgONOSNeeded      = "the onos driver needs onos.endpoint"
 	msgONOSOnly        = "onos is only for driver: onos"
 	msgP4RuntimeNeeded = "the stratum driver needs a p4runtimeAddress for every switch"
@@ -97,6 +98,7 @@ func layerRuleCases() []ruleCase {
 		{"backend switch without switch", []layerOption{withBackend(v1alpha1.BackendSwitch)}, msgSwitchNeeded},
 		{"bound with nodes", []layerOption{withBoundToRacks(), withNodes(2)}, msgBoundNoNodes},
 		{"unbound without nodes", []layerOption{withoutNodes()}, msgNodesRequired},
+		{"client-leaf role", []layerOption{withBackend(v1alpha1.BackendSwitch), withSwitch("fabric", v1alpha1.RoleClientLeaf)}, msgClientLeafLayer},
 	}
 	var out []ruleCase
 	for _, r := range rules {

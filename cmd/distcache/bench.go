@@ -100,6 +100,7 @@ before and after, per timeline interval, and marks it on the timeline.`,
 	o.maps.addFlags(cmd, "partition map file of a cluster that is not a local standalone one (needs --rate; no load tables)", false)
 	f.StringVar(&o.listen, "listen", "", "UDP address of the clients (default 127.0.0.1:0 with a standalone cluster, 0.0.0.0:0 with --map or --map-configmap, as in a pod)")
 	f.Uint64Var(&c.Keys, "keys", driver.DefaultKeys, "key space size")
+	f.Var(addrPortValue{&c.Client.ClientLeaf}, "client-leaf", clientLeafHelp)
 	f.Float64Var(&c.Skew, "skew", driver.DefaultSkew, "Zipf exponent (0: uniform)")
 	f.IntVar(&c.ValueSize, "value-size", driver.DefaultValueSize, "written value size in bytes")
 	f.Float64Var(&c.WriteRatio, "write-ratio", 0, "share of operations that are writes")

@@ -140,6 +140,7 @@ a key could not be read back).`,
 	f.DurationVar(&c.OpTimeout, "op-timeout", checker.DefaultOpTimeout, "timeout of each operation")
 	f.DurationVar(&c.Client.FailBackoff, "fail-backoff", client.DefaultFailBackoff,
 		"how long a client skips a cache node that timed out; a short one makes clients try a paused node again soon after it resumes")
+	f.Var(addrPortValue{&c.Client.ClientLeaf}, "client-leaf", clientLeafHelp)
 	f.DurationVar(&c.MapPoll, "map-poll", checker.DefaultMapPoll, "how often the map file is polled")
 	f.DurationVar(&c.ReadBackTimeout, "read-back-timeout", checker.DefaultReadBackTimeout, "bound of the read-back's (and the preload's) retries")
 	f.DurationVar(&c.CheckTimeout, "check-timeout", checker.DefaultCheckTimeout, "bound of the linearizability check; keys not decided by then are unchecked")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"github.com/spf13/cobra"
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
@@ -25,6 +27,7 @@ func newFabricCommand() *cobra.Command {
 		mapPoll               time.Duration
 		metricsAddr, logLevel string
 		switches              []string
+		clientLeaves          []string
 		cfg                   cacheswitch.Config
 		interval              time.Duration
 		election              uint64
@@ -32,15 +35,20 @@ func newFabricCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "fabric",
-		Short: "Program a fabric's cache switches over P4Runtime from the partition map (the stratum driver)",
+		Short: "Program a fabric's cache switches and client leaves over P4Runtime from the partition map (the stratum driver)",
 		Long: `Run the controller of a fabric's switch-backed cache members: for each
 --switch, a primary P4Runtime session that pushes the cache switch program,
 installs the member's addresses and the shims' routes from the partition map,
 renews the switch's serving lease on every read of the map, and inserts the
-hot keys the switch reports. 'distcache up' starts it for a standalone
-cluster with a switch-backed layer; docs/switches.md describes it.`,
-		Example: `  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559`,
-		Args:    cobra.NoArgs,
+hot keys the switch reports. For each --client-leaf, a primary session that
+pushes the client leaf program and keeps its tables (the read ports, the
+spine layer's ring and each shard's storage-leaf switch) from every read
+of the map; a client leaf caches nothing and has no lease. 'distcache up'
+starts it for a standalone cluster with a switch-backed layer;
+docs/switches.md describes it.`,
+		Example: `  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559
+  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559 --client-leaf shop-c0=127.0.0.1:9561,data=127.0.0.1:7600,device=3`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)
 			if err != nil {
@@ -57,15 +65,11 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			if cfg.Info, err = pipelines.ProgramP4Info(program); err != nil {
 				return err
 			}
-			var members []fleet.Switch
-			for _, s := range switches {
-				member, addr, gnmi, device, err := parseSwitchFlag(s)
-				if err != nil {
-					return err
-				}
-				members = append(members, fleet.Switch{Member: member, P4Runtime: addr, DeviceID: device, GNMI: gnmi})
+			members, leafInfo, err := fabricSwitches(switches, clientLeaves, pipeline)
+			if err != nil {
+				return err
 			}
-			f, _ := fleet.Build(members, fleet.Config{Controller: cfg, Interval: interval, ElectionID: election, Logger: log})
+			f, _ := fleet.Build(members, fleet.Config{Controller: cfg, ClientLeafInfo: leafInfo, Interval: interval, ElectionID: election, Logger: log})
 			reg, wrapped := metrics.Registry("fabric", "")
 			if err := metrics.Register(wrapped, f.Collector(nil)); err != nil {
 				return err
@@ -95,29 +99,74 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 	fl.DurationVar(&interval, "interval", cacheswitch.DefaultInterval, "hot-key insertion period")
 	fl.Uint64Var(&election, "election-id", 1, "the controller's P4Runtime election id")
 	fl.StringVar(&pipeline, "pipeline", "distcache-v1model", "the pipeline pushed to the switches: distcache-v1model (stratum-bmv2 and the software switch) or distcache-tna (Tofino)")
-	_ = cmd.MarkFlagRequired("switch")
+	fl.StringArrayVar(&clientLeaves, "client-leaf", nil, "a client leaf and its P4Runtime endpoint: NAME=HOST:PORT,data=IP:PORT[,device=N][,gnmi=HOST:PORT] "+
+		"(repeatable): it runs the pipeline's client leaf program, its read ports at data's port + 1 + shard, its tables kept from every map read")
+	cmd.MarkFlagsOneRequired("switch", "client-leaf")
 	return cmd
 }
 
-// parseSwitchFlag reads MEMBER=HOST:PORT[,device=N][,gnmi=HOST:PORT].
-func parseSwitchFlag(s string) (member, addr, gnmi string, device uint64, err error) {
+// fabricSwitches are the fleet's switches of the --switch and
+// --client-leaf flags, and the P4Info of pipeline's client leaf program
+// when there are client leaves.
+func fabricSwitches(switches, clientLeaves []string, pipeline string) ([]fleet.Switch, *p4configv1.P4Info, error) {
+	var out []fleet.Switch
+	for _, s := range switches {
+		sw, err := parseSwitchFlag("switch", s)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, sw)
+	}
+	if len(clientLeaves) == 0 {
+		return out, nil, nil
+	}
+	for _, s := range clientLeaves {
+		sw, err := parseSwitchFlag("client-leaf", s)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, sw)
+	}
+	info, err := pipelines.ProgramP4Info(pipelines.ClientLeafPipelines[pipeline])
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot program the client leaves: %w", err)
+	}
+	return out, info, nil
+}
+
+// parseSwitchFlag reads --switch MEMBER=HOST:PORT[,device=N][,gnmi=HOST:PORT],
+// or --client-leaf NAME=HOST:PORT,data=IP:PORT[,device=N][,gnmi=HOST:PORT]
+// (flag "client-leaf"), whose data address is required.
+func parseSwitchFlag(flag, s string) (fleet.Switch, error) {
+	usage := "MEMBER=HOST:PORT[,device=N][,gnmi=HOST:PORT]"
+	if flag == "client-leaf" {
+		usage = "NAME=HOST:PORT,data=IP:PORT[,device=N][,gnmi=HOST:PORT]"
+	}
 	member, rest, ok := strings.Cut(s, "=")
 	if !ok || member == "" || rest == "" {
-		return "", "", "", 0, fmt.Errorf("cannot parse --switch %q: want MEMBER=HOST:PORT[,device=N][,gnmi=HOST:PORT]", s)
+		return fleet.Switch{}, fmt.Errorf("cannot parse --%s %q: want %s", flag, s, usage)
 	}
 	opts := strings.Split(rest, ",")
-	addr, device = opts[0], 1
+	sw := fleet.Switch{Member: member, P4Runtime: opts[0], DeviceID: 1}
+	var err error
 	for _, opt := range opts[1:] {
-		switch k, v, _ := strings.Cut(opt, "="); k {
-		case "device":
-			if device, err = strconv.ParseUint(v, 10, 64); err != nil || device == 0 {
-				return "", "", "", 0, fmt.Errorf("cannot parse --switch %q: device %q is not a positive number", s, v)
+		switch k, v, _ := strings.Cut(opt, "="); {
+		case k == "device":
+			if sw.DeviceID, err = strconv.ParseUint(v, 10, 64); err != nil || sw.DeviceID == 0 {
+				return fleet.Switch{}, fmt.Errorf("cannot parse --%s %q: device %q is not a positive number", flag, s, v)
 			}
-		case "gnmi":
-			gnmi = v
+		case k == "gnmi":
+			sw.GNMI = v
+		case k == "data" && flag == "client-leaf":
+			if sw.ClientLeaf, err = netip.ParseAddrPort(v); err != nil || !sw.ClientLeaf.Addr().Is4() {
+				return fleet.Switch{}, fmt.Errorf("cannot parse --%s %q: data %q is not an IPv4 address and port", flag, s, v)
+			}
 		default:
-			return "", "", "", 0, fmt.Errorf("cannot parse --switch %q: unknown option %q", s, opt)
+			return fleet.Switch{}, fmt.Errorf("cannot parse --%s %q: unknown option %q", flag, s, opt)
 		}
 	}
-	return member, addr, gnmi, device, nil
+	if flag == "client-leaf" && !sw.ClientLeaf.IsValid() {
+		return fleet.Switch{}, fmt.Errorf("cannot parse --%s %q: want %s", flag, s, usage)
+	}
+	return sw, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"runtime/debug"
 
@@ -23,6 +24,7 @@ func newGatewayCommand() *cobra.Command {
 		tlsKey     string
 		zone, host string
 		zoneMargin float64
+		clientLeaf netip.AddrPort
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -66,7 +68,7 @@ the commands.`,
 				}
 			}
 			cc := client.Config{Transport: o.transport(clientAddr, log), Maps: w, Registerer: wrapped, Logger: log,
-				Zone: zone, Host: host, ZoneMargin: zoneMargin}
+				Zone: zone, Host: host, ZoneMargin: zoneMargin, ClientLeaf: clientLeaf}
 			cc.Transport.Polled = gateway.EventLoops(cfg) // the loops receive the replies
 			cl, err := client.New(cc, w.Current())
 			if err != nil {
@@ -97,6 +99,7 @@ the commands.`,
 	f.StringVar(&zone, "zone", "", "the gateway's zone: reads prefer a key's cache node in it (default: the zone of the map's members on --host)")
 	f.StringVar(&host, "host", os.Getenv("NODE_NAME"), "the machine (Kubernetes node) the gateway runs on, whose members' zone is its zone when --zone is unset (default $NODE_NAME)")
 	f.Float64Var(&zoneMargin, "zone-margin", client.DefaultZoneMargin, "how much more loaded a cache node in the gateway's zone may be than one in another zone and still be chosen (negative: zones not told apart)")
+	f.Var(addrPortValue{&clientLeaf}, "client-leaf", clientLeafHelp)
 	_ = f.MarkHidden("listen") // the client's UDP address is --client-addr
 	return cmd
 }

@@ -125,7 +125,14 @@ func printSummary(w io.Writer, st control.Status) {
 	if n := kinds[string(plan.Gateway)]; n > 0 {
 		gateways = fmt.Sprintf(", %d gateway", n)
 	}
-	if n := kinds[string(plan.Switch)]; n > 0 {
+	switch n, leaves := kinds[string(plan.Switch)], kinds[string(plan.ClientLeaf)]; {
+	case leaves > 0:
+		what := "client leaves"
+		if leaves == 1 {
+			what = "client leaf"
+		}
+		switches = fmt.Sprintf(", %d software switches, %d %s and %d fabric controller", n, leaves, what, kinds[string(plan.Fabric)])
+	case n > 0:
 		switches = fmt.Sprintf(", %d software switches and %d fabric controller", n, kinds[string(plan.Fabric)])
 	}
 	fmt.Fprintf(w, "cluster %s %s: %d redis-servers, %d storage shims, %d cache nodes%s%s, %d control loop%s, map version %d\n",

@@ -136,26 +136,35 @@ func switchPanelsHaveData(t *testing.T, st control.Status) {
 
 func TestParseSwitchFlag(t *testing.T) {
 	tests := []struct {
-		in                 string
+		flag, in           string
 		member, addr, gnmi string
 		device             uint64
+		data               string
 		err                string
 	}{
-		{in: "m=127.0.0.1:9559", member: "m", addr: "127.0.0.1:9559", device: 1},
-		{in: "m=h:1,device=7,gnmi=h:2", member: "m", addr: "h:1", gnmi: "h:2", device: 7},
-		{in: "m=h:1,device=0", err: "is not a positive number"},
-		{in: "m=h:1,speed=9", err: `unknown option "speed=9"`},
-		{in: "=h:1", err: "want MEMBER=HOST:PORT"},
+		{flag: "switch", in: "m=127.0.0.1:9559", member: "m", addr: "127.0.0.1:9559", device: 1},
+		{flag: "switch", in: "m=h:1,device=7,gnmi=h:2", member: "m", addr: "h:1", gnmi: "h:2", device: 7},
+		{flag: "switch", in: "m=h:1,device=0", err: "is not a positive number"},
+		{flag: "switch", in: "m=h:1,speed=9", err: `unknown option "speed=9"`},
+		{flag: "switch", in: "=h:1", err: "want MEMBER=HOST:PORT"},
+		{flag: "switch", in: "m=h:1,data=127.0.0.1:7600", err: `unknown option "data=127.0.0.1:7600"`},
+		{flag: "client-leaf", in: "c=h:1,data=127.0.0.1:7600,device=3", member: "c", addr: "h:1", device: 3, data: "127.0.0.1:7600"},
+		{flag: "client-leaf", in: "c=h:1", err: "want NAME=HOST:PORT,data=IP:PORT"},
+		{flag: "client-leaf", in: "c=h:1,data=h:7600", err: `data "h:7600" is not an IPv4 address and port`},
 	}
 	for _, tt := range tests {
-		member, addr, gnmi, device, err := parseSwitchFlag(tt.in)
+		sw, err := parseSwitchFlag(tt.flag, tt.in)
+		data := ""
+		if sw.ClientLeaf.IsValid() {
+			data = sw.ClientLeaf.String()
+		}
 		switch {
 		case tt.err != "":
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%s: error %v, want %q", tt.in, err, tt.err)
+				t.Errorf("--%s %s: error %v, want %q", tt.flag, tt.in, err, tt.err)
 			}
-		case err != nil || member != tt.member || addr != tt.addr || gnmi != tt.gnmi || device != tt.device:
-			t.Errorf("%s: %q %q %q %d %v", tt.in, member, addr, gnmi, device, err)
+		case err != nil || sw.Member != tt.member || sw.P4Runtime != tt.addr || sw.GNMI != tt.gnmi || sw.DeviceID != tt.device || data != tt.data:
+			t.Errorf("--%s %s: %+v %v", tt.flag, tt.in, sw, err)
 		}
 	}
 }

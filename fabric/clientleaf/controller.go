@@ -12,9 +12,11 @@
 // tables were read. The program's loads (member_load) are the data
 // plane's: the controller neither reads nor writes them.
 //
-// What is not written: a loop that follows the map (Apply is called per
-// map version by its caller), and the wiring of client leaves into
-// standalone mode, the operator or the SwitchFabric API.
+// A Runner keeps a leaf programmed across sessions: it pushes the client
+// leaf program at every new session and applies every map read handed to
+// it (Renew), as package fabric/fleet runs it beside the cache switches
+// for `distcache fabric` and the operator's SwitchFabric controller. A
+// client leaf caches nothing and holds no serving lease.
 package clientleaf
 
 import (

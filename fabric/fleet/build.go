@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/tls"
 	"log/slog"
+	"net/netip"
 	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/clientleaf"
 	"github.com/distcache/distcache/fabric/stratum"
 )
 
@@ -22,6 +26,12 @@ type Switch struct {
 	// GNMI, when set, is the switch's gNMI endpoint: its ports are
 	// watched.
 	GNMI string
+	// ClientLeaf, when valid, makes the switch a client leaf at this
+	// data address (its read port of shard g is the port + 1 + g): it
+	// runs the client leaf program (Config.ClientLeafInfo), programmed
+	// from every map read by a clientleaf.Runner. Member is then only its
+	// name in the fleet: a client leaf is not in the partition map.
+	ClientLeaf netip.AddrPort
 }
 
 // Config is what the switches of a fleet share.
@@ -29,6 +39,9 @@ type Config struct {
 	// Controller programs each switch; Build sets its Member and Logger
 	// for each.
 	Controller cacheswitch.Config
+	// ClientLeafInfo is the P4Info of the client leaf program, for the
+	// client leaves (Switch.ClientLeaf).
+	ClientLeafInfo *p4configv1.P4Info
 	// Interval is the hot-key insertion interval.
 	Interval time.Duration
 	// ElectionID is the controller's P4Runtime election id.
@@ -43,15 +56,22 @@ type Config struct {
 }
 
 // Build returns the fleet of switches, each programmed over a primary
-// P4Runtime session (package stratum) by a cacheswitch.Runner, and the
-// runners in the order of switches.
-func Build(switches []Switch, cfg Config) (*Fleet, []*cacheswitch.Runner) {
+// P4Runtime session (package stratum) by a cacheswitch.Runner, or a
+// clientleaf.Runner for a client leaf, and the runners in the order of
+// switches.
+func Build(switches []Switch, cfg Config) (*Fleet, []Runner) {
 	members := map[string]Member{}
-	runners := make([]*cacheswitch.Runner, 0, len(switches))
+	runners := make([]Runner, 0, len(switches))
 	for _, s := range switches {
 		cc := cfg.Controller
 		cc.Member, cc.Logger = s.Member, cfg.Logger
 		dial := stratum.Config{Address: s.P4Runtime, DeviceID: s.DeviceID, ElectionID: cfg.ElectionID, TLS: cfg.TLS, Logger: cfg.Logger}
+		if s.ClientLeaf.IsValid() {
+			leaf := newClientLeaf(s, dial, cfg)
+			runners = append(runners, leaf)
+			members[s.Member] = Member{Runner: leaf, GNMI: s.GNMI, GNMITLS: cfg.TLS}
+			continue
+		}
 		runner := cacheswitch.NewRunner(cacheswitch.RunnerConfig{
 			Dial: func(ctx context.Context) (cacheswitch.Session, error) {
 				return stratum.Dial(ctx, dial)
@@ -62,6 +82,18 @@ func Build(switches []Switch, cfg Config) (*Fleet, []*cacheswitch.Runner) {
 		members[s.Member] = Member{Runner: runner, GNMI: s.GNMI, GNMITLS: cfg.TLS}
 	}
 	return New(members, cfg.Logger), runners
+}
+
+// newClientLeaf is the runner of client leaf s, dialed with dial.
+func newClientLeaf(s Switch, dial stratum.Config, cfg Config) *clientleaf.Runner {
+	return clientleaf.NewRunner(clientleaf.RunnerConfig{
+		Name: s.Member,
+		Dial: func(ctx context.Context) (clientleaf.Session, error) {
+			return stratum.Dial(ctx, dial)
+		},
+		Controller: clientleaf.Config{Addr: s.ClientLeaf, Info: cfg.ClientLeafInfo, Logger: cfg.Logger},
+		OnChange:   cfg.OnChange, Logger: cfg.Logger,
+	})
 }
 
 // Follow hands every read of w to the fleet, which renews the switches'

@@ -1,5 +1,6 @@
 // Package fleet keeps the switches of a fabric programmed from a
-// partition map source: a cacheswitch.Runner per switch member, and a
+// partition map source: a cacheswitch.Runner per switch member (a
+// clientleaf.Runner per client leaf, which has no serving lease), and a
 // renewal worker per switch that applies the latest map read to it (a
 // switch's Renew takes a few RPCs; a slow or unreachable switch delays
 // only its own renewals, and only the newest read is applied). Build
@@ -27,9 +28,21 @@ type read struct {
 	at time.Time
 }
 
+// Runner keeps one switch programmed across sessions: a
+// cacheswitch.Runner for a cache switch, a clientleaf.Runner for a client
+// leaf.
+type Runner interface {
+	Run(ctx context.Context)
+	// Renew applies a map read that started at readAt.
+	Renew(ctx context.Context, p *partmap.Placement, readAt time.Time) error
+	State() cacheswitch.State
+	// Programmed is closed once a session has programmed the switch.
+	Programmed() <-chan struct{}
+}
+
 // Member is one switch of a fleet.
 type Member struct {
-	Runner *cacheswitch.Runner
+	Runner Runner
 	// GNMI, when set, is the switch's gNMI endpoint: the fleet watches
 	// its ports' operational state.
 	GNMI string
@@ -40,7 +53,7 @@ type Member struct {
 // member is one switch: its runner, its pending read and its ports.
 type member struct {
 	name   string
-	runner *cacheswitch.Runner
+	runner Runner
 	gnmi   string
 	tls    *tls.Config
 	latest chan read // holds at most the newest read not yet applied

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/clientleaf"
 )
 
 // counters are the cache switch controller's counters a fleet exports per
@@ -21,6 +22,18 @@ var counters = []struct {
 	{"hot_key_reports", "Hot-key digests received.", func(s *cacheswitch.Stats) uint64 { return s.HotKeys.Load() }},
 }
 
+// leafCounters are the client leaf runner's counters a fleet exports per
+// client leaf, since the fleet started; a client leaf has none of the
+// cache switch's.
+var leafCounters = []struct {
+	name, help string
+	get        func(*clientleaf.RunnerStats) uint64
+}{
+	{"client_leaf_applies", "Map reads applied to the client leaf.", func(s *clientleaf.RunnerStats) uint64 { return s.Applies.Load() }},
+	{"client_leaf_entries_written", "Table entries of the client leaf inserted, modified or deleted.", func(s *clientleaf.RunnerStats) uint64 { return s.Written.Load() }},
+	{"client_leaf_apply_errors", "Map reads the client leaf could not be programmed with.", func(s *clientleaf.RunnerStats) uint64 { return s.Errors.Load() }},
+}
+
 // collector exports a fleet's switches as distcache_fabric_* series with
 // a switch_member label and its constant labels.
 type collector struct {
@@ -29,11 +42,12 @@ type collector struct {
 	sessions   *prometheus.Desc
 	portsUp    *prometheus.Desc
 	counters   []*prometheus.Desc
+	leaf       []*prometheus.Desc
 }
 
 // Collector exports each switch's session (distcache_fabric_switch_programmed,
-// distcache_fabric_switch_sessions_total), its controller's counters and
-// its ports up, labelled switch_member and with labels (which may be nil).
+// distcache_fabric_switch_sessions_total), its controller's counters (a
+// cache switch's or a client leaf's) and its ports up, labelled switch_member and with labels (which may be nil).
 func (f *Fleet) Collector(labels prometheus.Labels) prometheus.Collector {
 	member := []string{"switch_member"}
 	c := &collector{f: f,
@@ -44,6 +58,9 @@ func (f *Fleet) Collector(labels prometheus.Labels) prometheus.Collector {
 	for _, k := range counters {
 		c.counters = append(c.counters, prometheus.NewDesc("distcache_fabric_"+k.name+"_total", k.help, member, labels))
 	}
+	for _, k := range leafCounters {
+		c.leaf = append(c.leaf, prometheus.NewDesc("distcache_fabric_"+k.name+"_total", k.help, member, labels))
+	}
 	return c
 }
 
@@ -52,6 +69,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.sessions
 	ch <- c.portsUp
 	for _, d := range c.counters {
+		ch <- d
+	}
+	for _, d := range c.leaf {
 		ch <- d
 	}
 }
@@ -67,13 +87,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.sessions, prometheus.CounterValue, float64(st.Sessions), m.name)
 		_, up := c.f.Ports(m.name)
 		ch <- prometheus.MustNewConstMetric(c.portsUp, prometheus.GaugeValue, float64(up), m.name)
-		ctl := m.runner.Controller()
-		for i, k := range counters {
-			v := uint64(0)
-			if ctl != nil {
-				v = k.get(ctl.Stats())
+		switch r := m.runner.(type) {
+		case *cacheswitch.Runner:
+			ctl := r.Controller()
+			for i, k := range counters {
+				v := uint64(0)
+				if ctl != nil {
+					v = k.get(ctl.Stats())
+				}
+				ch <- prometheus.MustNewConstMetric(c.counters[i], prometheus.CounterValue, float64(v), m.name)
 			}
-			ch <- prometheus.MustNewConstMetric(c.counters[i], prometheus.CounterValue, float64(v), m.name)
+		case *clientleaf.Runner:
+			for i, k := range leafCounters {
+				ch <- prometheus.MustNewConstMetric(c.leaf[i], prometheus.CounterValue, float64(k.get(r.Stats())), m.name)
+			}
 		}
 	}
 }

@@ -54,8 +54,13 @@ const (
 	// Switch is a software switch of a switch-backed layer's member
 	// (`distcache switch`): Addr is its coherence address.
 	Switch Kind = "switch"
-	// Fabric is the controller that programs the switches (`distcache
-	// fabric`).
+	// ClientLeaf is a software switch running the client leaf program
+	// (`distcache switch --program client_leaf`) for a client-leaf switch
+	// of the cluster's fabric: Addr is its data address. It is no member
+	// of the map: the control loop does not probe it.
+	ClientLeaf Kind = "client-leaf"
+	// Fabric is the controller that programs the switches and client
+	// leaves (`distcache fabric`).
 	Fabric Kind = "fabric"
 )
 
@@ -170,9 +175,6 @@ type Options struct {
 	// (package partmap, failure domains).
 	Domains map[string]Domain
 }
-
-// Domain is a cache member's zone and host.
-type Domain struct{ Zone, Host string }
 
 // Plan is a cluster laid out on one host.
 type Plan struct {
@@ -331,6 +333,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 	if runGateway {
 		name, redisAddr, metricsAddr := c.Name+"-gateway", tcp.next(), tcp.next()
 		args := append([]string{"gateway", "--redis-addr=" + redisAddr}, layout.DataPlaneArgs(&c.Spec)...)
+		args = append(args, clientLeafArgs(c)...)
 		if o.GatewayUsersDir != "" {
 			args = append(args, "--users-dir="+o.GatewayUsersDir)
 		}
@@ -543,12 +546,6 @@ type addresser struct {
 	domains map[string]Domain // by member name (Options.Domains)
 }
 
-// MemberDomain is the domain Options.Domains gives member i of layer.
-func (a *addresser) MemberDomain(layer string, i int) (zone, host string) {
-	d := a.domains[partmap.MemberName(a.cluster, layer, i)]
-	return d.Zone, d.Host
-}
-
 func (a *addresser) ShardAddress(rack, shard int) string { return a.shards[rack*a.perRack+shard] }
 
 // RedisAddress is the redis-server the plan starts for the shard: clients
@@ -566,34 +563,4 @@ func (a *addresser) MemberAddress(layer string, i int) string {
 		return m[i]
 	}
 	return ""
-}
-
-// switchMapPoll is how often the controller of c's switches reads its
-// map: each read renews the switches' serving leases.
-func switchMapPoll(c *layout.Cluster, poll time.Duration) time.Duration {
-	return layout.LeaseMapPoll(layout.ServingLease(&c.Spec), poll)
-}
-
-// checkDomains refuses domains of members c does not have.
-func checkDomains(c *layout.Cluster, domains map[string]Domain) error {
-	if len(domains) == 0 {
-		return nil
-	}
-	spec := c.MapSpec(nil)
-	members := map[string]bool{}
-	for _, l := range spec.Layers {
-		n := l.Nodes
-		if l.BoundToRacks {
-			n = spec.Racks
-		}
-		for i := range n {
-			members[partmap.MemberName(spec.Cluster, l.Name, i)] = !l.Switch
-		}
-	}
-	for name := range domains {
-		if software, ok := members[name]; !ok || !software {
-			return fmt.Errorf("cannot place member %q in a failure domain: %s has no cache node of that name", name, c.Name)
-		}
-	}
-	return nil
 }

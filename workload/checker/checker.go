@@ -238,6 +238,8 @@ func (c *Checker) Run(ctx context.Context) (*Verdict, error) {
 		v.Counts.StorageReads += int64(s.StorageReads)
 		v.Counts.StorageWrites += int64(s.StorageWrites)
 		v.Counts.HeldWrites += int64(s.HeldWrites)
+		v.Counts.LeafReads += int64(s.LeafReads)
+		v.Counts.LeafFallbacks += int64(s.LeafFallbacks)
 	}
 	c.progress(ReadingBack, v.Elapsed)
 	routed, direct := c.readBack(ctx)

@@ -30,6 +30,9 @@ func (v *Verdict) WriteText(w io.Writer) error {
 		fmt.Fprintf(bw, "direct: %d reads and %d writes at Redis, %d writes of keys a cache may hold through the shims\n",
 			c.StorageReads, c.StorageWrites, c.HeldWrites)
 	}
+	if c.LeafReads > 0 {
+		fmt.Fprintf(bw, "client leaf: %d reads sent through it, %d of them read on without it (no answer in time, or refused)\n", c.LeafReads, c.LeafFallbacks)
+	}
 	for _, e := range v.Stale {
 		if e.Frozen {
 			fmt.Fprintf(bw, "stale clients frozen at %v on map version %d\n", e.At.Round(time.Millisecond), e.StaleMap)

@@ -171,6 +171,12 @@ type Counts struct {
 	StorageReads  int64 `json:"storageReads,omitempty"`
 	StorageWrites int64 `json:"storageWrites,omitempty"`
 	HeldWrites    int64 `json:"heldWrites,omitempty"`
+	// LeafReads are the workload's reads the clients sent through the
+	// client leaf (client.Config.ClientLeaf); LeafFallbacks those the
+	// leaf did not answer in time or answered with a refusal, which the
+	// clients then read by their own choice.
+	LeafReads     int64 `json:"leafReads,omitempty"`
+	LeafFallbacks int64 `json:"leafFallbacks,omitempty"`
 }
 
 // StaleEvent is a freeze or thaw of the stale clients.

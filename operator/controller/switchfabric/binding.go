@@ -40,6 +40,11 @@ type binding struct {
 	ElectionID  uint64
 	TLSVersion  string // the TLS Secret's resourceVersion; "" for plaintext
 
+	// ClientLeaves are the fabric's client leaves, programmed with
+	// LeafProgram from the cluster's map; they are members of no layer.
+	ClientLeaves []layout.ClientLeaf
+	LeafProgram  string
+
 	tls *tls.Config
 }
 
@@ -49,7 +54,8 @@ func (b *binding) key() string {
 }
 
 // bind finds the one CacheCluster whose switch-backed layers use the
-// fabric, and the member names of its switches there.
+// fabric, the member names of its switches there, and the fabric's client
+// leaves.
 func (r *Reconciler) bind(ctx context.Context, s *state) (ctrl.Result, error) {
 	var list v1alpha1.CacheClusterList
 	if err := r.List(ctx, &list, client.InNamespace(s.f.Namespace)); err != nil {
@@ -77,8 +83,14 @@ func (r *Reconciler) bind(ctx context.Context, s *state) (ctrl.Result, error) {
 		if len(sws) == 0 {
 			continue
 		}
+		var leaves []layout.ClientLeaf
+		for _, cl := range c.ClientLeaves() {
+			if cl.Fabric == s.f.Name {
+				leaves = append(leaves, cl)
+			}
+		}
 		users = append(users, cc.Name)
-		s.binding = &binding{Cluster: cc.Name, MapRef: cachecluster.MapConfigMapName(cc.Name), Switches: sws,
+		s.binding = &binding{Cluster: cc.Name, MapRef: cachecluster.MapConfigMapName(cc.Name), Switches: sws, ClientLeaves: leaves,
 			Programming: c.SwitchProgramming(), ElectionID: max(r.ElectionID, 1)}
 	}
 	sort.Strings(users)
@@ -105,7 +117,7 @@ func (r *Reconciler) checkDriver(_ context.Context, s *state) (ctrl.Result, erro
 	if !ok {
 		return s.block(v1alpha1.ReasonPipelineMismatch, fmt.Sprintf("pipeline %q is not one this operator has (%s)", s.f.Spec.Pipeline, strings.Join(pipelines.PipelineNames(), ", ")))
 	}
-	s.binding.Program = program
+	s.binding.Program, s.binding.LeafProgram = program, pipelines.ClientLeafPipelines[s.f.Spec.Pipeline]
 	return ctrl.Result{}, nil
 }
 

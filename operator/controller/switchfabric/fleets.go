@@ -26,7 +26,7 @@ type running struct {
 	key     string // the binding it programs (binding.key)
 	binding *binding
 	fleet   *fleet.Fleet
-	runners map[string]*cacheswitch.Runner // by switch name
+	runners map[string]fleet.Runner // by switch name
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -103,14 +103,19 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 		return nil, fmt.Errorf("cannot load pipeline %s: %w", b.Program, err)
 	}
 	lg := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("switchfabric").WithValues("switchfabric", fabric.String())))
-	rn := &running{binding: b, runners: map[string]*cacheswitch.Runner{}, done: make(chan struct{})}
+	rn := &running{binding: b, runners: map[string]fleet.Runner{}, done: make(chan struct{})}
 	switches := make([]fleet.Switch, 0, len(b.Switches))
 	for _, sm := range b.Switches {
 		switches = append(switches, fleet.Switch{Member: sm.Member, P4Runtime: sm.Switch.P4RuntimeAddress,
 			DeviceID: uint64(sm.Switch.DeviceID), GNMI: sm.Switch.GNMIAddress})
 	}
-	var runners []*cacheswitch.Runner
-	rn.fleet, runners = fleet.Build(switches, fleet.Config{
+	leaves, leafInfo, err := clientLeafSwitches(b)
+	if err != nil {
+		return nil, err
+	}
+	switches = append(switches, leaves...)
+	var runners []fleet.Runner
+	rn.fleet, runners = fleet.Build(switches, fleet.Config{ClientLeafInfo: leafInfo,
 		Controller: cacheswitch.Config{Info: info, Lease: b.Programming.Lease,
 			Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold},
 		Interval: b.Programming.Interval, ElectionID: b.ElectionID, TLS: b.tls,
@@ -119,6 +124,9 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 	})
 	for i, sm := range b.Switches {
 		rn.runners[sm.Switch.Name] = runners[i]
+	}
+	for i, cl := range b.ClientLeaves {
+		rn.runners[cl.Switch.Name] = runners[len(b.Switches)+i]
 	}
 	if r.Metrics != nil {
 		c := rn.fleet.Collector(prometheus.Labels{"namespace": fabric.Namespace, "cluster": b.Cluster, "switchfabric": fabric.Name})

@@ -31,16 +31,16 @@ func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
 // startOperator runs the CacheCluster and SwitchFabric controllers in a
 // manager until the test ends, and returns the registry of the fleets'
-// metrics.
-func startOperator(t *testing.T) *prometheus.Registry {
+// metrics; opts edit the CacheCluster controller.
+func startOperator(t *testing.T, opts ...func(*cachecluster.Reconciler)) *prometheus.Registry {
 	t.Helper()
-	reg, _ := runOperator(t)
+	reg, _ := runOperator(t, opts...)
 	return reg
 }
 
 // runOperator is startOperator that also returns a function stopping the
 // operator before the test ends.
-func runOperator(t *testing.T) (*prometheus.Registry, func()) {
+func runOperator(t *testing.T, opts ...func(*cachecluster.Reconciler)) (*prometheus.Registry, func()) {
 	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
@@ -51,8 +51,12 @@ func runOperator(t *testing.T) (*prometheus.Registry, func()) {
 		t.Fatal(err)
 	}
 	rec, reg := mgr.GetEventRecorder("distcache-operator"), prometheus.NewRegistry()
+	cr := &cachecluster.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec}
+	for _, o := range opts {
+		o(cr)
+	}
 	for _, setup := range []func(ctrl.Manager) error{
-		(&cachecluster.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec}).SetupWithManager,
+		cr.SetupWithManager,
 		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(), Recorder: rec, Metrics: reg}).SetupWithManager,
 	} {
 		if err := setup(mgr); err != nil {

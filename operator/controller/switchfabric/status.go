@@ -51,21 +51,28 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 	setConditions(f)
 }
 
-// switchStatuses reads each switch's session from the fleet.
+// switchStatuses reads each switch's session from the fleet, the client
+// leaves' after the cache switches'.
 func switchStatuses(rn *running) []v1alpha1.SwitchStatus {
-	out := make([]v1alpha1.SwitchStatus, 0, len(rn.binding.Switches))
+	out := make([]v1alpha1.SwitchStatus, 0, len(rn.binding.Switches)+len(rn.binding.ClientLeaves))
 	for _, sm := range rn.binding.Switches {
-		st := rn.runners[sm.Switch.Name].State()
-		ss := v1alpha1.SwitchStatus{Name: sm.Switch.Name, Member: sm.Member, Programmed: st.Programmed,
-			Since: &metav1.Time{Time: st.Since}, Sessions: int32(min(st.Sessions, 1<<31-1))}
-		if !st.Programmed && st.Err != nil {
-			ss.Reason, ss.Message = notProgrammedReason(st.Err), st.Err.Error()
-		}
-		ports, up := rn.fleet.Ports(sm.Member)
-		ss.Ports, ss.PortsUp = int32(ports), int32(up)
-		out = append(out, ss)
+		out = append(out, switchStatus(rn, sm.Switch.Name, sm.Member, sm.Member))
 	}
-	return out
+	return append(out, clientLeafStatuses(rn)...)
+}
+
+// switchStatus is the status of switch name, member of the map (""
+// for none), inFleet in the fleet.
+func switchStatus(rn *running, name, member, inFleet string) v1alpha1.SwitchStatus {
+	st := rn.runners[name].State()
+	ss := v1alpha1.SwitchStatus{Name: name, Member: member, Programmed: st.Programmed,
+		Since: &metav1.Time{Time: st.Since}, Sessions: int32(min(st.Sessions, 1<<31-1))}
+	if !st.Programmed && st.Err != nil {
+		ss.Reason, ss.Message = notProgrammedReason(st.Err), st.Err.Error()
+	}
+	ports, up := rn.fleet.Ports(inFleet)
+	ss.Ports, ss.PortsUp = int32(ports), int32(up)
+	return ss
 }
 
 // notProgrammedReason classifies why a session ended or could not start.
@@ -147,13 +154,17 @@ func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.
 		// first (client-go aggregates events alike but for the note).
 		sw := &corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SwitchFabric", Namespace: f.Namespace,
 			Name: f.Name, UID: f.UID, FieldPath: fmt.Sprintf("spec.switches{%s}", ss.Name)}
+		who, starts, meanwhile := fmt.Sprintf("switch %s (member %s)", ss.Name, ss.Member), "it starts with an empty cache", "it is failed over until programmed again"
+		if ss.Member == "" {
+			who, starts, meanwhile = "client leaf "+ss.Name, "its tables are written from the map", "its tables are not kept from the map until programmed again"
+		}
 		switch {
 		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions):
 			r.Recorder.Eventf(sw, nil, corev1.EventTypeNormal, EventSwitchProgrammed, "Program",
-				"switch %s (member %s) programmed in session %d: pipeline pushed, it starts with an empty cache", ss.Name, ss.Member, ss.Sessions)
+				"%s programmed in session %d: pipeline pushed, %s", who, ss.Sessions, starts)
 		case !ss.Programmed && known && o.Programmed:
 			r.Recorder.Eventf(sw, nil, corev1.EventTypeWarning, EventSwitchLost, "Program",
-				"switch %s (member %s) lost: %s: %s; it is failed over until programmed again", ss.Name, ss.Member, ss.Reason, ss.Message)
+				"%s lost: %s: %s; %s", who, ss.Reason, ss.Message, meanwhile)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package switchfabric reconciles SwitchFabrics: it programs the switches
-// of a fabric that a CacheCluster's switch-backed layer uses, with the
-// stratum driver, and reports each switch's session in the status.
+// of a fabric that a CacheCluster's switch-backed layer uses, and the
+// fabric's client leaves (clientleaves.go), with the stratum driver, and
+// reports each switch's session in the status.
 //
 // In the DistCache design the upper cache layers are switches (§4); here a
 // switch is a member of the partition map like a cache node. The operator
