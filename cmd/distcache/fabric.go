@@ -16,7 +16,7 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/fabric/pipeline"
 )
 
 func newFabricCommand() *cobra.Command {
@@ -28,7 +28,7 @@ func newFabricCommand() *cobra.Command {
 		cfg                   cacheswitch.Config
 		interval              time.Duration
 		election              uint64
-		pipeline              string
+		pipelineName          string
 	)
 	cmd := &cobra.Command{
 		Use:   "fabric",
@@ -50,12 +50,9 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			if err != nil {
 				return err
 			}
-			program, ok := pipelines.Pipelines[pipeline]
-			if !ok {
-				return fmt.Errorf("cannot program the switches: --pipeline %q is not one of %s", pipeline, strings.Join(pipelines.PipelineNames(), ", "))
-			}
-			if cfg.Info, err = pipelines.ProgramP4Info(program); err != nil {
-				return err
+			built, err := pipeline.Builtin(pipelineName)
+			if err != nil {
+				return fmt.Errorf("cannot program the switches: --pipeline: %w", err)
 			}
 			var members []fleet.Switch
 			for _, s := range switches {
@@ -65,7 +62,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 				}
 				members = append(members, fleet.Switch{Member: member, P4Runtime: addr, DeviceID: device, GNMI: gnmi})
 			}
-			f, _ := fleet.Build(members, fleet.Config{Controller: cfg, Interval: interval, ElectionID: election, Logger: log})
+			f, _ := fleet.Build(members, fleet.Config{Pipeline: built, Controller: cfg, Interval: interval, ElectionID: election, Logger: log})
 			reg, wrapped := metrics.Registry("fabric", "")
 			if err := metrics.Register(wrapped, f.Collector(nil)); err != nil {
 				return err
@@ -94,7 +91,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 	fl.Uint16Var(&cfg.HotThreshold, "hot-threshold", cacheswitch.DefaultHotThreshold, "reads of an uncached key in an interval that make the switch report it")
 	fl.DurationVar(&interval, "interval", cacheswitch.DefaultInterval, "hot-key insertion period")
 	fl.Uint64Var(&election, "election-id", 1, "the controller's P4Runtime election id")
-	fl.StringVar(&pipeline, "pipeline", "distcache-v1model", "the pipeline pushed to the switches: distcache-v1model (stratum-bmv2 and the software switch) or distcache-tna (Tofino)")
+	fl.StringVar(&pipelineName, "pipeline", "distcache-v1model", "the pipeline pushed to the switches: distcache-v1model (stratum-bmv2 and the software switch) or distcache-tna (Tofino)")
 	_ = cmd.MarkFlagRequired("switch")
 	return cmd
 }

@@ -11,12 +11,14 @@ package fleet
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/pipeline"
 	"github.com/distcache/distcache/fabric/stratum"
 	"github.com/distcache/distcache/placement/partmap"
 )
@@ -171,4 +173,20 @@ func (f *Fleet) Healthy() error {
 		}
 	}
 	return nil
+}
+
+// Upgrade hands every switch p, a build of the same P4Info as the
+// fleet's (cacheswitch.Runner.Upgrade): a switch in session gets it with
+// RECONCILE_AND_COMMIT and keeps its state, the others at their next
+// session. The error joins those of the switches that did not take it,
+// each naming its switch; another P4Info is refused by every switch
+// (cacheswitch.ErrP4InfoChanged) and nothing is pushed.
+func (f *Fleet) Upgrade(ctx context.Context, p *pipeline.Pipeline) error {
+	errs := make([]error, len(f.members))
+	var wg sync.WaitGroup
+	for i, m := range f.members {
+		wg.Go(func() { errs[i] = m.runner.Upgrade(ctx, p.Info, p.DeviceConfig, p.Cookie) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

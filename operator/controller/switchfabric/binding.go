@@ -34,6 +34,7 @@ const statusRefresh = 15 * time.Second
 type binding struct {
 	Cluster     string
 	MapRef      string // the partition map's ConfigMap
+	Pipeline    string // spec.pipeline
 	Program     string
 	Switches    []layout.SwitchMember
 	Programming layout.SwitchProgramming
@@ -105,7 +106,7 @@ func (r *Reconciler) checkDriver(_ context.Context, s *state) (ctrl.Result, erro
 	if !ok {
 		return s.block(v1alpha1.ReasonPipelineMismatch, fmt.Sprintf("pipeline %q is not one this operator has (%s)", s.f.Spec.Pipeline, strings.Join(pipelines.PipelineNames(), ", ")))
 	}
-	s.binding.Program = program
+	s.binding.Pipeline, s.binding.Program = s.f.Spec.Pipeline, program
 	return ctrl.Result{}, nil
 }
 

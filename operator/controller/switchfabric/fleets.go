@@ -17,8 +17,8 @@ import (
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
+	"github.com/distcache/distcache/fabric/pipeline"
 	"github.com/distcache/distcache/layout"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // running is a fabric's fleet at work.
@@ -98,9 +98,9 @@ func (fs *fleets) stopAll() {
 // start runs a fleet for b: a runner per switch (the stratum driver)
 // and the renewals from the cluster's partition map.
 func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, error) {
-	info, err := pipelines.ProgramP4Info(b.Program)
+	built, err := pipeline.Builtin(b.Pipeline)
 	if err != nil {
-		return nil, fmt.Errorf("cannot load pipeline %s: %w", b.Program, err)
+		return nil, err
 	}
 	lg := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("switchfabric").WithValues("switchfabric", fabric.String())))
 	rn := &running{binding: b, runners: map[string]*cacheswitch.Runner{}, done: make(chan struct{})}
@@ -111,7 +111,8 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 	}
 	var runners []*cacheswitch.Runner
 	rn.fleet, runners = fleet.Build(switches, fleet.Config{
-		Controller: cacheswitch.Config{Info: info, Lease: b.Programming.Lease,
+		Pipeline: built,
+		Controller: cacheswitch.Config{Lease: b.Programming.Lease,
 			Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold},
 		Interval: b.Programming.Interval, ElectionID: b.ElectionID, TLS: b.tls,
 		OnChange: func(cacheswitch.State) { r.notify(fabric.Namespace, fabric.Name) },
