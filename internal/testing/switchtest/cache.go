@@ -55,6 +55,24 @@ func CacheValue(t testing.TB, sw *softswitch.Switch, key string, slot uint32, va
 	}
 }
 
+// RouteShard gives sw a storage_route of shard to shim, through the
+// switch's own write path, as the controller writes one for a shim whose
+// address resolves.
+func RouteShard(t testing.TB, sw *softswitch.Switch, shard uint32, shim netip.AddrPort) {
+	t.Helper()
+	info, _, ok := sw.Pipeline()
+	if !ok {
+		t.Fatal("the switch runs no pipeline")
+	}
+	table, _ := pipelines.ObjectID(info, "storage_route")
+	action, _ := pipelines.ObjectID(info, "to_shim")
+	a4 := shim.Addr().As4()
+	e := p4entity.TableEntry(table, action, [][]byte{p4entity.U32(shard)}, a4[:], p4entity.U16(shim.Port()))
+	if err := sw.Write([]*p4v1.Update{p4entity.Update(p4v1.Update_INSERT, e)})[0]; err != nil {
+		t.Fatalf("cannot route shard %d: %v", shard, err)
+	}
+}
+
 // Get reads key from a switch's read port and returns the reply (FlagHit
 // set when the switch served it from its cache).
 func Get(t testing.TB, readPort netip.AddrPort, key string) wire.Message {

@@ -42,6 +42,10 @@ type binding struct {
 	TLSVersion  string // the TLS Secret's resourceVersion; "" for plaintext
 
 	tls *tls.Config
+	// build is the compiled program read from spec.pipelineSource: not
+	// part of the key, as a new build of the same P4Info reaches the
+	// running sessions (program).
+	build *loaded
 }
 
 func (b *binding) key() string {
@@ -160,12 +164,14 @@ func tlsConfig(sec *corev1.Secret) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// program keeps the fabric's fleet running what the binding asks.
-func (r *Reconciler) program(_ context.Context, s *state) (ctrl.Result, error) {
+// program keeps the fabric's fleet running what the binding asks, and
+// hands its switches the build read (upgrade).
+func (r *Reconciler) program(ctx context.Context, s *state) (ctrl.Result, error) {
 	run, err := r.fleets.ensure(client.ObjectKeyFromObject(s.f), s.binding, r.start)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	s.run = run
+	r.upgrade(ctx, s)
 	return ctrl.Result{}, nil
 }

@@ -33,7 +33,7 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 	}
 	switch {
 	case s.blocked != nil:
-		f.Status.Cluster, f.Status.SwitchStatuses = "", nil
+		f.Status.Cluster, f.Status.SwitchStatuses, f.Status.Pipeline = "", nil, nil
 		reason, msg := s.blocked.Reason, s.blocked.Message
 		set(f, v1alpha1.ConditionReady, false, reason, msg)
 		set(f, v1alpha1.ConditionProgressing, false, reason, msg)
@@ -47,8 +47,21 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 	}
 	f.Status.Cluster = s.binding.Cluster
 	f.Status.SwitchStatuses = switchStatuses(s.run)
+	f.Status.Pipeline = pipelineStatus(s.run.build)
 	r.recordSessions(f, before)
 	setConditions(f)
+	if c := s.pipelineIssue; c != nil {
+		// The switches serve on with the build they have; the fabric does
+		// not run what its spec asks.
+		set(f, v1alpha1.ConditionReady, false, c.Reason, c.Message)
+		set(f, v1alpha1.ConditionDegraded, true, c.Reason, c.Message)
+	}
+}
+
+// pipelineStatus is what status.pipeline says of a build.
+func pipelineStatus(b *loaded) *v1alpha1.PipelineStatus {
+	return &v1alpha1.PipelineStatus{Source: b.source, Digest: b.digest, Cookie: b.p.CookieHex(),
+		DeviceConfigBytes: int64(len(b.p.DeviceConfig)), Since: &metav1.Time{Time: b.since}}
 }
 
 // switchStatuses reads each switch's session from the fleet.
@@ -58,6 +71,9 @@ func switchStatuses(rn *running) []v1alpha1.SwitchStatus {
 		st := rn.runners[sm.Switch.Name].State()
 		ss := v1alpha1.SwitchStatus{Name: sm.Switch.Name, Member: sm.Member, Programmed: st.Programmed,
 			Since: &metav1.Time{Time: st.Since}, Sessions: int32(min(st.Sessions, 1<<31-1))}
+		if c := rn.runners[sm.Switch.Name].RunningCookie(); st.Programmed && c != 0 {
+			ss.Cookie = fmt.Sprintf("%#016x", c)
+		}
 		if !st.Programmed && st.Err != nil {
 			ss.Reason, ss.Message = notProgrammedReason(st.Err), st.Err.Error()
 		}
