@@ -16,7 +16,6 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
-	"github.com/distcache/distcache/fabric/pipeline"
 )
 
 func newFabricCommand() *cobra.Command {
@@ -28,7 +27,7 @@ func newFabricCommand() *cobra.Command {
 		cfg                   cacheswitch.Config
 		interval              time.Duration
 		election              uint64
-		pipelineName          string
+		pf                    pipelineFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "fabric",
@@ -38,9 +37,18 @@ func newFabricCommand() *cobra.Command {
 installs the member's addresses and the shims' routes from the partition map,
 renews the switch's serving lease on every read of the map, and inserts the
 hot keys the switch reports. 'distcache up' starts it for a standalone
-cluster with a switch-backed layer; docs/switches.md describes it.`,
-		Example: `  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559`,
-		Args:    cobra.NoArgs,
+cluster with a switch-backed layer; docs/switches.md describes it.
+
+The switches get the P4Info of --pipeline and no device config, which
+only the software switch runs, or a compiled build: --p4info and
+--device-config, or --pipeline-image. Its P4Info is checked before
+anything is pushed. On SIGHUP the build is read again: a new build of the
+same P4Info reaches the switches in their sessions (RECONCILE_AND_COMMIT),
+keeping their cached keys; another P4Info is refused.`,
+		Example: `  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559
+  distcache fabric --map run/partition-map.json --switch shop-spine-0=192.0.2.7:9559 \
+      --p4info out/p4/v1model-cache_switch/cache_switch.p4info.txt --device-config out/p4/v1model-cache_switch/cache_switch.json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)
 			if err != nil {
@@ -50,9 +58,9 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			if err != nil {
 				return err
 			}
-			built, err := pipeline.Builtin(pipelineName)
+			built, source, err := pf.load(cmd.Context())
 			if err != nil {
-				return fmt.Errorf("cannot program the switches: --pipeline: %w", err)
+				return err
 			}
 			var members []fleet.Switch
 			for _, s := range switches {
@@ -75,8 +83,11 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go f.Follow(ctx, w, mapPoll)
-			log.Info("programming switches", "switches", len(members), "metrics", ms.Addr(), "map_version", w.Current().Version())
+			reloads := pf.reloadOnHangup(ctx, f, built, log)
+			log.Info("programming switches", "switches", len(members), "metrics", ms.Addr(), "map_version", w.Current().Version(),
+				"pipeline_source", source, "cookie", built.CookieHex(), "device_config_bytes", len(built.DeviceConfig))
 			f.Run(ctx)
+			reloads()
 			return nil
 		},
 	}
@@ -91,7 +102,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 	fl.Uint16Var(&cfg.HotThreshold, "hot-threshold", cacheswitch.DefaultHotThreshold, "reads of an uncached key in an interval that make the switch report it")
 	fl.DurationVar(&interval, "interval", cacheswitch.DefaultInterval, "hot-key insertion period")
 	fl.Uint64Var(&election, "election-id", 1, "the controller's P4Runtime election id")
-	fl.StringVar(&pipelineName, "pipeline", "distcache-v1model", "the pipeline pushed to the switches: distcache-v1model (stratum-bmv2 and the software switch) or distcache-tna (Tofino)")
+	pf.add(fl)
 	_ = cmd.MarkFlagRequired("switch")
 	return cmd
 }

@@ -133,7 +133,10 @@ func TestUpgradeKeepsTheSwitchState(t *testing.T) {
 // assertPipeline checks the device config and cookie the switch holds.
 func assertPipeline(t *testing.T, target *switchtest.Target, want *pipeline.Pipeline) {
 	t.Helper()
-	got := switchtest.PipelineConfig(t, target.P4Runtime, 1)
+	got, err := switchtest.PipelineConfig(target.P4Runtime, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if string(got.GetP4DeviceConfig()) != string(want.DeviceConfig) || got.GetCookie().GetCookie() != want.Cookie {
 		t.Fatalf("the switch holds device config %q cookie %#x, want %q cookie %#x",
 			got.GetP4DeviceConfig(), got.GetCookie().GetCookie(), want.DeviceConfig, want.Cookie)

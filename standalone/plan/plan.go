@@ -132,6 +132,9 @@ type Options struct {
 	// tls.crt, tls.key and the CA bundle), as a Secret is mounted
 	// (rediscreds.go). Check makes them absolute.
 	RedisAuthDir, RedisTLSDir string
+	// SwitchPipelineDir stands for the ConfigMap or Secret of the fabrics'
+	// pipelineSource, a file per key (switchpipeline.go).
+	SwitchPipelineDir string
 	// Host is the address every process listens on (default 127.0.0.1).
 	Host string
 	// ShardRate is the emulated capacity of a storage shard in work units
@@ -375,7 +378,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 // background, so that such a mistake is its own error rather than a line
 // in the log of the process that runs the cluster.
 func Check(c *layout.Cluster, o *Options) error {
-	if err := checkSwitches(c); err != nil {
+	if err := o.checkSwitches(c); err != nil {
 		return err
 	}
 	if err := checkDomains(c, o.Domains); err != nil {
@@ -566,12 +569,6 @@ func (a *addresser) MemberAddress(layer string, i int) string {
 		return m[i]
 	}
 	return ""
-}
-
-// switchMapPoll is how often the controller of c's switches reads its
-// map: each read renews the switches' serving leases.
-func switchMapPoll(c *layout.Cluster, poll time.Duration) time.Duration {
-	return layout.LeaseMapPoll(layout.ServingLease(&c.Spec), poll)
 }
 
 // checkDomains refuses domains of members c does not have.

@@ -2,6 +2,7 @@ package switchtest
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -109,12 +110,12 @@ func CacheHits(t testing.TB, sw *softswitch.Switch, slot uint32) uint64 {
 
 // PipelineConfig reads the forwarding pipeline config of the switch at
 // the P4Runtime address addr over gRPC (GetForwardingPipelineConfig,
-// ALL): the device config and cookie exactly as the switch holds them.
-func PipelineConfig(t testing.TB, addr string, deviceID uint64) *p4v1.ForwardingPipelineConfig {
-	t.Helper()
+// ALL): the device config and cookie exactly as the switch holds them;
+// an error before a pipeline was pushed.
+func PipelineConfig(addr string, deviceID uint64) (*p4v1.ForwardingPipelineConfig, error) {
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer cc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -122,7 +123,7 @@ func PipelineConfig(t testing.TB, addr string, deviceID uint64) *p4v1.Forwarding
 	resp, err := p4v1.NewP4RuntimeClient(cc).GetForwardingPipelineConfig(ctx, &p4v1.GetForwardingPipelineConfigRequest{
 		DeviceId: deviceID, ResponseType: p4v1.GetForwardingPipelineConfigRequest_ALL})
 	if err != nil {
-		t.Fatalf("cannot read the pipeline of %s: %v", addr, err)
+		return nil, fmt.Errorf("cannot read the pipeline of %s: %w", addr, err)
 	}
-	return resp.GetConfig()
+	return resp.GetConfig(), nil
 }

@@ -92,7 +92,10 @@ func buildConfigMap(t *testing.T, ns, name string, p4info, device []byte) {
 func switchRuns(t *testing.T, target *switchtest.Target, device []byte, cookie uint64) {
 	t.Helper()
 	poll.Eventually(t, fmt.Sprintf("the switch holds %d bytes of device config, cookie %#016x", len(device), cookie), func() (bool, error) {
-		got := switchtest.PipelineConfig(t, target.P4Runtime, 1)
+		got, err := switchtest.PipelineConfig(target.P4Runtime, 1)
+		if err != nil {
+			return false, err
+		}
 		return string(got.GetP4DeviceConfig()) == string(device) && got.GetCookie().GetCookie() == cookie,
 			fmt.Errorf("it holds %q, cookie %#016x", got.GetP4DeviceConfig(), got.GetCookie().GetCookie())
 	})
