@@ -20,8 +20,8 @@ type PipelineFiles struct {
 	P4InfoKey string `json:"p4infoKey,omitempty"`
 	// DeviceConfigKey names the target's compiled program: bmv2's JSON
 	// for stratum-bmv2, the packed Tofino binary and context for
-	// stratum-bf (docs/switches.md). In a ConfigMap, put it under
-	// binaryData.
+	// stratum-bf (docs/switches.md). In a ConfigMap, a binary program
+	// goes under binaryData.
 	// +kubebuilder:default="device_config.bin"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
@@ -72,10 +72,9 @@ type PipelineImage struct {
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.configMapRef) ? 1 : 0) + (has(self.secretRef) ? 1 : 0) + (has(self.image) ? 1 : 0) == 1",message="pipelineSource needs exactly one of configMapRef, secretRef or image"
 type PipelineSource struct {
-	// ConfigMapRef names a ConfigMap of the fabric's namespace: the
-	// P4Info under data or binaryData, the device config under
-	// binaryData. A ConfigMap holds at most 1 MiB: a bigger program goes
-	// in an image. The operator watches it.
+	// ConfigMapRef names a ConfigMap of the fabric's namespace with both
+	// files, under data or binaryData. A ConfigMap holds at most 1 MiB: a
+	// bigger program goes in an image. The operator watches it.
 	// +optional
 	ConfigMapRef *PipelineObjectRef `json:"configMapRef,omitempty"`
 	// SecretRef names a Secret of the fabric's namespace with both files
