@@ -75,7 +75,7 @@ func ResolveSwitches(layers []Layer, racks int, get FabricGetter) error {
 				return err
 			}
 		}
-		l.Switches, l.Driver = sws, f.Driver
+		l.Switches, l.Driver, l.PipelineSource = sws, f.Driver, f.PipelineSource
 	}
 	return nil
 }

@@ -19,9 +19,10 @@ type Layer struct {
 	Spec v1alpha1.CacheLayerSpec
 	// Switches are a switch-backed layer's members, in member order (by
 	// rack for a layer bound to racks), once ResolveSwitches found them;
-	// Driver is their fabric's driver.
-	Switches []v1alpha1.Switch
-	Driver   v1alpha1.FabricDriver
+	// Driver and PipelineSource are their fabric's.
+	Switches       []v1alpha1.Switch
+	Driver         v1alpha1.FabricDriver
+	PipelineSource *v1alpha1.PipelineSource
 	// Leaving says the switch-backed layer's fabric is being deleted or
 	// is gone (Fabric.Leaving): its switches, if any are left, are to be
 	// fenced and then removed from the map.

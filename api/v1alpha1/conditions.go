@@ -107,6 +107,15 @@ const (
 	// ReasonPipelineMismatch: a switch refused the pipeline pushed to it,
 	// or the fabric names a pipeline this operator does not have.
 	ReasonPipelineMismatch = "PipelineMismatch"
+	// ReasonP4InfoMismatch: the P4Info of a SwitchFabric's compiled
+	// program (spec.pipelineSource) is not the pipeline's, or not the one
+	// the switches run: nothing of it is pushed, and the message lists
+	// the differences.
+	ReasonP4InfoMismatch = "P4InfoMismatch"
+	// ReasonPipelineSourceInvalid: a SwitchFabric's spec.pipelineSource
+	// cannot be read: the ConfigMap, Secret or artefact is missing, lacks
+	// a key or file, or its P4Info does not parse.
+	ReasonPipelineSourceInvalid = "PipelineSourceInvalid"
 	// ReasonNotInUse: no CacheCluster's switch-backed layer uses a
 	// SwitchFabric, so its switches are not programmed.
 	ReasonNotInUse = "NotInUse"

@@ -83,6 +83,7 @@ type LocalSecretReference struct {
 // +kubebuilder:validation:XValidation:rule="self.driver != 'stratum' || self.switches.all(s, has(s.p4runtimeAddress))",message="the stratum driver needs a p4runtimeAddress for every switch"
 // +kubebuilder:validation:XValidation:rule="self.switches.map(s, s.deviceID).distinct().size() == size(self.switches)",message="switch deviceIDs must be unique in a fabric"
 // +kubebuilder:validation:XValidation:rule="self.switches.all(s, s.role == 'storage-leaf' || !has(s.rack))",message="only storage-leaf switches serve a rack"
+// +kubebuilder:validation:XValidation:rule="self.driver == 'stratum' || !has(self.pipelineSource)",message="pipelineSource is for driver: stratum (with onos, the pipeconf carries the program)"
 type SwitchFabricSpec struct {
 	// Driver is how the switches are programmed.
 	Driver FabricDriver `json:"driver"`
@@ -103,6 +104,12 @@ type SwitchFabricSpec struct {
 	// P4Runtime and gNMI connections; plaintext when unset.
 	// +optional
 	TLSSecretRef *LocalSecretReference `json:"tlsSecretRef,omitempty"`
+	// PipelineSource is where the compiled program of the pipeline is
+	// (P4Info and device config, built with p4c or bf-p4c): what a
+	// Stratum switch needs. Without it the switches get the project's
+	// P4Info and no device config, which only the software switch runs.
+	// +optional
+	PipelineSource *PipelineSource `json:"pipelineSource,omitempty"`
 }
 
 // SwitchFabricStatus is the observed state of a SwitchFabric.
@@ -127,6 +134,11 @@ type SwitchFabricStatus struct {
 	// +listMapKey=name
 	// +optional
 	SwitchStatuses []SwitchStatus `json:"switchStatuses,omitempty"`
+	// Pipeline is the build the operator hands the switches: the
+	// project's own, or the compiled program of spec.pipelineSource last
+	// read and accepted.
+	// +optional
+	Pipeline *PipelineStatus `json:"pipeline,omitempty"`
 }
 
 // SwitchStatus is what the operator's session with one switch observed.
@@ -149,6 +161,10 @@ type SwitchStatus struct {
 	// operator started: each started it with an empty cache.
 	// +optional
 	Sessions int32 `json:"sessions,omitempty"`
+	// Cookie is the cookie of the build the switch runs in its session,
+	// in hex (status.pipeline.cookie once it took the latest).
+	// +optional
+	Cookie string `json:"cookie,omitempty"`
 	// Reason is why the switch is not programmed: SwitchUnreachable,
 	// MastershipLost or PipelineMismatch.
 	// +optional

@@ -192,6 +192,7 @@ func celRuleCases() []ruleCase {
 		{"spine switch with a rack", newFabric(withSwitchEdit(0, func(s *v1alpha1.Switch) { s.Rack = ptr.To[int32](0) })), "spec", msgRackOnlyLeaf},
 	}
 	cases = append(cases, layerRuleCases()...)
+	cases = append(cases, pipelineRuleCases()...)
 	cases = append(cases, backupRuleCases()...)
 	return append(cases, schedulingRuleCases()...)
 }
@@ -289,6 +290,7 @@ func schemaCases(t *testing.T) []schemaCase {
 			}
 		})), "spec.gateway.scheduling.nodeSelector", []string{"spec.gateway.scheduling.nodeSelector", "must have at most 32 items"}},
 	}
+	cases = append(cases, pipelineSchemaCases()...)
 	return append(cases, backupSchemaCases(t)...)
 }
 
@@ -394,6 +396,7 @@ func validCases() []validCase {
 			withSwitches(v1alpha1.Switch{Name: "s1", DeviceID: 1, Role: v1alpha1.RoleSpine}))},
 	}
 	cases = append(cases, backupValidCases()...)
+	cases = append(cases, pipelineValidCases()...)
 	return append(cases, schedulingValidCases()...)
 }
 

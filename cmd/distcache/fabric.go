@@ -31,7 +31,7 @@ func newFabricCommand() *cobra.Command {
 		cfg                   cacheswitch.Config
 		interval              time.Duration
 		election              uint64
-		pipeline              string
+		pf                    pipelineFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "fabric",
@@ -45,9 +45,18 @@ pushes the client leaf program and keeps its tables (the read ports, the
 spine layer's ring and each shard's storage-leaf switch) from every read
 of the map; a client leaf caches nothing and has no lease. 'distcache up'
 starts it for a standalone cluster with a switch-backed layer;
-docs/switches.md describes it.`,
+docs/switches.md describes it.
+
+The switches get the P4Info of --pipeline and no device config, which
+only the software switch runs, or a compiled build: --p4info and
+--device-config, or --pipeline-image. Its P4Info is checked before
+anything is pushed. On SIGHUP the build is read again: a new build of the
+same P4Info reaches the switches in their sessions (RECONCILE_AND_COMMIT),
+keeping their cached keys; another P4Info is refused.`,
 		Example: `  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559
-  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559 --client-leaf shop-c0=127.0.0.1:9561,data=127.0.0.1:7600,device=3`,
+  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559 --client-leaf shop-c0=127.0.0.1:9561,data=127.0.0.1:7600,device=3
+  distcache fabric --map run/partition-map.json --switch shop-spine-0=192.0.2.7:9559 \
+      --p4info out/p4/v1model-cache_switch/cache_switch.p4info.txt --device-config out/p4/v1model-cache_switch/cache_switch.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logLevel)
@@ -58,18 +67,15 @@ docs/switches.md describes it.`,
 			if err != nil {
 				return err
 			}
-			program, ok := pipelines.Pipelines[pipeline]
-			if !ok {
-				return fmt.Errorf("cannot program the switches: --pipeline %q is not one of %s", pipeline, strings.Join(pipelines.PipelineNames(), ", "))
-			}
-			if cfg.Info, err = pipelines.ProgramP4Info(program); err != nil {
-				return err
-			}
-			members, leafInfo, err := fabricSwitches(switches, clientLeaves, pipeline)
+			built, source, err := pf.load(cmd.Context())
 			if err != nil {
 				return err
 			}
-			f, _ := fleet.Build(members, fleet.Config{Controller: cfg, ClientLeafInfo: leafInfo, Interval: interval, ElectionID: election, Logger: log})
+			members, leafInfo, err := fabricSwitches(switches, clientLeaves, pf.name)
+			if err != nil {
+				return err
+			}
+			f, _ := fleet.Build(members, fleet.Config{Pipeline: built, Controller: cfg, ClientLeafInfo: leafInfo, Interval: interval, ElectionID: election, Logger: log})
 			reg, wrapped := metrics.Registry("fabric", "")
 			if err := metrics.Register(wrapped, f.Collector(nil)); err != nil {
 				return err
@@ -82,8 +88,11 @@ docs/switches.md describes it.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			go f.Follow(ctx, w, mapPoll)
-			log.Info("programming switches", "switches", len(members), "metrics", ms.Addr(), "map_version", w.Current().Version())
+			reloads := pf.reloadOnHangup(ctx, f, built, log)
+			log.Info("programming switches", "switches", len(members), "metrics", ms.Addr(), "map_version", w.Current().Version(),
+				"pipeline_source", source, "cookie", built.CookieHex(), "device_config_bytes", len(built.DeviceConfig))
 			f.Run(ctx)
+			reloads()
 			return nil
 		},
 	}
@@ -98,7 +107,7 @@ docs/switches.md describes it.`,
 	fl.Uint16Var(&cfg.HotThreshold, "hot-threshold", cacheswitch.DefaultHotThreshold, "reads of an uncached key in an interval that make the switch report it")
 	fl.DurationVar(&interval, "interval", cacheswitch.DefaultInterval, "hot-key insertion period")
 	fl.Uint64Var(&election, "election-id", 1, "the controller's P4Runtime election id")
-	fl.StringVar(&pipeline, "pipeline", "distcache-v1model", "the pipeline pushed to the switches: distcache-v1model (stratum-bmv2 and the software switch) or distcache-tna (Tofino)")
+	pf.add(fl)
 	fl.StringArrayVar(&clientLeaves, "client-leaf", nil, "a client leaf and its P4Runtime endpoint: NAME=HOST:PORT,data=IP:PORT[,device=N][,gnmi=HOST:PORT] "+
 		"(repeatable): it runs the pipeline's client leaf program, its read ports at data's port + 1 + shard, its tables kept from every map read")
 	cmd.MarkFlagsOneRequired("switch", "client-leaf")

@@ -52,6 +52,9 @@ type upOptions struct {
 	// redisAuthDir and redisTLSDir hold the keys of the Secrets of
 	// storage.auth and storage.tls, a file each.
 	redisAuthDir, redisTLSDir string
+	// switchPipelineDir holds the keys of the ConfigMap or Secret of the
+	// SwitchFabrics' pipelineSource, a file each.
+	switchPipelineDir string
 	// memberDomains are the --member-domain flags: NAME=ZONE/HOST.
 	memberDomains []string
 }
@@ -75,7 +78,9 @@ file per user, holding its password), --gateway-tls-cert and
 --gateway-tls-key serve it over TLS: standalone mode's
 spec.gateway.usersSecretName and tlsSecretName, which it refuses.
 --redis-auth-dir and --redis-tls-dir hold the keys of the Secrets of
-spec.storage.auth and storage.tls, a file per key.
+spec.storage.auth and storage.tls, a file per key; --switch-pipeline-dir
+those of the ConfigMap or Secret of a SwitchFabric's spec.pipelineSource
+(the compiled program pushed to the switches: docs/switches.md).
 
 up returns once every process is ready and leaves the cluster running in the
 background; see it with 'distcache status', stop it with 'distcache down'.
@@ -128,6 +133,8 @@ this way (docs/benchmarks.md).`,
 		"directory with the keys of spec.storage.auth's Secret, a file each (password, previous): the redis-servers require the password and the shims log in with it; a changed file applies without a restart")
 	f.StringVar(&o.redisTLSDir, "redis-tls-dir", "",
 		"directory with the keys of spec.storage.tls's Secrets, a file each (tls.crt, tls.key, ca.crt): the redis-servers serve TLS only and the shims verify them; a changed certificate applies without a restart")
+	f.StringVar(&o.switchPipelineDir, "switch-pipeline-dir", "",
+		"directory with the keys of the ConfigMap or Secret of the SwitchFabrics' spec.pipelineSource, a file each (p4info.txt, device_config.bin): the compiled program the fabric controller checks and pushes to the switches")
 	f.DurationVar(&o.startTimeout, "start-timeout", standalone.DefaultStartTimeout, "how long every process may take to become ready")
 	f.DurationVar(&o.probeInterval, "probe-interval", 50*time.Millisecond,
 		"health-check period of the control loop (/healthz and a data-plane PING); a cache node is fenced in the probe that finds it not ready, well before spec.failover.gracePeriod fails it (a refused connection makes it not ready at once, an unanswered /healthz after four periods, unanswered PINGs after four when the node's /healthz reports spare capacity and after ten when it is busy)")
@@ -162,7 +169,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	gw := plan.Options{NoGateway: !o.gateway, GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey, Domains: domains,
-		RedisAuthDir: o.redisAuthDir, RedisTLSDir: o.redisTLSDir}
+		RedisAuthDir: o.redisAuthDir, RedisTLSDir: o.redisTLSDir, SwitchPipelineDir: o.switchPipelineDir}
 	if err := plan.Check(topo, &gw); err != nil {
 		return err
 	}
@@ -170,7 +177,7 @@ func (o *upOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	o.gatewayUsersDir, o.gatewayTLSCert, o.gatewayTLSKey = gw.GatewayUsersDir, gw.GatewayTLSCert, gw.GatewayTLSKey // absolute
-	o.redisAuthDir, o.redisTLSDir = gw.RedisAuthDir, gw.RedisTLSDir
+	o.redisAuthDir, o.redisTLSDir, o.switchPipelineDir = gw.RedisAuthDir, gw.RedisTLSDir, gw.SwitchPipelineDir
 	if o.ref.runDir == "" {
 		o.ref.runDir = filepath.Join(defaultStateRoot(), topo.Name)
 	}
@@ -222,7 +229,7 @@ func (o *upOptions) runForeground(cmd *cobra.Command, topo *layout.Cluster, runD
 	p, err := plan.New(topo, plan.Options{
 		RunDir: runDir, Binary: self, RedisServer: redisPath, Prometheus: prometheusPath, NoGateway: !o.gateway,
 		GatewayUsersDir: o.gatewayUsersDir, GatewayTLSCert: o.gatewayTLSCert, GatewayTLSKey: o.gatewayTLSKey,
-		RedisAuthDir: o.redisAuthDir, RedisTLSDir: o.redisTLSDir,
+		RedisAuthDir: o.redisAuthDir, RedisTLSDir: o.redisTLSDir, SwitchPipelineDir: o.switchPipelineDir,
 		ShardRate: o.shardCapacity, NodeRate: o.nodeCapacity, MapPoll: o.mapPoll, LogLevel: o.logLevel,
 		GOMAXPROCS: inheritedMaxProcs(), ServerCPU: o.serverCPU, Domains: domains,
 	})

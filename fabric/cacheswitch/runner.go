@@ -35,6 +35,9 @@ type RunnerConfig struct {
 	// DeviceConfig is the target's compiled program (none for the
 	// software switch).
 	DeviceConfig []byte
+	// Cookie names Controller.Info and DeviceConfig, pushed with them: a
+	// content hash (package fabric/pipeline), the same for the same build.
+	Cookie uint64
 	// Interval is the insertion interval (DefaultInterval).
 	Interval time.Duration
 	// Retry is the wait before dialing again after a session ends (1 s
@@ -71,10 +74,10 @@ type Runner struct {
 	cfg RunnerConfig
 	log *slog.Logger
 
-	mu     sync.Mutex // guards cur, state
-	cur    *Controller
-	state  State
-	cookie uint64
+	mu    sync.Mutex // guards cur, state
+	cur   *Controller
+	state State
+	build build // the compiled program pushed, and what the session runs (upgrade.go)
 
 	programmed     chan struct{} // closed once the first session programmed the switch
 	programmedOnce sync.Once
@@ -89,7 +92,7 @@ func NewRunner(cfg RunnerConfig) *Runner {
 		cfg.Logger = slog.Default()
 	}
 	return &Runner{cfg: cfg, log: cfg.Logger.With("member", cfg.Controller.Member), programmed: make(chan struct{}),
-		state: State{Since: time.Now()}}
+		state: State{Since: time.Now()}, build: build{deviceConfig: cfg.DeviceConfig, cookie: cfg.Cookie}}
 }
 
 // State is the runner's session as last seen.
@@ -148,10 +151,10 @@ func (r *Runner) session(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	r.cookie++
-	if err := s.SetPipeline(ctx, r.cfg.Controller.Info, r.cfg.DeviceConfig, uint64(time.Now().UnixNano())+r.cookie); err != nil {
+	if err := r.push(ctx, s); err != nil {
 		return err
 	}
+	defer r.forget(s)
 	c, err := New(ctx, s, r.cfg.Controller)
 	if err != nil {
 		return err

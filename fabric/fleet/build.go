@@ -12,6 +12,7 @@ import (
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/clientleaf"
+	"github.com/distcache/distcache/fabric/pipeline"
 	"github.com/distcache/distcache/fabric/stratum"
 )
 
@@ -36,8 +37,11 @@ type Switch struct {
 
 // Config is what the switches of a fleet share.
 type Config struct {
-	// Controller programs each switch; Build sets its Member and Logger
-	// for each.
+	// Pipeline is what every session pushes: its P4Info (the
+	// controller's), device config and cookie.
+	Pipeline *pipeline.Pipeline
+	// Controller programs each switch; Build sets its Member, Info and
+	// Logger for each.
 	Controller cacheswitch.Config
 	// ClientLeafInfo is the P4Info of the client leaf program, for the
 	// client leaves (Switch.ClientLeaf).
@@ -64,7 +68,7 @@ func Build(switches []Switch, cfg Config) (*Fleet, []Runner) {
 	runners := make([]Runner, 0, len(switches))
 	for _, s := range switches {
 		cc := cfg.Controller
-		cc.Member, cc.Logger = s.Member, cfg.Logger
+		cc.Member, cc.Info, cc.Logger = s.Member, cfg.Pipeline.Info, cfg.Logger
 		dial := stratum.Config{Address: s.P4Runtime, DeviceID: s.DeviceID, ElectionID: cfg.ElectionID, TLS: cfg.TLS, Logger: cfg.Logger}
 		if s.ClientLeaf.IsValid() {
 			leaf := newClientLeaf(s, dial, cfg)
@@ -76,7 +80,8 @@ func Build(switches []Switch, cfg Config) (*Fleet, []Runner) {
 			Dial: func(ctx context.Context) (cacheswitch.Session, error) {
 				return stratum.Dial(ctx, dial)
 			},
-			Controller: cc, Interval: cfg.Interval, OnChange: cfg.OnChange, Logger: cfg.Logger,
+			Controller: cc, DeviceConfig: cfg.Pipeline.DeviceConfig, Cookie: cfg.Pipeline.Cookie,
+			Interval: cfg.Interval, OnChange: cfg.OnChange, Logger: cfg.Logger,
 		})
 		runners = append(runners, runner)
 		members[s.Member] = Member{Runner: runner, GNMI: s.GNMI, GNMITLS: cfg.TLS}

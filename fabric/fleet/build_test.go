@@ -13,6 +13,7 @@ import (
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
+	"github.com/distcache/distcache/fabric/pipeline"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -28,6 +29,10 @@ func (addresser) MemberAddress(_ string, i int) string {
 // reached fails its renewals, and the fleet says so.
 func TestBuildFollowsTheMap(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
+	builtin, err := pipeline.Builtin("distcache-v1model")
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := partmap.Build(partmap.Spec{Cluster: "lab", Racks: 1, ShardsPerRack: 1, Addresses: addresser{},
 		Layers: []partmap.LayerSpec{{Name: "spine", Nodes: 2, Switch: true}}}, nil)
 	if err != nil {
@@ -44,7 +49,7 @@ func TestBuildFollowsTheMap(t *testing.T) {
 	f, runners := fleet.Build([]fleet.Switch{
 		{Member: "lab-spine-0", P4Runtime: "127.0.0.1:1", DeviceID: 1},
 		{Member: "lab-spine-1", P4Runtime: "127.0.0.1:1", DeviceID: 1},
-	}, fleet.Config{Controller: cacheswitch.Config{Lease: time.Second}, Logger: quiet})
+	}, fleet.Config{Pipeline: builtin, Controller: cacheswitch.Config{Lease: time.Second}, Logger: quiet})
 	if len(runners) != 2 || runners[0] == runners[1] {
 		t.Fatalf("Build made runners %v, want two", runners)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
+	"github.com/distcache/distcache/fabric/pipeline"
 	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
@@ -50,7 +51,7 @@ func TestFleetProgramsAClientLeaf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cacheInfo, err := pipelines.ProgramP4Info(softswitch.Program)
+	builtin, err := pipeline.Builtin("distcache-v1model")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestFleetProgramsAClientLeaf(t *testing.T) {
 	f, runners := fleet.Build([]fleet.Switch{
 		{Member: "lab-spine-0", P4Runtime: spine.P4Runtime, DeviceID: 1},
 		{Member: "lab-cl-0", P4Runtime: leaf.P4Runtime, DeviceID: 2, ClientLeaf: leaf.Addr()},
-	}, fleet.Config{Controller: cacheswitch.Config{Info: cacheInfo, Lease: time.Second}, ClientLeafInfo: leafInfo, Logger: quiet})
+	}, fleet.Config{Pipeline: builtin, Controller: cacheswitch.Config{Lease: time.Second}, ClientLeafInfo: leafInfo, Logger: quiet})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { f.Run(ctx) })

@@ -12,14 +12,17 @@ package fleet
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/pipeline"
 	"github.com/distcache/distcache/fabric/stratum"
 	"github.com/distcache/distcache/placement/partmap"
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 )
 
 // read is a map read: the placement and when the read started.
@@ -184,4 +187,28 @@ func (f *Fleet) Healthy() error {
 		}
 	}
 	return nil
+}
+
+// upgrader is a runner whose compiled program can be replaced: a cache
+// switch's (cacheswitch.Runner); a client leaf's is not.
+type upgrader interface {
+	Upgrade(ctx context.Context, info *p4configv1.P4Info, deviceConfig []byte, cookie uint64) error
+}
+
+// Upgrade hands every cache switch p, a build of the same P4Info as the
+// fleet's (cacheswitch.Runner.Upgrade): a switch in session gets it with
+// RECONCILE_AND_COMMIT and keeps its state, the others at their next
+// session. The error joins those of the switches that did not take it,
+// each naming its switch; another P4Info is refused by every switch
+// (cacheswitch.ErrP4InfoChanged) and nothing is pushed.
+func (f *Fleet) Upgrade(ctx context.Context, p *pipeline.Pipeline) error {
+	errs := make([]error, len(f.members))
+	var wg sync.WaitGroup
+	for i, m := range f.members {
+		if u, ok := m.runner.(upgrader); ok {
+			wg.Go(func() { errs[i] = u.Upgrade(ctx, p.Info, p.DeviceConfig, p.Cookie) })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

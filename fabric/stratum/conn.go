@@ -236,17 +236,28 @@ func (c *Conn) rpcContext(ctx context.Context) (context.Context, context.CancelF
 // SetPipeline pushes info (VERIFY_AND_COMMIT): the switch starts over with
 // empty tables and zero registers.
 func (c *Conn) SetPipeline(ctx context.Context, info *p4configv1.P4Info, deviceConfig []byte, cookie uint64) error {
+	return c.setPipeline(ctx, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, info, deviceConfig, cookie)
+}
+
+// ReconcilePipeline pushes info with a new device config
+// (RECONCILE_AND_COMMIT): the switch keeps its table entries and
+// registers, as the P4Info is the one it runs.
+func (c *Conn) ReconcilePipeline(ctx context.Context, info *p4configv1.P4Info, deviceConfig []byte, cookie uint64) error {
+	return c.setPipeline(ctx, p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT, info, deviceConfig, cookie)
+}
+
+func (c *Conn) setPipeline(ctx context.Context, action p4v1.SetForwardingPipelineConfigRequest_Action, info *p4configv1.P4Info, deviceConfig []byte, cookie uint64) error {
 	ctx, cancel := c.rpcContext(ctx)
 	defer cancel()
 	_, err := c.rt.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{
-		DeviceId: c.cfg.DeviceID, ElectionId: c.election, Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
+		DeviceId: c.cfg.DeviceID, ElectionId: c.election, Action: action,
 		Config: &p4v1.ForwardingPipelineConfig{P4Info: info, P4DeviceConfig: deviceConfig, Cookie: &p4v1.ForwardingPipelineConfig_Cookie{Cookie: cookie}},
 	})
 	if code := status.Code(err); code == codes.InvalidArgument || code == codes.FailedPrecondition {
-		return fmt.Errorf("cannot set the pipeline of %s: %w: %w", c.cfg.Address, ErrPipelineRejected, err)
+		return fmt.Errorf("cannot set the pipeline of %s (%s): %w: %w", c.cfg.Address, action, ErrPipelineRejected, err)
 	}
 	if err != nil {
-		return fmt.Errorf("cannot set the pipeline of %s: %w", c.cfg.Address, err)
+		return fmt.Errorf("cannot set the pipeline of %s (%s): %w", c.cfg.Address, action, err)
 	}
 	return nil
 }

@@ -7,7 +7,8 @@
 #   else the p4lang/p4c container image through Docker;
 # - the TNA programs with bf-p4c (for Tofino under stratum-bf): bf-p4c
 #   from PATH or from $SDE_INSTALL/bin (Intel's P4 Studio SDE; there is
-#   no public image of it).
+#   no public image of it), packed into stratum-bf's device config by
+#   Stratum's bf_pipeline_builder when it is on PATH.
 #
 # Neither compiler exists on the project's CI machines: there it says so
 # for each and fails.
@@ -62,8 +63,21 @@ if [[ -n $bf_p4c ]]; then
 		name=tna-$(basename "$p" .p4)
 		mkdir -p "$out/$name"
 		echo "bf-p4c: $p -> $out/$name"
-		"$bf_p4c" --target tofino --arch tna --std p4-16 \
+		# --p4runtime-force-std-externs: registers, counters and the
+		# digest as standard P4Runtime objects, as Stratum and the
+		# controller address them, not as Tofino externs.
+		"$bf_p4c" --target tofino --arch tna --std p4-16 --p4runtime-force-std-externs \
 			-o "$out/$name" --p4runtime-files "$out/$name/$(basename "$p" .p4).p4info.txt" "$src/$p"
+		# stratum-bf's device config: bf_pipeline_builder (in Stratum's
+		# stratumproject/stratum-tools image) packs tofino.bin and
+		# context.json as the .conf names them.
+		confs=("$out/$name"/*.conf)
+		if command -v bf_pipeline_builder >/dev/null 2>&1 && [[ -f ${confs[0]} ]]; then
+			bf_pipeline_builder -p4c_conf_file="${confs[0]}" \
+				-bf_pipeline_config_binary_file="$out/$name/device_config.pb.bin"
+		else
+			echo "make p4: $out/$name is not packed for stratum-bf: no bf_pipeline_builder on PATH (docs/switches.md)." >&2
+		fi
 	done
 fi
 

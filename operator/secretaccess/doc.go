@@ -1,9 +1,10 @@
 // Package secretaccess holds the operator's Secret permissions and explains
 // a refusal of them.
 //
-// The operator touches two kinds of Secret: it creates each CacheCluster's
-// data-plane key, and it reads a SwitchFabric's TLS Secret. It reads no
-// other Secret and lists or watches none. Its ClusterRole grants nothing on
+// The operator creates each CacheCluster's data-plane key, and it reads
+// a SwitchFabric's Secrets: its TLS Secret, and those of its
+// pipelineSource (a Secret holding the compiled program, an image pull
+// Secret). It reads no other Secret and lists or watches none. Its ClusterRole grants nothing on
 // Secrets: the markers below generate a separate ClusterRole
 // (config/rbac/secrets/role.yaml) that the Helm chart binds with a
 // RoleBinding in each namespace of its secretNamespaces value (or in

@@ -102,7 +102,10 @@ func (s *Server) readDigests(de *p4v1.DigestEntry) []*p4v1.Entity {
 // SetForwardingPipelineConfig checks the primary's pipeline against the
 // program the switch runs and installs it (VERIFY_AND_COMMIT), only
 // checks it (VERIFY), saves it for a later COMMIT (VERIFY_AND_SAVE), or
-// keeps the switch's state when it is the same (RECONCILE_AND_COMMIT).
+// keeps the switch's state — tables, registers, counters and the digests
+// configured — when it is the same (RECONCILE_AND_COMMIT). The device
+// config of a commit is stored as sent, and GetForwardingPipelineConfig
+// returns it: the software switch runs its own code, whatever the bytes.
 func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetForwardingPipelineConfigRequest) (*p4v1.SetForwardingPipelineConfigResponse, error) {
 	if err := s.checkPrimary(req.DeviceId, req.Role, req.ElectionId); err != nil {
 		return nil, err
@@ -123,6 +126,7 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 		return nil, status.Error(codes.InvalidArgument, "the config has no P4Info")
 	}
 	var err error
+	kept := false // a RECONCILE_AND_COMMIT of the P4Info the switch runs keeps its state
 	switch req.Action {
 	case p4v1.SetForwardingPipelineConfigRequest_VERIFY:
 		err = s.verify(cfg)
@@ -133,6 +137,8 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 			s.mu.Unlock()
 		}
 	case p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT:
+		running, _, ok := s.t.Pipeline()
+		kept = ok && proto.Equal(running, cfg.P4Info)
 		err = s.t.Reconcile(cfg.P4Info, cfg.GetCookie().GetCookie())
 	default: // VERIFY_AND_COMMIT, COMMIT
 		err = s.t.SetPipeline(cfg.P4Info, cfg.GetCookie().GetCookie())
@@ -143,7 +149,9 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 	if req.Action != p4v1.SetForwardingPipelineConfigRequest_VERIFY && req.Action != p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_SAVE {
 		s.mu.Lock()
 		s.deviceConfig = append([]byte(nil), cfg.P4DeviceConfig...)
-		s.digests = map[uint32]bool{}
+		if !kept { // the digests configured are state a reconcile keeps
+			s.digests = map[uint32]bool{}
+		}
 		s.mu.Unlock()
 	}
 	return &p4v1.SetForwardingPipelineConfigResponse{}, nil

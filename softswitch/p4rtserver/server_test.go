@@ -212,3 +212,85 @@ func objectID(info *p4configv1.P4Info, name string) uint32 {
 	id, _ := pipelines.ObjectID(info, name)
 	return id
 }
+
+func (c *controller) push(t *testing.T, action p4v1.SetForwardingPipelineConfigRequest_Action, info *p4configv1.P4Info, device []byte, cookie uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := c.c.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{
+		DeviceId: 1, ElectionId: c.election, Action: action,
+		Config: &p4v1.ForwardingPipelineConfig{P4Info: info, P4DeviceConfig: device, Cookie: &p4v1.ForwardingPipelineConfig_Cookie{Cookie: cookie}},
+	}); err != nil {
+		t.Fatalf("%s: %v", action, err)
+	}
+}
+
+// read counts the entities the filter selects.
+func (c *controller) read(t *testing.T, filter *p4v1.Entity) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	rs, err := c.c.Read(ctx, &p4v1.ReadRequest{DeviceId: 1, Entities: []*p4v1.Entity{filter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		r, err := rs.Recv()
+		if err != nil {
+			return n
+		}
+		n += len(r.Entities)
+	}
+}
+
+// TestReconcileKeepsState: the device config of each commit is stored as
+// sent and read back; RECONCILE_AND_COMMIT of the P4Info the switch runs
+// keeps its table entries and configured digests, VERIFY_AND_COMMIT
+// starts it over.
+func TestReconcileKeepsState(t *testing.T) {
+	ts := startServer(t)
+	c := ts.connect(t, 1)
+	next(t, c, arbitration)
+	deviceConfig := func() ([]byte, uint64) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		got, err := c.c.GetForwardingPipelineConfig(ctx, &p4v1.GetForwardingPipelineConfigRequest{DeviceId: 1, ResponseType: p4v1.GetForwardingPipelineConfigRequest_DEVICE_CONFIG_AND_COOKIE})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Config.P4DeviceConfig, got.Config.Cookie.GetCookie()
+	}
+	build1, build2 := []byte("\x00build 1\xff"), []byte("\x00build 2, upgraded\xff")
+	c.push(t, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, ts.info, build1, 1)
+	if dc, cookie := deviceConfig(); string(dc) != string(build1) || cookie != 1 {
+		t.Fatalf("device config %q cookie %d, want %q and 1", dc, cookie, build1)
+	}
+	route := &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: objectID(ts.info, "storage_route")}}}
+	digest := &p4v1.Entity{Entity: &p4v1.Entity_DigestEntry{DigestEntry: &p4v1.DigestEntry{DigestId: objectID(ts.info, "hot_key_t")}}}
+	insertRoute := &p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+		TableId: objectID(ts.info, "storage_route"),
+		Match:   []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{0}}}}},
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: objectID(ts.info, "to_shim"),
+			Params: []*p4v1.Action_Param{{ParamId: 1, Value: []byte{127, 0, 0, 1}}, {ParamId: 2, Value: []byte{0x1b, 0x58}}}}}},
+	}}}}
+	configDigest := &p4v1.Update{Type: p4v1.Update_INSERT, Entity: &p4v1.Entity{Entity: &p4v1.Entity_DigestEntry{DigestEntry: &p4v1.DigestEntry{
+		DigestId: objectID(ts.info, "hot_key_t"), Config: &p4v1.DigestEntry_Config{MaxListSize: 1}}}}}
+	if err := c.write(t, insertRoute, configDigest); err != nil {
+		t.Fatal(err)
+	}
+
+	c.push(t, p4v1.SetForwardingPipelineConfigRequest_RECONCILE_AND_COMMIT, ts.info, build2, 2)
+	if dc, cookie := deviceConfig(); string(dc) != string(build2) || cookie != 2 {
+		t.Errorf("after the upgrade: device config %q cookie %d, want %q and 2", dc, cookie, build2)
+	}
+	if n, d := c.read(t, route), c.read(t, digest); n != 1 || d != 1 {
+		t.Errorf("after RECONCILE_AND_COMMIT: %d routes and %d digests configured, want both kept", n, d)
+	}
+
+	c.push(t, p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT, ts.info, build1, 3)
+	if n, d := c.read(t, route), c.read(t, digest); n != 0 || d != 0 {
+		t.Errorf("after VERIFY_AND_COMMIT: %d routes and %d digests configured, want none", n, d)
+	}
+}

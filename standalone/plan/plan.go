@@ -137,6 +137,9 @@ type Options struct {
 	// tls.crt, tls.key and the CA bundle), as a Secret is mounted
 	// (rediscreds.go). Check makes them absolute.
 	RedisAuthDir, RedisTLSDir string
+	// SwitchPipelineDir stands for the ConfigMap or Secret of the fabrics'
+	// pipelineSource, a file per key (switchpipeline.go).
+	SwitchPipelineDir string
 	// Host is the address every process listens on (default 127.0.0.1).
 	Host string
 	// ShardRate is the emulated capacity of a storage shard in work units
@@ -378,7 +381,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 // background, so that such a mistake is its own error rather than a line
 // in the log of the process that runs the cluster.
 func Check(c *layout.Cluster, o *Options) error {
-	if err := checkSwitches(c); err != nil {
+	if err := o.checkSwitches(c); err != nil {
 		return err
 	}
 	if err := checkDomains(c, o.Domains); err != nil {

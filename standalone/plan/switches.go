@@ -64,6 +64,7 @@ func (p *Plan) addSwitches(c *layout.Cluster, o Options, tcp *portQueue) error {
 	name, metricsAddr := c.Name+"-fabric", tcp.next()
 	args := append([]string{"fabric", "--map=" + p.MapFile, "--metrics-addr=" + metricsAddr, "--log-level=" + o.LogLevel,
 		"--map-poll=" + switchMapPoll(c, o.MapPoll).String()}, c.FabricArgs()...)
+	args = append(args, switchPipelineArgs(c, o)...)
 	args = append(args, switches...)
 	p.Processes = append(p.Processes, Process{Name: name, Kind: Fabric, Path: o.Binary, Args: args, LogFile: o.log(name), MetricsAddr: metricsAddr})
 	return nil
@@ -107,8 +108,9 @@ func clientLeafArgs(c *layout.Cluster) []string {
 // checkSwitches refuses switch-backed layers that standalone mode cannot
 // run: without their switches resolved from a SwitchFabric, or with the
 // onos driver (an ONOS controller runs its switches, not this host), or
-// switches without a P4Runtime address.
-func checkSwitches(c *layout.Cluster) error {
+// switches without a P4Runtime address; and checks the compiled program
+// of their pipelineSource (checkSwitchPipeline).
+func (o *Options) checkSwitches(c *layout.Cluster) error {
 	for _, l := range c.Layers {
 		if l.Software() {
 			continue
@@ -125,7 +127,7 @@ func checkSwitches(c *layout.Cluster) error {
 			}
 		}
 	}
-	return nil
+	return o.checkSwitchPipeline(c)
 }
 
 // switchMapPoll is how often the controller of c's switches reads its

@@ -34,6 +34,7 @@ const statusRefresh = 15 * time.Second
 type binding struct {
 	Cluster     string
 	MapRef      string // the partition map's ConfigMap
+	Pipeline    string // spec.pipeline
 	Program     string
 	Switches    []layout.SwitchMember
 	Programming layout.SwitchProgramming
@@ -46,6 +47,10 @@ type binding struct {
 	LeafProgram  string
 
 	tls *tls.Config
+	// build is the compiled program read from spec.pipelineSource: not
+	// part of the key, as a new build of the same P4Info reaches the
+	// running sessions (program).
+	build *loaded
 }
 
 func (b *binding) key() string {
@@ -117,7 +122,8 @@ func (r *Reconciler) checkDriver(_ context.Context, s *state) (ctrl.Result, erro
 	if !ok {
 		return s.block(v1alpha1.ReasonPipelineMismatch, fmt.Sprintf("pipeline %q is not one this operator has (%s)", s.f.Spec.Pipeline, strings.Join(pipelines.PipelineNames(), ", ")))
 	}
-	s.binding.Program, s.binding.LeafProgram = program, pipelines.ClientLeafPipelines[s.f.Spec.Pipeline]
+	s.binding.Pipeline, s.binding.Program = s.f.Spec.Pipeline, program
+	s.binding.LeafProgram = pipelines.ClientLeafPipelines[s.f.Spec.Pipeline]
 	return ctrl.Result{}, nil
 }
 
@@ -171,12 +177,14 @@ func tlsConfig(sec *corev1.Secret) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
-// program keeps the fabric's fleet running what the binding asks.
-func (r *Reconciler) program(_ context.Context, s *state) (ctrl.Result, error) {
+// program keeps the fabric's fleet running what the binding asks, and
+// hands its switches the build read (upgrade).
+func (r *Reconciler) program(ctx context.Context, s *state) (ctrl.Result, error) {
 	run, err := r.fleets.ensure(client.ObjectKeyFromObject(s.f), s.binding, r.start)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	s.run = run
+	r.upgrade(ctx, s)
 	return ctrl.Result{}, nil
 }

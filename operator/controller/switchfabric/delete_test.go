@@ -37,9 +37,11 @@ func takeOver(addr string) error {
 	return c.Close()
 }
 
-// leafLayer is a software layer bound to the racks: what of a cluster
-// stays when its switch layer leaves.
-var leafLayer = v1alpha1.NamedLayer{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}}
+// withLeafLayer adds a software layer bound to the racks: what of a
+// cluster stays when its switch layer leaves.
+func withLeafLayer(cc *v1alpha1.CacheCluster) {
+	cc.Spec.Layers = append(cc.Spec.Layers, v1alpha1.NamedLayer{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}})
+}
 
 // remaps returns the versions of cc's Remapped events whose note has
 // every one of texts, in no order.
@@ -119,7 +121,7 @@ func twoSpinesAndALeaf(t *testing.T) (*switchtest.Target, *v1alpha1.SwitchFabric
 	target, other := switchtest.StartTarget(t, 1, 1), switchtest.StartTarget(t, 1, 2)
 	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()),
 		spineSwitch("spine-1", other.P4Runtime, other.Addr().String()))
-	cc := newCluster(t, ns, "shop", "fabric", leafLayer)
+	cc := newCluster(t, ns, "shop", "fabric", withLeafLayer)
 	return target, f, cc
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
 	"github.com/distcache/distcache/layout"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // running is a fabric's fleet at work.
@@ -27,6 +26,7 @@ type running struct {
 	binding *binding
 	fleet   *fleet.Fleet
 	runners map[string]fleet.Runner // by switch name
+	build   *loaded                 // the build the switches get (program: upgrades)
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -75,6 +75,13 @@ func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(typ
 	return rn, nil
 }
 
+// get is fabric's running fleet, or nil.
+func (fs *fleets) get(fabric types.NamespacedName) *running {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.byFabric[fabric]
+}
+
 // stop stops fabric's fleet, if one runs.
 func (fs *fleets) stop(fabric types.NamespacedName) {
 	fs.mu.Lock()
@@ -98,12 +105,10 @@ func (fs *fleets) stopAll() {
 // start runs a fleet for b: a runner per switch (the stratum driver)
 // and the renewals from the cluster's partition map.
 func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, error) {
-	info, err := pipelines.ProgramP4Info(b.Program)
-	if err != nil {
-		return nil, fmt.Errorf("cannot load pipeline %s: %w", b.Program, err)
-	}
 	lg := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("switchfabric").WithValues("switchfabric", fabric.String())))
-	rn := &running{binding: b, runners: map[string]fleet.Runner{}, done: make(chan struct{})}
+	build := *b.build
+	build.since = time.Now()
+	rn := &running{binding: b, build: &build, runners: map[string]fleet.Runner{}, done: make(chan struct{})}
 	switches := make([]fleet.Switch, 0, len(b.Switches))
 	for _, sm := range b.Switches {
 		switches = append(switches, fleet.Switch{Member: sm.Member, P4Runtime: sm.Switch.P4RuntimeAddress,
@@ -116,7 +121,8 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 	switches = append(switches, leaves...)
 	var runners []fleet.Runner
 	rn.fleet, runners = fleet.Build(switches, fleet.Config{ClientLeafInfo: leafInfo,
-		Controller: cacheswitch.Config{Info: info, Lease: b.Programming.Lease,
+		Pipeline: build.p,
+		Controller: cacheswitch.Config{Lease: b.Programming.Lease,
 			Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold},
 		Interval: b.Programming.Interval, ElectionID: b.ElectionID, TLS: b.tls,
 		OnChange: func(cacheswitch.State) { r.notify(fabric.Namespace, fabric.Name) },
@@ -141,7 +147,8 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 	wg.Go(func() { rn.fleet.Run(ctx) })
 	wg.Go(func() { renewFromMap(ctx, r.Config, fabric.Namespace, b, rn.fleet, lg) })
 	go func() { wg.Wait(); close(rn.done) }()
-	lg.Info("programming the fabric's switches", "cluster", b.Cluster, "switches", len(b.Switches), "program", b.Program)
+	lg.Info("programming the fabric's switches", "cluster", b.Cluster, "switches", len(b.Switches), "program", b.Program,
+		"pipeline_source", build.source, "cookie", build.p.CookieHex(), "device_config_bytes", len(build.p.DeviceConfig))
 	return rn, nil
 }
 

@@ -114,7 +114,9 @@ func withTLSSecret(name string) fabricOption {
 	return func(f *v1alpha1.SwitchFabric) { f.Spec.TLSSecretRef = &v1alpha1.LocalSecretReference{Name: name} }
 }
 
-// newFabric creates a stratum SwitchFabric running the v1model pipeline.
+// newFabric creates a stratum SwitchFabric running the v1model pipeline;
+// it is deleted when the test ends, so that the operators of later tests
+// run no fleet for it.
 func newFabric(t *testing.T, ns, name string, opts ...fabricOption) *v1alpha1.SwitchFabric {
 	t.Helper()
 	f := &v1alpha1.SwitchFabric{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -125,19 +127,28 @@ func newFabric(t *testing.T, ns, name string, opts ...fabricOption) *v1alpha1.Sw
 	if err := env.Client.Create(context.Background(), f); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := env.Client.Delete(context.Background(), f.DeepCopy()); client.IgnoreNotFound(err) != nil {
+			t.Errorf("cannot delete SwitchFabric %s: %v", f.Name, err)
+		}
+	})
 	return f
 }
 
 // newCluster creates a CacheCluster with one storage shard and a spine
-// layer on fabric's spine switches; its failover acts within a second.
-func newCluster(t *testing.T, ns, name, fabric string, more ...v1alpha1.NamedLayer) *v1alpha1.CacheCluster {
+// layer on fabric's spine switches, changed by opts; its failover acts
+// within a second.
+func newCluster(t *testing.T, ns, name, fabric string, opts ...func(*v1alpha1.CacheCluster)) *v1alpha1.CacheCluster {
 	t.Helper()
 	cc := &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.CacheClusterSpec{
 		Storage: v1alpha1.StorageSpec{Mode: v1alpha1.StorageManaged, Racks: 1, ShardsPerRack: 1},
-		Layers: append([]v1alpha1.NamedLayer{{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
-			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: fabric, Role: v1alpha1.RoleSpine}}}}, more...),
+		Layers: []v1alpha1.NamedLayer{{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
+			Switch: &v1alpha1.SwitchLayerSpec{FabricRef: fabric, Role: v1alpha1.RoleSpine}}}},
 		Failover: v1alpha1.FailoverSpec{GracePeriod: &metav1.Duration{Duration: 500 * 1e6}, HoldDown: &metav1.Duration{Duration: 1e9}},
 	}}
+	for _, o := range opts {
+		o(cc)
+	}
 	if err := env.Client.Create(context.Background(), cc); err != nil {
 		t.Fatal(err)
 	}

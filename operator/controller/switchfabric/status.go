@@ -33,7 +33,7 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 	}
 	switch {
 	case s.blocked != nil:
-		f.Status.Cluster, f.Status.SwitchStatuses = "", nil
+		f.Status.Cluster, f.Status.SwitchStatuses, f.Status.Pipeline = "", nil, nil
 		reason, msg := s.blocked.Reason, s.blocked.Message
 		set(f, v1alpha1.ConditionReady, false, reason, msg)
 		set(f, v1alpha1.ConditionProgressing, false, reason, msg)
@@ -47,8 +47,21 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 	}
 	f.Status.Cluster = s.binding.Cluster
 	f.Status.SwitchStatuses = switchStatuses(s.run)
+	f.Status.Pipeline = pipelineStatus(s.run.build)
 	r.recordSessions(f, before)
 	setConditions(f)
+	if c := s.pipelineIssue; c != nil {
+		// The switches serve on with the build they have; the fabric does
+		// not run what its spec asks.
+		set(f, v1alpha1.ConditionReady, false, c.Reason, c.Message)
+		set(f, v1alpha1.ConditionDegraded, true, c.Reason, c.Message)
+	}
+}
+
+// pipelineStatus is what status.pipeline says of a build.
+func pipelineStatus(b *loaded) *v1alpha1.PipelineStatus {
+	return &v1alpha1.PipelineStatus{Source: b.source, Digest: b.digest, Cookie: b.p.CookieHex(),
+		DeviceConfigBytes: int64(len(b.p.DeviceConfig)), Since: &metav1.Time{Time: b.since}}
 }
 
 // switchStatuses reads each switch's session from the fleet, the client
@@ -67,6 +80,9 @@ func switchStatus(rn *running, name, member, inFleet string) v1alpha1.SwitchStat
 	st := rn.runners[name].State()
 	ss := v1alpha1.SwitchStatus{Name: name, Member: member, Programmed: st.Programmed,
 		Since: &metav1.Time{Time: st.Since}, Sessions: int32(min(st.Sessions, 1<<31-1))}
+	if c, ok := rn.runners[name].(interface{ RunningCookie() uint64 }); ok && st.Programmed && c.RunningCookie() != 0 {
+		ss.Cookie = fmt.Sprintf("%#016x", c.RunningCookie())
+	}
 	if !st.Programmed && st.Err != nil {
 		ss.Reason, ss.Message = notProgrammedReason(st.Err), st.Err.Error()
 	}

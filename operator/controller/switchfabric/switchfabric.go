@@ -15,16 +15,26 @@
 // fabric is bound to a cluster and starts over when what it programs
 // changes. The CacheCluster controller fails a switch over from this
 // status (switchStatuses[].programmed) as it does a pod that is not Ready.
+//
+// What a session pushes is the fabric's pipeline: the project's P4Info
+// and no device config, or the compiled program of spec.pipelineSource (a
+// ConfigMap, a Secret or an OCI artefact), whose P4Info is checked against
+// the pipeline's before anything is pushed (P4InfoMismatch). A new build
+// of the same P4Info reaches the running sessions (RECONCILE_AND_COMMIT),
+// which keeps the switches' cached keys; a source that turns bad is
+// reported while the switches keep the build they run.
 package switchfabric
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -45,6 +55,8 @@ import (
 // +kubebuilder:rbac:groups=distcache.io,resources=switchfabrics/status,verbs=patch
 // +kubebuilder:rbac:groups=distcache.io,resources=cacheclusters;cachelayers,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// (A pipelineSource's Secret and image pull Secret are read with the
+// permission of package operator/secretaccess.)
 
 // Reconciler reconciles SwitchFabrics.
 type Reconciler struct {
@@ -63,9 +75,15 @@ type Reconciler struct {
 	// labelled namespace, cluster (the bound CacheCluster) and switchfabric;
 	// nil exports none.
 	Metrics prometheus.Registerer
+	// ImageRecheck is how often the tag of a pipelineSource image is
+	// resolved again (DefaultImageRecheck when 0).
+	ImageRecheck time.Duration
 
-	fleets  fleets
-	changed chan event.GenericEvent // a switch's session changed
+	fleets     fleets
+	changed    chan event.GenericEvent // a switch's session changed
+	clientset  kubernetes.Interface    // watches the pipelineSource ConfigMaps
+	configMaps configMapWatches
+	images     images
 }
 
 // state is one reconcile's view of a fabric, filled by the phases.
@@ -74,6 +92,9 @@ type state struct {
 	binding *binding
 	run     *running
 	blocked *metav1.Condition // why the fabric's switches are not programmed
+	// pipelineIssue is why the build the fleet runs is not the one
+	// spec.pipelineSource gives now (the switches serve on).
+	pipelineIssue *metav1.Condition
 }
 
 // block stops the phases on what only a change of the objects can solve:
@@ -97,6 +118,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Get(ctx, req.NamespacedName, f); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.fleets.stop(req.NamespacedName)
+			r.configMaps.stop(req.NamespacedName)
+			r.images.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -150,6 +173,7 @@ func (r *Reconciler) reconcile(ctx context.Context, f *v1alpha1.SwitchFabric) (r
 		r.bind,
 		r.checkDriver,
 		r.loadTLS,
+		r.loadPipeline,
 		r.program,
 	} {
 		res, err := phase(ctx, s)
@@ -174,12 +198,17 @@ func (r *Reconciler) notify(ns, name string) {
 
 // SetupWithManager registers the reconciler: it runs when a fabric, or
 // the spec of a cluster or a layer of its namespace, changes (any may bind
-// or unbind it), and when a switch's session changes. The fleets stop with the
-// manager.
+// or unbind it), when a switch's session changes, and when the ConfigMap
+// of a fabric's pipelineSource changes. The fleets stop with the manager.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.changed = make(chan event.GenericEvent, 256)
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("cannot set up the SwitchFabric controller's ConfigMap watches: %w", err)
+	}
+	r.clientset = cs
 	allFabrics := enqueue.AllInNamespace(r.Client, func() client.ObjectList { return &v1alpha1.SwitchFabricList{} })
-	err := ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.SwitchFabric{}).
 		// Only their specs bind a fabric: their status updates do not.
 		Watches(&v1alpha1.CacheCluster{}, allFabrics, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -192,6 +221,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		r.fleets.stopAll()
+		r.configMaps.stopAll()
 		return nil
 	})); err != nil {
 		return fmt.Errorf("cannot set up the SwitchFabric controller's fleets: %w", err)
