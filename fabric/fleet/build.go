@@ -31,8 +31,16 @@ type Config struct {
 	Controller cacheswitch.Config
 	// Interval is the hot-key insertion interval.
 	Interval time.Duration
-	// ElectionID is the controller's P4Runtime election id.
+	// ElectionID is the low 64 bits of the controller's P4Runtime election
+	// id: unique among the controllers of the fabric's switches (package
+	// stratum).
 	ElectionID uint64
+	// Leader starts the fleet as the leader of the controllers that run
+	// it (Fleet.SetLeader).
+	Leader bool
+	// AlwaysPush pushes the pipeline at every session, even to a switch
+	// that runs it (cacheswitch.RunnerConfig.AlwaysPush).
+	AlwaysPush bool
 	// TLS, when set, secures the P4Runtime and gNMI connections;
 	// plaintext otherwise.
 	TLS *tls.Config
@@ -42,9 +50,10 @@ type Config struct {
 	Logger   *slog.Logger
 }
 
-// Build returns the fleet of switches, each programmed over a primary
-// P4Runtime session (package stratum) by a cacheswitch.Runner, and the
-// runners in the order of switches.
+// Build returns the fleet of switches, each programmed over a P4Runtime
+// session (package stratum) by a cacheswitch.Runner — as the switch's
+// primary, or as a backup while another controller is — and the runners
+// in the order of switches.
 func Build(switches []Switch, cfg Config) (*Fleet, []*cacheswitch.Runner) {
 	members := map[string]Member{}
 	runners := make([]*cacheswitch.Runner, 0, len(switches))
@@ -54,9 +63,9 @@ func Build(switches []Switch, cfg Config) (*Fleet, []*cacheswitch.Runner) {
 		dial := stratum.Config{Address: s.P4Runtime, DeviceID: s.DeviceID, ElectionID: cfg.ElectionID, TLS: cfg.TLS, Logger: cfg.Logger}
 		runner := cacheswitch.NewRunner(cacheswitch.RunnerConfig{
 			Dial: func(ctx context.Context) (cacheswitch.Session, error) {
-				return stratum.Dial(ctx, dial)
+				return stratum.Open(ctx, dial)
 			},
-			Controller: cc, Interval: cfg.Interval, OnChange: cfg.OnChange, Logger: cfg.Logger,
+			Controller: cc, Interval: cfg.Interval, Leader: cfg.Leader, AlwaysPush: cfg.AlwaysPush, OnChange: cfg.OnChange, Logger: cfg.Logger,
 		})
 		runners = append(runners, runner)
 		members[s.Member] = Member{Runner: runner, GNMI: s.GNMI, GNMITLS: cfg.TLS}

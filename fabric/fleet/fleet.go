@@ -11,6 +11,7 @@ package fleet
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -48,6 +49,15 @@ type member struct {
 	mu      sync.Mutex // guards lastErr, ports
 	lastErr error
 	ports   map[string]bool // port name to up, as gNMI last reported
+}
+
+// SetLeader makes every runner of the fleet its leader or not
+// (cacheswitch.Runner.SetLeader): the leader claims each switch's
+// mastership.
+func (f *Fleet) SetLeader(leader bool) {
+	for _, m := range f.members {
+		m.runner.SetLeader(leader)
+	}
 }
 
 // Fleet programs a fabric's switches.
@@ -148,6 +158,9 @@ func (f *Fleet) renewals(ctx context.Context, m *member) {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := m.runner.Renew(rctx, r.p, r.at)
 			cancel()
+			if errors.Is(err, cacheswitch.ErrBackup) {
+				err = nil // another controller renews the switch
+			}
 			m.mu.Lock()
 			// Each failure is a new error value: logged when its text
 			// changes, not on every read of the map.

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/stratum"
 )
 
@@ -71,7 +72,7 @@ func switchStatuses(rn *running) []v1alpha1.SwitchStatus {
 // notProgrammedReason classifies why a session ended or could not start.
 func notProgrammedReason(err error) string {
 	switch {
-	case errors.Is(err, stratum.ErrNotPrimary), errors.Is(err, stratum.ErrMastershipLost):
+	case errors.Is(err, cacheswitch.ErrBackup), errors.Is(err, stratum.ErrNotPrimary):
 		return v1alpha1.ReasonMastershipLost
 	case errors.Is(err, stratum.ErrPipelineRejected):
 		return v1alpha1.ReasonPipelineMismatch
