@@ -34,11 +34,13 @@ func newFabricCommand() *cobra.Command {
 		Use:   "fabric",
 		Short: "Program a fabric's cache switches over P4Runtime from the partition map (the stratum driver)",
 		Long: `Run the controller of a fabric's switch-backed cache members: for each
---switch, a primary P4Runtime session that pushes the cache switch program,
-installs the member's addresses and the shims' routes from the partition map,
-renews the switch's serving lease on every read of the map, and inserts the
-hot keys the switch reports. 'distcache up' starts it for a standalone
-cluster with a switch-backed layer; docs/switches.md describes it.`,
+--switch, a P4Runtime session that claims the switch's mastership, pushes the
+cache switch program — or, when the switch runs it already (this process
+restarted), takes the switch over with its cache —, installs the member's
+addresses and the shims' routes from the partition map, renews the switch's
+serving lease on every read of the map, and inserts the hot keys the switch
+reports. 'distcache up' starts it for a standalone cluster with a
+switch-backed layer; docs/switches.md describes it.`,
 		Example: `  distcache fabric --map run/partition-map.json --switch shop-spine-0=127.0.0.1:9559`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,7 +67,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 				}
 				members = append(members, fleet.Switch{Member: member, P4Runtime: addr, DeviceID: device, GNMI: gnmi})
 			}
-			f, _ := fleet.Build(members, fleet.Config{Controller: cfg, Interval: interval, ElectionID: election, Logger: log})
+			f, _ := fleet.Build(members, fleet.Config{Controller: cfg, Interval: interval, ElectionID: election, Leader: true, Logger: log})
 			reg, wrapped := metrics.Registry("fabric", "")
 			if err := metrics.Register(wrapped, f.Collector(nil)); err != nil {
 				return err
@@ -93,7 +95,7 @@ cluster with a switch-backed layer; docs/switches.md describes it.`,
 	fl.IntVar(&cfg.Capacity, "capacity", cacheswitch.DefaultCapacity, "keys each switch caches")
 	fl.Uint16Var(&cfg.HotThreshold, "hot-threshold", cacheswitch.DefaultHotThreshold, "reads of an uncached key in an interval that make the switch report it")
 	fl.DurationVar(&interval, "interval", cacheswitch.DefaultInterval, "hot-key insertion period")
-	fl.Uint64Var(&election, "election-id", 1, "the controller's P4Runtime election id")
+	fl.Uint64Var(&election, "election-id", 1, "the low 64 bits of the controller's P4Runtime election ids (it claims each switch above the highest id the switch has seen)")
 	fl.StringVar(&pipeline, "pipeline", "distcache-v1model", "the pipeline pushed to the switches: distcache-v1model (stratum-bmv2 and the software switch) or distcache-tna (Tofino)")
 	_ = cmd.MarkFlagRequired("switch")
 	return cmd

@@ -105,6 +105,8 @@ type State struct {
 	// empty), the others took over a switch that ran it and kept its
 	// cache.
 	Sessions, Pushes int
+	// Pushed says the last of them pushed the pipeline.
+	Pushed bool
 }
 
 // Runner keeps one switch programmed across sessions: it dials, waits as
@@ -180,7 +182,7 @@ func (r *Runner) setState(c *Controller, pushed, claiming bool, err error) {
 		st.Programmed, st.Since, changed = programmed, time.Now(), true
 	}
 	if c != nil {
-		st.Sessions++
+		st.Sessions, st.Pushed = st.Sessions+1, pushed
 		changed = true
 	}
 	if pushed {

@@ -42,16 +42,18 @@ func (rn *running) stop() {
 	}
 }
 
-// fleets are the running fleets, by fabric.
+// fleets are this replica's running fleets, by fabric, and whether it
+// leads the operator's replicas.
 type fleets struct {
-	mu       sync.Mutex // guards byFabric
+	mu       sync.Mutex // guards byFabric, leader, closed
 	byFabric map[types.NamespacedName]*running
+	leader   bool
+	closed   bool // stopAll ran: the manager stops, no fleet starts
 }
 
 // ensure returns fabric's fleet programming b: the running one if it
-// does, else a new one from start, the old one stopped first (a switch
-// has one primary controller at a time).
-func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(types.NamespacedName, *binding) (*running, error)) (*running, error) {
+// does, else a new one from start, the old one stopped first.
+func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(types.NamespacedName, *binding, bool) (*running, error)) (*running, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	key := b.key()
@@ -63,7 +65,10 @@ func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(typ
 		cur.stop()
 		delete(fs.byFabric, fabric)
 	}
-	rn, err := start(fabric, b)
+	if fs.closed {
+		return nil, fmt.Errorf("cannot program fabric %s: the operator is stopping", fabric)
+	}
+	rn, err := start(fabric, b, fs.leader)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +78,27 @@ func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(typ
 	}
 	fs.byFabric[fabric] = rn
 	return rn, nil
+}
+
+// get is fabric's running fleet if it programs b, else nil.
+func (fs *fleets) get(fabric types.NamespacedName, b *binding) *running {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if cur := fs.byFabric[fabric]; cur != nil && cur.key == b.key() {
+		return cur
+	}
+	return nil
+}
+
+// lead makes this replica the leader: every fleet's runners claim their
+// switches (cacheswitch.Runner.SetLeader), and so do those started later.
+func (fs *fleets) lead() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.leader = true
+	for _, rn := range fs.byFabric {
+		rn.fleet.SetLeader(true)
+	}
 }
 
 // stop stops fabric's fleet, if one runs.
@@ -85,10 +111,11 @@ func (fs *fleets) stop(fabric types.NamespacedName) {
 	}
 }
 
-// stopAll stops every fleet.
+// stopAll stops every fleet, for good.
 func (fs *fleets) stopAll() {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	fs.closed = true
 	for k, rn := range fs.byFabric {
 		rn.stop()
 		delete(fs.byFabric, k)
@@ -96,8 +123,9 @@ func (fs *fleets) stopAll() {
 }
 
 // start runs a fleet for b: a runner per switch (the stratum driver)
-// and the renewals from the cluster's partition map.
-func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, error) {
+// and the renewals from the cluster's partition map; leader says this
+// replica leads.
+func (r *Reconciler) start(fabric types.NamespacedName, b *binding, leader bool) (*running, error) {
 	info, err := pipelines.ProgramP4Info(b.Program)
 	if err != nil {
 		return nil, fmt.Errorf("cannot load pipeline %s: %w", b.Program, err)
@@ -113,7 +141,7 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 	rn.fleet, runners = fleet.Build(switches, fleet.Config{
 		Controller: cacheswitch.Config{Info: info, Lease: b.Programming.Lease,
 			Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold},
-		Interval: b.Programming.Interval, ElectionID: b.ElectionID, TLS: b.tls,
+		Interval: b.Programming.Interval, ElectionID: b.ElectionID, Leader: leader, TLS: b.tls,
 		OnChange: func(cacheswitch.State) { r.notify(fabric.Namespace, fabric.Name) },
 		Logger:   lg,
 	})

@@ -15,8 +15,9 @@ import (
 
 // Events of the switches' sessions.
 const (
-	// EventSwitchProgrammed: a session pushed the pipeline; the switch
-	// starts with an empty cache and no lease.
+	// EventSwitchProgrammed: the operator became a switch's primary: it
+	// pushed the pipeline (the switch starts with an empty cache and no
+	// lease) or took over a switch that runs it, with its cache.
 	EventSwitchProgrammed = "SwitchProgrammed"
 	// EventSwitchLost: a programmed switch's session ended; the event's
 	// note carries the reason (SwitchUnreachable, MastershipLost,
@@ -47,16 +48,31 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 		return
 	}
 	f.Status.Cluster = s.binding.Cluster
-	f.Status.SwitchStatuses = switchStatuses(s.run)
-	r.recordSessions(f, before)
+	var pushed map[string]bool
+	f.Status.SwitchStatuses, pushed = switchStatuses(s.run, before)
+	r.recordSessions(f, before, pushed)
 	setConditions(f)
 }
 
-// switchStatuses reads each switch's session from the fleet.
-func switchStatuses(rn *running) []v1alpha1.SwitchStatus {
+// switchStatuses reads each switch's session from the fleet, and whether
+// the session that programmed it pushed the pipeline. A switch whose
+// session is claiming mastership keeps its status from before: this
+// replica has just become the leader and takes it over from the replica
+// that was primary.
+func switchStatuses(rn *running, before []v1alpha1.SwitchStatus) ([]v1alpha1.SwitchStatus, map[string]bool) {
+	old := map[string]v1alpha1.SwitchStatus{}
+	for _, ss := range before {
+		old[ss.Name] = ss
+	}
 	out := make([]v1alpha1.SwitchStatus, 0, len(rn.binding.Switches))
+	pushed := map[string]bool{}
 	for _, sm := range rn.binding.Switches {
 		st := rn.runners[sm.Switch.Name].State()
+		if o, ok := old[sm.Switch.Name]; ok && st.Claiming && o.Member == sm.Member {
+			out = append(out, o)
+			continue
+		}
+		pushed[sm.Switch.Name] = st.Pushed
 		ss := v1alpha1.SwitchStatus{Name: sm.Switch.Name, Member: sm.Member, Programmed: st.Programmed,
 			Since: &metav1.Time{Time: st.Since}, Sessions: int32(min(st.Sessions, 1<<31-1))}
 		if !st.Programmed && st.Err != nil {
@@ -66,7 +82,7 @@ func switchStatuses(rn *running) []v1alpha1.SwitchStatus {
 		ss.Ports, ss.PortsUp = int32(ports), int32(up)
 		out = append(out, ss)
 	}
-	return out
+	return out, pushed
 }
 
 // notProgrammedReason classifies why a session ended or could not start.
@@ -132,8 +148,8 @@ func worse(a, b string) string {
 }
 
 // recordSessions emits an event for every switch programmed in a new
-// session or lost since before.
-func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.SwitchStatus) {
+// session (pushed says which pushed the pipeline) or lost since before.
+func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.SwitchStatus, pushed map[string]bool) {
 	if r.Recorder == nil {
 		return
 	}
@@ -149,9 +165,12 @@ func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.
 		sw := &corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "SwitchFabric", Namespace: f.Namespace,
 			Name: f.Name, UID: f.UID, FieldPath: fmt.Sprintf("spec.switches{%s}", ss.Name)}
 		switch {
-		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions):
+		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions) && pushed[ss.Name]:
 			r.Recorder.Eventf(sw, nil, corev1.EventTypeNormal, EventSwitchProgrammed, "Program",
 				"switch %s (member %s) programmed in session %d: pipeline pushed, it starts with an empty cache", ss.Name, ss.Member, ss.Sessions)
+		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions):
+			r.Recorder.Eventf(sw, nil, corev1.EventTypeNormal, EventSwitchProgrammed, "Program",
+				"switch %s (member %s) taken over in session %d: it runs the pipeline already and keeps its cache", ss.Name, ss.Member, ss.Sessions)
 		case !ss.Programmed && known && o.Programmed:
 			r.Recorder.Eventf(sw, nil, corev1.EventTypeWarning, EventSwitchLost, "Program",
 				"switch %s (member %s) lost: %s: %s; it is failed over until programmed again", ss.Name, ss.Member, ss.Reason, ss.Message)

@@ -3,35 +3,54 @@
 // stratum driver, and reports each switch's session in the status.
 //
 // In the DistCache design the upper cache layers are switches (§4); here a
-// switch is a member of the partition map like a cache node. The operator
-// keeps one fleet (package fabric/fleet) per bound fabric in its own
-// process: per switch, a primary P4Runtime session that pushes the
-// pipeline — so the switch starts every session empty, as the fencing
-// rules need after a restart —, installs the member's addresses and the
-// shims' routes from the cluster's partition map, and renews the switch's
-// serving lease on every read of the map's ConfigMap, as a cache node
-// renews its own (docs/dataplane.md, Fencing). A fleet starts when the
-// fabric is bound to a cluster and starts over when what it programs
-// changes. The CacheCluster controller fails a switch over from this
-// status (switchStatuses[].programmed) as it does a pod that is not Ready.
+// switch is a member of the partition map like a cache node. Every
+// replica of the operator runs a fleet (package fabric/fleet) per bound
+// fabric — the fleet controller runs without leader election — and so
+// holds a P4Runtime session with every switch: per switch one replica is
+// primary and the others wait as backups. The primary pushes the pipeline
+// to a switch that does not run it (which empties it, as the fencing
+// rules need after a restart), or takes over one that does with its
+// cache; it installs the member's addresses and the shims' routes from
+// the cluster's partition map and renews the switch's serving lease on
+// every read of the map's ConfigMap, as a cache node renews its own
+// (docs/dataplane.md, Fencing). Each replica reads the map itself,
+// through the API.
+//
+// Mastership follows the operator's leader: the leader claims each switch
+// with an election id above every other replica's, and when a primary's
+// session ends (its replica stopped) the backups claim the switch at once
+// and one of them takes it over before the lease runs out; the next
+// leader claims it in turn. A switch's copies stay coherent across the
+// takeover because the shims invalidate it as long as their maps make it
+// an owner, whoever controls it; the new primary applies the map against
+// the version the switch applied last and releases every key when a
+// version went by unapplied (package fabric/cacheswitch, Resume).
+//
+// The status controller runs on the leader alone and reports its own
+// replica's sessions. The CacheCluster controller fails a switch over from
+// this status (switchStatuses[].programmed) as it does a pod that is not
+// Ready.
 package switchfabric
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/distcache/distcache/api/v1alpha1"
@@ -55,8 +74,13 @@ type Reconciler struct {
 	Config *rest.Config
 	// Recorder receives the switches' events; nil records none.
 	Recorder cachecluster.EventRecorder
-	// ElectionID is the operator's P4Runtime election id (1 when 0).
+	// ElectionID is the operator's P4Runtime election id (1 when 0); with
+	// Replica it makes the low 64 bits of this replica's election ids
+	// (ElectionIDOf).
 	ElectionID uint64
+	// Replica names this replica of the operator (its pod's name): its
+	// election ids differ from the other replicas'.
+	Replica string
 	// Metrics receives each running fleet's distcache_fabric_* series,
 	// labelled namespace, cluster (the bound CacheCluster) and switchfabric;
 	// nil exports none.
@@ -82,14 +106,11 @@ func (s *state) block(reason, msg string) (ctrl.Result, error) {
 }
 
 // Reconcile fetches the fabric, runs the phases and patches its status in
-// a deferred call. A fabric that is gone has its fleet stopped: its
-// switches' leases run out and they serve nothing cached.
+// a deferred call, from this replica's fleet (the fleet controller starts
+// and stops it: reconcileFleet).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, retErr error) {
 	f := &v1alpha1.SwitchFabric{}
 	if err := r.Get(ctx, req.NamespacedName, f); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.fleets.stop(req.NamespacedName)
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	s := &state{f: f}
@@ -101,21 +122,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			retErr = errors.Join(retErr, fmt.Errorf("cannot patch status of SwitchFabric %s: %w", f.Name, client.IgnoreNotFound(err)))
 		}
 	}()
+	if res, err := r.resolve(ctx, s); err != nil || !res.IsZero() || s.blocked != nil {
+		return res, err
+	}
+	if s.run = r.fleets.get(req.NamespacedName, s.binding); s.run == nil {
+		return ctrl.Result{RequeueAfter: fleetWait}, nil // starting: the status stays as it was
+	}
+	return ctrl.Result{RequeueAfter: statusRefresh}, nil
+}
+
+// fleetWait is how soon a fabric whose fleet has not started on this
+// replica yet is looked at again.
+const fleetWait = time.Second
+
+// resolve runs the phases that find what the fabric's fleet programs:
+// the binding, or why nothing is (s.blocked).
+func (r *Reconciler) resolve(ctx context.Context, s *state) (ctrl.Result, error) {
 	for _, phase := range []func(context.Context, *state) (ctrl.Result, error){
 		r.bind,
 		r.checkDriver,
 		r.loadTLS,
-		r.program,
 	} {
-		res, err := phase(ctx, s)
-		if s.blocked != nil {
-			r.fleets.stop(req.NamespacedName)
-		}
-		if err != nil || !res.IsZero() || s.blocked != nil {
+		if res, err := phase(ctx, s); err != nil || !res.IsZero() || s.blocked != nil {
 			return res, err
 		}
 	}
-	return ctrl.Result{RequeueAfter: statusRefresh}, nil
+	return ctrl.Result{}, nil
 }
 
 // notify has fabric reconciled again: a switch's session changed.
@@ -127,29 +159,46 @@ func (r *Reconciler) notify(ns, name string) {
 	}
 }
 
-// SetupWithManager registers the reconciler: it runs when a fabric, or
-// the spec of a cluster or a layer of its namespace, changes (any may bind
-// or unbind it), and when a switch's session changes. The fleets stop with the
-// manager.
+// SetupWithManager registers the reconcilers. The fleet controller runs
+// on every replica, without leader election: it starts, restarts and
+// stops this replica's fleets when a fabric, or the spec of a cluster or
+// a layer of its namespace, changes (any may bind or unbind it). The
+// status controller runs on the leader, on the same changes and when a
+// switch's session changes; the leader's fleets claim their switches. The
+// fleets stop with the manager.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.changed = make(chan event.GenericEvent, 256)
 	allFabrics := enqueue.AllInNamespace(r.Client, func() client.ObjectList { return &v1alpha1.SwitchFabricList{} })
+	specs := builder.WithPredicates(predicate.GenerationChangedPredicate{}) // only their specs bind a fabric
 	err := ctrl.NewControllerManagedBy(mgr).
+		Named("switchfabric-fleet").
+		For(&v1alpha1.SwitchFabric{}, specs).
+		Watches(&v1alpha1.CacheCluster{}, allFabrics, specs).
+		Watches(&v1alpha1.CacheLayer{}, allFabrics, specs).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+		Complete(reconcile.Func(r.reconcileFleet))
+	if err != nil {
+		return fmt.Errorf("cannot set up the SwitchFabric fleet controller: %w", err)
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.SwitchFabric{}).
-		// Only their specs bind a fabric: their status updates do not.
-		Watches(&v1alpha1.CacheCluster{}, allFabrics, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.CacheLayer{}, allFabrics, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.CacheCluster{}, allFabrics, specs).
+		Watches(&v1alpha1.CacheLayer{}, allFabrics, specs).
 		WatchesRawSource(source.Channel(r.changed, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("cannot set up the SwitchFabric controller: %w", err)
 	}
+	if err := mgr.Add(fleetsStopper{&r.fleets}); err != nil {
+		return fmt.Errorf("cannot set up the SwitchFabric controller's fleets: %w", err)
+	}
+	// Not a leader election runnable: it starts once this replica leads.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		r.fleets.lead()
 		<-ctx.Done()
-		r.fleets.stopAll()
 		return nil
 	})); err != nil {
-		return fmt.Errorf("cannot set up the SwitchFabric controller's fleets: %w", err)
+		return fmt.Errorf("cannot set up the SwitchFabric controller's leadership: %w", err)
 	}
 	return nil
 }
