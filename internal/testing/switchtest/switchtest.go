@@ -111,6 +111,9 @@ type Config struct {
 	Controller func(*cacheswitch.Config)
 	// Interval is the controller's insertion interval.
 	Interval time.Duration
+	// Runner, when set, edits the runner configuration of every
+	// controller of the switch (before StartController's own edit).
+	Runner func(*cacheswitch.RunnerConfig)
 }
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -192,6 +195,9 @@ func (m *Member) StartController(t testing.TB, member string, election uint64, e
 			return stratum.Open(ctx, stratum.Config{Address: m.P4Runtime, DeviceID: 1, ElectionID: election, Logger: quiet})
 		},
 		Controller: cc, Interval: m.cfg.Interval, Retry: 50 * time.Millisecond, Logger: quiet,
+	}
+	if m.cfg.Runner != nil {
+		m.cfg.Runner(&rc)
 	}
 	if edit != nil {
 		edit(&rc)
