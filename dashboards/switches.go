@@ -19,10 +19,10 @@ func switches() *dashboard.DashboardBuilder {
 		"Sessions, serving leases and hot-key insertion of the switches of the cluster's switch-backed layers.").
 		Tags([]string{"distcache", switchesTag}).
 		WithPanel(panel("Switches programmed", "short",
-			"1 while the fabric controller is the switch's primary and has pushed the pipeline in the current session; 0: failed over, serving nothing cached (alert DistCacheSwitchNotProgrammed).").
-			WithTarget(query(`sum by (switch_member) (distcache_fabric_switch_programmed{`+clusterSel+`})`, "{{switch_member}}"))).
+			"1 while a fabric controller (one replica of the operator) is the switch's primary and runs it with the pipeline it pushed or found; 0: failed over, serving nothing cached (alert DistCacheSwitchNotProgrammed).").
+			WithTarget(query(`max by (switch_member) (distcache_fabric_switch_programmed{`+clusterSel+`})`, "{{switch_member}}"))).
 		WithPanel(panel("Sessions started", "short",
-			"Sessions that programmed each switch in the interval. Each starts the switch with an empty cache: a switch or its agent restarted, or mastership came back.").
+			"Sessions in which a controller became each switch's primary in the interval: after a switch or its agent restarted it pushed the pipeline, which starts the switch empty (distcache_fabric_pipeline_pushes_total); after another controller left it took the switch over with its cache.").
 			WithTarget(query(`sum by (switch_member) (increase(distcache_fabric_switch_sessions_total{`+clusterSel+`}[$__rate_interval]))`, "{{switch_member}}"))).
 		WithPanel(panel("Lease renewals", "ops",
 			"Serving lease renewals per second, and renewals that left a switch without a lease (its member not Active). No renewals: the controller cannot read the map, and the switch stops serving cached values when its lease ends.").
@@ -38,6 +38,6 @@ func switches() *dashboard.DashboardBuilder {
 			WithTarget(query(fabricRate("fills"), "{{switch_member}} filled")).
 			WithTarget(query(fabricRate("fills_refused"), "{{switch_member}} refused"))).
 		WithPanel(panel("Ports up", "short",
-			"Ports each switch reports up over gNMI (0 until it reports, or without a gNMI address).").
-			WithTarget(query(`sum by (switch_member) (distcache_fabric_ports_up{`+clusterSel+`})`, "{{switch_member}}")))
+			"Ports each switch reports up over gNMI (0 until it reports, or without a gNMI address); every replica of the operator watches them.").
+			WithTarget(query(`max by (switch_member) (distcache_fabric_ports_up{`+clusterSel+`})`, "{{switch_member}}")))
 }

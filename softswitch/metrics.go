@@ -27,6 +27,7 @@ func (s *Switch) RegisterMetrics(reg prometheus.Registerer) error {
 		counter("hot_keys", "Hot-key digests of uncached keys.", st.HotKeys.Load),
 		counter("queue_drops", "Packet-ins and digests the controller did not take in time.", st.QueueDrops.Load),
 		counter("unconfigured", "Datagrams received before a pipeline was installed.", st.Unconfigured.Load),
+		counter("pipeline_installs", "Pipelines installed: each started the switch with empty tables and zero registers.", st.PipelineInstalls.Load),
 		metrics.GaugeFunc("distcache_switch_pipeline_installed", "1 when a controller has installed the pipeline.", func() float64 {
 			if _, _, ok := s.Pipeline(); ok {
 				return 1

@@ -61,6 +61,10 @@ type Stats struct {
 	QueueDrops   atomic.Uint64 // packet-ins and hot-key reports the controller did not take in time
 	HotKeys      atomic.Uint64 // hot-key reports
 	Unconfigured atomic.Uint64 // datagrams received before a pipeline was pushed
+	// PipelineInstalls counts the pipelines installed: each started the
+	// switch empty (a RECONCILE_AND_COMMIT of the running P4Info is not
+	// one).
+	PipelineInstalls atomic.Uint64
 }
 
 // control is a program's ingress control over a configured state.
@@ -197,6 +201,7 @@ func (s *Switch) SetPipeline(info *p4configv1.P4Info, cookie uint64) error {
 	s.mu.Lock()
 	s.st, s.ctl = st, ctl
 	s.mu.Unlock()
+	s.stats.PipelineInstalls.Add(1)
 	s.log.Info("forwarding pipeline installed", "program", s.cfg.Program, "cookie", cookie)
 	return nil
 }

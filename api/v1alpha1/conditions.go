@@ -101,8 +101,9 @@ const (
 	// ReasonSwitchUnreachable: the operator has no session with a switch
 	// (it does not answer, or its session broke).
 	ReasonSwitchUnreachable = "SwitchUnreachable"
-	// ReasonMastershipLost: another controller with a higher election id
-	// is a switch's primary: the operator cannot program it.
+	// ReasonMastershipLost: another controller claimed a switch with a
+	// higher election id and is its primary: the operator cannot program
+	// it until that controller leaves.
 	ReasonMastershipLost = "MastershipLost"
 	// ReasonPipelineMismatch: a switch refused the pipeline pushed to it,
 	// or the fabric names a pipeline this operator does not have.

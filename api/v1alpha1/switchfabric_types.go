@@ -70,13 +70,15 @@ type LocalSecretReference struct {
 // SwitchFabricSpec is a set of programmable switches and how to reach them.
 //
 // The operator programs the switches of a fabric that a CacheCluster's
-// switch-backed layer uses, with the stratum driver: a primary P4Runtime
-// session per switch that pushes the pipeline and keeps the switch's
-// entries and serving lease from the cluster's partition map, and per
-// client-leaf switch one that pushes the client leaf program and keeps
-// its routes from the same map (docs/switches.md); standalone mode
-// (distcache up) does the same. The
-// onos driver is validated and reported (Ready False, DriverUnavailable).
+// switch-backed layer uses, with the stratum driver: every replica holds a
+// P4Runtime session per switch, the leader's primary, which pushes the
+// pipeline to a switch that does not run it (or takes over one that does,
+// with its cache) and keeps the switch's entries and serving lease from
+// the cluster's partition map; the leader also holds one per client-leaf
+// switch, which pushes the client leaf program and keeps its routes from
+// the same map (docs/switches.md). Standalone mode (distcache up) does the
+// same with one controller. The onos driver is validated and reported
+// (Ready False, DriverUnavailable).
 //
 // +kubebuilder:validation:XValidation:rule="self.driver != 'onos' || has(self.onos)",message="the onos driver needs onos.endpoint"
 // +kubebuilder:validation:XValidation:rule="self.driver == 'onos' || !has(self.onos)",message="onos is only for driver: onos"
@@ -149,16 +151,19 @@ type SwitchStatus struct {
 	// empty for a client leaf, which is no member.
 	// +optional
 	Member string `json:"member,omitempty"`
-	// Programmed says the operator is the switch's primary controller and
-	// has pushed the pipeline in the current session: the switch serves.
+	// Programmed says the reporting replica of the operator (the leader)
+	// is the switch's primary controller and runs it with the pipeline it
+	// pushed, or found, in the current session: the switch serves.
 	// A switch that is not is failed over like a cache node that is not
 	// Ready.
 	Programmed bool `json:"programmed"`
 	// Since is when Programmed last changed.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
-	// Sessions counts the sessions that programmed the switch since the
-	// operator started: each started it with an empty cache.
+	// Sessions counts the times the reporting replica became the switch's
+	// primary and programmed it since it started: by pushing the pipeline,
+	// which empties the switch, or by taking over a switch that ran it,
+	// which keeps its cache.
 	// +optional
 	Sessions int32 `json:"sessions,omitempty"`
 	// Cookie is the cookie of the build the switch runs in its session,

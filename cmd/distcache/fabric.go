@@ -37,15 +37,16 @@ func newFabricCommand() *cobra.Command {
 		Use:   "fabric",
 		Short: "Program a fabric's cache switches and client leaves over P4Runtime from the partition map (the stratum driver)",
 		Long: `Run the controller of a fabric's switch-backed cache members: for each
---switch, a primary P4Runtime session that pushes the cache switch program,
-installs the member's addresses and the shims' routes from the partition map,
-renews the switch's serving lease on every read of the map, and inserts the
-hot keys the switch reports. For each --client-leaf, a primary session that
-pushes the client leaf program and keeps its tables (the read ports, the
-spine layer's ring and each shard's storage-leaf switch) from every read
-of the map; a client leaf caches nothing and has no lease. 'distcache up'
-starts it for a standalone cluster with a switch-backed layer;
-docs/switches.md describes it.
+--switch, a P4Runtime session that claims the switch's mastership, pushes the
+cache switch program — or, when the switch runs it already (this process
+restarted), takes the switch over with its cache —, installs the member's
+addresses and the shims' routes from the partition map, renews the switch's
+serving lease on every read of the map, and inserts the hot keys the switch
+reports. For each --client-leaf, a session that pushes the client leaf
+program and keeps its tables (the read ports, the spine layer's ring and
+each shard's storage-leaf switch) from every read of the map; a client leaf
+caches nothing and has no lease. 'distcache up' starts it for a standalone
+cluster with a switch-backed layer; docs/switches.md describes it.
 
 The switches get the P4Info of --pipeline and no device config, which
 only the software switch runs, or a compiled build: --p4info and
@@ -75,7 +76,8 @@ keeping their cached keys; another P4Info is refused.`,
 			if err != nil {
 				return err
 			}
-			f, _ := fleet.Build(members, fleet.Config{Pipeline: built, Controller: cfg, ClientLeafInfo: leafInfo, Interval: interval, ElectionID: election, Logger: log})
+			f, _ := fleet.Build(members, fleet.Config{Pipeline: built, Controller: cfg, ClientLeafInfo: leafInfo, Interval: interval,
+				ElectionID: election, Leader: true, Logger: log})
 			reg, wrapped := metrics.Registry("fabric", "")
 			if err := metrics.Register(wrapped, f.Collector(nil)); err != nil {
 				return err
@@ -106,7 +108,7 @@ keeping their cached keys; another P4Info is refused.`,
 	fl.IntVar(&cfg.Capacity, "capacity", cacheswitch.DefaultCapacity, "keys each switch caches")
 	fl.Uint16Var(&cfg.HotThreshold, "hot-threshold", cacheswitch.DefaultHotThreshold, "reads of an uncached key in an interval that make the switch report it")
 	fl.DurationVar(&interval, "interval", cacheswitch.DefaultInterval, "hot-key insertion period")
-	fl.Uint64Var(&election, "election-id", 1, "the controller's P4Runtime election id")
+	fl.Uint64Var(&election, "election-id", 1, "the low 64 bits of the controller's P4Runtime election ids (it claims each switch above the highest id the switch has seen)")
 	pf.add(fl)
 	fl.StringArrayVar(&clientLeaves, "client-leaf", nil, "a client leaf and its P4Runtime endpoint: NAME=HOST:PORT,data=IP:PORT[,device=N][,gnmi=HOST:PORT] "+
 		"(repeatable): it runs the pipeline's client leaf program, its read ports at data's port + 1 + shard, its tables kept from every map read")

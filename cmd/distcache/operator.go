@@ -47,7 +47,8 @@ func newOperatorCommand() *cobra.Command {
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
 	f.StringVar(&o.Namespace, "namespace", "", "only watch this namespace (default: all)")
-	f.Uint64Var(&o.P4RuntimeElectionID, "p4runtime-election-id", 1, "the operator's P4Runtime election id with the switches of its SwitchFabrics (a controller with a higher one takes them over)")
+	f.Uint64Var(&o.P4RuntimeElectionID, "p4runtime-election-id", 1, "the operator's P4Runtime election id with the switches of its SwitchFabrics (below 2^32): the high 32 bits of the low word of each replica's election ids, above a hash of the replica's name")
+	f.StringVar(&o.Replica, "replica-name", "", "this replica's name, which its P4Runtime election ids are unique by (default: the host name, the pod's name in Kubernetes)")
 	f.StringVar(&o.DataPlaneImage, "data-plane-image", buildinfo.Image,
 		"distcache image of the data-plane pods of clusters whose spec.images.distcache is empty (the Helm chart passes the operator's own image)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")

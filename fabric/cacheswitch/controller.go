@@ -8,10 +8,16 @@
 // member's identity, the addresses it serves (its coherence port and a
 // read port per storage shard) and the shims' routes, removes every
 // cached key the member no longer holds (all of them when it is not
-// Active), and only then renews the serving lease — lease_until in the
-// switch's clock, counted from before the map was read — so a switch that
-// loses its controller stops serving hits when the lease runs out, and
-// one that restarts comes back with no valid copy and no lease.
+// Active, or when the map is more than one version ahead of the last one
+// applied to the switch), and only then renews the serving lease —
+// lease_until in the switch's clock, counted from before the map was
+// read — so a switch that loses its controller stops serving hits when
+// the lease runs out, and one that restarts comes back with no valid copy
+// and no lease.
+//
+// New controls a switch that was just given the pipeline (empty); Resume
+// takes over a switch that already runs it from another controller — or
+// from an earlier run of this one — and reads its state back (resume.go).
 //
 // Insert (every insertion interval, NetCache §4.3) takes the hot keys the
 // switch reported in digests since the last one, gives the hottest that
@@ -26,6 +32,7 @@ package cacheswitch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -50,6 +57,11 @@ const (
 	// MaxCapacity is the program's CACHE_SLOTS.
 	MaxCapacity = 65536
 )
+
+// ErrMapBehind says a map read is older than the version the switch has
+// applied already (another controller applied a newer one): it is not
+// applied, and the lease is not renewed from it.
+var ErrMapBehind = errors.New("the map read is older than the switch's")
 
 // Device is the session the controller programs its switch through (a
 // stratum.Conn).
@@ -102,6 +114,7 @@ type Controller struct {
 	member    int
 	addr      netip.AddrPort // the member's address: the switch's coherence port
 	active    bool
+	applied   int64 // the map version last applied to the switch (its keys released); 0: none
 	installed installed
 	slots     slotTable
 	hot       map[string]uint16 // keys reported since the last Insert, by key
@@ -121,6 +134,19 @@ type installed struct {
 // New returns a controller of the switch behind dev, which has just been
 // given the program's pipeline (empty tables, zero registers).
 func New(ctx context.Context, dev Device, cfg Config) (*Controller, error) {
+	c, err := newController(dev, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.configure(ctx, false); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newController is a controller of a switch whose state it does not know
+// yet: every slot free, nothing installed.
+func newController(dev Device, cfg Config) (*Controller, error) {
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultLease
 	}
@@ -140,22 +166,48 @@ func New(ctx context.Context, dev Device, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger.With("member", cfg.Member), dev: dev, id: id,
-		slots: newSlotTable(cfg.Capacity), hot: map[string]uint16{}, nextSeq: 1,
-		installed: installed{addresses: map[netip.AddrPort]int{}, routes: map[int]netip.AddrPort{}}}
-	if err := dev.Write(ctx, p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(id.hotThreshold, 0, p4entity.U16(cfg.HotThreshold)))); err != nil {
-		return nil, fmt.Errorf("cannot set the hot-key threshold of %s: %w", cfg.Member, err)
+	// FETCH sequence numbers start at the clock, so that they do not repeat
+	// those of an earlier controller of the switch, whose FETCH_REPLYs may
+	// still arrive.
+	return &Controller{cfg: cfg, log: cfg.Logger.With("member", cfg.Member), dev: dev, id: id,
+		slots: newSlotTable(cfg.Capacity), hot: map[string]uint16{}, nextSeq: uint64(time.Now().UnixNano()),
+		installed: installed{addresses: map[netip.AddrPort]int{}, routes: map[int]netip.AddrPort{}}}, nil
+}
+
+// configure sets the hot-key threshold and asks for hot-key reports, one
+// per list, sent at once; a switch taken over (resumed) may have them
+// already.
+func (c *Controller) configure(ctx context.Context, resumed bool) error {
+	if err := c.dev.Write(ctx, p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(c.id.hotThreshold, 0, p4entity.U16(c.cfg.HotThreshold)))); err != nil {
+		return fmt.Errorf("cannot set the hot-key threshold of %s: %w", c.cfg.Member, err)
 	}
-	// Hot-key reports, one per list, sent at once.
-	digest := &p4v1.DigestEntry{DigestId: id.hotKey, Config: &p4v1.DigestEntry_Config{MaxListSize: 1}}
-	if err := dev.Write(ctx, p4entity.Update(p4v1.Update_INSERT, &p4v1.Entity{Entity: &p4v1.Entity_DigestEntry{DigestEntry: digest}})); err != nil {
-		return nil, fmt.Errorf("cannot ask %s for hot-key reports: %w", cfg.Member, err)
+	entry := &p4v1.Entity{Entity: &p4v1.Entity_DigestEntry{DigestEntry: &p4v1.DigestEntry{DigestId: c.id.hotKey}}}
+	if resumed {
+		es, err := c.dev.Read(ctx, entry)
+		if err != nil {
+			return fmt.Errorf("cannot read the hot-key reports of %s: %w", c.cfg.Member, err)
+		}
+		if len(es) > 0 {
+			return nil
+		}
 	}
-	return c, nil
+	entry.GetDigestEntry().Config = &p4v1.DigestEntry_Config{MaxListSize: 1}
+	if err := c.dev.Write(ctx, p4entity.Update(p4v1.Update_INSERT, entry)); err != nil {
+		return fmt.Errorf("cannot ask %s for hot-key reports: %w", c.cfg.Member, err)
+	}
+	return nil
 }
 
 // Stats returns the controller's counters.
 func (c *Controller) Stats() *Stats { return &c.stats }
+
+// Keys is how many keys the switch holds a slot for (filled or waiting
+// for their fill).
+func (c *Controller) Keys() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.slots.byKey)
+}
 
 // Renew applies p, a map read at readAt, to the switch and renews its
 // serving lease from readAt when the member is Active in p.
@@ -200,9 +252,16 @@ func (c *Controller) readClock(ctx context.Context) (uint64, error) {
 }
 
 // apply installs p: identity, addresses and routes, and releases the
-// slots of keys the member no longer holds.
+// slots of keys the member no longer holds — every slot when p is more
+// than one version ahead of the last map applied to the switch: a version
+// it never saw may have moved a key away and back while the shims stopped
+// invalidating the switch for it (docs/dataplane.md, Fencing). A map
+// older than the switch's is refused (ErrMapBehind).
 func (c *Controller) apply(ctx context.Context, p *partmap.Placement) error {
 	m := p.Map()
+	if m.Version < c.applied {
+		return fmt.Errorf("cannot apply map version %d to %s, which has version %d: %w", m.Version, c.cfg.Member, c.applied, ErrMapBehind)
+	}
 	l, i, ok := m.Member(c.cfg.Member)
 	if !ok || !m.Layers[l].Switch {
 		return fmt.Errorf("cannot apply map version %d: %s is no switch member of it", m.Version, c.cfg.Member)
@@ -212,10 +271,17 @@ func (c *Controller) apply(ctx context.Context, p *partmap.Placement) error {
 	if err != nil {
 		return fmt.Errorf("cannot apply map version %d: member %s has address %q: %w", m.Version, mb.Name, mb.Address, err)
 	}
+	skipped := c.applied != 0 && m.Version > c.applied+1
 	c.p, c.layer, c.member, c.addr, c.active = p, l, i, base, mb.State == partmap.Active
-	if err := c.releaseNotHeld(ctx); err != nil {
+	if skipped && len(c.slots.byKey) > 0 {
+		c.log.Info("map versions skipped: releasing every cached key", "applied", c.applied, "version", m.Version, "keys", len(c.slots.byKey))
+		if err := c.releaseAll(ctx); err != nil {
+			return err
+		}
+	} else if err := c.releaseNotHeld(ctx); err != nil {
 		return err
 	}
+	c.applied = m.Version
 	if err := c.writeIdentity(ctx, uint64(mb.ID), uint64(m.Version)); err != nil {
 		return err
 	}

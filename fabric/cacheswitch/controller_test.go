@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/distcache/distcache/fabric/cacheswitch"
@@ -24,11 +25,13 @@ type controlled struct {
 	conn *stratum.Conn
 	c    *cacheswitch.Controller
 	m    *partmap.Map
+	info *p4configv1.P4Info
 }
+
+var quiet = slog.New(slog.DiscardHandler)
 
 func newControlled(t *testing.T) *controlled {
 	t.Helper()
-	quiet := slog.New(slog.DiscardHandler)
 	sw := switchtest.NewSwitch(t, 2)
 	addr := switchtest.Serve(t, sw)
 	ctx := t.Context()
@@ -54,7 +57,7 @@ func newControlled(t *testing.T) *controlled {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &controlled{sw: sw, conn: conn, c: c, m: m}
+	return &controlled{sw: sw, conn: conn, c: c, m: m, info: info}
 }
 
 type addrs struct{ sw string }

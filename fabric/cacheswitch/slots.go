@@ -50,6 +50,15 @@ func (c *Controller) releaseNotHeld(ctx context.Context) error {
 	return c.release(ctx, gone)
 }
 
+// releaseAll removes every slot.
+func (c *Controller) releaseAll(ctx context.Context) error {
+	gone := make([]*slot, 0, len(c.slots.byKey))
+	for _, s := range c.slots.byKey {
+		gone = append(gone, s)
+	}
+	return c.release(ctx, gone)
+}
+
 // release deletes the slots' lookup entries and clears their valid bits.
 func (c *Controller) release(ctx context.Context, gone []*slot) error {
 	if len(gone) == 0 {
@@ -72,10 +81,15 @@ func (c *Controller) release(ctx context.Context, gone []*slot) error {
 	return c.dev.Write(ctx, ups...)
 }
 
-// lookupEntry is key's cache_lookup entry for slot index.
+// lookupEntry is key's cache_lookup entry for slot index. The key rides
+// in the entry's metadata, which P4Runtime keeps for the controller and
+// returns with the entry: a controller that takes the switch over reads
+// the keys back from there (resume.go).
 func (c *Controller) lookupEntry(key string, index uint32) *p4v1.Entity {
 	d := hashing.DigestOfString(key)
-	return p4entity.TableEntry(c.id.cacheLookup, c.id.cached, [][]byte{d[:]}, p4entity.U32(index))
+	e := p4entity.TableEntry(c.id.cacheLookup, c.id.cached, [][]byte{d[:]}, p4entity.U32(index))
+	e.GetTableEntry().Metadata = []byte(key)
+	return e
 }
 
 // lookupMatch is key's cache_lookup match, for a delete.

@@ -46,7 +46,21 @@ func (r *Runner) push(ctx context.Context, s Session) error {
 	return nil
 }
 
-// forget records that session s ended.
+// adopt records that the switch of session s runs the build of cookie
+// running, when that is the runner's build: the session takes the switch
+// over with its state instead of pushing.
+func (r *Runner) adopt(s Session, running uint64) bool {
+	b := &r.build
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if running != b.cookie {
+		return false
+	}
+	b.session, b.running = s, running
+	return true
+}
+
+// forget records that session s ended or lost mastership.
 func (r *Runner) forget(s Session) {
 	b := &r.build
 	b.mu.Lock()

@@ -40,6 +40,8 @@ type RunnerConfig struct {
 	// Retry is the wait before dialing again after a session ends (1 s
 	// when 0).
 	Retry time.Duration
+	// Leader starts the runner as its fleet's leader (SetLeader).
+	Leader bool
 	// OnChange, when set, is called with the runner's state whenever it
 	// changes, as cacheswitch.RunnerConfig.OnChange.
 	OnChange func(cacheswitch.State)
@@ -76,6 +78,10 @@ type Runner struct {
 	last   *partmap.Placement // the newest map given to Renew
 	cookie uint64
 
+	leaderMu sync.Mutex    // guards leader, promoted
+	leader   bool          // only the fleet's leader programs the leaf
+	promoted chan struct{} // closed when the runner becomes the leader
+
 	applyMu sync.Mutex // one Apply at a time, of the newest map
 	stats   RunnerStats
 
@@ -95,7 +101,37 @@ func NewRunner(cfg RunnerConfig) *Runner {
 		cfg.Controller.Logger = cfg.Logger
 	}
 	return &Runner{cfg: cfg, log: cfg.Logger.With("client_leaf", cfg.Name), programmed: make(chan struct{}),
-		state: cacheswitch.State{Since: time.Now()}}
+		state: cacheswitch.State{Since: time.Now()}, leader: cfg.Leader, promoted: make(chan struct{})}
+}
+
+// SetLeader makes the runner its fleet's leader or not. Only the leader
+// dials the leaf: a client leaf has no serving lease to keep, so the
+// other replicas hold no session, and a new leader pushes the program
+// again (a leaf goes on routing by its tables meanwhile).
+func (r *Runner) SetLeader(leader bool) {
+	r.leaderMu.Lock()
+	defer r.leaderMu.Unlock()
+	if leader && !r.leader {
+		close(r.promoted)
+		r.promoted = make(chan struct{})
+	}
+	r.leader = leader
+}
+
+// awaitLeader returns once the runner is the leader, or ctx ended.
+func (r *Runner) awaitLeader(ctx context.Context) error {
+	r.leaderMu.Lock()
+	leader, promoted := r.leader, r.promoted
+	r.leaderMu.Unlock()
+	if leader {
+		return nil
+	}
+	select {
+	case <-promoted:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // State is the runner's session as last seen.
@@ -138,6 +174,9 @@ func (r *Runner) setSession(s Session, c *Controller, err error) {
 // Run serves sessions until ctx ends.
 func (r *Runner) Run(ctx context.Context) {
 	for ctx.Err() == nil {
+		if r.awaitLeader(ctx) != nil {
+			return
+		}
 		err := r.session(ctx)
 		r.setSession(nil, nil, err)
 		if ctx.Err() != nil {

@@ -22,7 +22,7 @@ import (
 func startRunner(t *testing.T, target *switchtest.Target) *clientleaf.Runner {
 	t.Helper()
 	r := clientleaf.NewRunner(clientleaf.RunnerConfig{
-		Name: "leaf-0",
+		Name: "leaf-0", Leader: true,
 		Dial: func(ctx context.Context) (clientleaf.Session, error) {
 			return stratum.Dial(ctx, stratum.Config{Address: target.P4Runtime, DeviceID: 1, Logger: quiet})
 		},
@@ -86,7 +86,7 @@ func routesOf(t *testing.T, es []*p4v1.Entity, p *partmap.Placement) error {
 // programs it again with the newest map, without waiting for another.
 func TestRunnerProgramsTheLeaf(t *testing.T) {
 	target := switchtest.StartClientLeaf(t, 4, 1)
-	r := clientleaf.NewRunner(clientleaf.RunnerConfig{Name: "leaf-0", Dial: func(context.Context) (clientleaf.Session, error) {
+	r := clientleaf.NewRunner(clientleaf.RunnerConfig{Name: "leaf-0", Leader: true, Dial: func(context.Context) (clientleaf.Session, error) {
 		return nil, errors.New("not used")
 	}})
 	m := switchMap(t)

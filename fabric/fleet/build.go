@@ -48,8 +48,16 @@ type Config struct {
 	ClientLeafInfo *p4configv1.P4Info
 	// Interval is the hot-key insertion interval.
 	Interval time.Duration
-	// ElectionID is the controller's P4Runtime election id.
+	// ElectionID is the low 64 bits of the controller's P4Runtime election
+	// id: unique among the controllers of the fabric's switches (package
+	// stratum).
 	ElectionID uint64
+	// Leader starts the fleet as the leader of the controllers that run
+	// it (Fleet.SetLeader).
+	Leader bool
+	// AlwaysPush pushes the pipeline at every session, even to a switch
+	// that runs it (cacheswitch.RunnerConfig.AlwaysPush).
+	AlwaysPush bool
 	// TLS, when set, secures the P4Runtime and gNMI connections;
 	// plaintext otherwise.
 	TLS *tls.Config
@@ -59,10 +67,11 @@ type Config struct {
 	Logger   *slog.Logger
 }
 
-// Build returns the fleet of switches, each programmed over a primary
-// P4Runtime session (package stratum) by a cacheswitch.Runner, or a
-// clientleaf.Runner for a client leaf, and the runners in the order of
-// switches.
+// Build returns the fleet of switches, each programmed over a P4Runtime
+// session (package stratum) by a cacheswitch.Runner — as the switch's
+// primary, or as a backup while another controller is — or by a
+// clientleaf.Runner for a client leaf (the leader's fleet only), and the
+// runners in the order of switches.
 func Build(switches []Switch, cfg Config) (*Fleet, []Runner) {
 	members := map[string]Member{}
 	runners := make([]Runner, 0, len(switches))
@@ -78,10 +87,10 @@ func Build(switches []Switch, cfg Config) (*Fleet, []Runner) {
 		}
 		runner := cacheswitch.NewRunner(cacheswitch.RunnerConfig{
 			Dial: func(ctx context.Context) (cacheswitch.Session, error) {
-				return stratum.Dial(ctx, dial)
+				return stratum.Open(ctx, dial)
 			},
 			Controller: cc, DeviceConfig: cfg.Pipeline.DeviceConfig, Cookie: cfg.Pipeline.Cookie,
-			Interval: cfg.Interval, OnChange: cfg.OnChange, Logger: cfg.Logger,
+			Interval: cfg.Interval, Leader: cfg.Leader, AlwaysPush: cfg.AlwaysPush, OnChange: cfg.OnChange, Logger: cfg.Logger,
 		})
 		runners = append(runners, runner)
 		members[s.Member] = Member{Runner: runner, GNMI: s.GNMI, GNMITLS: cfg.TLS}
@@ -96,8 +105,8 @@ func newClientLeaf(s Switch, dial stratum.Config, cfg Config) *clientleaf.Runner
 		Dial: func(ctx context.Context) (clientleaf.Session, error) {
 			return stratum.Dial(ctx, dial)
 		},
-		Controller: clientleaf.Config{Addr: s.ClientLeaf, Info: cfg.ClientLeafInfo, Logger: cfg.Logger},
-		OnChange:   cfg.OnChange, Logger: cfg.Logger,
+		Controller: clientleaf.Config{Addr: s.ClientLeaf, Info: cfg.ClientLeafInfo, Logger: cfg.Logger}, Leader: cfg.Leader,
+		OnChange: cfg.OnChange, Logger: cfg.Logger,
 	})
 }
 

@@ -62,7 +62,7 @@ func TestFleetProgramsAClientLeaf(t *testing.T) {
 	f, runners := fleet.Build([]fleet.Switch{
 		{Member: "lab-spine-0", P4Runtime: spine.P4Runtime, DeviceID: 1},
 		{Member: "lab-cl-0", P4Runtime: leaf.P4Runtime, DeviceID: 2, ClientLeaf: leaf.Addr()},
-	}, fleet.Config{Pipeline: builtin, Controller: cacheswitch.Config{Lease: time.Second}, ClientLeafInfo: leafInfo, Logger: quiet})
+	}, fleet.Config{Pipeline: builtin, Controller: cacheswitch.Config{Lease: time.Second}, ClientLeafInfo: leafInfo, Leader: true, Logger: quiet})
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { f.Run(ctx) })
@@ -87,7 +87,7 @@ func TestFleetProgramsAClientLeaf(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP distcache_fabric_switch_programmed 1 while the controller is the switch's primary and has pushed the pipeline in the current session.
+# HELP distcache_fabric_switch_programmed 1 while the controller is the switch's primary and runs it with the pipeline it pushed or found.
 # TYPE distcache_fabric_switch_programmed gauge
 distcache_fabric_switch_programmed{switch_member="lab-cl-0"} 1
 distcache_fabric_switch_programmed{switch_member="lab-spine-0"} 1

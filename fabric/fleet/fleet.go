@@ -41,6 +41,8 @@ type Runner interface {
 	State() cacheswitch.State
 	// Programmed is closed once a session has programmed the switch.
 	Programmed() <-chan struct{}
+	// SetLeader makes the runner its fleet's leader or not.
+	SetLeader(leader bool)
 }
 
 // Member is one switch of a fleet.
@@ -64,6 +66,16 @@ type member struct {
 	mu      sync.Mutex // guards lastErr, ports
 	lastErr error
 	ports   map[string]bool // port name to up, as gNMI last reported
+}
+
+// SetLeader makes every runner of the fleet its leader or not
+// (cacheswitch.Runner.SetLeader, clientleaf.Runner.SetLeader): the
+// leader claims each cache switch's mastership and programs the client
+// leaves.
+func (f *Fleet) SetLeader(leader bool) {
+	for _, m := range f.members {
+		m.runner.SetLeader(leader)
+	}
 }
 
 // Fleet programs a fabric's switches.
@@ -164,6 +176,9 @@ func (f *Fleet) renewals(ctx context.Context, m *member) {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := m.runner.Renew(rctx, r.p, r.at)
 			cancel()
+			if errors.Is(err, cacheswitch.ErrBackup) {
+				err = nil // another controller renews the switch
+			}
 			m.mu.Lock()
 			// Each failure is a new error value: logged when its text
 			// changes, not on every read of the map.

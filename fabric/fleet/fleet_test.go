@@ -54,10 +54,10 @@ func TestFleetWatchesPorts(t *testing.T) {
 # HELP distcache_fabric_ports_up The switch's ports gNMI reports up (0 until it reports).
 # TYPE distcache_fabric_ports_up gauge
 distcache_fabric_ports_up{switch_member="m-0",switchfabric="lab"} 3
-# HELP distcache_fabric_switch_programmed 1 while the controller is the switch's primary and has pushed the pipeline in the current session.
+# HELP distcache_fabric_switch_programmed 1 while the controller is the switch's primary and runs it with the pipeline it pushed or found.
 # TYPE distcache_fabric_switch_programmed gauge
 distcache_fabric_switch_programmed{switch_member="m-0",switchfabric="lab"} 1
-# HELP distcache_fabric_switch_sessions_total Sessions that programmed the switch (each started it with an empty cache).
+# HELP distcache_fabric_switch_sessions_total Times the controller became the switch's primary and programmed it (pushed the pipeline or took the switch over).
 # TYPE distcache_fabric_switch_sessions_total counter
 distcache_fabric_switch_sessions_total{switch_member="m-0",switchfabric="lab"} 1
 `

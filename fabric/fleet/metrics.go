@@ -40,19 +40,22 @@ type collector struct {
 	f          *Fleet
 	programmed *prometheus.Desc
 	sessions   *prometheus.Desc
+	pushes     *prometheus.Desc
 	portsUp    *prometheus.Desc
 	counters   []*prometheus.Desc
 	leaf       []*prometheus.Desc
 }
 
 // Collector exports each switch's session (distcache_fabric_switch_programmed,
-// distcache_fabric_switch_sessions_total), its controller's counters (a
-// cache switch's or a client leaf's) and its ports up, labelled switch_member and with labels (which may be nil).
+// distcache_fabric_switch_sessions_total, distcache_fabric_pipeline_pushes_total),
+// its controller's counters (a cache switch's or a client leaf's) and its
+// ports up, labelled switch_member and with labels (which may be nil).
 func (f *Fleet) Collector(labels prometheus.Labels) prometheus.Collector {
 	member := []string{"switch_member"}
 	c := &collector{f: f,
-		programmed: prometheus.NewDesc("distcache_fabric_switch_programmed", "1 while the controller is the switch's primary and has pushed the pipeline in the current session.", member, labels),
-		sessions:   prometheus.NewDesc("distcache_fabric_switch_sessions_total", "Sessions that programmed the switch (each started it with an empty cache).", member, labels),
+		programmed: prometheus.NewDesc("distcache_fabric_switch_programmed", "1 while the controller is the switch's primary and runs it with the pipeline it pushed or found.", member, labels),
+		sessions:   prometheus.NewDesc("distcache_fabric_switch_sessions_total", "Times the controller became the switch's primary and programmed it (pushed the pipeline or took the switch over).", member, labels),
+		pushes:     prometheus.NewDesc("distcache_fabric_pipeline_pushes_total", "Sessions that pushed the pipeline: each started the switch with an empty cache.", member, labels),
 		portsUp:    prometheus.NewDesc("distcache_fabric_ports_up", "The switch's ports gNMI reports up (0 until it reports).", member, labels),
 	}
 	for _, k := range counters {
@@ -67,6 +70,7 @@ func (f *Fleet) Collector(labels prometheus.Labels) prometheus.Collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.programmed
 	ch <- c.sessions
+	ch <- c.pushes
 	ch <- c.portsUp
 	for _, d := range c.counters {
 		ch <- d
@@ -85,6 +89,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.programmed, prometheus.GaugeValue, programmed, m.name)
 		ch <- prometheus.MustNewConstMetric(c.sessions, prometheus.CounterValue, float64(st.Sessions), m.name)
+		ch <- prometheus.MustNewConstMetric(c.pushes, prometheus.CounterValue, float64(st.Pushes), m.name)
 		_, up := c.f.Ports(m.name)
 		ch <- prometheus.MustNewConstMetric(c.portsUp, prometheus.GaugeValue, float64(up), m.name)
 		switch r := m.runner.(type) {

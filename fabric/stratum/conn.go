@@ -1,16 +1,26 @@
 // Package stratum is the fabric driver for switches run by a Stratum
 // agent — or any P4Runtime target, such as the software switch: one
-// P4Runtime session per switch over gRPC (the p4lang Go bindings), in
-// which the driver is the primary controller by its election id, pushes
-// the pipeline, writes and reads table entries and registers, sends
-// packet-outs and receives packet-ins and digests; and gNMI for the
-// state of the switch's ports.
+// P4Runtime session per switch over gRPC (the p4lang Go bindings), which
+// pushes the pipeline or reads which one the switch runs, writes and
+// reads table entries and registers, sends packet-outs and receives
+// packet-ins and digests; and gNMI for the state of the switch's ports.
+//
+// Mastership follows P4Runtime 1.5 §5: the switch remembers the highest
+// election id it has seen, and only a controller that sends one at least
+// that high is primary. When the primary's stream ends nobody is primary
+// until a controller claims the switch so; the switch tells every
+// controller (NOT_FOUND, with the highest id seen). A session opens as a
+// backup (Open: no election id), follows the switch's arbitration
+// updates (Primary), and becomes primary by claiming (Claim): its
+// election id's high 64 bits one or more above the highest seen, its low
+// 64 bits the controller's own (Config.ElectionID), which tell
+// controllers that claim at once apart. Dial opens and claims at once.
 //
 // A session ends when the stream breaks (the switch or the connection
-// went away) or when another controller with a higher election id takes
-// mastership; Done then closes and Err says which. The caller dials a new
-// session; a switch that restarted has lost its pipeline and every entry
-// and register, and the caller starts it over.
+// went away); Done then closes and Err says why. Losing mastership does
+// not end it: the session stays open as a backup. The caller dials a new
+// session after an end; a switch that restarted has lost its pipeline and
+// every entry and register, and the caller starts it over.
 package stratum
 
 import (
@@ -36,8 +46,6 @@ import (
 var (
 	// ErrNotPrimary: another controller holds a higher election id.
 	ErrNotPrimary = errors.New("another controller is primary")
-	// ErrMastershipLost: a controller with a higher election id took over.
-	ErrMastershipLost = errors.New("mastership lost to another controller")
 	// ErrPipelineRejected says the switch refused the pipeline pushed to
 	// it (P4Runtime INVALID_ARGUMENT or FAILED_PRECONDITION): its target
 	// does not run that program.
@@ -53,7 +61,9 @@ type Config struct {
 	Address string
 	// DeviceID is the switch's P4Runtime device id.
 	DeviceID uint64
-	// ElectionID is the controller's election id (1 when 0).
+	// ElectionID is the low 64 bits of the controller's election id (1
+	// when 0): unique among the controllers of a switch. Claim sets the
+	// high 64 bits.
 	ElectionID uint64
 	// TLS, when set, secures the connection; plaintext otherwise.
 	TLS *tls.Config
@@ -62,15 +72,20 @@ type Config struct {
 	Logger  *slog.Logger
 }
 
-// Conn is a primary P4Runtime session with one switch.
+// Conn is a P4Runtime session with one switch, as its primary or as a
+// backup.
 type Conn struct {
-	cfg      Config
-	log      *slog.Logger
-	cc       *grpc.ClientConn
-	rt       p4v1.P4RuntimeClient
-	stream   p4v1.P4Runtime_StreamChannelClient
-	cancel   context.CancelFunc
-	election *p4v1.Uint128
+	cfg    Config
+	log    *slog.Logger
+	cc     *grpc.ClientConn
+	rt     p4v1.P4RuntimeClient
+	stream p4v1.P4Runtime_StreamChannelClient
+	cancel context.CancelFunc
+
+	roleMu   sync.Mutex    // guards election, role, changed
+	election *p4v1.Uint128 // sent with writes: the last id claimed (nil before a claim)
+	role     role
+	changed  chan struct{} // closed when role changes
 
 	packetIns chan []byte
 	digests   chan *p4v1.DigestList
@@ -81,8 +96,17 @@ type Conn struct {
 	err     error // why the session ended; set before done closes
 }
 
-// Dial connects to the switch and becomes its primary controller.
-func Dial(ctx context.Context, cfg Config) (*Conn, error) {
+// role is the session's standing as the switch's last arbitration update
+// said.
+type role struct {
+	primary, anyPrimary bool
+	highest             *p4v1.Uint128 // the highest election id the switch has seen; nil before any
+}
+
+// Open connects to the switch as a backup-only controller (no election
+// id) and returns once the switch has answered with its arbitration
+// update; the session is a backup until it claims mastership (Claim).
+func Open(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.ElectionID == 0 {
 		cfg.ElectionID = 1
 	}
@@ -103,10 +127,10 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	c := &Conn{
 		cfg: cfg, log: cfg.Logger.With("switch", cfg.Address, "device_id", cfg.DeviceID), cc: cc,
-		rt: p4v1.NewP4RuntimeClient(cc), cancel: cancel, election: &p4v1.Uint128{Low: cfg.ElectionID},
+		rt: p4v1.NewP4RuntimeClient(cc), cancel: cancel, changed: make(chan struct{}),
 		packetIns: make(chan []byte, queueLen), digests: make(chan *p4v1.DigestList, queueLen), done: make(chan struct{}),
 	}
-	if err := c.arbitrate(ctx, sctx); err != nil {
+	if err := c.open(ctx, sctx); err != nil {
 		cancel()
 		cc.Close()
 		return nil, err
@@ -115,14 +139,49 @@ func Dial(ctx context.Context, cfg Config) (*Conn, error) {
 	return c, nil
 }
 
-// arbitrate opens the stream and waits to be told it is primary.
-func (c *Conn) arbitrate(ctx, sctx context.Context) error {
+// Dial connects to the switch and claims its mastership at once (one
+// above the highest election id it has seen): it preempts any primary.
+// It fails with ErrNotPrimary when another controller's claim overtook
+// it.
+func Dial(ctx context.Context, cfg Config) (*Conn, error) {
+	c, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	primary, _, changed := c.Primary()
+	if !primary {
+		if err := c.Claim(ctx, 1); err != nil {
+			c.Close()
+			return nil, err
+		}
+		select {
+		case <-changed:
+		case <-c.done:
+		case <-ctx.Done():
+		}
+	}
+	if primary, _, _ := c.Primary(); !primary {
+		err := fmt.Errorf("cannot become primary of %s: %w", cfg.Address, ErrNotPrimary)
+		if c.Err() != nil {
+			err = c.Err()
+		} else if ctx.Err() != nil {
+			err = fmt.Errorf("cannot become primary of %s: %w", cfg.Address, ctx.Err())
+		}
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// open opens the stream, sends a backup-only arbitration update and waits
+// for the switch's answer.
+func (c *Conn) open(ctx, sctx context.Context) error {
 	var err error
 	if c.stream, err = c.rt.StreamChannel(sctx); err != nil {
 		return fmt.Errorf("cannot open the P4Runtime stream of %s: %w", c.cfg.Address, err)
 	}
-	if err := c.stream.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
-		DeviceId: c.cfg.DeviceID, ElectionId: c.election,
+	if err := c.send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
+		DeviceId: c.cfg.DeviceID,
 	}}}); err != nil {
 		return fmt.Errorf("cannot send arbitration to %s: %w", c.cfg.Address, err)
 	}
@@ -134,9 +193,8 @@ func (c *Conn) arbitrate(ctx, sctx context.Context) error {
 			got <- fmt.Errorf("cannot arbitrate with %s: %w", c.cfg.Address, err)
 		case m.GetArbitration() == nil:
 			got <- fmt.Errorf("cannot arbitrate with %s: first stream message is %T", c.cfg.Address, m.GetUpdate())
-		case codes.Code(m.GetArbitration().GetStatus().GetCode()) != codes.OK:
-			got <- fmt.Errorf("cannot become primary of %s (election id %d): %w", c.cfg.Address, c.cfg.ElectionID, ErrNotPrimary)
 		default:
+			c.arbitrated(m.GetArbitration())
 			got <- nil
 		}
 	}()
@@ -146,6 +204,59 @@ func (c *Conn) arbitrate(ctx, sctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("cannot arbitrate with %s: %w", c.cfg.Address, ctx.Err())
 	}
+}
+
+// arbitrated records the switch's arbitration update a.
+func (c *Conn) arbitrated(a *p4v1.MasterArbitrationUpdate) {
+	code := codes.Code(a.GetStatus().GetCode())
+	r := role{primary: code == codes.OK, anyPrimary: code == codes.OK || code == codes.AlreadyExists, highest: a.GetElectionId()}
+	c.roleMu.Lock()
+	defer c.roleMu.Unlock()
+	if r.primary != c.role.primary || r.anyPrimary != c.role.anyPrimary || !sameID(r.highest, c.role.highest) {
+		c.log.Debug("arbitration update", "primary", r.primary, "any_primary", r.anyPrimary, "highest", r.highest.String())
+	}
+	c.role = r
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+func sameID(a, b *p4v1.Uint128) bool {
+	return a.GetHigh() == b.GetHigh() && a.GetLow() == b.GetLow() && (a == nil) == (b == nil)
+}
+
+// Primary says whether this session is the switch's primary and whether
+// any controller is, as the switch's last arbitration update said, and
+// returns a channel closed at the next update.
+func (c *Conn) Primary() (primary, anyPrimary bool, changed <-chan struct{}) {
+	c.roleMu.Lock()
+	defer c.roleMu.Unlock()
+	return c.role.primary, c.role.anyPrimary, c.changed
+}
+
+// Claim asks to become the switch's primary with an election id whose
+// high 64 bits are step above those of the highest id the switch has
+// seen, and whose low 64 bits are Config.ElectionID: it preempts any
+// primary whose id is lower. Primary reports the switch's answer.
+func (c *Conn) Claim(ctx context.Context, step uint64) error {
+	c.roleMu.Lock()
+	id := &p4v1.Uint128{High: c.role.highest.GetHigh() + max(step, 1), Low: c.cfg.ElectionID}
+	c.election = id
+	c.roleMu.Unlock()
+	err := c.send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{Arbitration: &p4v1.MasterArbitrationUpdate{
+		DeviceId: c.cfg.DeviceID, ElectionId: id,
+	}}})
+	if err != nil {
+		return fmt.Errorf("cannot claim mastership of %s: %w", c.cfg.Address, err)
+	}
+	c.log.Info("claiming mastership", "election_id", fmt.Sprintf("%d:%d", id.High, id.Low))
+	return ctx.Err()
+}
+
+// electionID is the id this session writes with.
+func (c *Conn) electionID() *p4v1.Uint128 {
+	c.roleMu.Lock()
+	defer c.roleMu.Unlock()
+	return c.election
 }
 
 // receive serves the stream until it ends.
@@ -158,10 +269,7 @@ func (c *Conn) receive() {
 		}
 		switch {
 		case m.GetArbitration() != nil:
-			if codes.Code(m.GetArbitration().GetStatus().GetCode()) != codes.OK {
-				c.end(fmt.Errorf("switch %s: %w", c.cfg.Address, ErrMastershipLost))
-				return
-			}
+			c.arbitrated(m.GetArbitration())
 		case m.GetPacket() != nil:
 			c.queue(c.packetIns, m.GetPacket().Payload)
 		case m.GetDigest() != nil:
@@ -233,6 +341,27 @@ func (c *Conn) rpcContext(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, c.cfg.Timeout)
 }
 
+// PipelineCookie asks the switch which pipeline it runs
+// (GetForwardingPipelineConfig, COOKIE_ONLY): its cookie, and whether it
+// runs one with a cookie at all.
+func (c *Conn) PipelineCookie(ctx context.Context) (cookie uint64, ok bool, err error) {
+	ctx, cancel := c.rpcContext(ctx)
+	defer cancel()
+	r, err := c.rt.GetForwardingPipelineConfig(ctx, &p4v1.GetForwardingPipelineConfigRequest{
+		DeviceId: c.cfg.DeviceID, ResponseType: p4v1.GetForwardingPipelineConfigRequest_COOKIE_ONLY,
+	})
+	if code := status.Code(err); code == codes.FailedPrecondition || code == codes.NotFound {
+		return 0, false, nil // no pipeline
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("cannot ask %s for its pipeline: %w", c.cfg.Address, err)
+	}
+	if r.GetConfig().GetCookie() == nil {
+		return 0, false, nil
+	}
+	return r.GetConfig().GetCookie().GetCookie(), true, nil
+}
+
 // SetPipeline pushes info (VERIFY_AND_COMMIT): the switch starts over with
 // empty tables and zero registers.
 func (c *Conn) SetPipeline(ctx context.Context, info *p4configv1.P4Info, deviceConfig []byte, cookie uint64) error {
@@ -250,7 +379,7 @@ func (c *Conn) setPipeline(ctx context.Context, action p4v1.SetForwardingPipelin
 	ctx, cancel := c.rpcContext(ctx)
 	defer cancel()
 	_, err := c.rt.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{
-		DeviceId: c.cfg.DeviceID, ElectionId: c.election, Action: action,
+		DeviceId: c.cfg.DeviceID, ElectionId: c.electionID(), Action: action,
 		Config: &p4v1.ForwardingPipelineConfig{P4Info: info, P4DeviceConfig: deviceConfig, Cookie: &p4v1.ForwardingPipelineConfig_Cookie{Cookie: cookie}},
 	})
 	if code := status.Code(err); code == codes.InvalidArgument || code == codes.FailedPrecondition {
@@ -287,7 +416,7 @@ func (c *Conn) Write(ctx context.Context, updates ...*p4v1.Update) error {
 	}
 	ctx, cancel := c.rpcContext(ctx)
 	defer cancel()
-	_, err := c.rt.Write(ctx, &p4v1.WriteRequest{DeviceId: c.cfg.DeviceID, ElectionId: c.election, Updates: updates})
+	_, err := c.rt.Write(ctx, &p4v1.WriteRequest{DeviceId: c.cfg.DeviceID, ElectionId: c.electionID(), Updates: updates})
 	if err == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ package manager
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
@@ -62,9 +63,13 @@ type Options struct {
 	// none (default: the image this tree releases).
 	DataPlaneImage string
 	// P4RuntimeElectionID is the operator's election id with the switches
-	// of its SwitchFabrics (1 when 0): a controller with a higher one
-	// takes them over.
+	// of its SwitchFabrics (1 when 0, below 2^32): with Replica it makes
+	// the low 64 bits of each replica's election ids
+	// (switchfabric.ElectionIDOf).
 	P4RuntimeElectionID uint64
+	// Replica names this replica (default: the host name, which is the
+	// pod's name in Kubernetes).
+	Replica string
 }
 
 // cacheOptions limit what the operator keeps in memory: the objects of the
@@ -90,6 +95,16 @@ func cacheOptions(namespace string) (cache.Options, error) {
 // Run runs the operator until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) error {
 	ctrl.SetLogger(log)
+	if o.P4RuntimeElectionID >= 1<<32 {
+		return fmt.Errorf("cannot run the operator: P4Runtime election id %d is not below 2^32", o.P4RuntimeElectionID)
+	}
+	if o.Replica == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("cannot name this replica: %w", err)
+		}
+		o.Replica = host
+	}
 	scheme, err := apischeme.New()
 	if err != nil {
 		return err
@@ -132,7 +147,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 		cc.SetupWithManager,
 		(&cachelayer.Reconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(),
-			Recorder: mgr.GetEventRecorder("distcache-operator"), ElectionID: o.P4RuntimeElectionID, Metrics: crmetrics.Registry}).SetupWithManager,
+			Recorder: mgr.GetEventRecorder("distcache-operator"), ElectionID: o.P4RuntimeElectionID, Replica: o.Replica, Metrics: crmetrics.Registry}).SetupWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			return err
@@ -144,7 +159,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options, log logr.Logger) erro
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("cannot add readiness check: %w", err)
 	}
-	log.Info("starting operator", "leaderElection", o.LeaderElection, "namespace", o.Namespace)
+	log.Info("starting operator", "leaderElection", o.LeaderElection, "namespace", o.Namespace, "replica", o.Replica)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("cannot run the operator: %w", err)
 	}

@@ -15,6 +15,8 @@ import (
 // UNKNOWN and one p4.v1.Error per update in the status details, in order
 // (OK for those applied), as P4Runtime specifies.
 func (s *Server) Write(_ context.Context, req *p4v1.WriteRequest) (*p4v1.WriteResponse, error) {
+	s.writes.RLock()
+	defer s.writes.RUnlock()
 	if err := s.checkPrimary(req.DeviceId, req.Role, req.ElectionId); err != nil {
 		return nil, err
 	}
@@ -107,6 +109,8 @@ func (s *Server) readDigests(de *p4v1.DigestEntry) []*p4v1.Entity {
 // config of a commit is stored as sent, and GetForwardingPipelineConfig
 // returns it: the software switch runs its own code, whatever the bytes.
 func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetForwardingPipelineConfigRequest) (*p4v1.SetForwardingPipelineConfigResponse, error) {
+	s.writes.RLock()
+	defer s.writes.RUnlock()
 	if err := s.checkPrimary(req.DeviceId, req.Role, req.ElectionId); err != nil {
 		return nil, err
 	}

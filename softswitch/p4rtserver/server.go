@@ -1,6 +1,9 @@
 // Package p4rtserver serves P4Runtime (v1.5.0, the p4lang Go bindings)
 // for the software switch: client arbitration by election id on the
-// StreamChannel (one primary per device, backups told ALREADY_EXISTS),
+// StreamChannel as the specification has it (one primary per device: the
+// controller whose election id is the highest ever seen; backups told
+// ALREADY_EXISTS, or NOT_FOUND while there is no primary; none promoted
+// when the primary leaves),
 // SetForwardingPipelineConfig checked against the P4Info the switch
 // runs, Write with P4Runtime's per-update errors, Read of table entries,
 // registers and counters, packet-out and packet-in on the stream, and the
@@ -11,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,10 +62,15 @@ type Server struct {
 	log *slog.Logger
 	t   Target
 
-	// mu guards streams, primary, saved, deviceConfig and digests.
+	// writes is held for reading by each Write and pipeline push from its
+	// primary check to its end, and for writing by an arbitration update:
+	// a new primary's requests start after the old one's have ended.
+	writes sync.RWMutex
+	// mu guards streams, primary, past, saved, deviceConfig and digests.
 	mu           sync.Mutex
 	streams      map[*stream]struct{}
 	primary      *stream
+	past         *big.Int                       // the highest election id seen (election_id_past); nil before any
 	saved        *p4v1.ForwardingPipelineConfig // VERIFY_AND_SAVE's, for COMMIT
 	deviceConfig []byte                         // the committed config's p4_device_config
 	digests      map[uint32]bool                // digests the controller asked for (DigestEntry)
@@ -134,12 +143,16 @@ func (s *Server) StreamChannel(srv p4v1.P4Runtime_StreamChannelServer) error {
 }
 
 func (s *Server) handleStream(st *stream, req *p4v1.StreamMessageRequest) error {
+	if req.GetArbitration() != nil {
+		s.writes.Lock()
+		defer s.writes.Unlock()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case req.GetArbitration() != nil:
 		return s.arbitrate(st, req.GetArbitration())
-	case st.election == nil:
+	case !st.arbitrated:
 		return status.Error(codes.FailedPrecondition, "the stream's first message must be an arbitration update")
 	case req.GetPacket() != nil:
 		if st != s.primary {
@@ -165,13 +178,15 @@ func streamError(code codes.Code, msg string, out *p4v1.PacketOut) *p4v1.StreamM
 	return &p4v1.StreamMessageResponse{Update: &p4v1.StreamMessageResponse_Error{Error: e}}
 }
 
-// leave forgets st; when it was the primary, the next highest becomes it.
+// leave forgets st; when it was the primary, nobody is until a
+// controller claims it with an election id at least the highest seen, and
+// every controller is told so (P4Runtime 1.5 §5.4).
 func (s *Server) leave(st *stream) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.streams, st)
 	if s.primary == st {
-		s.primary = s.highest()
+		s.primary = nil
 		s.announce()
 	}
 }

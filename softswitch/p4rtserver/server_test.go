@@ -49,6 +49,17 @@ type controller struct {
 
 func (ts *testServer) connect(t *testing.T, election uint64) *controller {
 	t.Helper()
+	return ts.open(t, &p4v1.Uint128{Low: election})
+}
+
+// connectBackupOnly connects a controller without an election id.
+func (ts *testServer) connectBackupOnly(t *testing.T) *controller {
+	t.Helper()
+	return ts.open(t, nil)
+}
+
+func (ts *testServer) open(t *testing.T, election *p4v1.Uint128) *controller {
+	t.Helper()
 	conn, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -56,15 +67,21 @@ func (ts *testServer) connect(t *testing.T, election uint64) *controller {
 	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c := &controller{c: p4v1.NewP4RuntimeClient(conn), election: &p4v1.Uint128{Low: election}, cancel: cancel}
+	c := &controller{c: p4v1.NewP4RuntimeClient(conn), election: election, cancel: cancel}
 	if c.stream, err = c.c.StreamChannel(ctx); err != nil {
 		t.Fatal(err)
 	}
+	c.arbitrate(t)
+	return c
+}
+
+// arbitrate sends the controller's election id on its stream.
+func (c *controller) arbitrate(t *testing.T) {
+	t.Helper()
 	if err := c.stream.Send(&p4v1.StreamMessageRequest{Update: &p4v1.StreamMessageRequest_Arbitration{
 		Arbitration: &p4v1.MasterArbitrationUpdate{DeviceId: 1, ElectionId: c.election}}}); err != nil {
 		t.Fatal(err)
 	}
-	return c
 }
 
 // next is the next stream message of the kind want returns non-nil for,
@@ -116,10 +133,14 @@ func (c *controller) write(t *testing.T, updates ...*p4v1.Update) error {
 	return err
 }
 
-// TestArbitration: the higher election id is primary (OK), the other a
-// backup told ALREADY_EXISTS with the primary's id; only the primary may
-// push a pipeline; when the primary leaves, the backup is told it is
-// primary; an election id another controller holds is refused.
+// TestArbitration: the controller with the highest election id ever seen
+// is primary (OK), the others backups told ALREADY_EXISTS with that id;
+// only the primary may push a pipeline or write; when the primary leaves
+// nobody is primary — the backups are told NOT_FOUND, and a controller
+// with a lower id that arrives stays a backup — until one re-arbitrates
+// with an id at least the highest seen; a backup-only controller (no
+// election id) is told who is primary; an election id another controller
+// holds is refused.
 func TestArbitration(t *testing.T) {
 	ts := startServer(t)
 	low := ts.connect(t, 5)
@@ -140,10 +161,35 @@ func TestArbitration(t *testing.T) {
 		t.Fatalf("the primary's pipeline: %v", err)
 	}
 	high.cancel()
-	if a := next(t, low, arbitration); codes.Code(a.Status.Code) != codes.OK || a.ElectionId.Low != 5 {
+	if a := next(t, low, arbitration); codes.Code(a.Status.Code) != codes.NotFound || a.ElectionId.Low != 9 {
 		t.Fatalf("after the primary left: %v", a)
 	}
-	dup := ts.connect(t, 5)
+	if err := low.setPipeline(t, ts.info, 2); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("a backup's pipeline with no primary: %v", err)
+	}
+	late := ts.connect(t, 7)
+	if a := next(t, late, arbitration); codes.Code(a.Status.Code) != codes.NotFound || a.ElectionId.Low != 9 {
+		t.Fatalf("an id below the highest seen, with no primary: %v", a)
+	}
+	watcher := ts.connectBackupOnly(t)
+	if a := next(t, watcher, arbitration); codes.Code(a.Status.Code) != codes.NotFound {
+		t.Fatalf("a backup-only controller with no primary: %v", a)
+	}
+
+	low.election = &p4v1.Uint128{High: 1, Low: 5}
+	low.arbitrate(t)
+	if a := next(t, low, arbitration); codes.Code(a.Status.Code) != codes.OK || a.ElectionId.High != 1 {
+		t.Fatalf("a backup that re-arbitrated above the highest seen: %v", a)
+	}
+	for name, c := range map[string]*controller{"the late backup": late, "the backup-only controller": watcher} {
+		if a := next(t, c, arbitration); codes.Code(a.Status.Code) != codes.AlreadyExists || a.ElectionId.High != 1 {
+			t.Fatalf("%s after the new primary: %v", name, a)
+		}
+	}
+	if err := low.setPipeline(t, ts.info, 3); err != nil {
+		t.Errorf("the new primary's pipeline: %v", err)
+	}
+	dup := ts.connect(t, 7)
 	if _, err := dup.stream.Recv(); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("a duplicate election id: %v", err)
 	}

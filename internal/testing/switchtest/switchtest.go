@@ -9,11 +9,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,12 +24,12 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/distcache/distcache/fabric/cacheswitch"
+	"github.com/distcache/distcache/fabric/pipeline"
 	"github.com/distcache/distcache/fabric/stratum"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/softswitch"
 	"github.com/distcache/distcache/softswitch/gnmiserver"
 	"github.com/distcache/distcache/softswitch/p4rtserver"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // Target is a running software switch and its P4Runtime and gNMI
@@ -63,11 +65,35 @@ func WithTLS(certFile, keyFile string, clientCAs *x509.CertPool) TargetOption {
 	}
 }
 
-// Member is a running switch and its controller.
+// Member is a running switch and its controllers: the first (Runner),
+// primary once Start returns, and those StartController adds, backups
+// until they take the switch over.
 type Member struct {
 	*Target
 	Runner *cacheswitch.Runner
 	cfg    Config
+
+	first       *Controller // Runner's
+	mu          sync.Mutex  // guards controllers
+	controllers []*Controller
+}
+
+// StopRunner stops the member's first controller (Runner), as when its
+// process dies: its session closes.
+func (m *Member) StopRunner() { m.first.Stop() }
+
+// Controller is a runner of a member's switch that the test can stop.
+type Controller struct {
+	Runner *cacheswitch.Runner
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Stop ends the controller: its P4Runtime session closes, as when its
+// process dies.
+func (c *Controller) Stop() {
+	c.cancel()
+	<-c.done
 }
 
 // server is a switch's gRPC services.
@@ -85,6 +111,9 @@ type Config struct {
 	Controller func(*cacheswitch.Config)
 	// Interval is the controller's insertion interval.
 	Interval time.Duration
+	// Runner, when set, edits the runner configuration of every
+	// controller of the switch (before StartController's own edit).
+	Runner func(*cacheswitch.RunnerConfig)
 }
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -131,35 +160,56 @@ func Serve(t testing.TB, sw *softswitch.Switch) string {
 }
 
 // Start runs the switch of member and its controller until the test ends,
-// and waits until the switch is programmed.
+// and waits until the switch is programmed. The controller is its
+// fleet's leader, with election id 1.
 func Start(t testing.TB, member string, cfg Config) *Member {
 	t.Helper()
 	m := &Member{Target: startTarget(t, cfg.ReadPorts, 1, softswitch.Program), cfg: cfg}
-
-	info, err := pipelines.ProgramP4Info(softswitch.Program)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := cacheswitch.Config{Member: member, Info: info, Logger: quiet}
-	if cfg.Controller != nil {
-		cfg.Controller(&cc)
-	}
-	m.Runner = cacheswitch.NewRunner(cacheswitch.RunnerConfig{
-		Dial: func(ctx context.Context) (cacheswitch.Session, error) {
-			return stratum.Dial(ctx, stratum.Config{Address: m.P4Runtime, DeviceID: 1, Logger: quiet})
-		},
-		Controller: cc, Interval: cfg.Interval, Retry: 50 * time.Millisecond, Logger: quiet,
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { m.Runner.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	c := m.StartController(t, member, 1, func(rc *cacheswitch.RunnerConfig) { rc.Leader = true })
+	m.Runner, m.first = c.Runner, c
 	select {
 	case <-m.Runner.Programmed():
 	case <-time.After(30 * time.Second):
 		t.Fatalf("switch %s was not programmed", member)
 	}
 	return m
+}
+
+// StartController runs a controller of the member's switch with election
+// id election (the low 64 bits; unique per controller) until the test
+// ends or Stop, over a session of its own: a backup while another
+// controller is primary. edit, when set, edits its runner's
+// configuration.
+func (m *Member) StartController(t testing.TB, member string, election uint64, edit func(*cacheswitch.RunnerConfig)) *Controller {
+	t.Helper()
+	build, err := pipeline.Builtin("distcache-v1model") // the software switch's program
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := cacheswitch.Config{Member: member, Info: build.Info, Logger: quiet}
+	if m.cfg.Controller != nil {
+		m.cfg.Controller(&cc)
+	}
+	rc := cacheswitch.RunnerConfig{
+		Dial: func(ctx context.Context) (cacheswitch.Session, error) {
+			return stratum.Open(ctx, stratum.Config{Address: m.P4Runtime, DeviceID: 1, ElectionID: election, Logger: quiet})
+		},
+		Controller: cc, Cookie: build.Cookie, Interval: m.cfg.Interval, Retry: 50 * time.Millisecond, Logger: quiet,
+	}
+	if m.cfg.Runner != nil {
+		m.cfg.Runner(&rc)
+	}
+	if edit != nil {
+		edit(&rc)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Controller{Runner: cacheswitch.NewRunner(rc), cancel: cancel, done: make(chan struct{})}
+	go func() { c.Runner.Run(ctx); close(c.done) }()
+	t.Cleanup(c.Stop)
+	m.mu.Lock()
+	m.controllers = append(m.controllers, c)
+	m.mu.Unlock()
+	return c
 }
 
 // stop stops the services.
@@ -263,9 +313,26 @@ func (m *Target) Restart() error {
 // Addr is the switch's coherence address: its member address.
 func (m *Target) Addr() netip.AddrPort { return m.Switch().Addr() }
 
-// Renew applies p, read at readAt, and renews the switch's lease.
+// Renew hands p, read at readAt, to every running controller of the
+// switch, as each replica of an operator renews from its own reads: the
+// primary applies it and renews the switch's lease, backups pass. It
+// returns the first error of a controller that is not a backup.
 func (m *Member) Renew(p *partmap.Placement, readAt time.Time) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return m.Runner.Renew(ctx, p, readAt)
+	m.mu.Lock()
+	cs := slices.Clone(m.controllers)
+	m.mu.Unlock()
+	var first error
+	for _, c := range cs {
+		select {
+		case <-c.done:
+			continue
+		default:
+		}
+		if err := c.Runner.Renew(ctx, p, readAt); err != nil && !errors.Is(err, cacheswitch.ErrBackup) && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -96,7 +96,7 @@ func (r *Reconciler) bind(ctx context.Context, s *state) (ctrl.Result, error) {
 		}
 		users = append(users, cc.Name)
 		s.binding = &binding{Cluster: cc.Name, MapRef: cachecluster.MapConfigMapName(cc.Name), Switches: sws, ClientLeaves: leaves,
-			Programming: c.SwitchProgramming(), ElectionID: max(r.ElectionID, 1)}
+			Programming: c.SwitchProgramming(), ElectionID: ElectionIDOf(r.ElectionID, r.Replica)}
 	}
 	sort.Strings(users)
 	switch {
@@ -175,16 +175,4 @@ func tlsConfig(sec *corev1.Secret) (*tls.Config, error) {
 		return nil, fmt.Errorf("cannot use TLS Secret %s: ca.crt holds no PEM certificate", sec.Name)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-}
-
-// program keeps the fabric's fleet running what the binding asks, and
-// hands its switches the build read (upgrade).
-func (r *Reconciler) program(ctx context.Context, s *state) (ctrl.Result, error) {
-	run, err := r.fleets.ensure(client.ObjectKeyFromObject(s.f), s.binding, r.start)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s.run = run
-	r.upgrade(ctx, s)
-	return ctrl.Result{}, nil
 }

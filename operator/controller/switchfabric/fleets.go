@@ -26,7 +26,8 @@ type running struct {
 	binding *binding
 	fleet   *fleet.Fleet
 	runners map[string]fleet.Runner // by switch name
-	build   *loaded                 // the build the switches get (program: upgrades)
+	upgrade sync.Mutex              // one upgrade at a time; guards build
+	build   *loaded                 // the build the switches get (upgrade.go)
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -42,16 +43,18 @@ func (rn *running) stop() {
 	}
 }
 
-// fleets are the running fleets, by fabric.
+// fleets are this replica's running fleets, by fabric, and whether it
+// leads the operator's replicas.
 type fleets struct {
-	mu       sync.Mutex // guards byFabric
+	mu       sync.Mutex // guards byFabric, leader, closed
 	byFabric map[types.NamespacedName]*running
+	leader   bool
+	closed   bool // stopAll ran: the manager stops, no fleet starts
 }
 
 // ensure returns fabric's fleet programming b: the running one if it
-// does, else a new one from start, the old one stopped first (a switch
-// has one primary controller at a time).
-func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(types.NamespacedName, *binding) (*running, error)) (*running, error) {
+// does, else a new one from start, the old one stopped first.
+func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(types.NamespacedName, *binding, bool) (*running, error)) (*running, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	key := b.key()
@@ -63,7 +66,10 @@ func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(typ
 		cur.stop()
 		delete(fs.byFabric, fabric)
 	}
-	rn, err := start(fabric, b)
+	if fs.closed {
+		return nil, fmt.Errorf("cannot program fabric %s: the operator is stopping", fabric)
+	}
+	rn, err := start(fabric, b, fs.leader)
 	if err != nil {
 		return nil, err
 	}
@@ -75,11 +81,39 @@ func (fs *fleets) ensure(fabric types.NamespacedName, b *binding, start func(typ
 	return rn, nil
 }
 
-// get is fabric's running fleet, or nil.
-func (fs *fleets) get(fabric types.NamespacedName) *running {
+// current is fabric's running fleet, or nil.
+func (fs *fleets) current(fabric types.NamespacedName) *running {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	return fs.byFabric[fabric]
+}
+
+// get is fabric's running fleet if it programs b, else nil.
+func (fs *fleets) get(fabric types.NamespacedName, b *binding) *running {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if cur := fs.byFabric[fabric]; cur != nil && cur.key == b.key() {
+		return cur
+	}
+	return nil
+}
+
+// leading says whether this replica leads.
+func (fs *fleets) leading() bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.leader
+}
+
+// lead makes this replica the leader: every fleet's runners claim their
+// switches (cacheswitch.Runner.SetLeader), and so do those started later.
+func (fs *fleets) lead() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.leader = true
+	for _, rn := range fs.byFabric {
+		rn.fleet.SetLeader(true)
+	}
 }
 
 // stop stops fabric's fleet, if one runs.
@@ -92,10 +126,11 @@ func (fs *fleets) stop(fabric types.NamespacedName) {
 	}
 }
 
-// stopAll stops every fleet.
+// stopAll stops every fleet, for good.
 func (fs *fleets) stopAll() {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
+	fs.closed = true
 	for k, rn := range fs.byFabric {
 		rn.stop()
 		delete(fs.byFabric, k)
@@ -103,8 +138,9 @@ func (fs *fleets) stopAll() {
 }
 
 // start runs a fleet for b: a runner per switch (the stratum driver)
-// and the renewals from the cluster's partition map.
-func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, error) {
+// and the renewals from the cluster's partition map; leader says this
+// replica leads.
+func (r *Reconciler) start(fabric types.NamespacedName, b *binding, leader bool) (*running, error) {
 	lg := slog.New(logr.ToSlogHandler(ctrl.Log.WithName("switchfabric").WithValues("switchfabric", fabric.String())))
 	build := *b.build
 	build.since = time.Now()
@@ -124,7 +160,7 @@ func (r *Reconciler) start(fabric types.NamespacedName, b *binding) (*running, e
 		Pipeline: build.p,
 		Controller: cacheswitch.Config{Lease: b.Programming.Lease,
 			Capacity: b.Programming.Capacity, HotThreshold: b.Programming.HotThreshold},
-		Interval: b.Programming.Interval, ElectionID: b.ElectionID, TLS: b.tls,
+		Interval: b.Programming.Interval, ElectionID: b.ElectionID, Leader: leader, TLS: b.tls,
 		OnChange: func(cacheswitch.State) { r.notify(fabric.Namespace, fabric.Name) },
 		Logger:   lg,
 	})

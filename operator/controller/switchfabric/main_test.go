@@ -137,7 +137,9 @@ func newFabric(t *testing.T, ns, name string, opts ...fabricOption) *v1alpha1.Sw
 
 // newCluster creates a CacheCluster with one storage shard and a spine
 // layer on fabric's spine switches, changed by opts; its failover acts
-// within a second.
+// within a second. It is deleted when the test ends, so that the
+// operators of later tests, which watch every namespace, do not program
+// the fabric.
 func newCluster(t *testing.T, ns, name, fabric string, opts ...func(*v1alpha1.CacheCluster)) *v1alpha1.CacheCluster {
 	t.Helper()
 	cc := &v1alpha1.CacheCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.CacheClusterSpec{
@@ -152,6 +154,11 @@ func newCluster(t *testing.T, ns, name, fabric string, opts ...func(*v1alpha1.Ca
 	if err := env.Client.Create(context.Background(), cc); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := env.Client.Delete(context.Background(), cc.DeepCopy()); client.IgnoreNotFound(err) != nil {
+			t.Errorf("cannot delete cluster %s: %v", name, err)
+		}
+	})
 	return cc
 }
 

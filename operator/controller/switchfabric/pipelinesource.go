@@ -68,7 +68,7 @@ func (r *Reconciler) loadPipeline(ctx context.Context, s *state) (ctrl.Result, e
 		s.binding.build = l
 		return ctrl.Result{}, nil
 	}
-	run := r.fleets.get(fabric)
+	run := r.fleets.current(fabric)
 	if run == nil {
 		res, _ := s.block(problem.reason, problem.msg+"; no switch is programmed")
 		res.RequeueAfter = problem.retry
@@ -103,7 +103,7 @@ func (r *Reconciler) readSource(ctx context.Context, s *state) (*loaded, error) 
 func (r *Reconciler) readConfigMap(ctx context.Context, s *state, ref *v1alpha1.PipelineObjectRef) (*loaded, error) {
 	fabric := client.ObjectKeyFromObject(s.f)
 	key := types.NamespacedName{Namespace: s.f.Namespace, Name: ref.Name}
-	cm, err := r.configMaps.get(ctx, r.clientset, fabric, key, func() { r.notify(fabric.Namespace, fabric.Name) })
+	cm, err := r.configMaps.get(ctx, r.clientset, fabric, key, func() { r.notifyAll(fabric.Namespace, fabric.Name) })
 	if errors.Is(err, errNoConfigMap) {
 		return nil, &sourceProblem{reason: v1alpha1.ReasonPipelineSourceInvalid, msg: fmt.Sprintf("ConfigMap %s does not exist", ref.Name)}
 	}

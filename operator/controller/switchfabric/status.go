@@ -9,13 +9,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/stratum"
 )
 
 // Events of the switches' sessions.
 const (
-	// EventSwitchProgrammed: a session pushed the pipeline; the switch
-	// starts with an empty cache and no lease.
+	// EventSwitchProgrammed: the operator became a switch's primary: it
+	// pushed the pipeline (the switch starts with an empty cache and no
+	// lease) or took over a switch that runs it, with its cache.
 	EventSwitchProgrammed = "SwitchProgrammed"
 	// EventSwitchLost: a programmed switch's session ended; the event's
 	// note carries the reason (SwitchUnreachable, MastershipLost,
@@ -46,9 +48,10 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 		return
 	}
 	f.Status.Cluster = s.binding.Cluster
-	f.Status.SwitchStatuses = switchStatuses(s.run)
-	f.Status.Pipeline = pipelineStatus(s.run.build)
-	r.recordSessions(f, before)
+	var pushed map[string]bool
+	f.Status.SwitchStatuses, pushed = switchStatuses(s.run, before)
+	f.Status.Pipeline = pipelineStatus(s.run)
+	r.recordSessions(f, before, pushed)
 	setConditions(f)
 	if c := s.pipelineIssue; c != nil {
 		// The switches serve on with the build they have; the fabric does
@@ -58,20 +61,43 @@ func (r *Reconciler) setStatus(s *state, before []v1alpha1.SwitchStatus) {
 	}
 }
 
-// pipelineStatus is what status.pipeline says of a build.
-func pipelineStatus(b *loaded) *v1alpha1.PipelineStatus {
+// pipelineStatus is what status.pipeline says of the build rn's
+// switches get.
+func pipelineStatus(rn *running) *v1alpha1.PipelineStatus {
+	rn.upgrade.Lock()
+	b := rn.build
+	rn.upgrade.Unlock()
 	return &v1alpha1.PipelineStatus{Source: b.source, Digest: b.digest, Cookie: b.p.CookieHex(),
 		DeviceConfigBytes: int64(len(b.p.DeviceConfig)), Since: &metav1.Time{Time: b.since}}
 }
 
 // switchStatuses reads each switch's session from the fleet, the client
-// leaves' after the cache switches'.
-func switchStatuses(rn *running) []v1alpha1.SwitchStatus {
+// leaves' after the cache switches', and whether the session that
+// programmed it pushed the pipeline (a client leaf's always does). A
+// switch whose session is claiming mastership keeps its status from
+// before: this replica has just become the leader and takes it over from
+// the replica that was primary.
+func switchStatuses(rn *running, before []v1alpha1.SwitchStatus) ([]v1alpha1.SwitchStatus, map[string]bool) {
+	old := map[string]v1alpha1.SwitchStatus{}
+	for _, ss := range before {
+		old[ss.Name] = ss
+	}
 	out := make([]v1alpha1.SwitchStatus, 0, len(rn.binding.Switches)+len(rn.binding.ClientLeaves))
+	pushed := map[string]bool{}
 	for _, sm := range rn.binding.Switches {
+		st := rn.runners[sm.Switch.Name].State()
+		if o, ok := old[sm.Switch.Name]; ok && st.Claiming && o.Member == sm.Member {
+			out = append(out, o)
+			continue
+		}
+		pushed[sm.Switch.Name] = st.Pushed
 		out = append(out, switchStatus(rn, sm.Switch.Name, sm.Member, sm.Member))
 	}
-	return append(out, clientLeafStatuses(rn)...)
+	for _, ss := range clientLeafStatuses(rn) {
+		pushed[ss.Name] = true
+		out = append(out, ss)
+	}
+	return out, pushed
 }
 
 // switchStatus is the status of switch name, member of the map (""
@@ -94,7 +120,7 @@ func switchStatus(rn *running, name, member, inFleet string) v1alpha1.SwitchStat
 // notProgrammedReason classifies why a session ended or could not start.
 func notProgrammedReason(err error) string {
 	switch {
-	case errors.Is(err, stratum.ErrNotPrimary), errors.Is(err, stratum.ErrMastershipLost):
+	case errors.Is(err, cacheswitch.ErrBackup), errors.Is(err, stratum.ErrNotPrimary):
 		return v1alpha1.ReasonMastershipLost
 	case errors.Is(err, stratum.ErrPipelineRejected):
 		return v1alpha1.ReasonPipelineMismatch
@@ -154,8 +180,8 @@ func worse(a, b string) string {
 }
 
 // recordSessions emits an event for every switch programmed in a new
-// session or lost since before.
-func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.SwitchStatus) {
+// session (pushed says which pushed the pipeline) or lost since before.
+func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.SwitchStatus, pushed map[string]bool) {
 	if r.Recorder == nil {
 		return
 	}
@@ -175,9 +201,12 @@ func (r *Reconciler) recordSessions(f *v1alpha1.SwitchFabric, before []v1alpha1.
 			who, starts, meanwhile = "client leaf "+ss.Name, "its tables are written from the map", "its tables are not kept from the map until programmed again"
 		}
 		switch {
-		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions):
+		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions) && pushed[ss.Name]:
 			r.Recorder.Eventf(sw, nil, corev1.EventTypeNormal, EventSwitchProgrammed, "Program",
 				"%s programmed in session %d: pipeline pushed, %s", who, ss.Sessions, starts)
+		case ss.Programmed && (!known || !o.Programmed || o.Sessions != ss.Sessions):
+			r.Recorder.Eventf(sw, nil, corev1.EventTypeNormal, EventSwitchProgrammed, "Program",
+				"%s taken over in session %d: it runs the pipeline already and keeps its cache", who, ss.Sessions)
 		case !ss.Programmed && known && o.Programmed:
 			r.Recorder.Eventf(sw, nil, corev1.EventTypeWarning, EventSwitchLost, "Program",
 				"%s lost: %s: %s; %s", who, ss.Reason, ss.Message, meanwhile)

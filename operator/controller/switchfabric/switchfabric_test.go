@@ -51,8 +51,9 @@ func memberState(cc *v1alpha1.CacheCluster, member string) (partmap.MemberState,
 // (a real P4Runtime and gNMI target on loopback) as a member of a
 // cluster's spine layer: it pushes the pipeline, renews the switch's lease
 // from the published map, reports the session, fails the switch over
-// when it stops answering or another controller takes it, and programs it
-// again — empty — when it comes back.
+// when it stops answering or another controller takes it, programs it
+// again — empty — when it comes back after a restart, and takes it over
+// with its pipeline when the other controller leaves.
 func TestOperatorProgramsASwitchLayer(t *testing.T) {
 	ns := namespace(t)
 	// Two spine switches: the failover never fails a layer's last member.
@@ -118,9 +119,10 @@ func TestOperatorProgramsASwitchLayer(t *testing.T) {
 		return until > 0, err
 	})
 
-	// Another controller with a higher election id takes the switch: the
-	// operator reports the lost mastership, and programs the switch again
-	// once that controller leaves.
+	// Another controller claims the switch: the operator reports the lost
+	// mastership, and takes the switch over again once that controller
+	// leaves, without pushing the pipeline (the rival did not change it).
+	installs := target.Switch().Stats().PipelineInstalls.Load()
 	rival, err := stratum.Dial(context.Background(), stratum.Config{Address: target.P4Runtime, DeviceID: 1, ElectionID: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +136,12 @@ func TestOperatorProgramsASwitchLayer(t *testing.T) {
 	fabricStatus(t, f, "primary again", func(s *v1alpha1.SwitchFabricStatus) bool {
 		return is(s, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled) && s.SwitchStatuses[0].Sessions == 3
 	})
+	if pushes := series(t, reg, "distcache_fabric_pipeline_pushes_total", member); pushes != 2 {
+		t.Errorf("%v pipelines pushed, want 2: at the start and after the restart", pushes)
+	}
+	if n := target.Switch().Stats().PipelineInstalls.Load(); n != installs {
+		t.Errorf("the switch installed %d pipelines since the rival came, want none", n-installs)
+	}
 
 	// The cluster goes: the fabric is not in use, its switches left alone.
 	if err := env.Client.Delete(context.Background(), cc); err != nil {
@@ -143,9 +151,10 @@ func TestOperatorProgramsASwitchLayer(t *testing.T) {
 		return is(s, v1alpha1.ConditionReady, false, v1alpha1.ReasonNotInUse) && !is(s, v1alpha1.ConditionDegraded, true, v1alpha1.ReasonNotInUse) &&
 			s.Cluster == "" && len(s.SwitchStatuses) == 0
 	})
-	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
-		t.Errorf("a stopped fleet's metrics are still exported: %d series (%v)", n, err)
-	}
+	poll.Eventually(t, "the stopped fleet's metrics gone", func() (bool, error) {
+		n, err := testutil.GatherAndCount(reg)
+		return n == 0, err
+	})
 }
 
 // series is the value of the series name of member in reg (-1: none).

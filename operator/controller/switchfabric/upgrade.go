@@ -24,8 +24,14 @@ const EventPipelineUpgraded = "PipelineUpgraded"
 // build they run; a fleet that starts over pushes it (VERIFY_AND_COMMIT,
 // the switches start empty). Switches that did not take the fleet's
 // build are tried again at every reconcile.
+//
+// Every replica's fleet controller upgrades its fleet, so that a backup
+// that takes a switch over pushes the newest build; the leader's records
+// the event, and its status controller the condition.
 func (r *Reconciler) upgrade(ctx context.Context, s *state) {
 	run, want := s.run, s.binding.build
+	run.upgrade.Lock()
+	defer run.upgrade.Unlock()
 	if have := run.build; want.p.Cookie != have.p.Cookie {
 		if !want.p.SameP4Info(have.p) {
 			s.pipelineIssue = &metav1.Condition{Reason: v1alpha1.ReasonP4InfoMismatch, Message: fmt.Sprintf(
@@ -36,7 +42,7 @@ func (r *Reconciler) upgrade(ctx context.Context, s *state) {
 			b := *want
 			b.since = time.Now()
 			run.build = &b
-			if r.Recorder != nil {
+			if r.Recorder != nil && r.fleets.leading() {
 				r.Recorder.Eventf(s.f, nil, corev1.EventTypeNormal, EventPipelineUpgraded, "Upgrade",
 					"build %s of %s (%d bytes of device config) handed to the switches: in session by RECONCILE_AND_COMMIT, keeping their cached keys; it replaces build %s",
 					b.p.CookieHex(), b.source, len(b.p.DeviceConfig), have.p.CookieHex())

@@ -1,0 +1,183 @@
+package switchfabric_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/internal/testing/poll"
+	"github.com/distcache/distcache/internal/testing/switchtest"
+	"github.com/distcache/distcache/operator/controller/cachecluster"
+	"github.com/distcache/distcache/operator/controller/switchfabric"
+	"github.com/distcache/distcache/placement/hashing"
+	"github.com/distcache/distcache/placement/partmap"
+	"github.com/distcache/distcache/softswitch"
+	pipelines "github.com/distcache/distcache/stratum_pipelines"
+	"github.com/distcache/distcache/stratum_pipelines/p4entity"
+)
+
+// replica is one operator replica: a manager with leader election.
+type replica struct {
+	reg     *prometheus.Registry
+	elected <-chan struct{}
+	stop    func()
+}
+
+// startReplica runs the CacheCluster and SwitchFabric controllers as
+// replica name, electing a leader through the Lease lease in ns, until
+// the test ends or stop.
+func startReplica(t *testing.T, ns, lease, name string) *replica {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                        env.Scheme,
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
+		LeaderElection:                true,
+		LeaderElectionID:              lease,
+		LeaderElectionNamespace:       ns,
+		LeaderElectionReleaseOnCancel: true,
+		// Quick to hand the Lease over; the test waits on outcomes.
+		LeaseDuration: ptr.To(2 * time.Second), RenewDeadline: ptr.To(1500 * time.Millisecond), RetryPeriod: ptr.To(100 * time.Millisecond),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, reg := mgr.GetEventRecorder("distcache-operator"), prometheus.NewRegistry()
+	for _, setup := range []func(ctrl.Manager) error{
+		(&cachecluster.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec}).SetupWithManager,
+		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(), Recorder: rec,
+			Replica: name, Metrics: reg}).SetupWithManager,
+	} {
+		if err := setup(mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager %s: %v", name, err)
+		}
+	}()
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return &replica{reg: reg, elected: mgr.Elected(), stop: stop}
+}
+
+// heldKey is a key member holds in cc's published map.
+func heldKey(t *testing.T, cc *v1alpha1.CacheCluster, member string) string {
+	t.Helper()
+	m, err := publishedMap(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := partmap.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, i, _ := m.Member(member)
+	for n := range 1000 {
+		if k := fmt.Sprintf("key-%d", n); p.Holds(l, i, k) {
+			return k
+		}
+	}
+	t.Fatalf("no key of %s among 1000", member)
+	return ""
+}
+
+// cacheSlot puts a filled slot for key into sw's tables and registers, as
+// a controller leaves a key it cached (the lookup entry names the key in
+// its metadata).
+func cacheSlot(t *testing.T, sw *softswitch.Switch, key string, index int64) {
+	t.Helper()
+	info, _, _ := sw.Pipeline()
+	id := func(name string) uint32 { v, _ := pipelines.ObjectID(info, name); return v }
+	d := hashing.DigestOfString(key)
+	e := p4entity.TableEntry(id("cache_lookup"), id("cached"), [][]byte{d[:]}, p4entity.U32(uint32(index)))
+	e.GetTableEntry().Metadata = []byte(key)
+	for _, err := range sw.Write([]*p4v1.Update{p4entity.Update(p4v1.Update_INSERT, e),
+		p4entity.Update(p4v1.Update_MODIFY, p4entity.Register(id("valid"), index, p4entity.U16(1)))}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// slotKept says sw still holds key's lookup entry and its slot is valid.
+func slotKept(sw *softswitch.Switch, key string, index int64) (bool, error) {
+	info, _, _ := sw.Pipeline()
+	id := func(name string) uint32 { v, _ := pipelines.ObjectID(info, name); return v }
+	d := hashing.DigestOfString(key)
+	es, err := sw.Read([]*p4v1.Entity{p4entity.TableEntry(id("cache_lookup"), 0, [][]byte{d[:]}), p4entity.Register(id("valid"), index, nil)})
+	if err != nil || len(es) != 2 {
+		return false, err
+	}
+	return pipelines.BytesUint(es[1].GetRegisterEntry().GetData().GetBitstring()) == 1, nil
+}
+
+// TestLeaderChangeKeepsTheSwitches: two replicas of the operator, each
+// with a session with every switch; the leader's is primary. When the
+// leader's manager stops (a rolling upgrade, its pod deleted), the other
+// replica's backup session takes the switch over before the lease runs
+// out: the switch is not given the pipeline again, keeps its cached key
+// and its lease is renewed by the new primary, which reports the switch
+// programmed — taken over, not pushed — once it leads.
+func TestLeaderChangeKeepsTheSwitches(t *testing.T) {
+	ns := namespace(t)
+	target, other := switchtest.StartTarget(t, 1, 1), switchtest.StartTarget(t, 1, 2)
+	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()),
+		spineSwitch("spine-1", other.P4Runtime, other.Addr().String()))
+	cc := newCluster(t, ns, "shop", "fabric")
+	member := partmap.MemberName("shop", "spine", 0)
+
+	first := startReplica(t, ns, "leader-"+ns, "operator-a")
+	<-first.elected
+	second := startReplica(t, ns, "leader-"+ns, "operator-b")
+	fabricStatus(t, f, "switches programmed by the leader", func(s *v1alpha1.SwitchFabricStatus) bool {
+		return is(s, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled) && len(s.SwitchStatuses) == 2 && s.SwitchStatuses[0].Programmed
+	})
+	poll.Eventually(t, "the second replica waiting as a backup", func() (bool, error) {
+		return series(t, second.reg, "distcache_fabric_switch_programmed", member) == 0 &&
+			series(t, first.reg, "distcache_fabric_lease_renewals_total", member) > 0, nil
+	})
+	key := heldKey(t, cc, member)
+	cacheSlot(t, target.Switch(), key, 5)
+	_, cookie, _ := target.Switch().Pipeline()
+	installs := target.Switch().Stats().PipelineInstalls.Load()
+	pushes := series(t, second.reg, "distcache_fabric_pipeline_pushes_total", member)
+
+	first.stop()
+	poll.Eventually(t, "the second replica primary, the pipeline not pushed", func() (bool, error) {
+		return series(t, second.reg, "distcache_fabric_switch_programmed", member) == 1 &&
+			series(t, second.reg, "distcache_fabric_pipeline_pushes_total", member) == pushes &&
+			series(t, second.reg, "distcache_fabric_lease_renewals_total", member) > 0, nil
+	})
+	<-second.elected
+	fabricStatus(t, f, "fabric Ready under the new leader", func(s *v1alpha1.SwitchFabricStatus) bool {
+		return is(s, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled) && s.SwitchStatuses[0].Programmed
+	})
+	if _, c, _ := target.Switch().Pipeline(); c != cookie || target.Switch().Stats().PipelineInstalls.Load() != installs {
+		t.Fatalf("the switch was given the pipeline again (cookie %d → %d)", cookie, c)
+	}
+	if kept, err := slotKept(target.Switch(), key, 5); !kept {
+		t.Fatalf("the switch lost its cached key across the leader change (%v)", err)
+	}
+	until, err := leaseUntil(target.Switch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, "the lease renewed by the new primary", func() (bool, error) {
+		now, err := leaseUntil(target.Switch())
+		return now > until, err
+	})
+}
