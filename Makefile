@@ -518,16 +518,7 @@ fuzz: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_TIME each (default 30s)
 # made it fail (testdata/fuzz/<Target>/<hash> under its package, which is
 # where a regression seed goes), and the step fails once all have run.
 fuzz-ci: ## Fuzz every decoder (FUZZ_TARGETS) for FUZZ_CI_TIME each, as make test does; fail on a crasher and print its input's path
-	@failed=; for t in $(FUZZ_TARGETS); do \
-		name="$${t%%:*}"; pkg="$${t#*:}"; log=$$(mktemp); \
-		echo "fuzz-ci: $$name $$pkg ($(FUZZ_CI_TIME))"; \
-		if ! $(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZ_CI_TIME) -fuzzminimizetime $(FUZZ_CI_MINIMIZE) "$$pkg" >"$$log" 2>&1; then \
-			cat "$$log"; failed="$$failed $$name"; \
-			sed -n "s|.*Failing input written to \(testdata/fuzz/[^ ]*\).*|fuzz-ci: $$name failed on the input $$pkg\1|p" "$$log"; \
-		fi; \
-		rm -f "$$log"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "fuzz-ci: failed:$$failed"; exit 1; fi
+	@GO='$(GO)' FUZZTIME='$(FUZZ_CI_TIME)' FUZZMINIMIZE='$(FUZZ_CI_MINIMIZE)' hack/fuzz-ci.sh $(FUZZ_TARGETS)
 
 # The Kind workflow (hack/kind/kind.sh), for workstations with Docker: a
 # cluster from hack/kind/cluster.yaml with a pinned kind and node image, the
