@@ -2,7 +2,6 @@ package plan_test
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/standalone/plan"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
 // switchCluster is a cluster whose spine is fabric f's two switches,
@@ -52,15 +51,6 @@ func buildDir(t *testing.T, p4info []byte) string {
 	return dir
 }
 
-func keptP4Info(t *testing.T) []byte {
-	t.Helper()
-	b, err := fs.ReadFile(pipelines.Sources, "p4src/v1model/cache_switch.p4info.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // fabricArgs are the arguments of the plan's fabric controller.
 func fabricArgs(t *testing.T, p *plan.Plan) []string {
 	t.Helper()
@@ -78,7 +68,7 @@ func fabricArgs(t *testing.T, p *plan.Plan) []string {
 // its files; an image is the controller's to pull; the build is checked
 // before anything runs.
 func TestSwitchPipeline(t *testing.T) {
-	dir := buildDir(t, keptP4Info(t))
+	dir := buildDir(t, switchtest.CacheSwitchP4Info(t))
 	secret := &v1alpha1.PipelineSource{SecretRef: &v1alpha1.PipelineObjectRef{Name: "build",
 		PipelineFiles: v1alpha1.PipelineFiles{P4InfoKey: "p4info.txt", DeviceConfigKey: "device_config.bin"}}}
 	image := &v1alpha1.PipelineSource{Image: &v1alpha1.PipelineImage{Reference: "registry.example/pipelines/cache-switch:1",
@@ -123,7 +113,7 @@ func TestSwitchPipeline(t *testing.T) {
 func TestSwitchPipelineRefused(t *testing.T) {
 	configMap := &v1alpha1.PipelineSource{ConfigMapRef: &v1alpha1.PipelineObjectRef{Name: "build"}}
 	image := &v1alpha1.PipelineSource{Image: &v1alpha1.PipelineImage{Reference: "registry.example/pipelines/cache-switch:1"}}
-	renamed := []byte(strings.Replace(string(keptP4Info(t)), `name: "cache_lookup"`, `name: "lookup"`, 1))
+	renamed := []byte(strings.Replace(string(switchtest.CacheSwitchP4Info(t)), `name: "cache_lookup"`, `name: "lookup"`, 1))
 	tests := []struct {
 		name        string
 		src         *v1alpha1.PipelineSource
@@ -132,8 +122,8 @@ func TestSwitchPipelineRefused(t *testing.T) {
 		unsupported bool
 	}{
 		{"ConfigMap without its files", configMap, "", "standalone mode has no ConfigMaps: pass its keys as files with distcache up --switch-pipeline-dir DIR", true},
-		{"files without a pipelineSource", nil, buildDir(t, keptP4Info(t)), "no SwitchFabric of the cluster sets a pipelineSource", false},
-		{"files for an image", image, buildDir(t, keptP4Info(t)), "which the fabric controller pulls itself", false},
+		{"files without a pipelineSource", nil, buildDir(t, switchtest.CacheSwitchP4Info(t)), "no SwitchFabric of the cluster sets a pipelineSource", false},
+		{"files for an image", image, buildDir(t, switchtest.CacheSwitchP4Info(t)), "which the fabric controller pulls itself", false},
 		{"files of another P4Info", configMap, buildDir(t, renamed), "table cache_lookup (id 0x2000004) missing", false},
 		{"files missing", configMap, t.TempDir(), "cannot read the P4Info", false},
 	}
