@@ -74,6 +74,17 @@ func buildConfigMap(t *testing.T, ns, name string, p4info, device []byte) {
 	}
 }
 
+// sourcedFabric starts a software switch, fabric "fabric" of it that
+// takes its build from src, and cluster "shop" in ns on it, changed by
+// opts; it returns the switch and the fabric.
+func sourcedFabric(t *testing.T, ns string, src v1alpha1.PipelineSource, opts ...func(*v1alpha1.CacheCluster)) (*switchtest.Target, *v1alpha1.SwitchFabric) {
+	t.Helper()
+	target := switchtest.StartTarget(t, 1, 1)
+	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()), withPipelineSource(src))
+	newCluster(t, ns, "shop", "fabric", opts...)
+	return target, f
+}
+
 // switchRuns waits until the switch holds exactly device and cookie,
 // read back over P4Runtime.
 func switchRuns(t *testing.T, target *switchtest.Target, device []byte, cookie uint64) {
@@ -133,9 +144,7 @@ func TestPipelineSources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
 			tc.prepare(t, ns)
-			target := switchtest.StartTarget(t, 1, 1)
-			f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()), withPipelineSource(tc.src))
-			newCluster(t, ns, "shop", "fabric")
+			target, f := sourcedFabric(t, ns, tc.src)
 			fabricStatus(t, f, "Ready with the build of "+tc.source, func(s *v1alpha1.SwitchFabricStatus) bool {
 				return is(s, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled) && runsBuild(s, tc.source, cookie, len(device)) &&
 					s.Pipeline.Digest == tc.digest
@@ -181,9 +190,7 @@ func TestPipelineSourceRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
 			tc.prepare(t, ns)
-			target := switchtest.StartTarget(t, 1, 1)
-			f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()), withPipelineSource(tc.src))
-			newCluster(t, ns, "shop", "fabric")
+			target, f := sourcedFabric(t, ns, tc.src)
 			fabricStatus(t, f, tc.reason, func(s *v1alpha1.SwitchFabricStatus) bool {
 				c := condition(s, v1alpha1.ConditionReady)
 				return is(s, v1alpha1.ConditionReady, false, tc.reason) && is(s, v1alpha1.ConditionDegraded, true, tc.reason) &&
@@ -206,12 +213,9 @@ func TestPipelineUpgradeInSession(t *testing.T) {
 	ns := namespace(t)
 	p4info, build1, build2 := switchtest.CacheSwitchP4Info(t), []byte("\x00bmv2 build 1\xff"), []byte("\x00bmv2 build 2, upgraded\xff")
 	buildConfigMap(t, ns, "bmv2-build", p4info, build1)
-	target := switchtest.StartTarget(t, 1, 1)
-	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()),
-		withPipelineSource(configMapSource("bmv2-build")))
 	// An hour's lease, anchored at the switch's clock at its last packet:
 	// the switch serves its cached key whenever the test asks.
-	newCluster(t, ns, "shop", "fabric", func(cc *v1alpha1.CacheCluster) {
+	target, f := sourcedFabric(t, ns, configMapSource("bmv2-build"), func(cc *v1alpha1.CacheCluster) {
 		cc.Spec.Coherence.ServingLease = &metav1.Duration{Duration: time.Hour}
 		cc.Spec.Coherence.PreviousMapGrace = &metav1.Duration{Duration: time.Hour}
 	})
