@@ -14,28 +14,35 @@ import (
 	"github.com/distcache/distcache/standalone/plan"
 )
 
-// switchCluster is a cluster whose spine is fabric f's two switches,
-// with f's pipelineSource src.
+// switchCluster is a cluster of one shard whose spine is a fabric's two
+// switches, with the fabric's pipelineSource src.
 func switchCluster(t *testing.T, src *v1alpha1.PipelineSource) *layout.Cluster {
 	t.Helper()
-	spec := v1alpha1.CacheClusterSpec{
-		Storage: v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1},
-		Layers: []v1alpha1.NamedLayer{
-			{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
-				Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "f", Role: v1alpha1.RoleSpine}}},
-			{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}},
-		},
-	}
 	fabric := &v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", PipelineSource: src,
 		Switches: []v1alpha1.Switch{
 			{Name: "a", DeviceID: 1, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "127.0.0.1:29559", DataAddress: "127.0.0.1:27400"},
 			{Name: "b", DeviceID: 2, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "127.0.0.1:29560", DataAddress: "127.0.0.1:27500"},
 		}}
-	c, err := layout.Resolve("sw", &spec, nil, func(name string) (layout.Fabric, bool) { return layout.Fabric{Spec: fabric}, name == "f" })
+	c, err := switchSpineCluster("sw", v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, fabric)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// switchSpineCluster lays out cluster name of storage whose spine layer
+// is the spine switches of fabric "lab", with a leaf layer bound to the
+// racks.
+func switchSpineCluster(name string, storage v1alpha1.StorageSpec, fabric *v1alpha1.SwitchFabricSpec) (*layout.Cluster, error) {
+	spec := v1alpha1.CacheClusterSpec{
+		Storage: storage,
+		Layers: []v1alpha1.NamedLayer{
+			{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
+				Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "lab", Role: v1alpha1.RoleSpine}}},
+			{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}},
+		},
+	}
+	return layout.Resolve(name, &spec, nil, func(ref string) (layout.Fabric, bool) { return layout.Fabric{Spec: fabric}, ref == "lab" })
 }
 
 // buildDir is a directory holding a build's files under the default keys.
