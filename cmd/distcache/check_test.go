@@ -49,6 +49,29 @@ func readVerdict(t *testing.T, dir string) checker.Verdict {
 	return v
 }
 
+// checkPasses runs `distcache check` on the cluster of runDir with 64
+// keys for 4 s at most, with the flags of args besides, calls during
+// once the workload starts, and returns the verdict; the check must pass.
+func checkPasses(t *testing.T, bin, runDir, what string, during func(), args ...string) checker.Verdict {
+	t.Helper()
+	dir := t.TempDir()
+	ready, out := filepath.Join(dir, "ready"), filepath.Join(dir, "check")
+	cmd := exec.CommandContext(t.Context(), bin, append([]string{"check", "--run-dir", runDir, "--keys", "64", "--workers", "8",
+		"--duration", "4s", "--max-ops", "1000000", "--ready-file", ready, "--out", out}, args...)...)
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "the ready file", func() bool { _, err := os.Stat(ready); return err == nil })
+	during()
+	if err := cmd.Wait(); err != nil || !strings.HasPrefix(stdout.String(), "PASS: ") {
+		t.Fatalf("check %s: %v\nstdout:\n%s\nstderr:\n%s", what, err, stdout.String(), stderr.String())
+	}
+	t.Logf("check %s: %s", what, strings.TrimSpace(stdout.String()))
+	return readVerdict(t, out)
+}
+
 // TestCheckStandaloneCluster runs `distcache check` against a standalone
 // cluster started with `distcache up`: once by its run directory with a
 // stale client frozen by SIGUSR1 and thawed by SIGUSR2 while the workload

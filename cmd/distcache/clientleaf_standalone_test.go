@@ -2,27 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/softswitch"
 	"github.com/distcache/distcache/standalone/control"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
@@ -134,7 +126,7 @@ func TestUpWithClientLeaf(t *testing.T) {
 	if v, err := rdb.Get(ctx, "via-gateway").Result(); err != nil || v != "v1" {
 		t.Fatalf("GET through the gateway: %q, %v", v, err)
 	}
-	if n := metric(t, gateway.MetricsAddr, "distcache_client_leaf_reads_total"); n < 1 {
+	if n := scrapeCounter(t, gateway.MetricsAddr, "distcache_client_leaf_reads_total", nil); n < 1 {
 		t.Fatalf("the gateway sent %v reads through the client leaf", n)
 	}
 }
@@ -144,29 +136,8 @@ func TestUpWithClientLeaf(t *testing.T) {
 // returns its verdict's counts; the check must pass.
 func checkThroughLeaf(t *testing.T, bin, runDir, leaf, what string, during func()) checker.Counts {
 	t.Helper()
-	dir := t.TempDir()
-	ready, out := filepath.Join(dir, "ready"), filepath.Join(dir, "check")
-	cmd := exec.CommandContext(t.Context(), bin, "check", "--run-dir", runDir, "--client-leaf", leaf, "--keys", "64",
-		"--workers", "8", "--duration", "4s", "--max-ops", "1000000", "--ready-file", ready, "--out", out)
-	var stdout, stderr syncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	poll.Until(t, "the ready file", func() bool { _, err := os.Stat(ready); return err == nil })
-	during()
-	if err := cmd.Wait(); err != nil || !strings.HasPrefix(stdout.String(), "PASS: ") {
-		t.Fatalf("check %s: %v\nstdout:\n%s\nstderr:\n%s", what, err, stdout.String(), stderr.String())
-	}
-	raw, err := os.ReadFile(filepath.Join(out, checker.VerdictJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v checker.Verdict
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("check %s: %s; %d reads through the client leaf, %d fell back", what, strings.TrimSpace(stdout.String()), v.Counts.LeafReads, v.Counts.LeafFallbacks)
+	v := checkPasses(t, bin, runDir, what, during, "--client-leaf", leaf)
+	t.Logf("check %s: %d reads through the client leaf, %d fell back", what, v.Counts.LeafReads, v.Counts.LeafFallbacks)
 	return v.Counts
 }
 
@@ -208,29 +179,4 @@ func choices(t *testing.T, p4rt string) (spine, leaf uint64) {
 			}
 		}
 	}
-}
-
-// metric is the sum of the series of name that the process at
-// metricsAddr exports.
-func metric(t *testing.T, metricsAddr, name string) float64 {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+metricsAddr+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, m := range mfs[name].GetMetric() {
-		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-	}
-	return sum
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -60,10 +59,7 @@ func TestFabricPushesCompiledFiles(t *testing.T) {
 	if err := mapwatch.WriteFile(mapFile, m); err != nil {
 		t.Fatal(err)
 	}
-	p4info, err := fs.ReadFile(pipelines.Sources, "p4src/v1model/cache_switch.p4info.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p4info := switchtest.CacheSwitchP4Info(t)
 	build1, build2 := []byte("\x00bmv2 JSON, build 1\xff"), []byte("\x00bmv2 JSON, build 2\xff")
 	p4infoPath, devicePath := fabricFiles(t, dir, p4info, build1)
 
@@ -128,10 +124,7 @@ func tableEntries(t *testing.T, target *switchtest.Target, table string) int {
 // fabric` before it dials a switch.
 func TestFabricRefusesBuilds(t *testing.T) {
 	dir := t.TempDir()
-	p4info, err := fs.ReadFile(pipelines.Sources, "p4src/v1model/cache_switch.p4info.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p4info := switchtest.CacheSwitchP4Info(t)
 	renamed := []byte(strings.Replace(string(p4info), `name: "cache_lookup"`, `name: "lookup"`, 1))
 	bad, dev := fabricFiles(t, dir, renamed, []byte("bmv2"))
 	mapFile := filepath.Join(dir, "map.json")
@@ -178,10 +171,7 @@ func TestUpPushesSwitchPipelineDir(t *testing.T) {
 		!strings.Contains(out, "standalone mode has no ConfigMaps") {
 		t.Fatalf("up without the ConfigMap's files: %v\n%s", err, out)
 	}
-	p4info, err := fs.ReadFile(pipelines.Sources, "p4src/v1model/cache_switch.p4info.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p4info := switchtest.CacheSwitchP4Info(t)
 	device := []byte("\x00bmv2 JSON from a workstation\xff")
 	dir := t.TempDir()
 	fabricFiles(t, dir, p4info, device)

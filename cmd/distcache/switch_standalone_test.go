@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,24 +66,7 @@ func TestUpWithSwitchSpine(t *testing.T) {
 	if err != nil || !strings.Contains(out, "2 software switches and 1 fabric controller") {
 		t.Fatalf("up: %v\n%s", err, out)
 	}
-	check := func(what string, during func()) {
-		t.Helper()
-		dir := t.TempDir()
-		ready := filepath.Join(dir, "ready")
-		cmd := exec.CommandContext(t.Context(), bin, "check", "--run-dir", runDir, "--keys", "64", "--workers", "8",
-			"--duration", "4s", "--max-ops", "1000000", "--ready-file", ready, "--out", filepath.Join(dir, "check"))
-		var stdout, stderr syncBuffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		poll.Until(t, "the ready file", func() bool { _, err := os.Stat(ready); return err == nil })
-		during()
-		if err := cmd.Wait(); err != nil || !strings.HasPrefix(stdout.String(), "PASS: ") {
-			t.Fatalf("check %s: %v\nstdout:\n%s\nstderr:\n%s", what, err, stdout.String(), stderr.String())
-		}
-	}
-	check("with the switches up", func() {})
+	checkPasses(t, bin, runDir, "with the switches up", func() {})
 	switchPanelsHaveData(t, status(t, bin, runDir))
 	spine := func(name string) control.Process {
 		for _, p := range status(t, bin, runDir).Processes {
@@ -97,7 +77,7 @@ func TestUpWithSwitchSpine(t *testing.T) {
 		t.Fatalf("no process %s", name)
 		return control.Process{}
 	}
-	check("across a switch killed and a switch paused", func() {
+	checkPasses(t, bin, runDir, "across a switch killed and a switch paused", func() {
 		if err := syscall.Kill(spine("sw-spine-0").PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

@@ -124,12 +124,11 @@ type Runner struct {
 	cfg RunnerConfig
 	log *slog.Logger
 
-	mu       sync.Mutex // guards cur, state, leader, promoted
-	cur      *Controller
-	state    State
-	leader   bool
-	promoted chan struct{} // closed when the runner becomes leader
-	build    build         // the compiled program pushed, and what the session runs (upgrade.go)
+	mu    sync.Mutex // guards cur, state
+	cur   *Controller
+	state State
+	build build // the compiled program pushed, and what the session runs (upgrade.go)
+	lead  *Leadership
 
 	programmed     chan struct{} // closed once the first session programmed the switch
 	programmedOnce sync.Once
@@ -144,30 +143,14 @@ func NewRunner(cfg RunnerConfig) *Runner {
 		cfg.Logger = slog.Default()
 	}
 	return &Runner{cfg: cfg, log: cfg.Logger.With("member", cfg.Controller.Member), programmed: make(chan struct{}),
-		state: State{Since: time.Now()}, leader: cfg.Leader, promoted: make(chan struct{}),
+		state: State{Since: time.Now()}, lead: NewLeadership(cfg.Leader),
 		build: build{deviceConfig: cfg.DeviceConfig, cookie: cfg.Cookie}}
 }
 
 // SetLeader makes the runner its fleet's leader or not. A leader claims
 // mastership of the switch at once if it is not primary, and when no
 // controller is, its claim is above those of the others.
-func (r *Runner) SetLeader(leader bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if leader && !r.leader {
-		close(r.promoted)
-		r.promoted = make(chan struct{})
-	}
-	r.leader = leader
-}
-
-// leadership is whether the runner leads, and a channel closed when it
-// becomes the leader.
-func (r *Runner) leadership() (bool, <-chan struct{}) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.leader, r.promoted
-}
+func (r *Runner) SetLeader(leader bool) { r.lead.SetLeader(leader) }
 
 // State is the runner's session as last seen.
 func (r *Runner) State() State {
@@ -206,20 +189,16 @@ func (r *Runner) setState(c *Controller, pushed, claiming bool, err error) {
 
 // Run serves sessions until ctx ends.
 func (r *Runner) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := r.session(ctx)
-		if ctx.Err() != nil {
-			r.setState(nil, false, false, ctx.Err())
-			return
-		}
-		r.setState(nil, false, false, err)
-		r.log.Warn("switch session ended; dialing again", "err", err, "after", r.cfg.Retry)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(r.cfg.Retry):
-		}
-	}
+	Redialer{
+		Device: "switch", Retry: r.cfg.Retry, Logger: r.log,
+		Session: r.session,
+		Ended: func(err error) {
+			if ctx.Err() != nil {
+				err = ctx.Err() // stopped, whatever the session's last call said
+			}
+			r.setState(nil, false, false, err)
+		},
+	}.Run(ctx)
 }
 
 // session runs one session to its end: primary or backup, as often as
@@ -277,7 +256,7 @@ func (r *Runner) awaitPrimary(ctx context.Context, s Session, arb Arbiter, first
 		if primary {
 			return nil
 		}
-		leader, promoted := r.leadership()
+		leader, promoted := r.lead.Leading()
 		claim := !anyPrimary || (leader && first)
 		first = false
 		if claim {

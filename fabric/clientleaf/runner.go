@@ -78,9 +78,7 @@ type Runner struct {
 	last   *partmap.Placement // the newest map given to Renew
 	cookie uint64
 
-	leaderMu sync.Mutex    // guards leader, promoted
-	leader   bool          // only the fleet's leader programs the leaf
-	promoted chan struct{} // closed when the runner becomes the leader
+	lead *cacheswitch.Leadership // only the fleet's leader programs the leaf
 
 	applyMu sync.Mutex // one Apply at a time, of the newest map
 	stats   RunnerStats
@@ -101,38 +99,14 @@ func NewRunner(cfg RunnerConfig) *Runner {
 		cfg.Controller.Logger = cfg.Logger
 	}
 	return &Runner{cfg: cfg, log: cfg.Logger.With("client_leaf", cfg.Name), programmed: make(chan struct{}),
-		state: cacheswitch.State{Since: time.Now()}, leader: cfg.Leader, promoted: make(chan struct{})}
+		state: cacheswitch.State{Since: time.Now()}, lead: cacheswitch.NewLeadership(cfg.Leader)}
 }
 
 // SetLeader makes the runner its fleet's leader or not. Only the leader
 // dials the leaf: a client leaf has no serving lease to keep, so the
 // other replicas hold no session, and a new leader pushes the program
 // again (a leaf goes on routing by its tables meanwhile).
-func (r *Runner) SetLeader(leader bool) {
-	r.leaderMu.Lock()
-	defer r.leaderMu.Unlock()
-	if leader && !r.leader {
-		close(r.promoted)
-		r.promoted = make(chan struct{})
-	}
-	r.leader = leader
-}
-
-// awaitLeader returns once the runner is the leader, or ctx ended.
-func (r *Runner) awaitLeader(ctx context.Context) error {
-	r.leaderMu.Lock()
-	leader, promoted := r.leader, r.promoted
-	r.leaderMu.Unlock()
-	if leader {
-		return nil
-	}
-	select {
-	case <-promoted:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (r *Runner) SetLeader(leader bool) { r.lead.SetLeader(leader) }
 
 // State is the runner's session as last seen.
 func (r *Runner) State() cacheswitch.State {
@@ -171,24 +145,15 @@ func (r *Runner) setSession(s Session, c *Controller, err error) {
 	}
 }
 
-// Run serves sessions until ctx ends.
+// Run serves sessions until ctx ends; each starts once the runner is
+// the leader.
 func (r *Runner) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		if r.awaitLeader(ctx) != nil {
-			return
-		}
-		err := r.session(ctx)
-		r.setSession(nil, nil, err)
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Warn("client leaf session ended; dialing again", "err", err, "after", r.cfg.Retry)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(r.cfg.Retry):
-		}
-	}
+	cacheswitch.Redialer{
+		Device: "client leaf", Retry: r.cfg.Retry, Logger: r.log,
+		Leadership: r.lead,
+		Session:    r.session,
+		Ended:      func(err error) { r.setSession(nil, nil, err) },
+	}.Run(ctx)
 }
 
 // session runs one session to its end.

@@ -24,6 +24,25 @@ func (addresser) MemberAddress(_ string, i int) string {
 	return fmt.Sprintf("127.0.0.%d:9000", i+1)
 }
 
+// followMap writes m to a map file and runs f, following that file,
+// until the test ends.
+func followMap(t *testing.T, f *fleet.Fleet, m *partmap.Map) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "map.json")
+	if err := mapwatch.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	w, err := mapwatch.Load(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { f.Run(ctx) })
+	wg.Go(func() { f.Follow(ctx, w, 10*time.Millisecond) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
 // TestBuildFollowsTheMap: Build makes a runner per switch, in order, and
 // Follow hands every read of the map to them; a switch that cannot be
 // reached fails its renewals, and the fleet says so.
@@ -38,14 +57,6 @@ func TestBuildFollowsTheMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "map.json")
-	if err := mapwatch.WriteFile(path, m); err != nil {
-		t.Fatal(err)
-	}
-	w, err := mapwatch.Load(path, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
 	f, runners := fleet.Build([]fleet.Switch{
 		{Member: "lab-spine-0", P4Runtime: "127.0.0.1:1", DeviceID: 1},
 		{Member: "lab-spine-1", P4Runtime: "127.0.0.1:1", DeviceID: 1},
@@ -53,11 +64,7 @@ func TestBuildFollowsTheMap(t *testing.T) {
 	if len(runners) != 2 || runners[0] == runners[1] {
 		t.Fatalf("Build made runners %v, want two", runners)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { f.Run(ctx) })
-	wg.Go(func() { f.Follow(ctx, w, 10*time.Millisecond) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	followMap(t, f, m)
 	deadline := time.Now().Add(10 * time.Second)
 	for err = f.Healthy(); err == nil && time.Now().Before(deadline); err = f.Healthy() {
 		time.Sleep(10 * time.Millisecond)

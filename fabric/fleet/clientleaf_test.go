@@ -1,12 +1,9 @@
 package fleet_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/distcache/distcache/dataplane/mapwatch"
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
 	"github.com/distcache/distcache/fabric/pipeline"
@@ -43,14 +39,6 @@ func TestFleetProgramsAClientLeaf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "map.json")
-	if err := mapwatch.WriteFile(path, m); err != nil {
-		t.Fatal(err)
-	}
-	w, err := mapwatch.Load(path, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
 	builtin, err := pipeline.Builtin("distcache-v1model")
 	if err != nil {
 		t.Fatal(err)
@@ -63,11 +51,7 @@ func TestFleetProgramsAClientLeaf(t *testing.T) {
 		{Member: "lab-spine-0", P4Runtime: spine.P4Runtime, DeviceID: 1},
 		{Member: "lab-cl-0", P4Runtime: leaf.P4Runtime, DeviceID: 2, ClientLeaf: leaf.Addr()},
 	}, fleet.Config{Pipeline: builtin, Controller: cacheswitch.Config{Lease: time.Second}, ClientLeafInfo: leafInfo, Leader: true, Logger: quiet})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { f.Run(ctx) })
-	wg.Go(func() { f.Follow(ctx, w, 10*time.Millisecond) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	followMap(t, f, m)
 	for _, r := range runners {
 		<-r.Programmed()
 	}

@@ -3,7 +3,6 @@ package fleet_test
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"log/slog"
 	"net/netip"
 	"testing"
@@ -48,10 +47,7 @@ func (a oneSwitch) MemberAddress(string, int) string { return a.addr }
 func TestUpgradeKeepsTheSwitchState(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	target := switchtest.StartTarget(t, 1, 1)
-	text, err := fs.ReadFile(pipelines.Sources, "p4src/v1model/cache_switch.p4info.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := switchtest.CacheSwitchP4Info(t)
 	build1, build2 := compiled(t, text, "\x00bmv2 build 1\xff"), compiled(t, text, "\x00bmv2 build 2\xff")
 	const member = "lab-spine-0"
 	f, runners := fleet.Build([]fleet.Switch{{Member: member, P4Runtime: target.P4Runtime, DeviceID: 1}},

@@ -24,15 +24,7 @@ func clientLeafCluster(t *testing.T, edit func(*v1alpha1.SwitchFabricSpec)) (*la
 	if edit != nil {
 		edit(f)
 	}
-	spec := v1alpha1.CacheClusterSpec{
-		Storage: v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 2},
-		Layers: []v1alpha1.NamedLayer{
-			{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
-				Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "lab", Role: v1alpha1.RoleSpine}}},
-			{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}},
-		},
-	}
-	return layout.Resolve("t", &spec, nil, func(name string) (layout.Fabric, bool) { return layout.Fabric{Spec: f}, name == "lab" })
+	return switchSpineCluster("t", v1alpha1.StorageSpec{Racks: 2, ShardsPerRack: 2}, f)
 }
 
 // TestClientLeafProcesses: a client leaf of the cluster's fabric runs as

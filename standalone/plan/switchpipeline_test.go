@@ -2,7 +2,6 @@ package plan_test
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,33 +9,40 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/layout"
 	"github.com/distcache/distcache/standalone/plan"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
 
-// switchCluster is a cluster whose spine is fabric f's two switches,
-// with f's pipelineSource src.
+// switchCluster is a cluster of one shard whose spine is a fabric's two
+// switches, with the fabric's pipelineSource src.
 func switchCluster(t *testing.T, src *v1alpha1.PipelineSource) *layout.Cluster {
 	t.Helper()
-	spec := v1alpha1.CacheClusterSpec{
-		Storage: v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1},
-		Layers: []v1alpha1.NamedLayer{
-			{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
-				Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "f", Role: v1alpha1.RoleSpine}}},
-			{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}},
-		},
-	}
 	fabric := &v1alpha1.SwitchFabricSpec{Driver: v1alpha1.DriverStratum, Pipeline: "distcache-v1model", PipelineSource: src,
 		Switches: []v1alpha1.Switch{
 			{Name: "a", DeviceID: 1, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "127.0.0.1:29559", DataAddress: "127.0.0.1:27400"},
 			{Name: "b", DeviceID: 2, Role: v1alpha1.RoleSpine, P4RuntimeAddress: "127.0.0.1:29560", DataAddress: "127.0.0.1:27500"},
 		}}
-	c, err := layout.Resolve("sw", &spec, nil, func(name string) (layout.Fabric, bool) { return layout.Fabric{Spec: fabric}, name == "f" })
+	c, err := switchSpineCluster("sw", v1alpha1.StorageSpec{Racks: 1, ShardsPerRack: 1}, fabric)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// switchSpineCluster lays out cluster name of storage whose spine layer
+// is the spine switches of fabric "lab", with a leaf layer bound to the
+// racks.
+func switchSpineCluster(name string, storage v1alpha1.StorageSpec, fabric *v1alpha1.SwitchFabricSpec) (*layout.Cluster, error) {
+	spec := v1alpha1.CacheClusterSpec{
+		Storage: storage,
+		Layers: []v1alpha1.NamedLayer{
+			{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Backend: v1alpha1.BackendSwitch,
+				Switch: &v1alpha1.SwitchLayerSpec{FabricRef: "lab", Role: v1alpha1.RoleSpine}}},
+			{Name: "leaf", CacheLayerSpec: v1alpha1.CacheLayerSpec{BoundToRacks: true}},
+		},
+	}
+	return layout.Resolve(name, &spec, nil, func(ref string) (layout.Fabric, bool) { return layout.Fabric{Spec: fabric}, ref == "lab" })
 }
 
 // buildDir is a directory holding a build's files under the default keys.
@@ -50,15 +56,6 @@ func buildDir(t *testing.T, p4info []byte) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-func keptP4Info(t *testing.T) []byte {
-	t.Helper()
-	b, err := fs.ReadFile(pipelines.Sources, "p4src/v1model/cache_switch.p4info.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // fabricArgs are the arguments of the plan's fabric controller.
@@ -78,7 +75,7 @@ func fabricArgs(t *testing.T, p *plan.Plan) []string {
 // its files; an image is the controller's to pull; the build is checked
 // before anything runs.
 func TestSwitchPipeline(t *testing.T) {
-	dir := buildDir(t, keptP4Info(t))
+	dir := buildDir(t, switchtest.CacheSwitchP4Info(t))
 	secret := &v1alpha1.PipelineSource{SecretRef: &v1alpha1.PipelineObjectRef{Name: "build",
 		PipelineFiles: v1alpha1.PipelineFiles{P4InfoKey: "p4info.txt", DeviceConfigKey: "device_config.bin"}}}
 	image := &v1alpha1.PipelineSource{Image: &v1alpha1.PipelineImage{Reference: "registry.example/pipelines/cache-switch:1",
@@ -123,7 +120,7 @@ func TestSwitchPipeline(t *testing.T) {
 func TestSwitchPipelineRefused(t *testing.T) {
 	configMap := &v1alpha1.PipelineSource{ConfigMapRef: &v1alpha1.PipelineObjectRef{Name: "build"}}
 	image := &v1alpha1.PipelineSource{Image: &v1alpha1.PipelineImage{Reference: "registry.example/pipelines/cache-switch:1"}}
-	renamed := []byte(strings.Replace(string(keptP4Info(t)), `name: "cache_lookup"`, `name: "lookup"`, 1))
+	renamed := []byte(strings.Replace(string(switchtest.CacheSwitchP4Info(t)), `name: "cache_lookup"`, `name: "lookup"`, 1))
 	tests := []struct {
 		name        string
 		src         *v1alpha1.PipelineSource
@@ -132,8 +129,8 @@ func TestSwitchPipelineRefused(t *testing.T) {
 		unsupported bool
 	}{
 		{"ConfigMap without its files", configMap, "", "standalone mode has no ConfigMaps: pass its keys as files with distcache up --switch-pipeline-dir DIR", true},
-		{"files without a pipelineSource", nil, buildDir(t, keptP4Info(t)), "no SwitchFabric of the cluster sets a pipelineSource", false},
-		{"files for an image", image, buildDir(t, keptP4Info(t)), "which the fabric controller pulls itself", false},
+		{"files without a pipelineSource", nil, buildDir(t, switchtest.CacheSwitchP4Info(t)), "no SwitchFabric of the cluster sets a pipelineSource", false},
+		{"files for an image", image, buildDir(t, switchtest.CacheSwitchP4Info(t)), "which the fabric controller pulls itself", false},
 		{"files of another P4Info", configMap, buildDir(t, renamed), "table cache_lookup (id 0x2000004) missing", false},
 		{"files missing", configMap, t.TempDir(), "cannot read the P4Info", false},
 	}

@@ -24,8 +24,7 @@ func standard() workloadConfig {
 // the hottest key is served from the cache.
 func TestLinearizableWithHotKeysCached(t *testing.T) {
 	c := newCluster(t)
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	cfg := standard()
 	var once sync.Once
 	cfg.onOp = func(n int64, _ *tally) {
@@ -55,8 +54,7 @@ func TestLinearizableWithHotKeysCached(t *testing.T) {
 // history is linearizable.
 func TestLinearizableAuthenticated(t *testing.T) {
 	c := newCluster(t, withDataPlaneKey(t))
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	tl := run(t, c, h, standard())
 	t.Logf("%s: %d gets (%d hits), %d writes (%d refused, %d unknown)",
 		c, tl.gets.Load(), tl.hits.Load(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load())
@@ -75,8 +73,7 @@ func TestLinearizableAuthenticated(t *testing.T) {
 // receivers split them, and the history stays linearizable.
 func TestLinearizableBundled(t *testing.T) {
 	c := newCluster(t, withBundles())
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	tl := run(t, c, h, standard())
 	t.Logf("%s: %d gets (%d hits), %d writes (%d refused, %d unknown), %d bundles received by nodes and shims",
 		c, tl.gets.Load(), tl.hits.Load(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load(), c.bundlesIn())
@@ -95,10 +92,9 @@ func TestLinearizableBundled(t *testing.T) {
 // active): the history stays linearizable and hot keys stay cached.
 func TestLinearizableAcrossNodeRemovalAndRestore(t *testing.T) {
 	c := newCluster(t)
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	cfg := standard()
-	total := int64(cfg.workers * cfg.opsPerWork)
+	total := cfg.ops()
 	victim := c.spineMember(0)
 	var (
 		mu               sync.Mutex
@@ -139,8 +135,7 @@ func TestLinearizableAcrossNodeRemovalAndRestore(t *testing.T) {
 // copies no node holds it.
 func TestLinearizableWhileCopiesChange(t *testing.T) {
 	c := newCluster(t)
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	hot := []string{keyName(0), keyName(1), keyName(2)}
 	spines, defaults := c.Members(0), map[string][]string{}
 	for _, k := range hot {
@@ -164,7 +159,7 @@ func TestLinearizableWhileCopiesChange(t *testing.T) {
 		return out
 	}
 	cfg := standard()
-	total := int64(cfg.workers * cfg.opsPerWork)
+	total := cfg.ops()
 	var (
 		mu          sync.Mutex
 		phase       int
@@ -229,7 +224,7 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 	// key's lock on a loaded machine: a timeout means a write the shim
 	// never answered, not a slow one.
 	cfg.writeTimeout = time.Minute
-	total := int64(cfg.workers * cfg.opsPerWork)
+	total := cfg.ops()
 	var kill, enough sync.Once
 	killNow, restartNow := make(chan struct{}), make(chan struct{})
 	cfg.onOp = func(n int64, tl *tally) {

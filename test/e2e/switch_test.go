@@ -6,7 +6,6 @@ import (
 
 	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
-	"github.com/distcache/distcache/workload/history"
 )
 
 // TestLinearizableWithSwitchSpine runs the standard workload on a cluster
@@ -17,8 +16,7 @@ import (
 // is linearizable and the switches served hits.
 func TestLinearizableWithSwitchSpine(t *testing.T) {
 	c := newCluster(t, withSwitchSpine())
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	tl := run(t, c, h, standard())
 	t.Logf("%s: %d gets (%d hits, %d at the switches), %d writes (%d refused, %d unknown), %d failed reads",
 		c, tl.gets.Load(), tl.hits.Load(), c.switchHits(), tl.puts.Load(), tl.failedWrites.Load(), tl.unknownWrites.Load(), tl.failedReads.Load())
@@ -34,8 +32,7 @@ func TestLinearizableWithSwitchSpine(t *testing.T) {
 // compute the MAC); nothing of the cluster's own is rejected.
 func TestLinearizableWithSwitchSpineAuthenticated(t *testing.T) {
 	c := newCluster(t, withSwitchSpine(), withDataPlaneKey(t))
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	tl := run(t, c, h, standard())
 	t.Logf("%s: %d gets (%d hits, %d at the switches), %d writes", c, tl.gets.Load(), tl.hits.Load(), c.switchHits(), tl.puts.Load())
 	checkLinearizable(t, h)
@@ -55,10 +52,9 @@ func TestLinearizableWithSwitchSpineAuthenticated(t *testing.T) {
 // the switches served hits.
 func TestLinearizableAcrossSwitchRestartAndFailover(t *testing.T) {
 	c := newCluster(t, withSwitchSpine())
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	cfg := standard()
-	total := int64(cfg.workers * cfg.opsPerWork)
+	total := cfg.ops()
 	var (
 		mu                          sync.Mutex
 		restarted, failed, restored bool
@@ -107,10 +103,9 @@ func TestLinearizableAcrossControllerHandover(t *testing.T) {
 	for name, sw := range c.Switches() {
 		backups[name] = sw.StartController(t, name, 2, nil)
 	}
-	h := history.NewRecorder()
-	preload(t, h, c.newClient(), 200)
+	h := preloaded(t, c, 200)
 	cfg := standard()
-	total := int64(cfg.workers * cfg.opsPerWork)
+	total := cfg.ops()
 	var (
 		mu       sync.Mutex
 		stopped  bool

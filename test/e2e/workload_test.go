@@ -60,6 +60,18 @@ func preload(t *testing.T, h *history.Recorder, cl *client.Client, keys int) {
 	}
 }
 
+// preloaded is a history that starts with keys written once through a
+// new client of c (preload).
+func preloaded(t *testing.T, c *cluster, keys int) *history.Recorder {
+	t.Helper()
+	h := history.NewRecorder()
+	preload(t, h, c.newClient(), keys)
+	return h
+}
+
+// ops is the number of operations the workload runs: its bound.
+func (cfg workloadConfig) ops() int64 { return int64(cfg.workers * cfg.opsPerWork) }
+
 // run drives the workload and records every operation in h.
 func run(t *testing.T, c *cluster, h *history.Recorder, cfg workloadConfig) *tally {
 	t.Helper()

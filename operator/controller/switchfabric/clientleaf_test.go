@@ -18,7 +18,6 @@ import (
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/internal/testing/switchtest"
-	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
@@ -132,9 +131,7 @@ func TestOperatorProgramsAClientLeaf(t *testing.T) {
 	// not program its fabric.
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cc) })
 	var ahead atomic.Int64
-	reg := startOperator(t, func(r *cachecluster.Reconciler) {
-		r.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
-	})
+	reg := startOperator(t, withClusterClock(func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }))
 
 	fabricStatus(t, f, "fabric Ready with its client leaf programmed", func(s *v1alpha1.SwitchFabricStatus) bool {
 		c := condition(s, v1alpha1.ConditionReady)

@@ -18,7 +18,6 @@ import (
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/fabric/stratum"
 	"github.com/distcache/distcache/internal/testing/poll"
-	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/operator/controller/switchfabric"
 	"github.com/distcache/distcache/placement/partmap"
@@ -113,19 +112,6 @@ func degradedByFabric(t *testing.T, cc *v1alpha1.CacheCluster) {
 	})
 }
 
-// twoSpinesAndALeaf starts two software switches, a fabric of them and
-// cluster shop whose spine layer uses them beside leafLayer; it returns
-// the first switch, the fabric and the cluster.
-func twoSpinesAndALeaf(t *testing.T) (*switchtest.Target, *v1alpha1.SwitchFabric, *v1alpha1.CacheCluster) {
-	t.Helper()
-	ns := namespace(t)
-	target, other := switchtest.StartTarget(t, 1, 1), switchtest.StartTarget(t, 1, 2)
-	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()),
-		spineSwitch("spine-1", other.P4Runtime, other.Addr().String()))
-	cc := newCluster(t, ns, "shop", "fabric", withLeafLayer)
-	return target, f, cc
-}
-
 // TestFabricDeletedLeavesTheMap: a SwitchFabric deleted while a cluster's
 // layer uses it is held by its finalizer while the cluster fences its
 // switches — the fleet applies that map, releasing every cached key and
@@ -133,7 +119,7 @@ func twoSpinesAndALeaf(t *testing.T) (*switchtest.Target, *v1alpha1.SwitchFabric
 // stops (its P4Runtime session ends and its metrics are gone), the fabric
 // is gone, and the cluster goes on reconciling its other layer, Degraded.
 func TestFabricDeletedLeavesTheMap(t *testing.T) {
-	target, f, cc := twoSpinesAndALeaf(t)
+	target, f, cc := twoSpines(t, namespace(t), withLeafLayer)
 	reg := startOperator(t)
 	member := partmap.MemberName("shop", "spine", 0)
 	fabricStatus(t, f, "switch programmed", func(s *v1alpha1.SwitchFabricStatus) bool {
@@ -176,8 +162,8 @@ func TestFabricDeletedLeavesTheMap(t *testing.T) {
 // same way: the operator fences the switches the map holds, then
 // removes them.
 func TestFabricGoneLeavesTheMap(t *testing.T) {
-	_, f, cc := twoSpinesAndALeaf(t)
-	_, stop := runOperator(t)
+	_, f, cc := twoSpines(t, namespace(t), withLeafLayer)
+	op := runOperator(t)
 	fabricStatus(t, f, "switch programmed", func(s *v1alpha1.SwitchFabricStatus) bool {
 		return is(s, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled) && len(s.SwitchStatuses) == 2 && s.SwitchStatuses[1].Programmed
 	})
@@ -186,7 +172,7 @@ func TestFabricGoneLeavesTheMap(t *testing.T) {
 		b, err2 := memberState(cc, "shop-spine-1")
 		return a == partmap.Active && b == partmap.Active, errors.Join(err, err2)
 	})
-	stop()
+	op.stop()
 
 	if err := env.Client.Delete(context.Background(), f); err != nil {
 		t.Fatal(err)

@@ -1,78 +1,19 @@
 package switchfabric_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
-	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/testing/poll"
-	"github.com/distcache/distcache/internal/testing/switchtest"
-	"github.com/distcache/distcache/operator/controller/cachecluster"
-	"github.com/distcache/distcache/operator/controller/switchfabric"
 	"github.com/distcache/distcache/placement/hashing"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/softswitch"
 	pipelines "github.com/distcache/distcache/stratum_pipelines"
 	"github.com/distcache/distcache/stratum_pipelines/p4entity"
 )
-
-// replica is one operator replica: a manager with leader election.
-type replica struct {
-	reg     *prometheus.Registry
-	elected <-chan struct{}
-	stop    func()
-}
-
-// startReplica runs the CacheCluster and SwitchFabric controllers as
-// replica name, electing a leader through the Lease lease in ns, until
-// the test ends or stop.
-func startReplica(t *testing.T, ns, lease, name string) *replica {
-	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                        env.Scheme,
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(true)},
-		LeaderElection:                true,
-		LeaderElectionID:              lease,
-		LeaderElectionNamespace:       ns,
-		LeaderElectionReleaseOnCancel: true,
-		// Quick to hand the Lease over; the test waits on outcomes.
-		LeaseDuration: ptr.To(2 * time.Second), RenewDeadline: ptr.To(1500 * time.Millisecond), RetryPeriod: ptr.To(100 * time.Millisecond),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, reg := mgr.GetEventRecorder("distcache-operator"), prometheus.NewRegistry()
-	for _, setup := range []func(ctrl.Manager) error{
-		(&cachecluster.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec}).SetupWithManager,
-		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(), Recorder: rec,
-			Replica: name, Metrics: reg}).SetupWithManager,
-	} {
-		if err := setup(mgr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager %s: %v", name, err)
-		}
-	}()
-	stop := func() { cancel(); <-done }
-	t.Cleanup(stop)
-	return &replica{reg: reg, elected: mgr.Elected(), stop: stop}
-}
 
 // heldKey is a key member holds in cc's published map.
 func heldKey(t *testing.T, cc *v1alpha1.CacheCluster, member string) string {
@@ -134,15 +75,12 @@ func slotKept(sw *softswitch.Switch, key string, index int64) (bool, error) {
 // programmed — taken over, not pushed — once it leads.
 func TestLeaderChangeKeepsTheSwitches(t *testing.T) {
 	ns := namespace(t)
-	target, other := switchtest.StartTarget(t, 1, 1), switchtest.StartTarget(t, 1, 2)
-	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()),
-		spineSwitch("spine-1", other.P4Runtime, other.Addr().String()))
-	cc := newCluster(t, ns, "shop", "fabric")
+	target, f, cc := twoSpines(t, ns)
 	member := partmap.MemberName("shop", "spine", 0)
 
-	first := startReplica(t, ns, "leader-"+ns, "operator-a")
+	first := runOperator(t, asReplica(ns, "leader-"+ns, "operator-a"))
 	<-first.elected
-	second := startReplica(t, ns, "leader-"+ns, "operator-b")
+	second := runOperator(t, asReplica(ns, "leader-"+ns, "operator-b"))
 	fabricStatus(t, f, "switches programmed by the leader", func(s *v1alpha1.SwitchFabricStatus) bool {
 		return is(s, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled) && len(s.SwitchStatuses) == 2 && s.SwitchStatuses[0].Programmed
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,7 @@ import (
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/internal/testing/kubetest"
 	"github.com/distcache/distcache/internal/testing/poll"
+	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/operator/controller/switchfabric"
 	"github.com/distcache/distcache/placement/partmap"
@@ -29,35 +31,72 @@ var env *kubetest.Env
 
 func TestMain(m *testing.M) { kubetest.Main(m, &env) }
 
-// startOperator runs the CacheCluster and SwitchFabric controllers in a
-// manager until the test ends, and returns the registry of the fleets'
-// metrics; opts edit the CacheCluster controller.
-func startOperator(t *testing.T, opts ...func(*cachecluster.Reconciler)) *prometheus.Registry {
-	t.Helper()
-	reg, _ := runOperator(t, opts...)
-	return reg
+// operator is a replica of the operator a test runs: the CacheCluster
+// and SwitchFabric controllers in a manager.
+type operator struct {
+	reg     *prometheus.Registry // the fleets' metrics
+	elected <-chan struct{}      // closed once the replica leads (at once without leader election)
+	stop    func()               // stops the replica before the test ends
 }
 
-// runOperator is startOperator that also returns a function stopping the
-// operator before the test ends.
-func runOperator(t *testing.T, opts ...func(*cachecluster.Reconciler)) (*prometheus.Registry, func()) {
+// operatorConfig is the manager's options and what the reconcilers take
+// beside the manager's parts.
+type operatorConfig struct {
+	manager ctrl.Options
+	replica string           // the SwitchFabric controller's Replica
+	now     func() time.Time // the CacheCluster controller's clock, when set
+}
+
+type operatorOption func(*operatorConfig)
+
+// withClusterClock runs the CacheCluster controller on clock now.
+func withClusterClock(now func() time.Time) operatorOption {
+	return func(c *operatorConfig) { c.now = now }
+}
+
+// asReplica runs the operator as replica name, electing a leader through
+// the Lease lease in ns.
+func asReplica(ns, lease, name string) operatorOption {
+	return func(c *operatorConfig) {
+		c.replica = name
+		c.manager.LeaderElection = true
+		c.manager.LeaderElectionID = lease
+		c.manager.LeaderElectionNamespace = ns
+		c.manager.LeaderElectionReleaseOnCancel = true
+		// Quick to hand the Lease over; the tests wait on outcomes.
+		c.manager.LeaseDuration = ptr.To(2 * time.Second)
+		c.manager.RenewDeadline = ptr.To(1500 * time.Millisecond)
+		c.manager.RetryPeriod = ptr.To(100 * time.Millisecond)
+	}
+}
+
+// startOperator runs the operator until the test ends, and returns the
+// registry of the fleets' metrics.
+func startOperator(t *testing.T, opts ...operatorOption) *prometheus.Registry {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	return runOperator(t, opts...).reg
+}
+
+// runOperator runs the operator until the test ends or its stop.
+func runOperator(t *testing.T, opts ...operatorOption) *operator {
+	t.Helper()
+	cfg := operatorConfig{manager: ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	mgr, err := ctrl.NewManager(env.Config, cfg.manager)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec, reg := mgr.GetEventRecorder("distcache-operator"), prometheus.NewRegistry()
-	cr := &cachecluster.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec}
-	for _, o := range opts {
-		o(cr)
-	}
 	for _, setup := range []func(ctrl.Manager) error{
-		cr.SetupWithManager,
-		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(), Recorder: rec, Metrics: reg}).SetupWithManager,
+		(&cachecluster.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec, Now: cfg.now}).SetupWithManager,
+		(&switchfabric.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: mgr.GetConfig(), Recorder: rec,
+			Replica: cfg.replica, Metrics: reg}).SetupWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			t.Fatal(err)
@@ -68,12 +107,12 @@ func runOperator(t *testing.T, opts ...func(*cachecluster.Reconciler)) (*prometh
 	go func() {
 		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
+			t.Errorf("manager of replica %q: %v", cfg.replica, err)
 		}
 	}()
 	stop := sync.OnceFunc(func() { cancel(); <-done })
 	t.Cleanup(stop)
-	return reg, stop
+	return &operator{reg: reg, elected: mgr.Elected(), stop: stop}
 }
 
 // namespace creates a namespace of its own for a test.
@@ -160,6 +199,17 @@ func newCluster(t *testing.T, ns, name, fabric string, opts ...func(*v1alpha1.Ca
 		}
 	})
 	return cc
+}
+
+// twoSpines starts two software switches, fabric "fabric" of them as
+// spines and cluster "shop" in ns whose spine layer uses them, changed
+// by opts; it returns the first switch, the fabric and the cluster.
+func twoSpines(t *testing.T, ns string, opts ...func(*v1alpha1.CacheCluster)) (*switchtest.Target, *v1alpha1.SwitchFabric, *v1alpha1.CacheCluster) {
+	t.Helper()
+	target, other := switchtest.StartTarget(t, 1, 1), switchtest.StartTarget(t, 1, 2)
+	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()),
+		spineSwitch("spine-1", other.P4Runtime, other.Addr().String()))
+	return target, f, newCluster(t, ns, "shop", "fabric", opts...)
 }
 
 // fabricStatus waits until the fabric's status satisfies cond.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io/fs"
 	"net/netip"
 	"strings"
 	"testing"
@@ -23,25 +22,13 @@ import (
 	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/internal/testing/switchtest"
 	"github.com/distcache/distcache/placement/partmap"
-	pipelines "github.com/distcache/distcache/stratum_pipelines"
 )
-
-// keptP4Info is the v1model cache switch's P4Info file: the software
-// switch takes no other, so the builds of these tests carry it.
-func keptP4Info(t *testing.T) []byte {
-	t.Helper()
-	b, err := fs.ReadFile(pipelines.Sources, "p4src/v1model/cache_switch.p4info.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // editedP4Info is the kept P4Info changed by edit.
 func editedP4Info(t *testing.T, edit func(*p4configv1.P4Info)) []byte {
 	t.Helper()
 	info := &p4configv1.P4Info{}
-	if err := prototext.Unmarshal(keptP4Info(t), info); err != nil {
+	if err := prototext.Unmarshal(switchtest.CacheSwitchP4Info(t), info); err != nil {
 		t.Fatal(err)
 	}
 	edit(info)
@@ -87,6 +74,17 @@ func buildConfigMap(t *testing.T, ns, name string, p4info, device []byte) {
 	}
 }
 
+// sourcedFabric starts a software switch, fabric "fabric" of it that
+// takes its build from src, and cluster "shop" in ns on it, changed by
+// opts; it returns the switch and the fabric.
+func sourcedFabric(t *testing.T, ns string, src v1alpha1.PipelineSource, opts ...func(*v1alpha1.CacheCluster)) (*switchtest.Target, *v1alpha1.SwitchFabric) {
+	t.Helper()
+	target := switchtest.StartTarget(t, 1, 1)
+	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()), withPipelineSource(src))
+	newCluster(t, ns, "shop", "fabric", opts...)
+	return target, f
+}
+
 // switchRuns waits until the switch holds exactly device and cookie,
 // read back over P4Runtime.
 func switchRuns(t *testing.T, target *switchtest.Target, device []byte, cookie uint64) {
@@ -114,7 +112,7 @@ func runsBuild(s *v1alpha1.SwitchFabricStatus, source string, cookie uint64, byt
 // build's content-hash cookie, which the status records.
 func TestPipelineSources(t *testing.T) {
 	startOperator(t)
-	p4info, device := keptP4Info(t), []byte("\x00{\"program\": \"cache_switch.p4\"}\xff\xfe")
+	p4info, device := switchtest.CacheSwitchP4Info(t), []byte("\x00{\"program\": \"cache_switch.p4\"}\xff\xfe")
 	cookie := pipeline.Cookie(p4info, device)
 	reg := ocitest.Start(t, ocitest.WithBasicAuth("builder", "s3cret"))
 	digest := reg.Push(t, "pipelines/cache-switch:bmv2-1",
@@ -146,9 +144,7 @@ func TestPipelineSources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
 			tc.prepare(t, ns)
-			target := switchtest.StartTarget(t, 1, 1)
-			f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()), withPipelineSource(tc.src))
-			newCluster(t, ns, "shop", "fabric")
+			target, f := sourcedFabric(t, ns, tc.src)
 			fabricStatus(t, f, "Ready with the build of "+tc.source, func(s *v1alpha1.SwitchFabricStatus) bool {
 				return is(s, v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled) && runsBuild(s, tc.source, cookie, len(device)) &&
 					s.Pipeline.Digest == tc.digest
@@ -185,7 +181,7 @@ func TestPipelineSourceRefused(t *testing.T) {
 			src: configMapSource("build"), prepare: func(*testing.T, string) {}},
 		{name: "Secret without the device config", reason: v1alpha1.ReasonPipelineSourceInvalid, text: "Secret build has no key device_config.bin",
 			src: v1alpha1.PipelineSource{SecretRef: &v1alpha1.PipelineObjectRef{Name: "build"}}, prepare: func(t *testing.T, ns string) {
-				createSecret(t, ns, "build", "", map[string][]byte{pipeline.DefaultP4InfoKey: keptP4Info(t)})
+				createSecret(t, ns, "build", "", map[string][]byte{pipeline.DefaultP4InfoKey: switchtest.CacheSwitchP4Info(t)})
 			}},
 		{name: "image not in the registry", reason: v1alpha1.ReasonPipelineSourceInvalid, text: "cannot pull",
 			src:     v1alpha1.PipelineSource{Image: &v1alpha1.PipelineImage{Reference: ocitest.Start(t).Host + "/pipelines/none:1"}},
@@ -194,9 +190,7 @@ func TestPipelineSourceRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := namespace(t)
 			tc.prepare(t, ns)
-			target := switchtest.StartTarget(t, 1, 1)
-			f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()), withPipelineSource(tc.src))
-			newCluster(t, ns, "shop", "fabric")
+			target, f := sourcedFabric(t, ns, tc.src)
 			fabricStatus(t, f, tc.reason, func(s *v1alpha1.SwitchFabricStatus) bool {
 				c := condition(s, v1alpha1.ConditionReady)
 				return is(s, v1alpha1.ConditionReady, false, tc.reason) && is(s, v1alpha1.ConditionDegraded, true, tc.reason) &&
@@ -217,14 +211,11 @@ func TestPipelineSourceRefused(t *testing.T) {
 func TestPipelineUpgradeInSession(t *testing.T) {
 	startOperator(t)
 	ns := namespace(t)
-	p4info, build1, build2 := keptP4Info(t), []byte("\x00bmv2 build 1\xff"), []byte("\x00bmv2 build 2, upgraded\xff")
+	p4info, build1, build2 := switchtest.CacheSwitchP4Info(t), []byte("\x00bmv2 build 1\xff"), []byte("\x00bmv2 build 2, upgraded\xff")
 	buildConfigMap(t, ns, "bmv2-build", p4info, build1)
-	target := switchtest.StartTarget(t, 1, 1)
-	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()),
-		withPipelineSource(configMapSource("bmv2-build")))
 	// An hour's lease, anchored at the switch's clock at its last packet:
 	// the switch serves its cached key whenever the test asks.
-	newCluster(t, ns, "shop", "fabric", func(cc *v1alpha1.CacheCluster) {
+	target, f := sourcedFabric(t, ns, configMapSource("bmv2-build"), func(cc *v1alpha1.CacheCluster) {
 		cc.Spec.Coherence.ServingLease = &metav1.Duration{Duration: time.Hour}
 		cc.Spec.Coherence.PreviousMapGrace = &metav1.Duration{Duration: time.Hour}
 	})

@@ -108,8 +108,8 @@ type Reconciler struct {
 	changed       chan event.GenericEvent // a switch's session changed: the status controller
 	sourceChanged chan event.GenericEvent // a pipelineSource ConfigMap changed: the fleet controller
 	clientset     kubernetes.Interface    // watches the pipelineSource ConfigMaps
-	configMaps configMapWatches
-	images     images
+	configMaps    configMapWatches
+	images        images
 }
 
 // state is one reconcile's view of a fabric, filled by the phases.

@@ -55,12 +55,8 @@ func memberState(cc *v1alpha1.CacheCluster, member string) (partmap.MemberState,
 // again — empty — when it comes back after a restart, and takes it over
 // with its pipeline when the other controller leaves.
 func TestOperatorProgramsASwitchLayer(t *testing.T) {
-	ns := namespace(t)
 	// Two spine switches: the failover never fails a layer's last member.
-	target, other := switchtest.StartTarget(t, 1, 1), switchtest.StartTarget(t, 1, 2)
-	f := newFabric(t, ns, "fabric", spineSwitch("spine-0", target.P4Runtime, target.Addr().String()),
-		spineSwitch("spine-1", other.P4Runtime, other.Addr().String()))
-	cc := newCluster(t, ns, "shop", "fabric")
+	target, f, cc := twoSpines(t, namespace(t))
 	member := partmap.MemberName("shop", "spine", 0)
 	reg := startOperator(t)
 
