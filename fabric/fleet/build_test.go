@@ -14,6 +14,7 @@ import (
 	"github.com/distcache/distcache/fabric/cacheswitch"
 	"github.com/distcache/distcache/fabric/fleet"
 	"github.com/distcache/distcache/fabric/pipeline"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/placement/partmap"
 )
 
@@ -65,11 +66,8 @@ func TestBuildFollowsTheMap(t *testing.T) {
 		t.Fatalf("Build made runners %v, want two", runners)
 	}
 	followMap(t, f, m)
-	deadline := time.Now().Add(10 * time.Second)
-	for err = f.Healthy(); err == nil && time.Now().Before(deadline); err = f.Healthy() {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !errors.Is(err, cacheswitch.ErrNoSession) {
+	poll.Until(t, "a renewal without a session", func() bool { return f.Healthy() != nil })
+	if err := f.Healthy(); !errors.Is(err, cacheswitch.ErrNoSession) {
 		t.Fatalf("Healthy = %v, want a renewal without a session", err)
 	}
 }
