@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/distcache/distcache/api/v1alpha1"
@@ -91,7 +92,7 @@ func (l *leftInMap) switches(fabric string) *v1alpha1.SwitchFabricSpec {
 			if mb.Rack != "" {
 				for r := range len(l.m.Storage.Racks) {
 					if partmap.RackName(r) == mb.Rack {
-						s.Rack = ptrTo(int32(r))
+						s.Rack = ptr.To(int32(r))
 					}
 				}
 			}
@@ -100,5 +101,3 @@ func (l *leftInMap) switches(fabric string) *v1alpha1.SwitchFabricSpec {
 	}
 	return spec
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -31,8 +31,7 @@ func leavingFence(spec *v1alpha1.CacheClusterSpec) time.Duration {
 
 // departing marks the observations of the leaving layers' members: each
 // is fenced, not Ready since the status last recorded it Ready (or now).
-func departing(s *state, obs map[string]failover.Observation) {
-	recorded := recordedMembers(s.cc)
+func departing(s *state, obs map[string]failover.Observation, recorded map[string]v1alpha1.MemberStatus) {
 	for _, l := range s.topo.Layers {
 		if !l.Leaving {
 			continue
@@ -50,8 +49,7 @@ func departing(s *state, obs map[string]failover.Observation) {
 // fenced, and the status not Ready, for leavingFence: this version of the
 // map leaves them out. It schedules a reconcile for the others and
 // returns the leaving layers' descriptions for the Degraded condition.
-func removeLeft(s *state, prev *partmap.Map) []string {
-	recorded := recordedMembers(s.cc)
+func removeLeft(s *state, prev *partmap.Map, recorded map[string]v1alpha1.MemberStatus) []string {
 	fence := leavingFence(&s.cc.Spec)
 	var notes []string
 	for i := range s.topo.Layers {

@@ -242,7 +242,8 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 			prev = nil
 		}
 	}
-	s.leaving = removeLeft(s, prev)
+	recorded := recordedMembers(s.cc) // as the status last recorded them
+	s.leaving = removeLeft(s, prev, recorded)
 	shape := s.topo.Shape()
 	shape.ReplayProtection = r.replayProtection(ctx, s, prev)
 	next, err := shape.Map(prev, r.addresser(s, prev, r.domains(ctx, s, prev)))
@@ -250,7 +251,7 @@ func (r *Reconciler) publishMap(ctx context.Context, s *state) (ctrl.Result, err
 		return s.block(v1alpha1.ReasonInvalidTopology, err)
 	}
 	policy := layout.FailoverPolicy(&s.cc.Spec, layout.APIMapDeliveryLag)
-	s.obs = r.observations(s, next)
+	s.obs = r.observations(s, next, recorded)
 	next, changes, recheck := policy.Apply(next, s.obs, s.now)
 	s.recheckWithin(recheck)
 	if next, err = r.decideCopies(ctx, s, next); err != nil {
@@ -318,13 +319,7 @@ func (r *Reconciler) recordChanges(cc *v1alpha1.CacheCluster, m *partmap.Map, ch
 // observations reads the readiness of every member of m: its pod's Ready condition
 // and when it last changed; a member without a pod is not Ready since the
 // time the status last recorded for it (or now).
-func (r *Reconciler) observations(s *state, m *partmap.Map) map[string]failover.Observation {
-	recorded := map[string]v1alpha1.MemberStatus{}
-	for _, l := range s.cc.Status.Layers {
-		for _, m := range l.Members {
-			recorded[m.Name] = m
-		}
-	}
+func (r *Reconciler) observations(s *state, m *partmap.Map, recorded map[string]v1alpha1.MemberStatus) map[string]failover.Observation {
 	obs := map[string]failover.Observation{}
 	prefix := s.cc.Namespace + "/" + s.cc.Name + "/"
 	for _, l := range m.Layers {
@@ -340,7 +335,7 @@ func (r *Reconciler) observations(s *state, m *partmap.Map) map[string]failover.
 			obs[mb.Name] = r.readiness.refine(prefix+mb.Name, observe(s.pods[mb.Name], recorded[mb.Name], s.now), s.now)
 		}
 	}
-	departing(s, obs)
+	departing(s, obs, recorded)
 	return obs
 }
 
