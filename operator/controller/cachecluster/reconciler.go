@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -117,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		if err := r.patchStatus(ctx, base, s, retErr); err != nil {
 			retErr = errors.Join(retErr, err)
 		}
+		res, retErr = retryConflict(ctx, res, retErr)
 		r.Metrics.reconciled(cc.Namespace, cc.Name, retErr)
 		res.RequeueAfter = remaining(res.RequeueAfter, started)
 	}()
@@ -144,6 +146,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		return ctrl.Result{RequeueAfter: s.requeue}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// conflictRetry is how soon a reconcile that lost a write to a newer
+// version of an object runs again.
+const conflictRetry = 200 * time.Millisecond
+
+// retryConflict turns an error that is only a write conflict (this
+// reconcile read an object from the cache before a newer version reached
+// it) into a prompt retry. Returned as an error, it would count in the
+// controller's exponential backoff, and a burst of conflicts while pods
+// start would delay the next reconcile by minutes.
+func retryConflict(ctx context.Context, res ctrl.Result, err error) (ctrl.Result, error) {
+	if err == nil || !onlyConflicts(err) {
+		return res, err
+	}
+	log.FromContext(ctx).V(1).Info("write conflict, retrying", "error", err.Error(), "after", conflictRetry)
+	if res.RequeueAfter <= 0 || res.RequeueAfter > conflictRetry {
+		res.RequeueAfter = conflictRetry
+	}
+	return res, nil
+}
+
+// onlyConflicts says whether err, and each error joined in it, is a write
+// conflict.
+func onlyConflicts(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !onlyConflicts(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return apierrors.IsConflict(err)
 }
 
 // remaining is what is left of a requeue delay decided at started (the
