@@ -3,6 +3,7 @@ package shim
 import (
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,6 +26,8 @@ func (s *Shim) getStatus(key string, v []byte, err error) (wire.Status, []byte) 
 	switch {
 	case errors.Is(err, redis.Nil):
 		return wire.StatusNotFound, nil
+	case isWrongType(err):
+		return wire.StatusWrongType, nil
 	case err != nil:
 		s.redisError("GET", key, err)
 		return wire.StatusUnavailable, nil
@@ -34,22 +37,29 @@ func (s *Shim) getStatus(key string, v []byte, err error) (wire.Status, []byte) 
 
 // redisGetCacheable reads key for a cache fill: as redisGet, but
 // StatusUncacheable for a key with an expiry, which no cache may hold (a
-// copy could outlive it; reads of the key go to Redis, which expires it).
+// copy could outlive it; reads of the key go to Redis, which expires it),
+// and for a key of another type than a string.
 func (s *Shim) redisGetCacheable(key string) (wire.Status, []byte) {
 	pipe := s.rdb.Pipeline()
 	pipe.SAdd(s.ctx, heldkeys.Key, key) // before the read: direct writes of the key stop (package heldkeys)
 	get, ttl := pipe.Get(s.ctx, key), pipe.PTTL(s.ctx, key)
-	if _, err := pipe.Exec(s.ctx); err != nil && !errors.Is(err, redis.Nil) {
+	if _, err := pipe.Exec(s.ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		s.redisError("GET", key, err)
 		return wire.StatusUnavailable, nil
 	}
 	v, err := get.Bytes()
 	status, v := s.getStatus(key, v, err)
-	if status == wire.StatusOK && ttl.Val() >= 0 { // -1: no expiry (-2: no key)
+	if status == wire.StatusWrongType || status == wire.StatusOK && ttl.Val() >= 0 { // -1: no expiry (-2: no key)
 		s.stats.uncacheable.Add(1)
 		return wire.StatusUncacheable, nil
 	}
 	return status, v
+}
+
+// isWrongType says whether err is Redis' refusal of a key of another type.
+func isWrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
 
 // serveGets answers GETs of one key, each a cache node's miss or a

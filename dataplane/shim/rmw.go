@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/redisbatch"
+	"github.com/distcache/distcache/dataplane/rediscmd"
 	"github.com/distcache/distcache/dataplane/wire"
 )
 
@@ -28,29 +29,72 @@ import (
 // KEYS[3i-1], its hash of marks KEYS[3i]; its arguments are the eight
 // from ARGV[3+8(i-1)]: 1 for the request's first datagram
 // (wire.FlagFirst: no mark to look up), the operation's name, its
-// argument (incrby: the delta in decimal), for set the condition (0, 1
-// NX, 2 XX), GET (1), the expiry in milliseconds (0: none) and KEEPTTL
-// (1), and the mark's field. It returns, per RMW, {1, result, value} when
-// it applied the operation, {1, result} when the key does not exist
-// afterwards, {3, result} when it exists with an expiry (no cache may
-// hold a key that expires: phase 2 leaves the copies invalid and sends
-// parked readers to storage), {0, result} when the mark was there, {-1}
-// when the stored value is not an integer or the sum overflows, {-2} when
-// an append would exceed the largest value, and {-3, message} when Redis
-// refused it (the key holds another type): one RMW's error leaves the
-// others of the run alone.
+// argument (incrby: the delta in decimal; command: its strings in
+// MessagePack), for set the condition (0, 1 NX, 2 XX) and for a read-only
+// command "r" (no mark: run again when sent again), GET (1), the expiry in
+// milliseconds (0: none) and KEEPTTL (1), and the mark's field. It
+// returns, per RMW, {1, result, value} when it applied the operation,
+// {1, result} when the key does not exist afterwards, {3, result} when it
+// exists with an expiry or holds another type than a string (no cache may
+// hold it: phase 2 leaves the copies invalid and sends parked readers to
+// storage), {0, result} when the mark was there, {-1} when the stored
+// value is not an integer or the sum overflows, {-2} when an append would
+// exceed the largest value, {-4} when the key holds another type than the
+// operation's, and {-3, message} when Redis refused it otherwise: one
+// RMW's error leaves the others of the run alone. A command's result is
+// Redis' reply in RESP2 (resp), its errors included: they are answers,
+// not failures of the RMW.
 var rmwScript = redis.NewScript(`
+local function resp(r, null)
+  local t = type(r)
+  if t == 'number' then return ':' .. string.format('%.0f', r) .. '\r\n' end
+  if t == 'string' then return '$' .. #r .. '\r\n' .. r .. '\r\n' end
+  if t == 'boolean' then if r then return ':1\r\n' end return null end
+  if r.err then return '-' .. r.err .. '\r\n' end
+  if r.ok then return '+' .. r.ok .. '\r\n' end
+  local parts = {'*' .. #r .. '\r\n'}
+  for i = 1, #r do parts[#parts+1] = resp(r[i], null) end
+  return table.concat(parts)
+end
+local function command(key, arg, max)
+  local argv = cmsgpack.unpack(arg)
+  table.insert(argv, 2, key)
+  local name = string.lower(argv[1])
+  -- Lua has one nil for Redis' null string and null array: the
+  -- commands that answer a null array say which.
+  local null = '$-1\r\n'
+  if name == 'geopos' or ((name == 'lpop' or name == 'rpop') and #argv > 2) then null = '*-1\r\n' end
+  local result = resp(redis.pcall(unpack(argv)), null)
+  if #result > max then
+    result = '-ERR DistCache: a reply of ' .. #result .. ' bytes is over the limit of ' .. max .. ' bytes\r\n'
+  end
+  local t = redis.call('TYPE', key).ok
+  if t == 'none' then return {1, result} end
+  if t ~= 'string' or redis.call('PTTL', key) >= 0 or redis.call('STRLEN', key) > max then return {3, result} end
+  return {1, result, redis.call('GET', key)}
+end
+local function current(key)
+  local t = redis.call('TYPE', key).ok
+  if t == 'string' then return redis.call('GET', key), false end
+  return nil, t ~= 'none'
+end
+local function wrongtype(e)
+  if string.find(tostring(e), 'WRONGTYPE', 1, true) then return {-4} end
+  return {-1}
+end
 local function rmw(key, old, marks, a, max)
   if ARGV[a] ~= '1' then
     local done = redis.call('GET', old) or redis.call('HGET', marks, ARGV[a+7])
     if done then return {0, done} end
   end
   local op, arg = ARGV[a+1], ARGV[a+2]
-  local result, value
-  if op == 'incrby' then
+  local result, value, other
+  if op == 'command' then
+    return command(key, arg, max)
+  elseif op == 'incrby' then
     local ok, n = pcall(redis.call, 'INCRBY', key, arg)
-    if not ok then return {-1} end
-    result = tostring(n)
+    if not ok then return wrongtype(n) end
+    result = redis.call('GET', key)
     value = result
   elseif op == 'append' then
     if redis.call('STRLEN', key) + string.len(arg) > max then return {-2} end
@@ -63,7 +107,7 @@ local function rmw(key, old, marks, a, max)
     value = arg
   elseif op == 'setnx' then
     result = tostring(redis.call('SETNX', key, arg))
-    value = redis.call('GET', key)
+    value, other = current(key)
   elseif op == 'setxx' then
     if redis.call('SET', key, arg, 'XX') then result = '1' else result = '0' end
     value = redis.call('GET', key)
@@ -83,7 +127,7 @@ local function rmw(key, old, marks, a, max)
   else
     error('unknown RMW ' .. op)
   end
-  if value and redis.call('PTTL', key) >= 0 then return {3, result} end
+  if other or (value and redis.call('PTTL', key) >= 0) then return {3, result} end
   if value then return {1, result, value} end
   return {1, result}
 end
@@ -91,9 +135,11 @@ local max, out, fields, hashes = tonumber(ARGV[2]), {}, {}, {}
 for i = 1, #KEYS / 3 do
   local a, marks = 3 + 8*(i-1), KEYS[3*i]
   local ok, r = pcall(rmw, KEYS[3*i-2], KEYS[3*i-1], marks, a, max)
-  if not ok then
+  if not ok and wrongtype(r)[1] == -4 then
+    r = {-4}
+  elseif not ok then
     r = {-3, tostring(r)}
-  elseif r[1] > 0 then
+  elseif r[1] > 0 and ARGV[a+3] ~= 'r' then
     if not fields[marks] then fields[marks] = {}; hashes[#hashes+1] = marks end
     local f = fields[marks]
     f[#f+1] = ARGV[a+7]; f[#f+1] = r[2]
@@ -138,6 +184,18 @@ func (s *Shim) rmwCall(r *request) *redisbatch.Call {
 	case wire.RMWSet:
 		cond, opts, px, value, _ := wire.ParseSetArg(arg) // ParseRMW checked it
 		args[4], args[5], args[6], args[7], args[8] = string(value), cond, bit(opts&wire.SetGet), px, bit(opts&wire.SetKeepTTL)
+	case wire.RMWCommand:
+		argv, _ := wire.ParseCommandArg(arg) // ParseRMW checked it
+		spec := rediscmd.Lookup(argv[0])
+		if spec == nil || !spec.ArityOK(len(argv)+1) {
+			// Only the commands the table lists, on this key alone.
+			s.log.Debug("command refused", "key", r.key, "src", r.src, "command", string(argv[0]))
+			return nil
+		}
+		args[4] = msgpackStrings(argv)
+		if !spec.Write {
+			args[5] = "r" // nothing to apply again: no mark
+		}
 	}
 	return &redisbatch.Call{Script: rmwScript, Keys: []string{r.key, appliedKey(r.dedupKey()), marks}, Args: args}
 }
@@ -200,6 +258,8 @@ func rmwResult(r *request, call *redisbatch.Call) (rmwOutcome, error) {
 		return rmwOutcome{status: wire.StatusInvalid}, nil
 	case code == -2:
 		return rmwOutcome{status: wire.StatusTooLarge}, nil
+	case code == -4:
+		return rmwOutcome{status: wire.StatusWrongType}, nil
 	case code == -3 && len(res) == 2:
 		return rmwOutcome{}, fmt.Errorf("cannot apply the RMW of %q: %v", r.key, res[1])
 	case len(res) < 2:
@@ -222,3 +282,35 @@ func oneIf(b bool) int {
 
 // bit is 1 when b is non-zero.
 func bit(b byte) int { return oneIf(b != 0) }
+
+// msgpackStrings encodes strs as a MessagePack array of strings, which
+// rmwScript decodes with Redis' cmsgpack.
+func msgpackStrings(strs [][]byte) string {
+	n := 5
+	for _, b := range strs {
+		n += 5 + len(b)
+	}
+	out := make([]byte, 0, n)
+	switch l := len(strs); {
+	case l < 16:
+		out = append(out, 0x90|byte(l))
+	case l <= 0xffff:
+		out = binary.BigEndian.AppendUint16(append(out, 0xdc), uint16(l))
+	default:
+		out = binary.BigEndian.AppendUint32(append(out, 0xdd), uint32(l))
+	}
+	for _, b := range strs {
+		switch l := len(b); {
+		case l < 32:
+			out = append(out, 0xa0|byte(l))
+		case l <= 0xff:
+			out = append(out, 0xd9, byte(l))
+		case l <= 0xffff:
+			out = binary.BigEndian.AppendUint16(append(out, 0xda), uint16(l))
+		default:
+			out = binary.BigEndian.AppendUint32(append(out, 0xdb), uint32(l))
+		}
+		out = append(out, b...)
+	}
+	return string(out)
+}

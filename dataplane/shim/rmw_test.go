@@ -23,6 +23,7 @@ func TestRMW(t *testing.T) {
 	}{
 		{"incrby a missing key", "", wire.RMWIncrBy, wire.IncrByArg(5), wire.StatusOK, "5", "5"},
 		{"incrby a negative delta", "10", wire.RMWIncrBy, wire.IncrByArg(-12), wire.StatusOK, "-2", "-2"},
+		{"incrby to 16 digits", "1234567890123450", wire.RMWIncrBy, wire.IncrByArg(1), wire.StatusOK, "1234567890123451", "1234567890123451"},
 		{"incrby a string", "ten", wire.RMWIncrBy, wire.IncrByArg(1), wire.StatusInvalid, "", "ten"},
 		{"incrby past int64", "9223372036854775807", wire.RMWIncrBy, wire.IncrByArg(1), wire.StatusInvalid, "", "9223372036854775807"},
 		{"append", "ab", wire.RMWAppend, []byte("cd"), wire.StatusOK, "4", "abcd"},

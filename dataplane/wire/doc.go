@@ -47,12 +47,15 @@
 // sequence number and key, and a Status. FETCH (cache insertion) is answered
 // by FETCH_REPLY carrying the value and its version: the fill of the paper's
 // insertion, serialised with writes by the shim. RMW (read-modify-write:
-// increment, append, get-and-set, conditional set; see RMW) goes to the
+// increment, append, get-and-set, conditional set, or a Redis command of
+// package rediscmd run as it is; see RMW) goes to the
 // key's shim like a write, its Value the operation, and RMW_REPLY's Value is
 // the result; StatusInvalid refuses an increment of a value that is not an
 // integer. Switches treat both as misses. StatusUncacheable marks a key
-// with an expiry, which no cache may hold: a FETCH_REPLY that fills
-// nothing, and an UPDATE that leaves the copies invalid.
+// with an expiry or of another type than a string, which no cache may
+// hold: a FETCH_REPLY that fills nothing, and an UPDATE that leaves the
+// copies invalid. StatusWrongType answers a GET or an increment of a key
+// of another type (Redis' WRONGTYPE).
 //
 // Switches: a switch-backed layer caches only keys of at most
 // MaxSwitchKeyLen bytes with values of at most MaxSwitchValueLen

@@ -191,12 +191,16 @@ const (
 	// StatusUncacheable: FETCH_REPLY of a key with an expiry, which no
 	// cache may hold (it could outlive the expiry); nothing filled.
 	StatusUncacheable Status = 9
-	statusLimit       Status = 10
+	// StatusWrongType: the key holds a value of another type than the
+	// operation's (a GET or an increment of a hash); nothing read or
+	// written.
+	StatusWrongType Status = 10
+	statusLimit     Status = 11
 )
 
 var statusNames = [...]string{
 	"ok", "not_found", "not_owner", "unavailable", "coherence_timeout",
-	"too_large", "overloaded", "internal", "invalid", "uncacheable",
+	"too_large", "overloaded", "internal", "invalid", "uncacheable", "wrong_type",
 }
 
 func (s Status) String() string {

@@ -124,7 +124,7 @@ func TestParseErrors(t *testing.T) {
 		{"FlagEpoch with FlagTelemetry", set(4, byte(wire.FlagEpoch|wire.FlagTelemetry)), wire.ErrFlags},
 		{"FlagAuth without room for the tag", set(4, byte(wire.FlagAuth)), wire.ErrTruncated},
 		{"FlagEpoch with FlagTelemetry and FlagHit", set(4, 0x83), wire.ErrFlags},
-		{"status 10", set(5, 10), wire.ErrStatus},
+		{"status 11", set(5, 11), wire.ErrStatus},
 		{"status 255", set(5, 255), wire.ErrStatus},
 		{"key length 0", withKeyLen(0), wire.ErrKey},
 		{"key length 513", withKeyLen(wire.MaxKeyLen + 1), wire.ErrKey},
@@ -394,7 +394,8 @@ func TestStatusString(t *testing.T) {
 		{wire.StatusInternal, "internal"},
 		{wire.StatusInvalid, "invalid"},
 		{wire.StatusUncacheable, "uncacheable"},
-		{10, "Status(10)"},
+		{wire.StatusWrongType, "wrong_type"},
+		{11, "Status(11)"},
 		{255, "Status(255)"},
 	}
 	for _, tc := range tests {

@@ -34,11 +34,16 @@ const (
 	// RMWSet is Redis' SET with its options (SetArg): a condition (NX or
 	// XX), GET, and an expiry (PX milliseconds) or KEEPTTL; result: "1" or
 	// "0" (set or not), then "1" and the old value or "0" (with GET).
-	RMWSet   RMW = 6
-	rmwLimit RMW = 7
+	RMWSet RMW = 6
+	// RMWCommand runs a Redis command on the key as it is (CommandArg:
+	// the command's name and its arguments after the key; package
+	// rediscmd lists the commands a shim runs); result: Redis' reply,
+	// encoded in RESP2.
+	RMWCommand RMW = 7
+	rmwLimit   RMW = 8
 )
 
-var rmwNames = [...]string{"", "incrby", "append", "getset", "setnx", "setxx", "set"}
+var rmwNames = [...]string{"", "incrby", "append", "getset", "setnx", "setxx", "set", "command"}
 
 // SET conditions (SetArg).
 const (
@@ -118,6 +123,62 @@ func ParseRMW(b []byte) (op RMW, arg []byte, err error) {
 		if _, _, _, _, err := ParseSetArg(arg); err != nil {
 			return 0, nil, err
 		}
+	case op == RMWCommand:
+		if _, err := ParseCommandArg(arg); err != nil {
+			return 0, nil, err
+		}
 	}
 	return op, arg, nil
+}
+
+// CommandArg is RMWCommand's argument for a command whose name is args[0]
+// and whose arguments after the key are args[1:]: the number of strings,
+// then each string's length, each a uvarint, and its bytes.
+func CommandArg(args [][]byte) []byte {
+	n := binary.MaxVarintLen64
+	for _, a := range args {
+		n += binary.MaxVarintLen64 + len(a)
+	}
+	b := binary.AppendUvarint(make([]byte, 0, n), uint64(len(args)))
+	for _, a := range args {
+		b = binary.AppendUvarint(b, uint64(len(a)))
+		b = append(b, a...)
+	}
+	return b
+}
+
+// ParseCommandArg decodes RMWCommand's argument; the strings alias arg.
+func ParseCommandArg(arg []byte) ([][]byte, error) {
+	n, k := uvarint(arg)
+	switch {
+	case k <= 0:
+		return nil, fmt.Errorf("%w: command without a count", ErrRMW)
+	case n == 0:
+		return nil, fmt.Errorf("%w: command without a name", ErrRMW)
+	case n > uint64(len(arg)):
+		return nil, fmt.Errorf("%w: command of %d strings in %d bytes", ErrRMW, n, len(arg))
+	}
+	args, rest := make([][]byte, 0, n), arg[k:]
+	for range n {
+		l, k := uvarint(rest)
+		if k <= 0 || l > uint64(len(rest)-k) {
+			return nil, fmt.Errorf("%w: command string %d overruns its %d bytes", ErrRMW, len(args), len(arg))
+		}
+		args = append(args, rest[k:k+int(l)])
+		rest = rest[k+int(l):]
+	}
+	if len(rest) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the command", ErrRMW, len(rest))
+	}
+	return args, nil
+}
+
+// uvarint is binary.Uvarint refusing the longer encodings of a number
+// (k = 0), so that a decoded argument encodes back to the same bytes.
+func uvarint(b []byte) (uint64, int) {
+	n, k := binary.Uvarint(b)
+	if k > 1 && b[k-1] == 0 {
+		return 0, 0
+	}
+	return n, k
 }

@@ -29,7 +29,14 @@ func TestParseRMW(t *testing.T) {
 		{"set with an unknown condition", wire.AppendRMW(nil, wire.RMWSet, wire.SetArg(3, 0, 0, nil)), 0, nil, true},
 		{"set with unknown options", wire.AppendRMW(nil, wire.RMWSet, wire.SetArg(0, 4, 0, nil)), 0, nil, true},
 		{"set with an expiry and KEEPTTL", wire.AppendRMW(nil, wire.RMWSet, wire.SetArg(0, wire.SetKeepTTL, 10, nil)), 0, nil, true},
-		{"unknown op", []byte{7}, 0, nil, true},
+		{"unknown op", []byte{8}, 0, nil, true},
+		{"command", wire.AppendRMW(nil, wire.RMWCommand, wire.CommandArg([][]byte{[]byte("hset"), []byte("f"), []byte("")})),
+			wire.RMWCommand, wire.CommandArg([][]byte{[]byte("hset"), []byte("f"), []byte("")}), false},
+		{"command without a count", []byte{7}, 0, nil, true},
+		{"command without a name", []byte{7, 0}, 0, nil, true},
+		{"command with a long count", []byte{7, 0x81, 0x00, 1, 'x'}, 0, nil, true},
+		{"command string overrunning", []byte{7, 1, 5, 'a', 'b'}, 0, nil, true},
+		{"command with bytes after it", []byte{7, 1, 1, 'a', 'b'}, 0, nil, true},
 		{"incrby with a short delta", []byte{1, 0, 0, 0}, 0, nil, true},
 		{"incrby with a long delta", append([]byte{1}, make([]byte, 9)...), 0, nil, true},
 	} {
@@ -54,6 +61,7 @@ func FuzzParseRMW(f *testing.F) {
 	f.Add(wire.AppendRMW(nil, wire.RMWIncrBy, wire.IncrByArg(1)))
 	f.Add(wire.AppendRMW(nil, wire.RMWAppend, []byte("x")))
 	f.Add([]byte{9})
+	f.Add(wire.AppendRMW(nil, wire.RMWCommand, wire.CommandArg([][]byte{[]byte("hget"), []byte("field")})))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		op, arg, err := wire.ParseRMW(b)
 		if err != nil {
@@ -66,4 +74,22 @@ func FuzzParseRMW(f *testing.F) {
 			t.Fatalf("%x decoded to %v %x, which encodes to %x", b, op, arg, got)
 		}
 	})
+}
+
+func TestCommandArgRoundTrip(t *testing.T) {
+	for _, args := range [][][]byte{
+		{[]byte("type")},
+		{[]byte("hset"), []byte("f"), nil, []byte("v")},
+		{[]byte("rpush"), bytes.Repeat([]byte("x"), 300)},
+	} {
+		got, err := wire.ParseCommandArg(wire.CommandArg(args))
+		if err != nil || len(got) != len(args) {
+			t.Fatalf("ParseCommandArg(CommandArg(%q)) = %q, %v", args, got, err)
+		}
+		for i := range args {
+			if !bytes.Equal(got[i], args[i]) {
+				t.Errorf("string %d: %q, want %q", i, got[i], args[i])
+			}
+		}
+	}
 }
