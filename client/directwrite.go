@@ -130,8 +130,11 @@ func (c *Client) settleDirect(op wire.Op, verb, key string, start time.Time, out
 		return true, nil
 	case out == directRefused:
 		label, werr := metrics.StatusResult(wire.StatusInternal), fmt.Errorf("%w: redis: %w", ErrInternal, err)
-		if strings.Contains(err.Error(), "not an integer") {
+		switch {
+		case strings.Contains(err.Error(), "not an integer"):
 			label, werr = metrics.StatusResult(wire.StatusInvalid), fmt.Errorf("%w: redis: %w", ErrNotInteger, err)
+		case strings.HasPrefix(err.Error(), "WRONGTYPE"):
+			label, werr = metrics.StatusResult(wire.StatusWrongType), fmt.Errorf("%w: redis: %w", ErrWrongType, err)
 		}
 		return false, c.wrote(op, verb, key, start, label, werr)
 	}

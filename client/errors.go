@@ -26,6 +26,9 @@ var (
 	// ErrNotInteger: an increment found a value that is not a 64-bit
 	// integer, or the sum would overflow; nothing was written.
 	ErrNotInteger = errors.New("value is not an integer or out of range")
+	// ErrWrongType: the key holds a value of another type than a string
+	// (a hash, a list...); nothing was read or written.
+	ErrWrongType = errors.New("the key holds another type than a string")
 	// ErrInternal: the receiver failed otherwise.
 	ErrInternal = errors.New("internal error")
 	// ErrInvalidKey: the key is empty or longer than wire.MaxKeyLen.
@@ -55,6 +58,8 @@ func statusError(s wire.Status) error {
 		return ErrOverloaded
 	case wire.StatusInvalid:
 		return ErrNotInteger
+	case wire.StatusWrongType:
+		return ErrWrongType
 	default:
 		return ErrInternal
 	}

@@ -73,7 +73,11 @@ func init() {
 		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, alone: true, run: runAuth},
 		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, run: runConfig},
 	}
+	table = append(table, shimCommands()...)
 	for _, c := range table {
+		if commands[c.name] != nil {
+			panic("gateway: command " + c.name + " listed twice")
+		}
 		commands[c.name] = c
 		commands[strings.ToUpper(c.name)] = c // as most clients send it: no case folding
 	}

@@ -258,14 +258,17 @@ func linearizableOp(ctx context.Context, t *testing.T, rc *redis.Client, rec *hi
 }
 
 // hitsAbove reports whether INFO's cache_hits exceeds n.
-func hitsAbove(info string, n int) bool {
+func hitsAbove(info string, n int) bool { return cacheHits(info) > n }
+
+// cacheHits reads cache_hits from INFO distcache's reply.
+func cacheHits(info string) int {
 	var hits int
 	for _, line := range strings.Split(info, "\r\n") {
 		if v, ok := strings.CutPrefix(line, "cache_hits:"); ok {
 			hits, _ = strconv.Atoi(v)
 		}
 	}
-	return hits > n
+	return hits
 }
 
 // TestConcurrentIncrementsLoseNothing: sixteen connections INCR one hot

@@ -39,6 +39,10 @@ type Store interface {
 	SetNX(ctx context.Context, key string, value []byte) (bool, error)
 	SetXX(ctx context.Context, key string, value []byte) (bool, error)
 	SetWith(ctx context.Context, key string, value []byte, o client.SetOptions) (client.SetResult, error)
+	// Command runs a command of package rediscmd on key at its storage
+	// shim (args: the name, then the arguments after the key) and returns
+	// Redis' reply in RESP2.
+	Command(ctx context.Context, key string, args [][]byte) ([]byte, error)
 	// Placement is the partition map the store routes by (INFO).
 	Placement() *partmap.Placement
 	// Stats are the store's counters (INFO).

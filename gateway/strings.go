@@ -34,8 +34,11 @@ func appendValue(dst, v []byte, err error, resp3 bool) []byte {
 // get reads key through the cluster: a missing key is not an error.
 func (c *call) get(ctx context.Context, key []byte) (v []byte, found bool, err error) {
 	v, err = c.srv.cfg.Store.Get(ctx, string(key))
-	if errors.Is(err, client.ErrNotFound) {
+	switch {
+	case errors.Is(err, client.ErrNotFound):
 		return nil, false, nil
+	case errors.Is(err, client.ErrWrongType): // it exists, as a hash, a list...
+		return nil, true, nil
 	}
 	return v, err == nil, err
 }
@@ -180,15 +183,21 @@ func runMGet(c *call, dst []byte) []byte {
 }
 
 // appendMGet appends MGET's reply for the reads res and errs: an array of
-// the values, or the error of the first read that failed.
+// the values (null for a key that does not exist or holds another type
+// than a string, as Redis answers), or the error of the first read that
+// failed.
 func appendMGet(dst []byte, res []client.Result, errs []error, resp3 bool) []byte {
 	for _, err := range errs {
-		if err != nil && !errors.Is(err, client.ErrNotFound) {
+		if err != nil && !errors.Is(err, client.ErrNotFound) && !errors.Is(err, client.ErrWrongType) {
 			return appendError(dst, errorReply(err, false))
 		}
 	}
 	dst = appendArray(dst, len(res))
 	for i, r := range res {
+		if errors.Is(errs[i], client.ErrWrongType) {
+			dst = appendNull(dst, resp3)
+			continue
+		}
 		dst = appendValue(dst, r.Value, errs[i], resp3)
 	}
 	return dst
@@ -215,6 +224,8 @@ func errorReply(err error, write bool) string {
 	switch {
 	case errors.Is(err, client.ErrInvalidKey):
 		return "ERR invalid key: DistCache keys are 1 to 512 bytes"
+	case errors.Is(err, client.ErrWrongType):
+		return "WRONGTYPE Operation against a key holding the wrong kind of value"
 	case errors.Is(err, client.ErrNotInteger):
 		return "ERR value is not an integer or out of range"
 	case errors.Is(err, client.ErrTooLarge):

@@ -1,0 +1,163 @@
+package gateway_test
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// commandGen draws random commands for TestDifferential over a few keys,
+// so that every command meets keys of every type.
+type commandGen struct {
+	r      *rand.Rand
+	stream int // the last stream entry id's time part: ids increase
+	at     string
+	forms  []func() []string
+}
+
+func newCommandGen(r *rand.Rand) *commandGen {
+	g := &commandGen{r: r, at: strconv.FormatInt(time.Now().Unix()+100000, 10)}
+	k, f, m, v, n := g.key, g.field, g.member, g.value, g.int
+	g.forms = []func() []string{
+		// Strings.
+		func() []string { return []string{"get", k()} },
+		func() []string { return []string{"set", k(), v()} },
+		func() []string { return []string{"set", k(), v(), g.pick("NX", "XX", "GET", "KEEPTTL")} },
+		func() []string { return []string{"set", k(), v(), "EX", "1000"} },
+		func() []string { return []string{"del", k(), k()} },
+		func() []string { return []string{"exists", k(), k()} },
+		func() []string { return []string{"mget", k(), k(), k()} },
+		func() []string { return []string{"incr", k()} },
+		func() []string { return []string{"incrby", k(), n()} },
+		func() []string { return []string{"append", k(), v()} },
+		func() []string { return []string{"setnx", k(), v()} },
+		func() []string { return []string{"getset", k(), v()} },
+		func() []string { return []string{"strlen", k()} },
+		func() []string { return []string{"getrange", k(), n(), n()} },
+		func() []string { return []string{"setrange", k(), g.pick("0", "2", "5"), v()} },
+		func() []string { return []string{"getdel", k()} },
+		func() []string {
+			return []string{"getex", k(), g.pick("EX", "PX", "PERSIST"), "100000"}[:g.r.IntN(2)*2+2]
+		},
+		func() []string { return []string{"incrbyfloat", k(), g.pick("1.5", "-2", "0.25", "abc")} },
+		func() []string { return []string{"setex", k(), g.pick("1000", "0", "-1"), v()} },
+		func() []string { return []string{"psetex", k(), "1000000", v()} },
+		// Keys and expiry.
+		func() []string { return []string{"expire", k(), g.pick("1000", "2000")} },
+		func() []string { return []string{"expire", k(), "1500", g.pick("NX", "XX", "GT", "LT", "SOON")} },
+		func() []string { return []string{"pexpire", k(), "3000000"} },
+		func() []string { return []string{"expireat", k(), g.at} },
+		func() []string { return []string{"pexpireat", k(), g.at + "000", g.pick("NX", "XX")} },
+		func() []string {
+			return []string{g.pick("ttl", "pttl", "expiretime", "pexpiretime", "persist", "type"), k()}
+		},
+		// Hashes.
+		func() []string { return []string{"hset", k(), f(), v(), f(), v()} },
+		func() []string { return []string{g.pick("hsetnx", "hmset"), k(), f(), v()} },
+		func() []string { return []string{g.pick("hget", "hexists", "hstrlen"), k(), f()} },
+		func() []string { return []string{g.pick("hmget", "hdel"), k(), f(), f()} },
+		func() []string { return []string{g.pick("hlen", "hkeys", "hvals", "hgetall"), k()} },
+		func() []string { return []string{"hincrby", k(), f(), n()} },
+		func() []string { return []string{"hincrbyfloat", k(), f(), g.pick("1.5", "x")} },
+		func() []string { return []string{"hrandfield", k()} },
+		func() []string { return []string{"hscan", k(), "0"} },
+		// Lists.
+		func() []string { return []string{g.pick("lpush", "rpush", "lpushx", "rpushx"), k(), v(), v()} },
+		func() []string { return []string{g.pick("lpop", "rpop"), k()} },
+		func() []string { return []string{g.pick("lpop", "rpop"), k(), g.pick("2", "0", "-1")} },
+		func() []string { return []string{"llen", k()} },
+		func() []string { return []string{"lrange", k(), n(), n()} },
+		func() []string { return []string{"lindex", k(), n()} },
+		func() []string { return []string{"lset", k(), n(), v()} },
+		func() []string { return []string{"lrem", k(), n(), v()} },
+		func() []string { return []string{"ltrim", k(), n(), n()} },
+		func() []string { return []string{"linsert", k(), g.pick("BEFORE", "AFTER", "AROUND"), v(), v()} },
+		func() []string { return []string{"lpos", k(), v()} },
+		// Sets.
+		func() []string { return []string{g.pick("sadd", "srem"), k(), m(), m()} },
+		func() []string { return []string{g.pick("smembers", "scard"), k()} },
+		func() []string { return []string{"sismember", k(), m()} },
+		func() []string { return []string{"smismember", k(), m(), m()} },
+		// SPOP of every member: a random choice would leave the two
+		// servers with different sets.
+		func() []string { return []string{"spop", k(), "10"} },
+		func() []string { return []string{"srandmember", k(), g.pick("1", "3")} },
+		// Sorted sets.
+		func() []string { return []string{"zadd", k(), g.score(), m(), g.score(), m()} },
+		func() []string { return []string{"zadd", k(), g.pick("NX", "XX", "GT", "LT", "CH"), g.score(), m()} },
+		func() []string { return []string{"zincrby", k(), g.score(), m()} },
+		func() []string { return []string{"zrem", k(), m()} },
+		func() []string { return []string{g.pick("zscore", "zrank", "zrevrank"), k(), m()} },
+		func() []string { return []string{"zmscore", k(), m(), m()} },
+		func() []string { return []string{"zcard", k()} },
+		func() []string {
+			return []string{g.pick("zrange", "zrevrange"), k(), "0", "-1", "WITHSCORES"}[:4+g.r.IntN(2)]
+		},
+		func() []string { return []string{"zrangebyscore", k(), "-inf", "+inf", "WITHSCORES"} },
+		func() []string { return []string{"zrangebylex", k(), "-", "+"} },
+		func() []string { return []string{"zcount", k(), g.score(), "+inf"} },
+		func() []string { return []string{g.pick("zpopmin", "zpopmax"), k()} },
+		func() []string { return []string{"zremrangebyrank", k(), "0", "0"} },
+		func() []string { return []string{"zrandmember", k()} },
+		func() []string { return []string{"zscan", k(), "0"} },
+		// HyperLogLog, bitmaps, geo, streams.
+		func() []string { return []string{"pfadd", k(), m(), m()} },
+		func() []string { return []string{"setbit", k(), strconv.Itoa(g.r.IntN(40)), g.pick("0", "1", "2")} },
+		func() []string { return []string{"getbit", k(), strconv.Itoa(g.r.IntN(40))} },
+		func() []string { return []string{g.pick("bitcount", "bitpos"), k(), "1"}[:2+g.r.IntN(2)] },
+		func() []string { return []string{"bitfield", k(), "INCRBY", "u8", "0", "7", "GET", "u4", "4"} },
+		func() []string {
+			return []string{"geoadd", k(), g.pick("13.361389", "15.087269"), g.pick("38.115556", "37.502669"), m()}
+		},
+		func() []string { return []string{"geopos", k(), m(), m()} },
+		func() []string { return []string{"geodist", k(), m(), m(), "km"} },
+		func() []string { return []string{"geohash", k(), m()} },
+		func() []string {
+			return []string{"geosearch", k(), "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km", "ASC"}
+		},
+		func() []string { g.stream++; return []string{"xadd", k(), strconv.Itoa(g.stream) + "-1", f(), v()} },
+		func() []string { return []string{"xlen", k()} },
+		func() []string { return []string{g.pick("xrange", "xrevrange"), k(), "-", "+"} },
+		func() []string { return []string{"xdel", k(), strconv.Itoa(g.r.IntN(g.stream+1)) + "-1"} },
+		func() []string { return []string{"xtrim", k(), "MAXLEN", "2"} },
+		// Errors the gateway answers itself, as Redis does.
+		func() []string { return []string{"hget", k()} },
+		func() []string { return []string{"hsetx", k(), v()} },
+	}
+	return g
+}
+
+// next draws a command. Three times in four its key is one of a few that
+// commands of its family use, so that keys grow past one element; else one
+// that every command uses, so that types meet.
+func (g *commandGen) next() []string {
+	args := g.forms[g.r.IntN(len(g.forms))]()
+	if len(args) > 1 && g.r.IntN(4) > 0 {
+		args[1] = "dk:" + family(args[0]) + ":" + strconv.Itoa(g.r.IntN(3))
+	}
+	return args
+}
+
+// family names the type a command works on.
+func family(name string) string {
+	for _, f := range []struct{ prefix, family string }{
+		{"h", "hash"}, {"lpush", "list"}, {"rpush", "list"}, {"lpop", "list"}, {"rpop", "list"}, {"l", "list"},
+		{"sadd", "set"}, {"srem", "set"}, {"smembers", "set"}, {"scard", "set"}, {"sismember", "set"},
+		{"smismember", "set"}, {"spop", "set"}, {"srandmember", "set"}, {"z", "zset"}, {"geo", "geo"},
+		{"x", "stream"}, {"pf", "hll"}, {"setbit", "bits"}, {"getbit", "bits"}, {"bit", "bits"},
+	} {
+		if strings.HasPrefix(name, f.prefix) {
+			return f.family
+		}
+	}
+	return "string"
+}
+
+func (g *commandGen) pick(s ...string) string { return s[g.r.IntN(len(s))] }
+func (g *commandGen) key() string             { return "dk:" + strconv.Itoa(g.r.IntN(6)) }
+func (g *commandGen) field() string           { return "f" + strconv.Itoa(g.r.IntN(4)) }
+func (g *commandGen) member() string          { return "m" + strconv.Itoa(g.r.IntN(5)) }
+func (g *commandGen) int() string             { return strconv.Itoa(g.r.IntN(11) - 4) }
+func (g *commandGen) score() string           { return g.pick("1", "2.5", "-1", "3", "+inf", "-inf", "x") }
+func (g *commandGen) value() string           { return g.pick("v", "hello", "", "10", "-3", "3.5", "abc") }
