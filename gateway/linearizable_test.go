@@ -52,75 +52,20 @@ func linearizableThroughTheGateway(t *testing.T, direct bool) {
 		}})
 	const clients, opsPerClient, counter = 8, 400, "lin:n"
 	keys := []string{"lin:a", "lin:b", "lin:c", "lin:d", "lin:e"}
-	rec := history.NewRecorder()
-	// The faults are placed by the operations done: a third in, the first
-	// spine node crashes and is failed over; two thirds in, it comes back
-	// with an empty cache. The clients stop early if the run takes longer
-	// than ctx allows (the milestones then fail the test).
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	const total = clients * opsPerClient
-	var (
-		done                     atomic.Int64
-		ackedIncrs, unknownIncrs atomic.Int64 // the counter's
-	)
-	third, twoThirds, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	var wg sync.WaitGroup
-	for id := range clients {
-		rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
-		defer rc.Close()
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(id), 7))
-			for n := 0; n < opsPerClient && ctx.Err() == nil; n++ {
-				if op, ok := linearizableOp(ctx, t, rc, rec, rng, id, n*clients+id, keys, counter); ok {
-					rec.Add(op)
-					if op.Key == counter && op.Kind == history.Incr {
-						if op.OutcomeUnknown() {
-							unknownIncrs.Add(1)
-						} else {
-							ackedIncrs.Add(1)
-						}
-					}
-				}
-				switch done.Add(1) {
-				case total / 3:
-					close(third)
-				case 2 * total / 3:
-					close(twoThirds)
+	var ackedIncrs, unknownIncrs atomic.Int64 // the counter's
+	ops := runWithSpineFault(t, addr, c, clients, opsPerClient,
+		func(ctx context.Context, rc *redis.Client, rec *history.Recorder, rng *rand.Rand, id, n int) (history.Operation, bool) {
+			op, ok := linearizableOp(ctx, t, rc, rec, rng, id, n, keys, counter)
+			if ok && op.Key == counter && op.Kind == history.Incr {
+				if op.OutcomeUnknown() {
+					unknownIncrs.Add(1)
+				} else {
+					ackedIncrs.Add(1)
 				}
 			}
+			return op, ok
 		})
-	}
-	go func() { wg.Wait(); close(finished) }()
-	await := func(milestone chan struct{}) {
-		select {
-		case <-milestone:
-		case <-finished:
-			t.Fatalf("the clients ended after %d operations, before the faults", done.Load())
-		}
-	}
-	victim := c.Members(0)[0]
-	await(third)
-	nodeAddr, err := c.StopNode(victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetState(victim, partmap.Failed); err != nil {
-		t.Fatal(err)
-	}
-	await(twoThirds)
-	if err := c.StartNode(victim, nodeAddr); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetState(victim, partmap.Active); err != nil {
-		t.Fatal(err)
-	}
-	<-finished
-	if n := done.Load(); n != total {
-		t.Fatalf("the clients ran %d of %d operations in time", n, total)
-	}
-
-	ops := rec.Operations()
+	const total = clients * opsPerClient
 	res := history.Check(ops, time.Minute)
 	if !res.Pass() {
 		t.Fatalf("not linearizable: %d violations, unchecked %v; first: %+v", len(res.Violations), res.Unchecked, res.Violations)
@@ -172,6 +117,74 @@ func linearizableThroughTheGateway(t *testing.T, direct bool) {
 	}
 	t.Logf("%d operations (%d increments) on %d keys linearizable; a spine node crashed and came back; counter %d: %d increments acknowledged, %d unanswered",
 		res.Operations, incrs, res.Keys, final, acked, unknown)
+}
+
+// clientOp runs one operation of client id, its n-th of all, and returns
+// what it observed, if anything.
+type clientOp func(ctx context.Context, rc *redis.Client, rec *history.Recorder, rng *rand.Rand, id, n int) (history.Operation, bool)
+
+// runWithSpineFault runs clients go-redis clients of the gateway at addr,
+// each doing opsPerClient operations of op, while the faults are placed by
+// the operations done: a third in, the first spine node of c crashes and
+// is failed over; two thirds in, it comes back with an empty cache. It
+// returns the history. The clients stop early if the run takes longer than
+// two minutes (the test then fails).
+func runWithSpineFault(t *testing.T, addr string, c *clustertest.Cluster, clients, opsPerClient int, op clientOp) []history.Operation {
+	t.Helper()
+	rec := history.NewRecorder()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	total := int64(clients * opsPerClient)
+	var done atomic.Int64
+	third, twoThirds, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	for id := range clients {
+		rc := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MaxRetries: -1, ReadTimeout: 10 * time.Second})
+		defer rc.Close()
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(id), 7))
+			for n := 0; n < opsPerClient && ctx.Err() == nil; n++ {
+				if o, ok := op(ctx, rc, rec, rng, id, n*clients+id); ok {
+					rec.Add(o)
+				}
+				switch done.Add(1) {
+				case total / 3:
+					close(third)
+				case 2 * total / 3:
+					close(twoThirds)
+				}
+			}
+		})
+	}
+	go func() { wg.Wait(); close(finished) }()
+	await := func(milestone chan struct{}) {
+		select {
+		case <-milestone:
+		case <-finished:
+			t.Fatalf("the clients ended after %d operations, before the faults", done.Load())
+		}
+	}
+	victim := c.Members(0)[0]
+	await(third)
+	nodeAddr, err := c.StopNode(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetState(victim, partmap.Failed); err != nil {
+		t.Fatal(err)
+	}
+	await(twoThirds)
+	if err := c.StartNode(victim, nodeAddr); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetState(victim, partmap.Active); err != nil {
+		t.Fatal(err)
+	}
+	<-finished
+	if n := done.Load(); n != total {
+		t.Fatalf("the clients ran %d of %d operations in time", n, total)
+	}
+	return rec.Operations()
 }
 
 // commandCalls is how many times the Redis at addr ran cmd, scripts'

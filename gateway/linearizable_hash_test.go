@@ -1,0 +1,144 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/dataplane/cachenode"
+	"github.com/distcache/distcache/hotkey"
+	"github.com/distcache/distcache/internal/testing/clustertest"
+	"github.com/distcache/distcache/workload/history"
+)
+
+// TestLinearizableHashFields records what go-redis clients saw through the
+// gateway — HGET, HSET, HDEL and HINCRBY on the fields of two hashes, and
+// HINCRBY and HGET on a counter field — while a spine node crashes, is
+// failed over and comes back, and checks the history as
+// TestLinearizableThroughTheGateway does, each field a register:
+// linearizable, no acknowledged write lost, the counter holding exactly
+// its acknowledged increments plus at most the unanswered ones. Hot
+// string keys are read and written beside them, so the caches work while
+// the hashes change.
+func TestLinearizableHashFields(t *testing.T) {
+	addr, _, c := startGatewayOn(t, clustertest.Config{Name: "linh", Racks: 2, ShardsPerRack: 1, Spine: 2,
+		Node: func(n *cachenode.Config) {
+			n.Interval = 20 * time.Millisecond
+			n.Detector = hotkey.Config{Threshold: 3, SketchWidth: 1024, BloomBits: 4096}
+		}})
+	const clients, opsPerClient = 8, 300
+	hashes, fields, counter := []string{"linh:a", "linh:b"}, []string{"f0", "f1", "f2"}, "linh:n"
+	strs := []string{"linh:s1", "linh:s2"}
+	var acked, unknown atomic.Int64 // the counter's increments
+	ops := runWithSpineFault(t, addr, c, clients, opsPerClient,
+		func(ctx context.Context, rc *redis.Client, rec *history.Recorder, rng *rand.Rand, id, n int) (history.Operation, bool) {
+			if rng.IntN(4) == 0 { // a hot string key, through the caches
+				return linearizableOp(ctx, t, rc, rec, rng, id, n, strs, strs[0])
+			}
+			h, f := hashes[rng.IntN(len(hashes))], fields[rng.IntN(len(fields))]
+			op, ok := hashOp(ctx, rc, rec, rng, id, n, h, f, counter)
+			if ok && op.Key == counter+"/n" && op.Kind == history.Incr {
+				if op.OutcomeUnknown() {
+					unknown.Add(1)
+				} else {
+					acked.Add(1)
+				}
+			}
+			return op, ok
+		})
+	res := history.Check(ops, time.Minute)
+	if !res.Pass() {
+		t.Fatalf("not linearizable: %d violations, unchecked %v; first: %+v", len(res.Violations), res.Unchecked, res.Violations)
+	}
+	rc := redisClient(t, addr, 2)
+	finals := map[string]history.Observed{}
+	read := func(key, field string) {
+		v, err := rc.HGet(t.Context(), key, field).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		finals[key+"/"+field] = history.Observed{Value: v, Found: err == nil}
+	}
+	for _, h := range hashes {
+		for _, f := range fields {
+			read(h, f)
+		}
+	}
+	read(counter, "n")
+	for _, k := range strs {
+		v, err := rc.Get(t.Context(), k).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		finals[k] = history.Observed{Value: v, Found: err == nil}
+	}
+	if lost := history.LostWrites(ops, finals); len(lost) > 0 {
+		t.Fatalf("lost acknowledged writes: %v", lost)
+	}
+	final, err := strconv.ParseInt(finals[counter+"/n"].Value, 10, 64)
+	if err != nil || final < acked.Load() || final > acked.Load()+unknown.Load() {
+		t.Fatalf("counter field %v (%v), want %d acknowledged increments (+ up to %d unanswered)",
+			finals[counter+"/n"], err, acked.Load(), unknown.Load())
+	}
+	if res.Operations < clients*opsPerClient/2 || acked.Load() == 0 {
+		t.Fatalf("only %d operations checked, %d acknowledged increments", res.Operations, acked.Load())
+	}
+	t.Logf("%d operations on %d registers (hash fields and strings) linearizable; a spine node crashed and came back; counter %d: %d increments acknowledged, %d unanswered",
+		res.Operations, res.Keys, final, acked.Load(), unknown.Load())
+}
+
+// hashOp is one operation of TestLinearizableHashFields on field f of hash
+// h (history key "h/f"): HGET, HSET of a decimal integer unique to the
+// operation, HDEL or HINCRBY; or, one time in four, HINCRBY 1 or HGET of
+// the counter's field n.
+func hashOp(ctx context.Context, rc *redis.Client, rec *history.Recorder, rng *rand.Rand, id, n int, h, f, counter string) (history.Operation, bool) {
+	op := history.Operation{Client: id, Key: h + "/" + f}
+	if rng.IntN(4) == 0 {
+		h, f, op.Key, op.Kind, op.Delta = counter, "n", counter+"/n", history.Incr, 1
+		if rng.IntN(4) == 0 {
+			op.Kind = history.Get
+		}
+	} else {
+		switch p := rng.IntN(20); {
+		case p < 9:
+			op.Kind = history.Get
+		case p < 15:
+			op.Kind = history.Put
+		case p < 16:
+			op.Kind = history.Delete
+		default:
+			op.Kind, op.Delta = history.Incr, int64(1+9*rng.IntN(2))
+		}
+	}
+	op.Call = rec.Now()
+	var err error
+	switch op.Kind {
+	case history.Get:
+		v, gerr := rc.HGet(ctx, h, f).Result()
+		if gerr != nil && !errors.Is(gerr, redis.Nil) {
+			return op, false
+		}
+		op.Value, op.Found = v, gerr == nil
+	case history.Put:
+		op.Value = strconv.Itoa((n + 1) * 1_000_000)
+		err = rc.HSet(ctx, h, f, op.Value).Err()
+	case history.Delete:
+		err = rc.HDel(ctx, h, f).Err()
+	default:
+		var sum int64
+		if sum, err = rc.HIncrBy(ctx, h, f, op.Delta).Result(); err == nil {
+			op.Value, op.Found = strconv.FormatInt(sum, 10), true
+		}
+	}
+	op.Return = rec.Now()
+	if err != nil {
+		op.Return = history.Unknown
+	}
+	return op, true
+}
