@@ -11,7 +11,8 @@ import (
 // so that every command meets keys of every type.
 type commandGen struct {
 	r      *rand.Rand
-	stream int // the last stream entry id's time part: ids increase
+	prefix string // of every key
+	stream int    // the last stream entry id's time part: ids increase
 	at     string
 	forms  []func() []string
 }
@@ -60,7 +61,7 @@ func newCommandGen(r *rand.Rand) *commandGen {
 		func() []string { return []string{g.pick("hlen", "hkeys", "hvals", "hgetall"), k()} },
 		func() []string { return []string{"hincrby", k(), f(), n()} },
 		func() []string { return []string{"hincrbyfloat", k(), f(), g.pick("1.5", "x")} },
-		func() []string { return []string{"hrandfield", k()} },
+		func() []string { return []string{"hrandfield", k(), "2", "WITHVALUES"}[:2+2*g.r.IntN(2)] },
 		func() []string { return []string{"hscan", k(), "0"} },
 		// Lists.
 		func() []string { return []string{g.pick("lpush", "rpush", "lpushx", "rpushx"), k(), v(), v()} },
@@ -99,7 +100,8 @@ func newCommandGen(r *rand.Rand) *commandGen {
 		func() []string { return []string{"zcount", k(), g.score(), "+inf"} },
 		func() []string { return []string{g.pick("zpopmin", "zpopmax"), k()} },
 		func() []string { return []string{"zremrangebyrank", k(), "0", "0"} },
-		func() []string { return []string{"zrandmember", k()} },
+		func() []string { return []string{"zrandmember", k(), "2", "WITHSCORES"}[:2+g.r.IntN(3)] },
+		func() []string { return []string{"zadd", k(), "INCR", g.score(), m()} },
 		func() []string { return []string{"zscan", k(), "0"} },
 		// HyperLogLog, bitmaps, geo, streams.
 		func() []string { return []string{"pfadd", k(), m(), m()} },
@@ -134,7 +136,7 @@ func newCommandGen(r *rand.Rand) *commandGen {
 func (g *commandGen) next() []string {
 	args := g.forms[g.r.IntN(len(g.forms))]()
 	if len(args) > 1 && g.r.IntN(4) > 0 {
-		args[1] = "dk:" + family(args[0]) + ":" + strconv.Itoa(g.r.IntN(3))
+		args[1] = g.prefix + family(args[0]) + ":" + strconv.Itoa(g.r.IntN(3))
 	}
 	return args
 }
@@ -155,7 +157,7 @@ func family(name string) string {
 }
 
 func (g *commandGen) pick(s ...string) string { return s[g.r.IntN(len(s))] }
-func (g *commandGen) key() string             { return "dk:" + strconv.Itoa(g.r.IntN(6)) }
+func (g *commandGen) key() string             { return g.prefix + strconv.Itoa(g.r.IntN(6)) }
 func (g *commandGen) field() string           { return "f" + strconv.Itoa(g.r.IntN(4)) }
 func (g *commandGen) member() string          { return "m" + strconv.Itoa(g.r.IntN(5)) }
 func (g *commandGen) int() string             { return strconv.Itoa(g.r.IntN(11) - 4) }

@@ -43,8 +43,23 @@ func TestDifferential(t *testing.T) {
 	})
 	addr, _ := startGateway(t)
 	ref := redistest.Start(t)
-	gw, rs := dialRESP(t, addr), dialRESP(t, ref.Addr())
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			differential(t, addr, ref.Addr(), proto, seed+uint64(proto), rules)
+		})
+	}
+}
+
+// differential runs TestDifferential's commands over protocol proto, on
+// keys of their own.
+func differential(t *testing.T, addr, ref string, proto int, seed uint64, rules map[string]string) {
+	gw, rs := dialRESP(t, addr), dialRESP(t, ref)
+	if proto == 3 {
+		gw.do([]string{"hello", "3"})
+		rs.do([]string{"hello", "3"})
+	}
 	g := newCommandGen(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
+	g.prefix = fmt.Sprintf("dk%d:", proto)
 	failures, kinds := 0, map[string]int{}
 	defer func() { t.Logf("replies compared: %v", kinds) }()
 	for i := range *differentialCount {
@@ -93,7 +108,7 @@ func normalise(rule string, reply []byte) []byte {
 		return reply[:bytes.IndexByte(reply, '\n')+1]
 	case rule == "shape" && reply[0] == '$':
 		return []byte("$bulk")
-	case rule == "unordered" && reply[0] == '*':
+	case rule == "unordered" && (reply[0] == '*' || reply[0] == '~'):
 		lines := strings.SplitAfter(string(reply), "\r\n")
 		var elems []string
 		for i := 1; i+1 < len(lines); i += 2 { // an array of bulk strings: header, payload
@@ -141,7 +156,7 @@ func (c *respConn) do(args []string) []byte {
 	return out.Bytes()
 }
 
-// readReply copies one RESP2 reply from r to out.
+// readReply copies one RESP2 or RESP3 reply from r to out.
 func readReply(r *bufio.Reader, out *bytes.Buffer) error {
 	line, err := r.ReadString('\n')
 	if err != nil {
@@ -150,7 +165,7 @@ func readReply(r *bufio.Reader, out *bytes.Buffer) error {
 	out.WriteString(line)
 	n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
 	switch line[0] {
-	case '$':
+	case '$', '=', '!': // bulk strings: RESP2's, RESP3's verbatim and error
 		if n < 0 {
 			return nil
 		}
@@ -159,7 +174,10 @@ func readReply(r *bufio.Reader, out *bytes.Buffer) error {
 			return err
 		}
 		out.Write(buf)
-	case '*':
+	case '*', '~', '>', '%', '|': // arrays, sets, pushes; maps and attributes of n pairs
+		if line[0] == '%' || line[0] == '|' {
+			n *= 2
+		}
 		for range max(n, 0) {
 			if err := readReply(r, out); err != nil {
 				return err
@@ -176,7 +194,7 @@ func replyKind(reply []byte) string {
 	case reply[0] == '-':
 		code, _, _ := strings.Cut(string(reply[1:]), " ")
 		return "error " + code
-	case bytes.HasPrefix(reply, []byte("$-1")) || bytes.HasPrefix(reply, []byte("*-1")):
+	case bytes.HasPrefix(reply, []byte("$-1")) || bytes.HasPrefix(reply, []byte("*-1")) || reply[0] == '_':
 		return "null"
 	case bytes.HasPrefix(reply, []byte("*0\r\n")):
 		return "empty array"

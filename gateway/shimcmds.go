@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"strconv"
-
 	"github.com/distcache/distcache/dataplane/rediscmd"
 )
 
@@ -35,57 +32,8 @@ func atShim(write bool) func(c *call, dst []byte) []byte {
 			return appendError(dst, errorReply(err, write))
 		}
 		if c.resp3 {
-			return appendRESP3Nulls(dst, r)
+			return appendRESP3(dst, r, resp3ShapeOf(c.args))
 		}
 		return append(dst, r...)
 	}
-}
-
-// appendRESP3Nulls appends r, a RESP2 reply, with its null bulk strings
-// and null arrays written as RESP3's null. A reply it cannot walk is
-// appended as it is.
-func appendRESP3Nulls(dst, r []byte) []byte {
-	if !bytes.Contains(r, []byte("-1\r\n")) {
-		return append(dst, r...)
-	}
-	out, rest, ok := resp3Element(dst, r)
-	if !ok || len(rest) != 0 {
-		return append(dst, r...)
-	}
-	return out
-}
-
-// resp3Element appends the first element of r as appendRESP3Nulls does
-// and returns what follows it.
-func resp3Element(dst, r []byte) (out, rest []byte, ok bool) {
-	end := bytes.Index(r, []byte("\r\n"))
-	if len(r) == 0 || end < 0 {
-		return dst, nil, false
-	}
-	line, rest := r[:end+2], r[end+2:]
-	switch r[0] {
-	case '+', '-', ':':
-		return append(dst, line...), rest, true
-	case '$', '*':
-		n, err := strconv.Atoi(string(r[1:end]))
-		switch {
-		case err != nil || n < -1:
-			return dst, nil, false
-		case n == -1:
-			return append(dst, "_\r\n"...), rest, true
-		case r[0] == '$':
-			if len(rest) < n+2 {
-				return dst, nil, false
-			}
-			return append(append(dst, line...), rest[:n+2]...), rest[n+2:], true
-		}
-		dst = append(dst, line...)
-		for range n {
-			if dst, rest, ok = resp3Element(dst, rest); !ok {
-				return dst, nil, false
-			}
-		}
-		return dst, rest, true
-	}
-	return dst, nil, false
 }
