@@ -85,16 +85,6 @@ func (c *Client) setIf(ctx context.Context, key string, op wire.RMW, value []byt
 	return string(r) == "1", nil
 }
 
-// Command runs a command of package rediscmd on key at its storage shim,
-// as a write: the shim invalidates every cached copy of key, runs the
-// command in Redis (args: its name, then its arguments after the key),
-// and afterwards the copies get key's value only if it is a string
-// without an expiry. It returns Redis' reply in RESP2, an error reply
-// included. A command the shim does not run is ErrInternal.
-func (c *Client) Command(ctx context.Context, key string, args [][]byte) ([]byte, error) {
-	return c.rmw(ctx, key, wire.RMWCommand, wire.CommandArg(args))
-}
-
 // rmw runs op on key at its shim and returns the result.
 func (c *Client) rmw(ctx context.Context, key string, op wire.RMW, arg []byte) ([]byte, error) {
 	c.stats.rmws.Add(1)

@@ -35,12 +35,14 @@ type Stats struct {
 	Errors uint64
 	// DirectReads counts GETs sent straight to a storage shim.
 	DirectReads uint64
-	// StorageReads counts reads of a key no cache held that the client
-	// read from its shard's Redis itself (spec.dataPlane.directReads);
+	// StorageReads counts reads of a key no cache held, and read-only
+	// commands of package rediscmd, that the client sent to its shard's
+	// Redis itself (spec.dataPlane.directReads);
 	// StorageFailures those whose Redis could not be reached, which asked
 	// the shim.
 	StorageReads, StorageFailures uint64
-	// StorageWrites counts writes the client sent to a key's Redis itself
+	// StorageWrites counts writes (SETs, INCRs, commands of package
+	// rediscmd) the client sent to a key's Redis itself
 	// (spec.dataPlane.directWrites) and Redis applied; HeldWrites those
 	// Redis refused because a cache may hold the key, which went through
 	// the shim.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distcache/distcache/internal/testing/clustertest"
 	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
@@ -25,7 +26,8 @@ var (
 
 // TestDifferential sends the same seeded random commands, of every kind
 // the gateway answers, to the gateway of a fresh cluster and to a fresh
-// redis-server, one at a time, and compares the replies byte for byte,
+// redis-server, one at a time, over RESP2 and RESP3, through the shims and
+// with direct reads and writes (the gateway runs commands at Redis itself), and compares the replies byte for byte,
 // but for the differences testdata/differences.txt lists with why. Keys
 // are few, so commands meet keys of every type: WRONGTYPE errors, missing
 // keys, expiries and syntax errors are compared too. The seed is printed
@@ -41,12 +43,21 @@ func TestDifferential(t *testing.T) {
 			t.Logf("seed %d: go test ./gateway -run TestDifferential -differential.seed %d", seed, seed)
 		}
 	})
-	addr, _ := startGateway(t)
 	ref := redistest.Start(t)
-	for _, proto := range []int{2, 3} {
-		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			differential(t, addr, ref.Addr(), proto, seed+uint64(proto), rules)
-		})
+	for _, direct := range []bool{false, true} {
+		addr, _, _ := startGatewayOn(t, clustertest.Config{Name: "diff", Racks: 2, ShardsPerRack: 1, Spine: 2,
+			DirectReads: direct, DirectWrites: direct})
+		for _, proto := range []int{2, 3} {
+			name := fmt.Sprintf("RESP%d through the shims", proto)
+			if direct {
+				name = fmt.Sprintf("RESP%d direct", proto)
+			}
+			t.Run(name, func(t *testing.T) {
+				differential(t, addr, ref.Addr(), proto, seed+uint64(proto), rules)
+			})
+		}
+		rs := dialRESP(t, ref.Addr())
+		rs.do([]string{"flushall"}) // the next run starts from nothing on both sides
 	}
 }
 

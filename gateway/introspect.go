@@ -141,6 +141,8 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		}
 		line("hit_ratio", fmt.Sprintf("%.4f", ratio))
 		line("writes", cs.Puts+cs.Deletes)
+		line("storage_reads", cs.StorageReads)
+		line("storage_writes", cs.StorageWrites)
 		if u := s.cfg.Users; u != nil {
 			line("auth", fmt.Sprintf("users (%d in %s)", u.count(), u.Dir))
 		} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,9 +26,19 @@ import (
 // linearizable, no acknowledged write lost, the counter holding exactly
 // its acknowledged increments plus at most the unanswered ones. Hot
 // string keys are read and written beside them, so the caches work while
-// the hashes change.
+// the hashes change. It runs through the shims, and with direct reads and
+// writes (the gateway runs the hash commands at Redis itself).
 func TestLinearizableHashFields(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		t.Run(map[bool]string{false: "through the shims", true: "direct reads and writes"}[direct], func(t *testing.T) {
+			linearizableHashFields(t, direct)
+		})
+	}
+}
+
+func linearizableHashFields(t *testing.T, direct bool) {
 	addr, _, c := startGatewayOn(t, clustertest.Config{Name: "linh", Racks: 2, ShardsPerRack: 1, Spine: 2,
+		DirectReads: direct, DirectWrites: direct,
 		Node: func(n *cachenode.Config) {
 			n.Interval = 20 * time.Millisecond
 			n.Detector = hotkey.Config{Threshold: 3, SketchWidth: 1024, BloomBits: 4096}
@@ -85,6 +96,20 @@ func TestLinearizableHashFields(t *testing.T) {
 	if err != nil || final < acked.Load() || final > acked.Load()+unknown.Load() {
 		t.Fatalf("counter field %v (%v), want %d acknowledged increments (+ up to %d unanswered)",
 			finals[counter+"/n"], err, acked.Load(), unknown.Load())
+	}
+	// With direct writes, the hash commands ran at Redis, not at the shims.
+	info, err := rc.Info(t.Context(), "distcache").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashWrites := 0
+	for _, op := range ops {
+		if strings.Contains(op.Key, "/") && op.Kind != history.Get && !op.OutcomeUnknown() {
+			hashWrites++
+		}
+	}
+	if n := infoInt(info, "storage_writes"); (n >= hashWrites) != direct {
+		t.Errorf("%d writes at Redis directly for %d hash writes (direct reads and writes: %v)", n, hashWrites, direct)
 	}
 	if res.Operations < clients*opsPerClient/2 || acked.Load() == 0 {
 		t.Fatalf("only %d operations checked, %d acknowledged increments", res.Operations, acked.Load())

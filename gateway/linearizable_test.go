@@ -274,14 +274,17 @@ func linearizableOp(ctx context.Context, t *testing.T, rc *redis.Client, rec *hi
 func hitsAbove(info string, n int) bool { return cacheHits(info) > n }
 
 // cacheHits reads cache_hits from INFO distcache's reply.
-func cacheHits(info string) int {
-	var hits int
+func cacheHits(info string) int { return infoInt(info, "cache_hits") }
+
+// infoInt reads the integer field name from an INFO reply.
+func infoInt(info, name string) int {
+	var n int
 	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "cache_hits:"); ok {
-			hits, _ = strconv.Atoi(v)
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			n, _ = strconv.Atoi(v)
 		}
 	}
-	return hits
+	return n
 }
 
 // TestConcurrentIncrementsLoseNothing: sixteen connections INCR one hot

@@ -57,7 +57,11 @@
 // bytes each.
 package heldkeys
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/dataplane/rediscmd"
+)
 
 // Key is the Redis set of the keys a cache may hold.
 const Key = "distcache:held"
@@ -99,9 +103,21 @@ end
 if refusal then return table.concat(out) .. '\n' .. refusal end
 return table.concat(out)`
 
-// Set, IncrBy and SetMany are the scripts for go-redis.
+// CommandSource runs a command of package rediscmd directly: KEYS[1] the
+// key, KEYS[2] Key, ARGV[1] "w" for a command that may write the key,
+// ARGV[2] the command (rediscmd.PackArgs of its name and its arguments
+// after the key), ARGV[3] the largest reply. It answers Redis' reply in
+// RESP2, or nil when the command may write and a cache may hold the key.
+// A read-only command runs whatever caches hold: Redis' answer is current
+// when Redis gives it.
+const CommandSource = rediscmd.LuaRun + `
+if ARGV[1] == 'w' and redis.call('SISMEMBER', KEYS[2], KEYS[1]) == 1 then return false end
+return runcommand(KEYS[1], ARGV[2], tonumber(ARGV[3]))`
+
+// Set, IncrBy, SetMany and Command are the scripts for go-redis.
 var (
 	Set     = redis.NewScript(SetSource)
 	IncrBy  = redis.NewScript(IncrBySource)
 	SetMany = redis.NewScript(SetManySource)
+	Command = redis.NewScript(CommandSource)
 )

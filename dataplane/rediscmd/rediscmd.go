@@ -15,7 +15,10 @@
 // nothing; the shim does not record their replies for retransmissions.
 package rediscmd
 
-import "strings"
+import (
+	"encoding/binary"
+	"strings"
+)
 
 // Spec describes one command as Redis' COMMAND does.
 type Spec struct {
@@ -105,4 +108,72 @@ func (s *Spec) ArityOK(n int) bool {
 		return n == s.Arity
 	}
 	return n >= -s.Arity
+}
+
+// LuaRun defines the Lua function runcommand(key, packed, max), which runs
+// a command of the table on key in Redis and returns Redis' reply encoded
+// in RESP2, errors included: packed is PackArgs of the command's name and
+// its arguments after the key; a reply over max bytes is replaced by an
+// error (the command ran). The shims' scripts and the clients' direct
+// scripts (package heldkeys) begin with it.
+//
+// Lua has one nil for Redis' null string and null array: GEOPOS, and LPOP
+// and RPOP with a count, answer null arrays. Lua's numbers are doubles:
+// integers beyond 2^53 lose precision.
+const LuaRun = `
+local function resp(r, null)
+  local t = type(r)
+  if t == 'number' then return ':' .. string.format('%.0f', r) .. '\r\n' end
+  if t == 'string' then return '$' .. #r .. '\r\n' .. r .. '\r\n' end
+  if t == 'boolean' then if r then return ':1\r\n' end return null end
+  if r.err then return '-' .. r.err .. '\r\n' end
+  if r.ok then return '+' .. r.ok .. '\r\n' end
+  local parts = {'*' .. #r .. '\r\n'}
+  for i = 1, #r do parts[#parts+1] = resp(r[i], null) end
+  return table.concat(parts)
+end
+local function runcommand(key, packed, max)
+  local argv = cmsgpack.unpack(packed)
+  table.insert(argv, 2, key)
+  local name = string.lower(argv[1])
+  local null = '$-1\r\n'
+  if name == 'geopos' or ((name == 'lpop' or name == 'rpop') and #argv > 2) then null = '*-1\r\n' end
+  local result = resp(redis.pcall(unpack(argv)), null)
+  if #result > max then
+    result = '-ERR DistCache: a reply of ' .. #result .. ' bytes is over the limit of ' .. max .. ' bytes\r\n'
+  end
+  return result
+end
+`
+
+// PackArgs encodes args as a MessagePack array of strings, which LuaRun's
+// runcommand decodes with Redis' cmsgpack.
+func PackArgs(args [][]byte) string {
+	n := 5
+	for _, b := range args {
+		n += 5 + len(b)
+	}
+	out := make([]byte, 0, n)
+	switch l := len(args); {
+	case l < 16:
+		out = append(out, 0x90|byte(l))
+	case l <= 0xffff:
+		out = binary.BigEndian.AppendUint16(append(out, 0xdc), uint16(l))
+	default:
+		out = binary.BigEndian.AppendUint32(append(out, 0xdd), uint32(l))
+	}
+	for _, b := range args {
+		switch l := len(b); {
+		case l < 32:
+			out = append(out, 0xa0|byte(l))
+		case l <= 0xff:
+			out = append(out, 0xd9, byte(l))
+		case l <= 0xffff:
+			out = binary.BigEndian.AppendUint16(append(out, 0xda), uint16(l))
+		default:
+			out = binary.BigEndian.AppendUint32(append(out, 0xdb), uint32(l))
+		}
+		out = append(out, b...)
+	}
+	return string(out)
 }

@@ -44,30 +44,9 @@ import (
 // RMW's error leaves the others of the run alone. A command's result is
 // Redis' reply in RESP2 (resp), its errors included: they are answers,
 // not failures of the RMW.
-var rmwScript = redis.NewScript(`
-local function resp(r, null)
-  local t = type(r)
-  if t == 'number' then return ':' .. string.format('%.0f', r) .. '\r\n' end
-  if t == 'string' then return '$' .. #r .. '\r\n' .. r .. '\r\n' end
-  if t == 'boolean' then if r then return ':1\r\n' end return null end
-  if r.err then return '-' .. r.err .. '\r\n' end
-  if r.ok then return '+' .. r.ok .. '\r\n' end
-  local parts = {'*' .. #r .. '\r\n'}
-  for i = 1, #r do parts[#parts+1] = resp(r[i], null) end
-  return table.concat(parts)
-end
+var rmwScript = redis.NewScript(rediscmd.LuaRun + `
 local function command(key, arg, max)
-  local argv = cmsgpack.unpack(arg)
-  table.insert(argv, 2, key)
-  local name = string.lower(argv[1])
-  -- Lua has one nil for Redis' null string and null array: the
-  -- commands that answer a null array say which.
-  local null = '$-1\r\n'
-  if name == 'geopos' or ((name == 'lpop' or name == 'rpop') and #argv > 2) then null = '*-1\r\n' end
-  local result = resp(redis.pcall(unpack(argv)), null)
-  if #result > max then
-    result = '-ERR DistCache: a reply of ' .. #result .. ' bytes is over the limit of ' .. max .. ' bytes\r\n'
-  end
+  local result = runcommand(key, arg, max)
   local t = redis.call('TYPE', key).ok
   if t == 'none' then return {1, result} end
   if t ~= 'string' or redis.call('PTTL', key) >= 0 or redis.call('STRLEN', key) > max then return {3, result} end
@@ -192,7 +171,7 @@ func (s *Shim) rmwCall(r *request) *redisbatch.Call {
 			s.log.Debug("command refused", "key", r.key, "src", r.src, "command", string(argv[0]))
 			return nil
 		}
-		args[4] = msgpackStrings(argv)
+		args[4] = rediscmd.PackArgs(argv)
 		if !spec.Write {
 			args[5] = "r" // nothing to apply again: no mark
 		}
@@ -282,35 +261,3 @@ func oneIf(b bool) int {
 
 // bit is 1 when b is non-zero.
 func bit(b byte) int { return oneIf(b != 0) }
-
-// msgpackStrings encodes strs as a MessagePack array of strings, which
-// rmwScript decodes with Redis' cmsgpack.
-func msgpackStrings(strs [][]byte) string {
-	n := 5
-	for _, b := range strs {
-		n += 5 + len(b)
-	}
-	out := make([]byte, 0, n)
-	switch l := len(strs); {
-	case l < 16:
-		out = append(out, 0x90|byte(l))
-	case l <= 0xffff:
-		out = binary.BigEndian.AppendUint16(append(out, 0xdc), uint16(l))
-	default:
-		out = binary.BigEndian.AppendUint32(append(out, 0xdd), uint32(l))
-	}
-	for _, b := range strs {
-		switch l := len(b); {
-		case l < 32:
-			out = append(out, 0xa0|byte(l))
-		case l <= 0xff:
-			out = append(out, 0xd9, byte(l))
-		case l <= 0xffff:
-			out = binary.BigEndian.AppendUint16(append(out, 0xda), uint16(l))
-		default:
-			out = binary.BigEndian.AppendUint32(append(out, 0xdb), uint32(l))
-		}
-		out = append(out, b...)
-	}
-	return string(out)
-}

@@ -43,6 +43,8 @@ type options struct {
 	keys                                int
 	requests                            map[string]int // per target
 	pipelines                           []int
+	// tests are redis-benchmark's tests (-t) each target runs.
+	tests []string
 	// floor adds the floor (floor_linux.go), a spike of the smallest
 	// event-loop gateway, as a target of GETs.
 	floor bool
@@ -65,7 +67,9 @@ func run() error {
 	flag.IntVar(&o.hitKeys, "hit-keys", 0, "also measure GETs over this many keys, which fit the caches")
 	floorServe := flag.String("floor-serve", "", "serve the floor on this address (the floor's own process)")
 	floorMap := flag.String("floor-map", "", "the partition map the floor routes by")
+	tests := flag.String("tests", "set,get,incr", "redis-benchmark's tests (-t) to run, comma-separated")
 	flag.Parse()
+	o.tests = strings.Split(*tests, ",")
 	if *floorServe != "" {
 		return serveFloor(*floorMap, *floorServe)
 	}
@@ -119,11 +123,11 @@ func run() error {
 	return os.WriteFile(o.out, []byte(table), 0o644)
 }
 
-// measureTarget runs SET, GET and INCR against t at pipeline depth p
-// (GET only for the floor) and returns a row each.
+// measureTarget runs o.tests (SET, GET and INCR by default) against t at
+// pipeline depth p (GET only for the floor) and returns a row each.
 func (o options) measureTarget(ctx context.Context, t target, p int) ([]row, error) {
 	var rows []row
-	for _, test := range []string{"set", "get", "incr"} {
+	for _, test := range o.tests {
 		if test != "get" && t.name == "floor" {
 			continue // the floor serves GETs only
 		}

@@ -14,7 +14,7 @@ import (
 // address.
 type benchRun struct {
 	addr     string
-	test     string // redis-benchmark -t: get, set or incr
+	test     string // redis-benchmark -t: get, set, incr, hset...
 	pipeline int    // -P
 	requests int    // -n
 }

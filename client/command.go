@@ -1,0 +1,81 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/distcache/distcache/dataplane/heldkeys"
+	"github.com/distcache/distcache/dataplane/redisbatch"
+	"github.com/distcache/distcache/dataplane/rediscmd"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// Command runs a command of package rediscmd on key (args: its name, then
+// its arguments after the key) and returns Redis' reply in RESP2, an
+// error reply included. A command the table does not list is
+// ErrInternal.
+//
+// Where the client reads storage itself (spec.dataPlane.directReads), a
+// read-only command runs at the key's Redis, as a proxy would send it:
+// Redis' answer is current when Redis gives it, whatever the caches hold.
+// A command that may write runs there too where the map lets writes go
+// direct (spec.dataPlane.directWrites) and no cache may hold the key
+// (package heldkeys); a write whose connection broke is not sent again
+// and fails with ErrOutcomeUnknown. Otherwise the command runs at the
+// key's storage shim, as a write: the shim invalidates every cached copy
+// of key, runs the command in Redis, and afterwards the copies get key's
+// value only if it is a string without an expiry.
+func (c *Client) Command(ctx context.Context, key string, args [][]byte) ([]byte, error) {
+	spec := rediscmd.Lookup(args[0])
+	if spec == nil {
+		return nil, fmt.Errorf("cannot run %q on %q: %w: not a command of the shims", args[0], key, ErrInternal)
+	}
+	v := c.view.Load()
+	if v.storage != nil && !c.cfg.Bypass && (!spec.Write || c.writesDirect(v)) && checkKey(key) == nil {
+		if r, held, err := c.commandDirect(ctx, v, key, spec, args); !held {
+			return r, err
+		}
+	}
+	return c.rmw(ctx, key, wire.RMWCommand, wire.CommandArg(args))
+}
+
+// commandDirect runs args on key at its Redis (heldkeys.Command): Redis'
+// reply, or held true when the command may write and a cache may hold the
+// key, or when Redis could not be reached for a read-only one (the shim
+// then runs it).
+func (c *Client) commandDirect(ctx context.Context, v *view, key string, spec *rediscmd.Spec, args [][]byte) (_ []byte, held bool, _ error) {
+	mode := "r"
+	if spec.Write {
+		mode = "w"
+	}
+	call := redisbatch.Call{Script: heldkeys.Command, Keys: []string{key, heldkeys.Key},
+		Args: []any{mode, rediscmd.PackArgs(args), wire.MaxValueLen}, Once: spec.Write}
+	v.storage[v.p.ShardIndex(key)].EvalMany(ctx, []*redisbatch.Call{&call})
+	r, isString := call.Result.(string)
+	err := call.Err
+	switch {
+	case err == nil && isString:
+		if spec.Write {
+			c.stats.storageWrites.Add(1)
+		} else {
+			c.stats.storageReads.Add(1)
+		}
+		return []byte(r), false, nil
+	case errors.Is(err, redis.Nil):
+		c.stats.heldWrites.Add(1)
+		return nil, true, nil
+	case err == nil:
+		return nil, false, fmt.Errorf("cannot run %s on %q: the script answered %T: %w", spec.Name, key, call.Result, ErrInternal)
+	case !spec.Write:
+		c.stats.storageFailures.Add(1)
+		return nil, true, nil // the shim reads it
+	}
+	c.stats.storageFailures.Add(1)
+	if isRedisError(err) {
+		return nil, false, fmt.Errorf("cannot run %s on %q: %w: redis: %w", spec.Name, key, ErrInternal, err)
+	}
+	return nil, false, fmt.Errorf("cannot run %s on %q: %w: redis: %w", spec.Name, key, ErrOutcomeUnknown, err)
+}
