@@ -79,3 +79,28 @@ func (c *Client) commandDirect(ctx context.Context, v *view, key string, spec *r
 	}
 	return nil, false, fmt.Errorf("cannot run %s on %q: %w: redis: %w", spec.Name, key, ErrOutcomeUnknown, err)
 }
+
+// CommandManyFunc runs args[i] on keys[i] at the keys' shims, as Command
+// does without direct access, at once, and calls done when every reply is
+// in replies[i] (Redis' reply in RESP2) or errs[i] is set. The keys must
+// be distinct: their commands run concurrently.
+func (c *Client) CommandManyFunc(ctx context.Context, keys []string, args [][][]byte, replies [][]byte, errs []error, done func()) {
+	values, rest := commandRMWs(keys, args, errs)
+	c.stats.rmws.Add(uint64(len(rest)))
+	c.writeRest(ctx, wire.OpRMW, wire.RMWCommand.String(), keys, values, replies, errs, rest, done)
+}
+
+// commandRMWs are the shims' RMWs of args[i] on keys[i], and the indexes
+// of those that are commands of the shims; errs[i] of the others is set.
+func commandRMWs(keys []string, args [][][]byte, errs []error) (values [][]byte, ok []int) {
+	values = make([][]byte, len(keys))
+	for i, a := range args {
+		if rediscmd.Lookup(a[0]) == nil {
+			errs[i] = fmt.Errorf("cannot run %q on %q: %w: not a command of the shims", a[0], keys[i], ErrInternal)
+			continue
+		}
+		values[i] = wire.AppendRMW(nil, wire.RMWCommand, wire.CommandArg(a))
+		ok = append(ok, i)
+	}
+	return values, ok
+}

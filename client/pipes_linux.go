@@ -96,7 +96,7 @@ func (p *Pipes) dial(ap netip.AddrPort) *redispipe.Conn {
 			p.byFD[fd] = conn
 		}
 		return nil
-	}, loadSet, loadIncr, loadSetMany)
+	}, loadSet, loadIncr, loadSetMany, loadCommand)
 	p.byAddr[ap] = conn
 	return conn
 }

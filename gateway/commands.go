@@ -30,7 +30,10 @@ type command struct {
 	// alone says the command reads or changes the connection's state: it
 	// runs by itself, after the commands before it and before those after.
 	alone bool
-	run   func(c *call, dst []byte) []byte
+	// atShim says the command is one of package rediscmd's, which the
+	// key's shim (or Redis) runs as it is (shimcmds.go).
+	atShim bool
+	run    func(c *call, dst []byte) []byte
 }
 
 // table lists the supported commands (docs/gateway.md describes each);

@@ -27,7 +27,8 @@ var (
 // TestDifferential sends the same seeded random commands, of every kind
 // the gateway answers, to the gateway of a fresh cluster and to a fresh
 // redis-server, one at a time, over RESP2 and RESP3, through the shims and
-// with direct reads and writes (the gateway runs commands at Redis itself), and compares the replies byte for byte,
+// with direct reads and writes (the gateway runs commands at Redis itself),
+// from the event loops' rounds and from a goroutine per connection, and compares the replies byte for byte,
 // but for the differences testdata/differences.txt lists with why. Keys
 // are few, so commands meet keys of every type: WRONGTYPE errors, missing
 // keys, expiries and syntax errors are compared too. The seed is printed
@@ -44,15 +45,17 @@ func TestDifferential(t *testing.T) {
 		}
 	})
 	ref := redistest.Start(t)
-	for _, direct := range []bool{false, true} {
+	for _, gw := range []struct {
+		name   string
+		direct bool
+		loops  int
+	}{
+		{"through the shims", false, 0}, {"direct", true, 0}, {"direct, a goroutine per connection", true, -1},
+	} {
 		addr, _, _ := startGatewayOn(t, clustertest.Config{Name: "diff", Racks: 2, ShardsPerRack: 1, Spine: 2,
-			DirectReads: direct, DirectWrites: direct})
+			DirectReads: gw.direct, DirectWrites: gw.direct}, withLoops(gw.loops))
 		for _, proto := range []int{2, 3} {
-			name := fmt.Sprintf("RESP%d through the shims", proto)
-			if direct {
-				name = fmt.Sprintf("RESP%d direct", proto)
-			}
-			t.Run(name, func(t *testing.T) {
+			t.Run(fmt.Sprintf("RESP%d %s", proto, gw.name), func(t *testing.T) {
 				differential(t, addr, ref.Addr(), proto, seed+uint64(proto), rules)
 			})
 		}

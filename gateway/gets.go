@@ -18,22 +18,25 @@ type asyncStore interface {
 	GetManyFunc(ctx context.Context, keys []string, res []client.Result, errs []error, done func())
 	PutManyFunc(ctx context.Context, keys []string, values [][]byte, errs []error, done func())
 	IncrByManyFunc(ctx context.Context, keys []string, deltas []int64, results []int64, errs []error, done func())
+	CommandManyFunc(ctx context.Context, keys []string, args [][][]byte, replies [][]byte, errs []error, done func())
 }
 
 // roundKind is what an event loop's round of commands does.
 type roundKind uint8
 
 const (
-	notARound  roundKind = iota
-	roundGets            // reads: GET key, MGET key...
-	roundSets            // plain SETs of distinct keys: SET key value
-	roundIncrs           // INCR key, DECR key, of distinct keys
+	notARound     roundKind = iota
+	roundGets               // reads: GET key, MGET key...
+	roundSets               // plain SETs of distinct keys: SET key value
+	roundIncrs              // INCR key, DECR key, of distinct keys
+	roundCommands           // commands of other types (shimcmds.go), of distinct keys
 )
 
 // roundOf says whether a pipeline can join an event loop's round, and
 // how many keys it brings: GETs and MGETs only, or plain SETs of distinct
-// keys only, or INCRs and DECRs of distinct keys only, from an authenticated session, no more than MaxInFlight keys
-// in all.
+// keys only, or INCRs and DECRs of distinct keys only, or commands of
+// other types of distinct keys only, from an authenticated session, no
+// more than MaxInFlight keys in all.
 func (s *Server) roundOf(sess *session, cmds []redcon.Command) (roundKind, int) {
 	if len(cmds) == 0 {
 		return notARound, 0
@@ -44,6 +47,8 @@ func (s *Server) roundOf(sess *session, cmds []redcon.Command) (roundKind, int) 
 		kind = roundSets
 	case first == incrCommand || first == decrCommand:
 		kind = roundIncrs
+	case first != nil && first.atShim:
+		kind = roundCommands
 	}
 	var seen map[uint64]struct{}
 	n := 0
@@ -55,7 +60,8 @@ func (s *Server) roundOf(sess *session, cmds []redcon.Command) (roundKind, int) 
 		case kind == roundGets && c == mgetCommand && len(cmd.Args) >= 2:
 			n += len(cmd.Args) - 1
 		case kind == roundSets && c == setCommand && len(cmd.Args) == 3,
-			kind == roundIncrs && (c == incrCommand || c == decrCommand) && len(cmd.Args) == 2:
+			kind == roundIncrs && (c == incrCommand || c == decrCommand) && len(cmd.Args) == 2,
+			kind == roundCommands && c != nil && c.atShim && c.arityOK(len(cmd.Args)):
 			n++
 			if len(cmds) == 1 {
 				break

@@ -18,10 +18,12 @@ import (
 type round struct {
 	kind     roundKind
 	conns    []*loopConn
-	keys     []string // every pipeline's keys, in order
-	values   [][]byte // the SETs' values
-	deltas   []int64  // the INCRs' and DECRs' increments
-	ints     []int64  // their results
+	keys     []string   // every pipeline's keys, in order
+	values   [][]byte   // the SETs' values
+	deltas   []int64    // the INCRs' and DECRs' increments
+	ints     []int64    // their results
+	args     [][][]byte // the commands': each's name and arguments after the key
+	replies  [][]byte   // their replies (RESP2)
 	res      []client.Result
 	errs     []error
 	admitted int
@@ -34,7 +36,7 @@ type round struct {
 // another.
 func (l *eventLoop) sendRounds() {
 	s := l.srv
-	var rounds [roundIncrs + 1]*round
+	var rounds [roundCommands + 1]*round
 	taken := 0
 	for _, c := range l.waiting {
 		if !s.admit.tryAcquire(c.keys) {
@@ -93,6 +95,8 @@ func (l *eventLoop) send(r *round) {
 				r.deltas = append(r.deltas, -1)
 			case r.kind == roundIncrs:
 				r.deltas = append(r.deltas, 1)
+			case r.kind == roundCommands:
+				r.args = append(r.args, shimArgs(cmd.Args))
 			}
 		}
 	}
@@ -107,6 +111,10 @@ func (l *eventLoop) send(r *round) {
 	case roundIncrs:
 		r.ints = make([]int64, len(r.keys))
 		l.store.IncrByManyFunc(ctx, r.keys, r.deltas, r.ints, r.errs, done)
+		return
+	case roundCommands:
+		r.replies = make([][]byte, len(r.keys))
+		l.store.CommandManyFunc(ctx, r.keys, r.args, r.replies, r.errs, done)
 		return
 	}
 	r.res = make([]client.Result, len(r.keys))
@@ -142,6 +150,9 @@ func (l *eventLoop) roundDone(r *round) {
 			case r.kind == roundGets:
 				c.out = appendValue(c.out, r.res[k].Value, r.errs[k], resp3)
 				s.observe(getCommand, c.out[from:], took)
+			case r.kind == roundCommands:
+				c.out = appendShimReply(c.out, cmd.Args, r.replies[k], r.errs[k], resp3)
+				s.observe(lookup(cmd.Args[0]), c.out[from:], took)
 			case r.errs[k] != nil:
 				c.out = appendError(c.out, errorReply(r.errs[k], true))
 				s.observe(lookup(cmd.Args[0]), c.out[from:], took)

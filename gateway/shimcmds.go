@@ -14,7 +14,7 @@ func shimCommands() []*command {
 	for _, spec := range rediscmd.All() {
 		out = append(out, &command{
 			name: spec.Name, arity: spec.Arity, flags: spec.Flags(),
-			first: 1, last: 1, step: 1, write: spec.Write, run: atShim(spec.Write),
+			first: 1, last: 1, step: 1, write: spec.Write, atShim: true, run: atShim(spec.Write),
 		})
 	}
 	return out
@@ -24,16 +24,27 @@ func shimCommands() []*command {
 // change the key (a timeout then leaves its outcome unknown).
 func atShim(write bool) func(c *call, dst []byte) []byte {
 	return func(c *call, dst []byte) []byte {
-		argv := make([][]byte, 0, len(c.args)-1)
-		argv = append(argv, c.args[0])
-		argv = append(argv, c.args[2:]...)
-		r, err := c.srv.cfg.Store.Command(c.ctx, string(c.args[1]), argv)
-		if err != nil {
-			return appendError(dst, errorReply(err, write))
-		}
-		if c.resp3 {
-			return appendRESP3(dst, r, resp3ShapeOf(c.args))
-		}
-		return append(dst, r...)
+		r, err := c.srv.cfg.Store.Command(c.ctx, string(c.args[1]), shimArgs(c.args))
+		return appendShimReply(dst, c.args, r, err, c.resp3)
 	}
+}
+
+// shimArgs are the strings a shim runs for args: the name, then the
+// arguments after the key.
+func shimArgs(args [][]byte) [][]byte {
+	out := make([][]byte, 0, len(args)-1)
+	out = append(out, args[0])
+	return append(out, args[2:]...)
+}
+
+// appendShimReply appends the reply to args, a command the cluster ran
+// with reply r (RESP2) or err, for a client of RESP3 or not.
+func appendShimReply(dst []byte, args [][]byte, r []byte, err error, resp3 bool) []byte {
+	switch {
+	case err != nil:
+		return appendError(dst, errorReply(err, lookup(args[0]).write))
+	case resp3:
+		return appendRESP3(dst, r, resp3ShapeOf(args))
+	}
+	return append(dst, r...)
 }

@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,6 +211,50 @@ func TestCommandsOnACachedKey(t *testing.T) {
 	for i := range 100 {
 		if v, err := rc.Get(ctx, key).Result(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
 			t.Fatalf("read %d of the key turned into a hash: %q, %v; want WRONGTYPE", i, v, err)
+		}
+	}
+}
+
+// TestPipelinedCommandsKeepOrder sends pipelines of commands of other
+// types, on distinct keys (an event loop's round) and on one key (run in
+// order), through the shims and directly: every reply is what running the
+// commands one by one gives.
+func TestPipelinedCommandsKeepOrder(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		addr, _, _ := startGatewayOn(t, clustertest.Config{Name: "pipe", Racks: 2, ShardsPerRack: 1, Spine: 2,
+			DirectReads: direct, DirectWrites: direct})
+		rc := redisClient(t, addr, 3)
+		ctx := t.Context()
+		p := fmt.Sprintf("pipe-%v:", direct)
+		pipe := rc.Pipeline()
+		var adds []*redis.IntCmd
+		for i := range 20 { // distinct keys: one round
+			adds = append(adds, pipe.RPush(ctx, p+"list"+strconv.Itoa(i), i, i+1))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range adds {
+			if a.Val() != 2 {
+				t.Errorf("direct %v: RPUSH %d = %d, want 2", direct, i, a.Val())
+			}
+		}
+		pipe = rc.Pipeline()
+		k := p + "hash"
+		set := pipe.HSet(ctx, k, "n", 1)
+		incr := pipe.HIncrBy(ctx, k, "n", 10)
+		get := pipe.HGet(ctx, k, "n")
+		del := pipe.HDel(ctx, k, "n")
+		again := pipe.HGet(ctx, k, "n")
+		str := pipe.Set(ctx, p+"s", "v", 0)
+		typ := pipe.Type(ctx, p+"s")
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		if set.Val() != 1 || incr.Val() != 11 || get.Val() != "11" || del.Val() != 1 || !errors.Is(again.Err(), redis.Nil) ||
+			str.Err() != nil || typ.Val() != "string" {
+			t.Errorf("direct %v: one key's pipeline: HSET %d, HINCRBY %d, HGET %q, HDEL %d, HGET %v, SET %v, TYPE %q",
+				direct, set.Val(), incr.Val(), get.Val(), del.Val(), again.Err(), str.Err(), typ.Val())
 		}
 	}
 }
