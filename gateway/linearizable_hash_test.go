@@ -63,40 +63,17 @@ func linearizableHashFields(t *testing.T, direct bool) {
 			}
 			return op, ok
 		})
-	res := history.Check(ops, time.Minute)
-	if !res.Pass() {
-		t.Fatalf("not linearizable: %d violations, unchecked %v; first: %+v", len(res.Violations), res.Unchecked, res.Violations)
-	}
 	rc := redisClient(t, addr, 2)
 	finals := map[string]history.Observed{}
-	read := func(key, field string) {
-		v, err := rc.HGet(t.Context(), key, field).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			t.Fatal(err)
-		}
-		finals[key+"/"+field] = history.Observed{Value: v, Found: err == nil}
-	}
-	for _, h := range hashes {
-		for _, f := range fields {
-			read(h, f)
+	for _, h := range append(hashes, counter) {
+		for _, f := range append(fields, "n") {
+			finals[h+"/"+f] = observed(t, rc.HGet(t.Context(), h, f))
 		}
 	}
-	read(counter, "n")
 	for _, k := range strs {
-		v, err := rc.Get(t.Context(), k).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			t.Fatal(err)
-		}
-		finals[k] = history.Observed{Value: v, Found: err == nil}
+		finals[k] = observed(t, rc.Get(t.Context(), k))
 	}
-	if lost := history.LostWrites(ops, finals); len(lost) > 0 {
-		t.Fatalf("lost acknowledged writes: %v", lost)
-	}
-	final, err := strconv.ParseInt(finals[counter+"/n"].Value, 10, 64)
-	if err != nil || final < acked.Load() || final > acked.Load()+unknown.Load() {
-		t.Fatalf("counter field %v (%v), want %d acknowledged increments (+ up to %d unanswered)",
-			finals[counter+"/n"], err, acked.Load(), unknown.Load())
-	}
+	res, final := checkHistory(t, ops, finals, counter+"/n", acked.Load(), unknown.Load())
 	// With direct writes, the hash commands ran at Redis, not at the shims.
 	info, err := rc.Info(t.Context(), "distcache").Result()
 	if err != nil {

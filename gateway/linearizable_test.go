@@ -66,29 +66,13 @@ func linearizableThroughTheGateway(t *testing.T, direct bool) {
 			return op, ok
 		})
 	const total = clients * opsPerClient
-	res := history.Check(ops, time.Minute)
-	if !res.Pass() {
-		t.Fatalf("not linearizable: %d violations, unchecked %v; first: %+v", len(res.Violations), res.Unchecked, res.Violations)
-	}
 	rc := redisClient(t, addr, 2)
 	finals := map[string]history.Observed{}
 	for _, k := range append(keys, counter) {
-		v, err := rc.Get(t.Context(), k).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			t.Fatal(err)
-		}
-		finals[k] = history.Observed{Value: v, Found: err == nil}
+		finals[k] = observed(t, rc.Get(t.Context(), k))
 	}
-	if lost := history.LostWrites(ops, finals); len(lost) > 0 {
-		t.Fatalf("lost acknowledged writes: %v", lost)
-	}
-	// No increment of the counter lost, none applied twice: an increment
-	// without an answer may or may not have been applied.
+	res, final := checkHistory(t, ops, finals, counter, ackedIncrs.Load(), unknownIncrs.Load())
 	acked, unknown := ackedIncrs.Load(), unknownIncrs.Load()
-	final, err := strconv.ParseInt(finals[counter].Value, 10, 64)
-	if err != nil || final < acked || final > acked+unknown {
-		t.Fatalf("counter %s (%v), want %d acknowledged increments (+ up to %d unanswered)", finals[counter], err, acked, unknown)
-	}
 	var incrs, hotIncrs int
 	for _, op := range ops {
 		if op.Kind == history.Incr {
@@ -117,6 +101,38 @@ func linearizableThroughTheGateway(t *testing.T, direct bool) {
 	}
 	t.Logf("%d operations (%d increments) on %d keys linearizable; a spine node crashed and came back; counter %d: %d increments acknowledged, %d unanswered",
 		res.Operations, incrs, res.Keys, final, acked, unknown)
+}
+
+// observed is what a final read of a key returned.
+func observed(t *testing.T, cmd *redis.StringCmd) history.Observed {
+	t.Helper()
+	v, err := cmd.Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	return history.Observed{Value: v, Found: err == nil}
+}
+
+// checkHistory checks the history ops of a run: linearizable, no
+// acknowledged write lost (finals are the keys read after the run), and
+// the counter holding exactly its acknowledged increments plus at most
+// the unanswered ones (an increment without an answer may or may not have
+// been applied; none is applied twice). It returns the check and the
+// counter.
+func checkHistory(t *testing.T, ops []history.Operation, finals map[string]history.Observed, counter string, acked, unknown int64) (history.Result, int64) {
+	t.Helper()
+	res := history.Check(ops, time.Minute)
+	if !res.Pass() {
+		t.Fatalf("not linearizable: %d violations, unchecked %v; first: %+v", len(res.Violations), res.Unchecked, res.Violations)
+	}
+	if lost := history.LostWrites(ops, finals); len(lost) > 0 {
+		t.Fatalf("lost acknowledged writes: %v", lost)
+	}
+	final, err := strconv.ParseInt(finals[counter].Value, 10, 64)
+	if err != nil || final < acked || final > acked+unknown {
+		t.Fatalf("counter %s: %v (%v), want %d acknowledged increments (+ up to %d unanswered)", counter, finals[counter], err, acked, unknown)
+	}
+	return res, final
 }
 
 // clientOp runs one operation of client id, its n-th of all, and returns
