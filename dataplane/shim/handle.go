@@ -18,7 +18,10 @@ type request struct {
 	value  []byte // PUT's value, RMW's operation
 	direct bool   // a GET with FlagDirect: a client's, not a cache node's
 	first  bool   // a write's first datagram (FlagFirst): applied nowhere yet
-	start  time.Time
+	// readOnly: an RMW that runs a read-only command (readOnlyCommand),
+	// served as a read: no lock, no phase 1 or 2.
+	readOnly bool
+	start    time.Time
 }
 
 // dedupKey is r's identity in the dedup table.
@@ -85,8 +88,11 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 		first: req.Op.IsWrite() && req.Has(wire.FlagFirst), start: now}
 	if req.Op == wire.OpPut || req.Op == wire.OpRMW {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
+		r.readOnly = req.Op == wire.OpRMW && readOnlyCommand(r.value)
 	}
 	switch {
+	case r.readOnly:
+		s.goServe(r)
 	case req.Op == wire.OpGet && s.batches():
 		s.reads.add(r) // served when the receive batch ends
 	case req.Op.IsWrite() && s.batches():
@@ -109,6 +115,10 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 // never shed: it is at most once, and its client retransmits it.
 func (s *Shim) serve(r *request) {
 	defer func() { <-s.sem }()
+	if r.readOnly {
+		s.serveCommandRead(r)
+		return
+	}
 	if r.op == wire.OpPut || r.op == wire.OpDel || r.op == wire.OpRMW {
 		s.work.TakeAhead(1)
 		s.serveWrite(r)

@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/redisbatch"
 	"github.com/distcache/distcache/dataplane/rediscmd"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -261,3 +263,43 @@ func oneIf(b bool) int {
 
 // bit is 1 when b is non-zero.
 func bit(b byte) int { return oneIf(b != 0) }
+
+// readOnlyCommand says whether rmw, an RMW's operation, runs a read-only
+// command of package rediscmd.
+func readOnlyCommand(rmw []byte) bool {
+	op, arg, err := wire.ParseRMW(rmw)
+	if err != nil || op != wire.RMWCommand {
+		return false
+	}
+	argv, _ := wire.ParseCommandArg(arg) // ParseRMW checked it
+	spec := rediscmd.Lookup(argv[0])
+	return spec != nil && !spec.Write && spec.ArityOK(len(argv)+1)
+}
+
+// serveCommandRead runs r, an RMW of a read-only command, as a read: with
+// a unit of the emulated capacity, without the key's lock or the write's
+// phases (Redis' answer is current when Redis gives it, whatever the
+// caches hold), and with no mark; its reply is not kept for
+// retransmissions, which run it again.
+func (s *Shim) serveCommandRead(r *request) {
+	s.stats.rmws.Add(1)
+	if !s.takeUnit(r.start.Add(s.cfg.QueueTimeout)) {
+		s.shed([]*request{r})
+		return
+	}
+	status, result := wire.StatusInternal, []byte(nil)
+	if call := s.rmwCall(r); call != nil {
+		s.redisq.EvalMany(s.ctx, []*redisbatch.Call{call})
+		out, err := rmwResult(r, call)
+		switch {
+		case err != nil:
+			s.redisError(r.op.String(), r.key, err)
+			status = wire.StatusUnavailable
+		default:
+			status, result = out.status, out.result
+		}
+	}
+	s.metrics.requests.Observe(r.op, metrics.StatusResult(status), time.Since(r.start))
+	reply := s.replyTo(r, status, 0, result)
+	s.answerRead(r, &reply)
+}
