@@ -7,12 +7,14 @@
 // Each takes its key as its first argument, names no other key, and does
 // not block. A gateway forwards such a command to its key's shim as one
 // read-modify-write (wire.RMWCommand); the shim checks the command against
-// this table, so a client cannot make it run anything else, and runs it in
-// Redis under the key's lock as a write: every cached copy of the key is
-// invalidated first, and afterwards the copies get the key's new value
-// only if it is a string without an expiry. A key of another type, or one
-// with an expiry, is never cached. The commands marked read-only change
-// nothing; the shim does not record their replies for retransmissions.
+// this table, so a client cannot make it run anything else. It runs a
+// command that may write in Redis under the key's lock as a write: every
+// cached copy of the key is invalidated first, and afterwards the copies
+// get the key's new value only if it is a string without an expiry. A key
+// of another type, or one with an expiry, is never cached. It runs a
+// read-only command as a read, without the lock or the phases, and keeps
+// no record of its reply for retransmissions. A client that reads and
+// writes Redis itself runs these commands there (package heldkeys).
 package rediscmd
 
 import (
