@@ -97,3 +97,19 @@ func startFaceGateway(t *testing.T) string {
 	_, addr := serveGatewayOn(t, cfg, ln)
 	return addr
 }
+
+// TestClusterFaceAnnouncesIPv4 announces an IPv4 address given in its
+// IPv6-mapped form as the IPv4 address, the form clients connect to, and
+// derives the node id from that.
+func TestClusterFaceAnnouncesIPv4(t *testing.T) {
+	ln := listenLoopback(t)
+	self := netip.MustParseAddrPort(ln.Addr().String())
+	cfg := gatewayConfig(clustertest.Start(t, smallCluster))
+	cfg.Cluster = &gateway.ClusterFace{Announce: netip.AddrPortFrom(netip.AddrFrom16(self.Addr().As16()), self.Port())}
+	_, addr := serveGatewayOn(t, cfg, ln)
+	gw := dialRESP(t, addr)
+	want := fmt.Sprintf("*1\r\n*3\r\n:0\r\n:16383\r\n*4\r\n$9\r\n127.0.0.1\r\n:%d\r\n$40\r\n%s\r\n*0\r\n", self.Port(), gateway.NodeID(self))
+	if got := gw.do([]string{"cluster", "slots"}); string(got) != want {
+		t.Errorf("CLUSTER SLOTS = %q, want %q", got, want)
+	}
+}

@@ -104,6 +104,7 @@ func newClusterFace(cfg ClusterFace, log *slog.Logger) (*clusterFace, error) {
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = DefaultPeerRefresh
 	}
+	cfg.Announce = netip.AddrPortFrom(cfg.Announce.Addr().Unmap(), cfg.Announce.Port())
 	return &clusterFace{cfg: cfg, log: log}, nil
 }
 
