@@ -71,11 +71,8 @@ ONOS_CODECS_SRC := fabric/onos/onoscodecs/pom.xml $(sort $(wildcard fabric/onos/
 ONOS_CODECS_DIR := $(abspath $(TOOLS_DIR))/onos-codecs/$(ONOS_VERSION)-$(shell cat $(ONOS_CODECS_SRC) | sha256sum | cut -c1-12)
 export DISTCACHE_ONOS_CODECS_CLASSPATH ?= $(ONOS_CODECS_DIR)/classpath
 MAVEN_REPO := $(abspath $(TOOLS_DIR))/m2
-# Jedis from Maven Central, a JVM client of the gateway's cluster face:
-# gateway/jediscluster, built with Maven like the ONOS harness, once per
-# version of Jedis and of its sources. The test finds it through
-# DISTCACHE_JEDIS_CLASSPATH (a file holding its Java class path), or
-# where this builds it.
+# Jedis from Maven Central for the gateway's cluster face: gateway/jediscluster,
+# built like the ONOS harness; the test reads DISTCACHE_JEDIS_CLASSPATH.
 JEDIS_VERSION ?= 7.4.1
 JEDIS_SRC := gateway/jediscluster/pom.xml $(sort $(wildcard gateway/jediscluster/src/main/java/org/distcache/jediscluster/*.java))
 JEDIS_DIR := $(abspath $(TOOLS_DIR))/jedis-cluster/$(JEDIS_VERSION)-$(shell cat $(JEDIS_SRC) | sha256sum | cut -c1-12)
@@ -260,8 +257,7 @@ $(ONOS_CODECS_DIR)/classpath:
 	mv '$@.tmp' '$@'
 
 # Builds the Jedis cluster check unless it is built from its current
-# sources and JEDIS_VERSION (Java 17 and Maven from Debian if missing):
-# the jar and the class path of it and Jedis.
+# sources and JEDIS_VERSION (as onos-codecs): its jar and class path.
 .PHONY: jedis-cluster
 jedis-cluster: $(JEDIS_DIR)/classpath
 $(JEDIS_DIR)/classpath:
