@@ -71,6 +71,12 @@ ONOS_CODECS_SRC := fabric/onos/onoscodecs/pom.xml $(sort $(wildcard fabric/onos/
 ONOS_CODECS_DIR := $(abspath $(TOOLS_DIR))/onos-codecs/$(ONOS_VERSION)-$(shell cat $(ONOS_CODECS_SRC) | sha256sum | cut -c1-12)
 export DISTCACHE_ONOS_CODECS_CLASSPATH ?= $(ONOS_CODECS_DIR)/classpath
 MAVEN_REPO := $(abspath $(TOOLS_DIR))/m2
+# Jedis from Maven Central for the gateway's cluster face: gateway/jediscluster,
+# built like the ONOS harness; the test reads DISTCACHE_JEDIS_CLASSPATH.
+JEDIS_VERSION ?= 7.4.1
+JEDIS_SRC := gateway/jediscluster/pom.xml $(sort $(wildcard gateway/jediscluster/src/main/java/org/distcache/jediscluster/*.java))
+JEDIS_DIR := $(abspath $(TOOLS_DIR))/jedis-cluster/$(JEDIS_VERSION)-$(shell cat $(JEDIS_SRC) | sha256sum | cut -c1-12)
+export DISTCACHE_JEDIS_CLASSPATH ?= $(JEDIS_DIR)/classpath
 
 # The build's version, commit and date, linked into the binary
 # (internal/buildinfo; `distcache version`). VERSION is the image tag: the
@@ -108,8 +114,9 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # script (test/scripts); prometheus and promtool for the tests of the metrics
 # and the alert rules; localkube's binaries and Debian packages for the
 # test that brings a real node up and down (test/localkube); ONOS's REST
-# spec and codec harness for the onos fabric driver's tests (fabric/onos).
-TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck spin prometheus prometheus-kubernetes redis-py finsy p4runtime-shell onos-rest onos-codecs localkube-deps
+# spec and codec harness for the onos fabric driver's tests (fabric/onos);
+# Jedis for the gateway's cluster face (gateway/jediscluster).
+TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck spin prometheus prometheus-kubernetes redis-py finsy p4runtime-shell onos-rest onos-codecs jedis-cluster localkube-deps
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -150,7 +157,7 @@ image: ## Build the container image without Docker into IMAGE_ARCHIVE (docker lo
 	$(GO) run ./hack/image -binary $(IMAGE_DIR)/distcache-linux-$(IMAGE_ARCH) -arch $(IMAGE_ARCH) \
 		-version $(VERSION) -revision $(COMMIT) -created $(COMMIT_EPOCH) -out $(IMAGE_ARCHIVE)
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, finsy, p4runtime-shell, ONOS's REST spec and codecs, localkube
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, finsy, p4runtime-shell, ONOS's REST spec and codecs, Jedis, localkube
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
@@ -247,6 +254,19 @@ $(ONOS_CODECS_DIR)/classpath:
 	mvn -q -B -Dstyle.color=never -f fabric/onos/onoscodecs/pom.xml -Dmaven.repo.local='$(MAVEN_REPO)' -Dout='$(ONOS_CODECS_DIR)/build' \
 		-Dmdep.outputFile='$(ONOS_CODECS_DIR)/dependencies' clean package dependency:build-classpath
 	printf '%s:%s\n' '$(ONOS_CODECS_DIR)/build/onoscodecs-$(ONOS_VERSION).jar' "$$(cat '$(ONOS_CODECS_DIR)/dependencies')" > '$@.tmp'
+	mv '$@.tmp' '$@'
+
+# Builds the Jedis cluster check unless it is built from its current
+# sources and JEDIS_VERSION (as onos-codecs): its jar and class path.
+.PHONY: jedis-cluster
+jedis-cluster: $(JEDIS_DIR)/classpath
+$(JEDIS_DIR)/classpath:
+	@$(call apt_install,java javac,openjdk-17-jdk-headless)
+	@$(call apt_install,mvn,maven)
+	mkdir -p '$(JEDIS_DIR)' '$(MAVEN_REPO)'
+	mvn -q -B -Dstyle.color=never -f gateway/jediscluster/pom.xml -Dmaven.repo.local='$(MAVEN_REPO)' -Djedis.version='$(JEDIS_VERSION)' \
+		-Dout='$(JEDIS_DIR)/build' -Dmdep.outputFile='$(JEDIS_DIR)/dependencies' clean package dependency:build-classpath
+	printf '%s:%s\n' '$(JEDIS_DIR)/build/jediscluster-1.jar' "$$(cat '$(JEDIS_DIR)/dependencies')" > '$@.tmp'
 	mv '$@.tmp' '$@'
 
 # Builds upstream Prometheus into PROMETHEUS_DIR unless it is there (once

@@ -75,6 +75,10 @@ func init() {
 		{name: "setnx", arity: 3, flags: []string{"write", "denyoom", "fast"}, first: 1, last: 1, step: 1, write: true, run: runSetNX},
 		{name: "auth", arity: -2, flags: []string{"noscript", "loading", "stale", "fast", "no_auth"}, alone: true, run: runAuth},
 		{name: "config", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, run: runConfig},
+		{name: "cluster", arity: -2, run: runCluster},
+		{name: "readonly", arity: 1, flags: []string{"loading", "stale", "fast"}, run: runClusterConnection},
+		{name: "readwrite", arity: 1, flags: []string{"loading", "stale", "fast"}, run: runClusterConnection},
+		{name: "asking", arity: 1, flags: []string{"fast"}, run: runClusterConnection},
 	}
 	table = append(table, shimCommands()...)
 	for _, c := range table {

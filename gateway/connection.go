@@ -92,7 +92,7 @@ func runHello(c *call, dst []byte) []byte {
 	dst = appendBulkString(dst, "id")
 	dst = appendInt(dst, s.id)
 	dst = appendBulkString(dst, "mode")
-	dst = appendBulkString(dst, "standalone")
+	dst = appendBulkString(dst, c.srv.mode())
 	dst = appendBulkString(dst, "role")
 	dst = appendBulkString(dst, "master")
 	dst = appendBulkString(dst, "modules")

@@ -64,7 +64,7 @@ func oneValue(b []byte) ([]byte, error) {
 	}
 	head, rest := b[1:i], b[i+2:]
 	n := 0
-	if b[0] == '$' || b[0] == '*' || b[0] == '%' {
+	if b[0] == '$' || b[0] == '=' || b[0] == '*' || b[0] == '%' {
 		var err error
 		if n, err = strconv.Atoi(string(head)); err != nil {
 			return nil, err
@@ -73,7 +73,7 @@ func oneValue(b []byte) ([]byte, error) {
 	switch b[0] {
 	case '+', '-', ':', '_':
 		return rest, nil
-	case '$':
+	case '$', '=': // a bulk string, RESP3's verbatim string
 		if n < 0 {
 			return rest, nil
 		}

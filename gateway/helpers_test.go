@@ -29,15 +29,25 @@ func withMaxCommandBytes(n int) gatewayOption {
 // address; everything stops when the test ends.
 func startGateway(t testing.TB, opts ...gatewayOption) (string, *gateway.Server) {
 	t.Helper()
-	addr, s, _ := startGatewayOn(t, clustertest.Config{Name: "gw", Racks: 2, ShardsPerRack: 1, Spine: 2}, opts...)
+	addr, s, _ := startGatewayOn(t, smallCluster, opts...)
 	return addr, s
 }
+
+// smallCluster is the shape of startGateway's cluster.
+var smallCluster = clustertest.Config{Name: "gw", Racks: 2, ShardsPerRack: 1, Spine: 2}
 
 // startGatewayOn is startGateway on a cluster shaped by cc, which it also
 // returns.
 func startGatewayOn(t testing.TB, cc clustertest.Config, opts ...gatewayOption) (string, *gateway.Server, *clustertest.Cluster) {
 	t.Helper()
 	c := clustertest.Start(t, cc)
+	s, addr := serveGateway(t, gatewayConfig(c, opts...))
+	return addr, s, c
+}
+
+// gatewayConfig is the configuration, edited by opts, of a gateway in
+// front of c through a client of its own.
+func gatewayConfig(c *clustertest.Cluster, opts ...gatewayOption) gateway.Config {
 	var cfg gateway.Config
 	for _, o := range opts {
 		o(&cfg)
@@ -46,20 +56,32 @@ func startGatewayOn(t testing.TB, cc clustertest.Config, opts ...gatewayOption) 
 	// As `distcache gateway` does: the loops receive the client's replies.
 	clientCfg.Transport.Polled = gateway.EventLoops(cfg)
 	cfg.Store = c.NewClient(clientCfg)
-	s, addr := serveGateway(t, cfg)
-	return addr, s, c
+	return cfg
 }
 
 // serveGateway serves a gateway of cfg on loopback until the test ends.
 func serveGateway(t testing.TB, cfg gateway.Config) (*gateway.Server, string) {
 	t.Helper()
-	s, err := gateway.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return serveGatewayOn(t, cfg, listenLoopback(t))
+}
+
+// listenLoopback listens on a free TCP port of 127.0.0.1.
+func listenLoopback(t testing.TB) net.Listener {
+	t.Helper()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// serveGatewayOn serves a gateway of cfg on ln until the test ends.
+func serveGatewayOn(t testing.TB, cfg gateway.Config, ln net.Listener) (*gateway.Server, string) {
+	t.Helper()
+	s, err := gateway.New(cfg)
+	if err != nil {
+		_ = ln.Close()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)

@@ -66,11 +66,12 @@ func (c *command) appendInfo(dst []byte) []byte {
 }
 
 // infoSections are INFO's sections, in order.
-var infoSections = []string{"server", "clients", "stats", "distcache"}
+var infoSections = []string{"server", "clients", "stats", "cluster", "distcache"}
 
-// runInfo answers INFO [section ...]: server, clients, stats and
-// distcache (the partition map, the layers and the reads' hit ratio);
-// all, everything and default name every section.
+// runInfo answers INFO [section ...]: server, clients, stats, cluster
+// (cluster_enabled) and distcache (the partition map, the layers and the
+// reads' hit ratio); all, everything and default name every section.
+// RESP3 gets a verbatim string, as from Redis.
 func runInfo(c *call, dst []byte) []byte {
 	want := map[string]bool{}
 	for _, a := range c.args[1:] {
@@ -91,7 +92,7 @@ func runInfo(c *call, dst []byte) []byte {
 		}
 		c.srv.writeInfo(&b, sec)
 	}
-	return appendBulkString(dst, b.String())
+	return appendVerbatim(dst, b.String(), c.resp3)
 }
 
 // writeInfo writes one INFO section.
@@ -101,7 +102,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 	case "server":
 		b.WriteString("# Server\r\n")
 		line("redis_version", RedisVersion)
-		line("redis_mode", "standalone")
+		line("redis_mode", s.mode())
 		line("distcache_version", buildinfo.Get().Version)
 		if a := s.Addr(); a != nil {
 			line("tcp_addr", a.String())
@@ -118,6 +119,13 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("total_commands_processed", st.Commands)
 		line("total_error_replies", st.Errors)
 		line("rejected_connections", st.Rejected)
+	case "cluster":
+		b.WriteString("# Cluster\r\n")
+		enabled := 0
+		if s.face != nil {
+			enabled = 1
+		}
+		line("cluster_enabled", enabled)
 	case "distcache":
 		b.WriteString("# DistCache\r\n")
 		store := s.cfg.Store
@@ -150,6 +158,15 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		}
 		line("tls", s.cfg.TLS != nil)
 	}
+}
+
+// mode is the server's mode, as HELLO and INFO report Redis': cluster
+// with a cluster face, standalone without.
+func (s *Server) mode() string {
+	if s.face != nil {
+		return "cluster"
+	}
+	return "standalone"
 }
 
 // runConfig answers CONFIG GET with no parameter (the gateway has none of

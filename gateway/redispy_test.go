@@ -42,3 +42,16 @@ func TestRedisPy(t *testing.T) {
 		t.Fatalf("redis-py conformance: %v\n%s", err, out)
 	}
 }
+
+// TestRedisPyCluster runs redis-py's RedisCluster, unmodified, against two
+// gateways of one cluster with a cluster face, from one of them
+// (testdata/redispy_cluster.py, RESP2 and RESP3): it finds both, sends
+// each key to the gateway of its slot, splits MGET by slot and pipelines.
+func TestRedisPyCluster(t *testing.T) {
+	addrs, _ := startClusterGateways(t, 2)
+	host, port, _ := net.SplitHostPort(addrs[1])
+	out, err := exec.CommandContext(t.Context(), redisPy(t), filepath.Join("testdata", "redispy_cluster.py"), host, port, "2").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("redis-py cluster: %v\n%s", err, out)
+	}
+}

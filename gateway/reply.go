@@ -35,3 +35,16 @@ func appendMap(b []byte, n int, resp3 bool) []byte {
 	}
 	return redcon.AppendArray(b, 2*n)
 }
+
+// appendVerbatim appends text: RESP3's verbatim string of format txt,
+// RESP2's bulk string.
+func appendVerbatim(b []byte, text string, resp3 bool) []byte {
+	if !resp3 {
+		return redcon.AppendBulkString(b, text)
+	}
+	b = append(b, '=')
+	b = strconv.AppendInt(b, int64(len(text)+4), 10)
+	b = append(b, "\r\ntxt:"...)
+	b = append(b, text...)
+	return append(b, '\r', '\n')
+}

@@ -100,6 +100,11 @@ type Config struct {
 	// Negative, TLS, or another listener or system: a goroutine per
 	// connection instead.
 	Loops int
+	// Cluster, when set, makes the gateway answer cluster-mode clients
+	// as a node of a Redis Cluster whose nodes are the cluster's gateways
+	// (CLUSTER SLOTS, SHARDS, NODES...; cluster.go). Nil: the cluster
+	// commands get the errors of a Redis without cluster support.
+	Cluster *ClusterFace
 	// Registerer receives the metrics; nil means a private registry.
 	Registerer prometheus.Registerer
 	// Logger receives structured logs (default: discarded).
@@ -146,6 +151,8 @@ type Server struct {
 	admit *admission
 	// work runs pipelined commands (workers.go).
 	work *workers
+	// face answers the cluster commands (Config.Cluster; nil: none).
+	face *clusterFace
 	// ctx ends every command in flight when the server closes.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -168,6 +175,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, metrics: m, started: time.Now(), admit: admit}
+	if cfg.Cluster != nil {
+		if s.face, err = newClusterFace(*cfg.Cluster, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.work = startWorkers(s.ctx, cfg.MaxInFlight)
 	s.rs = redcon.NewServerNetwork("tcp", "", s.serve, s.accept, s.closed)
@@ -180,6 +192,13 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	s.addr = ln.Addr()
 	s.mu.Unlock()
+	if s.face != nil {
+		port := uint16(0)
+		if a, ok := ln.Addr().(*net.TCPAddr); ok {
+			port = uint16(a.Port)
+		}
+		s.face.start(s.ctx, port)
+	}
 	if served, err := s.serveLoops(ln); served {
 		return err
 	}
@@ -206,6 +225,9 @@ func (s *Server) Close() error {
 	s.cancel()
 	stop := s.stopLoops
 	s.mu.Unlock()
+	if s.face != nil {
+		s.face.wait()
+	}
 	if stop != nil {
 		stop()
 		return nil

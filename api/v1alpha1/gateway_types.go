@@ -87,6 +87,18 @@ type GatewaySpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	// +optional
 	TLSSecretName string `json:"tlsSecretName,omitempty"`
+	// ClusterFace makes the gateway answer Redis Cluster clients (go-redis
+	// ClusterClient, redis-py RedisCluster, Jedis JedisCluster) as a
+	// Redis Cluster whose nodes are the gateway pods: CLUSTER SLOTS, SHARDS
+	// and NODES name each pod by its IP (its node's IP with hostNetwork),
+	// with the 16384 slots spread evenly over them, so such clients spread
+	// their connections over the pods. Every gateway pod still serves
+	// every key: no client is redirected. With more than one replica, or
+	// mode DaemonSet, the pods find each other through a headless Service
+	// named <cluster>-gateway-peers. Off: the cluster commands get the
+	// error of a Redis without cluster support.
+	// +optional
+	ClusterFace bool `json:"clusterFace,omitempty"`
 }
 
 // GatewayStatus is a cluster's Redis-compatible gateway as the operator

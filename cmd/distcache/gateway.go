@@ -2,11 +2,15 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/metrics"
@@ -25,6 +29,7 @@ func newGatewayCommand() *cobra.Command {
 		zone, host string
 		zoneMargin float64
 		clientLeaf netip.AddrPort
+		face       clusterFaceFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -67,6 +72,9 @@ the commands.`,
 					return err
 				}
 			}
+			if cfg.Cluster, err = face.config(redisAddr, os.Getenv("POD_IP")); err != nil {
+				return err
+			}
 			cc := client.Config{Transport: o.transport(clientAddr, log), Maps: w, Registerer: wrapped, Logger: log,
 				Zone: zone, Host: host, ZoneMargin: zoneMargin, ClientLeaf: clientLeaf}
 			cc.Transport.Polled = gateway.EventLoops(cfg) // the loops receive the replies
@@ -100,6 +108,7 @@ the commands.`,
 	f.StringVar(&host, "host", os.Getenv("NODE_NAME"), "the machine (Kubernetes node) the gateway runs on, whose members' zone is its zone when --zone is unset (default $NODE_NAME)")
 	f.Float64Var(&zoneMargin, "zone-margin", client.DefaultZoneMargin, "how much more loaded a cache node in the gateway's zone may be than one in another zone and still be chosen (negative: zones not told apart)")
 	f.Var(addrPortValue{&clientLeaf}, "client-leaf", clientLeafHelp)
+	face.addFlags(f)
 	_ = f.MarkHidden("listen") // the client's UDP address is --client-addr
 	return cmd
 }
@@ -117,4 +126,55 @@ func defaultGCPercent(percent int) {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(percent)
 	}
+}
+
+// clusterFaceFlags are the flags of the gateway's cluster face.
+type clusterFaceFlags struct {
+	on         bool
+	announceIP string
+	peersDNS   string
+}
+
+func (c *clusterFaceFlags) addFlags(f *pflag.FlagSet) {
+	f.BoolVar(&c.on, "cluster-face", false, "answer Redis Cluster clients as a node of a cluster of the gateways (CLUSTER SLOTS, SHARDS, NODES...); every gateway still serves every key")
+	f.StringVar(&c.announceIP, "cluster-announce-ip", "", "the IP the cluster face names this gateway by (default: --redis-addr's IP, or $POD_IP when that listens on every address)")
+	f.StringVar(&c.peersDNS, "cluster-peers-dns", "", fmt.Sprintf("a DNS name whose A records are the other gateways, each on this one's port (a headless Service), resolved again every %s; unset: this gateway alone", gateway.DefaultPeerRefresh))
+}
+
+// config is the gateway's cluster face (nil without --cluster-face) for
+// a gateway listening on redisAddr, in a pod of IP podIP (when known).
+func (c *clusterFaceFlags) config(redisAddr, podIP string) (*gateway.ClusterFace, error) {
+	if !c.on {
+		if c.announceIP != "" || c.peersDNS != "" {
+			return nil, errors.New("cannot use --cluster-announce-ip or --cluster-peers-dns without --cluster-face")
+		}
+		return nil, nil
+	}
+	host, portText, err := net.SplitHostPort(redisAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot answer as a Redis Cluster: --redis-addr %s: %w", redisAddr, err)
+	}
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil || port == 0 {
+		return nil, fmt.Errorf("cannot answer as a Redis Cluster: --redis-addr %s has no fixed port to announce", redisAddr)
+	}
+	ip := c.announceIP
+	if ip == "" {
+		ip = host
+		if a, err := netip.ParseAddr(host); host == "" || (err == nil && a.IsUnspecified()) {
+			ip = podIP
+		}
+	}
+	if ip == "" {
+		return nil, fmt.Errorf("cannot answer as a Redis Cluster: --redis-addr %s listens on every address: set --cluster-announce-ip or $POD_IP", redisAddr)
+	}
+	addr, err := netip.ParseAddr(ip)
+	if err != nil || addr.IsUnspecified() {
+		return nil, fmt.Errorf("cannot answer as a Redis Cluster: %q is no IP clients can reach: set --cluster-announce-ip", ip)
+	}
+	face := &gateway.ClusterFace{Announce: netip.AddrPortFrom(addr.Unmap(), uint16(port))}
+	if c.peersDNS != "" {
+		face.Peers = gateway.DNSPeers{Name: c.peersDNS}
+	}
+	return face, nil
 }

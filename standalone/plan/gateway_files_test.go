@@ -22,7 +22,8 @@ import (
 // it requires AUTH and serves TLS; files that are missing, unreadable or
 // not a certificate and its key, half a pair, files without a gateway to
 // pass them to, and the spec's Secrets are refused by Check and New alike,
-// with an error that names the flags.
+// with an error that names the flags. spec.gateway.clusterFace passes
+// --cluster-face: the gateway announces its loopback address, alone.
 func TestGatewayUsersAndTLS(t *testing.T) {
 	dir := t.TempDir()
 	users := filepath.Join(dir, "users")
@@ -59,6 +60,12 @@ func TestGatewayUsersAndTLS(t *testing.T) {
 	}, {
 		name: "users and TLS", opts: plan.Options{GatewayUsersDir: users, GatewayTLSCert: cert, GatewayTLSKey: key},
 		wantArgs: []string{"--users-dir=" + users, "--tls-cert=" + cert, "--tls-key=" + key},
+	}, {
+		name: "spec.gateway.clusterFace", spec: func(s *v1alpha1.CacheClusterSpec) { s.Gateway.ClusterFace = true },
+		wantArgs: []string{"--cluster-face"},
+	}, {
+		name: "cluster face and users", spec: func(s *v1alpha1.CacheClusterSpec) { s.Gateway.ClusterFace = true },
+		opts: plan.Options{GatewayUsersDir: users}, wantArgs: []string{"--users-dir=" + users, "--cluster-face"},
 	}, {
 		name: "a certificate without its key", opts: plan.Options{GatewayTLSCert: cert},
 		wantErr: []string{"cannot serve the gateway over TLS: --gateway-tls-cert and --gateway-tls-key go together"},

@@ -1,6 +1,7 @@
 // Package dnstest is a real DNS server on a loopback UDP socket for tests:
 // it answers A queries from records the test sets and changes, as a
-// cluster's DNS does when a pod starts or is recreated with a new IP.
+// cluster's DNS does when a pod starts or is recreated with a new IP, or a
+// headless Service's name when its ready pods change.
 package dnstest
 
 import (
@@ -17,8 +18,8 @@ import (
 // and AAAA queries of known names an empty answer.
 type Server struct {
 	conn    net.PacketConn
-	mu      sync.Mutex            // guards records
-	records map[string]netip.Addr // FQDN → IPv4
+	mu      sync.Mutex              // guards records
+	records map[string][]netip.Addr // FQDN → IPv4s
 }
 
 // Start serves until the test ends.
@@ -29,7 +30,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{conn: conn, records: map[string]netip.Addr{}}
+	s := &Server{conn: conn, records: map[string][]netip.Addr{}}
 	done := make(chan struct{})
 	go func() { defer close(done); s.serve() }()
 	t.Cleanup(func() { _ = conn.Close(); <-done })
@@ -38,13 +39,27 @@ func Start(t testing.TB) *Server {
 
 // Set gives the fully qualified name an A record of ip ("" removes it).
 func (s *Server) Set(name string, ip string) {
+	if ip == "" {
+		s.SetAll(name)
+		return
+	}
+	s.SetAll(name, ip)
+}
+
+// SetAll gives the fully qualified name an A record of each of ips, as a
+// headless Service's name has one per ready pod (none removes the name).
+func (s *Server) SetAll(name string, ips ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ip == "" {
+	if len(ips) == 0 {
 		delete(s.records, name)
 		return
 	}
-	s.records[name] = netip.MustParseAddr(ip)
+	addrs := make([]netip.Addr, len(ips))
+	for i, ip := range ips {
+		addrs[i] = netip.MustParseAddr(ip)
+	}
+	s.records[name] = addrs
 }
 
 // Resolver sends every query to s.
@@ -80,7 +95,7 @@ func (s *Server) answer(query []byte) ([]byte, bool) {
 		return nil, false
 	}
 	s.mu.Lock()
-	ip, known := s.records[q.Name.String()]
+	ips, known := s.records[q.Name.String()]
 	s.mu.Unlock()
 	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired}
 	if !known {
@@ -91,7 +106,10 @@ func (s *Server) answer(query []byte) ([]byte, bool) {
 	if b.StartQuestions() != nil || b.Question(q) != nil || b.StartAnswers() != nil {
 		return nil, false
 	}
-	if known && q.Type == dnsmessage.TypeA {
+	if q.Type != dnsmessage.TypeA {
+		ips = nil // a known name's AAAA query: an empty answer
+	}
+	for _, ip := range ips {
 		if b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 0}, dnsmessage.AResource{A: ip.As4()}) != nil {
 			return nil, false
 		}

@@ -73,19 +73,25 @@ func GatewayEndpoint(cc *v1alpha1.CacheCluster) string {
 // reconcileGateway keeps the cluster's Redis-compatible gateway: `distcache
 // gateway` pods following the map ConfigMap as the data-plane pods do, run
 // by a Deployment or a DaemonSet (spec.gateway.mode; the other one is
-// deleted), a Service in front of them and, with the cluster's
-// NetworkPolicy, a policy admitting the clients to their Redis port. With
-// replicas 0 it deletes them. What it finds of the workload goes into
+// deleted), a Service in front of them, with a cluster face over several
+// pods a headless Service through which they find each other
+// (gatewaypeers.go) and, with the cluster's NetworkPolicy, a policy
+// admitting the clients to their Redis port. With replicas 0 it deletes
+// them. What it finds of the workload goes into
 // s.gateway, for GatewayReady.
 func (r *Reconciler) reconcileGateway(ctx context.Context, s *state) (ctrl.Result, error) {
 	meta := metav1.ObjectMeta{Name: GatewayName(s.cc.Name), Namespace: s.cc.Namespace}
 	dep, ds := &appsv1.Deployment{ObjectMeta: meta}, &appsv1.DaemonSet{ObjectMeta: meta}
 	svc, np := &corev1.Service{ObjectMeta: meta}, &networkingv1.NetworkPolicy{ObjectMeta: meta}
+	peers := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: GatewayPeersName(s.cc.Name), Namespace: s.cc.Namespace}}
 	if gatewayReplicas(s.cc) == 0 {
 		s.gateway = &gatewayObservation{disabled: true}
-		return ctrl.Result{}, r.deleteAll(ctx, dep, ds, svc, np)
+		return ctrl.Result{}, r.deleteAll(ctx, dep, ds, svc, np, peers)
 	}
 	if err := r.apply(ctx, s.cc, svc, func() { r.mutateGatewayService(s.cc, svc) }); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.reconcileGatewayPeers(ctx, s.cc, peers); err != nil {
 		return ctrl.Result{}, err
 	}
 	obs, err := r.applyGatewayWorkload(ctx, s.cc, dep, ds)
@@ -189,6 +195,7 @@ func (r *Reconciler) setGatewayPod(cc *v1alpha1.CacheCluster, tpl *corev1.PodTem
 		c.Ports[0].HostPort, c.Ports[1].HostPort = port, MetricsPort
 	}
 	c.Resources = cc.Spec.Gateway.Resources
+	setGatewayClusterFace(cc, &c)
 	volumes := []corev1.Volume{dataPlaneKeyVolume(cc)}
 	for _, m := range []struct {
 		secret, name, path string
