@@ -127,21 +127,27 @@ func download(ctx context.Context, tmp, version string) (string, error) {
 		// apt's download user cannot enter a directory of root's.
 		opts = append(opts, "-o", "APT::Sandbox::User=root")
 	}
-	aptGet := func(dir string, args ...string) error {
+	aptGet := func(dir string, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "apt-get", append(append([]string{}, opts...), args...)...)
 		cmd.Dir = dir
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%w: apt-get %s: %w\n%s", ErrUnavailable, strings.Join(args, " "), err, out.Bytes())
+			return nil, fmt.Errorf("%w: apt-get %s: %w\n%s", ErrUnavailable, strings.Join(args, " "), err, out.Bytes())
 		}
-		return nil
+		return out.Bytes(), nil
 	}
-	if err := aptGet(tmp, "update"); err != nil {
+	out, err := aptGet(tmp, "update")
+	if err != nil {
 		return "", err
 	}
+	// apt-get update succeeds when it cannot reach the archive, with a
+	// warning.
+	if indexes, _ := filepath.Glob(filepath.Join(tmp, "lists", "*_Sources*")); len(indexes) == 0 {
+		return "", fmt.Errorf("%w: apt-get update fetched no source index:\n%s", ErrUnavailable, out)
+	}
 	src := filepath.Join(tmp, "src")
-	if err := aptGet(src, "source", "redis="+version); err != nil {
+	if _, err := aptGet(src, "source", "redis="+version); err != nil {
 		return "", err
 	}
 	trees, err := filepath.Glob(filepath.Join(src, "redis-*", "tests", "test_helper.tcl"))

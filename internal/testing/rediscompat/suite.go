@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,11 +148,35 @@ func (o RunOptions) Args(gateway, unit string) ([]string, error) {
 // suite's output and its parsed result. The suite runs in a process group
 // of its own (it starts a test client process), killed by its PID when
 // the run outlasts o.Timeout.
-func (s *Suite) Run(parent context.Context, c *Cluster, unit string, o RunOptions) ([]byte, Result, error) {
+//
+// The suite listens for its test client on a port it finds free in the
+// 32 below --baseport (and whose port+10000 is free too); two suites
+// started together may find the same one, and one of them then cannot
+// listen. So each run draws its --baseport at random, below the
+// ephemeral ports that the clusters' processes get, and a suite that
+// could not listen runs again, at most attempts times in all.
+func (s *Suite) Run(ctx context.Context, c *Cluster, unit string, o RunOptions) ([]byte, Result, error) {
+	const attempts = 3
+	for i := 1; ; i++ {
+		out, res, err := s.runOnce(ctx, c, unit, o, 12000+rand.IntN(10000))
+		if err != nil || i == attempts || !cannotListen(out) {
+			return out, res, err
+		}
+	}
+}
+
+// cannotListen reports the output of a suite that could not listen for
+// its test client.
+func cannotListen(out []byte) bool {
+	return bytes.Contains(out, []byte("couldn't open socket")) && !bytes.Contains(out, []byte("[ready]"))
+}
+
+func (s *Suite) runOnce(parent context.Context, c *Cluster, unit string, o RunOptions, basePort int) ([]byte, Result, error) {
 	args, err := o.Args(c.Gateway, unit)
 	if err != nil {
 		return nil, Result{}, err
 	}
+	args = append(args, "--baseport", strconv.Itoa(basePort+32))
 	// A file, not a pipe: the test client inherits it, and Wait would
 	// wait for a pipe's last writer.
 	outFile, err := os.CreateTemp(s.dir, "output-*.log")
