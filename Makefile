@@ -108,8 +108,10 @@ ALLOC_PACKAGES ?= ./dataplane/... ./routing/... ./hotkey/... ./workload/ ./place
 # script (test/scripts); prometheus and promtool for the tests of the metrics
 # and the alert rules; localkube's binaries and Debian packages for the
 # test that brings a real node up and down (test/localkube); ONOS's REST
-# spec and codec harness for the onos fabric driver's tests (fabric/onos).
-TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck spin prometheus prometheus-kubernetes redis-py finsy p4runtime-shell onos-rest onos-codecs localkube-deps
+# spec and codec harness for the onos fabric driver's tests (fabric/onos);
+# tclsh and dpkg-source for the test that runs Redis's own Tcl test suite,
+# from Debian's redis source package, against the gateway (test/rediscompat).
+TEST_DEPS ?= redis-server nutcracker envtest controller-gen iptables shellcheck spin prometheus prometheus-kubernetes redis-py finsy p4runtime-shell onos-rest onos-codecs localkube-deps tclsh dpkg-dev
 
 # Simulator.
 SIM_OUT ?= out/sim
@@ -150,7 +152,7 @@ image: ## Build the container image without Docker into IMAGE_ARCHIVE (docker lo
 	$(GO) run ./hack/image -binary $(IMAGE_DIR)/distcache-linux-$(IMAGE_ARCH) -arch $(IMAGE_ARCH) \
 		-version $(VERSION) -revision $(COMMIT) -created $(COMMIT_EPOCH) -out $(IMAGE_ARCHIVE)
 
-test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, finsy, p4runtime-shell, ONOS's REST spec and codecs, localkube
+test-deps: $(TEST_DEPS) ## Install what the tests need (idempotent): redis-server, envtest, controller-gen, iptables, shellcheck, prometheus (Debian's and upstream), redis-py, finsy, p4runtime-shell, ONOS's REST spec and codecs, localkube, tcl, dpkg-dev
 	@echo 'test-deps: ok'
 
 # Installs the Debian packages redis-server and redis-tools (redis-benchmark,
@@ -180,6 +182,16 @@ iptables:
 .PHONY: shellcheck
 shellcheck:
 	@$(call apt_install,shellcheck,shellcheck)
+
+# Installs the Debian package tcl unless tclsh is on PATH, and dpkg-dev
+# unless dpkg-source is: Redis's own test suite is Tcl, and dpkg-source
+# unpacks Debian's redis source package that holds it (make redis-compat,
+# test/rediscompat).
+.PHONY: tclsh dpkg-dev
+tclsh:
+	@$(call apt_install,tclsh,tcl)
+dpkg-dev:
+	@$(call apt_install,dpkg-source,dpkg-dev)
 
 # Installs the Debian packages spin and gcc unless both are on PATH, for
 # the model check of direct writes (dataplane/heldkeys/testdata).
@@ -432,6 +444,24 @@ REAL_CPU_FLAGS ?=
 bench-real-cpu: redis-server nutcracker build ## Measure DistCache against twemproxy on real CPU: every server under the same cgroup CPU limit (root)
 	@[ "$$(id -u)" = 0 ] || { echo 'make bench-real-cpu needs root: it puts each server in a cgroup with a CPU limit'; exit 1; }
 	$(GO) run ./hack/realcpu -distcache bin/distcache -cpu $(REAL_CPU_LIMIT) -run-dir '$(REAL_CPU_DIR)/run' -out '$(REAL_CPU_DIR)' $(REAL_CPU_FLAGS)
+
+# Redis's own Tcl test suite against the gateway (hack/rediscompat,
+# docs/gateway.md): the suite of the installed redis-server's Debian source
+# package, downloaded once into TOOLS_DIR/redis-src-<version> by apt-get
+# source with apt lists of its own; each unit against the gateway of a
+# fresh standalone cluster (hack/rediscompat/cluster.yaml), bounded by 5
+# minutes. It prints passed, failed and skipped tests per unit and writes
+# the report, with the failures by cause, to REDIS_COMPAT_OUT and each
+# unit's output to REDIS_COMPAT_LOGS. REDIS_COMPAT_FLAGS: more flags, e.g.
+# -units unit/type/string,unit/expire.
+REDIS_COMPAT_OUT ?= out/redis-compat.md
+REDIS_COMPAT_LOGS ?= out/redis-compat
+REDIS_COMPAT_FLAGS ?=
+
+.PHONY: redis-compat
+redis-compat: redis-server tclsh dpkg-dev build ## Run Redis's own test suite against the gateway of a standalone cluster; per-unit table, report in REDIS_COMPAT_OUT
+	$(GO) run ./hack/rediscompat -distcache bin/distcache -cache '$(abspath $(TOOLS_DIR))' \
+		-out '$(REDIS_COMPAT_OUT)' -logs '$(REDIS_COMPAT_LOGS)' $(REDIS_COMPAT_FLAGS)
 
 # Partition-map delivery latency (docs/benchmarks.md): real shim and node
 # processes read their map through envtest's API server as a ServiceAccount,
