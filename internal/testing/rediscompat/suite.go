@@ -18,7 +18,7 @@ import (
 )
 
 // Units are the units `make redis-compat` runs: every unit of the types
-// (tests/unit/type of Redis 7.0: list-common.tcl is a helper the list
+// (tests/unit/type of Redis 7.0: list-common.tcl is code the list
 // units source), expiry, the keyspace, the protocol, transactions and
 // scripting.
 var Units = []string{
