@@ -110,7 +110,11 @@ func parseSetOptions(args [][]byte, now time.Time) (client.SetOptions, string) {
 			if err != nil {
 				return o, "ERR value is not an integer or out of range"
 			}
-			if n <= 0 || n > math.MaxInt64/int64(time.Second) {
+			unit := time.Second
+			if opt == "PX" || opt == "PXAT" {
+				unit = time.Millisecond
+			}
+			if n <= 0 || n > math.MaxInt64/int64(unit) { // beyond a time.Duration (year 2262)
 				return o, "ERR invalid expire time in 'set' command"
 			}
 			switch opt {
