@@ -126,6 +126,17 @@ func newCommandGen(r *rand.Rand) *commandGen {
 		func() []string { return []string{g.pick("xrange", "xrevrange"), k(), "-", "+"} },
 		func() []string { return []string{"xdel", k(), strconv.Itoa(g.r.IntN(g.stream+1)) + "-1"} },
 		func() []string { return []string{"xtrim", k(), "MAXLEN", "2"} },
+		func() []string { return []string{"xsetid", k(), strconv.Itoa(g.stream+g.r.IntN(3)) + "-1"} },
+		func() []string { return []string{"xpending", k(), "g1"} },
+		func() []string { return []string{"xack", k(), "g1", "1-1"} },
+		func() []string { return []string{"xclaim", k(), "g1", "c1", "0", "1-1"} },
+		func() []string { return []string{"xautoclaim", k(), "g1", "c1", "0", "0"} },
+		// DUMP's payload is the same on two servers of one version;
+		// RESTORE's is redis-server 7.0's DUMP of the string "a".
+		func() []string { return []string{"dump", k()} },
+		func() []string {
+			return []string{"restore", k(), "0", "\x00\x01a\n\x00\xbf\xfe\xef\x9b\x8f6}\xb4", g.pick("REPLACE", "ABSTTL")}
+		},
 		// Errors the gateway answers itself, as Redis does.
 		func() []string { return []string{"hget", k()} },
 		func() []string { return []string{"hsetx", k(), v()} },

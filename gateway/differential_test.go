@@ -118,10 +118,8 @@ func normalise(rule string, reply []byte) []byte {
 		if n, err := strconv.ParseInt(string(bytes.TrimSpace(reply[1:])), 10, 64); err == nil && n > 0 {
 			return []byte(":positive")
 		}
-	case rule == "shape" && reply[0] == '*':
-		return reply[:bytes.IndexByte(reply, '\n')+1]
-	case rule == "shape" && reply[0] == '$':
-		return []byte("$bulk")
+	case rule == "shape" && (reply[0] == '*' || reply[0] == '$'):
+		return reply[:bytes.IndexByte(reply, '\n')+1] // the type and the length
 	case rule == "unordered" && (reply[0] == '*' || reply[0] == '~'):
 		lines := strings.SplitAfter(string(reply), "\r\n")
 		var elems []string

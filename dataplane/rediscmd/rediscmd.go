@@ -51,7 +51,7 @@ var table = []Spec{
 	{"setex", 4, true}, {"psetex", 4, true},
 	{"expire", -3, true}, {"pexpire", -3, true}, {"expireat", -3, true}, {"pexpireat", -3, true},
 	{"ttl", 2, false}, {"pttl", 2, false}, {"expiretime", 2, false}, {"pexpiretime", 2, false},
-	{"persist", 2, true}, {"type", 2, false},
+	{"persist", 2, true}, {"type", 2, false}, {"dump", 2, false}, {"restore", -4, true},
 	// Hashes.
 	{"hset", -4, true}, {"hsetnx", 4, true}, {"hmset", -4, true}, {"hget", 3, false}, {"hmget", -3, false},
 	{"hdel", -3, true}, {"hlen", 2, false}, {"hstrlen", 3, false}, {"hexists", 3, false},
@@ -80,7 +80,8 @@ var table = []Spec{
 	{"geoadd", -5, true}, {"geopos", -2, false}, {"geodist", -4, false}, {"geohash", -2, false},
 	{"geosearch", -7, false},
 	{"xadd", -5, true}, {"xlen", 2, false}, {"xrange", -4, false}, {"xrevrange", -4, false},
-	{"xdel", -3, true}, {"xtrim", -4, true},
+	{"xdel", -3, true}, {"xtrim", -4, true}, {"xsetid", -3, true},
+	{"xack", -4, true}, {"xclaim", -6, true}, {"xautoclaim", -6, true}, {"xpending", -3, false},
 }
 
 // byName indexes table by name.

@@ -52,6 +52,9 @@ func TestCommand(t *testing.T) {
 		{"lpush", "", []string{"rpush", "k", "a"}, []string{"lpush", "b"}, ":2\r\n", wire.StatusUncacheable, ""},
 		{"an integer of 16 digits", "", []string{"hset", "k", "n", "1234567890123450"}, []string{"hincrby", "n", "1"},
 			":1234567890123451\r\n", wire.StatusUncacheable, ""},
+		{"restore over a string", "s", nil, []string{"restore", "0", "\x00\x01a\n\x00\xbf\xfe\xef\x9b\x8f6}\xb4", "REPLACE"},
+			"+OK\r\n", wire.StatusOK, "a"},
+		{"dump", "a", nil, []string{"dump"}, "$13\r\n\x00\x01a\n\x00\xbf\xfe\xef\x9b\x8f6}\xb4\r\n", readOnly, ""},
 		{"a syntax error", "s", nil, []string{"expire", "10", "SOON"}, "-ERR Unsupported option SOON\r\n", wire.StatusOK, "s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
