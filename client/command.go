@@ -104,3 +104,39 @@ func commandRMWs(keys []string, args [][][]byte, errs []error) (values [][]byte,
 	}
 	return values, ok
 }
+
+// ErrNoStorageAccess: the operation needs the client to reach the shards'
+// Redis itself (spec.dataPlane.directReads).
+var ErrNoStorageAccess = errors.New("the client does not reach the shards' Redis (direct reads are off)")
+
+// ConfigSet runs CONFIG SET with pairs (parameter, value, ...) on every
+// shard's Redis, where the client reads storage itself; the shards already
+// set keep the values when one fails. Without direct reads it is
+// ErrNoStorageAccess.
+func (c *Client) ConfigSet(ctx context.Context, pairs ...string) error {
+	v := c.view.Load()
+	if v.storage == nil {
+		return fmt.Errorf("cannot set Redis parameters: %w", ErrNoStorageAccess)
+	}
+	cmd := append([]any{"CONFIG", "SET"}, anys(pairs)...)
+	var errs []error
+	for sh, b := range v.storage {
+		call := redisbatch.Call{Cmds: [][]any{cmd}}
+		b.EvalMany(ctx, []*redisbatch.Call{&call})
+		if call.Err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", sh, call.Err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cannot set Redis parameters: %w", err)
+	}
+	return nil
+}
+
+func anys(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
+}

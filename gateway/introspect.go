@@ -170,11 +170,14 @@ func (s *Server) mode() string {
 }
 
 // runConfig answers CONFIG GET with no parameter (the gateway has none of
-// Redis' configuration; redis-benchmark asks for save and appendonly) and
-// refuses the rest.
+// Redis' configuration; redis-benchmark asks for save and appendonly),
+// CONFIG SET of the encoding limits (configset.go), and refuses the rest.
 func runConfig(c *call, dst []byte) []byte {
-	if strings.EqualFold(string(c.args[1]), "get") && len(c.args) >= 3 {
+	switch {
+	case strings.EqualFold(string(c.args[1]), "get") && len(c.args) >= 3:
 		return appendMap(dst, 0, c.resp3)
+	case strings.EqualFold(string(c.args[1]), "set"):
+		return runConfigSet(c, dst)
 	}
 	return appendError(dst, "ERR CONFIG "+strings.ToUpper(clip(c.args[1]))+" is not supported by the DistCache gateway")
 }

@@ -43,6 +43,8 @@ type Store interface {
 	// shim (args: the name, then the arguments after the key) and returns
 	// Redis' reply in RESP2.
 	Command(ctx context.Context, key string, args [][]byte) ([]byte, error)
+	// ConfigSet sets Redis parameters, name then value, on every shard.
+	ConfigSet(ctx context.Context, pairs ...string) error
 	// Placement is the partition map the store routes by (INFO).
 	Placement() *partmap.Placement
 	// Stats are the store's counters (INFO).

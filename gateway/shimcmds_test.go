@@ -258,3 +258,35 @@ func TestPipelinedCommandsKeepOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigSetOfEncodingLimits: CONFIG SET of an encoding limit reaches
+// every shard's Redis where the gateway reads storage itself; other
+// parameters, and a gateway without direct reads, get an error.
+func TestConfigSetOfEncodingLimits(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		addr, _, c := startGatewayOn(t, clustertest.Config{Name: "conf", Racks: 2, ShardsPerRack: 1, Spine: 1,
+			DirectReads: direct, DirectWrites: direct})
+		rc := redisClient(t, addr, 2)
+		err := rc.ConfigSet(t.Context(), "hash-max-listpack-entries", "7").Err()
+		if !direct {
+			if err == nil || !strings.Contains(err.Error(), "direct reads are off") {
+				t.Errorf("CONFIG SET without direct reads: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("CONFIG SET hash-max-listpack-entries: %v", err)
+		}
+		for _, r := range c.Redis {
+			shard := redis.NewClient(&redis.Options{Addr: r.Addr()})
+			got, err := shard.ConfigGet(t.Context(), "hash-max-listpack-entries").Result()
+			_ = shard.Close()
+			if err != nil || got["hash-max-listpack-entries"] != "7" {
+				t.Errorf("Redis at %s: hash-max-listpack-entries %v (%v), want 7", r.Addr(), got, err)
+			}
+		}
+		if err := rc.ConfigSet(t.Context(), "save", "").Err(); err == nil || !strings.Contains(err.Error(), "not supported") {
+			t.Errorf("CONFIG SET save: %v, want refused", err)
+		}
+	}
+}
