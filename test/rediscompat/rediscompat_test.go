@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite testdata/floors.txt with the te
 
 // units are the units this test runs: each finishes within seconds, and
 // their passing tests do not wait for expiries (unit/expire does).
-var units = []string{"unit/type/string", "unit/type/incr", "unit/type/hash", "unit/type/stream", "unit/keyspace", "unit/protocol"}
+var units = []string{"unit/type/string", "unit/type/incr", "unit/type/hash", "unit/type/zset", "unit/type/stream", "unit/keyspace", "unit/protocol"}
 
 const floorsFile = "testdata/floors.txt"
 
