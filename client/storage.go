@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -177,17 +176,11 @@ func (c *Client) storageAnswered(ctx context.Context, v *view, key string, kb []
 		r, label, err := c.storageResult(value, err == nil)
 		return r, label, stepDone, err
 	}
-	if isWrongType(err) { // an answer: the key holds a hash, a list...
+	if redisconn.IsWrongType(err) { // an answer: the key holds a hash, a list...
 		c.stats.storageReads.Add(1)
 		return Result{}, metrics.StatusResult(wire.StatusWrongType), stepDone, fmt.Errorf("%w: %w", ErrWrongType, err)
 	}
 	c.stats.storageFailures.Add(1)
 	c.cfg.Logger.Debug("cannot read storage directly; asking the shim", "key", key, "err", err)
 	return c.getDirect(ctx, v, key, kb)
-}
-
-// isWrongType says whether err is Redis' refusal of a key of another type.
-func isWrongType(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/pflag"
@@ -154,4 +155,11 @@ func readPassword(path string) (string, error) {
 		return "", fmt.Errorf("cannot use Redis password file %s: %w", path, errEmpty)
 	}
 	return string(b), nil
+}
+
+// IsWrongType says whether err is Redis' refusal of a key of another type
+// (WRONGTYPE): an answer about the key, not a failure of the connection.
+func IsWrongType(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }

@@ -3,13 +3,13 @@ package shim
 import (
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/dataplane/heldkeys"
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/redisconn"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 )
@@ -26,7 +26,7 @@ func (s *Shim) getStatus(key string, v []byte, err error) (wire.Status, []byte) 
 	switch {
 	case errors.Is(err, redis.Nil):
 		return wire.StatusNotFound, nil
-	case isWrongType(err):
+	case redisconn.IsWrongType(err):
 		return wire.StatusWrongType, nil
 	case err != nil:
 		s.redisError("GET", key, err)
@@ -43,7 +43,7 @@ func (s *Shim) redisGetCacheable(key string) (wire.Status, []byte) {
 	pipe := s.rdb.Pipeline()
 	pipe.SAdd(s.ctx, heldkeys.Key, key) // before the read: direct writes of the key stop (package heldkeys)
 	get, ttl := pipe.Get(s.ctx, key), pipe.PTTL(s.ctx, key)
-	if _, err := pipe.Exec(s.ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+	if _, err := pipe.Exec(s.ctx); err != nil && !errors.Is(err, redis.Nil) && !redisconn.IsWrongType(err) {
 		s.redisError("GET", key, err)
 		return wire.StatusUnavailable, nil
 	}
@@ -54,12 +54,6 @@ func (s *Shim) redisGetCacheable(key string) (wire.Status, []byte) {
 		return wire.StatusUncacheable, nil
 	}
 	return status, v
-}
-
-// isWrongType says whether err is Redis' refusal of a key of another type.
-func isWrongType(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "WRONGTYPE")
 }
 
 // serveGets answers GETs of one key, each a cache node's miss or a
