@@ -20,7 +20,8 @@ import (
 // with the two fixes of a FLUSH, and not without them; and the rule of a
 // reverted change (0649cb1: forget a node whose INVALIDATE_ACK has no
 // FlagHit) breaks it; a write that takes its key out of the set (trim)
-// keeps it when its phase 2 carries no value, and not otherwise.
+// keeps it when its phase 2 carries no value, and not otherwise, whether
+// or not a node had a copy (a release, client/atomic.go).
 func TestModel(t *testing.T) {
 	model := func(name string) string { return filepath.Join("testdata", name) }
 	spintest.Run(t, model("directwrites.pml"), []spintest.Case{
@@ -37,5 +38,7 @@ func TestModel(t *testing.T) {
 	spintest.Run(t, model("trim_srem.pml"), []spintest.Case{
 		{Name: "trim as built", Defines: []string{"-DTRIM", "-DTRIM_SEPARATE", "-DTRIM_FAIL_UPDATE"}},
 		{Name: "trim keeping the update", Defines: []string{"-DTRIM", "-DTRIM_KEEP_UPDATE"}, WantViolation: true},
+		// A release (wire.RMWRelease) trims whatever the acks said.
+		{Name: "release", Defines: []string{"-DTRIM_ANY", "-DTRIM_SEPARATE", "-DTRIM_FAIL_UPDATE"}},
 	})
 }

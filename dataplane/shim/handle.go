@@ -21,7 +21,10 @@ type request struct {
 	// readOnly: an RMW that runs a read-only command (readOnlyCommand),
 	// served as a read: no lock, no phase 1 or 2.
 	readOnly bool
-	start    time.Time
+	// release: an RMWRelease, always served alone (serveWrite), whose
+	// phase 1 runs and may take the key out of the held set.
+	release bool
+	start   time.Time
 }
 
 // dedupKey is r's identity in the dedup table.
@@ -89,9 +92,10 @@ func (s *Shim) handle(out transport.Sender, src netip.AddrPort, req *wire.Messag
 	if req.Op == wire.OpPut || req.Op == wire.OpRMW {
 		r.value = append(make([]byte, 0, len(req.Value)), req.Value...)
 		r.readOnly = req.Op == wire.OpRMW && readOnlyCommand(r.value)
+		r.release = req.Op == wire.OpRMW && len(r.value) == 1 && wire.RMW(r.value[0]) == wire.RMWRelease
 	}
 	switch {
-	case r.readOnly:
+	case r.readOnly, r.release:
 		s.goServe(r)
 	case req.Op == wire.OpGet && s.batches():
 		s.reads.add(r) // served when the receive batch ends

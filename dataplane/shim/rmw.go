@@ -32,7 +32,7 @@ import (
 // from ARGV[3+8(i-1)]: 1 for the request's first datagram
 // (wire.FlagFirst: no mark to look up), the operation's name, its
 // argument (incrby: the delta in decimal; command: its strings in
-// MessagePack), for set the condition (0, 1 NX, 2 XX) and for a read-only
+// MessagePack; release: none, and nothing changes in Redis), for set the condition (0, 1 NX, 2 XX) and for a read-only
 // command "r" (no mark: run again when sent again), GET (1), the expiry in
 // milliseconds (0: none) and KEEPTTL (1), and the mark's field. It
 // returns, per RMW, {1, result, value} when it applied the operation,
@@ -72,6 +72,8 @@ local function rmw(key, old, marks, a, max)
   local result, value, other
   if op == 'command' then
     return command(key, arg, max)
+  elseif op == 'release' then
+    return {3, '0'}
   elseif op == 'incrby' then
     local ok, n = pcall(redis.call, 'INCRBY', key, arg)
     if not ok then return wrongtype(n) end

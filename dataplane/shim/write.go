@@ -137,7 +137,8 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	// acknowledged the INVALIDATE (none released), so the key leaves the
 	// set of keys a cache may hold (package heldkeys) and clients may
 	// write it directly again; phase 2 then carries no value.
-	trim := copies == 0 && !released && s.view.Load().cur.directWrites
+	// A release trims whatever copies phase 1 found: they stay invalid.
+	trim := (copies == 0 || r.release) && !released && s.view.Load().cur.directWrites
 	if call != nil {
 		calls := []*redisbatch.Call{call}
 		var mark *redisbatch.Call
@@ -158,6 +159,9 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	s.metrics.phaseWrite.Observe(time.Since(t).Seconds())
 	w := s.writeOutcomeOf(r, v, owners, call)
 	w.trimmed = trim
+	if r.release && w.status == wire.StatusOK {
+		w.result = []byte{'0' + byte(oneIf(trim && !w.replayed))}
+	}
 	return w
 }
 

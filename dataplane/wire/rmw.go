@@ -40,10 +40,17 @@ const (
 	// rediscmd lists the commands a shim runs); result: Redis' reply,
 	// encoded in RESP2.
 	RMWCommand RMW = 7
-	rmwLimit   RMW = 8
+	// RMWRelease changes nothing in Redis: it invalidates every cached
+	// copy of the key, leaves them invalid, and takes the key out of the
+	// keys a cache may hold (package heldkeys), so that clients may write
+	// it in Redis themselves; no argument. Result: "1" when the key left
+	// that set, "0" when it could not (a node that may hold a copy did
+	// not acknowledge, or the shard's writes do not go direct).
+	RMWRelease RMW = 8
+	rmwLimit   RMW = 9
 )
 
-var rmwNames = [...]string{"", "incrby", "append", "getset", "setnx", "setxx", "set", "command"}
+var rmwNames = [...]string{"", "incrby", "append", "getset", "setnx", "setxx", "set", "command", "release"}
 
 // SET conditions (SetArg).
 const (
@@ -119,6 +126,8 @@ func ParseRMW(b []byte) (op RMW, arg []byte, err error) {
 		return 0, nil, fmt.Errorf("%w: unknown operation %d", ErrRMW, b[0])
 	case op == RMWIncrBy && len(arg) != 8:
 		return 0, nil, fmt.Errorf("%w: incrby takes an 8-byte delta, got %d bytes", ErrRMW, len(arg))
+	case op == RMWRelease && len(arg) != 0:
+		return 0, nil, fmt.Errorf("%w: release takes no argument, got %d bytes", ErrRMW, len(arg))
 	case op == RMWSet:
 		if _, _, _, _, err := ParseSetArg(arg); err != nil {
 			return 0, nil, err

@@ -1,0 +1,60 @@
+package shim
+
+import (
+	"testing"
+
+	"github.com/distcache/distcache/dataplane/heldkeys"
+	"github.com/distcache/distcache/dataplane/wire"
+)
+
+// TestReleaseTrimsTheHeldKey: an RMWRelease invalidates the key's copies,
+// a copy found included, and takes the key out of the keys a cache may
+// hold under a map that lets clients write the shard directly; the copies
+// stay invalid and Redis' value is untouched. Without direct writes it
+// answers "0" and the key stays held.
+func TestReleaseTrimsTheHeldKey(t *testing.T) {
+	tests := []struct {
+		name         string
+		directWrites bool
+		want         string
+		wantHeld     bool
+		wantStatus   wire.Status // of the UPDATEs
+	}{
+		{name: "direct writes", directWrites: true, want: "1", wantHeld: false, wantStatus: wire.StatusUnavailable},
+		{name: "no direct writes", want: "0", wantHeld: true, wantStatus: wire.StatusUncacheable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			m := e.m.Clone()
+			m.Version++
+			m.Storage.Racks[0].Shards[0].DirectWrites = tt.directWrites
+			e.setMap(m)
+			key := e.key(0, "release")
+			owners := e.owners(key)
+			e.mustStatus(wire.OpPut, key, []byte("v"), wire.StatusOK)
+			if r := e.callFrom(owners[0].ep, wire.OpFetch, key, nil); r.Status != wire.StatusOK {
+				t.Fatalf("FETCH: %s", r.Status)
+			}
+			owners[0].setHolds(key, true)
+			r := e.mustStatus(wire.OpRMW, key, wire.AppendRMW(nil, wire.RMWRelease, nil), wire.StatusOK)
+			if string(r.Value) != tt.want {
+				t.Errorf("release answered %q, want %q", r.Value, tt.want)
+			}
+			held, err := e.rdb.SIsMember(t.Context(), heldkeys.Key, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if held != tt.wantHeld {
+				t.Errorf("held %v after the release, want %v", held, tt.wantHeld)
+			}
+			eventually(t, "the UPDATE", func() bool { _, ok := owners[0].find(wire.OpUpdate, key, r.ValueVersion); return ok })
+			if ev, _ := owners[0].find(wire.OpUpdate, key, r.ValueVersion); ev.status != tt.wantStatus {
+				t.Errorf("UPDATE %s, want %s", ev.status, tt.wantStatus)
+			}
+			if got := e.redisValue(key); got != "v" {
+				t.Errorf("Redis holds %q after the release, want v", got)
+			}
+		})
+	}
+}
