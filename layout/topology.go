@@ -126,6 +126,7 @@ func (c *Cluster) Shape() topology.Shape {
 		ShardsPerRack: c.ShardsPerRack(),
 		DirectReads:   c.Spec.DataPlane != nil && c.Spec.DataPlane.DirectReads,
 		DirectWrites:  c.Spec.DataPlane != nil && c.Spec.DataPlane.DirectWrites,
+		HashTags:      c.Spec.Storage.HashTags,
 	}
 	for _, l := range c.Layers {
 		tl := topology.Layer{

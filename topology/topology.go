@@ -31,6 +31,8 @@ type Shape struct {
 	// DirectReads and DirectWrites let clients read and write uncached
 	// keys at Redis (partmap.Spec).
 	DirectReads, DirectWrites bool
+	// HashTags places keys by their hash tags (partmap.Storage.HashTags).
+	HashTags bool
 	// ReplayProtection is the map's replay protection (partmap.Spec).
 	ReplayProtection partmap.ReplayProtection
 	// Layers are upper first.
@@ -49,6 +51,7 @@ func (s Shape) MapSpec(a partmap.Addresser) partmap.Spec {
 		Addresses:     a,
 		DirectReads:   s.DirectReads,
 		DirectWrites:  s.DirectWrites,
+		HashTags:      s.HashTags,
 
 		ReplayProtection: s.ReplayProtection,
 	}

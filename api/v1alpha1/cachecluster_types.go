@@ -56,6 +56,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.mode) ? self.mode : 'managed') == (has(oldSelf.mode) ? oldSelf.mode : 'managed')",message="storage.mode cannot change once the cluster exists: the stored keys are in the Redis servers of the current mode, and the new ones would start empty; create a new CacheCluster and copy the data into it"
 // +kubebuilder:validation:XValidation:rule="(has(self.racks) ? self.racks : 1) == (has(oldSelf.racks) ? oldSelf.racks : 1)",message="storage.racks cannot change once the cluster exists: it decides which shard stores each key, so stored keys would no longer be found; create a new CacheCluster and copy the data into it"
 // +kubebuilder:validation:XValidation:rule="(has(self.shardsPerRack) ? self.shardsPerRack : 1) == (has(oldSelf.shardsPerRack) ? oldSelf.shardsPerRack : 1)",message="storage.shardsPerRack cannot change once the cluster exists: it decides which shard stores each key, so stored keys would no longer be found; create a new CacheCluster and copy the data into it"
+// +kubebuilder:validation:XValidation:rule="(has(self.hashTags) && self.hashTags) == (has(oldSelf.hashTags) && oldSelf.hashTags)",message="storage.hashTags cannot change once the cluster exists: it decides which shard stores each key with a hash tag, so stored keys would no longer be found; create a new CacheCluster and copy the data into it"
 type StorageSpec struct {
 	// Mode says who runs the Redis servers (default managed). It cannot
 	// change once the cluster exists.
@@ -77,6 +78,14 @@ type StorageSpec struct {
 	// +kubebuilder:validation:Maximum=256
 	// +optional
 	ShardsPerRack int32 `json:"shardsPerRack,omitempty"`
+	// HashTags places a key with a hash tag, the text between its first
+	// '{' and the first '}' after it (Redis Cluster's rule), by the tag
+	// alone: keys that share a tag share a shard, so that transactions,
+	// scripts and commands of several keys can run on them (the gateway
+	// refuses them with CROSSSLOT for keys of several shards). It cannot
+	// change once the cluster exists. Off when unset.
+	// +optional
+	HashTags bool `json:"hashTags,omitempty"`
 	// External lists the Redis endpoints (host:port) of mode external,
 	// rack by rack: shard s of rack r is entry r × shardsPerRack + s.
 	// +kubebuilder:validation:MaxItems=65536

@@ -30,6 +30,8 @@ type Spec struct {
 	// DirectWrites marks every shard whose Redis is published as written
 	// directly (Shard.DirectWrites).
 	DirectWrites bool
+	// HashTags places keys by their hash tags (Storage.HashTags).
+	HashTags bool
 	// ReplayProtection is the map's Map.ReplayProtection.
 	ReplayProtection ReplayProtection
 }
@@ -104,6 +106,7 @@ func Build(spec Spec, prev *Map) (*Map, error) {
 	}
 	m := &Map{Format: FormatVersion, Version: 1, Cluster: spec.Cluster, ReplayProtection: spec.ReplayProtection}
 	m.Storage.Seed = spec.StorageSeed
+	m.Storage.HashTags = spec.HashTags
 	if m.Storage.Seed == 0 {
 		m.Storage.Seed = hashing.Derive(0, spec.Cluster+"/storage")
 	}

@@ -134,8 +134,13 @@ type Member struct {
 // within the rack are chosen by jump consistent hashing with seeds derived
 // from Seed.
 type Storage struct {
-	Seed  uint64 `json:"seed,string"`
-	Racks []Rack `json:"racks"`
+	Seed uint64 `json:"seed,string"`
+	// HashTags places a key by its hash tag (HashTag): keys of one tag
+	// share a shard. It moves every key with a tag, so it is set when a
+	// cluster is created, never changed. Readers older than this field
+	// reject a map that has it.
+	HashTags bool   `json:"hashTags,omitempty"`
+	Racks    []Rack `json:"racks"`
 }
 
 // Rack is a group of storage shards, the unit a bound cache member serves.

@@ -174,13 +174,13 @@ func (p *Placement) Layers() int { return len(p.layers) }
 
 // rack returns the index of the rack storing key.
 func (p *Placement) rack(key string) int {
-	return int(jump(p.rackFn.String(key), len(p.m.Storage.Racks)))
+	return int(jump(p.rackFn.String(p.storageKey(key)), len(p.m.Storage.Racks)))
 }
 
 // Shard returns the rack and shard indexes storing key.
 func (p *Placement) Shard(key string) (rack, shard int) {
 	rack = p.rack(key)
-	shard = int(jump(p.shardFn.String(key), len(p.m.Storage.Racks[rack].Shards)))
+	shard = int(jump(p.shardFn.String(p.storageKey(key)), len(p.m.Storage.Racks[rack].Shards)))
 	return rack, shard
 }
 
@@ -200,7 +200,7 @@ func (p *Placement) Owner(layer int, key string) int {
 func (p *Placement) ringOwner(layer int, key string) int {
 	cl := &p.layers[layer]
 	if cl.byRack != nil {
-		rack := int(jump(p.rackFn.String(key), len(cl.byRack)))
+		rack := int(jump(p.rackFn.String(p.storageKey(key)), len(cl.byRack)))
 		if m := cl.byRack[rack]; m >= 0 {
 			return m
 		}

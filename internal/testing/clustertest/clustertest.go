@@ -56,6 +56,8 @@ type Config struct {
 	// clients that read it themselves; DirectWrites lets them write it
 	// too (Shard.DirectWrites).
 	DirectReads, DirectWrites bool
+	// HashTags places keys by their hash tags (partmap.Storage.HashTags).
+	HashTags bool
 }
 
 // Cluster is a running cluster. Its methods are safe for concurrent use
@@ -83,7 +85,7 @@ type Cluster struct {
 func Start(t testing.TB, cfg Config) *Cluster {
 	t.Helper()
 	m, err := partmap.Build(partmap.Spec{
-		Cluster: cfg.Name, Racks: cfg.Racks, ShardsPerRack: cfg.ShardsPerRack,
+		Cluster: cfg.Name, Racks: cfg.Racks, ShardsPerRack: cfg.ShardsPerRack, HashTags: cfg.HashTags,
 		Layers: []partmap.LayerSpec{{Name: "spine", Nodes: cfg.Spine, Switch: cfg.SwitchSpine}, {Name: "leaf", BoundToRacks: true}},
 	}, nil)
 	if err != nil {
