@@ -188,6 +188,7 @@ type Client struct {
 	stopRefresh   chan struct{}      // closed when it has ended
 
 	storage   storageReaders // direct reads of Redis (storage.go)
+	shardConn shardConns     // transactions and scripts at Redis (atomic.go)
 	warm      *warmReads     // which reads ask a node first (warm.go)
 	stats     counters
 	requests  *metrics.Requests
@@ -320,7 +321,7 @@ func (c *Client) Close() error {
 		c.cancelRefresh()
 		<-c.stopRefresh
 	}
-	serr := c.storage.close()
+	serr := errors.Join(c.storage.close(), c.shardConn.close())
 	if err := c.ep.Close(); err != nil {
 		return fmt.Errorf("cannot close client: %w", err)
 	}

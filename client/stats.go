@@ -47,6 +47,10 @@ type Stats struct {
 	// Redis refused because a cache may hold the key, which went through
 	// the shim.
 	StorageWrites, HeldWrites uint64
+	// Atomics counts transactions, scripts and commands of several keys
+	// that Redis ran for the client (atomic.go); Releases the keys their
+	// writes took out of the caches first.
+	Atomics, Releases uint64
 	// Ties counts routing decisions among equally loaded candidates.
 	Ties uint64
 	// CrossZoneReads counts reads routed to a cache node in another zone
@@ -81,6 +85,7 @@ type counters struct {
 	leafReads, leafFallbacks                    atomic.Uint64
 	storageReads, storageFailures               atomic.Uint64
 	storageWrites, heldWrites                   atomic.Uint64
+	atomics, releases                           atomic.Uint64
 }
 
 // layerHits holds the per-layer hit counters. The counters are pointers, so
@@ -146,6 +151,7 @@ func (c *Client) Stats() Stats {
 		LeafReads: s.leafReads.Load(), LeafFallbacks: s.leafFallbacks.Load(),
 		StorageReads: s.storageReads.Load(), StorageFailures: s.storageFailures.Load(),
 		StorageWrites: s.storageWrites.Load(), HeldWrites: s.heldWrites.Load(),
+		Atomics: s.atomics.Load(), Releases: s.releases.Load(),
 		LayerHits: c.layerHits.snapshot(),
 		Transport: c.ep.Stats(),
 	}

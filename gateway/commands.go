@@ -33,6 +33,16 @@ type command struct {
 	// atShim says the command is one of package rediscmd's, which the
 	// key's shim (or Redis) runs as it is (shimcmds.go).
 	atShim bool
+	// inTx says the command may be queued in MULTI: Redis runs it as it is
+	// in the transaction (tx.go).
+	inTx bool
+	// blocking says the command may wait at Redis for as long as the
+	// application asked (blocking.go): it takes no slot of MaxInFlight.
+	blocking bool
+	// keysOf locates the keys of a command that names their number
+	// (ZUNIONSTORE, EVAL) or their place by a word (XREAD's STREAMS);
+	// nil: first, last and step do.
+	keysOf func(args [][]byte) [][]byte
 	run    func(c *call, dst []byte) []byte
 }
 
@@ -80,7 +90,17 @@ func init() {
 		{name: "readwrite", arity: 1, flags: []string{"loading", "stale", "fast"}, run: runClusterConnection},
 		{name: "asking", arity: 1, flags: []string{"fast"}, run: runClusterConnection},
 	}
+	for _, c := range table {
+		switch c.name {
+		case "get", "set", "del", "unlink", "exists", "mget", "mset", "ping", "echo",
+			"incr", "decr", "incrby", "decrby", "append", "getset", "setnx":
+			c.inTx = true
+		}
+	}
 	table = append(table, shimCommands()...)
+	table = append(table, txCommands()...)
+	table = append(table, shardCommands()...)
+	table = append(table, blockingCommands()...)
 	for _, c := range table {
 		if commands[c.name] != nil {
 			panic("gateway: command " + c.name + " listed twice")
@@ -112,6 +132,9 @@ func (c *command) arityOK(n int) bool {
 
 // keys returns the key arguments of args.
 func (c *command) keys(args [][]byte) [][]byte {
+	if c.keysOf != nil {
+		return c.keysOf(args)
+	}
 	if c.first == 0 {
 		return nil
 	}

@@ -26,7 +26,7 @@ func (s *Server) execute(sess *session, cmds []redcon.Command) [][]byte {
 	b := &p.batch
 	for i, cmd := range cmds {
 		c := lookup(cmd.Args[0])
-		if c == nil || c.alone {
+		if c == nil || c.alone || sess.queuing() {
 			s.runBatch(sess, cmds, b, out)
 			out[i] = s.run(sess, cmd.Args)
 			continue
@@ -147,12 +147,16 @@ func (s *Server) runUntil(ctx context.Context, sess *session, args [][]byte) []b
 	c := lookup(args[0])
 	var reply []byte
 	switch {
+	case sess.queuing() && (c == nil || !txControl[c.name]): // MULTI was admitted
+		reply = queue(sess, c, args)
 	case c == nil:
 		reply = appendError(nil, unknownCommand(args))
 	case !c.arityOK(len(args)):
 		reply = appendError(nil, wrongArity(args[0]))
 	case !s.admitted(sess, c):
 		reply = appendError(nil, "NOAUTH Authentication required.")
+	case c.blocking:
+		reply = c.run(&call{ctx: ctx, srv: s, sess: sess, args: args, resp3: sess.resp3()}, nil)
 	case s.admit.acquire(ctx, 1) == 0:
 		reply = appendError(nil, waitingError(ctx))
 	default:

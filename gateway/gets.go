@@ -38,7 +38,7 @@ const (
 // other types of distinct keys only, from an authenticated session, no
 // more than MaxInFlight keys in all.
 func (s *Server) roundOf(sess *session, cmds []redcon.Command) (roundKind, int) {
-	if len(cmds) == 0 {
+	if len(cmds) == 0 || sess.queuing() {
 		return notARound, 0
 	}
 	kind := roundGets

@@ -151,6 +151,8 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("writes", cs.Puts+cs.Deletes)
 		line("storage_reads", cs.StorageReads)
 		line("storage_writes", cs.StorageWrites)
+		line("atomic_operations", cs.Atomics)
+		line("released_keys", cs.Releases)
 		if u := s.cfg.Users; u != nil {
 			line("auth", fmt.Sprintf("users (%d in %s)", u.count(), u.Dir))
 		} else {

@@ -254,6 +254,9 @@ func (l *eventLoop) event(ev unix.EpollEvent) {
 		if ev.Events&unix.EPOLLOUT != 0 && len(c.out) > 0 {
 			l.markDirty(c)
 		}
+		if c.busy && ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+			c.sess.close() // the client went away: its blocking command ends
+		}
 		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			l.readPipeline(c)
 		}
@@ -387,6 +390,7 @@ func (l *eventLoop) pipelineDone(c *loopConn, replies [][]byte) {
 func (l *eventLoop) ended(c *loopConn) {
 	c.busy = false
 	if c.closed {
+		c.sess.tx.end()
 		return
 	}
 	c.lastActive = time.Now()
@@ -452,6 +456,10 @@ func (l *eventLoop) closeConn(c *loopConn) {
 		return
 	}
 	c.closed = true
+	c.sess.close()
+	if !c.busy { // else its pipeline ends it (ended)
+		c.sess.tx.end()
+	}
 	delete(l.conns, c.fd)
 	_ = unix.Close(c.fd)
 	l.srv.open.Add(-1)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 )
 
@@ -20,6 +21,7 @@ const (
 	shapeScorePairs                   // member, score, ... becomes an array of [member, double] (WITHSCORES)
 	shapeScoreFlat                    // member, score: the score becomes a double (ZPOPMIN without a count)
 	shapePairs                        // field, value, ... becomes an array of [field, value] (HRANDFIELD WITHVALUES)
+	shapePopped                       // key, [[member, score], ...]: each score becomes a double (ZMPOP)
 )
 
 // resp3ShapeOf is the shape of the reply to args.
@@ -47,6 +49,12 @@ func resp3ShapeOf(args [][]byte) resp3Shape {
 	case "zadd":
 		if has("incr") {
 			return shapeDouble
+		}
+	case "zmpop", "bzmpop":
+		return shapePopped
+	case "zunion", "zinter", "zdiff":
+		if slices.ContainsFunc(args[1:], func(a []byte) bool { return bytes.EqualFold(a, []byte("withscores")) }) {
+			return shapeScorePairs
 		}
 	case "zrange", "zrevrange", "zrangebyscore", "zrevrangebyscore", "zrandmember":
 		if has("withscores") {
@@ -102,6 +110,20 @@ func appendRESP3(dst, r []byte, shape resp3Shape) []byte {
 			dst = appendArray(dst, 2)
 			dst = appendValue3(dst, v.elems[i], false)
 			dst = appendValue3(dst, v.elems[i+1], shape == shapeScorePairs)
+		}
+		return dst
+	case shape == shapePopped && len(v.elems) == 2 && v.elems[1].kind == '*':
+		dst = appendArray(dst, 2)
+		dst = appendValue3(dst, v.elems[0], false)
+		dst = appendArray(dst, len(v.elems[1].elems))
+		for _, pair := range v.elems[1].elems {
+			if len(pair.elems) != 2 {
+				dst = appendValue3(dst, pair, false)
+				continue
+			}
+			dst = appendArray(dst, 2)
+			dst = appendValue3(dst, pair.elems[0], false)
+			dst = appendValue3(dst, pair.elems[1], true)
 		}
 		return dst
 	case shape == shapeScoreFlat && len(v.elems) == 2:

@@ -45,6 +45,18 @@ type Store interface {
 	Command(ctx context.Context, key string, args [][]byte) ([]byte, error)
 	// ConfigSet sets Redis parameters, name then value, on every shard.
 	ConfigSet(ctx context.Context, pairs ...string) error
+	// Run runs a whole command at the Redis of its keys' shard, after the
+	// keys it may write (writes) left the caches (client/atomic.go), and
+	// returns Redis' reply in RESP2.
+	Run(ctx context.Context, writes, reads []string, cmd [][]byte) ([]byte, error)
+	// RunOnEveryShard runs a whole command at every shard's Redis.
+	RunOnEveryShard(ctx context.Context, cmd [][]byte) ([][]byte, error)
+	// RunBlocking runs a blocking command that changes no cached copy at
+	// the Redis of its keys' shard, until it answers or ctx ends.
+	RunBlocking(ctx context.Context, keys []string, cmd [][]byte) ([]byte, error)
+	// Session is a new connection's state at the shards: its WATCH, and
+	// its transactions.
+	Session() *client.Session
 	// Placement is the partition map the store routes by (INFO).
 	Placement() *partmap.Placement
 	// Stats are the store's counters (INFO).
@@ -265,6 +277,9 @@ func (s *Server) closed(conn redcon.Conn, err error) {
 	}
 	s.open.Add(-1)
 	s.metrics.connections.Dec()
+	sess := conn.Context().(*session)
+	sess.close()
+	sess.tx.end()
 	if isProtocolError(err) {
 		s.protocolError()
 	}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -21,11 +22,19 @@ type session struct {
 	libVer  string
 	// user is the authenticated user ("": none yet).
 	user string
+	// blockCtx is the context of the connection's blocking commands,
+	// which blockCancel ends when the connection closes.
+	blockCtx    context.Context
+	blockCancel context.CancelFunc
+	closed      bool
 	// quit is set by QUIT: the connection closes after its reply.
 	quit atomic.Bool
 	// pipe is reused from one pipeline to the next: only the
 	// connection's goroutine (Server.serve) uses it.
 	pipe pipeline
+	// tx is the connection's transaction (tx.go): only the goroutine
+	// running its pipeline uses it, or the connection's end after it.
+	tx txState
 }
 
 // pipeline is a connection's scratch space for running a pipeline: what
@@ -40,6 +49,35 @@ type pipeline struct {
 func newSession(id int64, remote, local string) *session {
 	return &session{id: id, remote: remote, local: local, proto: 2}
 }
+
+// blockingContext is the context of a blocking command of the
+// connection: it ends when the connection closes, or parent ends.
+func (s *session) blockingContext(parent context.Context) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.blockCtx == nil {
+		s.blockCtx, s.blockCancel = context.WithCancel(parent)
+		if s.closed {
+			s.blockCancel()
+		}
+	}
+	return s.blockCtx
+}
+
+// close ends the connection's blocking commands; its transaction ends
+// with its pipeline (txState.end).
+func (s *session) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.blockCancel != nil {
+		s.blockCancel()
+	}
+}
+
+// queuing says whether the connection's commands queue for EXEC: they
+// then run one at a time, in order.
+func (s *session) queuing() bool { return s.tx.queuing }
 
 // resp3 says whether replies use RESP3.
 func (s *session) resp3() bool {

@@ -14,7 +14,7 @@ func shimCommands() []*command {
 	for _, spec := range rediscmd.All() {
 		out = append(out, &command{
 			name: spec.Name, arity: spec.Arity, flags: spec.Flags(),
-			first: 1, last: 1, step: 1, write: spec.Write, atShim: true, run: atShim(spec.Write),
+			first: 1, last: 1, step: 1, write: spec.Write, atShim: true, inTx: true, run: atShim(spec.Write),
 		})
 	}
 	return out

@@ -234,7 +234,9 @@ func errorReply(err error, write bool) string {
 		return "ERR value is not an integer or out of range"
 	case errors.Is(err, client.ErrTooLarge):
 		return "ERR string exceeds maximum allowed size (DistCache values are at most 1048576 bytes)"
-	case errors.Is(err, client.ErrCoherence), errors.Is(err, client.ErrOverloaded):
+	case errors.Is(err, client.ErrCrossShard):
+		return errCrossSlot
+	case errors.Is(err, client.ErrCoherence), errors.Is(err, client.ErrOverloaded), errors.Is(err, client.ErrKeysHeld):
 		return "TRYAGAIN " + err.Error()
 	case errors.Is(err, client.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded):
 		if write {

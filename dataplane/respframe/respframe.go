@@ -12,12 +12,13 @@ import (
 	"strconv"
 )
 
-// Limits on what Len accepts, as Redis' own (proto-max-bulk-len) and
-// deeper than any reply of Redis nests.
+// Limits on what Len accepts: Redis' own bulk limit (proto-max-bulk-len),
+// and arrays nested deeper than a script's reply can be before Redis
+// refuses it (the Lua stack's limit).
 const (
 	MaxBulk  = 512 << 20
 	maxLine  = 64 << 10
-	maxDepth = 64
+	maxDepth = 1 << 14
 )
 
 // ErrSyntax is wrapped by Len's errors: b does not start with a RESP2

@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"time"
+)
+
+// Blocking commands (BLPOP, BZPOPMIN, BLMOVE, XREAD with BLOCK...) wait at
+// the Redis of their keys' shard, on a connection of their own, for as
+// long as the application asked: they take no slot of --max-in-flight
+// and no deadline of --op-timeout. When the application's connection
+// closes, the wait ends and Redis drops the command, as it does for a
+// client of its own that went away.
+//
+// A pop from a list or a sorted set, and a read of a stream, run as they
+// are: no cache holds a key of those types, so they change no copy. BLMOVE
+// and BRPOPLPUSH write their destination, which a cache may hold (as a
+// missing key, or a string, which makes the move fail): they wait with a
+// move of the source onto itself (BLMOVE src src LEFT LEFT, which leaves
+// it as it was), then move with LMOVE as a command of two keys, after the
+// destination left the caches; another client that took the element
+// first makes them wait again.
+
+// blockingCommands are the table's entries for the blocking commands.
+func blockingCommands() []*command {
+	type spec struct {
+		name              string
+		arity             int
+		first, last, step int
+		keysOf            func([][]byte) [][]byte
+	}
+	var out []*command
+	for _, b := range []spec{
+		{name: "blpop", arity: -3, first: 1, last: -2, step: 1},
+		{name: "brpop", arity: -3, first: 1, last: -2, step: 1},
+		{name: "bzpopmin", arity: -3, first: 1, last: -2, step: 1},
+		{name: "bzpopmax", arity: -3, first: 1, last: -2, step: 1},
+		{name: "blmpop", arity: -5, keysOf: numKeys(2, 0)},
+		{name: "bzmpop", arity: -5, keysOf: numKeys(2, 0)},
+		{name: "blmove", arity: 6, first: 1, last: 2, step: 1},
+		{name: "brpoplpush", arity: 4, first: 1, last: 2, step: 1},
+	} {
+		out = append(out, &command{name: b.name, arity: b.arity, flags: []string{"write", "blocking"},
+			first: b.first, last: b.last, step: b.step, keysOf: b.keysOf,
+			write: true, alone: true, blocking: true, inTx: true, run: runBlocking})
+	}
+	return out
+}
+
+// runBlocking runs a blocking command until it answers, its timeout
+// passes or the application's connection closes.
+func runBlocking(c *call, dst []byte) []byte {
+	cmd := lookup(c.args[0])
+	ctx := c.sess.blockingContext(c.srv.ctx)
+	if d, ok := blockTimeout(cmd.name, c.args); ok && d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d+c.srv.cfg.OpTimeout)
+		defer cancel()
+	}
+	keys := keyStrings(cmd.keys(c.args))
+	var r []byte
+	var err error
+	switch cmd.name {
+	case "blmove", "brpoplpush":
+		r, err = blockingMove(ctx, c, keys)
+	default:
+		r, err = c.srv.cfg.Store.RunBlocking(ctx, keys, c.args)
+	}
+	return appendShimReply(dst, c.args, r, err, c.resp3)
+}
+
+// blockingMove is BLMOVE or BRPOPLPUSH (see above).
+func blockingMove(ctx context.Context, c *call, keys []string) ([]byte, error) {
+	src, dst := c.args[1], c.args[2]
+	from, to, timeout := []byte("RIGHT"), []byte("LEFT"), c.args[3] // BRPOPLPUSH
+	if len(c.args) == 6 {
+		from, to, timeout = c.args[3], c.args[4], c.args[5]
+	}
+	deadline, bounded := ctx.Deadline()
+	for {
+		wait := [][]byte{[]byte("BLMOVE"), src, src, []byte("LEFT"), []byte("LEFT"), timeout}
+		r, err := c.srv.cfg.Store.RunBlocking(ctx, keys, wait)
+		if err != nil || r[0] != '$' || bytes.Equal(r, []byte("$-1\r\n")) {
+			return r, err // an error, or the timeout's null
+		}
+		moved, err := c.srv.cfg.Store.Run(ctx, keys, nil, [][]byte{[]byte("LMOVE"), src, dst, from, to})
+		if err != nil || !bytes.Equal(moved, []byte("$-1\r\n")) {
+			return moved, err
+		}
+		// Another client took the element: wait again, for what is left.
+		if bounded {
+			left := time.Until(deadline) - c.srv.cfg.OpTimeout
+			if left <= 0 {
+				return []byte("$-1\r\n"), nil
+			}
+			timeout = strconv.AppendFloat(nil, left.Seconds(), 'f', 3, 64)
+		}
+	}
+}
+
+// blockTimeout is how long the blocking command args may wait; 0: as
+// long as it takes. ok false: the timeout is not a number (Redis refuses
+// the command at once).
+func blockTimeout(name string, args [][]byte) (time.Duration, bool) {
+	var arg []byte
+	ms := false
+	switch name {
+	case "blpop", "brpop", "bzpopmin", "bzpopmax":
+		arg = args[len(args)-1]
+	case "blmove":
+		arg = args[5]
+	case "brpoplpush":
+		arg = args[3]
+	case "blmpop", "bzmpop":
+		arg = args[1]
+	case "xread", "xreadgroup":
+		for i := 1; i+1 < len(args); i++ {
+			if bytes.EqualFold(args[i], []byte("block")) {
+				arg, ms = args[i+1], true
+				break
+			}
+		}
+	}
+	f, err := strconv.ParseFloat(string(arg), 64)
+	if err != nil || f < 0 {
+		return 0, false
+	}
+	if ms {
+		f /= 1000
+	}
+	return time.Duration(f * float64(time.Second)), true
+}
