@@ -132,7 +132,10 @@ func (o RunOptions) Args(gateway, unit string) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("cannot run the suite: gateway address %q has no port", gateway)
 	}
-	args := []string{"tests/test_helper.tcl", "--host", host, "--port", port, "--singledb",
+	// --cluster-mode: the gateway answers as one Redis Cluster does (one
+	// database, keys of several slots refused), so the suite leaves out
+	// the tests it tags cluster:skip.
+	args := []string{"tests/test_helper.tcl", "--host", host, "--port", port, "--cluster-mode",
 		"--durable", "--clients", "1", "--timeout", strconv.Itoa(int(cmp.Or(o.Stall, o.Timeout).Seconds()))}
 	if len(o.DenyTags) > 0 {
 		deny := make([]string, len(o.DenyTags))
