@@ -96,13 +96,15 @@ func (c *Client) redisAddr(shard int, write bool) (string, error) {
 // (Session.Exec); a read-only one as it is.
 func (c *Client) Run(ctx context.Context, writes, reads []string, cmd [][]byte) ([]byte, error) {
 	if len(writes) > 0 {
-		var s Session
-		s.c = c
-		exec, err := s.Exec(ctx, writes, reads, [][][]byte{cmd})
-		if err != nil {
+		s := Session{c: c}
+		replies, err := s.exec(ctx, writes, reads, [][][]byte{cmd})
+		switch {
+		case err != nil:
 			return nil, err
+		case len(replies) == 3 && respframe.Error(replies[1]) != "":
+			return replies[1], nil // refused when queued: Redis' own reply to the command
 		}
-		return onlyReply(exec)
+		return onlyReply(replies[len(replies)-1])
 	}
 	return c.runDirect(ctx, reads, cmd)
 }

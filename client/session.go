@@ -94,6 +94,16 @@ func (s *Session) Close() {
 // null array, which an application that WATCHes retries. Without a
 // watch, the client starts again, attemptsToRelease times at most.
 func (s *Session) Exec(ctx context.Context, writes, reads []string, cmds [][][]byte) ([]byte, error) {
+	replies, err := s.exec(ctx, writes, reads, cmds)
+	if err != nil {
+		return nil, err
+	}
+	return replies[len(replies)-1], nil
+}
+
+// exec is Exec, returning the replies to MULTI, to each command (QUEUED
+// or Redis' refusal) and to EXEC.
+func (s *Session) exec(ctx context.Context, writes, reads []string, cmds [][][]byte) ([][]byte, error) {
 	defer s.Unwatch(ctx)
 	keys := append(append(make([]string, 0, len(writes)+len(reads)), writes...), reads...)
 	shard, err := s.c.ShardOf(keys)
@@ -135,7 +145,7 @@ func (s *Session) Exec(ctx context.Context, writes, reads []string, cmds [][][]b
 			}
 			if anyOf(held) {
 				if watching {
-					return []byte("*-1\r\n"), nil
+					return [][]byte{[]byte("*-1\r\n")}, nil
 				}
 				if _, err := conn.do(ctx, [][]byte{cmdUnwatch}); err != nil {
 					return nil, err
@@ -152,7 +162,7 @@ func (s *Session) Exec(ctx context.Context, writes, reads []string, cmds [][][]b
 			continue // a cache took a key back
 		}
 		s.c.stats.atomics.Add(1)
-		return exec, nil
+		return replies, nil
 	}
 	return nil, fmt.Errorf("cannot run a transaction on %q: %w", writes[0], ErrKeysHeld)
 }

@@ -60,6 +60,8 @@ func runBlocking(c *call, dst []byte) []byte {
 		defer cancel()
 	}
 	keys := keyStrings(cmd.keys(c.args))
+	c.srv.blocked.Add(1)
+	defer c.srv.blocked.Add(-1)
 	var r []byte
 	var err error
 	switch cmd.name {

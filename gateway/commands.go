@@ -70,6 +70,7 @@ func init() {
 		{name: "mset", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: -1, step: 2, write: true, run: runMSet},
 		{name: "ping", arity: -1, flags: []string{"fast"}, run: runPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, run: runEcho},
+		{name: "time", arity: 1, flags: []string{"random", "loading", "stale", "fast"}, run: runTime},
 		{name: "hello", arity: -1, flags: []string{"noscript", "loading", "stale", "fast"}, alone: true, run: runHello},
 		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, alone: true, run: runClient},
 		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, alone: true, run: runSelect},
@@ -92,7 +93,7 @@ func init() {
 	}
 	for _, c := range table {
 		switch c.name {
-		case "get", "set", "del", "unlink", "exists", "mget", "mset", "ping", "echo",
+		case "get", "set", "del", "unlink", "exists", "mget", "mset", "ping", "echo", "time",
 			"incr", "decr", "incrby", "decrby", "append", "getset", "setnx":
 			c.inTx = true
 		}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The connection commands: they answer from the gateway itself.
@@ -22,6 +23,15 @@ func runPing(c *call, dst []byte) []byte {
 }
 
 func runEcho(c *call, dst []byte) []byte { return appendBulk(dst, c.args[1]) }
+
+// runTime answers TIME with the gateway's clock: seconds and
+// microseconds since the Unix epoch.
+func runTime(_ *call, dst []byte) []byte {
+	now := time.Now()
+	dst = appendArray(dst, 2)
+	dst = appendBulkString(dst, strconv.FormatInt(now.Unix(), 10))
+	return appendBulkString(dst, strconv.FormatInt(int64(now.Nanosecond()/1000), 10))
+}
 
 // runHello switches the protocol (HELLO [2|3] [AUTH user pass] [SETNAME
 // name]), authenticates, and describes the server. Without users

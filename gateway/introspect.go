@@ -66,7 +66,7 @@ func (c *command) appendInfo(dst []byte) []byte {
 }
 
 // infoSections are INFO's sections, in order.
-var infoSections = []string{"server", "clients", "stats", "cluster", "distcache"}
+var infoSections = []string{"server", "clients", "stats", "errorstats", "cluster", "distcache"}
 
 // runInfo answers INFO [section ...]: server, clients, stats, cluster
 // (cluster_enabled) and distcache (the partition map, the layers and the
@@ -112,6 +112,10 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		b.WriteString("# Clients\r\n")
 		line("connected_clients", s.open.Load())
 		line("maxclients", s.cfg.MaxConnections)
+		line("blocked_clients", s.blocked.Load())
+	case "errorstats":
+		b.WriteString("# Errorstats\r\n")
+		s.errorStats.write(b)
 	case "stats":
 		st := s.Stats()
 		b.WriteString("# Stats\r\n")
@@ -180,6 +184,9 @@ func runConfig(c *call, dst []byte) []byte {
 		return appendMap(dst, 0, c.resp3)
 	case strings.EqualFold(string(c.args[1]), "set"):
 		return runConfigSet(c, dst)
+	case strings.EqualFold(string(c.args[1]), "resetstat") && len(c.args) == 2:
+		c.srv.errorStats.reset()
+		return appendOK(dst)
 	}
 	return appendError(dst, "ERR CONFIG "+strings.ToUpper(clip(c.args[1]))+" is not supported by the DistCache gateway")
 }

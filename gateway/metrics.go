@@ -143,6 +143,7 @@ func (s *Server) observe(c *command, reply []byte, d time.Duration) {
 	failed := len(reply) > 0 && reply[0] == '-'
 	if failed {
 		s.stats.errors.Add(1)
+		s.errorStats.count(reply)
 	}
 	s.metrics.series[name].observe(d, failed)
 }

@@ -165,6 +165,10 @@ type Server struct {
 	admit *admission
 	// work runs pipelined commands (workers.go).
 	work *workers
+	// errorStats counts error replies by code (INFO errorstats).
+	errorStats errorStats
+	// blocked counts the connections waiting in a blocking command.
+	blocked atomic.Int64
 	// face answers the cluster commands (Config.Cluster; nil: none).
 	face *clusterFace
 	// ctx ends every command in flight when the server closes.

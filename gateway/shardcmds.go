@@ -31,6 +31,7 @@ var shardCommandList = []shardCommand{
 	{name: "msetnx", arity: -3, write: true, first: 1, last: -1, step: 2},
 	{name: "lcs", arity: -3, first: 1, last: 2, step: 1},
 	{name: "object", arity: -2, keysOf: keyAt(2)},
+	{name: "memory", arity: -2, keysOf: keyAt(2)}, // MEMORY USAGE key; the others at the first shard
 	{name: "sort", arity: -2, write: true, keysOf: storeKeys(1)},
 	{name: "sort_ro", arity: -2, first: 1, last: 1, step: 1},
 	// Sets.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/respframe"
@@ -53,6 +54,10 @@ func txCommands() []*command {
 	}
 }
 
+// notInTx are Redis' commands that Redis refuses inside MULTI, which the
+// gateway does not run either: refused as Redis refuses them there.
+var notInTx = map[string]bool{"save": true, "shutdown": true, "bgsave": false, "subscribe": true, "psubscribe": true, "ssubscribe": true}
+
 // txControl are the commands that run, not queue, inside MULTI.
 var txControl = map[string]bool{"multi": true, "exec": true, "discard": true, "watch": true, "quit": true}
 
@@ -62,6 +67,8 @@ func queue(sess *session, c *command, args [][]byte) []byte {
 	t := &sess.tx
 	var refusal string
 	switch {
+	case c == nil && notInTx[strings.ToLower(string(args[0]))]:
+		refusal = "ERR Command not allowed inside a transaction"
 	case c == nil:
 		refusal = unknownCommand(args)
 	case !c.arityOK(len(args)):
