@@ -81,6 +81,7 @@ func init() {
 		{name: "asking", arity: 1, flags: []string{"fast"}, run: runClusterConnection},
 	}
 	table = append(table, shimCommands()...)
+	table = append(table, keyspaceCommands()...)
 	for _, c := range table {
 		if commands[c.name] != nil {
 			panic("gateway: command " + c.name + " listed twice")
