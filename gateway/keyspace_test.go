@@ -168,6 +168,14 @@ func keyspaceCommands(t *testing.T, directWrites bool) {
 			t.Errorf("SCAN %v walked %d keys, want %d", tc.args, len(got), len(tc.want))
 		}
 	}
+	// go-redis's iterator reads the cursor as an unsigned integer.
+	it, iterated := rc.Scan(ctx, 0, "ks:*", 5).Iterator(), map[string]bool{}
+	for it.Next(ctx) {
+		iterated[it.Val()] = true
+	}
+	if got := slices.Sorted(maps.Keys(iterated)); it.Err() != nil || !slices.Equal(got, all) {
+		t.Errorf("go-redis's SCAN iterator: %d keys (%v), want %d", len(got), it.Err(), len(all))
+	}
 	for range 50 {
 		k, err := rc.RandomKey(ctx).Result()
 		if _, ok := keys[k]; err != nil || !ok {
@@ -267,6 +275,13 @@ func flushAll(t *testing.T, args []any) {
 	if size, err := rc.DBSize(ctx).Result(); err != nil || size != 0 {
 		t.Errorf("DBSIZE after %v: %d, %v", args, size, err)
 	}
+	rc3 := redisClient(t, addr, 3)
+	if k, err := rc3.RandomKey(ctx).Result(); !errors.Is(err, redis.Nil) {
+		t.Errorf("RANDOMKEY over RESP3 after %v: %q, %v; want null", args, k, err)
+	}
+	if keys, cursor, err := rc3.Scan(ctx, 0, "", 100).Result(); err != nil || len(keys) != 0 || cursor != 0 {
+		t.Errorf("SCAN over RESP3 after %v: %v, cursor %d, %v", args, keys, cursor, err)
+	}
 	for name, srv := range c.Redis {
 		left := shardKeys(ctx, t, srv.Addr())
 		for _, k := range left {
@@ -296,4 +311,37 @@ func shardKeys(ctx context.Context, t *testing.T, addr string) []string {
 		t.Fatal(err)
 	}
 	return keys
+}
+
+// TestKeyspacePipelineKeepsOrder: the commands on the whole keyspace run
+// in a pipeline after the commands before them and before those after.
+func TestKeyspacePipelineKeepsOrder(t *testing.T) {
+	rc, _, _ := keyspaceCluster(t, 40, true)
+	ctx := t.Context()
+	pipe := rc.Pipeline()
+	cmds := []redis.Cmder{pipe.Set(ctx, "order:a", "1", 0), pipe.FlushAll(ctx), pipe.Get(ctx, "order:a"),
+		pipe.Set(ctx, "order:b", "2", 0), pipe.DBSize(ctx), pipe.Keys(ctx, "*"), pipe.Del(ctx, "order:b"), pipe.DBSize(ctx)}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cmds {
+		if errors.Is(c.Err(), redis.Nil) {
+			got = append(got, "nil")
+			continue
+		}
+		switch c := c.(type) {
+		case *redis.StatusCmd:
+			got = append(got, c.Val())
+		case *redis.StringCmd:
+			got = append(got, c.Val())
+		case *redis.IntCmd:
+			got = append(got, fmt.Sprint(c.Val()))
+		case *redis.StringSliceCmd:
+			got = append(got, fmt.Sprint(c.Val()))
+		}
+	}
+	if want := "OK OK nil OK 1 [order:b] 1 0"; strings.Join(got, " ") != want {
+		t.Errorf("pipeline replies\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
 }
