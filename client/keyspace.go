@@ -101,9 +101,9 @@ func (c *Client) storageOrErr(what string) ([]*redisbatch.Batcher, error) {
 }
 
 // onEveryShard runs fn for every shard at once and returns the first
-// error, naming its shard.
+// error, naming its shard; the first error ends the others' context.
 func onEveryShard(ctx context.Context, shards []*redisbatch.Batcher, fn func(ctx context.Context, sh int, b *redisbatch.Batcher) error) error {
-	var eg errgroup.Group
+	eg, ctx := errgroup.WithContext(ctx)
 	for sh, b := range shards {
 		eg.Go(func() error {
 			if err := fn(ctx, sh, b); err != nil {
