@@ -144,12 +144,29 @@ func newCommandGen(r *rand.Rand) *commandGen {
 	return g
 }
 
+// withKeyspace adds the commands on the whole keyspace, for a gateway
+// that reaches the shards' Redis. RANDOMKEY and SCAN are left out: the
+// key RANDOMKEY picks, and SCAN's cursors and order, differ between two
+// servers.
+func (g *commandGen) withKeyspace() {
+	g.forms = append(g.forms,
+		func() []string { return []string{"dbsize"} },
+		func() []string { return []string{"keys", g.pick("*", g.prefix+"*", g.prefix+"string:*", g.prefix+"?")} },
+		func() []string {
+			return []string{g.pick("flushall", "flushdb"), g.pick("async", "sync", "ASYNC")}[:1+g.r.IntN(2)]
+		},
+	)
+}
+
+// keyless are the commands whose first argument is not a key.
+var keyless = map[string]bool{"keys": true, "flushall": true, "flushdb": true}
+
 // next draws a command. Three times in four its key is one of a few that
 // commands of its family use, so that keys grow past one element; else one
 // that every command uses, so that types meet.
 func (g *commandGen) next() []string {
 	args := g.forms[g.r.IntN(len(g.forms))]()
-	if len(args) > 1 && g.r.IntN(4) > 0 {
+	if len(args) > 1 && !keyless[args[0]] && g.r.IntN(4) > 0 {
 		args[1] = g.prefix + family(args[0]) + ":" + strconv.Itoa(g.r.IntN(3))
 	}
 	return args

@@ -102,6 +102,7 @@ func init() {
 	table = append(table, txCommands()...)
 	table = append(table, shardCommands()...)
 	table = append(table, blockingCommands()...)
+	table = append(table, keyspaceCommands()...)
 	for _, c := range table {
 		if commands[c.name] != nil {
 			panic("gateway: command " + c.name + " listed twice")

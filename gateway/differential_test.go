@@ -56,7 +56,7 @@ func TestDifferential(t *testing.T) {
 			DirectReads: gw.direct, DirectWrites: gw.direct}, withLoops(gw.loops))
 		for _, proto := range []int{2, 3} {
 			t.Run(fmt.Sprintf("RESP%d %s", proto, gw.name), func(t *testing.T) {
-				differential(t, addr, ref.Addr(), proto, seed+uint64(proto), rules)
+				differential(t, addr, ref.Addr(), proto, seed+uint64(proto), gw.direct, rules)
 			})
 		}
 		rs := dialRESP(t, ref.Addr())
@@ -65,8 +65,8 @@ func TestDifferential(t *testing.T) {
 }
 
 // differential runs TestDifferential's commands over protocol proto, on
-// keys of their own.
-func differential(t *testing.T, addr, ref string, proto int, seed uint64, rules map[string]string) {
+// keys of their own, and the commands on the whole keyspace if keyspace.
+func differential(t *testing.T, addr, ref string, proto int, seed uint64, keyspace bool, rules map[string]string) {
 	gw, rs := dialRESP(t, addr), dialRESP(t, ref)
 	if proto == 3 {
 		gw.do([]string{"hello", "3"})
@@ -74,6 +74,9 @@ func differential(t *testing.T, addr, ref string, proto int, seed uint64, rules 
 	}
 	g := newCommandGen(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 	g.prefix = fmt.Sprintf("dk%d:", proto)
+	if keyspace {
+		g.withKeyspace()
+	}
 	failures, kinds := 0, map[string]int{}
 	defer func() { t.Logf("replies compared: %v", kinds) }()
 	for i := range *differentialCount {

@@ -57,6 +57,15 @@ type Store interface {
 	// Session is a new connection's state at the shards: its WATCH, and
 	// its transactions.
 	Session() *client.Session
+	// The whole keyspace, over every shard's Redis, the cluster's own
+	// keys (client.OwnPrefix) hidden: DBSIZE, KEYS, SCAN (a cursor of
+	// client.Client.Scan's), RANDOMKEY, and FLUSHALL coherent with the
+	// caches (keyspace.go).
+	DBSize(ctx context.Context) (int64, error)
+	Keys(ctx context.Context, pattern string) ([]string, error)
+	Scan(ctx context.Context, cursor uint64, o client.ScanOptions) (uint64, []string, error)
+	RandomKey(ctx context.Context) (string, bool, error)
+	FlushAll(ctx context.Context, async bool) error
 	// Placement is the partition map the store routes by (INFO).
 	Placement() *partmap.Placement
 	// Stats are the store's counters (INFO).

@@ -43,32 +43,16 @@ var DenyTags = []string{
 // external server.
 const flushSetup = "    r flushall\n    r function flush\n"
 
-// flushByDelete replaces flushSetup in the working copy. The gateway has
-// neither FLUSHALL nor FUNCTION FLUSH, so without it every unit ends at
-// its first line. It deletes, through the gateway, every key that the
-// cluster's redis-servers (DISTCACHE_REDIS_SHARDS) hold but the shims' own
-// (distcache:*), 100 keys a DEL. No function can exist: the gateway has
-// no FUNCTION LOAD.
-const flushByDelete = `
-proc distcache_flushall {} {
-    foreach addr $::env(DISTCACHE_REDIS_SHARDS) {
-        lassign [split $addr :] host port
-        set shard [redis $host $port 0 0]
-        set keys {}
-        foreach key [$shard keys *] {
-            if {![string match {distcache:*} $key]} { lappend keys $key }
-        }
-        $shard close
-        for {set i 0} {$i < [llength $keys]} {incr i 100} {
-            r del {*}[lrange $keys $i [expr {$i + 99}]]
-        }
-    }
-}
-`
+// flushOnly replaces flushSetup in the working copy: the suite's FLUSHALL
+// reaches the gateway, which deletes every key of every shard coherently
+// with the caches, and its FUNCTION FLUSH is left out. The gateway has no
+// FUNCTION, so no function can exist; without this every unit would end
+// at its first line.
+const flushOnly = "    r flushall\n"
 
 // Suite is a working copy of a source tree's tests directory, in which
-// the suite runs (it writes under tests/tmp) with FLUSHALL replaced as
-// flushByDelete says.
+// the suite runs (it writes under tests/tmp) with FUNCTION FLUSH left out,
+// as flushOnly says.
 type Suite struct {
 	dir    string
 	Source Source
@@ -104,10 +88,9 @@ func NewSuite(src Source, dir string) (*Suite, error) {
 		return nil, fmt.Errorf("cannot read the suite's server.tcl: %w", err)
 	}
 	if n := bytes.Count(text, []byte(flushSetup)); n != 1 {
-		return nil, fmt.Errorf("cannot replace FLUSHALL in %s: its setup lines occur %d times, not once", server, n)
+		return nil, fmt.Errorf("cannot leave FUNCTION FLUSH out of %s: its setup lines occur %d times, not once", server, n)
 	}
-	text = bytes.Replace(text, []byte(flushSetup), []byte("    distcache_flushall\n"), 1)
-	text = append(text, flushByDelete...)
+	text = bytes.Replace(text, []byte(flushSetup), []byte(flushOnly), 1)
 	if err := os.WriteFile(server, text, 0o644); err != nil {
 		return nil, fmt.Errorf("cannot write the suite's server.tcl: %w", err)
 	}
@@ -192,7 +175,7 @@ func (s *Suite) runOnce(parent context.Context, c *Cluster, unit string, o RunOp
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "tclsh", args...)
 	cmd.Dir = s.dir
-	cmd.Env = append(os.Environ(), "TERM=dumb", "DISTCACHE_REDIS_SHARDS="+strings.Join(c.Shards, " "))
+	cmd.Env = append(os.Environ(), "TERM=dumb")
 	cmd.Stdout, cmd.Stderr = outFile, outFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
