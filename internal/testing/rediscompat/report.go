@@ -26,9 +26,8 @@ func (r Report) Markdown() string {
 	fmt.Fprintf(&b, "# Redis's own test suite against the DistCache gateway\n\n")
 	fmt.Fprintf(&b, "Date: %s. Machine: %s. Suite: Debian's redis source package %s.\n\n", r.Date, r.Machine, r.Source.Version)
 	fmt.Fprintf(&b, "    %s\n\n", r.Command)
-	b.WriteString("Each unit ran against the gateway of a fresh standalone cluster. The\n" +
-		"suite's FUNCTION FLUSH before each group of tests was left out (the\n" +
-		"gateway has no functions); its FLUSHALL ran.\n\n")
+	b.WriteString("Each unit ran against the gateway of a fresh standalone cluster, the\n" +
+		"suite as it is.\n\n")
 	b.WriteString(r.Table())
 	b.WriteString("\n## Failures by cause\n\n")
 	b.WriteString("| cause | failed tests | errors outside a test | aborted units |\n|---|--:|--:|--:|\n")

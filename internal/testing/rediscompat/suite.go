@@ -38,21 +38,8 @@ var DenyTags = []string{
 	"needs:config-resetstat", "needs:reset", "needs:latency", "needs:local-process",
 }
 
-// flushSetup is what the suite's run_external_server_test
-// (tests/support/server.tcl) sends before every group of tests against an
-// external server.
-const flushSetup = "    r flushall\n    r function flush\n"
-
-// flushOnly replaces flushSetup in the working copy: the suite's FLUSHALL
-// reaches the gateway, which deletes every key of every shard coherently
-// with the caches, and its FUNCTION FLUSH is left out. The gateway has no
-// FUNCTION, so no function can exist; without this every unit would end
-// at its first line.
-const flushOnly = "    r flushall\n"
-
 // Suite is a working copy of a source tree's tests directory, in which
-// the suite runs (it writes under tests/tmp) with FUNCTION FLUSH left out,
-// as flushOnly says.
+// the suite runs as it is (it writes under tests/tmp).
 type Suite struct {
 	dir    string
 	Source Source
@@ -81,18 +68,6 @@ func NewSuite(src Source, dir string) (*Suite, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot copy the suite from %s: %w", from, err)
-	}
-	server := filepath.Join(dir, "tests", "support", "server.tcl")
-	text, err := os.ReadFile(server)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the suite's server.tcl: %w", err)
-	}
-	if n := bytes.Count(text, []byte(flushSetup)); n != 1 {
-		return nil, fmt.Errorf("cannot leave FUNCTION FLUSH out of %s: its setup lines occur %d times, not once", server, n)
-	}
-	text = bytes.Replace(text, []byte(flushSetup), []byte(flushOnly), 1)
-	if err := os.WriteFile(server, text, 0o644); err != nil {
-		return nil, fmt.Errorf("cannot write the suite's server.tcl: %w", err)
 	}
 	return &Suite{dir: dir, Source: src}, nil
 }
