@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,11 +15,15 @@ type commandGen struct {
 	prefix string // of every key
 	stream int    // the last stream entry id's time part: ids increase
 	at     string
+	far    []string // times no command but EXPIREAT GT or LT sets
 	forms  []func() []string
+	queue  [][]string // the rest of a transaction being sent
 }
 
 func newCommandGen(r *rand.Rand) *commandGen {
-	g := &commandGen{r: r, at: strconv.FormatInt(time.Now().Unix()+100000, 10)}
+	now := time.Now().Unix()
+	g := &commandGen{r: r, at: strconv.FormatInt(now+100000, 10),
+		far: []string{strconv.FormatInt(now+50000, 10), strconv.FormatInt(now+200000, 10)}}
 	k, f, m, v, n := g.key, g.field, g.member, g.value, g.int
 	g.forms = []func() []string{
 		// Strings.
@@ -49,7 +54,11 @@ func newCommandGen(r *rand.Rand) *commandGen {
 		func() []string { return []string{"psetex", k(), "1000000", v()} },
 		// Keys and expiry.
 		func() []string { return []string{"expire", k(), g.pick("1000", "2000")} },
-		func() []string { return []string{"expire", k(), "1500", g.pick("NX", "XX", "GT", "LT", "SOON")} },
+		func() []string { return []string{"expire", k(), "1500", g.pick("NX", "XX", "SOON")} },
+		// GT and LT compare with an absolute time that no other command
+		// sets (far): a relative one, or one a SET with EXAT set (which
+		// the gateway makes relative), would compare the servers' clocks.
+		func() []string { return []string{"expireat", k(), g.pick(g.far...), g.pick("GT", "LT")} },
 		func() []string { return []string{"pexpire", k(), "3000000"} },
 		func() []string { return []string{"expireat", k(), g.at} },
 		func() []string { return []string{"pexpireat", k(), g.at + "000", g.pick("NX", "XX")} },
@@ -158,14 +167,69 @@ func (g *commandGen) withKeyspace() {
 	)
 }
 
+// withShardCommands adds the commands Redis runs on several keys of one
+// shard, scripts and transactions (MULTI, two or three commands, EXEC),
+// for a gateway that reaches the shards' Redis; every key shares the
+// prefix's hash tag. rules names the commands whose replies differ
+// between two servers, which transactions leave out.
+func (g *commandGen) withShardCommands(rules map[string]string) {
+	single := slices.Clone(g.forms)
+	k, m, v := g.key, g.member, g.value
+	two := func(name string, extra ...string) func() []string {
+		return func() []string { return append([]string{name, k(), k()}, extra...) }
+	}
+	g.forms = append(g.forms,
+		two("rename"), two("renamenx"), two("copy"), two("copy", "REPLACE"), two("lcs"),
+		func() []string { return []string{"msetnx", k(), v(), k(), v()} },
+		two("sinter"), two("sunion"), two("sdiff"), two("sinterstore", k()), two("sunionstore", k()),
+		two("sdiffstore", k()), two("smove", m()),
+		func() []string { return []string{"sintercard", "2", k(), k()} },
+		func() []string { return []string{g.pick("zunion", "zinter", "zdiff"), "2", k(), k(), "WITHSCORES"}[:4+g.r.IntN(2)] },
+		func() []string { return []string{g.pick("zunionstore", "zinterstore", "zdiffstore"), k(), "2", k(), k()} },
+		two("zrangestore", "0", "-1"),
+		func() []string { return []string{"zmpop", "2", k(), k(), g.pick("MIN", "MAX")} },
+		two("lmove", "LEFT", "RIGHT"), two("rpoplpush"),
+		func() []string { return []string{"lmpop", "2", k(), k(), g.pick("LEFT", "RIGHT")} },
+		two("pfcount"), two("pfmerge", k()),
+		func() []string { return []string{"bitop", g.pick("AND", "OR", "XOR"), k(), k(), k()} },
+		func() []string {
+			return []string{"eval", g.pick("return redis.call('GET', KEYS[1])", "return {KEYS[1], ARGV[1], 7}",
+				"return redis.call('INCR', KEYS[1])", "return redis.error_reply('MY no')"), "1", k(), v()}
+		},
+		func() []string { return []string{"eval_ro", "return redis.call('SET', KEYS[1], ARGV[1])", "1", k(), v()} },
+		func() []string {
+			g.queue = append(g.queue, []string{"multi"})
+			for range 2 + g.r.IntN(2) {
+				cmd := single[g.r.IntN(len(single))]()
+				for rules[cmd[0]] != "" {
+					cmd = single[g.r.IntN(len(single))]()
+				}
+				g.queue = append(g.queue, cmd)
+			}
+			return []string{"exec"}
+		},
+	)
+}
+
 // keyless are the commands whose first argument is not a key.
-var keyless = map[string]bool{"keys": true, "flushall": true, "flushdb": true}
+var keyless = map[string]bool{"keys": true, "flushall": true, "flushdb": true, "sintercard": true, "zunion": true,
+	"zinter": true, "zdiff": true, "zmpop": true, "lmpop": true, "eval": true, "eval_ro": true, "bitop": true,
+	"zunionstore": true, "zinterstore": true, "zdiffstore": true}
 
 // next draws a command. Three times in four its key is one of a few that
 // commands of its family use, so that keys grow past one element; else one
 // that every command uses, so that types meet.
 func (g *commandGen) next() []string {
+	if len(g.queue) > 0 {
+		args := g.queue[0]
+		g.queue = g.queue[1:]
+		return args
+	}
 	args := g.forms[g.r.IntN(len(g.forms))]()
+	if len(g.queue) > 0 { // a transaction: its commands, then args (EXEC)
+		g.queue = append(g.queue, args)
+		return g.next()
+	}
 	if len(args) > 1 && !keyless[args[0]] && g.r.IntN(4) > 0 {
 		args[1] = g.prefix + family(args[0]) + ":" + strconv.Itoa(g.r.IntN(3))
 	}

@@ -53,7 +53,7 @@ func TestDifferential(t *testing.T) {
 		{"through the shims", false, 0}, {"direct", true, 0}, {"direct, a goroutine per connection", true, -1},
 	} {
 		addr, _, _ := startGatewayOn(t, clustertest.Config{Name: "diff", Racks: 2, ShardsPerRack: 1, Spine: 2,
-			DirectReads: gw.direct, DirectWrites: gw.direct}, withLoops(gw.loops))
+			DirectReads: gw.direct, DirectWrites: gw.direct, HashTags: true}, withLoops(gw.loops))
 		for _, proto := range []int{2, 3} {
 			t.Run(fmt.Sprintf("RESP%d %s", proto, gw.name), func(t *testing.T) {
 				differential(t, addr, ref.Addr(), proto, seed+uint64(proto), gw.direct, rules)
@@ -73,8 +73,9 @@ func differential(t *testing.T, addr, ref string, proto int, seed uint64, keyspa
 		rs.do([]string{"hello", "3"})
 	}
 	g := newCommandGen(rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
-	g.prefix = fmt.Sprintf("dk%d:", proto)
+	g.prefix = fmt.Sprintf("{dk%d}:", proto) // one hash tag: one shard
 	if keyspace {
+		g.withShardCommands(rules) // first: its transactions hold none of the keyspace's commands
 		g.withKeyspace()
 	}
 	failures, kinds := 0, map[string]int{}

@@ -38,7 +38,7 @@ func resp3ShapeOf(args [][]byte) resp3Shape {
 	switch name {
 	case "hgetall":
 		return shapeMap
-	case "smembers":
+	case "smembers", "sdiff", "sinter", "sunion":
 		return shapeSet
 	case "spop":
 		if len(args) > 2 {
