@@ -38,9 +38,9 @@ import (
 // shards.
 var ErrCrossShard = errors.New("the keys are on different storage shards")
 
-// ErrKeysHeld: caches took a key of the operation back every time it was
-// released, attemptsToRelease times; nothing ran.
-var ErrKeysHeld = errors.New("a cache took a key of the operation back every time it was released")
+// ErrKeysHeld: a key of the operation stayed in the caches through
+// attemptsToRelease attempts to release it; nothing ran.
+var ErrKeysHeld = errors.New("the keys could not be taken out of the caches")
 
 // attemptsToRelease bounds the rounds of releasing an operation's keys and
 // trying to run it.

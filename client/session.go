@@ -131,12 +131,14 @@ func (s *Session) exec(ctx context.Context, writes, reads []string, cmds [][][]b
 	}
 	tx := make([][][]byte, 0, len(cmds)+2)
 	tx = append(append(append(tx, [][]byte{cmdMulti}), cmds...), [][]byte{cmdExec})
+	cause := "a cache took one back"
 	for range attemptsToRelease {
 		if len(writes) > 0 {
 			if ok, err := s.c.release(ctx, conn, writes); err != nil || !ok {
 				if err != nil {
 					return nil, err
 				}
+				cause = "a shim could not release one (a node that may hold it did not acknowledge)"
 				continue
 			}
 			held, err := heldOf(ctx, conn, writes, true)
@@ -164,7 +166,7 @@ func (s *Session) exec(ctx context.Context, writes, reads []string, cmds [][][]b
 		s.c.stats.atomics.Add(1)
 		return replies, nil
 	}
-	return nil, fmt.Errorf("cannot run a transaction on %q: %w", writes[0], ErrKeysHeld)
+	return nil, fmt.Errorf("cannot run a transaction on %q: %s: %w", writes[0], cause, ErrKeysHeld)
 }
 
 func anyOf(bs []bool) bool {

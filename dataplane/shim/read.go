@@ -97,7 +97,7 @@ func (s *Shim) tracking(reads []*request) []bool {
 			s.holders.add(key, r.src)
 		}
 	}
-	if s.locks.waiters(key) != 0 { // a write is in progress
+	if s.locks.waiters(key) != 0 || s.held.holds(key, time.Now()) { // a write is in progress, or the key is held back
 		clear(tracked)
 	}
 	if slices.Contains(tracked, true) && !s.markHeld(key) {
@@ -158,7 +158,11 @@ func (s *Shim) serveFetch(r *request) {
 		s.holders.add(r.key, r.src) // later writes invalidate it (holders.go)
 		c = s.clock.current()
 		epoch = s.epoch(r.src) // under the lock, as the value (leases.go)
-		status, value = s.redisGetCacheable(r.key)
+		if s.held.holds(r.key, time.Now()) { // released for a client's transaction: not now
+			status = wire.StatusUncacheable
+		} else {
+			status, value = s.redisGetCacheable(r.key)
+		}
 	} else {
 		s.stats.notOwner.Add(1)
 	}

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"testing"
+	"time"
 
 	"github.com/distcache/distcache/dataplane/heldkeys"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -56,5 +57,33 @@ func TestReleaseTrimsTheHeldKey(t *testing.T) {
 				t.Errorf("Redis holds %q after the release, want v", got)
 			}
 		})
+	}
+}
+
+// TestReleasedKeyHeldBack: after a release, a FETCH of the key is
+// answered StatusUncacheable and leaves the key out of the keys a cache
+// may hold, until ReleaseHold has passed.
+func TestReleasedKeyHeldBack(t *testing.T) {
+	e := newEnv(t, withConfig(func(c *Config) { c.ReleaseHold = time.Hour }))
+	m := e.m.Clone()
+	m.Version++
+	m.Storage.Racks[0].Shards[0].DirectWrites = true
+	e.setMap(m)
+	key := e.key(0, "heldback")
+	owners := e.owners(key)
+	e.mustStatus(wire.OpPut, key, []byte("v"), wire.StatusOK)
+	if r := e.mustStatus(wire.OpRMW, key, wire.AppendRMW(nil, wire.RMWRelease, nil), wire.StatusOK); string(r.Value) != "1" {
+		t.Fatalf("release answered %q", r.Value)
+	}
+	if r := e.callFrom(owners[0].ep, wire.OpFetch, key, nil); r.Status != wire.StatusUncacheable {
+		t.Fatalf("FETCH of a released key: %s, want %s", r.Status, wire.StatusUncacheable)
+	}
+	if held, err := e.rdb.SIsMember(t.Context(), heldkeys.Key, key).Result(); err != nil || held {
+		t.Fatalf("held %v (%v) after a FETCH of a released key", held, err)
+	}
+	other := e.key(0, "other")
+	e.mustStatus(wire.OpPut, other, []byte("w"), wire.StatusOK)
+	if r := e.callFrom(e.owners(other)[0].ep, wire.OpFetch, other, nil); r.Status != wire.StatusOK {
+		t.Fatalf("FETCH of another key: %s", r.Status)
 	}
 }

@@ -91,6 +91,9 @@ type Config struct {
 	// DedupTTL is how long the replies of completed writes are kept for
 	// retransmitted requests (default 30s).
 	DedupTTL time.Duration
+	// ReleaseHold is how long a key released from the caches is not
+	// cached again (holdback.go; default DefaultReleaseHold).
+	ReleaseHold time.Duration
 	// HolderKeys bounds the directory of copies (holders.go): the keys it
 	// lists nodes for before it is cleared and every node flushed again
 	// (default DefaultHolderKeys).
@@ -138,6 +141,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DedupTTL <= 0 {
 		c.DedupTTL = DefaultDedupTTL
+	}
+	if c.ReleaseHold <= 0 {
+		c.ReleaseHold = DefaultReleaseHold
 	}
 	if c.HolderKeys <= 0 {
 		c.HolderKeys = DefaultHolderKeys
@@ -205,6 +211,7 @@ type Shim struct {
 	stats   counters
 	locks   *keyLocks
 	dedup   *dedupTable
+	held    heldBack // keys released from the caches, not cached again for a while
 	clock   versionClock
 	sem     chan struct{}     // a token per request being served
 	work    *capacity.Limiter // the emulated capacity, shared by readers and writes

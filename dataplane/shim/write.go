@@ -161,6 +161,7 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	w.trimmed = trim
 	if r.release && w.status == wire.StatusOK {
 		w.result = []byte{'0' + byte(oneIf(trim && !w.replayed))}
+		s.held.add(r.key, time.Now().Add(s.cfg.ReleaseHold)) // under the key's lock, which FETCHes take
 	}
 	return w
 }
