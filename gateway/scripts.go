@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"sync"
 
 	"github.com/distcache/distcache/dataplane/respframe"
 )
@@ -12,6 +14,54 @@ import (
 // and RESTORE) runs at every shard, in turn, and what reads them (FUNCTION
 // LIST, DUMP and STATS) at the first. EVAL, EVALSHA and FCALL themselves
 // are shard commands (shardcmds.go).
+
+// loadedScripts are the SHA-1s of the scripts this gateway loaded on every
+// shard. EVAL runs a script at one shard, whose Redis caches it; the
+// gateway loads it on the others too, once, so that EVALSHA finds it at
+// the shard of any keys and SCRIPT EXISTS, which says 1 only for a
+// script every shard has, says so after an EVAL, as Redis does.
+type loadedScripts struct {
+	mu   sync.Mutex // guards shas
+	shas map[[sha1.Size]byte]struct{}
+}
+
+// maxLoadedScripts bounds the SHA-1s kept: beyond it they are forgotten,
+// and loaded again at their next EVAL.
+const maxLoadedScripts = 1 << 14
+
+// loadEverywhere loads body on every shard unless the gateway did.
+func (c *call) loadEverywhere(body []byte) {
+	l := &c.srv.scripts
+	sum := sha1.Sum(body)
+	l.mu.Lock()
+	_, done := l.shas[sum]
+	l.mu.Unlock()
+	if done {
+		return
+	}
+	replies, err := c.srv.cfg.Store.RunOnEveryShard(c.ctx, [][]byte{[]byte("SCRIPT"), []byte("LOAD"), body})
+	if err != nil {
+		return // EVAL itself runs at its shard and answers
+	}
+	for _, r := range replies {
+		if respframe.Error(r) != "" {
+			return
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.shas == nil || len(l.shas) >= maxLoadedScripts {
+		l.shas = map[[sha1.Size]byte]struct{}{}
+	}
+	l.shas[sum] = struct{}{}
+}
+
+// forget forgets every script loaded (SCRIPT FLUSH).
+func (l *loadedScripts) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shas = nil
+}
 
 // scriptCommands are the table's entries for SCRIPT and FUNCTION.
 func scriptCommands() []*command {
@@ -32,6 +82,9 @@ func runScriptAdmin(c *call, dst []byte) []byte {
 	if !onEveryShard[sub] {
 		r, err := c.srv.cfg.Store.Run(c.ctx, nil, nil, c.args)
 		return appendShimReply(dst, c.args, r, err, c.resp3)
+	}
+	if sub == "flush" && bytes.EqualFold(c.args[0], []byte("script")) {
+		c.srv.scripts.forget()
 	}
 	replies, err := c.srv.cfg.Store.RunOnEveryShard(c.ctx, c.args)
 	if err != nil {

@@ -174,6 +174,8 @@ type Server struct {
 	admit *admission
 	// work runs pipelined commands (workers.go).
 	work *workers
+	// scripts are the scripts loaded on every shard (scripts.go).
+	scripts loadedScripts
 	// errorStats counts error replies by code (INFO errorstats).
 	errorStats errorStats
 	// blocked counts the connections waiting in a blocking command.

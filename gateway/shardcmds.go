@@ -108,6 +108,9 @@ func runAtShard(c *call, dst []byte) []byte {
 	if blocks(c.args) {
 		return runBlocking(c, dst)
 	}
+	if cmd.name == "eval" || cmd.name == "eval_ro" {
+		c.loadEverywhere(c.args[1])
+	}
 	r, err := c.srv.cfg.Store.Run(c.ctx, writes, reads, c.args)
 	return appendShimReply(dst, c.args, r, err, c.resp3)
 }

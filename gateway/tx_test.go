@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -223,6 +225,20 @@ func TestScripts(t *testing.T) {
 	}
 	if err := rc.Eval(ctx, "return 1", []string{"{a}x", "{b}x", "{c}x", "{d}x"}).Err(); err == nil || !strings.HasPrefix(err.Error(), "CROSSSLOT") {
 		t.Errorf("EVAL on keys of several shards: %v; want CROSSSLOT", err)
+	}
+	// A script EVAL ran at one shard exists on every shard.
+	body := "return 'once ' .. KEYS[1]"
+	if err := rc.Eval(ctx, body, []string{"{a}e"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum([]byte(body))
+	if ex, err := rc.ScriptExists(ctx, hex.EncodeToString(sum[:])).Result(); err != nil || !ex[0] {
+		t.Errorf("SCRIPT EXISTS after EVAL: %v, %v", ex, err)
+	}
+	for _, key := range []string{"{b}e", "{c}e", "{d}e"} {
+		if got, err := rc.EvalSha(ctx, hex.EncodeToString(sum[:]), []string{key}).Text(); err != nil || got != "once "+key {
+			t.Errorf("EVALSHA of an EVAL's script on %q: %q, %v", key, got, err)
+		}
 	}
 	if err := rc.FunctionFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
