@@ -66,25 +66,25 @@ func (c *command) appendInfo(dst []byte) []byte {
 }
 
 // infoSections are INFO's sections, in order.
-var infoSections = []string{"server", "clients", "stats", "errorstats", "cluster", "distcache"}
+var infoSections = []string{"server", "clients", "stats", "commandstats", "errorstats", "cluster", "distcache"}
 
 // runInfo answers INFO [section ...]: server, clients, stats, cluster
 // (cluster_enabled) and distcache (the partition map, the layers and the
 // reads' hit ratio); all, everything and default name every section.
 // RESP3 gets a verbatim string, as from Redis.
 func runInfo(c *call, dst []byte) []byte {
-	want := map[string]bool{}
+	want, all := map[string]bool{}, false
 	for _, a := range c.args[1:] {
 		s := strings.ToLower(string(a))
 		if s == "all" || s == "everything" || s == "default" {
-			want = nil
+			want, all = nil, s != "default"
 			break
 		}
 		want[s] = true
 	}
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if len(want) > 0 && !want[sec] {
+		if len(want) > 0 && !want[sec] || len(want) == 0 && !all && sec == "commandstats" { // as Redis: not by default
 			continue
 		}
 		if b.Len() > 0 {
@@ -113,6 +113,9 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("connected_clients", s.open.Load())
 		line("maxclients", s.cfg.MaxConnections)
 		line("blocked_clients", s.blocked.Load())
+	case "commandstats":
+		b.WriteString("# Commandstats\r\n")
+		s.commandStats.write(b)
 	case "errorstats":
 		b.WriteString("# Errorstats\r\n")
 		s.errorStats.write(b)
@@ -186,6 +189,7 @@ func runConfig(c *call, dst []byte) []byte {
 		return runConfigSet(c, dst)
 	case strings.EqualFold(string(c.args[1]), "resetstat") && len(c.args) == 2:
 		c.srv.errorStats.reset()
+		c.srv.commandStats.reset()
 		return appendOK(dst)
 	}
 	return appendError(dst, "ERR CONFIG "+strings.ToUpper(clip(c.args[1]))+" is not supported by the DistCache gateway")

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -146,6 +147,10 @@ func (s *Server) observe(c *command, reply []byte, d time.Duration) {
 		s.errorStats.count(reply)
 	}
 	s.metrics.series[name].observe(d, failed)
+	if c != nil {
+		refused := failed && (bytes.HasPrefix(reply, []byte("-ERR wrong number of arguments")) || bytes.HasPrefix(reply, []byte("-NOAUTH")))
+		s.commandStats.count(c.name, reply, d, refused)
+	}
 }
 
 // protocolError counts a connection ended for what its client sent.

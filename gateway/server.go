@@ -176,6 +176,8 @@ type Server struct {
 	work *workers
 	// scripts are the scripts loaded on every shard (scripts.go).
 	scripts loadedScripts
+	// commandStats counts each command's calls (INFO commandstats).
+	commandStats commandStats
 	// errorStats counts error replies by code (INFO errorstats).
 	errorStats errorStats
 	// blocked counts the connections waiting in a blocking command.
