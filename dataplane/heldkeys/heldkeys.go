@@ -45,6 +45,15 @@
 // out; testdata/trim_srem.pml models the removal, and finds one when its
 // phase 2 carries the value.
 //
+// Transactions, scripts and commands of several keys (client/atomic.go)
+// write the same way: they run in MULTI and EXEC on a connection that
+// WATCHes Key and found none of their keys in it, so Redis runs them, at
+// once, only while none of their keys is in the set, as it runs a direct
+// write's script. To take a key out of the set, the client sends its shim
+// a release (wire.RMWRelease): a write's phase 1 and the trim, whatever
+// copies the acknowledgements reported, with a phase 2 that carries no
+// value (trim_srem.pml's TRIM_ANY, checked with the others).
+//
 // A direct write whose connection broke is not sent again, to Redis or
 // to the shim: Redis may still run the first one later, after the second
 // was acknowledged, and undo a write that followed it. It fails with an
