@@ -182,13 +182,10 @@ func (c *Client) RunOnEveryShard(ctx context.Context, cmd [][]byte) ([][]byte, e
 	return out, nil
 }
 
-// release takes each of keys that a cache may hold out of the held keys
-// (RMWRelease at its shim); it reports false when one could not be.
-func (c *Client) release(ctx context.Context, conn *shardConn, keys []string) (bool, error) {
-	held, err := heldOf(ctx, conn, keys, false)
-	if err != nil {
-		return false, err
-	}
+// releaseHeld takes each of keys that held marks out of the keys a cache
+// may hold (RMWRelease at its shim); it reports false when one could not
+// be.
+func (c *Client) releaseHeld(ctx context.Context, keys []string, held []bool) (bool, error) {
 	for i, k := range keys {
 		if !held[i] {
 			continue

@@ -131,15 +131,24 @@ func (s *Session) exec(ctx context.Context, writes, reads []string, cmds [][][]b
 	}
 	tx := make([][][]byte, 0, len(cmds)+2)
 	tx = append(append(append(tx, [][]byte{cmdMulti}), cmds...), [][]byte{cmdExec})
+	const causeRefused = "a shim could not release one (its writes do not go direct)"
 	cause := "a cache took one back"
 	for range attemptsToRelease {
 		if len(writes) > 0 {
-			if ok, err := s.c.release(ctx, conn, writes); err != nil || !ok {
+			// A session that WATCHes cannot UNWATCH the set without
+			// dropping its own keys: it releases first, then watches.
+			if watching {
+				held, err := heldOf(ctx, conn, writes, false)
 				if err != nil {
 					return nil, err
 				}
-				cause = "a shim could not release one (a node that may hold it did not acknowledge)"
-				continue
+				if ok, err := s.c.releaseHeld(ctx, writes, held); err != nil || !ok {
+					if err != nil {
+						return nil, err
+					}
+					cause = causeRefused
+					continue
+				}
 			}
 			held, err := heldOf(ctx, conn, writes, true)
 			if err != nil {
@@ -151,6 +160,12 @@ func (s *Session) exec(ctx context.Context, writes, reads []string, cmds [][][]b
 				}
 				if _, err := conn.do(ctx, [][]byte{cmdUnwatch}); err != nil {
 					return nil, err
+				}
+				if ok, err := s.c.releaseHeld(ctx, writes, held); err != nil || !ok {
+					if err != nil {
+						return nil, err
+					}
+					cause = causeRefused
 				}
 				continue
 			}

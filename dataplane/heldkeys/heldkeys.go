@@ -52,7 +52,11 @@
 // write's script. To take a key out of the set, the client sends its shim
 // a release (wire.RMWRelease): a write's phase 1 and the trim, whatever
 // copies the acknowledgements reported, with a phase 2 that carries no
-// value (trim_srem.pml's TRIM_ANY, checked with the others).
+// value (trim_srem.pml's TRIM_ANY, checked with the others). It trims
+// even when phase 1 released an owner without its acknowledgement: such
+// an owner can never serve its copy again, as it left the key's
+// ownership, or its lease ran out and its next lease comes with a flush
+// of the shim's entries (package lease).
 //
 // A direct write whose connection broke is not sent again, to Redis or
 // to the shim: Redis may still run the first one later, after the second

@@ -157,7 +157,7 @@ func (s *Shim) serveFetch(r *request) {
 		s.stats.fetches.Add(1)
 		s.holders.add(r.key, r.src) // later writes invalidate it (holders.go)
 		c = s.clock.current()
-		epoch = s.epoch(r.src) // under the lock, as the value (leases.go)
+		epoch = s.epoch(r.src)               // under the lock, as the value (leases.go)
 		if s.held.holds(r.key, time.Now()) { // released for a client's transaction: not now
 			status = wire.StatusUncacheable
 		} else {

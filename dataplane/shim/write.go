@@ -137,8 +137,11 @@ func (s *Shim) applyWrite(r *request) writeOutcome {
 	// acknowledged the INVALIDATE (none released), so the key leaves the
 	// set of keys a cache may hold (package heldkeys) and clients may
 	// write it directly again; phase 2 then carries no value.
-	// A release trims whatever copies phase 1 found: they stay invalid.
-	trim := (copies == 0 || r.release) && !released && s.view.Load().cur.directWrites
+	// A release trims whatever phase 1 found: the copies it invalidated
+	// stay invalid, and an owner it released can never serve its copy
+	// again (it left the key, or its lease ran out and its next one
+	// comes with a flush of this shim's entries: package lease).
+	trim := (copies == 0 && !released || r.release) && s.view.Load().cur.directWrites
 	if call != nil {
 		calls := []*redisbatch.Call{call}
 		var mark *redisbatch.Call

@@ -44,8 +44,8 @@ const (
 	// copy of the key, leaves them invalid, and takes the key out of the
 	// keys a cache may hold (package heldkeys), so that clients may write
 	// it in Redis themselves; no argument. Result: "1" when the key left
-	// that set, "0" when it could not (a node that may hold a copy did
-	// not acknowledge, or the shard's writes do not go direct).
+	// that set, "0" when it could not (the shard's writes do not go
+	// direct).
 	RMWRelease RMW = 8
 	rmwLimit   RMW = 9
 )
