@@ -120,12 +120,15 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		b.WriteString("# Errorstats\r\n")
 		s.errorStats.write(b)
 	case "stats":
-		st := s.Stats()
+		st, base := s.Stats(), s.statsBase.Load()
+		if base == nil {
+			base = &Stats{}
+		}
 		b.WriteString("# Stats\r\n")
-		line("total_connections_received", st.Connections)
-		line("total_commands_processed", st.Commands)
-		line("total_error_replies", st.Errors)
-		line("rejected_connections", st.Rejected)
+		line("total_connections_received", st.Connections-base.Connections)
+		line("total_commands_processed", st.Commands-base.Commands)
+		line("total_error_replies", st.Errors-base.Errors)
+		line("rejected_connections", st.Rejected-base.Rejected)
 	case "cluster":
 		b.WriteString("# Cluster\r\n")
 		enabled := 0
@@ -190,6 +193,8 @@ func runConfig(c *call, dst []byte) []byte {
 	case strings.EqualFold(string(c.args[1]), "resetstat") && len(c.args) == 2:
 		c.srv.errorStats.reset()
 		c.srv.commandStats.reset()
+		st := c.srv.Stats()
+		c.srv.statsBase.Store(&st)
 		return appendOK(dst)
 	}
 	return appendError(dst, "ERR CONFIG "+strings.ToUpper(clip(c.args[1]))+" is not supported by the DistCache gateway")

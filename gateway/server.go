@@ -176,6 +176,9 @@ type Server struct {
 	work *workers
 	// scripts are the scripts loaded on every shard (scripts.go).
 	scripts loadedScripts
+	// statsBase is Stats at the last CONFIG RESETSTAT, which INFO stats
+	// counts from (nil: none).
+	statsBase atomic.Pointer[Stats]
 	// commandStats counts each command's calls (INFO commandstats).
 	commandStats commandStats
 	// errorStats counts error replies by code (INFO errorstats).

@@ -48,6 +48,9 @@ func TestInfoStatsSections(t *testing.T) {
 	if errs := info("errorstats"); strings.Contains(errs, "errorstat_") {
 		t.Errorf("errorstats after CONFIG RESETSTAT:\n%s", errs)
 	}
+	if st := info("stats"); !strings.Contains(st, "total_error_replies:0\r\n") || !strings.Contains(st, "total_commands_processed:2\r\n") {
+		t.Errorf("stats after CONFIG RESETSTAT (itself and one INFO count, as in Redis):\n%s", st)
+	}
 	if !strings.Contains(info("clients"), "blocked_clients:0") {
 		t.Error("INFO clients lacks blocked_clients")
 	}
