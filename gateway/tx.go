@@ -56,7 +56,7 @@ func txCommands() []*command {
 
 // notInTx are Redis' commands that Redis refuses inside MULTI, which the
 // gateway does not run either: refused as Redis refuses them there.
-var notInTx = map[string]bool{"save": true, "shutdown": true, "bgsave": false, "subscribe": true, "psubscribe": true, "ssubscribe": true}
+var notInTx = map[string]bool{"save": true, "shutdown": true, "subscribe": true, "psubscribe": true, "ssubscribe": true}
 
 // txControl are the commands that run, not queue, inside MULTI.
 var txControl = map[string]bool{"multi": true, "exec": true, "discard": true, "watch": true, "quit": true}

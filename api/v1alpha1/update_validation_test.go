@@ -20,6 +20,7 @@ const (
 	msgRacksFixed         = "storage.racks cannot change once the cluster exists: it decides which shard stores each key"
 	msgShardsPerRackFixed = "storage.shardsPerRack cannot change once the cluster exists: it decides which shard stores each key"
 	msgHashSeedFixed      = "hashSeed cannot be set, changed or removed once the layer exists"
+	msgHashTagsFixed      = "storage.hashTags cannot change once the cluster exists: it decides which shard stores each key with a hash tag"
 )
 
 // storage changes a cluster's storage spec.
@@ -58,6 +59,10 @@ func TestUpdateRules(t *testing.T) {
 			storage(func(s *v1alpha1.StorageSpec) { s.Racks = 3 }), "spec.storage", msgRacksFixed},
 		{"shardsPerRack changed", newCluster(twoRacks),
 			storage(func(s *v1alpha1.StorageSpec) { s.ShardsPerRack = 1 }), "spec.storage", msgShardsPerRackFixed},
+		{"hashTags turned on", newCluster(),
+			storage(func(s *v1alpha1.StorageSpec) { s.HashTags = true }), "spec.storage", msgHashTagsFixed},
+		{"hashTags turned off", newCluster(withStorage(func(s *v1alpha1.StorageSpec) { s.HashTags = true })),
+			storage(func(s *v1alpha1.StorageSpec) { s.HashTags = false }), "spec.storage", msgHashTagsFixed},
 		{"racks set to the default it had", newCluster(),
 			storage(func(s *v1alpha1.StorageSpec) { s.Racks = 1 }), "", ""},
 		{"mode changed", newCluster(),
