@@ -45,6 +45,9 @@ type Store interface {
 	Command(ctx context.Context, key string, args [][]byte) ([]byte, error)
 	// ConfigSet sets Redis parameters, name then value, on every shard.
 	ConfigSet(ctx context.Context, pairs ...string) error
+	// ConfigGet reads Redis parameters on every shard: each shard's
+	// values by name, in shard order.
+	ConfigGet(ctx context.Context, params ...string) ([]map[string]string, error)
 	// Placement is the partition map the store routes by (INFO).
 	Placement() *partmap.Placement
 	// Stats are the store's counters (INFO).
