@@ -33,8 +33,10 @@ type guardedInput struct {
 	// read fails with errDropped.
 	dropped string
 	// since is when the first byte of the command being read arrived
-	// (Config.CommandTimeout), if one is (pending).
-	since time.Time
+	// (Config.CommandTimeout), if one is (pending); continuing: the bytes
+	// the connection is being read for continue it.
+	since      time.Time
+	continuing bool
 }
 
 // pending says whether a command has begun to arrive and is not whole
@@ -55,11 +57,12 @@ func (in *guardedInput) read(p []byte, raw func([]byte) (int, error)) (int, erro
 		case in.dropped != "":
 			return 0, errDropped
 		}
+		began := !in.pending() // the bytes read next begin a command
 		rest, more := in.rest, in.restMore
 		n := copy(p, rest)
 		in.rest, in.restMore = rest[n:], false
 		if n == 0 || more {
-			m, err := in.readRaw(p[n:], raw)
+			m, err := in.readRaw(p[n:], raw, began)
 			if m == 0 {
 				in.rest, in.restMore = rest, more
 				return 0, err
@@ -82,8 +85,9 @@ func (in *guardedInput) read(p []byte, raw func([]byte) (int, error)) (int, erro
 	}
 }
 
-// readRaw reads p from the connection: some bytes, or none and an error.
-func (in *guardedInput) readRaw(p []byte, raw func([]byte) (int, error)) (int, error) {
+// readRaw reads p from the connection: some bytes, or none and an error;
+// began: they begin a command.
+func (in *guardedInput) readRaw(p []byte, raw func([]byte) (int, error), began bool) (int, error) {
 	if err := in.rawErr; err != nil {
 		in.rawErr = nil
 		return 0, err
@@ -91,7 +95,7 @@ func (in *guardedInput) readRaw(p []byte, raw func([]byte) (int, error)) (int, e
 	if len(p) == 0 {
 		return 0, io.ErrShortBuffer
 	}
-	began := !in.pending()
+	in.continuing = !began
 	n, err := raw(p)
 	switch {
 	case n > 0:

@@ -173,7 +173,7 @@ func (c *connInput) Read(p []byte) (int, error) { return c.in.read(p, c.readConn
 
 // readConn reads p from the connection, within the time left.
 func (c *connInput) readConn(p []byte) (int, error) {
-	pending := c.in.pending()
+	pending := c.in.continuing
 	var deadline time.Time
 	switch {
 	case pending:
