@@ -75,9 +75,11 @@ type Config struct {
 	// IdleTimeout closes a connection that sends nothing for that long
 	// (default 0: never, as Redis' timeout 0).
 	IdleTimeout time.Duration
-	// MaxCommandBytes bounds the bytes a command may take before it is
-	// complete (default: the largest value plus 64 KiB); a command whose
-	// headers declare more is refused as soon as they arrive.
+	// MaxCommandBytes bounds the bytes of a command the gateway holds
+	// (default: the largest value plus 64 KiB): a command whose bulk
+	// strings make it larger is discarded as it arrives and answered
+	// with an error, and one whose array count cannot fit is refused as
+	// soon as the count arrives (guard.go).
 	MaxCommandBytes int
 	// MaxConnections bounds the open connections (default 10000); one
 	// more is refused with Redis' "max number of clients reached".
