@@ -133,6 +133,61 @@ func (c *Client) ConfigSet(ctx context.Context, pairs ...string) error {
 	return nil
 }
 
+// ConfigGet runs CONFIG GET of each of params on every shard's Redis,
+// where the client reads storage itself, and returns each shard's values
+// by parameter, in shard order; a parameter Redis does not know is
+// missing from them. Without direct reads it is ErrNoStorageAccess.
+func (c *Client) ConfigGet(ctx context.Context, params ...string) ([]map[string]string, error) {
+	v := c.view.Load()
+	if v.storage == nil {
+		return nil, fmt.Errorf("cannot read Redis parameters: %w", ErrNoStorageAccess)
+	}
+	if len(params) == 0 {
+		return make([]map[string]string, len(v.storage)), nil
+	}
+	cmds := make([][]any, len(params))
+	for i, p := range params {
+		cmds[i] = []any{"CONFIG", "GET", p}
+	}
+	out := make([]map[string]string, len(v.storage))
+	for sh, b := range v.storage {
+		call := redisbatch.Call{Cmds: cmds}
+		b.EvalMany(ctx, []*redisbatch.Call{&call})
+		err := call.Err
+		if err == nil {
+			err = errors.Join(call.Errs...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot read Redis parameters: shard %d: %w", sh, err)
+		}
+		out[sh] = map[string]string{}
+		replies, _ := call.Result.([]any)
+		for _, r := range replies {
+			addConfigPairs(out[sh], r)
+		}
+	}
+	return out, nil
+}
+
+// addConfigPairs adds the parameters of r, a CONFIG GET reply (RESP2's
+// array of pairs or RESP3's map), to m.
+func addConfigPairs(m map[string]string, r any) {
+	switch r := r.(type) {
+	case []any:
+		for i := 0; i+1 < len(r); i += 2 {
+			k, _ := r[i].(string)
+			v, _ := r[i+1].(string)
+			m[k] = v
+		}
+	case map[any]any:
+		for k, v := range r {
+			ks, _ := k.(string)
+			vs, _ := v.(string)
+			m[ks] = vs
+		}
+	}
+}
+
 func anys(s []string) []any {
 	out := make([]any, len(s))
 	for i, x := range s {

@@ -184,8 +184,12 @@ func (g *commandGen) withShardCommands(rules map[string]string) {
 		two("sinter"), two("sunion"), two("sdiff"), two("sinterstore", k()), two("sunionstore", k()),
 		two("sdiffstore", k()), two("smove", m()),
 		func() []string { return []string{"sintercard", "2", k(), k()} },
-		func() []string { return []string{g.pick("zunion", "zinter", "zdiff"), "2", k(), k(), "WITHSCORES"}[:4+g.r.IntN(2)] },
-		func() []string { return []string{g.pick("zunionstore", "zinterstore", "zdiffstore"), k(), "2", k(), k()} },
+		func() []string {
+			return []string{g.pick("zunion", "zinter", "zdiff"), "2", k(), k(), "WITHSCORES"}[:4+g.r.IntN(2)]
+		},
+		func() []string {
+			return []string{g.pick("zunionstore", "zinterstore", "zdiffstore"), k(), "2", k(), k()}
+		},
 		two("zrangestore", "0", "-1"),
 		func() []string { return []string{"zmpop", "2", k(), k(), g.pick("MIN", "MAX")} },
 		two("lmove", "LEFT", "RIGHT"), two("rpoplpush"),
@@ -196,7 +200,9 @@ func (g *commandGen) withShardCommands(rules map[string]string) {
 			return []string{"eval", g.pick("return redis.call('GET', KEYS[1])", "return {KEYS[1], ARGV[1], 7}",
 				"return redis.call('INCR', KEYS[1])", "return redis.error_reply('MY no')"), "1", k(), v()}
 		},
-		func() []string { return []string{"eval_ro", "return redis.call('SET', KEYS[1], ARGV[1])", "1", k(), v()} },
+		func() []string {
+			return []string{"eval_ro", "return redis.call('SET', KEYS[1], ARGV[1])", "1", k(), v()}
+		},
 		func() []string {
 			g.queue = append(g.queue, []string{"multi"})
 			for range 2 + g.r.IntN(2) {

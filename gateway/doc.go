@@ -26,9 +26,11 @@
 // CLIENT SETNAME, SELECT, QUIT) run alone, in order. Replies are written in
 // the order of the commands.
 //
-// Bad input loses nothing and holds nothing: a command that is not
-// complete within Config.CommandTimeout, or larger than
-// Config.MaxCommandBytes, ends its connection with a protocol error, and a
-// key or value beyond the protocol's limits gets a Redis-style error.
-// docs/gateway.md lists every command and option.
+// Bad input loses nothing and holds nothing (guard.go): malformed RESP,
+// or a command not complete within Config.CommandTimeout, ends its
+// connection with a protocol error; a command with a value larger than
+// the protocol allows, or larger than Config.MaxCommandBytes, is
+// discarded as its bytes arrive and gets a Redis-style error, the
+// connection going on. Other connections are served by a goroutine each
+// (serve_conns.go). docs/gateway.md lists every command and option.
 package gateway

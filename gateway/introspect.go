@@ -181,13 +181,12 @@ func (s *Server) mode() string {
 	return "standalone"
 }
 
-// runConfig answers CONFIG GET with no parameter (the gateway has none of
-// Redis' configuration; redis-benchmark asks for save and appendonly),
-// CONFIG SET of the encoding limits (configset.go), and refuses the rest.
+// runConfig answers CONFIG GET of the parameters a client may see and
+// CONFIG SET of those it may set (configset.go), and refuses the rest.
 func runConfig(c *call, dst []byte) []byte {
 	switch {
 	case strings.EqualFold(string(c.args[1]), "get") && len(c.args) >= 3:
-		return appendMap(dst, 0, c.resp3)
+		return runConfigGet(c, dst)
 	case strings.EqualFold(string(c.args[1]), "set"):
 		return runConfigSet(c, dst)
 	case strings.EqualFold(string(c.args[1]), "resetstat") && len(c.args) == 2:

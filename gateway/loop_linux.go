@@ -295,7 +295,7 @@ func (l *eventLoop) accept() {
 		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 		local, _ := unix.Getsockname(fd)
 		c := &loopConn{fd: fd, sess: newSession(s.nextID.Add(1), sockaddrString(sa), sockaddrString(local)),
-			src: fdReader{fd: fd, guard: commandGuard{max: s.cfg.MaxCommandBytes}}, lastActive: time.Now()}
+			src: fdReader{fd: fd, in: guardedInput{guard: newCommandGuard(s.cfg.MaxCommandBytes)}}, lastActive: time.Now()}
 		c.rd = redcon.NewReader(&c.src)
 		err = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{
 			Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd)})
@@ -312,11 +312,21 @@ func (l *eventLoop) accept() {
 }
 
 // readPipeline reads c's next pipeline, if c may take one, and starts it.
+// A command the guard discarded is answered at once, in its place.
 func (l *eventLoop) readPipeline(c *loopConn) {
 	if !c.mayRead() {
 		return
 	}
 	cmds, err := c.rd.ReadCommands()
+	for errors.Is(err, errDropped) {
+		c.out = appendError(c.out, c.src.in.takeDropped())
+		c.rd = redcon.NewReader(&c.src) // without the command's first bytes
+		l.markDirty(c)
+		if !c.mayRead() {
+			return
+		}
+		cmds, err = c.rd.ReadCommands()
+	}
 	if err != nil {
 		wait, refusal := c.src.readErrorKind(err)
 		switch {
@@ -334,7 +344,6 @@ func (l *eventLoop) readPipeline(c *loopConn) {
 		}
 		return
 	}
-	c.src.completed()
 	c.busy = true
 	l.srv.metrics.pipelineDepth.Observe(float64(len(cmds)))
 	if l.store != nil {

@@ -45,29 +45,22 @@ type loopConn struct {
 const maxUnwritten = 1 << 20
 
 // fdReader reads a connection's socket for redcon's Reader without
-// blocking. Its guard refuses a command that cannot be run as soon as
-// its bytes say so; pending and since time the command being read
-// (CommandTimeout).
+// blocking, through its guard (guardedInput): a command that cannot be
+// run is refused as soon as its bytes say so, one whose bulk string is
+// too large discarded as it arrives.
 type fdReader struct {
-	fd    int
-	guard commandGuard
-	// pending counts the bytes read since the last pipeline began; since
-	// is when the first of them arrived.
-	pending int
-	since   time.Time
-	// refusal, when set, is the error reply of the input refused: the
-	// next read fails with it.
-	refusal string
+	fd int
+	in guardedInput
 }
 
 // errWouldBlock ends a read that found no input: the loop waits for the
 // socket to be readable again.
 var errWouldBlock = errors.New("no input")
 
-func (r *fdReader) Read(p []byte) (int, error) {
-	if r.refusal != "" {
-		return 0, errCommandRefused
-	}
+func (r *fdReader) Read(p []byte) (int, error) { return r.in.read(p, r.readSocket) }
+
+// readSocket reads p from the socket: some bytes, or none and an error.
+func (r *fdReader) readSocket(p []byte) (int, error) {
 	for {
 		n, err := unix.Read(r.fd, p)
 		switch {
@@ -80,20 +73,9 @@ func (r *fdReader) Read(p []byte) (int, error) {
 		case n == 0:
 			return 0, io.EOF
 		}
-		if r.pending == 0 {
-			r.since = time.Now()
-		}
-		r.pending += n
-		n, r.refusal = r.guard.scan(p[:n])
-		if r.refusal != "" && n == 0 {
-			return 0, errCommandRefused
-		}
-		return n, nil // the commands before a refused one are parsed first
+		return n, nil
 	}
 }
-
-// completed starts the count of the next command's bytes.
-func (r *fdReader) completed() { r.pending = 0 }
 
 // readErrorKind says what ended a read of the connection's commands:
 // nothing more to read for now, the client's end or a socket error, or a
@@ -103,7 +85,7 @@ func (r *fdReader) readErrorKind(err error) (wait bool, refusal string) {
 	case errors.Is(err, errWouldBlock):
 		return true, ""
 	case errors.Is(err, errCommandRefused):
-		return false, r.refusal
+		return false, r.in.refusal
 	case errors.Is(err, io.EOF), errors.As(err, new(unix.Errno)):
 		return false, ""
 	}
@@ -130,10 +112,6 @@ func (c *loopConn) write() error {
 	return nil
 }
 
-// keptOut is the largest reply buffer a connection keeps once its
-// replies are written.
-const keptOut = 64 << 10
-
 // mayRead says whether the connection's next pipeline may be read.
 func (c *loopConn) mayRead() bool {
 	return !c.busy && !c.closing && !c.closed && len(c.out) < maxUnwritten
@@ -146,9 +124,9 @@ func (c *loopConn) overdue(cfg *Config, now time.Time) (bool, string) {
 	switch {
 	case c.busy || c.closed:
 		return false, ""
-	case c.src.pending > 0 && now.Sub(c.src.since) > cfg.CommandTimeout:
+	case c.src.in.pending() && now.Sub(c.src.in.since) > cfg.CommandTimeout:
 		return true, fmt.Sprintf("ERR Protocol error: command not complete within %s", cfg.CommandTimeout)
-	case c.src.pending == 0 && cfg.IdleTimeout > 0 && now.Sub(c.lastActive) > cfg.IdleTimeout:
+	case !c.src.in.pending() && cfg.IdleTimeout > 0 && now.Sub(c.lastActive) > cfg.IdleTimeout:
 		return true, ""
 	}
 	return false, ""

@@ -3,11 +3,14 @@ package gateway_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/distcache/distcache/internal/testing/poll"
 )
 
 // rawConn is a TCP connection to the gateway that writes bytes as given.
@@ -136,22 +139,33 @@ func TestIncrPipeline(t *testing.T) {
 // gets a protocol error and a closed connection, and the gateway goes on
 // serving others.
 func TestMalformedInput(t *testing.T) {
-	addr, srv := startGateway(t, withMaxCommandBytes(4096), withCommandTimeout(200*time.Millisecond))
+	for _, mode := range []struct {
+		name  string
+		loops int
+	}{{"event loops", 1}, {"goroutine per connection", -1}} {
+		t.Run(mode.name, func(t *testing.T) {
+			malformedInput(t, mode.loops)
+		})
+	}
+}
+
+func malformedInput(t *testing.T, loops int) {
+	addr, srv := startGateway(t, withMaxCommandBytes(4096), withCommandTimeout(200*time.Millisecond), withLoops(loops))
 	cases := 0
 	for _, tc := range []struct {
 		name, send, want string
 	}{
 		{"not a bulk string in an array", "*1\r\n:5\r\n", "-ERR Protocol error: expected '$', got ':'"},
-		{"negative array length", "*-3\r\n", "-ERR Protocol error: invalid multibulk length"},
 		{"bulk length not a number", "*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length"},
 		{"bulk longer than its length", "*1\r\n$2\r\nabc\r\n", "-ERR Protocol error: invalid bulk length"},
 		{"giant bulk length, then more bytes", "*1\r\n$2000000000\r\n" + strings.Repeat("x", 8192),
 			"-ERR Protocol error: invalid bulk length"},
-		{"bulk length beyond the bound, then more bytes", "*1\r\n$5000\r\n" + strings.Repeat("x", 8192),
-			"-ERR Protocol error: command larger than 4096 bytes"},
+		{"bulk length beyond the bound, then more bytes than it says", "*1\r\n$5000\r\n" + strings.Repeat("x", 8192),
+			"-ERR Protocol error: invalid bulk length"},
 		{"an endless inline command", strings.Repeat("y", 8192), "-ERR Protocol error: command larger than 4096 bytes"},
 		{"a command that never ends (slow client)", "*2\r\n$3\r\nGET\r\n$10\r\nabc",
 			"-ERR Protocol error: command not complete within 200ms"},
+		{"a count line that never ends", "*2", "-ERR Protocol error: command not complete within 200ms"},
 	} {
 		cases++
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,9 +184,12 @@ func TestMalformedInput(t *testing.T) {
 	if got := ok.line(); got != "+PONG" {
 		t.Errorf("a new connection after the bad ones: %q", got)
 	}
-	if got := srv.Stats().ProtocolErrors; got != uint64(cases) {
-		t.Errorf("protocol errors counted: %d, want %d", got, cases)
-	}
+	// A goroutine per connection counts a refusal once its connection
+	// is closed, which the client may see first.
+	poll.Eventually(t, "every refusal counted", func() (bool, error) {
+		got := srv.Stats().ProtocolErrors
+		return got == uint64(cases), fmt.Errorf("protocol errors counted: %d, want %d", got, cases)
+	})
 }
 
 // TestMaxConnections: the connection beyond the limit is refused with
@@ -193,4 +210,63 @@ func TestMaxConnections(t *testing.T) {
 	if st := srv.Stats(); st.Rejected != 1 {
 		t.Errorf("stats %+v, want 1 rejected", st)
 	}
+}
+
+// TestOversizedCommandsDiscarded: a command with a value larger than the
+// gateway's limit, or larger in all than --max-command-bytes, is read
+// and discarded, answered with an error, and the next commands on the
+// connection run; so does a command of nothing (a negative count), which
+// Redis skips. Nothing is written, and no protocol error is counted.
+// Both ways of serving connections.
+func TestOversizedCommandsDiscarded(t *testing.T) {
+	big := strings.Repeat("v", 2_000_000)
+	half := strings.Repeat("w", 800_000)
+	for _, mode := range []struct {
+		name  string
+		loops int
+	}{{"event loops", 1}, {"goroutine per connection", -1}} {
+		t.Run(mode.name, func(t *testing.T) {
+			addr, srv := startGateway(t, withLoops(mode.loops))
+			for _, tc := range []struct {
+				name, send string
+				want       []string
+			}{
+				{"a SET of 2 MB, then PING", resp("SET", "big:k", big) + resp("PING"),
+					[]string{"-ERR string exceeds maximum allowed size (DistCache values are at most 1048576 bytes)", "+PONG"}},
+				{"a SET of 2 MB inline with other commands", resp("SET", "big:a", "1") + resp("SET", "big:k", big) + resp("GET", "big:a") + resp("GET", "big:k"),
+					[]string{"+OK", "-ERR string exceeds maximum allowed size (DistCache values are at most 1048576 bytes)", "$1", "1", "$-1"}},
+				{"an MSET of 1.6 MB", resp("MSET", "big:m1", half, "big:m2", half) + resp("EXISTS", "big:m1", "big:m2"),
+					[]string{"-ERR command larger than 1114112 bytes", ":0"}},
+				{"a negative count", "*-10\r\n" + resp("PING"), []string{"+PONG"}},
+				{"a count of zero", "*0\r\nPING\r\n", []string{"+PONG"}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					r := dialRaw(t, addr)
+					r.send(tc.send)
+					for i, want := range tc.want {
+						if got := r.line(); got != want {
+							t.Fatalf("reply line %d: %q, want %q", i, got, want)
+						}
+					}
+					r.send("PING\r\n")
+					if got := r.line(); got != "+PONG" {
+						t.Errorf("PING after: %q", got)
+					}
+				})
+			}
+			if got := srv.Stats().ProtocolErrors; got != 0 {
+				t.Errorf("protocol errors counted: %d, want none", got)
+			}
+		})
+	}
+}
+
+// resp is args as a RESP array of bulk strings.
+func resp(args ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	return b.String()
 }

@@ -4,16 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tidwall/redcon"
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/wire"
@@ -66,6 +63,9 @@ type Store interface {
 	Scan(ctx context.Context, cursor uint64, o client.ScanOptions) (uint64, []string, error)
 	RandomKey(ctx context.Context) (string, bool, error)
 	FlushAll(ctx context.Context, async bool) error
+	// ConfigGet reads Redis parameters on every shard: each shard's
+	// values by name, in shard order.
+	ConfigGet(ctx context.Context, params ...string) ([]map[string]string, error)
 	// Placement is the partition map the store routes by (INFO).
 	Placement() *partmap.Placement
 	// Stats are the store's counters (INFO).
@@ -96,9 +96,11 @@ type Config struct {
 	// IdleTimeout closes a connection that sends nothing for that long
 	// (default 0: never, as Redis' timeout 0).
 	IdleTimeout time.Duration
-	// MaxCommandBytes bounds the bytes a command may take before it is
-	// complete (default: the largest value plus 64 KiB); a command whose
-	// headers declare more is refused as soon as they arrive.
+	// MaxCommandBytes bounds the bytes of a command the gateway holds
+	// (default: the largest value plus 64 KiB): a command whose bulk
+	// strings make it larger is discarded as it arrives and answered
+	// with an error, and one whose array count cannot fit is refused as
+	// soon as the count arrives (guard.go).
 	MaxCommandBytes int
 	// MaxConnections bounds the open connections (default 10000); one
 	// more is refused with Redis' "max number of clients reached".
@@ -162,7 +164,6 @@ func (c Config) withDefaults() Config {
 // Server serves the Redis protocol on a listener.
 type Server struct {
 	cfg     Config
-	rs      *redcon.Server
 	metrics *metrics
 	stats   counters
 	started time.Time
@@ -190,11 +191,15 @@ type Server struct {
 	// ctx ends every command in flight when the server closes.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// mu guards addr and stopLoops.
+	// mu guards addr, stopLoops, ln and conns.
 	mu   sync.Mutex
 	addr net.Addr
 	// stopLoops stops the event loops serving, when they do.
 	stopLoops func()
+	// ln and conns are the listener and the connections of the goroutine
+	// server (serve_conns.go), when it serves.
+	ln    net.Listener
+	conns map[net.Conn]struct{}
 }
 
 // New returns a server for cfg; Serve starts it.
@@ -216,7 +221,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.work = startWorkers(s.ctx, cfg.MaxInFlight)
-	s.rs = redcon.NewServerNetwork("tcp", "", s.serve, s.accept, s.closed)
 	return s, nil
 }
 
@@ -239,10 +243,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.cfg.TLS != nil {
 		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
-	if err := s.rs.Serve(boundedListener{Listener: ln, cfg: &s.cfg}); err != nil {
-		return fmt.Errorf("cannot serve the Redis protocol on %s: %w", ln.Addr(), err)
-	}
-	return nil
+	return s.serveConns(ln)
 }
 
 // Addr is the address Serve listens on (nil before Serve).
@@ -266,73 +267,6 @@ func (s *Server) Close() error {
 		stop()
 		return nil
 	}
-	if err := s.rs.Close(); err != nil {
-		return fmt.Errorf("cannot close the gateway: %w", err)
-	}
+	s.closeConns()
 	return nil
-}
-
-// accept admits a connection unless MaxConnections are open.
-func (s *Server) accept(conn redcon.Conn) bool {
-	if s.open.Add(1) > int64(s.cfg.MaxConnections) {
-		s.open.Add(-1)
-		s.stats.rejected.Add(1)
-		conn.WriteError("ERR max number of clients reached")
-		return false
-	}
-	s.stats.connections.Add(1)
-	s.metrics.connections.Inc()
-	local := ""
-	if nc := conn.NetConn(); nc != nil {
-		local = nc.LocalAddr().String()
-	}
-	conn.SetContext(newSession(s.nextID.Add(1), conn.RemoteAddr(), local))
-	return true
-}
-
-// closed forgets a connection.
-func (s *Server) closed(conn redcon.Conn, err error) {
-	if _, ok := conn.Context().(*session); !ok {
-		return // refused by accept
-	}
-	s.open.Add(-1)
-	s.metrics.connections.Dec()
-	sess := conn.Context().(*session)
-	sess.close()
-	sess.tx.end()
-	if isProtocolError(err) {
-		s.protocolError()
-	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		s.cfg.Logger.Debug("connection ended", "remote", conn.RemoteAddr(), "err", err)
-	}
-}
-
-// isProtocolError says whether err, which ended a connection, was the
-// client's: redcon's protocol errors, or a command too large or too slow.
-func isProtocolError(err error) bool {
-	return err != nil && (errors.Is(err, errCommandRefused) || errors.Is(err, errCommandTooSlow) ||
-		strings.HasPrefix(err.Error(), "Protocol error: "))
-}
-
-// serve runs cmd and the rest of its pipeline, and writes their replies
-// in order.
-func (s *Server) serve(conn redcon.Conn, cmd redcon.Command) {
-	if bc, ok := conn.NetConn().(*boundedConn); ok {
-		bc.completed()
-	}
-	sess := conn.Context().(*session)
-	p := &sess.pipe
-	cmds := append(append(p.cmds[:0], cmd), conn.ReadPipeline()...)
-	s.metrics.pipelineDepth.Observe(float64(len(cmds)))
-	out := s.execute(sess, cmds)
-	for _, r := range out {
-		conn.WriteRaw(r) // copied into the connection's write buffer
-	}
-	clear(cmds) // the scratch space keeps no command or reply alive
-	clear(out)
-	p.cmds = cmds
-	if sess.quit.Load() {
-		_ = conn.Close()
-	}
 }

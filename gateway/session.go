@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-
-	"github.com/tidwall/redcon"
 )
 
 // session is one connection's state.
@@ -40,10 +38,9 @@ type session struct {
 // pipeline is a connection's scratch space for running a pipeline: what
 // would otherwise be allocated again for every one.
 type pipeline struct {
-	cmds  []redcon.Command // the commands read
-	out   [][]byte         // their replies (Server.execute)
-	batch batch            // the batch being formed (Server.execute)
-	gets  getScratch       // Server.runGets'
+	out   [][]byte   // their replies (Server.execute)
+	batch batch      // the batch being formed (Server.execute)
+	gets  getScratch // Server.runGets'
 }
 
 func newSession(id int64, remote, local string) *session {

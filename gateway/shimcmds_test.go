@@ -260,8 +260,10 @@ func TestPipelinedCommandsKeepOrder(t *testing.T) {
 }
 
 // TestConfigSetOfEncodingLimits: CONFIG SET of an encoding limit reaches
-// every shard's Redis where the gateway reads storage itself; other
-// parameters, and a gateway without direct reads, get an error.
+// every shard's Redis where the gateway reads storage itself, and CONFIG
+// GET reads it back; save and appendonly may be set to the value every
+// shard has (nothing changes) and to no other; other parameters, and a
+// gateway without direct reads, get an error.
 func TestConfigSetOfEncodingLimits(t *testing.T) {
 	for _, direct := range []bool{false, true} {
 		addr, _, c := startGatewayOn(t, clustertest.Config{Name: "conf", Racks: 2, ShardsPerRack: 1, Spine: 1,
@@ -272,21 +274,64 @@ func TestConfigSetOfEncodingLimits(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "direct reads are off") {
 				t.Errorf("CONFIG SET without direct reads: %v", err)
 			}
+			if got, err := rc.ConfigGet(t.Context(), "save").Result(); err != nil || len(got) != 0 {
+				t.Errorf("CONFIG GET save without direct reads: %v, %v; want nothing", got, err)
+			}
 			continue
 		}
 		if err != nil {
 			t.Fatalf("CONFIG SET hash-max-listpack-entries: %v", err)
 		}
-		for _, r := range c.Redis {
-			shard := redis.NewClient(&redis.Options{Addr: r.Addr()})
-			got, err := shard.ConfigGet(t.Context(), "hash-max-listpack-entries").Result()
-			_ = shard.Close()
-			if err != nil || got["hash-max-listpack-entries"] != "7" {
-				t.Errorf("Redis at %s: hash-max-listpack-entries %v (%v), want 7", r.Addr(), got, err)
+		shardConfig := func(name string) []string {
+			var out []string
+			for _, r := range c.Redis {
+				shard := redis.NewClient(&redis.Options{Addr: r.Addr()})
+				got, err := shard.ConfigGet(t.Context(), name).Result()
+				_ = shard.Close()
+				if err != nil {
+					t.Fatalf("Redis at %s: CONFIG GET %s: %v", r.Addr(), name, err)
+				}
+				out = append(out, got[name])
+			}
+			return out
+		}
+		if got := shardConfig("hash-max-listpack-entries"); !slices.Equal(got, []string{"7", "7"}) {
+			t.Errorf("shards' hash-max-listpack-entries: %q, want 7 on each", got)
+		}
+		appendOnly := shardConfig("appendonly")[0]
+		for _, tc := range []struct {
+			name string
+			args []any
+			// want is the reply, or the start of the error's text.
+			want string
+		}{
+			{"get an encoding limit", []any{"config", "get", "hash-max-listpack-entries"}, "[hash-max-listpack-entries 7]"},
+			{"get by a pattern", []any{"config", "get", "HASH-MAX-LISTPACK-*"}, "[hash-max-listpack-entries 7 hash-max-listpack-value 64]"},
+			{"get save", []any{"config", "get", "save"}, "[save ]"},
+			{"get what the gateway does not show", []any{"config", "get", "requirepass"}, "[]"},
+			{"set save to the shards' value", []any{"config", "set", "save", ""}, "OK"},
+			{"set appendonly to the shards' value", []any{"config", "set", "appendonly", strings.ToUpper(appendOnly)}, "OK"},
+			{"set save to another value", []any{"config", "set", "save", "900 1"},
+				"ERR CONFIG SET of 'save' is not supported by the DistCache gateway: the cluster's operator sets it (to ''"},
+			{"set an encoding limit and save to another value", []any{"config", "set", "hash-max-listpack-entries", "9", "save", "60 1"},
+				"ERR CONFIG SET of 'save' is not supported"},
+			{"set an operator's parameter", []any{"config", "set", "maxmemory", "1"},
+				"ERR CONFIG SET of 'maxmemory' is not supported by the DistCache gateway: only the encoding limits"},
+		} {
+			got, err := rc.Do(t.Context(), tc.args...).Result()
+			reply := fmt.Sprint(got)
+			if err != nil {
+				reply = err.Error()
+			}
+			if !strings.HasPrefix(reply, tc.want) {
+				t.Errorf("%s: %q, want %q", tc.name, reply, tc.want)
 			}
 		}
-		if err := rc.ConfigSet(t.Context(), "save", "").Err(); err == nil || !strings.Contains(err.Error(), "not supported") {
-			t.Errorf("CONFIG SET save: %v, want refused", err)
+		if got := shardConfig("save"); !slices.Equal(got, []string{"", ""}) {
+			t.Errorf("shards' save after the refused CONFIG SET: %q, want unchanged", got)
+		}
+		if got := shardConfig("hash-max-listpack-entries"); !slices.Equal(got, []string{"7", "7"}) {
+			t.Errorf("shards' hash-max-listpack-entries after a refused CONFIG SET: %q, want 7 on each", got)
 		}
 	}
 }

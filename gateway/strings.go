@@ -233,7 +233,7 @@ func errorReply(err error, write bool) string {
 	case errors.Is(err, client.ErrNotInteger):
 		return "ERR value is not an integer or out of range"
 	case errors.Is(err, client.ErrTooLarge):
-		return "ERR string exceeds maximum allowed size (DistCache values are at most 1048576 bytes)"
+		return tooLargeReply
 	case errors.Is(err, client.ErrCrossShard):
 		return errCrossSlot
 	case errors.Is(err, client.ErrCoherence), errors.Is(err, client.ErrOverloaded), errors.Is(err, client.ErrKeysHeld):

@@ -100,7 +100,7 @@ the commands.`,
 	f.IntVar(&cfg.MaxConnections, "max-connections", gateway.DefaultMaxConnections, "open client connections at most")
 	f.IntVar(&cfg.MaxInFlight, "max-in-flight", gateway.DefaultMaxInFlight, "commands running in the cluster at once, over every connection; the others wait in the gateway")
 	f.IntVar(&cfg.Loops, "event-loops", 0, "event loops serving plaintext connections on Linux (0: half of GOMAXPROCS, at least one; -1: a goroutine per connection)")
-	f.IntVar(&cfg.MaxCommandBytes, "max-command-bytes", gateway.DefaultMaxCommandBytes, "bytes a command may take before it is complete")
+	f.IntVar(&cfg.MaxCommandBytes, "max-command-bytes", gateway.DefaultMaxCommandBytes, "bytes a command may take; a larger one is discarded as it arrives and answered with an error")
 	f.StringVar(&usersDir, "users-dir", "", "directory with a file per user, named as the user and holding its password (a mounted Secret): clients must AUTH; read at every AUTH, so rotation needs no restart")
 	f.StringVar(&tlsCert, "tls-cert", "", "PEM certificate: serve Redis clients over TLS (with --tls-key); re-read when it changes")
 	f.StringVar(&tlsKey, "tls-key", "", "PEM private key of --tls-cert")
