@@ -11,9 +11,9 @@ import (
 
 // encodingLimits are the parameters CONFIG SET may change: how Redis lays
 // out small hashes, lists, sets, sorted sets, streams and HyperLogLogs in
-// memory, which changes no reply but OBJECT ENCODING's, and the scripts'
-// time limit. Any client may set them; every other parameter is the
-// operator's (the CacheCluster's spec), not an application's.
+// memory. They change no reply but OBJECT ENCODING's, so any client may
+// set them; every other parameter is the operator's (the CacheCluster's
+// spec), not an application's.
 var encodingLimits = map[string]bool{
 	"hash-max-listpack-entries": true, "hash-max-listpack-value": true,
 	"hash-max-ziplist-entries": true, "hash-max-ziplist-value": true,
@@ -23,10 +23,6 @@ var encodingLimits = map[string]bool{
 	"zset-max-ziplist-entries": true, "zset-max-ziplist-value": true,
 	"stream-node-max-bytes": true, "stream-node-max-entries": true,
 	"hll-sparse-max-bytes": true,
-	// How long a script runs before Redis answers BUSY to other clients
-	// and SCRIPT KILL may end it: a bound on what the application's own
-	// scripts do to the shard, as theirs to set as the scripts.
-	"busy-reply-threshold": true, "lua-time-limit": true,
 }
 
 // operatorParameters are the operator's parameters a client may read

@@ -309,8 +309,6 @@ func TestConfigSetOfEncodingLimits(t *testing.T) {
 			{"get by a pattern", []any{"config", "get", "HASH-MAX-LISTPACK-*"}, "[hash-max-listpack-entries 7 hash-max-listpack-value 64]"},
 			{"get save", []any{"config", "get", "save"}, "[save ]"},
 			{"get what the gateway does not show", []any{"config", "get", "requirepass"}, "[]"},
-			{"set the scripts' time limit", []any{"config", "set", "lua-time-limit", "250"}, "OK"},
-			{"get the scripts' time limit", []any{"config", "get", "busy-reply-threshold"}, "[busy-reply-threshold 250]"},
 			{"set save to the shards' value", []any{"config", "set", "save", ""}, "OK"},
 			{"set appendonly to the shards' value", []any{"config", "set", "appendonly", strings.ToUpper(appendOnly)}, "OK"},
 			{"set save to another value", []any{"config", "set", "save", "900 1"},
