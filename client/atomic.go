@@ -114,9 +114,69 @@ func (c *Client) Run(ctx context.Context, writes, reads []string, cmd [][]byte) 
 // Redis of its keys' shard, on a connection of its own for as long as it
 // blocks, until ctx ends: Redis then drops the command, as it does for a
 // client that went away. Lists, sorted sets and streams are never cached
-// (a fill of one is refused), so a pop changes no copy.
-func (c *Client) RunBlocking(ctx context.Context, keys []string, cmd [][]byte) ([]byte, error) {
-	return c.runDirect(ctx, keys, cmd)
+// (a fill of one is refused), so a pop changes no copy. blocked, when not
+// nil, is called with a handle on the wait before it begins, and with nil
+// once it ended.
+func (c *Client) RunBlocking(ctx context.Context, keys []string, cmd [][]byte, blocked func(*Blocked)) ([]byte, error) {
+	shard, err := c.ShardOf(keys)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := c.redisAddr(shard, false)
+	if err != nil {
+		return nil, fmt.Errorf("cannot run %s: %w", cmd[0], err)
+	}
+	conn, err := c.shardConn.get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.shardConn.put(conn)
+	if blocked != nil {
+		if conn.redisID == nil {
+			r, err := conn.do(ctx, [][]byte{[]byte("CLIENT"), []byte("ID")})
+			if err != nil {
+				return nil, fmt.Errorf("cannot run %s: %w", cmd[0], err)
+			}
+			conn.redisID = bytes.TrimSpace(bytes.TrimPrefix(r[0], []byte(":")))
+		}
+		blocked(&Blocked{c: c, addr: addr, id: conn.redisID})
+		defer blocked(nil)
+	}
+	conn.blocking = true
+	replies, err := conn.do(ctx, cmd)
+	conn.blocking = false
+	if err != nil {
+		return nil, fmt.Errorf("cannot run %s: %w: %w", cmd[0], ErrOutcomeUnknown, err)
+	}
+	return replies[0], nil
+}
+
+// Blocked is a blocking command waiting at a shard's Redis.
+type Blocked struct {
+	c    *Client
+	addr string
+	id   []byte // the waiting connection's CLIENT ID at Redis
+}
+
+// Unblock ends the wait as Redis' CLIENT UNBLOCK does, from another
+// connection: the command answers as if its timeout passed, or with
+// Redis' UNBLOCKED error when withError. It reports whether the command
+// was still waiting.
+func (b *Blocked) Unblock(ctx context.Context, withError bool) (bool, error) {
+	how := []byte("TIMEOUT")
+	if withError {
+		how = []byte("ERROR")
+	}
+	conn, err := b.c.shardConn.get(ctx, b.addr)
+	if err != nil {
+		return false, err
+	}
+	defer b.c.shardConn.put(conn)
+	replies, err := conn.do(ctx, [][]byte{[]byte("CLIENT"), []byte("UNBLOCK"), b.id, how})
+	if err != nil {
+		return false, fmt.Errorf("cannot unblock a command: %w", err)
+	}
+	return bytes.Equal(replies[0], []byte(":1\r\n")), nil
 }
 
 // runDirect runs cmd at the Redis of keys' shard as it is.

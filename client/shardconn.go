@@ -25,6 +25,11 @@ type shardConn struct {
 	// broken: a send or a read failed, or ended in the middle of a reply;
 	// the connection is closed and never reused.
 	broken bool
+	// blocking: the next do waits as long as its context lets it, without
+	// shardConnTimeout (a blocking command's wait).
+	blocking bool
+	// redisID is Redis' CLIENT ID of the connection, once asked (nil).
+	redisID []byte
 }
 
 // shardConnTimeout bounds a command on a shard connection whose context
@@ -48,7 +53,7 @@ func (c *shardConn) do(ctx context.Context, cmds ...[][]byte) ([][]byte, error) 
 		return nil, fmt.Errorf("cannot send to Redis at %s: the connection broke earlier", c.addr)
 	}
 	deadline, ok := ctx.Deadline()
-	if !ok {
+	if !ok && !c.blocking {
 		deadline = time.Now().Add(shardConnTimeout)
 	}
 	if err := c.conn.SetDeadline(deadline); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -61,14 +62,18 @@ func runBlocking(c *call, dst []byte) []byte {
 	}
 	keys := keyStrings(cmd.keys(c.args))
 	c.srv.blocked.Add(1)
-	defer c.srv.blocked.Add(-1)
+	c.srv.waiting.Store(c.sess.id, c.sess)
+	defer func() {
+		c.srv.waiting.Delete(c.sess.id)
+		c.srv.blocked.Add(-1)
+	}()
 	var r []byte
 	var err error
 	switch cmd.name {
 	case "blmove", "brpoplpush":
 		r, err = blockingMove(ctx, c, keys)
 	default:
-		r, err = c.srv.cfg.Store.RunBlocking(ctx, keys, c.args)
+		r, err = c.srv.cfg.Store.RunBlocking(ctx, keys, c.args, c.sess.setWaiting)
 	}
 	return appendShimReply(dst, c.args, r, err, c.resp3)
 }
@@ -83,7 +88,7 @@ func blockingMove(ctx context.Context, c *call, keys []string) ([]byte, error) {
 	deadline, bounded := ctx.Deadline()
 	for {
 		wait := [][]byte{[]byte("BLMOVE"), src, src, []byte("LEFT"), []byte("LEFT"), timeout}
-		r, err := c.srv.cfg.Store.RunBlocking(ctx, keys, wait)
+		r, err := c.srv.cfg.Store.RunBlocking(ctx, keys, wait, c.sess.setWaiting)
 		if err != nil || r[0] != '$' || bytes.Equal(r, []byte("$-1\r\n")) {
 			return r, err // an error, or the timeout's null
 		}
@@ -100,6 +105,42 @@ func blockingMove(ctx context.Context, c *call, keys []string) ([]byte, error) {
 			timeout = strconv.AppendFloat(nil, left.Seconds(), 'f', 3, 64)
 		}
 	}
+}
+
+// runClientUnblock answers CLIENT UNBLOCK id [TIMEOUT | ERROR]: 1 when
+// the connection id was waiting in a blocking command, which then answers
+// as if its timeout passed, or with Redis' UNBLOCKED error.
+func runClientUnblock(c *call, dst []byte) []byte {
+	id, err := strconv.ParseInt(string(c.args[2]), 10, 64)
+	if err != nil {
+		return appendError(dst, "ERR value is not an integer or out of range")
+	}
+	withError := false
+	if len(c.args) == 4 {
+		switch strings.ToLower(string(c.args[3])) {
+		case "timeout":
+		case "error":
+			withError = true
+		default:
+			return appendError(dst, "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+		}
+	}
+	v, ok := c.srv.waiting.Load(id)
+	if !ok {
+		return appendInt(dst, 0)
+	}
+	b := v.(*session).waiting()
+	if b == nil {
+		return appendInt(dst, 0)
+	}
+	done, err := b.Unblock(c.ctx, withError)
+	if err != nil {
+		return appendError(dst, errorReply(err, false))
+	}
+	if done {
+		return appendInt(dst, 1)
+	}
+	return appendInt(dst, 0)
 }
 
 // blockTimeout is how long the blocking command args may wait; 0: as

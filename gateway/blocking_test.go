@@ -94,3 +94,38 @@ func TestBlockingCommands(t *testing.T) {
 		t.Errorf("after the blocked client left, the list holds %d elements, want 1", n)
 	}
 }
+
+// TestClientUnblock ends blocked commands with CLIENT UNBLOCK: TIMEOUT
+// answers as the timeout would, ERROR with Redis' UNBLOCKED error; a
+// connection that is not blocked gets 0. BZPOPMIN over RESP3 answers a
+// double score.
+func TestClientUnblock(t *testing.T) {
+	addr, _, c := startGatewayOn(t, txCluster)
+	rc, other := redisClient(t, addr, 2), redisClient(t, addr, 2)
+	ctx := t.Context()
+	conn := rc.Conn()
+	defer conn.Close()
+	id, err := conn.ClientID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ how, want string }{{"TIMEOUT", "redis: nil"}, {"ERROR", "UNBLOCKED"}} {
+		done := make(chan error, 1)
+		go func() { done <- conn.BLPop(ctx, 0, "{u}list").Err() }()
+		poll.Eventually(t, "the client blocked", func() (bool, error) { return blockedClients(t, c) == 1, nil })
+		if n, err := other.Do(ctx, "client", "unblock", id, tc.how).Int(); err != nil || n != 1 {
+			t.Fatalf("CLIENT UNBLOCK %s: %v, %v", tc.how, n, err)
+		}
+		if err := <-done; err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("BLPOP unblocked with %s: %v, want %s", tc.how, err, tc.want)
+		}
+	}
+	if n, err := other.Do(ctx, "client", "unblock", id).Int(); err != nil || n != 0 {
+		t.Errorf("CLIENT UNBLOCK of a connection not blocked: %v, %v", n, err)
+	}
+	r3 := redisClient(t, addr, 3)
+	r3.ZAdd(ctx, "{u}z", redis.Z{Score: 1.5, Member: "m"})
+	if got, err := r3.Do(ctx, "bzpopmin", "{u}z", "0").Slice(); err != nil || len(got) != 3 || got[2] != 1.5 {
+		t.Errorf("BZPOPMIN over RESP3: %#v, %v; want a double score", got, err)
+	}
+}

@@ -126,6 +126,8 @@ func runClient(c *call, dst []byte) []byte {
 	s := c.sess
 	sub := strings.ToLower(string(c.args[1]))
 	switch {
+	case sub == "unblock" && (len(c.args) == 3 || len(c.args) == 4):
+		return runClientUnblock(c, dst)
 	case sub == "id" && len(c.args) == 2:
 		return appendInt(dst, s.id)
 	case sub == "getname" && len(c.args) == 2:

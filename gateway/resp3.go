@@ -22,6 +22,7 @@ const (
 	shapeScoreFlat                    // member, score: the score becomes a double (ZPOPMIN without a count)
 	shapePairs                        // field, value, ... becomes an array of [field, value] (HRANDFIELD WITHVALUES)
 	shapePopped                       // key, [[member, score], ...]: each score becomes a double (ZMPOP)
+	shapeKeyScore                     // key, member, score: the score becomes a double (BZPOPMIN)
 )
 
 // resp3ShapeOf is the shape of the reply to args.
@@ -52,6 +53,8 @@ func resp3ShapeOf(args [][]byte) resp3Shape {
 		}
 	case "zmpop", "bzmpop":
 		return shapePopped
+	case "bzpopmin", "bzpopmax":
+		return shapeKeyScore
 	case "zunion", "zinter", "zdiff":
 		if slices.ContainsFunc(args[1:], func(a []byte) bool { return bytes.EqualFold(a, []byte("withscores")) }) {
 			return shapeScorePairs
@@ -126,6 +129,11 @@ func appendRESP3(dst, r []byte, shape resp3Shape) []byte {
 			dst = appendValue3(dst, pair.elems[1], true)
 		}
 		return dst
+	case shape == shapeKeyScore && len(v.elems) == 3:
+		dst = appendArray(dst, 3)
+		dst = appendValue3(dst, v.elems[0], false)
+		dst = appendValue3(dst, v.elems[1], false)
+		return appendValue3(dst, v.elems[2], true)
 	case shape == shapeScoreFlat && len(v.elems) == 2:
 		dst = appendArray(dst, 2)
 		dst = appendValue3(dst, v.elems[0], false)

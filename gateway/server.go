@@ -50,7 +50,8 @@ type Store interface {
 	RunOnEveryShard(ctx context.Context, cmd [][]byte) ([][]byte, error)
 	// RunBlocking runs a blocking command that changes no cached copy at
 	// the Redis of its keys' shard, until it answers or ctx ends.
-	RunBlocking(ctx context.Context, keys []string, cmd [][]byte) ([]byte, error)
+	// blocked is told of the wait, for CLIENT UNBLOCK.
+	RunBlocking(ctx context.Context, keys []string, cmd [][]byte, blocked func(*client.Blocked)) ([]byte, error)
 	// Session is a new connection's state at the shards: its WATCH, and
 	// its transactions.
 	Session() *client.Session
@@ -186,6 +187,9 @@ type Server struct {
 	errorStats errorStats
 	// blocked counts the connections waiting in a blocking command.
 	blocked atomic.Int64
+	// waiting are the sessions in a blocking command by id, for CLIENT
+	// UNBLOCK.
+	waiting sync.Map
 	// face answers the cluster commands (Config.Cluster; nil: none).
 	face *clusterFace
 	// ctx ends every command in flight when the server closes.

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+
+	"github.com/distcache/distcache/client"
 	"sync"
 	"sync/atomic"
 )
@@ -25,6 +27,8 @@ type session struct {
 	blockCtx    context.Context
 	blockCancel context.CancelFunc
 	closed      bool
+	// waitingAt is the blocking command's wait at Redis (nil: none).
+	waitingAt *client.Blocked
 	// quit is set by QUIT: the connection closes after its reply.
 	quit atomic.Bool
 	// pipe is reused from one pipeline to the next: only the
@@ -59,6 +63,21 @@ func (s *session) blockingContext(parent context.Context) context.Context {
 		}
 	}
 	return s.blockCtx
+}
+
+// setWaiting records the wait of the connection's blocking command (nil:
+// it ended).
+func (s *session) setWaiting(b *client.Blocked) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waitingAt = b
+}
+
+// waiting is the wait of the connection's blocking command, if any.
+func (s *session) waiting() *client.Blocked {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waitingAt
 }
 
 // close ends the connection's blocking commands; its transaction ends
