@@ -18,11 +18,13 @@ import (
 // A pop from a list or a sorted set, and a read of a stream, run as they
 // are: no cache holds a key of those types, so they change no copy. BLMOVE
 // and BRPOPLPUSH write their destination, which a cache may hold (as a
-// missing key, or a string, which makes the move fail): they wait with a
-// move of the source onto itself (BLMOVE src src LEFT LEFT, which leaves
-// it as it was), then move with LMOVE as a command of two keys, after the
-// destination left the caches; another client that took the element
-// first makes them wait again.
+// missing key, or a string, which makes the move fail): they move with
+// LMOVE as a command of two keys, after the destination left the caches,
+// and when the source is empty, wait with a move of the source onto
+// itself (BLMOVE src src LEFT LEFT, which leaves it as it was) and move
+// again; another client that took the element first makes them wait
+// again. Blocking commands of several connections wait in the order they
+// reach Redis, which need not be the order they reached the gateway.
 
 // blockingCommands are the table's entries for the blocking commands.
 func blockingCommands() []*command {
@@ -86,13 +88,18 @@ func blockingMove(ctx context.Context, c *call, keys []string) ([]byte, error) {
 		from, to, timeout = c.args[3], c.args[4], c.args[5]
 	}
 	deadline, bounded := ctx.Deadline()
+	move := [][]byte{[]byte("LMOVE"), src, dst, from, to}
+	// As Redis: a source that has an element moves it at once.
+	if moved, err := c.srv.cfg.Store.Run(ctx, keys, nil, move); err != nil || !bytes.Equal(moved, []byte("$-1\r\n")) {
+		return moved, err
+	}
 	for {
 		wait := [][]byte{[]byte("BLMOVE"), src, src, []byte("LEFT"), []byte("LEFT"), timeout}
 		r, err := c.srv.cfg.Store.RunBlocking(ctx, keys, wait, c.sess.setWaiting)
 		if err != nil || r[0] != '$' || bytes.Equal(r, []byte("$-1\r\n")) {
 			return r, err // an error, or the timeout's null
 		}
-		moved, err := c.srv.cfg.Store.Run(ctx, keys, nil, [][]byte{[]byte("LMOVE"), src, dst, from, to})
+		moved, err := c.srv.cfg.Store.Run(ctx, keys, nil, move)
 		if err != nil || !bytes.Equal(moved, []byte("$-1\r\n")) {
 			return moved, err
 		}
