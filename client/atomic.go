@@ -106,7 +106,11 @@ func (c *Client) Run(ctx context.Context, writes, reads []string, cmd [][]byte) 
 		}
 		return onlyReply(replies[len(replies)-1])
 	}
-	return c.runDirect(ctx, reads, cmd)
+	r, err := c.runDirect(ctx, reads, cmd, false, nil)
+	if err == nil {
+		c.stats.storageReads.Add(1)
+	}
+	return r, err
 }
 
 // RunBlocking runs cmd, a blocking command that pops from or reads keys
@@ -118,37 +122,7 @@ func (c *Client) Run(ctx context.Context, writes, reads []string, cmd [][]byte) 
 // nil, is called with a handle on the wait before it begins, and with nil
 // once it ended.
 func (c *Client) RunBlocking(ctx context.Context, keys []string, cmd [][]byte, blocked func(*Blocked)) ([]byte, error) {
-	shard, err := c.ShardOf(keys)
-	if err != nil {
-		return nil, err
-	}
-	addr, err := c.redisAddr(shard, false)
-	if err != nil {
-		return nil, fmt.Errorf("cannot run %s: %w", cmd[0], err)
-	}
-	conn, err := c.shardConn.get(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	defer c.shardConn.put(conn)
-	if blocked != nil {
-		if conn.redisID == nil {
-			r, err := conn.do(ctx, [][]byte{[]byte("CLIENT"), []byte("ID")})
-			if err != nil {
-				return nil, fmt.Errorf("cannot run %s: %w", cmd[0], err)
-			}
-			conn.redisID = bytes.TrimSpace(bytes.TrimPrefix(r[0], []byte(":")))
-		}
-		blocked(&Blocked{c: c, addr: addr, id: conn.redisID})
-		defer blocked(nil)
-	}
-	conn.blocking = true
-	replies, err := conn.do(ctx, cmd)
-	conn.blocking = false
-	if err != nil {
-		return nil, fmt.Errorf("cannot run %s: %w: %w", cmd[0], ErrOutcomeUnknown, err)
-	}
-	return replies[0], nil
+	return c.runDirect(ctx, keys, cmd, true, blocked)
 }
 
 // Blocked is a blocking command waiting at a shard's Redis.
@@ -179,8 +153,10 @@ func (b *Blocked) Unblock(ctx context.Context, withError bool) (bool, error) {
 	return bytes.Equal(replies[0], []byte(":1\r\n")), nil
 }
 
-// runDirect runs cmd at the Redis of keys' shard as it is.
-func (c *Client) runDirect(ctx context.Context, keys []string, cmd [][]byte) ([]byte, error) {
+// runDirect runs cmd at the Redis of keys' shard as it is; blocking
+// lets it wait as long as ctx lets it, and blocked is told of the wait
+// (RunBlocking).
+func (c *Client) runDirect(ctx context.Context, keys []string, cmd [][]byte, blocking bool, blocked func(*Blocked)) ([]byte, error) {
 	shard, err := c.ShardOf(keys)
 	if err != nil {
 		return nil, err
@@ -194,11 +170,23 @@ func (c *Client) runDirect(ctx context.Context, keys []string, cmd [][]byte) ([]
 		return nil, err
 	}
 	defer c.shardConn.put(conn)
+	if blocked != nil {
+		if conn.redisID == nil {
+			r, err := conn.do(ctx, [][]byte{[]byte("CLIENT"), []byte("ID")})
+			if err != nil {
+				return nil, fmt.Errorf("cannot run %s: %w", cmd[0], err)
+			}
+			conn.redisID = bytes.TrimSpace(bytes.TrimPrefix(r[0], []byte(":")))
+		}
+		blocked(&Blocked{c: c, addr: addr, id: conn.redisID})
+		defer blocked(nil)
+	}
+	conn.blocking = blocking
 	replies, err := conn.do(ctx, cmd)
+	conn.blocking = false
 	if err != nil {
 		return nil, fmt.Errorf("cannot run %s: %w: %w", cmd[0], ErrOutcomeUnknown, err)
 	}
-	c.stats.storageReads.Add(1)
 	return replies[0], nil
 }
 

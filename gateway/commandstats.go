@@ -2,7 +2,8 @@ package gateway
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,12 +59,7 @@ func (cs *commandStats) reset() {
 func (cs *commandStats) write(b *strings.Builder) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	names := make([]string, 0, len(cs.byName))
-	for n := range cs.byName {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(cs.byName)) {
 		st := cs.byName[n]
 		usec := st.took.Microseconds()
 		per := 0.0

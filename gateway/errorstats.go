@@ -3,7 +3,8 @@ package gateway
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -51,12 +52,7 @@ func (e *errorStats) reset() {
 func (e *errorStats) write(b *strings.Builder) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	codes := make([]string, 0, len(e.counts))
-	for c := range e.counts {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
-	for _, c := range codes {
+	for _, c := range slices.Sorted(maps.Keys(e.counts)) {
 		fmt.Fprintf(b, "errorstat_%s:count=%d\r\n", c, e.counts[c])
 	}
 }
