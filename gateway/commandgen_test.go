@@ -36,6 +36,7 @@ func newCommandGen(r *rand.Rand) *commandGen {
 		func() []string { return []string{"set", k(), v(), "PX", "100000000"} },
 		func() []string { return []string{"del", k(), k()} },
 		func() []string { return []string{"exists", k(), k()} },
+		func() []string { return []string{"touch", k(), k(), k()} },
 		func() []string { return []string{"mget", k(), k(), k()} },
 		func() []string { return []string{"incr", k()} },
 		func() []string { return []string{"incrby", k(), n()} },

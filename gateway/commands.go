@@ -66,6 +66,7 @@ func init() {
 		{name: "del", arity: -2, flags: []string{"write"}, first: 1, last: -1, step: 1, write: true, run: runDel},
 		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, first: 1, last: -1, step: 1, write: true, run: runDel},
 		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, run: runExists},
+		{name: "touch", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, run: runTouch},
 		{name: "mget", arity: -2, flags: []string{"readonly", "fast"}, first: 1, last: -1, step: 1, run: runMGet},
 		{name: "mset", arity: -3, flags: []string{"write", "denyoom"}, first: 1, last: -1, step: 2, write: true, run: runMSet},
 		{name: "ping", arity: -1, flags: []string{"fast"}, run: runPing},
@@ -93,7 +94,7 @@ func init() {
 	}
 	for _, c := range table {
 		switch c.name {
-		case "get", "set", "del", "unlink", "exists", "mget", "mset", "ping", "echo", "time",
+		case "get", "set", "del", "unlink", "exists", "touch", "mget", "mset", "ping", "echo", "time",
 			"incr", "decr", "incrby", "decrby", "append", "getset", "setnx":
 			c.inTx = true
 		}

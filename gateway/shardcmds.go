@@ -2,7 +2,12 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"strconv"
+	"sync/atomic"
+
+	"github.com/distcache/distcache/client"
 )
 
 // The commands that Redis runs on several keys of one shard, or on a key
@@ -188,4 +193,25 @@ func storeKeys(first int) func(args [][]byte) [][]byte {
 		}
 		return keys
 	}
+}
+
+// runTouch answers TOUCH key [key ...]: the keys that exist, each sent to
+// its shard's Redis (which updates its access time), where the gateway
+// reaches the shards' Redis; else counted as EXISTS counts them.
+func runTouch(c *call, dst []byte) []byte {
+	var n atomic.Int64
+	err := each(c.ctx, c.args[1:], 1, func(ctx context.Context, _ int, kv [][]byte) error {
+		r, err := c.srv.cfg.Store.Run(ctx, nil, []string{string(kv[0])}, [][]byte{[]byte("TOUCH"), kv[0]})
+		if err == nil && bytes.Equal(r, []byte(":1\r\n")) {
+			n.Add(1)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, client.ErrNoStorageAccess):
+		return runExists(c, dst)
+	case err != nil:
+		return appendError(dst, errorReply(err, false))
+	}
+	return appendInt(dst, n.Load())
 }
