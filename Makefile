@@ -130,7 +130,7 @@ FUZZ_TARGETS ?= FuzzDecode:./placement/partmap/ FuzzParse:./dataplane/wire/ Fuzz
 	FuzzAuthenticate:./dataplane/wireauth/ FuzzPipeline:./gateway/ FuzzParseRMW:./dataplane/wire/ FuzzParse:./stratum_pipelines/ \
 	FuzzParse:./dataplane/redispipe/ FuzzFilter:./dataplane/antireplay/ FuzzRequest:./standalone/control/ FuzzWrite:./softswitch/ FuzzProcess:./softswitch/ \
 	FuzzParseFrame:./stratum_pipelines/ FuzzConnection:./gateway/ FuzzCommandGuard:./gateway/ FuzzPlanFromAnswers:./layersizing/ \
-	FuzzReadRDB:./snapshot/ FuzzAppendRESP3:./gateway/
+	FuzzReadRDB:./snapshot/ FuzzAppendRESP3:./gateway/ FuzzLen:./dataplane/respframe/
 FUZZ_TIME ?= 30s
 # make test fuzzes every target for FUZZ_CI_TIME (make fuzz-ci); a new
 # input the fuzzer finds interesting is minimized for at most
