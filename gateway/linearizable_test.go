@@ -255,11 +255,9 @@ func linearizableOp(ctx context.Context, t *testing.T, rc *redis.Client, rec *hi
 	var err error
 	switch op.Kind {
 	case history.Get:
-		v, gerr := rc.Get(ctx, op.Key).Result()
-		if gerr != nil && !errors.Is(gerr, redis.Nil) {
+		if !getInto(ctx, rc, &op) {
 			return op, false
 		}
-		op.Value, op.Found = v, gerr == nil
 	case history.Put:
 		op.Value = strconv.Itoa((n + 1) * 1_000_000)
 		err = rc.Set(ctx, op.Key, op.Value, 0).Err()
@@ -433,4 +431,15 @@ func TestExpiryIsNeverServedFromACache(t *testing.T) {
 	if refused == 0 {
 		t.Errorf("no fill of the hot key refused during its %d reads with an expiry", reads)
 	}
+}
+
+// getInto GETs op's key into op; false when the GET failed (the
+// operation is left out of the history).
+func getInto(ctx context.Context, rc *redis.Client, op *history.Operation) bool {
+	v, err := rc.Get(ctx, op.Key).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false
+	}
+	op.Value, op.Found = v, err == nil
+	return true
 }

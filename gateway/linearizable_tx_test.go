@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"strconv"
 	"sync/atomic"
@@ -88,11 +87,9 @@ func txOp(ctx context.Context, rc *redis.Client, rec *history.Recorder, rng *ran
 	var err error
 	switch op.Kind {
 	case history.Get:
-		v, gerr := rc.Get(ctx, op.Key).Result()
-		if gerr != nil && !errors.Is(gerr, redis.Nil) {
+		if !getInto(ctx, rc, &op) {
 			return op, false
 		}
-		op.Value, op.Found = v, gerr == nil
 	case history.Put:
 		op.Value = strconv.Itoa((n + 1) * 1_000_000)
 		switch how {

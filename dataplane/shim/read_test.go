@@ -260,17 +260,7 @@ func TestWriteTrimsTheHeldKey(t *testing.T) {
 			}
 			owners[0].setHolds(key, tt.copyAt)
 			put := e.mustStatus(wire.OpPut, key, []byte("v"), wire.StatusOK)
-			held, err := e.rdb.SIsMember(t.Context(), heldkeys.Key, key).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if held != tt.wantHeld {
-				t.Errorf("held %v after the write, want %v", held, tt.wantHeld)
-			}
-			eventually(t, "the UPDATE", func() bool { _, ok := owners[0].find(wire.OpUpdate, key, put.ValueVersion); return ok })
-			if ev, _ := owners[0].find(wire.OpUpdate, key, put.ValueVersion); ev.status != tt.wantStatus {
-				t.Errorf("UPDATE %s, want %s", ev.status, tt.wantStatus)
-			}
+			wantHeldAndUpdate(t, e, owners[0], key, put.ValueVersion, tt.wantHeld, tt.wantStatus)
 		})
 	}
 }

@@ -42,17 +42,7 @@ func TestReleaseTrimsTheHeldKey(t *testing.T) {
 			if string(r.Value) != tt.want {
 				t.Errorf("release answered %q, want %q", r.Value, tt.want)
 			}
-			held, err := e.rdb.SIsMember(t.Context(), heldkeys.Key, key).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if held != tt.wantHeld {
-				t.Errorf("held %v after the release, want %v", held, tt.wantHeld)
-			}
-			eventually(t, "the UPDATE", func() bool { _, ok := owners[0].find(wire.OpUpdate, key, r.ValueVersion); return ok })
-			if ev, _ := owners[0].find(wire.OpUpdate, key, r.ValueVersion); ev.status != tt.wantStatus {
-				t.Errorf("UPDATE %s, want %s", ev.status, tt.wantStatus)
-			}
+			wantHeldAndUpdate(t, e, owners[0], key, r.ValueVersion, tt.wantHeld, tt.wantStatus)
 			if got := e.redisValue(key); got != "v" {
 				t.Errorf("Redis holds %q after the release, want v", got)
 			}
@@ -85,5 +75,23 @@ func TestReleasedKeyHeldBack(t *testing.T) {
 	e.mustStatus(wire.OpPut, other, []byte("w"), wire.StatusOK)
 	if r := e.callFrom(e.owners(other)[0].ep, wire.OpFetch, other, nil); r.Status != wire.StatusOK {
 		t.Fatalf("FETCH of another key: %s", r.Status)
+	}
+}
+
+// wantHeldAndUpdate checks that key is in the keys a cache may hold or
+// not, as wantHeld says, and that owner's UPDATE of version v has status
+// want.
+func wantHeldAndUpdate(t *testing.T, e *env, owner *recordingNode, key string, v uint64, wantHeld bool, want wire.Status) {
+	t.Helper()
+	held, err := e.rdb.SIsMember(t.Context(), heldkeys.Key, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != wantHeld {
+		t.Errorf("held %v, want %v", held, wantHeld)
+	}
+	eventually(t, "the UPDATE", func() bool { _, ok := owner.find(wire.OpUpdate, key, v); return ok })
+	if ev, _ := owner.find(wire.OpUpdate, key, v); ev.status != want {
+		t.Errorf("UPDATE %s, want %s", ev.status, want)
 	}
 }
