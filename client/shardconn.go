@@ -124,8 +124,10 @@ type shardConns struct {
 	closed bool
 }
 
-// maxIdleShardConns bounds the idle connections kept per address.
-const maxIdleShardConns = 8
+// maxIdleShardConns bounds the idle connections kept per address: as
+// many as commands run at once (the gateway's --max-in-flight), since a
+// connection closed and dialled again per command costs more than it.
+const maxIdleShardConns = 128
 
 // get returns an idle connection to addr, or a new one.
 func (s *shardConns) get(ctx context.Context, addr string) (*shardConn, error) {
