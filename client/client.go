@@ -16,6 +16,7 @@ import (
 	"github.com/distcache/distcache/dataplane/metrics"
 	"github.com/distcache/distcache/dataplane/peers"
 	"github.com/distcache/distcache/dataplane/redisbatch"
+	"github.com/distcache/distcache/dataplane/redisconn"
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/routing"
@@ -115,6 +116,14 @@ type Config struct {
 	// of reading the keys that are not warm from Redis straight away
 	// (warm.go).
 	AskNodesForColdKeys bool
+	// StorageLogin is how the client logs in to the shards' Redis when the
+	// map names them (direct reads and writes, transactions, scripts):
+	// the ACL user, the password files and TLS of storage.auth and
+	// storage.tls. Its Addr is not used; the zero value connects over
+	// plain TCP without AUTH. A process's clients share one connection
+	// pool per Redis address for direct reads, made with the login of
+	// the first client that asked.
+	StorageLogin redisconn.Settings
 	// Registerer receives the metrics; nil means a private registry. Two
 	// clients cannot share one Registerer (the metric names collide: New
 	// fails); wrap it with distinguishing labels instead.
@@ -247,6 +256,7 @@ func New(cfg Config, p *partmap.Placement) (*Client, error) {
 		backoff: make(map[routing.NodeID]int64),
 		refresh: refresher{src: cfg.Maps},
 	}
+	c.shardConn.dial = cfg.StorageLogin.Dialer()
 	c.now = func() int64 { return int64(time.Since(c.epoch)) }
 	c.routers.New = func() any {
 		// Distinct, deterministic seeds per router (golden-ratio stride).

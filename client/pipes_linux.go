@@ -56,13 +56,15 @@ var (
 )
 
 // conns returns the connections by shard index under v, nil when v has
-// no direct reads or names a Redis that is not an address.
+// no direct reads, names a Redis that is not an address, or the client
+// logs in to Redis (Config.StorageLogin: the pipes speak neither TLS nor
+// AUTH, so the client's other paths, which do, serve those clusters).
 func (p *Pipes) conns(v *view) []*redispipe.Conn {
 	if v == p.view {
 		return p.shards
 	}
 	p.view, p.shards = v, nil
-	if v.storage == nil {
+	if v.storage == nil || !p.c.cfg.StorageLogin.Plain() {
 		return nil
 	}
 	var out []*redispipe.Conn

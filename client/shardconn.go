@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/distcache/distcache/dataplane/redisconn"
 	"github.com/distcache/distcache/dataplane/redispipe"
 	"github.com/distcache/distcache/dataplane/respframe"
 )
@@ -36,9 +35,12 @@ type shardConn struct {
 // has no deadline.
 const shardConnTimeout = 5 * time.Second
 
-// dialShard connects to the Redis at addr.
-func dialShard(ctx context.Context, addr string) (*shardConn, error) {
-	conn, err := redisconn.Dial(ctx, "tcp", addr)
+// dialer connects to a Redis server and logs in (redisconn.Settings.Dialer).
+type dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// dialShard connects to the Redis at addr with dial.
+func dialShard(ctx context.Context, dial dialer, addr string) (*shardConn, error) {
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot connect to Redis at %s: %w", addr, err)
 	}
@@ -119,6 +121,7 @@ func (c *shardConn) close() error {
 
 // shardConns keeps idle shard connections for reuse, per address.
 type shardConns struct {
+	dial   dialer     // set once, before use
 	mu     sync.Mutex // guards idle and closed
 	idle   map[string][]*shardConn
 	closed bool
@@ -139,7 +142,7 @@ func (s *shardConns) get(ctx context.Context, addr string) (*shardConn, error) {
 		return c, nil
 	}
 	s.mu.Unlock()
-	return dialShard(ctx, addr)
+	return dialShard(ctx, s.dial, addr)
 }
 
 // put keeps c for reuse, unless it broke or enough are kept.

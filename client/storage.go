@@ -113,12 +113,13 @@ func (s *storageReaders) forMap(m *partmap.Map, cfg Config) []*redisbatch.Batche
 }
 
 // storageOptions are the go-redis options of a direct read's connection:
-// RESP2 over raw system calls (as the shims read Redis, redisconn.Dial),
+// RESP2 over raw system calls (as the shims read Redis, redisconn.Dial)
+// or TLS, logged in as Config.StorageLogin says,
 // no retries (a failed read asks the shim instead), each wait bounded by
 // an attempt's timeout.
 func storageOptions(addr string, cfg Config) *redis.Options {
 	return &redis.Options{
-		Addr: addr, Protocol: 2, Dialer: redisconn.Dial,
+		Addr: addr, Protocol: 2, Dialer: cfg.StorageLogin.Dialer(),
 		DialTimeout: cfg.AttemptTimeout, ReadTimeout: cfg.AttemptTimeout, WriteTimeout: cfg.AttemptTimeout,
 		MaxRetries: -1, DialerRetries: 1, PoolSize: 2, DisableIdentity: true,
 	}

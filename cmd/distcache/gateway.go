@@ -14,6 +14,7 @@ import (
 
 	"github.com/distcache/distcache/client"
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/dataplane/redisconn"
 	"github.com/distcache/distcache/gateway"
 )
 
@@ -30,6 +31,7 @@ func newGatewayCommand() *cobra.Command {
 		zoneMargin float64
 		clientLeaf netip.AddrPort
 		face       clusterFaceFlags
+		login      redisconn.Settings
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -75,8 +77,11 @@ the commands.`,
 			if cfg.Cluster, err = face.config(redisAddr, os.Getenv("POD_IP")); err != nil {
 				return err
 			}
+			if _, err := login.Options(); err != nil {
+				return fmt.Errorf("cannot use the shards' Redis login: %w", err)
+			}
 			cc := client.Config{Transport: o.transport(clientAddr, log), Maps: w, Registerer: wrapped, Logger: log,
-				Zone: zone, Host: host, ZoneMargin: zoneMargin, ClientLeaf: clientLeaf}
+				Zone: zone, Host: host, ZoneMargin: zoneMargin, ClientLeaf: clientLeaf, StorageLogin: login}
 			cc.Transport.Polled = gateway.EventLoops(cfg) // the loops receive the replies
 			cl, err := client.New(cc, w.Current())
 			if err != nil {
@@ -109,6 +114,9 @@ the commands.`,
 	f.Float64Var(&zoneMargin, "zone-margin", client.DefaultZoneMargin, "how much more loaded a cache node in the gateway's zone may be than one in another zone and still be chosen (negative: zones not told apart)")
 	f.Var(addrPortValue{&clientLeaf}, "client-leaf", clientLeafHelp)
 	face.addFlags(f)
+	// The shards' Redis, reached directly where the map names it
+	// (spec.dataPlane.directReads): transactions, scripts, direct reads.
+	login.AddLoginFlags(f)
 	_ = f.MarkHidden("listen") // the client's UDP address is --client-addr
 	return cmd
 }

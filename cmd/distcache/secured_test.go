@@ -19,7 +19,7 @@ import (
 )
 
 // securedSpec is a standalone cluster whose Redis servers require a
-// password and serve TLS only.
+// password and serve TLS only, and whose gateway reaches them itself.
 const securedSpec = `apiVersion: distcache.io/v1alpha1
 kind: CacheCluster
 metadata: {name: secured}
@@ -27,8 +27,10 @@ spec:
   storage:
     racks: 1
     shardsPerRack: 2
+    hashTags: true
     auth: {secretName: redis-login}
     tls: {certSecretName: redis-cert}
+  dataPlane: {directReads: true, directWrites: true}
   layers:
     - {name: spine, nodes: 1}
 `
@@ -37,10 +39,12 @@ spec:
 // with storage.auth and storage.tls, as local processes: `distcache up`
 // takes the Secrets' keys as files. A client without the password or
 // without TLS is refused by the redis-servers; the cluster serves through
-// its gateway; the password is rotated in the three documented steps
+// its gateway, which logs in to Redis itself for direct writes and
+// transactions; the password is rotated in the three documented steps
 // while a bounded loop writes through the gateway, and none of its writes
-// fails; the old password is refused afterwards; and `distcache backup`
-// logs in with the new one.
+// fails; the old password is refused afterwards, and a transaction, a
+// script and a keyspace command still run (on new connections when the
+// gateway opens them); and `distcache backup` logs in with the new one.
 func TestSecuredStandaloneCluster(t *testing.T) {
 	bin := buildDistcache(t)
 	dir := t.TempDir()
@@ -139,6 +143,7 @@ func TestSecuredStandaloneCluster(t *testing.T) {
 	if err := login(servers[1], "second-pass", true); err != nil {
 		t.Fatalf("the new password refused: %v", err)
 	}
+	atRedis(ctx, t, gw)
 
 	out, err := run(t, bin, "backup", "--run-dir", runDir, "--out", filepath.Join(dir, "sets"),
 		"--redis-password-file", filepath.Join(authDir, "password"), "--redis-tls", "--redis-tls-ca-file", filepath.Join(tlsDir, "ca.crt"))
@@ -165,5 +170,26 @@ func writeFiles(t *testing.T, files map[string]string) {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// atRedis runs, through gw, commands that the gateway runs at the shards'
+// Redis itself: a transaction of keys with one hash tag, a script and
+// DBSIZE. Each needs the gateway's own login to Redis.
+func atRedis(ctx context.Context, t *testing.T, gw *redis.Client) {
+	t.Helper()
+	cmds, err := gw.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "{cart}:items", 3, 0)
+		p.IncrBy(ctx, "{cart}:total", 42)
+		return nil
+	})
+	if err != nil || len(cmds) != 2 {
+		t.Fatalf("MULTI/EXEC through the gateway: %v (%d replies)", err, len(cmds))
+	}
+	if got, err := gw.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{"{cart}:items"}).Text(); err != nil || got != "3" {
+		t.Fatalf("EVAL through the gateway = %q (%v), want 3", got, err)
+	}
+	if n, err := gw.DBSize(ctx).Result(); err != nil || n < 2 {
+		t.Fatalf("DBSIZE through the gateway = %d (%v)", n, err)
 	}
 }

@@ -16,6 +16,7 @@ package redisconn
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -55,6 +56,12 @@ type Settings struct {
 // AddFlags adds the settings' command-line flags to f.
 func (s *Settings) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.Addr, "redis", "127.0.0.1:6379", "address of the redis-server this shim fronts")
+	s.AddLoginFlags(f)
+}
+
+// AddLoginFlags adds the flags of the settings other than the address to
+// f: the login and TLS of a process that reaches several Redis servers.
+func (s *Settings) AddLoginFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.Username, "redis-username", "", "Redis ACL user (default: the default user)")
 	f.StringVar(&s.PasswordFile, "redis-password-file", "",
 		"file holding the Redis password, read again for every new connection (a mounted Secret); never pass the password itself")
@@ -62,7 +69,7 @@ func (s *Settings) AddFlags(f *pflag.FlagSet) {
 		"file that may hold a second Redis password, tried when Redis refuses the first with WRONGPASS (a missing file: none); for rotations")
 	f.BoolVar(&s.TLS, "redis-tls", false, "connect to Redis with TLS")
 	f.StringVar(&s.CAFile, "redis-tls-ca-file", "", "PEM bundle of the CAs that sign Redis's certificate (default: the system's)")
-	f.StringVar(&s.ServerName, "redis-tls-server-name", "", "name Redis's certificate must carry (default: the host of --redis)")
+	f.StringVar(&s.ServerName, "redis-tls-server-name", "", "name Redis's certificate must carry (default: the host of its address)")
 }
 
 // Options returns the go-redis options of s. It fails when a file cannot
@@ -95,6 +102,25 @@ func (s Settings) Options() (*redis.Options, error) {
 	}
 	o.Dialer = s.dial
 	return o, nil
+}
+
+// Plain says whether a connection needs neither TLS nor AUTH: any TCP
+// connection to the server may send commands at once.
+func (s Settings) Plain() bool { return s.PasswordFile == "" && !s.TLS }
+
+// Dialer returns a go-redis dialer that reaches any address as the
+// settings say (their Addr aside): TLS and AUTH with the files read at
+// every dial when set, else TCP over raw system calls (Dial). Call
+// Options first to check the files.
+func (s Settings) Dialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if s.Plain() {
+		return Dial
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		at := s
+		at.Addr = addr // the certificate's name defaults to its host
+		return at.dial(ctx, network, addr)
+	}
 }
 
 // tlsConfig is the TLS configuration of a new connection, with the CA

@@ -232,3 +232,29 @@ func TestCABundleReread(t *testing.T) {
 		t.Fatalf("PING after the CA bundle changed: %v", err)
 	}
 }
+
+// TestDialerReachesAnyAddress uses one Settings without an address for
+// two servers, as a client reaches every shard's Redis: each dial does TLS
+// with the name of the address it dials and logs in.
+func TestDialerReachesAnyAddress(t *testing.T) {
+	dir := t.TempDir()
+	files, _ := testCertificates(t, dir)
+	login := redisconn.Settings{TLS: true, CAFile: files.CA, PasswordFile: writeFile(t, dir, "password", "s3cret")}
+	if _, err := login.Options(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		srv := redistest.Start(t, redistest.WithTLS(files), redistest.WithPassword("", "s3cret"))
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Dialer: login.Dialer(), MaxRetries: -1})
+		defer rdb.Close()
+		if err := rdb.Ping(t.Context()).Err(); err != nil {
+			t.Fatalf("PING of server %d: %v", i, err)
+		}
+	}
+	plain := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: plain.Addr(), Dialer: redisconn.Settings{}.Dialer(), MaxRetries: -1})
+	defer rdb.Close()
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("PING without a login: %v", err)
+	}
+}

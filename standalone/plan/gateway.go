@@ -26,6 +26,9 @@ func (p *Plan) addGateway(c *layout.Cluster, o Options, tcp *portQueue) {
 	if c.Spec.Gateway.ClusterFace {
 		args = append(args, "--cluster-face")
 	}
+	if dp := c.Spec.DataPlane; dp != nil && dp.DirectReads {
+		args = append(args, shimLoginArgs(p.RedisLogin)...) // it reaches the shards' Redis as their shims do
+	}
 	p.Processes = append(p.Processes, Process{
 		Name: name, Kind: Gateway, Path: o.Binary,
 		Args:    o.roleArgs(args, metricsAddr, p, o.MapPoll, 0),

@@ -283,6 +283,7 @@ func New(c *layout.Cluster, o Options) (*Plan, error) {
 			redisAddr := ""
 			if len(external) > 0 {
 				redisAddr = external[r*c.ShardsPerRack()+s]
+				a.redis = append(a.redis, redisAddr)
 			} else {
 				redisAddr = tcp.next()
 				a.redis = append(a.redis, redisAddr)
@@ -470,9 +471,9 @@ type addresser struct {
 
 func (a *addresser) ShardAddress(rack, shard int) string { return a.shards[rack*a.perRack+shard] }
 
-// RedisAddress is the redis-server the plan starts for the shard: clients
-// may read it directly (spec.dataPlane.directReads). External Redis may
-// need credentials the clients do not have, so it has none.
+// RedisAddress is the shard's Redis: the redis-server the plan starts for
+// it, or its external endpoint. Clients read it directly with
+// spec.dataPlane.directReads, logged in as the shims are.
 func (a *addresser) RedisAddress(rack, shard int) string {
 	if i := rack*a.perRack + shard; i < len(a.redis) {
 		return a.redis[i]
