@@ -16,11 +16,13 @@ type DataPlaneSpec struct {
 	// of their own, instead of through the cache node and the shim: the
 	// node answers such a read at once, and the miss costs the storage
 	// server one Redis GET, as behind a proxy. Writes and cache fills
-	// still pass through the shim. It needs every cache node and client
-	// of a version that knows it, and a Redis that clients can reach
-	// without credentials: standalone mode's own redis-servers. The
-	// operator does not publish Redis addresses yet, so its clusters read
-	// misses through the nodes. Off when unset.
+	// still pass through the shim. The gateway runs transactions,
+	// scripts, blocking commands, commands of several keys and those on
+	// the whole keyspace at the shards' Redis only with it. Clients log
+	// in as the shims do (storage.auth, storage.tls): the operator gives
+	// its gateways the login, and its NetworkPolicy admits the gateways
+	// and the cluster's clients to Redis's port. It needs every cache
+	// node and client of a version that knows it. Off when unset.
 	// +optional
 	DirectReads bool `json:"directReads,omitempty"`
 	// DirectWrites lets clients and gateways with direct reads also send

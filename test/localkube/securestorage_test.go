@@ -15,6 +15,7 @@ import (
 
 	"github.com/distcache/distcache/internal/buildinfo"
 	"github.com/distcache/distcache/internal/testing/certtest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/placement/partmap"
 	"github.com/distcache/distcache/snapshot"
@@ -28,7 +29,9 @@ const (
 
 // securedCluster is a CacheCluster whose Redis requires the password of
 // Secret <name>-login and serves TLS only with the certificate of Secret
-// <name>-cert, with a backup CronJob into claim <name>-backups if backup.
+// <name>-cert, with a backup CronJob into claim <name>-backups if backup,
+// else with a gateway that reaches Redis itself (direct reads and writes)
+// and keys placed by their hash tags.
 func securedCluster(name, shards string, backup bool) string {
 	y := fmt.Sprintf(`apiVersion: distcache.io/v1alpha1
 kind: CacheCluster
@@ -43,9 +46,11 @@ spec:
 `, name, shards)
 	if backup {
 		y += fmt.Sprintf("    backup: {schedule: \"0 0 1 1 *\", volumeClaimName: %s-backups, keep: 2}\n", name)
+		y += "  gateway: {replicas: 0}\n"
+	} else {
+		y += "    hashTags: true\n  dataPlane: {directReads: true, directWrites: true}\n"
 	}
-	return y + `  gateway: {replicas: 0}
-  layers:
+	return y + `  layers:
     - {name: spine, nodes: 1}
 `
 }
@@ -234,8 +239,41 @@ spec:
 		}
 	}
 	t.Logf("backup of sec by its CronJob's Job (%d shards, %s) restored into sec-restored by a Job: %s; every key read back", len(m.Shards), sets[0], restored)
+	gatewayAtSecuredRedis(ctx, t, k, "sec-restored")
 	for _, name := range []string{"sec", "sec-restored"} {
 		k.do("", "delete", "cachecluster", name, "--wait=true", "--timeout=120s")
 	}
 	k.do("", "delete", "job/sec-backup-now", "job/sec-restore", "pvc/sec-backups", "--wait=false", "--ignore-not-found") // the backup Job went with its CronJob
+}
+
+// gatewayAtSecuredRedis runs, through the gateway Service of cluster, what
+// the gateway runs at the shards' Redis itself, logged in with the
+// cluster's password over TLS to each server's DNS name: a direct read of
+// a restored key, a transaction of keys with one hash tag, a script, and
+// DBSIZE over every shard.
+func gatewayAtSecuredRedis(ctx context.Context, t *testing.T, k *kube, cluster string) {
+	t.Helper()
+	k.do("", "rollout", "status", "deployment/"+cachecluster.GatewayName(cluster), "--timeout=240s")
+	ip := k.do("", "get", "service", cachecluster.GatewayName(cluster), "-o", "jsonpath={.spec.clusterIP}")
+	gw := redis.NewClient(&redis.Options{Addr: ip + ":6379"})
+	defer gw.Close()
+	// kube-proxy's rules for the Service come soon after the pod is Ready.
+	poll.Eventually(t, "a restored key through the gateway Service", func() (bool, error) {
+		got, err := gw.Get(ctx, "sec:7").Result()
+		return err == nil && got == "v7", fmt.Errorf("GET sec:7 = %q (%v)", got, err)
+	})
+	if _, err := gw.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, "{order}:state", "paid", 0)
+		p.IncrBy(ctx, "{order}:items", 2)
+		return nil
+	}); err != nil {
+		t.Fatalf("MULTI/EXEC through the gateway: %v", err)
+	}
+	if got, err := gw.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{"{order}:state"}).Text(); err != nil || got != "paid" {
+		t.Fatalf("EVAL through the gateway = %q (%v), want paid", got, err)
+	}
+	if n, err := gw.DBSize(ctx).Result(); err != nil || n < securedKeys+2 {
+		t.Fatalf("DBSIZE through the gateway = %d (%v), want at least %d", n, err, securedKeys+2)
+	}
+	t.Logf("gateway of %s at Redis with a password over TLS: a direct read, MULTI/EXEC, EVAL and DBSIZE", cluster)
 }

@@ -68,6 +68,38 @@ func (a podAddresser) ShardAddress(r, s int) string {
 	return ""
 }
 
+// RedisAddress is the Redis of shard s of rack r, which clients and
+// gateways read and write directly with spec.dataPlane.directReads: the
+// shard pod's IP (managed), or its DNS name under the rack's headless
+// Service where Redis serves TLS, so that the name the certificate
+// carries is the one dialled; the redis-operator's pod (redisOperator);
+// the endpoint itself (external).
+func (a podAddresser) RedisAddress(r, s int) string {
+	st := &a.t.Spec.Storage
+	shard := a.t.ShardName(r, s)
+	switch a.mode {
+	case v1alpha1.StorageRedisOperator:
+		return fmt.Sprintf("%s-0.%s-headless.%s.svc:%d", shard, shard, a.namespace, RedisPort)
+	case v1alpha1.StorageExternal:
+		if i := r*a.t.ShardsPerRack() + s; i < len(st.External) {
+			return st.External[i]
+		}
+		return ""
+	}
+	if st.TLS != nil {
+		return fmt.Sprintf("%s.%s.%s.svc:%d", shard, a.t.RackName(r), a.namespace, RedisPort)
+	}
+	if ip, ok := podIP(a.pods[shard]); ok {
+		return net.JoinHostPort(ip.String(), strconv.Itoa(RedisPort))
+	}
+	if a.prev != nil && r < len(a.prev.Storage.Racks) && s < len(a.prev.Storage.Racks[r].Shards) {
+		if sh := a.prev.Storage.Racks[r].Shards[s]; sh.Name == shard {
+			return sh.Redis
+		}
+	}
+	return ""
+}
+
 // MemberAddress is the cache node of member i of layer: its pod's IP.
 func (a podAddresser) MemberAddress(layer string, i int) string {
 	name := memberPodName(a.t, layer, i)

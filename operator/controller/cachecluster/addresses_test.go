@@ -72,3 +72,58 @@ func TestPodAddresser(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisAddress checks the Redis addresses the map gives clients with
+// spec.dataPlane.directReads.
+func TestRedisAddress(t *testing.T) {
+	pods := map[string]*corev1.Pod{"shop-rack-0-0": {Status: corev1.PodStatus{PodIP: "198.18.0.7"}}}
+	tests := []struct {
+		name    string
+		storage v1alpha1.StorageSpec
+		prev    string // the previous map's Redis of shard 0-1
+		shard   int
+		want    string
+	}{
+		{"a managed shard by its pod's IP", v1alpha1.StorageSpec{Mode: v1alpha1.StorageManaged}, "", 0, "198.18.0.7:6379"},
+		{"a managed shard without a pod keeps the previous map's", v1alpha1.StorageSpec{Mode: v1alpha1.StorageManaged}, "198.18.0.8:6379", 1, "198.18.0.8:6379"},
+		{"a managed shard with neither has none", v1alpha1.StorageSpec{Mode: v1alpha1.StorageManaged}, "", 1, ""},
+		{"a managed shard with TLS by the name its certificate carries",
+			v1alpha1.StorageSpec{Mode: v1alpha1.StorageManaged, TLS: &v1alpha1.RedisTLSSpec{CertSecretName: "cert"}}, "", 0,
+			"shop-rack-0-0.shop-rack-0.ns.svc:6379"},
+		{"an external shard by its endpoint",
+			v1alpha1.StorageSpec{Mode: v1alpha1.StorageExternal, External: []string{"redis-a.example.test:6380", "redis-b.example.test:6380"}}, "", 1,
+			"redis-b.example.test:6380"},
+		{"a redis-operator shard by its pod's DNS name", v1alpha1.StorageSpec{Mode: v1alpha1.StorageRedisOperator}, "", 0,
+			"shop-rack-0-0-0.shop-rack-0-0-headless.ns.svc:6379"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := v1alpha1.CacheClusterSpec{
+				Storage:   tc.storage,
+				DataPlane: &v1alpha1.DataPlaneSpec{DirectReads: true},
+				Layers:    []v1alpha1.NamedLayer{{Name: "spine", CacheLayerSpec: v1alpha1.CacheLayerSpec{Nodes: ptr.To[int32](1), VirtualNodes: 16}}},
+			}
+			spec.Storage.Racks, spec.Storage.ShardsPerRack = 1, 2
+			topo, err := layout.New("shop", spec, []layout.Layer{{Name: "spine", Spec: spec.Layers[0].CacheLayerSpec}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev, err := topo.Map(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev.Storage.Racks[0].Shards[1].Redis = tc.prev
+			a := podAddresser{t: topo, namespace: "ns", mode: tc.storage.Mode, pods: pods, prev: prev}
+			if got := a.RedisAddress(0, tc.shard); got != tc.want {
+				t.Fatalf("Redis address %q, want %q", got, tc.want)
+			}
+			m, err := topo.Map(nil, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Storage.Racks[0].Shards[tc.shard].Redis; got != tc.want {
+				t.Fatalf("the map names Redis %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

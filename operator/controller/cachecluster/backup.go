@@ -110,7 +110,7 @@ func (r *Reconciler) mutateBackupCronJob(s *state, b *v1alpha1.BackupSpec, cj *b
 	pod.Volumes = []corev1.Volume{{Name: BackupVolume, VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: b.VolumeClaimName},
 	}}}
-	access := backupRedisAccess(&s.cc.Spec.Storage)
+	access := remoteRedisAccess(&s.cc.Spec.Storage)
 	pod.Volumes = append(pod.Volumes, access.volumes...)
 	pod.Containers = []corev1.Container{{
 		Name: ComponentBackup, Image: image, ImagePullPolicy: pull,
@@ -120,12 +120,13 @@ func (r *Reconciler) mutateBackupCronJob(s *state, b *v1alpha1.BackupSpec, cj *b
 	}}
 }
 
-// backupRedisAccess is how the backup pod logs in to the managed servers
-// of storage.auth and storage.tls: as the shims do, except that each
-// server's name is the host of its address (the pod's DNS name, which the
+// remoteRedisAccess is how a pod other than a shard's reaches the Redis
+// servers of storage.auth and storage.tls (the backup pod; gateways with
+// spec.dataPlane.directReads): as the shims do, except that each server's
+// name is the host of its address (a managed pod's DNS name, which the
 // certificate carries), and that of the servers' own TLS Secret only the
 // CA bundle is mounted, never their key.
-func backupRedisAccess(st *v1alpha1.StorageSpec) redisAccess {
+func remoteRedisAccess(st *v1alpha1.StorageSpec) redisAccess {
 	a := redisAccessOf(st, "")
 	if tls := st.TLS; tls != nil && tls.CASecretName == "" && tls.CertSecretName != "" {
 		key := cmp.Or(tls.CAKey, "ca.crt")

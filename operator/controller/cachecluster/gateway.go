@@ -214,6 +214,13 @@ func (r *Reconciler) setGatewayPod(cc *v1alpha1.CacheCluster, tpl *corev1.PodTem
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: m.name, MountPath: m.path, ReadOnly: true})
 		c.Args = append(c.Args, m.flags...)
 	}
+	if dp := cc.Spec.DataPlane; dp != nil && dp.DirectReads {
+		// It reaches the shards' Redis itself (RedisAddress).
+		access := remoteRedisAccess(&cc.Spec.Storage)
+		c.Args = append(c.Args, access.args...)
+		c.VolumeMounts = append(c.VolumeMounts, access.mounts...)
+		volumes = append(volumes, access.volumes...)
+	}
 	tpl.Labels = labels(cc, ComponentGateway)
 	tpl.Spec.Containers = []corev1.Container{c}
 	tpl.Spec.Volumes = volumes

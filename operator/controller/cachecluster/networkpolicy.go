@@ -43,8 +43,8 @@ func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *state) (ctrl
 // networkPolicySpec admits, to every pod of cc: the data-plane ports (UDP)
 // from cc's own pods, from its clients and from its switches (peers), and
 // the metrics port (TCP) from anywhere, for Prometheus, and Redis's port
-// from the cluster's backup pods. Everything else — Redis above all, whose
-// port is otherwise only for the shim beside it — is refused.
+// from redisPeers. Everything else — Redis above all, whose port is
+// otherwise only for the shim beside it — is refused.
 func networkPolicySpec(cc *v1alpha1.CacheCluster, switches ...networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicySpec {
 	udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
 	port := func(p corev1.Protocol, n int32) networkingv1.NetworkPolicyPort {
@@ -67,11 +67,20 @@ func networkPolicySpec(cc *v1alpha1.CacheCluster, switches ...networkingv1.Netwo
 				}, switches...),
 			},
 			{Ports: []networkingv1.NetworkPolicyPort{port(tcp, MetricsPort)}},
-			// Redis, from the cluster's backup pods only (backup.go).
-			{
-				Ports: []networkingv1.NetworkPolicyPort{port(tcp, RedisPort)},
-				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelBackupOf: cc.Name}}}},
-			},
+			{Ports: []networkingv1.NetworkPolicyPort{port(tcp, RedisPort)}, From: redisPeers(cc, clients)},
 		},
 	}
+}
+
+// redisPeers are the pods that may reach the shards' Redis: the cluster's
+// backup pods (backup.go), and with spec.dataPlane.directReads its
+// gateways and clients, which read and write it directly.
+func redisPeers(cc *v1alpha1.CacheCluster, clients *metav1.LabelSelector) []networkingv1.NetworkPolicyPeer {
+	peers := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{LabelBackupOf: cc.Name}}}}
+	if dp := cc.Spec.DataPlane; dp != nil && dp.DirectReads {
+		peers = append(peers,
+			networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: labels(cc, ComponentGateway)}},
+			networkingv1.NetworkPolicyPeer{PodSelector: clients, NamespaceSelector: &metav1.LabelSelector{}})
+	}
+	return peers
 }

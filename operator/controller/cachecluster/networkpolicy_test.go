@@ -59,11 +59,30 @@ func TestNetworkPolicy(t *testing.T) {
 		t.Fatalf("NetworkPolicy controller %+v, want the CacheCluster", ref)
 	}
 
+	// With direct reads the gateways and the clients reach Redis too.
 	stored := &v1alpha1.CacheCluster{}
 	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
 		t.Fatal(err)
 	}
 	changed := stored.DeepCopy()
+	withDirectReads(true)(changed)
+	if err := env.Client.Patch(context.Background(), changed, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Redis admitted from the gateways and clients", func() (bool, error) {
+		if err := get(t, np, cc.Namespace, cachecluster.NetworkPolicyName(cc.Name)); err != nil {
+			return false, err
+		}
+		from := np.Spec.Ingress[2].From
+		return len(from) == 3 &&
+			from[1].PodSelector.MatchLabels[cachecluster.LabelComponent] == cachecluster.ComponentGateway && from[1].NamespaceSelector == nil &&
+			from[2].PodSelector.MatchLabels[cachecluster.LabelClient] == cc.Name && from[2].NamespaceSelector != nil, nil
+	})
+
+	if err := get(t, stored, cc.Namespace, cc.Name); err != nil {
+		t.Fatal(err)
+	}
+	changed = stored.DeepCopy()
 	changed.Spec.NetworkPolicy.Enabled = false
 	if err := env.Client.Patch(context.Background(), changed, client.MergeFrom(stored)); err != nil {
 		t.Fatal(err)
