@@ -57,14 +57,15 @@ var (
 
 // conns returns the connections by shard index under v, nil when v has
 // no direct reads, names a Redis that is not an address, or the client
-// logs in to Redis (Config.StorageLogin: the pipes speak neither TLS nor
-// AUTH, so the client's other paths, which do, serve those clusters).
+// reaches Redis with TLS (Config.StorageLogin: the pipes do not speak it,
+// so the client's other paths, which do, serve those clusters). With a
+// password the pipes log in with AUTH first.
 func (p *Pipes) conns(v *view) []*redispipe.Conn {
 	if v == p.view {
 		return p.shards
 	}
 	p.view, p.shards = v, nil
-	if v.storage == nil || !p.c.cfg.StorageLogin.Plain() {
+	if v.storage == nil || p.c.cfg.StorageLogin.TLS {
 		return nil
 	}
 	var out []*redispipe.Conn
@@ -99,6 +100,9 @@ func (p *Pipes) dial(ap netip.AddrPort) *redispipe.Conn {
 		}
 		return nil
 	}, loadSet, loadIncr, loadSetMany, loadCommand)
+	if login := p.c.cfg.StorageLogin; login.PasswordFile != "" {
+		conn.SetLogin(login.AuthCommand)
+	}
 	p.byAddr[ap] = conn
 	return conn
 }

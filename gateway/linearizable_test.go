@@ -207,7 +207,13 @@ func runWithSpineFault(t *testing.T, addr string, c *clustertest.Cluster, client
 // calls included (INFO commandstats).
 func commandCalls(t *testing.T, addr, cmd string) int {
 	t.Helper()
-	rc := redis.NewClient(&redis.Options{Addr: addr})
+	return loggedInCommandCalls(t, &redis.Options{Addr: addr}, cmd)
+}
+
+// loggedInCommandCalls is commandCalls of the server that o reaches.
+func loggedInCommandCalls(t *testing.T, o *redis.Options, cmd string) int {
+	t.Helper()
+	rc := redis.NewClient(o)
 	defer rc.Close()
 	info, err := rc.Info(t.Context(), "commandstats").Result()
 	if err != nil {

@@ -94,6 +94,22 @@ func (s Settings) login(ctx context.Context, conn net.Conn) error {
 	return nil
 }
 
+// AuthCommand is the AUTH command of the settings' login, with the
+// password its file holds now (nil without a password), for connections
+// that send it themselves (package redispipe). It has no fallback to the
+// previous password: a refusal fails such a connection, and its commands
+// take a path that dials with the settings.
+func (s Settings) AuthCommand() ([][]byte, error) {
+	current, _, err := s.Passwords()
+	if err != nil || current == "" {
+		return nil, err
+	}
+	if s.Username != "" {
+		return [][]byte{[]byte("AUTH"), []byte(s.Username), []byte(current)}, nil
+	}
+	return [][]byte{[]byte("AUTH"), []byte(current)}, nil
+}
+
 // loginContext is ctx bounded by loginTimeout.
 func loginContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, loginTimeout)

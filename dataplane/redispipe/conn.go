@@ -20,6 +20,9 @@ const redialPause = 100 * time.Millisecond
 type pending struct {
 	w   Waiter
 	tag int
+	// login: the reply is the AUTH of the connection's login; an error
+	// fails the connection.
+	login bool
 }
 
 // Conn is one Redis connection of an event loop.
@@ -37,6 +40,9 @@ type Conn struct {
 	// prelude are commands sent first on every new connection (SCRIPT
 	// LOAD), their replies dropped.
 	prelude [][][]byte
+	// login returns the AUTH command sent before the prelude on every new
+	// connection (nil: none), read at each dial (SetLogin).
+	login func() ([][]byte, error)
 }
 
 // New returns a connection to addr, dialled on its first command;
@@ -45,6 +51,12 @@ type Conn struct {
 func New(addr netip.AddrPort, onDial func(old, fd int) error, prelude ...[][]byte) *Conn {
 	return &Conn{addr: addr, fd: -1, onDial: onDial, prelude: prelude}
 }
+
+// SetLogin makes every new connection log in first with the command
+// auth returns then (AUTH [user] password, the password as its file holds
+// it at the dial). A dial whose auth fails stays down; an error reply to
+// the AUTH fails the connection and the commands behind it.
+func (c *Conn) SetLogin(auth func() ([][]byte, error)) { c.login = auth }
 
 // FD is the connection's socket, -1 while down.
 func (c *Conn) FD() int { return c.fd }
@@ -66,6 +78,14 @@ func (c *Conn) dial() bool {
 	if time.Since(c.downAt) < redialPause {
 		return false
 	}
+	var auth [][]byte
+	if c.login != nil {
+		var err error
+		if auth, err = c.login(); err != nil {
+			c.downAt = time.Now()
+			return false
+		}
+	}
 	fd, err := connect(c.addr)
 	if err == nil {
 		err = c.onDial(-1, fd)
@@ -78,6 +98,10 @@ func (c *Conn) dial() bool {
 		return false
 	}
 	c.fd = fd
+	if auth != nil {
+		c.out = AppendCommand(c.out, auth...)
+		c.waiting = append(c.waiting, pending{login: true})
+	}
 	for _, cmd := range c.prelude {
 		c.out = AppendCommand(c.out, cmd...)
 		c.waiting = append(c.waiting, pending{})
@@ -167,6 +191,9 @@ func (c *Conn) deliver() error {
 		p := c.waiting[c.head]
 		c.waiting[c.head] = pending{}
 		c.head++
+		if p.login && r.Kind == '-' {
+			return fmt.Errorf("cannot log in to redis %s: %s", c.addr, r.Value)
+		}
 		if p.w != nil {
 			p.w.RedisReply(p.tag, r)
 		}

@@ -3,7 +3,9 @@
 package redispipe
 
 import (
+	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -106,5 +108,46 @@ func TestPipeline(t *testing.T) {
 	l.until(func() bool { return rec.replies[101].Err != nil })
 	if l.conn.Do(rec, 102, []byte("GET"), []byte("k")) {
 		t.Fatal("a command was queued on a connection that just broke")
+	}
+}
+
+// TestLogin connects to a real Redis that requires a password: with the
+// right one the commands run, with a wrong one the connection fails them
+// and stays down, with a password that cannot be read it is never dialled.
+func TestLogin(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithPassword("", "s3cret"))
+	tests := []struct {
+		name    string
+		auth    func() ([][]byte, error)
+		wantErr bool
+	}{
+		{"the password", func() ([][]byte, error) { return [][]byte{[]byte("AUTH"), []byte("s3cret")}, nil }, false},
+		{"a wrong password", func() ([][]byte, error) { return [][]byte{[]byte("AUTH"), []byte("guess")}, nil }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLoop(t, srv.Addr())
+			l.conn.SetLogin(tc.auth)
+			rec := &recorder{replies: map[int]Reply{}}
+			if !l.conn.Do(rec, 1, []byte("SET"), []byte("k"), []byte("v")) {
+				t.Fatal("command refused")
+			}
+			l.until(func() bool { return len(rec.replies) == 1 })
+			got := rec.replies[1]
+			switch {
+			case tc.wantErr && (got.Err == nil || !strings.Contains(got.Err.Error(), "WRONGPASS")):
+				t.Fatalf("SET after a wrong AUTH: %+v, want the connection failed with WRONGPASS", got)
+			case !tc.wantErr && (got.Err != nil || got.Kind != '+'):
+				t.Fatalf("SET after AUTH: %+v, want OK", got)
+			}
+			if tc.wantErr && l.conn.FD() >= 0 {
+				t.Fatal("the connection stayed up after a refused login")
+			}
+		})
+	}
+	l := newLoop(t, srv.Addr())
+	l.conn.SetLogin(func() ([][]byte, error) { return nil, errors.New("cannot read the password file") })
+	if l.conn.Do(&recorder{replies: map[int]Reply{}}, 1, []byte("PING")) {
+		t.Fatal("a command was queued though the login could not be read")
 	}
 }
