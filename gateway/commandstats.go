@@ -6,67 +6,88 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
-// commandStats counts each command's calls, their time and their error
-// replies, for INFO commandstats; CONFIG RESETSTAT clears them, as Redis'
-// do. A call refused before it ran (a wrong number of arguments, not
-// authenticated) counts as rejected, one that ran and answered an error
-// as failed.
-type commandStats struct {
-	mu     sync.Mutex // guards byName
-	byName map[string]*commandStat
-}
-
+// INFO commandstats: each command's calls, their time and their error
+// replies. They are read from the command's /metrics series (its counts
+// and its latency histogram's count and sum), so counting a command costs
+// the commands' path nothing more; CONFIG RESETSTAT keeps the series'
+// totals of the moment as a base that INFO subtracts, as /metrics'
+// counters never go back. A call refused before it ran (a wrong number of
+// arguments, not authenticated) counts as rejected, one that ran and
+// answered an error as failed.
 type commandStat struct {
-	calls, rejected, failed uint64
-	took                    time.Duration
+	// rejected counts the refused calls, which the series count among
+	// the calls and errors; rare, so its own counter costs the path of
+	// the commands that run nothing.
+	rejected atomic.Uint64
+	mu       sync.Mutex // guards base
+	base     statTotals // the totals at the last CONFIG RESETSTAT
 }
 
-// count counts a call of name that answered reply after d; refused says
-// it did not run.
-func (cs *commandStats) count(name string, reply []byte, d time.Duration, refused bool) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.byName == nil {
-		cs.byName = map[string]*commandStat{}
-	}
-	st := cs.byName[name]
-	if st == nil {
-		st = &commandStat{}
-		cs.byName[name] = st
-	}
-	switch {
-	case refused:
-		st.rejected++
-		return
-	case len(reply) > 0 && reply[0] == '-':
-		st.failed++
-	}
-	st.calls++
-	st.took += d
+// statTotals are a command's totals since the gateway started.
+type statTotals struct {
+	calls, errors, rejected uint64
+	seconds                 float64
 }
 
-// reset clears the counts.
-func (cs *commandStats) reset() {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cs.byName = nil
+// totals reads c's series.
+func (c *commandSeries) totals() statTotals {
+	t := statTotals{calls: counterValue(c.count), errors: counterValue(c.errors), rejected: c.stat.rejected.Load()}
+	if h, ok := c.histogram.Load().(prometheus.Metric); ok {
+		var m dto.Metric
+		if h.Write(&m) == nil && m.Histogram != nil {
+			t.seconds = m.Histogram.GetSampleSum()
+		}
+	}
+	return t
 }
 
-// write writes INFO's commandstats section's lines.
-func (cs *commandStats) write(b *strings.Builder) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	for _, n := range slices.Sorted(maps.Keys(cs.byName)) {
-		st := cs.byName[n]
-		usec := st.took.Microseconds()
+// counterValue is c's value.
+func counterValue(c prometheus.Counter) uint64 {
+	var m dto.Metric
+	if c.Write(&m) != nil || m.Counter == nil {
+		return 0
+	}
+	return uint64(m.Counter.GetValue())
+}
+
+// resetStat makes the totals of now c's base.
+func (c *commandSeries) resetStat() {
+	t := c.totals()
+	c.stat.mu.Lock()
+	c.stat.base = t
+	c.stat.mu.Unlock()
+}
+
+// writeCommandStats writes INFO's commandstats section's lines: a line
+// per known command that was called since the last reset.
+func writeCommandStats(b *strings.Builder, series map[string]*commandSeries) {
+	for _, n := range slices.Sorted(maps.Keys(series)) {
+		if n == otherCommand {
+			continue
+		}
+		c := series[n]
+		t := c.totals()
+		c.stat.mu.Lock()
+		base := c.stat.base
+		c.stat.mu.Unlock()
+		rejected := t.rejected - base.rejected
+		calls := t.calls - base.calls - rejected
+		failed := t.errors - base.errors - rejected
+		if calls+rejected == 0 {
+			continue
+		}
+		usec := int64((t.seconds - base.seconds) * 1e6)
 		per := 0.0
-		if st.calls > 0 {
-			per = float64(usec) / float64(st.calls)
+		if calls > 0 {
+			per = float64(usec) / float64(calls)
 		}
 		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
-			n, st.calls, usec, per, st.rejected, st.failed)
+			n, calls, usec, per, rejected, failed)
 	}
 }

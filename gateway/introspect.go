@@ -115,7 +115,7 @@ func (s *Server) writeInfo(b *strings.Builder, section string) {
 		line("blocked_clients", s.blocked.Load())
 	case "commandstats":
 		b.WriteString("# Commandstats\r\n")
-		s.commandStats.write(b)
+		writeCommandStats(b, s.metrics.series)
 	case "errorstats":
 		b.WriteString("# Errorstats\r\n")
 		s.errorStats.write(b)
@@ -191,7 +191,9 @@ func runConfig(c *call, dst []byte) []byte {
 		return runConfigSet(c, dst)
 	case strings.EqualFold(string(c.args[1]), "resetstat") && len(c.args) == 2:
 		c.srv.errorStats.reset()
-		c.srv.commandStats.reset()
+		for _, series := range c.srv.metrics.series {
+			series.resetStat()
+		}
 		st := c.srv.Stats()
 		c.srv.statsBase.Store(&st)
 		return appendOK(dst)

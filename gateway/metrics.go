@@ -64,14 +64,19 @@ type commandSeries struct {
 	count, errors prometheus.Counter
 	durationOnce  sync.Once
 	duration      prometheus.Observer
+	histogram     atomic.Value // duration once created, for INFO to read
 	vec           *prometheus.HistogramVec
 	name          string
+	stat          commandStat // INFO commandstats (commandstats.go)
 }
 
 // observe records one run of the command that took d.
 func (c *commandSeries) observe(d time.Duration, failed bool) {
 	c.count.Inc()
-	c.durationOnce.Do(func() { c.duration = c.vec.WithLabelValues(c.name) })
+	c.durationOnce.Do(func() {
+		c.duration = c.vec.WithLabelValues(c.name)
+		c.histogram.Store(c.duration)
+	})
 	c.duration.Observe(d.Seconds())
 	if failed {
 		c.errors.Inc()
@@ -146,10 +151,12 @@ func (s *Server) observe(c *command, reply []byte, d time.Duration) {
 		s.stats.errors.Add(1)
 		s.errorStats.count(reply)
 	}
-	s.metrics.series[name].observe(d, failed)
-	if c != nil {
-		refused := failed && (bytes.HasPrefix(reply, []byte("-ERR wrong number of arguments")) || bytes.HasPrefix(reply, []byte("-NOAUTH")))
-		s.commandStats.count(c.name, reply, d, refused)
+	series := s.metrics.series[name]
+	series.observe(d, failed)
+	if c != nil { // INFO commandstats (commandstats.go)
+		if failed && (bytes.HasPrefix(reply, []byte("-ERR wrong number of arguments")) || bytes.HasPrefix(reply, []byte("-NOAUTH"))) {
+			series.stat.rejected.Add(1)
+		}
 	}
 }
 

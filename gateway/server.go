@@ -181,8 +181,6 @@ type Server struct {
 	// statsBase is Stats at the last CONFIG RESETSTAT, which INFO stats
 	// counts from (nil: none).
 	statsBase atomic.Pointer[Stats]
-	// commandStats counts each command's calls (INFO commandstats).
-	commandStats commandStats
 	// errorStats counts error replies by code (INFO errorstats).
 	errorStats errorStats
 	// blocked counts the connections waiting in a blocking command.
