@@ -141,12 +141,7 @@ func (b *Blocked) Unblock(ctx context.Context, withError bool) (bool, error) {
 	if withError {
 		how = []byte("ERROR")
 	}
-	conn, err := b.c.shardConn.get(ctx, b.addr)
-	if err != nil {
-		return false, err
-	}
-	defer b.c.shardConn.put(conn)
-	replies, err := conn.do(ctx, [][]byte{[]byte("CLIENT"), []byte("UNBLOCK"), b.id, how})
+	replies, err := b.c.shardConn.doAt(ctx, b.addr, [][]byte{[]byte("CLIENT"), []byte("UNBLOCK"), b.id, how})
 	if err != nil {
 		return false, fmt.Errorf("cannot unblock a command: %w", err)
 	}
@@ -216,12 +211,7 @@ func (c *Client) RunOnEveryShard(ctx context.Context, cmd [][]byte) ([][]byte, e
 		if err != nil {
 			return nil, fmt.Errorf("cannot run %s: %w", cmd[0], err)
 		}
-		conn, err := c.shardConn.get(ctx, addr)
-		if err != nil {
-			return nil, err
-		}
-		replies, err := conn.do(ctx, cmd)
-		c.shardConn.put(conn)
+		replies, err := c.shardConn.doAt(ctx, addr, cmd)
 		if err != nil {
 			return nil, fmt.Errorf("cannot run %s at shard %d: %w: %w", cmd[0], shard, ErrOutcomeUnknown, err)
 		}

@@ -114,13 +114,13 @@ var ErrNoStorageAccess = errors.New("the client does not reach the shards' Redis
 // set keep the values when one fails. Without direct reads it is
 // ErrNoStorageAccess.
 func (c *Client) ConfigSet(ctx context.Context, pairs ...string) error {
-	v := c.view.Load()
-	if v.storage == nil {
-		return fmt.Errorf("cannot set Redis parameters: %w", ErrNoStorageAccess)
+	shards, err := c.storageOrErr("set Redis parameters")
+	if err != nil {
+		return err
 	}
 	cmd := append([]any{"CONFIG", "SET"}, anys(pairs)...)
 	var errs []error
-	for sh, b := range v.storage {
+	for sh, b := range shards {
 		call := redisbatch.Call{Cmds: [][]any{cmd}}
 		b.EvalMany(ctx, []*redisbatch.Call{&call})
 		if call.Err != nil {
@@ -138,19 +138,19 @@ func (c *Client) ConfigSet(ctx context.Context, pairs ...string) error {
 // by parameter, in shard order; a parameter Redis does not know is
 // missing from them. Without direct reads it is ErrNoStorageAccess.
 func (c *Client) ConfigGet(ctx context.Context, params ...string) ([]map[string]string, error) {
-	v := c.view.Load()
-	if v.storage == nil {
-		return nil, fmt.Errorf("cannot read Redis parameters: %w", ErrNoStorageAccess)
+	shards, err := c.storageOrErr("read Redis parameters")
+	if err != nil {
+		return nil, err
 	}
 	if len(params) == 0 {
-		return make([]map[string]string, len(v.storage)), nil
+		return make([]map[string]string, len(shards)), nil
 	}
 	cmds := make([][]any, len(params))
 	for i, p := range params {
 		cmds[i] = []any{"CONFIG", "GET", p}
 	}
-	out := make([]map[string]string, len(v.storage))
-	for sh, b := range v.storage {
+	out := make([]map[string]string, len(shards))
+	for sh, b := range shards {
 		call := redisbatch.Call{Cmds: cmds}
 		b.EvalMany(ctx, []*redisbatch.Call{&call})
 		err := call.Err

@@ -145,6 +145,17 @@ func (s *shardConns) get(ctx context.Context, addr string) (*shardConn, error) {
 	return dialShard(ctx, s.dial, addr)
 }
 
+// doAt sends cmds on a connection to addr (idle or new), put back after,
+// and returns their replies (shardConn.do).
+func (s *shardConns) doAt(ctx context.Context, addr string, cmds ...[][]byte) ([][]byte, error) {
+	c, err := s.get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer s.put(c)
+	return c.do(ctx, cmds...)
+}
+
 // put keeps c for reuse, unless it broke or enough are kept.
 func (s *shardConns) put(c *shardConn) {
 	if c.broken {
