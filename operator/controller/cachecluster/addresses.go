@@ -57,12 +57,20 @@ func (a podAddresser) ShardAddress(r, s int) string {
 	case v1alpha1.StorageExternal:
 		return fmt.Sprintf("%s.%s.svc:%d", shard, a.namespace, ShimPort)
 	}
+	return a.shardPodAddress(r, s, ShimPort, func(sh partmap.Shard) string { return sh.Address })
+}
+
+// shardPodAddress is port at the IP of managed shard s of rack r's pod,
+// or, while the pod has none, what previous (of the previous map's
+// shard) says; "" without either.
+func (a podAddresser) shardPodAddress(r, s, port int, previous func(partmap.Shard) string) string {
+	shard := a.t.ShardName(r, s)
 	if ip, ok := podIP(a.pods[shard]); ok {
-		return net.JoinHostPort(ip.String(), strconv.Itoa(ShimPort))
+		return net.JoinHostPort(ip.String(), strconv.Itoa(port))
 	}
 	if a.prev != nil && r < len(a.prev.Storage.Racks) && s < len(a.prev.Storage.Racks[r].Shards) {
 		if sh := a.prev.Storage.Racks[r].Shards[s]; sh.Name == shard {
-			return sh.Address
+			return previous(sh)
 		}
 	}
 	return ""
@@ -89,15 +97,7 @@ func (a podAddresser) RedisAddress(r, s int) string {
 	if st.TLS != nil {
 		return fmt.Sprintf("%s.%s.%s.svc:%d", shard, a.t.RackName(r), a.namespace, RedisPort)
 	}
-	if ip, ok := podIP(a.pods[shard]); ok {
-		return net.JoinHostPort(ip.String(), strconv.Itoa(RedisPort))
-	}
-	if a.prev != nil && r < len(a.prev.Storage.Racks) && s < len(a.prev.Storage.Racks[r].Shards) {
-		if sh := a.prev.Storage.Racks[r].Shards[s]; sh.Name == shard {
-			return sh.Redis
-		}
-	}
-	return ""
+	return a.shardPodAddress(r, s, RedisPort, func(sh partmap.Shard) string { return sh.Redis })
 }
 
 // MemberAddress is the cache node of member i of layer: its pod's IP.
