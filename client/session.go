@@ -21,9 +21,6 @@ type Session struct {
 // Session returns a new session of c.
 func (c *Client) Session() *Session { return &Session{c: c} }
 
-// Watching says whether the session WATCHes keys.
-func (s *Session) Watching() bool { return s.conn != nil }
-
 // Watch WATCHes keys at their shard's Redis: the session's next Exec does
 // nothing if one of them changes before it. The keys must be on one shard,
 // and on the shard of the keys the session already watches.
