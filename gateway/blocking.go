@@ -26,16 +26,13 @@ import (
 // again. Blocking commands of several connections wait in the order they
 // reach Redis, which need not be the order they reached the gateway.
 
+// nilBulk is RESP2's nil bulk string, a pop's or a move's "nothing".
+var nilBulk = []byte("$-1\r\n")
+
 // blockingCommands are the table's entries for the blocking commands.
 func blockingCommands() []*command {
-	type spec struct {
-		name              string
-		arity             int
-		first, last, step int
-		keysOf            func([][]byte) [][]byte
-	}
 	var out []*command
-	for _, b := range []spec{
+	for _, b := range []shardCommand{ // each writes
 		{name: "blpop", arity: -3, first: 1, last: -2, step: 1},
 		{name: "brpop", arity: -3, first: 1, last: -2, step: 1},
 		{name: "bzpopmin", arity: -3, first: 1, last: -2, step: 1},
@@ -90,24 +87,24 @@ func blockingMove(ctx context.Context, c *call, keys []string) ([]byte, error) {
 	deadline, bounded := ctx.Deadline()
 	move := [][]byte{[]byte("LMOVE"), src, dst, from, to}
 	// As Redis: a source that has an element moves it at once.
-	if moved, err := c.srv.cfg.Store.Run(ctx, keys, nil, move); err != nil || !bytes.Equal(moved, []byte("$-1\r\n")) {
+	if moved, err := c.srv.cfg.Store.Run(ctx, keys, nil, move); err != nil || !bytes.Equal(moved, nilBulk) {
 		return moved, err
 	}
 	for {
 		wait := [][]byte{[]byte("BLMOVE"), src, src, []byte("LEFT"), []byte("LEFT"), timeout}
 		r, err := c.srv.cfg.Store.RunBlocking(ctx, keys, wait, c.sess.setWaiting)
-		if err != nil || r[0] != '$' || bytes.Equal(r, []byte("$-1\r\n")) {
+		if err != nil || r[0] != '$' || bytes.Equal(r, nilBulk) {
 			return r, err // an error, or the timeout's null
 		}
 		moved, err := c.srv.cfg.Store.Run(ctx, keys, nil, move)
-		if err != nil || !bytes.Equal(moved, []byte("$-1\r\n")) {
+		if err != nil || !bytes.Equal(moved, nilBulk) {
 			return moved, err
 		}
 		// Another client took the element: wait again, for what is left.
 		if bounded {
 			left := time.Until(deadline) - c.srv.cfg.OpTimeout
 			if left <= 0 {
-				return []byte("$-1\r\n"), nil
+				return append([]byte(nil), nilBulk...), nil // the caller may convert it in place
 			}
 			timeout = strconv.AppendFloat(nil, left.Seconds(), 'f', 3, 64)
 		}
