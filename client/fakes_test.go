@@ -157,8 +157,8 @@ type fakeShim struct {
 	// coherenceFails is the number of distinct writes still to answer
 	// COHERENCE_TIMEOUT.
 	coherenceFails int
-	// unavailableGets is the number of GETs still to answer UNAVAILABLE
-	// (Redis down behind the shim).
+	// unavailableGets is the number of distinct GETs still to answer
+	// UNAVAILABLE (Redis down behind the shim).
 	unavailableGets int
 	silent          bool
 }
@@ -224,8 +224,8 @@ func (s *fakeShim) serve(out transport.Sender, src netip.AddrPort, req *wire.Mes
 	default:
 		return
 	}
-	if write {
-		s.done[req.Seq] = r.Status
+	if write || r.Status == wire.StatusUnavailable {
+		s.done[req.Seq] = r.Status // a retransmission gets the same answer and uses up nothing
 	}
 	_ = out.Send(src, &r)
 }

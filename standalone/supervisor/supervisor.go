@@ -321,7 +321,8 @@ func (s *Supervisor) supervise(p *proc) {
 		if ran >= s.cfg.StableAfter {
 			backoff = s.cfg.InitialBackoff
 		}
-		p.log.Warn("process exited", "how", exit, "ran", ran.Round(time.Millisecond), "held", held)
+		p.log.Warn("process exited", "how", exit, "ran", ran.Round(time.Millisecond), "held", held,
+			"last_log_line", lastLine(p.spec.LogFile))
 		if !s.waitToRestart(p, held, backoff) {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -416,4 +417,44 @@ func TestJoin(t *testing.T) {
 	if err := syscall.Kill(refused, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("process %d of the refused start: kill(0) = %v, want ESRCH", refused, err)
 	}
+}
+
+// TestExitTellsTheLastLogLine checks that the supervisor's warning of an
+// exit carries the last line the process wrote: why it ended.
+func TestExitTellsTheLastLogLine(t *testing.T) {
+	logDir(t)
+	var mu sync.Mutex // guards logged
+	var logged bytes.Buffer
+	s := supervisor.New(supervisor.Config{InitialBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Stop(ctx)
+	})
+	if err := s.Start(sh(t, "crash", "echo starting; echo 'Error: cannot listen on 127.0.0.1:6379: address already in use'; exit 1")); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, "an exit logged", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(logged.String(), "process exited")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), `last_log_line="Error: cannot listen on 127.0.0.1:6379: address already in use"`) {
+		t.Fatalf("supervisor log lacks the process's last line:\n%s", logged.String())
+	}
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
