@@ -13,8 +13,8 @@ import (
 )
 
 // INFO commandstats: each command's calls, their time and their error
-// replies. They are read from the command's /metrics series (its counts
-// and its latency histogram's count and sum), so counting a command costs
+// replies. They are read from the command's /metrics series (its count,
+// its error count and its latency histogram's sum), so counting a command costs
 // the commands' path nothing more; CONFIG RESETSTAT keeps the series'
 // totals of the moment as a base that INFO subtracts, as /metrics'
 // counters never go back. A call refused before it ran (a wrong number of
@@ -22,8 +22,8 @@ import (
 // answered an error as failed.
 type commandStat struct {
 	// rejected counts the refused calls, which the series count among
-	// the calls and errors; rare, so its own counter costs the path of
-	// the commands that run nothing.
+	// the calls and errors (and their time in the histogram's sum); only
+	// a refusal adds to it, so commands that run pay nothing for it.
 	rejected atomic.Uint64
 	mu       sync.Mutex // guards base
 	base     statTotals // the totals at the last CONFIG RESETSTAT
