@@ -25,19 +25,24 @@ type commandStat struct {
 	// the calls and errors (and their time in the histogram's sum); only
 	// a refusal adds to it, so commands that run pay nothing for it.
 	rejected atomic.Uint64
-	mu       sync.Mutex // guards base
-	base     statTotals // the totals at the last CONFIG RESETSTAT
+	// rejectedNanos is the refused calls' time, left out of usec as
+	// Redis leaves it out.
+	rejectedNanos atomic.Uint64
+	mu            sync.Mutex // guards base
+	base          statTotals // the totals at the last CONFIG RESETSTAT
 }
 
 // statTotals are a command's totals since the gateway started.
 type statTotals struct {
 	calls, errors, rejected uint64
-	seconds                 float64
+	seconds                 float64 // every call's time, refused ones' too
+	rejectedSeconds         float64
 }
 
 // totals reads c's series.
 func (c *commandSeries) totals() statTotals {
-	t := statTotals{calls: counterValue(c.count), errors: counterValue(c.errors), rejected: c.stat.rejected.Load()}
+	t := statTotals{calls: counterValue(c.count), errors: counterValue(c.errors), rejected: c.stat.rejected.Load(),
+		rejectedSeconds: float64(c.stat.rejectedNanos.Load()) / 1e9}
 	if h, ok := c.histogram.Load().(prometheus.Metric); ok {
 		var m dto.Metric
 		if h.Write(&m) == nil && m.Histogram != nil {
@@ -82,7 +87,8 @@ func writeCommandStats(b *strings.Builder, series map[string]*commandSeries) {
 		if calls+rejected == 0 {
 			continue
 		}
-		usec := int64((t.seconds - base.seconds) * 1e6)
+		usec := int64((t.seconds - base.seconds - (t.rejectedSeconds - base.rejectedSeconds)) * 1e6)
+		usec = max(usec, 0)
 		per := 0.0
 		if calls > 0 {
 			per = float64(usec) / float64(calls)

@@ -156,6 +156,7 @@ func (s *Server) observe(c *command, reply []byte, d time.Duration) {
 	if c != nil { // INFO commandstats (commandstats.go)
 		if failed && (bytes.HasPrefix(reply, []byte("-ERR wrong number of arguments")) || bytes.HasPrefix(reply, []byte("-NOAUTH"))) {
 			series.stat.rejected.Add(1)
+			series.stat.rejectedNanos.Add(uint64(d))
 		}
 	}
 }

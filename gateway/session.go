@@ -3,9 +3,10 @@ package gateway
 import (
 	"context"
 
-	"github.com/distcache/distcache/client"
 	"sync"
 	"sync/atomic"
+
+	"github.com/distcache/distcache/client"
 )
 
 // session is one connection's state.
