@@ -253,14 +253,24 @@ spec:
 // DBSIZE over every shard.
 func gatewayAtSecuredRedis(ctx context.Context, t *testing.T, k *kube, cluster string) {
 	t.Helper()
+	poll.Eventually(t, "the gateway Deployment", func() (bool, error) {
+		_, err := k.run("", "get", "deployment", cachecluster.GatewayName(cluster))
+		return err == nil, err
+	})
 	k.do("", "rollout", "status", "deployment/"+cachecluster.GatewayName(cluster), "--timeout=240s")
 	ip := k.do("", "get", "service", cachecluster.GatewayName(cluster), "-o", "jsonpath={.spec.clusterIP}")
 	gw := redis.NewClient(&redis.Options{Addr: ip + ":6379"})
 	defer gw.Close()
 	// kube-proxy's rules for the Service come soon after the pod is Ready.
-	poll.Eventually(t, "a restored key through the gateway Service", func() (bool, error) {
+	poll.Within(t, "a restored key through the gateway Service", 2*time.Minute, func() (bool, error) {
 		got, err := gw.Get(ctx, "sec:7").Result()
 		return err == nil && got == "v7", fmt.Errorf("GET sec:7 = %q (%v)", got, err)
+	})
+	// A read reaches one shard; the DNS names of the others may come a
+	// little later. DBSIZE logs in to every shard's Redis.
+	poll.Within(t, "DBSIZE through the gateway Service", 2*time.Minute, func() (bool, error) {
+		n, err := gw.DBSize(ctx).Result()
+		return err == nil && n >= securedKeys, fmt.Errorf("DBSIZE = %d (%v), want at least %d", n, err, securedKeys)
 	})
 	if _, err := gw.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, "{order}:state", "paid", 0)
