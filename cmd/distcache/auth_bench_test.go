@@ -23,7 +23,7 @@ func startBenchCluster(b *testing.B, bin string, key []byte) *benchCluster {
 	srv := redistest.Start(b)
 	dir := b.TempDir()
 	mapPath, keyDir := filepath.Join(dir, "map.json"), filepath.Join(dir, "key")
-	base := freeUDPBase(b)
+	base := freeUDPBlock(b, 2)
 	if out, err := run(b, bin, "map", "init", "--out", mapPath, "--layer", "spine=1", "--base-port", strconv.Itoa(base)); err != nil {
 		b.Fatalf("map init: %v\n%s", err, out)
 	}

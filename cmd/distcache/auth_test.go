@@ -24,6 +24,7 @@ import (
 	"github.com/distcache/distcache/dataplane/transport"
 	"github.com/distcache/distcache/dataplane/wire"
 	"github.com/distcache/distcache/dataplane/wireauth"
+	"github.com/distcache/distcache/internal/freeport"
 )
 
 var (
@@ -52,13 +53,22 @@ func writeKeyDir(t testing.TB, dir string, current, previous []byte) {
 // freeTCPAddr returns a loopback TCP address that was free just now.
 func freeTCPAddr(t testing.TB) string {
 	t.Helper()
-	var lc net.ListenConfig
-	l, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	ports, _, err := freeport.Ports("127.0.0.1", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+}
+
+// freeUDPBlock returns the first of n consecutive UDP ports that were
+// free just now (a software switch's data ports, a shim's and a node's).
+func freeUDPBlock(t testing.TB, n int) int {
+	t.Helper()
+	base, err := freeport.Block("127.0.0.1", "udp", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base
 }
 
 // startProcess runs bin with args until the test ends.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strings"
 	"syscall"
 	"testing"
@@ -28,8 +27,8 @@ import (
 // addresses.
 func clientLeafCluster(t *testing.T) (spec, leafData, leafP4RT string) {
 	t.Helper()
-	base := 20000 + 10*rand.IntN(3000)
-	leafData, leafP4RT = fmt.Sprintf("127.0.0.1:%d", base+20), freeTCP(t)
+	base := freeUDPBlock(t, 24)
+	leafData, leafP4RT = fmt.Sprintf("127.0.0.1:%d", base+20), freeTCPAddr(t)
 	spec = fmt.Sprintf(`apiVersion: distcache.io/v1alpha1
 kind: SwitchFabric
 metadata: {name: lab}
@@ -54,7 +53,7 @@ spec:
   hotKeys: {interval: 200ms, threshold: 2}
   coherence: {servingLease: 200ms}
   failover: {gracePeriod: 100ms, holdDown: 1s}
-`, freeTCP(t), base, freeTCP(t), base+4, freeTCP(t), base+8, freeTCP(t), base+12, leafP4RT, leafData)
+`, freeTCPAddr(t), base, freeTCPAddr(t), base+4, freeTCPAddr(t), base+8, freeTCPAddr(t), base+12, leafP4RT, leafData)
 	return spec, leafData, leafP4RT
 }
 

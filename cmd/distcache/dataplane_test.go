@@ -65,34 +65,13 @@ func TestMapInitRejectsBadLayers(t *testing.T) {
 	}
 }
 
-// freeUDPBase returns a port p such that p and p+1 were free just now.
-func freeUDPBase(t testing.TB) int {
-	t.Helper()
-	for range 20 {
-		var lc net.ListenConfig
-		c, err := lc.ListenPacket(t.Context(), "udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := c.LocalAddr().(*net.UDPAddr).Port
-		c2, err := lc.ListenPacket(t.Context(), "udp", "127.0.0.1:"+strconv.Itoa(p+1))
-		_ = c.Close()
-		if err == nil {
-			_ = c2.Close()
-			return p
-		}
-	}
-	t.Fatal("no two consecutive free UDP ports")
-	return 0
-}
-
 // TestShimAndNodeCommands runs `distcache shim` and `distcache node` from a
 // map written by `distcache map init`, in front of a real redis-server, and
 // writes and reads keys through them with the client library.
 func TestShimAndNodeCommands(t *testing.T) {
 	srv := redistest.Start(t)
 	path := filepath.Join(t.TempDir(), "map.json")
-	base := freeUDPBase(t)
+	base := freeUDPBlock(t, 2)
 	if out, err := runCommand(t, "map", "init", "--out", path, "--layer", "spine=1", "--base-port", strconv.Itoa(base)); err != nil {
 		t.Fatalf("map init: %v\n%s", err, out)
 	}

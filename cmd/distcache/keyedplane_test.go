@@ -35,7 +35,7 @@ func newKeyedPlane(t *testing.T, bin string) keyedPlane {
 		t.Fatal(err)
 	}
 	writeKeyDir(t, p.keyDir, authKeyA, nil)
-	p.base = freeUDPBase(t)
+	p.base = freeUDPBlock(t, 2)
 	if out, err := run(t, bin, "map", "init", "--out", p.mapPath, "--layer", "spine=1", "--base-port", strconv.Itoa(p.base)); err != nil {
 		t.Fatalf("map init: %v\n%s", err, out)
 	}

@@ -51,7 +51,7 @@ func TestMapDelivery(t *testing.T) {
 	srv := redistest.Start(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "map.json")
-	if out, err := runCommand(t, "map", "init", "--out", path, "--layer", "spine=2", "--base-port", strconv.Itoa(freeUDPBase(t))); err != nil {
+	if out, err := runCommand(t, "map", "init", "--out", path, "--layer", "spine=2", "--base-port", strconv.Itoa(freeUDPBlock(t, 2))); err != nil {
 		t.Fatalf("map init: %v\n%s", err, out)
 	}
 	m := readMap(t, path)

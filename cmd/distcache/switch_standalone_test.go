@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,22 +12,11 @@ import (
 	"github.com/distcache/distcache/standalone/control"
 )
 
-// freeTCP is a free loopback TCP address.
-func freeTCP(t *testing.T) string {
-	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // switchCluster is a cluster file with a spine of two software switches
 // on free ports (a data port range of 1 + shards each) and a leaf layer.
 func switchCluster(t *testing.T) string {
 	t.Helper()
-	base := 20000 + 10*rand.IntN(3000)
+	base := freeUDPBlock(t, 8)
 	return fmt.Sprintf(`apiVersion: distcache.io/v1alpha1
 kind: SwitchFabric
 metadata: {name: lab}
@@ -51,7 +38,7 @@ spec:
   hotKeys: {interval: 200ms, threshold: 2}
   coherence: {servingLease: 200ms}
   failover: {gracePeriod: 100ms, holdDown: 1s}
-`, freeTCP(t), base, freeTCP(t), base+5)
+`, freeTCPAddr(t), base, freeTCPAddr(t), base+4)
 }
 
 // TestUpWithSwitchSpine runs a cluster whose spine is two software

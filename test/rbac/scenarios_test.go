@@ -29,6 +29,7 @@ import (
 
 	"github.com/distcache/distcache/api/v1alpha1"
 	"github.com/distcache/distcache/dataplane/metrics"
+	"github.com/distcache/distcache/internal/freeport"
 	"github.com/distcache/distcache/operator/controller/cachecluster"
 	"github.com/distcache/distcache/operator/manager"
 	"github.com/distcache/distcache/placement/partmap"
@@ -432,12 +433,11 @@ func (s *scenarios) serveStatus(t *testing.T, ip, cc string) {
 // server listens.
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.11:0")
+	ports, _, err := freeport.Ports("127.0.0.11", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // drift: someone edits the data-plane ServiceAccount, Role and

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/distcache/distcache/api/v1alpha1"
+	"github.com/distcache/distcache/internal/freeport"
 	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/layout"
 )
@@ -127,10 +128,9 @@ func libDirs(t *testing.T, root string) []string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	ports, _, err := freeport.Ports("127.0.0.1", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/distcache/distcache/internal/freeport"
 )
 
 const (
@@ -129,10 +130,9 @@ func tail(s string) string {
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {
-	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	ports, _, err := freeport.Ports("127.0.0.1", 1, 0)
 	if err != nil {
 		return 0, fmt.Errorf("cannot pick a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
