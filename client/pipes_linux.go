@@ -5,8 +5,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
-	"net/netip"
 	"strconv"
 	"time"
 
@@ -32,14 +32,18 @@ type Pipes struct {
 	// call): how reads that a node left to the client, whose replies may
 	// arrive on another goroutine, reach the pipes.
 	post   func(func())
-	byAddr map[netip.AddrPort]*redispipe.Conn
+	byAddr map[string]*redispipe.Conn
 	byFD   map[int]*redispipe.Conn
 	// shards are the connections by global shard index under view, nil
-	// when some shard's Redis is not an address (a name to resolve).
+	// when the view has no direct reads.
 	view   *view
 	shards []*redispipe.Conn
 	dirty  []*redispipe.Conn // with commands to write
 }
+
+// PipeClientName is the name of the pipes' connections in Redis's CLIENT
+// LIST.
+const PipeClientName = "distcache-loop"
 
 // NewPipes returns an event loop's Redis connections; register adds a
 // new socket fd to the loop's epoll (edge-triggered, readable and
@@ -47,37 +51,37 @@ type Pipes struct {
 // loop's thread, from any goroutine. The loop calls Poll for their
 // sockets and Flush at the end of every pass.
 func (c *Client) NewPipes(register func(old, fd int) error, post func(func())) *Pipes {
-	return &Pipes{c: c, register: register, post: post, byAddr: map[netip.AddrPort]*redispipe.Conn{}, byFD: map[int]*redispipe.Conn{}}
+	return &Pipes{c: c, register: register, post: post, byAddr: map[string]*redispipe.Conn{}, byFD: map[int]*redispipe.Conn{}}
 }
 
 var (
+	// nameConn names the pipes' connections in Redis's CLIENT LIST.
+	nameConn = [][]byte{[]byte("CLIENT"), []byte("SETNAME"), []byte(PipeClientName)}
 	loadSet  = [][]byte{[]byte("SCRIPT"), []byte("LOAD"), []byte(heldkeys.SetSource)}
 	loadIncr = [][]byte{[]byte("SCRIPT"), []byte("LOAD"), []byte(heldkeys.IncrBySource)}
 )
 
 // conns returns the connections by shard index under v, nil when v has
-// no direct reads, names a Redis that is not an address, or the client
-// reaches Redis with TLS (Config.StorageLogin: the pipes do not speak it,
-// so the client's other paths, which do, serve those clusters). With a
-// password the pipes log in with AUTH first.
+// no direct reads. They log in as Config.StorageLogin says: AUTH first
+// with a password, TLS verified for each server's own name (a host name
+// resolved at each dial).
 func (p *Pipes) conns(v *view) []*redispipe.Conn {
 	if v == p.view {
 		return p.shards
 	}
 	p.view, p.shards = v, nil
-	if v.storage == nil || p.c.cfg.StorageLogin.TLS {
+	if v.storage == nil {
 		return nil
 	}
 	var out []*redispipe.Conn
 	for _, r := range v.p.Map().Storage.Racks {
 		for _, sh := range r.Shards {
-			ap, err := netip.ParseAddrPort(sh.Redis)
-			if err != nil {
+			if sh.Redis == "" {
 				return nil
 			}
-			conn := p.byAddr[ap]
+			conn := p.byAddr[sh.Redis]
 			if conn == nil {
-				conn = p.dial(ap)
+				conn = p.dial(sh.Redis)
 			}
 			out = append(out, conn)
 		}
@@ -86,11 +90,19 @@ func (p *Pipes) conns(v *view) []*redispipe.Conn {
 	return out
 }
 
-// dial returns the pipes' connection to ap, whose sockets register with
+// dial returns the pipes' connection to addr, whose sockets register with
 // the loop and are found by Poll.
-func (p *Pipes) dial(ap netip.AddrPort) *redispipe.Conn {
+func (p *Pipes) dial(addr string) *redispipe.Conn {
+	opts := []redispipe.Option{redispipe.WithPrelude(nameConn, loadSet, loadIncr, loadSetMany, loadCommand)}
+	login := p.c.cfg.StorageLogin
+	if login.PasswordFile != "" {
+		opts = append(opts, redispipe.WithLogin(login.AuthCommand))
+	}
+	if login.TLS {
+		opts = append(opts, redispipe.WithTLS(func() (*tls.Config, error) { return login.TLSConfigFor(addr) }))
+	}
 	var conn *redispipe.Conn
-	conn = redispipe.New(ap, func(old, fd int) error {
+	conn = redispipe.New(addr, func(old, fd int) error {
 		delete(p.byFD, old)
 		if err := p.register(old, fd); err != nil {
 			return fmt.Errorf("cannot watch a redis connection: %w", err)
@@ -99,11 +111,8 @@ func (p *Pipes) dial(ap netip.AddrPort) *redispipe.Conn {
 			p.byFD[fd] = conn
 		}
 		return nil
-	}, loadSet, loadIncr, loadSetMany, loadCommand)
-	if login := p.c.cfg.StorageLogin; login.PasswordFile != "" {
-		conn.SetLogin(login.AuthCommand)
-	}
-	p.byAddr[ap] = conn
+	}, p.post, opts...)
+	p.byAddr[addr] = conn
 	return conn
 }
 

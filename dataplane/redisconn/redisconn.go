@@ -123,6 +123,14 @@ func (s Settings) Dialer() func(ctx context.Context, network, addr string) (net.
 	}
 }
 
+// TLSConfigFor is the TLS configuration of a new connection to addr,
+// with the CA bundle as its file holds it now; the certificate's name is
+// ServerName, or else addr's host.
+func (s Settings) TLSConfigFor(addr string) (*tls.Config, error) {
+	s.Addr = addr
+	return s.tlsConfig()
+}
+
 // tlsConfig is the TLS configuration of a new connection, with the CA
 // bundle as its file holds it now.
 func (s Settings) tlsConfig() (*tls.Config, error) {

@@ -3,8 +3,10 @@
 package redispipe
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"time"
 
@@ -27,9 +29,15 @@ type pending struct {
 
 // Conn is one Redis connection of an event loop.
 type Conn struct {
-	addr    netip.AddrPort
-	fd      int // -1 while down
-	out     []byte
+	addr string         // host:port as given
+	ip   netip.AddrPort // addr, when its host is an IP address
+	fd   int            // -1 while down or dialling
+	// dialing is the dial under way on a goroutine of its own (a name to
+	// resolve, a TLS handshake), nil when none.
+	dialing *dialAttempt
+	out     []byte    // RESP commands to send
+	sealed  []byte    // with TLS: out as TLS records, to write
+	session *tls.Conn // with TLS: the session over fd
 	in      []byte
 	waiting []pending // commands sent or queued, oldest first
 	head    int       // first of waiting not yet answered
@@ -37,34 +45,69 @@ type Conn struct {
 	// onDial registers a new socket with the loop (and unregisters the
 	// last one, old, -1 at first).
 	onDial func(old, fd int) error
+	// post runs a function on the loop's thread, from any goroutine: how
+	// a dial on a goroutine of its own hands its socket back (nil: only
+	// IP addresses without TLS can be dialled).
+	post func(func())
 	// prelude are commands sent first on every new connection (SCRIPT
 	// LOAD), their replies dropped.
 	prelude [][][]byte
 	// login returns the AUTH command sent before the prelude on every new
-	// connection (nil: none), read at each dial (SetLogin).
+	// connection (nil: none), read at each dial (WithLogin).
 	login func() ([][]byte, error)
+	// tlsConfig returns the TLS configuration of a new connection (nil:
+	// plain TCP), called at each dial (WithTLS).
+	tlsConfig func() (*tls.Config, error)
 }
 
-// New returns a connection to addr, dialled on its first command;
-// onDial registers each new socket with the owner's epoll, prelude are
-// commands sent first on each.
-func New(addr netip.AddrPort, onDial func(old, fd int) error, prelude ...[][]byte) *Conn {
-	return &Conn{addr: addr, fd: -1, onDial: onDial, prelude: prelude}
+// Option configures a Conn.
+type Option func(*Conn)
+
+// WithPrelude sends cmds first on every new connection (after the
+// login), dropping their replies.
+func WithPrelude(cmds ...[][]byte) Option {
+	return func(c *Conn) { c.prelude = append(c.prelude, cmds...) }
 }
 
-// SetLogin makes every new connection log in first with the command
+// WithLogin makes every new connection log in first with the command
 // auth returns then (AUTH [user] password, the password as its file holds
 // it at the dial). A dial whose auth fails stays down; an error reply to
 // the AUTH fails the connection and the commands behind it.
-func (c *Conn) SetLogin(auth func() ([][]byte, error)) { c.login = auth }
+func WithLogin(auth func() ([][]byte, error)) Option {
+	return func(c *Conn) { c.login = auth }
+}
 
-// FD is the connection's socket, -1 while down.
+// WithTLS makes every new connection speak TLS, with the configuration
+// config returns at the dial (a CA bundle read then). The handshake runs
+// on a goroutine of the dial (dial.go); after it the session's records are
+// sealed and opened on the loop's thread.
+func WithTLS(config func() (*tls.Config, error)) Option {
+	return func(c *Conn) { c.tlsConfig = config }
+}
+
+// New returns a connection to addr (host:port), dialled on its first
+// command; onDial registers each new socket with the owner's epoll; post
+// runs a function on the owner's loop thread from any goroutine (nil when
+// addr is an IP address and the connection has no TLS). An IP address
+// without TLS is dialled on the loop's thread (a non-blocking connect);
+// a host name, resolved at each dial, or TLS are dialled on a goroutine
+// of their own, commands queueing meanwhile.
+func New(addr string, onDial func(old, fd int) error, post func(func()), opts ...Option) *Conn {
+	c := &Conn{addr: addr, fd: -1, onDial: onDial, post: post}
+	c.ip, _ = netip.ParseAddrPort(addr)
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// FD is the connection's socket, -1 while down or dialling.
 func (c *Conn) FD() int { return c.fd }
 
 // Do queues a command (its arguments); w receives its reply with tag. It
 // reports false, queueing nothing, while the connection is down.
 func (c *Conn) Do(w Waiter, tag int, args ...[]byte) bool {
-	if c.fd < 0 && !c.dial() {
+	if c.fd < 0 && c.dialing == nil && !c.dial() {
 		return false
 	}
 	c.out = AppendCommand(c.out, args...)
@@ -72,8 +115,9 @@ func (c *Conn) Do(w Waiter, tag int, args ...[]byte) bool {
 	return true
 }
 
-// dial opens a new socket unless the connection broke less than
-// redialPause ago.
+// dial opens a new socket, or starts a dial on a goroutine, unless the
+// connection broke less than redialPause ago; the login and the prelude
+// are queued first.
 func (c *Conn) dial() bool {
 	if time.Since(c.downAt) < redialPause {
 		return false
@@ -86,18 +130,26 @@ func (c *Conn) dial() bool {
 			return false
 		}
 	}
-	fd, err := connect(c.addr)
-	if err == nil {
-		err = c.onDial(-1, fd)
-		if err != nil {
-			_ = unix.Close(fd)
+	if c.ip.IsValid() && c.tlsConfig == nil {
+		fd, err := connect(c.ip)
+		if err == nil {
+			err = c.onDial(-1, fd)
+			if err != nil {
+				_ = unix.Close(fd)
+			}
 		}
+		if err != nil {
+			c.downAt = time.Now()
+			return false
+		}
+		c.fd = fd
+	} else {
+		if c.post == nil {
+			c.downAt = time.Now()
+			return false
+		}
+		c.dialing = c.startDial()
 	}
-	if err != nil {
-		c.downAt = time.Now()
-		return false
-	}
-	c.fd = fd
 	if auth != nil {
 		c.out = AppendCommand(c.out, auth...)
 		c.waiting = append(c.waiting, pending{login: true})
@@ -129,10 +181,26 @@ func connect(addr netip.AddrPort) (int, error) {
 }
 
 // Flush writes the queued commands, as much as the socket takes; the rest
-// goes when the loop reports the socket writable and calls Poll.
+// goes when the loop reports the socket writable and calls Poll. With TLS
+// they are sealed into records first, all of them together.
 func (c *Conn) Flush() {
-	for c.fd >= 0 && len(c.out) > 0 {
-		n, err := unix.Write(c.fd, c.out)
+	if c.fd < 0 {
+		return
+	}
+	buf := &c.out
+	if c.session != nil {
+		if len(c.out) > 0 {
+			// The session writes its records to c.sealed (sessionConn).
+			if _, err := c.session.Write(c.out); err != nil {
+				c.fail(fmt.Errorf("cannot seal commands for redis %s: %w", c.addr, err))
+				return
+			}
+			c.out = c.out[:0]
+		}
+		buf = &c.sealed
+	}
+	for len(*buf) > 0 {
+		n, err := unix.Write(c.fd, *buf)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -142,7 +210,7 @@ func (c *Conn) Flush() {
 			c.fail(fmt.Errorf("cannot write to redis %s: %w", c.addr, err))
 			return
 		}
-		c.out = c.out[:copy(c.out, c.out[n:])]
+		*buf = (*buf)[:copy(*buf, (*buf)[n:])]
 	}
 }
 
@@ -152,11 +220,14 @@ func (c *Conn) Poll() {
 	c.Flush()
 	var buf [16384]byte
 	for c.fd >= 0 {
-		n, err := unix.Read(c.fd, buf[:])
+		n, err := c.read(buf[:])
 		switch {
 		case err == unix.EINTR:
 			continue
-		case err == unix.EAGAIN:
+		case err == unix.EAGAIN || errors.Is(err, errWouldBlock):
+			if len(c.sealed) > 0 { // the session answered a message of the server's
+				c.Flush()
+			}
 			return
 		case err != nil:
 			c.fail(fmt.Errorf("cannot read from redis %s: %w", c.addr, err))
@@ -171,6 +242,21 @@ func (c *Conn) Poll() {
 			return
 		}
 	}
+}
+
+// read reads from the socket, or opens the session's records from it.
+func (c *Conn) read(b []byte) (int, error) {
+	if c.session == nil {
+		return unix.Read(c.fd, b)
+	}
+	n, err := c.session.Read(b)
+	if n > 0 {
+		return n, nil // an error, if any, comes again at the next read
+	}
+	if err == io.EOF {
+		return 0, nil
+	}
+	return 0, err
 }
 
 // deliver parses the complete replies in c.in and hands them out.
@@ -205,14 +291,19 @@ func (c *Conn) deliver() error {
 	return nil
 }
 
-// fail closes the socket and fails every command in flight.
+// fail closes the socket (or abandons the dial under way) and fails
+// every command in flight.
 func (c *Conn) fail(err error) {
+	if c.dialing != nil {
+		c.dialing.abandon()
+		c.dialing = nil
+	}
 	if c.fd >= 0 {
 		_ = c.onDial(c.fd, -1)
 		_ = unix.Close(c.fd)
 	}
-	c.fd, c.downAt = -1, time.Now()
-	c.out, c.in = c.out[:0], c.in[:0]
+	c.fd, c.session, c.downAt = -1, nil, time.Now()
+	c.out, c.sealed, c.in = c.out[:0], c.sealed[:0], c.in[:0]
 	waiting := c.waiting[c.head:]
 	c.waiting, c.head = nil, 0
 	for _, p := range waiting {

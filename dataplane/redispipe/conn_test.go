@@ -4,8 +4,8 @@ package redispipe
 
 import (
 	"errors"
-	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -13,23 +13,34 @@ import (
 	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
-// loop is a test's event loop over one connection.
+// loop is a test's event loop over one connection: its epoll watches the
+// connection's socket and an eventfd that wakes it for posted functions.
 type loop struct {
-	t    *testing.T
-	epfd int
-	conn *Conn
+	t      *testing.T
+	epfd   int
+	wakefd int
+	conn   *Conn
+	mu     sync.Mutex // guards posted
+	posted []func()
 }
 
-func newLoop(t *testing.T, addr string) *loop {
+func newLoop(t *testing.T, addr string, opts ...Option) *loop {
 	t.Helper()
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = unix.Close(epfd) })
-	l := &loop{t: t, epfd: epfd}
-	ap := netip.MustParseAddrPort(addr)
-	l.conn = New(ap, func(old, fd int) error {
+	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Close(epfd); _ = unix.Close(wakefd) })
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}); err != nil {
+		t.Fatal(err)
+	}
+	l := &loop{t: t, epfd: epfd, wakefd: wakefd}
+	opts = append([]Option{WithPrelude([][]byte{[]byte("CLIENT"), []byte("SETNAME"), []byte("redispipe-test")})}, opts...)
+	l.conn = New(addr, func(old, fd int) error {
 		if old >= 0 {
 			_ = unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, old, nil)
 		}
@@ -37,9 +48,30 @@ func newLoop(t *testing.T, addr string) *loop {
 			return nil
 		}
 		return unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLET, Fd: int32(fd)})
-	}, [][]byte{[]byte("CLIENT"), []byte("SETNAME"), []byte("redispipe-test")})
+	}, l.post, opts...)
 	t.Cleanup(l.conn.Close)
 	return l
+}
+
+// post queues f for the loop and wakes it; any goroutine may call it.
+func (l *loop) post(f func()) {
+	l.mu.Lock()
+	l.posted = append(l.posted, f)
+	l.mu.Unlock()
+	_, _ = unix.Write(l.wakefd, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+}
+
+// runPosted runs the functions posted so far, on the loop's goroutine.
+func (l *loop) runPosted() {
+	var buf [8]byte
+	_, _ = unix.Read(l.wakefd, buf[:])
+	l.mu.Lock()
+	posted := l.posted
+	l.posted = nil
+	l.mu.Unlock()
+	for _, f := range posted {
+		f()
+	}
 }
 
 // until runs the loop until done holds, failing after a bounded number
@@ -55,6 +87,7 @@ func (l *loop) until(done func() bool) {
 		if _, err := unix.EpollWait(l.epfd, events, 1000); err != nil && err != unix.EINTR {
 			l.t.Fatal(err)
 		}
+		l.runPosted()
 		l.conn.Poll()
 	}
 	l.t.Fatal("no reply")
@@ -72,19 +105,28 @@ func (r *recorder) RedisReply(tag int, rep Reply) {
 // a command while it is down is refused.
 func TestPipeline(t *testing.T) {
 	srv := redistest.Start(t)
-	l := newLoop(t, srv.Addr())
+	checkPipeline(t, newLoop(t, srv.Addr()))
+}
+
+// checkPipeline sends a pipeline on l's connection and checks every kind
+// of reply, in order, then that Redis ending the connection fails the
+// command in flight and the next command is refused.
+func checkPipeline(t *testing.T, l *loop) {
+	t.Helper()
 	rec := &recorder{replies: map[int]Reply{}}
 	cmds := []struct {
 		args []string
 		want Reply
 	}{
+		{[]string{"FLUSHALL"}, Reply{Kind: '+', Value: []byte("OK")}},
 		{[]string{"SET", "k", "v"}, Reply{Kind: '+', Value: []byte("OK")}},
 		{[]string{"GET", "k"}, Reply{Kind: '$', Value: []byte("v")}},
 		{[]string{"GET", "absent"}, Reply{Kind: '$', Nil: true, Value: []byte{}}},
 		{[]string{"INCRBY", "n", "5"}, Reply{Kind: ':', Int: 5, Value: []byte{}}},
 		{[]string{"INCR", "k"}, Reply{Kind: '-', Value: []byte("ERR value is not an integer or out of range")}},
-		{[]string{"SET", "big", string(make([]byte, 100000))}, Reply{Kind: '+', Value: []byte("OK")}},
+		{[]string{"SET", "big", strings.Repeat("b", 100000)}, Reply{Kind: '+', Value: []byte("OK")}},
 		{[]string{"STRLEN", "big"}, Reply{Kind: ':', Int: 100000, Value: []byte{}}},
+		{[]string{"GET", "big"}, Reply{Kind: '$', Value: []byte(strings.Repeat("b", 100000))}},
 	}
 	for i, c := range cmds {
 		args := make([][]byte, len(c.args))
@@ -99,7 +141,7 @@ func TestPipeline(t *testing.T) {
 	for i, c := range cmds {
 		got := rec.replies[i]
 		if got.Kind != c.want.Kind || string(got.Value) != string(c.want.Value) || got.Int != c.want.Int || got.Nil != c.want.Nil || got.Err != nil {
-			t.Errorf("%v: got %+v, want %+v", c.args, got, c.want)
+			t.Errorf("%.40v: got %.80v, want %.80v", c.args, got, c.want)
 		}
 	}
 	// Redis ends the connection: the command in flight fails.
@@ -126,8 +168,7 @@ func TestLogin(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLoop(t, srv.Addr())
-			l.conn.SetLogin(tc.auth)
+			l := newLoop(t, srv.Addr(), WithLogin(tc.auth))
 			rec := &recorder{replies: map[int]Reply{}}
 			if !l.conn.Do(rec, 1, []byte("SET"), []byte("k"), []byte("v")) {
 				t.Fatal("command refused")
@@ -145,8 +186,7 @@ func TestLogin(t *testing.T) {
 			}
 		})
 	}
-	l := newLoop(t, srv.Addr())
-	l.conn.SetLogin(func() ([][]byte, error) { return nil, errors.New("cannot read the password file") })
+	l := newLoop(t, srv.Addr(), WithLogin(func() ([][]byte, error) { return nil, errors.New("cannot read the password file") }))
 	if l.conn.Do(&recorder{replies: map[int]Reply{}}, 1, []byte("PING")) {
 		t.Fatal("a command was queued though the login could not be read")
 	}
