@@ -7,7 +7,8 @@
 # (50 connections, no pipelining, 100,000 keys, REQUESTS each, REPS runs),
 # and the CPU time of the gateway and of every process of the cluster from
 # /proc. With PERF=1 the last GET run of each records the gateway with
-# `perf record -g` into OUT/perf-<config>-<n>.data.
+# `perf record -g` into OUT/perf-<config>-<n>.data. CONFIGS (default
+# "tls plain") and TESTS (default "set get") choose what runs.
 #
 #   hack/gatewaybench/storage-tls.sh [distcache ...]   (default bin/distcache)
 set -euo pipefail
@@ -60,7 +61,7 @@ run() {
 	read -r -a pids <<<"$(python3 -c 'import json,sys; print(" ".join(str(p["pid"]) for p in json.load(sys.stdin)["processes"] if p.get("pid")))' <<<"$status")"
 	local test rep perf a b ca cb rate hz
 	hz=$(getconf CLK_TCK)
-	for test in set get; do
+	for test in ${TESTS:-set get}; do
 		for rep in $(seq "$reps"); do
 			perf=
 			if [ "${PERF:-0}" = 1 ] && [ "$test" = get ] && [ "$rep" = "$reps" ]; then
@@ -87,7 +88,7 @@ run() {
 
 n=0
 for bin in "${bins[@]}"; do
-	for config in tls plain; do
+	for config in ${CONFIGS:-tls plain}; do
 		n=$((n + 1))
 		run "$bin" "$config" "$n"
 	done
