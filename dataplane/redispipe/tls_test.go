@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/distcache/distcache/internal/testing/certtest"
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
@@ -16,7 +17,8 @@ import (
 // password: the dial (resolving, connecting, the handshake) runs on a
 // goroutine of its own while the commands queue, then the pipeline's
 // replies come back in order, values of several TLS records each way
-// among them, and a connection Redis ends fails the command in flight.
+// among them, and a connection Redis ends fails the command in flight;
+// across a restart of Redis the connection is dialled again.
 func TestDialOnAGoroutine(t *testing.T) {
 	dir := t.TempDir()
 	ca := certtest.NewCA(t, dir, "ca")
@@ -40,6 +42,23 @@ func TestDialOnAGoroutine(t *testing.T) {
 			l := newLoop(t, tc.addr, tc.opts...)
 			checkPipeline(t, l)
 		})
+	}
+	// Redis restarts under a TLS connection: the command in flight fails,
+	// and once the pause has passed the connection is dialled again.
+	l := newLoop(t, named(t, secured.Addr()), login, trusted)
+	rec := &recorder{replies: map[int]Reply{}}
+	l.conn.Do(rec, 1, []byte("SET"), []byte("k"), []byte("before"))
+	l.until(func() bool { return len(rec.replies) == 1 })
+	secured.Restart()
+	l.conn.Do(rec, 2, []byte("GET"), []byte("k"))
+	l.until(func() bool { return len(rec.replies) == 2 })
+	if rec.replies[2].Err == nil {
+		t.Fatalf("GET across a restart of Redis: %+v, want the connection's error", rec.replies[2])
+	}
+	poll.Until(t, "the connection dialled again", func() bool { return l.conn.Do(rec, 3, []byte("PING")) })
+	l.until(func() bool { return len(rec.replies) == 3 })
+	if got := rec.replies[3]; got.Err != nil || string(got.Value) != "PONG" {
+		t.Fatalf("PING after the restart: %+v, want PONG", got)
 	}
 }
 
