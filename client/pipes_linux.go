@@ -136,6 +136,23 @@ func (p *Pipes) Flush() {
 	p.dirty = p.dirty[:0]
 }
 
+// pipeStall is how long a pipe's Redis may answer nothing while commands
+// wait: the bound the shims put on a Redis reply (shim's
+// DefaultRedisIOTimeout). A pipe carries any command of one key, and one
+// slow command (a large DEL, an LRANGE of everything) stalls Redis for
+// all; a GET's attempt timeout would cut those short.
+const pipeStall = time.Second
+
+// Expire fails the connections on which commands have waited with no
+// answer for longer than pipeStall: their reads take the client's other
+// paths, their writes end with an unknown outcome. The loop calls it on
+// its tick.
+func (p *Pipes) Expire(now time.Time) {
+	for _, conn := range p.byAddr {
+		conn.Expire(now, pipeStall)
+	}
+}
+
 // Close closes the connections; commands in flight fail.
 func (p *Pipes) Close() {
 	for _, conn := range p.byAddr {

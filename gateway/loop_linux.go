@@ -445,6 +445,9 @@ func (l *eventLoop) tick() {
 		return
 	}
 	l.lastTick = now
+	if l.pipes != nil {
+		l.pipes.Expire(now)
+	}
 	for _, c := range l.conns {
 		if over, refusal := c.overdue(&l.srv.cfg, now); over {
 			if refusal == "" {

@@ -41,7 +41,10 @@ type Conn struct {
 	in      []byte
 	waiting []pending // commands sent or queued, oldest first
 	head    int       // first of waiting not yet answered
-	downAt  time.Time
+	// progress is when the connection last moved: a command queued with
+	// none waiting, a reply, the end of a dial (Expire).
+	progress time.Time
+	downAt   time.Time
 	// onDial registers a new socket with the loop (and unregisters the
 	// last one, old, -1 at first).
 	onDial func(old, fd int) error
@@ -107,6 +110,9 @@ func (c *Conn) FD() int { return c.fd }
 // Do queues a command (its arguments); w receives its reply with tag. It
 // reports false, queueing nothing, while the connection is down.
 func (c *Conn) Do(w Waiter, tag int, args ...[]byte) bool {
+	if c.head == len(c.waiting) {
+		c.progress = time.Now()
+	}
 	if c.fd < 0 && c.dialing == nil && !c.dial() {
 		return false
 	}
@@ -284,11 +290,26 @@ func (c *Conn) deliver() error {
 			p.w.RedisReply(p.tag, r)
 		}
 	}
+	if at > 0 {
+		c.progress = time.Now()
+	}
 	c.in = c.in[:copy(c.in, c.in[at:])]
 	if c.head == len(c.waiting) {
 		c.waiting, c.head = c.waiting[:0], 0
 	}
 	return nil
+}
+
+// Expire fails the connection, and every command waiting on it, when
+// commands wait and it has not moved for longer than after (a Redis
+// paused, a peer gone without a reset); it reports whether it did. The
+// loop calls it now and then (a dial under way has its own bound).
+func (c *Conn) Expire(now time.Time, after time.Duration) bool {
+	if c.fd < 0 || c.head == len(c.waiting) || now.Sub(c.progress) <= after {
+		return false
+	}
+	c.fail(fmt.Errorf("redis %s answered nothing for %s", c.addr, now.Sub(c.progress).Round(time.Millisecond)))
+	return true
 }
 
 // fail closes the socket (or abandons the dial under way) and fails

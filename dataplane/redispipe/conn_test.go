@@ -7,9 +7,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/distcache/distcache/internal/testing/poll"
 	"github.com/distcache/distcache/internal/testing/redistest"
 )
 
@@ -189,5 +191,38 @@ func TestLogin(t *testing.T) {
 	l := newLoop(t, srv.Addr(), WithLogin(func() ([][]byte, error) { return nil, errors.New("cannot read the password file") }))
 	if l.conn.Do(&recorder{replies: map[int]Reply{}}, 1, []byte("PING")) {
 		t.Fatal("a command was queued though the login could not be read")
+	}
+}
+
+// TestExpire pauses Redis under a connection with commands waiting: the
+// connection is not expired before its bound, then it is, failing the
+// commands waiting with why; once Redis resumes, the connection is
+// dialled again. A connection with nothing waiting never expires.
+func TestExpire(t *testing.T) {
+	srv := redistest.Start(t)
+	l := newLoop(t, srv.Addr())
+	rec := &recorder{replies: map[int]Reply{}}
+	l.conn.Do(rec, 1, []byte("SET"), []byte("k"), []byte("v"))
+	l.until(func() bool { return len(rec.replies) == 1 })
+	if l.conn.Expire(time.Now().Add(time.Hour), time.Second) {
+		t.Fatal("a connection with nothing waiting expired")
+	}
+	srv.Pause()
+	l.conn.Do(rec, 2, []byte("GET"), []byte("k"))
+	l.conn.Flush()
+	if l.conn.Expire(time.Now(), time.Minute) {
+		t.Fatal("the connection expired before its bound")
+	}
+	if !l.conn.Expire(time.Now().Add(2*time.Minute), time.Minute) {
+		t.Fatal("the connection did not expire past its bound")
+	}
+	if err := rec.replies[2].Err; err == nil || !strings.Contains(err.Error(), "answered nothing") {
+		t.Fatalf("GET on the expired connection: %+v, want an error saying Redis answered nothing", rec.replies[2])
+	}
+	srv.Resume()
+	poll.Until(t, "the connection dialled again", func() bool { return l.conn.Do(rec, 3, []byte("GET"), []byte("k")) })
+	l.until(func() bool { return len(rec.replies) == 3 })
+	if got := rec.replies[3]; got.Err != nil || string(got.Value) != "v" {
+		t.Fatalf("GET after Redis resumed: %+v, want v", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -138,6 +139,25 @@ func (s *Server) Stop() {
 	}
 	s.p.kill()
 	s.p = nil
+}
+
+// Pause stops the running server with SIGSTOP, as a stalled or paused
+// process: connections stay open and nothing is answered until Resume.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.p == nil {
+		s.t.Fatal("redistest: the server is not running")
+	}
+	if err := s.p.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("redistest: cannot send %v: %v", sig, err)
+	}
 }
 
 // Restart stops the server if it is running, starts it again on the same
