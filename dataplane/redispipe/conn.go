@@ -41,10 +41,14 @@ type Conn struct {
 	in      []byte
 	waiting []pending // commands sent or queued, oldest first
 	head    int       // first of waiting not yet answered
-	// progress is when the connection last moved: a command queued with
-	// none waiting, a reply, the end of a dial (Expire).
-	progress time.Time
-	downAt   time.Time
+	// answered counts the replies handed out; Expire compares it from
+	// one call to the next, so that the commands' path reads no clock.
+	answered uint64
+	// seenAnswered is answered at the Expire call that found it last
+	// changed, stalledSince that call's time (zero: nothing waiting).
+	seenAnswered uint64
+	stalledSince time.Time
+	downAt       time.Time
 	// onDial registers a new socket with the loop (and unregisters the
 	// last one, old, -1 at first).
 	onDial func(old, fd int) error
@@ -110,9 +114,6 @@ func (c *Conn) FD() int { return c.fd }
 // Do queues a command (its arguments); w receives its reply with tag. It
 // reports false, queueing nothing, while the connection is down.
 func (c *Conn) Do(w Waiter, tag int, args ...[]byte) bool {
-	if c.head == len(c.waiting) {
-		c.progress = time.Now()
-	}
 	if c.fd < 0 && c.dialing == nil && !c.dial() {
 		return false
 	}
@@ -283,15 +284,13 @@ func (c *Conn) deliver() error {
 		p := c.waiting[c.head]
 		c.waiting[c.head] = pending{}
 		c.head++
+		c.answered++
 		if p.login && r.Kind == '-' {
 			return fmt.Errorf("cannot log in to redis %s: %s", c.addr, r.Value)
 		}
 		if p.w != nil {
 			p.w.RedisReply(p.tag, r)
 		}
-	}
-	if at > 0 {
-		c.progress = time.Now()
 	}
 	c.in = c.in[:copy(c.in, c.in[at:])]
 	if c.head == len(c.waiting) {
@@ -301,14 +300,23 @@ func (c *Conn) deliver() error {
 }
 
 // Expire fails the connection, and every command waiting on it, when
-// commands wait and it has not moved for longer than after (a Redis
-// paused, a peer gone without a reset); it reports whether it did. The
-// loop calls it now and then (a dial under way has its own bound).
+// commands have waited with no reply since a call of Expire longer than
+// after ago (a Redis paused, a peer gone without a reset); it reports
+// whether it did. The loop calls it now and then, so a stall is seen
+// between after and after plus one period (a dial under way has its own
+// bound).
 func (c *Conn) Expire(now time.Time, after time.Duration) bool {
-	if c.fd < 0 || c.head == len(c.waiting) || now.Sub(c.progress) <= after {
+	switch {
+	case c.fd < 0 || c.head == len(c.waiting):
+		c.stalledSince = time.Time{}
+		return false
+	case c.stalledSince.IsZero() || c.answered != c.seenAnswered:
+		c.seenAnswered, c.stalledSince = c.answered, now
+		return false
+	case now.Sub(c.stalledSince) <= after:
 		return false
 	}
-	c.fail(fmt.Errorf("redis %s answered nothing for %s", c.addr, now.Sub(c.progress).Round(time.Millisecond)))
+	c.fail(fmt.Errorf("redis %s answered nothing for %s", c.addr, now.Sub(c.stalledSince).Round(time.Millisecond)))
 	return true
 }
 

@@ -84,7 +84,7 @@ func (c *Conn) dialed(a *dialAttempt, fd int, session *tls.Conn, err error) {
 		c.fail(err)
 		return
 	}
-	c.fd, c.progress = fd, time.Now()
+	c.fd = fd
 	if session != nil {
 		session.NetConn().(*sessionConn).toLoop(c)
 		c.session = session
