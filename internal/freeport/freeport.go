@@ -129,7 +129,7 @@ func window(eph portRange) portRange {
 	return best
 }
 
-// bind binds a free port of w on host, trying the ports from start on
+// bind binds a free port of w on host, trying the ports from start
 // on (wrapping around), and returns the open socket and its port.
 func bind(host, network string, w portRange, start int) (interface{ Close() error }, int, error) {
 	var lc net.ListenConfig
